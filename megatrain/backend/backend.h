@@ -1,0 +1,130 @@
+// backend.h: the one interface every backend (cpu, cuda, sim) implements:
+// a table of function pointers plus a context (ggml-backend style).
+//
+// Conventions (llm.c letters): N = tokens in the pass (B*T), C = hidden size,
+// V = vocab, F = ffn size, NH / NKV heads / kv heads, HD head dim.
+// All pointers are device pointers unless named host_*. Activations are
+// be->act_dtype (the cpu backend supports MT_F32 only); weights and weight
+// gradients are `wdt` (MT_F32 or MT_BF16); rstd, lse, losses are always f32.
+// Kernels run in order on the compute stream. Backward kernels OVERWRITE their
+// outputs unless a flag says accumulate.
+#ifndef MT_BACKEND_H
+#define MT_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+typedef enum { MT_STREAM_COMPUTE = 0, MT_STREAM_H2D = 1, MT_STREAM_D2H = 2, MT_NUM_STREAMS = 3 } mt_stream_id;
+typedef enum { MT_COPY_H2D = 0, MT_COPY_D2H = 1, MT_COPY_D2D = 2 } mt_copy_kind;
+
+typedef struct mt_event mt_event; // opaque, backend-defined
+typedef struct mt_backend mt_backend;
+
+typedef struct {
+    char name[128];          // "cpu (x86-64, 2 threads)", "NVIDIA H100 80GB HBM3"
+    size_t mem_total_bytes;  // device memory (host RAM for cpu)
+    size_t mem_free_bytes;
+    int numa_node;           // nearest NUMA node of the device, -1 unknown
+} mt_device_info;
+
+// Flags for matmul_bwd.
+enum { MT_ACC_DINP = 1, MT_ACC_DW = 2 };
+
+typedef struct mt_backend_ops {
+    const char *name; // "cpu", "cuda", "sim"
+    void (*destroy)(mt_backend *be);
+    mt_status (*device_info)(mt_backend *be, mt_device_info *out);
+
+    // ---- memory ----
+    mt_status (*dev_alloc)(mt_backend *be, size_t bytes, void **out);
+    void (*dev_free)(mt_backend *be, void *p);
+    // Page-locked host memory for async copies (cpu: page-aligned malloc).
+    // Callers pin in bounded slabs; see engine/host_memory.h.
+    mt_status (*host_alloc)(mt_backend *be, size_t bytes, void **out);
+    void (*host_free)(mt_backend *be, void *p, size_t bytes);
+
+    // ---- streams and events ----
+    mt_status (*event_create)(mt_backend *be, mt_event **out);
+    void (*event_destroy)(mt_backend *be, mt_event *ev);
+    mt_status (*event_record)(mt_backend *be, mt_event *ev, mt_stream_id s);
+    mt_status (*stream_wait)(mt_backend *be, mt_stream_id s, mt_event *ev); // s waits for ev
+    mt_status (*event_sync)(mt_backend *be, mt_event *ev);                  // host waits for ev
+    mt_status (*stream_sync)(mt_backend *be, mt_stream_id s);
+    // Milliseconds between two recorded, completed events.
+    mt_status (*event_elapsed_ms)(mt_backend *be, mt_event *start, mt_event *end, float *ms);
+    mt_status (*copy)(mt_backend *be, void *dst, const void *src, size_t bytes, mt_copy_kind kind, mt_stream_id s);
+    mt_status (*memset_zero)(mt_backend *be, void *dst, size_t bytes, mt_stream_id s);
+
+    // ---- layer kernels (compute stream) ----
+    // out(N,C) = wte[ids[n], :]
+    mt_status (*embedding_fwd)(mt_backend *be, void *out, const int32_t *ids, const void *wte, mt_dtype wdt, int N, int C);
+    // dwte(V,C) += scatter of dout(N,C) by ids (accumulates; caller zeroes)
+    mt_status (*embedding_bwd)(mt_backend *be, void *dwte, mt_dtype wdt, const int32_t *ids, const void *dout, int N, int C);
+    // out(N,OC) = inp(N,IC) @ w(OC,IC)^T + bias(OC)   (bias may be NULL)
+    mt_status (*matmul_fwd)(mt_backend *be, void *out, const void *inp, const void *w, const void *bias, mt_dtype wdt,
+                            int N, int IC, int OC);
+    // dinp(N,IC) = dout @ w (skipped if dinp NULL); dw(OC,IC) = dout^T @ inp; dbias(OC) = sum_n dout
+    // (dbias skipped if NULL). flags: MT_ACC_DINP / MT_ACC_DW turn "=" into "+=" (dbias follows dw).
+    mt_status (*matmul_bwd)(mt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
+                            const void *w, mt_dtype wdt, int N, int IC, int OC, int flags);
+    // RMSNorm over rows: out(R,D) = inp / sqrt(mean(inp^2) + eps) * w(D); rstd(R) saved.
+    mt_status (*rmsnorm_fwd)(mt_backend *be, void *out, float *rstd, const void *inp, const void *w, mt_dtype wdt,
+                             int R, int D, float eps);
+    // dinp(R,D) = ...; dw(D) = sum over rows (overwrites).
+    mt_status (*rmsnorm_bwd)(mt_backend *be, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
+                             const float *rstd, mt_dtype wdt, int R, int D);
+    // Packed qkv rows: each token's row is [q: NH*HD | k: NKV*HD | v: NKV*HD] (QKV = NH+2*NKV heads).
+    // Per-head RMSNorm of the q heads (weight qw(HD)) and k heads (kw(HD)); v copied. rstd(N, NH+NKV).
+    mt_status (*qk_norm_fwd)(mt_backend *be, void *out, float *rstd, const void *inp, const void *qw, const void *kw,
+                             mt_dtype wdt, int N, int NH, int NKV, int HD, float eps);
+    mt_status (*qk_norm_bwd)(mt_backend *be, void *dinp, void *dqw, void *dkw, const void *dout, const void *inp,
+                             const void *qw, const void *kw, const float *rstd, mt_dtype wdt, int N, int NH, int NKV,
+                             int HD);
+    // HF rotate-half RoPE on the q and k heads of packed qkv (B,T,QKV*HD); v copied; in place allowed.
+    // cos/sin: (T, HD/2) f32 tables for positions 0..T-1.
+    mt_status (*rope_fwd)(mt_backend *be, void *out, const void *inp, const float *cos, const float *sin, int B, int T,
+                          int NH, int NKV, int HD);
+    mt_status (*rope_bwd)(mt_backend *be, void *dinp, const void *dout, const float *cos, const float *sin, int B, int T,
+                          int NH, int NKV, int HD);
+    // Causal GQA attention, scale 1/sqrt(HD), flash-style (no T x T matrix):
+    // out(B,T,NH*HD) from packed qkv(B,T,QKV*HD); lse(B,NH,T) saved.
+    mt_status (*attention_fwd)(mt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int NH, int NKV,
+                               int HD);
+    // dqkv(B,T,QKV*HD) overwritten from dout(B,T,NH*HD).
+    mt_status (*attention_bwd)(mt_backend *be, void *dqkv, const void *dout, const void *qkv, const void *out,
+                               const float *lse, int B, int T, int NH, int NKV, int HD);
+    // gu rows are [gate(F) | up(F)]: h(N,F) = silu(gate) * up
+    mt_status (*swiglu_fwd)(mt_backend *be, void *h, const void *gu, int N, int F);
+    mt_status (*swiglu_bwd)(mt_backend *be, void *dgu, const void *dh, const void *gu, int N, int F);
+    // out(n) = a(n) + b(n)  (activations; out may alias a or b)
+    mt_status (*add)(mt_backend *be, void *out, const void *a, const void *b, size_t n);
+    // Softmax cross-entropy on a chunk of logits(n,V) (activations), in place:
+    // losses[i] = logsumexp(logits[i]) - logits[i][targets[i]]  (f32)
+    // logits[i] <- dscale * (softmax(logits[i]) - onehot(targets[i]))
+    mt_status (*xent_fwd_bwd)(mt_backend *be, void *logits, float *losses, const int32_t *targets, int n, int V,
+                              float dscale);
+    // dst(n) = src(n) converted between dtypes (device).
+    mt_status (*cast)(mt_backend *be, void *dst, mt_dtype dt, const void *src, mt_dtype st, size_t n);
+} mt_backend_ops;
+
+struct mt_backend {
+    const mt_backend_ops *ops;
+    mt_dtype act_dtype; // activation type the kernels use
+    void *ctx;          // backend-private state
+};
+
+// Creates a backend by name ("cpu", "cuda", "sim", "auto" = best present).
+mt_status mt_backend_create(const char *name, mt_dtype act_dtype, mt_backend **out);
+void mt_backend_destroy(mt_backend *be);
+// Names of backends compiled into this binary, e.g. {"cpu","cuda","sim"}; returns count.
+int mt_backend_list(const char **names, int max);
+
+// Backend constructors (each defined in its backends/<name>/ directory).
+mt_status mt_backend_cpu_create(mt_dtype act_dtype, mt_backend **out);
+mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out);
+int mt_backend_cuda_available(void); // 1 when a CUDA device can be opened
+
+#endif

@@ -1,0 +1,57 @@
+// safetensors.h: reading and writing HF safetensors files (F32 and BF16),
+// single file or sharded (model.safetensors.index.json).
+// Reading validates every header field against the file: header length, JSON,
+// dtype names, shapes vs byte sizes, offsets inside the data buffer, no gaps or
+// overlaps, and that the tensors cover the buffer exactly.
+#ifndef MT_SAFETENSORS_H
+#define MT_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+#define MT_ST_MAX_DIMS 8
+
+typedef struct {
+    char *name;               // HF tensor name
+    mt_dtype dtype;
+    int ndim;
+    int64_t shape[MT_ST_MAX_DIMS];
+    size_t numel;
+    size_t offset;            // absolute byte offset in its file
+    size_t nbytes;
+    int file;                 // index of the shard holding it
+} mt_st_tensor;
+
+typedef struct mt_safetensors mt_safetensors;
+
+// Opens `path`: a .safetensors file, a model.safetensors.index.json, or an HF
+// directory (model.safetensors, else model.safetensors.index.json).
+mt_status mt_st_open(const char *path, mt_safetensors **out);
+void mt_st_close(mt_safetensors *st);
+int mt_st_count(const mt_safetensors *st);
+const mt_st_tensor *mt_st_get(const mt_safetensors *st, int i);
+const mt_st_tensor *mt_st_find(const mt_safetensors *st, const char *name); // NULL if absent
+// Checks `t` has exactly this shape; error names the file, tensor, expected and found shapes.
+mt_status mt_st_expect_shape(const mt_safetensors *st, const mt_st_tensor *t, int ndim, const int64_t *shape);
+// Reads the tensor into dst, converting to dst_dtype (F32 <-> BF16).
+mt_status mt_st_read(const mt_safetensors *st, const mt_st_tensor *t, void *dst, mt_dtype dst_dtype);
+const char *mt_st_path(const mt_safetensors *st, int file); // file name for error messages
+
+// One tensor to write; data is in `dtype` and is written as `file_dtype`.
+typedef struct {
+    const char *name;
+    mt_dtype dtype;      // type of `data` in memory
+    mt_dtype file_dtype; // type written to the file
+    int ndim;
+    int64_t shape[MT_ST_MAX_DIMS];
+    const void *data;
+} mt_st_entry;
+
+// Writes one .safetensors file (to path.tmp, fsync, rename to path); `metadata_format`
+// goes to __metadata__.format ("pt"). Never leaves a partial file under `path`.
+mt_status mt_st_write(const char *path, const mt_st_entry *entries, int n);
+
+#endif

@@ -1,0 +1,35 @@
+// adamw.h: the host AdamW, one fused, vectorised (AVX-512/AVX2, scalar fallback),
+// threaded pass over p, g, m, v — torch.optim.AdamW semantics:
+//   g' = g * grad_scale                        (clip factor, 1 when not clipping)
+//   p  = p * (1 - lr * wd)                     (decoupled decay; wd = 0 for 1-D tensors)
+//   m  = m + (g' - m) * (1 - beta1)
+//   v  = v * beta2 + (1 - beta2) * g'^2
+//   p  = p - lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
+// Precision modes: `p` is F32 or BF16 (rounded to nearest even after the update);
+// with `master` (mixed mode) the f32 master is updated and p receives bf16(master).
+#ifndef MT_ADAMW_H
+#define MT_ADAMW_H
+
+#include <stddef.h>
+
+#include "core/dtype.h"
+
+typedef struct {
+    float lr, beta1, beta2, eps;
+    float grad_scale; // clip factor applied to g on the fly
+    int step;         // 1-based step number, for bias correction
+} mt_adamw_hparams;
+
+// Updates n elements. master may be NULL. wd is this tensor's weight decay.
+// Bitwise identical results for any thread count (each element independent).
+void mt_adamw_update(float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt, float *m, float *v, size_t n,
+                     const mt_adamw_hparams *h, float wd);
+
+// Which SIMD path mt_adamw_update uses on this CPU: "avx512", "avx2" or "scalar".
+const char *mt_adamw_isa(void);
+
+// Scalar reference (tests, and the definition the fast path must match).
+void mt_adamw_update_ref(float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt, float *m, float *v,
+                         size_t n, const mt_adamw_hparams *h, float wd);
+
+#endif
