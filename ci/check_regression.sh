@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# check_regression.sh: compares a results JSONL against committed baselines.
+#
+#   ci/check_regression.sh [options] RESULTS.jsonl [BASELINE.jsonl ...]
+#     baselines default to results/baselines/*.jsonl (relative to the repo root)
+#   options: --warn-pct P   (10)  --fail-pct P (25)  --bw-frac F (0.9)
+#            --noise-frac F       noise estimate as a fraction of the baseline median,
+#                                 used when neither row has step_ms min/max (0)
+#
+# Rows match on (env.gpu_name, experiment, model, batch, seq_len, precision,
+# system (or schedule), mode); "measured" rows are never compared with projections.
+# For each results row with a baseline:
+#   delta = (median - base median) / base median     (step_ms; a plain number counts as the median)
+#   noise = sqrt(hr_base^2 + hr_cur^2), hr = (max - min)/2 of step_ms; when neither row
+#           has a range: step_ms.noise of either row (the larger), else noise-frac x base median
+#   FAIL  delta > fail-pct,  or h2d_gbps < bw-frac x baseline h2d_gbps
+#   WARN  delta > warn-pct and (median - base median) > 3 x noise
+#   OK    otherwise;  NOBASE: no baseline row matches (not an error)
+# Prints a table (stdout) and a summary. Exit: 0 no FAIL (warnings allowed),
+# 1 at least one FAIL, 2 bad usage or input (missing file, malformed JSON).
+set -euo pipefail
+
+die() { echo "check_regression: $*" >&2; exit 2; }
+command -v jq >/dev/null || die "jq not found; HINT: apt-get install jq (make deps)"
+
+warn_pct=10 fail_pct=25 bw_frac=0.9 noise_frac=0
+files=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --warn-pct) warn_pct=${2:?--warn-pct needs a value}; shift 2 ;;
+    --fail-pct) fail_pct=${2:?--fail-pct needs a value}; shift 2 ;;
+    --bw-frac) bw_frac=${2:?--bw-frac needs a value}; shift 2 ;;
+    --noise-frac) noise_frac=${2:?--noise-frac needs a value}; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) die "unknown option '$1' (see --help)" ;;
+    *) files+=("$1"); shift ;;
+  esac
+done
+for v in "$warn_pct" "$fail_pct" "$bw_frac" "$noise_frac"; do
+  [[ "$v" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "threshold '$v' is not a non-negative number"
+done
+[ ${#files[@]} -ge 1 ] || die "usage: check_regression.sh [options] RESULTS.jsonl [BASELINE.jsonl ...]"
+results=${files[0]}
+baselines=("${files[@]:1}")
+if [ ${#baselines[@]} -eq 0 ]; then
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  shopt -s nullglob
+  baselines=("$root"/results/baselines/*.jsonl)
+  shopt -u nullglob
+  [ ${#baselines[@]} -gt 0 ] || die "no baseline given and none in $root/results/baselines/"
+fi
+for f in "$results" "${baselines[@]}"; do
+  [ -r "$f" ] || die "$f: cannot read"
+  jq -e 'if type == "object" then true else error("a line is not a JSON object") end' "$f" >/dev/null 2>&1 ||
+    die "$f: not JSON Lines (one JSON object per line)"
+done
+[ -n "$(jq -c . "$results" | head -1)" ] || die "$results: no rows"
+
+table=$(jq -n -r \
+  --slurpfile cur "$results" \
+  --slurpfile base <(cat "${baselines[@]}") \
+  --argjson warn "$warn_pct" --argjson fail "$fail_pct" --argjson bw "$bw_frac" --argjson nf "$noise_frac" '
+  def key: [(.env.gpu_name // null), .experiment, .model, .batch, .seq_len, .precision,
+            (.system // .schedule), (.mode // "measured")];
+  def med: if (.step_ms | type) == "object" then .step_ms.median else .step_ms end;
+  def hr: if (.step_ms | type) == "object" and (.step_ms.max | type) == "number" and (.step_ms.min | type) == "number"
+          then (.step_ms.max - .step_ms.min) / 2 else null end;
+  def stated: if (.step_ms | type) == "object" then .step_ms.noise else null end;
+  def fmt(d): if . == null then "-" else (. * pow(10; d) | round) / pow(10; d) | tostring end;
+  ($base | map({key: (key | tojson), value: .}) | from_entries) as $B   # the last duplicate wins
+  | $cur[] | . as $c | $B[key | tojson] as $b
+  | ($c | med) as $cm | ($b | if . == null then null else med end) as $bm
+  | (if $b == null then null
+     elif ($b | hr) == null and ($c | hr) == null then
+       ([($b | stated), ($c | stated)] | map(select(type == "number")) | max) // ($nf * ($bm // 0))
+     else ((($b | hr) // 0) * (($b | hr) // 0) + (($c | hr) // 0) * (($c | hr) // 0)) | sqrt end) as $noise
+  | (if $b == null or ($cm | type) != "number" or ($bm | type) != "number" or $bm <= 0 then null
+     else ($cm - $bm) / $bm end) as $delta
+  | ($c.h2d_gbps) as $ch | ($b.h2d_gbps // null) as $bh
+  | (($ch | type) == "number" and ($bh | type) == "number" and $ch < $bw * $bh) as $bwfail
+  | (if $b == null then "NOBASE"
+     elif ($delta != null and $delta > $fail / 100) or $bwfail then "FAIL"
+     elif $delta != null and $delta > $warn / 100 and ($cm - $bm) > 3 * $noise then "WARN"
+     elif $delta == null and ($bwfail | not) and ($ch == null or $bh == null) then "NODATA"
+     else "OK" end) as $status
+  | [$status, ($c.env.gpu_name // "-"), ($c.experiment // "-"), ($c.model // "-"), ($c.batch // "-" | tostring),
+     ($c.seq_len // "-" | tostring), ($c.precision // "-"), ($c.system // $c.schedule // "-"),
+     ($bm | fmt(2)), ($cm | fmt(2)), (if $delta == null then "-" else ($delta * 100 | fmt(1)) + "%" end),
+     ($noise | fmt(2)), ($bh | fmt(1)), ($ch | fmt(1))]
+  | @tsv') || die "jq failed on $results"
+
+printf '# check_regression: %s vs %s (WARN > %s%% and > 3x noise, FAIL > %s%% or h2d < %sx)\n' \
+  "$results" "${baselines[*]}" "$warn_pct" "$fail_pct" "$bw_frac"
+{
+  printf 'status\tgpu\texperiment\tmodel\tbatch\tseq_len\tprecision\tsystem\tbase_ms\tcur_ms\tdelta\tnoise_ms\tbase_h2d\tcur_h2d\n'
+  printf '%s\n' "$table"
+} | awk -F'\t' '
+  { for (i = 1; i <= NF; i++) { cell[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) } n = NR; if (NF > nf) nf = NF }
+  END { for (r = 1; r <= n; r++) { line = ""; for (i = 1; i <= nf; i++) line = line sprintf("%-*s  ", w[i], cell[r, i]);
+        sub(/ +$/, "", line); print line } }'
+count() { printf '%s\n' "$table" | awk -F'\t' -v s="$1" '$1 == s' | wc -l | tr -d ' '; }
+nok=$(count OK) nwarn=$(count WARN) nfail=$(count FAIL) nnobase=$(count NOBASE) nnodata=$(count NODATA)
+echo "# summary: ok $nok, warn $nwarn, fail $nfail, no baseline $nnobase, no data $nnodata"
+[ "$nfail" -eq 0 ]

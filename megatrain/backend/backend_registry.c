@@ -1,0 +1,45 @@
+// backend_registry.c: backend lookup by name ("cpu", "cuda", "sim", "auto").
+// "cuda" exists only when the binary was built with nvcc (MT_HAVE_CUDA);
+// "auto" takes cuda when a device opens, else cpu.
+#include <string.h>
+
+#include "backend/backend.h"
+
+mt_status mt_backend_create(const char *name, mt_dtype act_dtype, mt_backend **out) {
+    *out = NULL;
+    if (!name) name = "auto";
+    if (strcmp(name, "cpu") == 0) return mt_backend_cpu_create(act_dtype, out);
+    if (strcmp(name, "cuda") == 0) {
+#ifdef MT_HAVE_CUDA
+        return mt_backend_cuda_create(act_dtype, out);
+#else
+        return mt_fail(MT_ERR_UNSUPPORTED,
+                       "--backend cuda: this binary was built without CUDA (nvcc was not found at configure time)");
+#endif
+    }
+    if (strcmp(name, "auto") == 0) {
+#ifdef MT_HAVE_CUDA
+        if (mt_backend_cuda_available() == 1) return mt_backend_cuda_create(act_dtype, out);
+#endif
+        return mt_backend_cpu_create(act_dtype, out);
+    }
+    if (strcmp(name, "sim") == 0)
+        return mt_fail(MT_ERR_UNSUPPORTED, "--backend sim: the simulated backend is not implemented yet");
+    return mt_fail(MT_ERR_ARG, "--backend %s: unknown backend (expected auto, cpu, cuda or sim)", name);
+}
+
+void mt_backend_destroy(mt_backend *be) {
+    if (be && be->ops && be->ops->destroy) be->ops->destroy(be);
+}
+
+int mt_backend_list(const char **names, int max) {
+    static const char *const compiled[] = {
+        "cpu",
+#ifdef MT_HAVE_CUDA
+        "cuda",
+#endif
+    };
+    int n = (int)(sizeof compiled / sizeof compiled[0]);
+    for (int i = 0; i < n && i < max; i++) names[i] = compiled[i];
+    return n;
+}

@@ -1,0 +1,126 @@
+// cuda_internal.h: the CUDA backend's private context, the per-op host entry
+// points (one .cu file per layer family defines them), and the small device
+// helpers (f32/bf16 load/store, dtype dispatch) the kernels share.
+#ifndef MT_CUDA_INTERNAL_H
+#define MT_CUDA_INTERNAL_H
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+extern "C" {
+#include "backend/backend.h"
+}
+#include "backends/cuda/cuda_check.h"
+
+struct mt_event {
+    cudaEvent_t ev;
+};
+
+struct mt_cuda_gemm_cache; // cuda_matmul.cu
+
+typedef struct {
+    int device;
+    cudaDeviceProp prop;
+    cudaStream_t stream[MT_NUM_STREAMS]; // compute, h2d, d2h: non-blocking, created once
+    cublasLtHandle_t lt;
+    void *lt_workspace; // 32 MiB, used by every GEMM (all on the compute stream)
+    size_t lt_workspace_bytes;
+    struct mt_cuda_gemm_cache *gemm_cache;
+    // Growable device scratch for ops that need temporaries (dtype conversion in
+    // mixed GEMMs, dw partial sums, attention row stats). Stream-ordered on the
+    // compute stream, so consecutive ops can reuse it.
+    void *scratch;
+    size_t scratch_bytes;
+} mt_cuda_ctx;
+
+static inline mt_cuda_ctx *mt_cuda_ctx_of(mt_backend *be) { return (mt_cuda_ctx *)be->ctx; }
+static inline cudaStream_t mt_cuda_compute(mt_backend *be) { return mt_cuda_ctx_of(be)->stream[MT_STREAM_COMPUTE]; }
+
+// Returns a scratch buffer of at least `bytes` (grows it: syncs the compute stream first).
+mt_status mt_cuda_scratch(mt_backend *be, size_t bytes, void **out);
+static inline size_t mt_cuda_align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+// cuda_matmul.cu
+mt_status mt_cuda_gemm_init(mt_cuda_ctx *ctx);
+void mt_cuda_gemm_destroy(mt_cuda_ctx *ctx);
+mt_status mt_cuda_matmul_fwd(mt_backend *be, void *out, const void *inp, const void *w, const void *bias, mt_dtype wdt,
+                             int N, int IC, int OC);
+mt_status mt_cuda_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
+                             const void *w, mt_dtype wdt, int N, int IC, int OC, int flags);
+// cuda_norm.cu
+mt_status mt_cuda_rmsnorm_fwd(mt_backend *be, void *out, float *rstd, const void *inp, const void *w, mt_dtype wdt, int R,
+                              int D, float eps);
+mt_status mt_cuda_rmsnorm_bwd(mt_backend *be, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
+                              const float *rstd, mt_dtype wdt, int R, int D);
+mt_status mt_cuda_qk_norm_fwd(mt_backend *be, void *out, float *rstd, const void *inp, const void *qw, const void *kw,
+                              mt_dtype wdt, int N, int NH, int NKV, int HD, float eps);
+mt_status mt_cuda_qk_norm_bwd(mt_backend *be, void *dinp, void *dqw, void *dkw, const void *dout, const void *inp,
+                              const void *qw, const void *kw, const float *rstd, mt_dtype wdt, int N, int NH, int NKV,
+                              int HD);
+// cuda_rope.cu
+mt_status mt_cuda_rope_fwd(mt_backend *be, void *out, const void *inp, const float *cos, const float *sin, int B, int T,
+                           int NH, int NKV, int HD);
+mt_status mt_cuda_rope_bwd(mt_backend *be, void *dinp, const void *dout, const float *cos, const float *sin, int B, int T,
+                           int NH, int NKV, int HD);
+// cuda_attention.cu
+mt_status mt_cuda_attention_fwd(mt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int NH, int NKV,
+                                int HD);
+mt_status mt_cuda_attention_bwd(mt_backend *be, void *dqkv, const void *dout, const void *qkv, const void *out,
+                                const float *lse, int B, int T, int NH, int NKV, int HD);
+// cuda_elementwise.cu
+mt_status mt_cuda_embedding_fwd(mt_backend *be, void *out, const int32_t *ids, const void *wte, mt_dtype wdt, int N, int C);
+mt_status mt_cuda_embedding_bwd(mt_backend *be, void *dwte, mt_dtype wdt, const int32_t *ids, const void *dout, int N,
+                                int C);
+mt_status mt_cuda_swiglu_fwd(mt_backend *be, void *h, const void *gu, int N, int F);
+mt_status mt_cuda_swiglu_bwd(mt_backend *be, void *dgu, const void *dh, const void *gu, int N, int F);
+mt_status mt_cuda_add(mt_backend *be, void *out, const void *a, const void *b, size_t n);
+mt_status mt_cuda_cast(mt_backend *be, void *dst, mt_dtype dt, const void *src, mt_dtype st, size_t n);
+// Stream-ordered conversion on an explicit stream (used by the GEMM for mixed dtypes).
+mt_status mt_cuda_convert(cudaStream_t s, void *dst, mt_dtype dt, const void *src, mt_dtype st, size_t n);
+// cuda_xent.cu
+mt_status mt_cuda_xent_fwd_bwd(mt_backend *be, void *logits, float *losses, const int32_t *targets, int n, int V,
+                               float dscale);
+
+// ---- device helpers ----
+typedef __nv_bfloat16 mt_bf16;
+
+__device__ __forceinline__ float mt_ld(const float *p, size_t i) { return p[i]; }
+__device__ __forceinline__ float mt_ld(const mt_bf16 *p, size_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void mt_st(float *p, size_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void mt_st(mt_bf16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+__device__ __forceinline__ float mt_warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float mt_warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Calls f(A{}) with A = float or mt_bf16 per dtype (f is a generic lambda).
+template <typename Fn> static inline mt_status mt_cuda_dispatch1(mt_dtype a, Fn f) {
+    if (a == MT_F32) return f(float());
+    return f(mt_bf16());
+}
+// Calls f(A{}, W{}) for the activation and weight dtypes.
+template <typename Fn> static inline mt_status mt_cuda_dispatch2(mt_dtype a, mt_dtype w, Fn f) {
+    if (a == MT_F32) {
+        if (w == MT_F32) return f(float(), float());
+        return f(float(), mt_bf16());
+    }
+    if (w == MT_F32) return f(mt_bf16(), float());
+    return f(mt_bf16(), mt_bf16());
+}
+
+// Grid size for a grid-stride loop over n items with `threads` per block.
+static inline unsigned mt_cuda_blocks(size_t n, int threads) {
+    size_t b = (n + (size_t)threads - 1) / (size_t)threads;
+    if (b > 65535u * 16u) b = 65535u * 16u; // grid-stride loops cover the rest
+    return (unsigned)(b ? b : 1);
+}
+
+#endif

@@ -1,0 +1,83 @@
+// cmd_eval.c: `megatrain eval`: mean loss of a model over a token file.
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/run_setup.h"
+#include "data/dataloader.h"
+#include "engine/engine.h"
+#include "engine/model_io.h"
+
+int mt_cmd_eval(mt_options *o) {
+    mt_status s;
+    mt_config cfg;
+    mt_backend *be = NULL;
+    mt_model model = {0};
+    mt_engine *eng = NULL;
+    mt_data data = {0};
+    mt_sink sink = {0};
+    int32_t *inputs = NULL, *targets = NULL;
+    int rc = 1;
+    mt_precision prec;
+    mt_schedule sched;
+
+    if (!o->model) {
+        s = mt_fail(MT_ERR_ARG, "eval: --model DIR is required");
+        goto fail;
+    }
+    if (!o->given.data) {
+        s = mt_fail(MT_ERR_ARG, "eval: --data FILE is required");
+        goto fail;
+    }
+    if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, o->model))) goto fail;
+    if ((s = mt_precision_parse(o->precision, &prec)) || (s = mt_schedule_parse(o->schedule, &sched))) goto fail;
+    if (!strcmp(o->data, "synthetic")) s = mt_data_synthetic(&data, o->seed, cfg.vocab_size, (size_t)o->batch * o->seq_len * 16 + 1);
+    else s = mt_data_open_file(&data, o->data, cfg.vocab_size, o->batch, o->seq_len);
+    if (s) goto fail;
+    // Default: every full, non-overlapping batch window of the file once.
+    size_t windows = (data.n - 1) / ((size_t)o->batch * o->seq_len);
+    int steps = o->steps > 0 && (size_t)o->steps < windows ? o->steps : (int)windows;
+    if ((s = mt_setup_backend(o->backend, prec, &be)) || (s = mt_model_alloc(&model, &cfg, prec, be))) goto fail;
+    if ((s = mt_model_load_weights(&model, o->model))) goto fail;
+    mt_engine_opts eo = {.schedule = sched, .B = o->batch, .T = o->seq_len, .grad_accum = 1, .ckpt_interval = 1,
+                         .weight_bufs = o->weight_bufs, .grad_slabs = 1, .overlap_optimizer = 0};
+    if ((s = mt_engine_create(&model, be, &eo, &eng)) || (s = mt_sink_open(&sink, o->log, 0))) goto fail;
+    size_t n = (size_t)o->batch * o->seq_len;
+    inputs = malloc(n * 4);
+    targets = malloc(n * 4);
+    if (!inputs || !targets) {
+        s = mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the batch");
+        goto fail;
+    }
+    double sum = 0;
+    for (int i = 0; i < steps; i++) {
+        double part;
+        mt_data_next(&data, o->batch, o->seq_len, inputs, targets);
+        if ((s = mt_engine_eval(eng, inputs, targets, &part))) goto fail;
+        sum += part;
+        fprintf(stderr, "eval %d/%d\r", i + 1, steps);
+    }
+    fprintf(stderr, "\n");
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "loss", sum / ((double)steps * n));
+    cJSON_AddNumberToObject(j, "tokens", (double)steps * n);
+    char *text = cJSON_PrintUnformatted(j);
+    mt_sink_line(&sink, text);
+    free(text);
+    cJSON_Delete(j);
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
+done:
+    free(inputs);
+    free(targets);
+    mt_sink_close(&sink);
+    if (eng) mt_engine_destroy(eng);
+    mt_model_free(&model);
+    if (be) mt_backend_destroy(be);
+    mt_data_free(&data);
+    return rc;
+}

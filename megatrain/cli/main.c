@@ -1,0 +1,67 @@
+// main.c: the megatrain CLI entry: subcommand dispatch, --version, --help,
+// and the no-argument default run (tiny model, embedded corpus).
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "cli/commands.h"
+
+static const char *usage =
+    "usage: megatrain                      train the embedded tiny model on the embedded corpus\n"
+    "       megatrain train --model DIR | --config FILE [--init random --seed N] | --resume DIR\n"
+    "                 --data FILE|synthetic|embedded --batch B --seq-len T --steps N [--grad-accum G]\n"
+    "                 [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X] [--grad-clip X|0]\n"
+    "                 [--lr-schedule constant|cosine] [--warmup N] [--precision paper|mixed|fp32]\n"
+    "                 [--backend auto|cpu|cuda|sim] [--schedule megatrain|zero3|naive|resident]\n"
+    "                 [--checkpoint-interval K] [--weight-buffers 2|3] [--grad-slabs S] [--serial-optimizer]\n"
+    "                 [--save DIR] [--save-every N] [--log FILE.jsonl] [--dump-grads FILE]\n"
+    "       megatrain eval --model DIR --data FILE --batch B --seq-len T [--steps N]\n"
+    "       megatrain --version\n"
+    "Stdout carries JSON lines only; progress and errors go to stderr.\n";
+
+int mt_cmd_version(void) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "version", MT_VERSION);
+    cJSON_AddStringToObject(j, "git_sha", MT_GIT_SHA);
+    const char *names[8];
+    int n = mt_backend_list(names, 8);
+    cJSON *arr = cJSON_AddArrayToObject(j, "backends");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, cJSON_CreateString(names[i]));
+    char *s = cJSON_PrintUnformatted(j);
+    printf("%s\n", s);
+    free(s);
+    cJSON_Delete(j);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    mt_options o;
+    mt_options_defaults(&o);
+    if (argc == 1) {
+        o.data = "embedded";
+        o.batch = 8;
+        o.seq_len = 128;
+        o.steps = 150;
+        o.lr = 2e-3f;
+        o.lr_schedule = "cosine";
+        o.warmup = 10;
+        return mt_cmd_train(&o, 1);
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--version")) return mt_cmd_version();
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        fputs(usage, stderr);
+        return 0;
+    }
+    if (strcmp(cmd, "train") && strcmp(cmd, "eval")) {
+        fprintf(stderr, "megatrain: error: unknown command '%s' (expected train, eval or --version)\n", cmd);
+        return 2;
+    }
+    if (mt_options_parse(&o, cmd, argc, argv, 2) != MT_OK) {
+        fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
+        return 2;
+    }
+    return !strcmp(cmd, "train") ? mt_cmd_train(&o, 0) : mt_cmd_eval(&o);
+}

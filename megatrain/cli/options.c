@@ -1,0 +1,150 @@
+// options.c: a table-driven parser; each option knows its kind and its field.
+#include "cli/options.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { OPT_STR, OPT_POS_INT, OPT_NONNEG_INT, OPT_U64, OPT_NONNEG_FLOAT, OPT_POS_FLOAT, OPT_UNIT_FLOAT, OPT_FLAG } opt_kind;
+
+typedef struct {
+    const char *name;
+    opt_kind kind;
+    size_t offset;
+    size_t given_offset; // offset into o->given, or (size_t)-1
+    const char *cmds;    // commands accepting it: "t" train, "e" eval, "p" plan
+} opt_spec;
+
+#define F(field) offsetof(mt_options, field)
+#define G(field) offsetof(mt_options, given.field)
+#define NG ((size_t)-1)
+
+static const opt_spec specs[] = {
+    {"--model", OPT_STR, F(model), NG, "tep"},
+    {"--config", OPT_STR, F(config), NG, "tp"},
+    {"--init", OPT_STR, F(init), NG, "t"},
+    {"--seed", OPT_U64, F(seed), G(seed), "t"},
+    {"--data", OPT_STR, F(data), G(data), "te"},
+    {"--batch", OPT_POS_INT, F(batch), G(batch), "tep"},
+    {"--seq-len", OPT_POS_INT, F(seq_len), G(seq_len), "tep"},
+    {"--steps", OPT_POS_INT, F(steps), NG, "te"},
+    {"--grad-accum", OPT_POS_INT, F(grad_accum), G(grad_accum), "tp"},
+    {"--lr", OPT_NONNEG_FLOAT, F(lr), G(lr), "t"},
+    {"--weight-decay", OPT_NONNEG_FLOAT, F(weight_decay), G(weight_decay), "t"},
+    {"--beta1", OPT_UNIT_FLOAT, F(beta1), G(beta1), "t"},
+    {"--beta2", OPT_UNIT_FLOAT, F(beta2), G(beta2), "t"},
+    {"--eps", OPT_POS_FLOAT, F(eps), G(eps), "t"},
+    {"--grad-clip", OPT_NONNEG_FLOAT, F(grad_clip), G(grad_clip), "t"},
+    {"--lr-schedule", OPT_STR, F(lr_schedule), G(lr_schedule), "t"},
+    {"--warmup", OPT_NONNEG_INT, F(warmup), G(warmup), "t"},
+    {"--precision", OPT_STR, F(precision), G(precision), "tep"},
+    {"--backend", OPT_STR, F(backend), NG, "tep"},
+    {"--schedule", OPT_STR, F(schedule), NG, "tep"},
+    {"--checkpoint-interval", OPT_POS_INT, F(ckpt_interval), NG, "tp"},
+    {"--weight-buffers", OPT_POS_INT, F(weight_bufs), NG, "tp"},
+    {"--grad-slabs", OPT_POS_INT, F(grad_slabs), NG, "tp"},
+    {"--serial-optimizer", OPT_FLAG, F(serial_optimizer), NG, "t"},
+    {"--save", OPT_STR, F(save), NG, "t"},
+    {"--save-every", OPT_POS_INT, F(save_every), NG, "t"},
+    {"--resume", OPT_STR, F(resume), NG, "t"},
+    {"--log", OPT_STR, F(log), NG, "te"},
+    {"--trace", OPT_STR, F(trace), NG, "t"},
+    {"--dump-grads", OPT_STR, F(dump_grads), NG, "t"},
+    {"--hardware", OPT_STR, F(hardware), NG, "p"},
+};
+
+void mt_options_defaults(mt_options *o) {
+    memset(o, 0, sizeof *o);
+    o->init = "random";
+    o->data = "synthetic";
+    o->batch = 4;
+    o->seq_len = 64;
+    o->steps = 10;
+    o->grad_accum = 1;
+    o->lr = 3e-4f;
+    o->weight_decay = 0.1f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.95f;
+    o->eps = 1e-8f;
+    o->grad_clip = 1.0f;
+    o->lr_schedule = "constant";
+    o->precision = "fp32";
+    o->backend = "auto";
+    o->schedule = "megatrain";
+    o->ckpt_interval = 1;
+    o->weight_bufs = 2;
+    o->grad_slabs = 4;
+}
+
+static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
+    char *end = NULL;
+    void *field = (char *)o + s->offset;
+    errno = 0;
+    switch (s->kind) {
+    case OPT_STR:
+        if (!*v) return mt_fail(MT_ERR_ARG, "%s: empty value", s->name);
+        *(const char **)field = v;
+        return MT_OK;
+    case OPT_POS_INT:
+    case OPT_NONNEG_INT: {
+        long x = strtol(v, &end, 10);
+        if (errno || end == v || *end || x > INT_MAX || x < 0 || (s->kind == OPT_POS_INT && x == 0))
+            return mt_fail(MT_ERR_ARG, "%s: expected a %s integer, got '%s'", s->name,
+                           s->kind == OPT_POS_INT ? "positive" : "non-negative", v);
+        *(int *)field = (int)x;
+        return MT_OK;
+    }
+    case OPT_U64: {
+        if (*v == '-') return mt_fail(MT_ERR_ARG, "%s: expected a non-negative integer, got '%s'", s->name, v);
+        unsigned long long x = strtoull(v, &end, 10);
+        if (errno || end == v || *end) return mt_fail(MT_ERR_ARG, "%s: expected a non-negative integer, got '%s'", s->name, v);
+        *(unsigned long long *)field = x;
+        return MT_OK;
+    }
+    case OPT_NONNEG_FLOAT:
+    case OPT_POS_FLOAT:
+    case OPT_UNIT_FLOAT: {
+        double x = strtod(v, &end);
+        if (errno || end == v || *end || !isfinite(x))
+            return mt_fail(MT_ERR_ARG, "%s: expected a number, got '%s'", s->name, v);
+        if (x < 0 || (s->kind == OPT_POS_FLOAT && x == 0))
+            return mt_fail(MT_ERR_ARG, "%s: must be %s, got %s", s->name, s->kind == OPT_POS_FLOAT ? "positive" : ">= 0", v);
+        if (s->kind == OPT_UNIT_FLOAT && x >= 1) return mt_fail(MT_ERR_ARG, "%s: must be in [0, 1), got %s", s->name, v);
+        *(float *)field = (float)x;
+        return MT_OK;
+    }
+    case OPT_FLAG:
+        *(int *)field = 1;
+        return MT_OK;
+    }
+    return MT_OK;
+}
+
+mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv, int first) {
+    char c = cmd[0];
+    for (int i = first; i < argc; i++) {
+        const char *arg = argv[i];
+        const opt_spec *s = NULL;
+        for (size_t k = 0; k < sizeof specs / sizeof *specs; k++)
+            if (!strcmp(arg, specs[k].name)) s = &specs[k];
+        if (!s) return mt_fail(MT_ERR_ARG, "%s: unknown option '%s' (see `megatrain --help`)", cmd, arg);
+        if (!strchr(s->cmds, c)) return mt_fail(MT_ERR_ARG, "%s: option %s does not apply to `megatrain %s`", cmd, arg, cmd);
+        const char *v = "";
+        if (s->kind != OPT_FLAG) {
+            if (i + 1 >= argc) return mt_fail(MT_ERR_ARG, "%s: missing value", s->name);
+            v = argv[++i];
+        }
+        MT_TRY(parse_value(s, v, o));
+        if (s->given_offset != NG) *(int *)((char *)o + s->given_offset) = 1;
+    }
+    if (strcmp(o->lr_schedule, "constant") && strcmp(o->lr_schedule, "cosine"))
+        return mt_fail(MT_ERR_ARG, "--lr-schedule: unknown value '%s' (expected constant or cosine)", o->lr_schedule);
+    if (strcmp(o->init, "random")) return mt_fail(MT_ERR_ARG, "--init: unknown value '%s' (expected random)", o->init);
+    if (o->model && o->config) return mt_fail(MT_ERR_ARG, "--model and --config: give one, not both");
+    if (o->resume && (o->model || o->config))
+        return mt_fail(MT_ERR_ARG, "--resume: takes the model from the checkpoint; drop --model/--config");
+    return MT_OK;
+}

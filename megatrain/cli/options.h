@@ -1,0 +1,27 @@
+// options.h: command-line options of `megatrain train|eval|plan`, parsed and
+// validated up front: every bad value is one line naming the option.
+#ifndef MT_OPTIONS_H
+#define MT_OPTIONS_H
+
+#include "core/status.h"
+
+typedef struct {
+    const char *model, *config, *init, *data, *save, *resume, *log, *trace, *dump_grads;
+    const char *precision, *backend, *schedule, *lr_schedule, *hardware;
+    unsigned long long seed;
+    int batch, seq_len, steps, grad_accum, warmup, ckpt_interval, weight_bufs, grad_slabs, save_every;
+    int serial_optimizer;
+    float lr, weight_decay, beta1, beta2, eps, grad_clip;
+    // which options were given explicitly (resume fills the others from train_state.json)
+    struct {
+        int batch, seq_len, grad_accum, lr, weight_decay, beta1, beta2, eps, grad_clip, lr_schedule, warmup,
+            precision, data, seed;
+    } given;
+} mt_options;
+
+// Defaults per DESIGN.md: lr 3e-4, wd 0.1, betas 0.9/0.95, eps 1e-8, clip 1.0.
+void mt_options_defaults(mt_options *o);
+// Parses argv[first..argc) for `cmd` ("train", "eval", "plan").
+mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv, int first);
+
+#endif

@@ -1,0 +1,71 @@
+// run_setup.c: config sources, backend choice, JSON-lines sink.
+#include "cli/run_setup.h"
+
+#include <errno.h>
+#include <string.h>
+
+void mt_default_config(mt_config *c) {
+    memset(c, 0, sizeof *c);
+    c->arch = MT_ARCH_LLAMA;
+    c->vocab_size = 256;
+    c->hidden_size = 128;
+    c->intermediate_size = 352;
+    c->num_layers = 4;
+    c->num_heads = 4;
+    c->num_kv_heads = 2;
+    c->head_dim = 32;
+    c->max_position_embeddings = 1024;
+    c->rms_norm_eps = 1e-5f;
+    c->rope_theta = 10000.0;
+    c->tie_word_embeddings = 1;
+    c->torch_dtype = MT_F32;
+    c->bos_token_id = c->eos_token_id = -1;
+}
+
+mt_status mt_setup_config(const mt_options *o, mt_config *c, int allow_default) {
+    char path[1100];
+    if (o->model) snprintf(path, sizeof path, "%s/config.json", o->model);
+    else if (o->resume) snprintf(path, sizeof path, "%s/config.json", o->resume);
+    else if (o->config) snprintf(path, sizeof path, "%s", o->config);
+    else if (allow_default) {
+        mt_default_config(c);
+        return MT_OK;
+    } else
+        return mt_fail(MT_ERR_ARG, "missing --model DIR, --config FILE or --resume DIR");
+    return mt_config_load(path, c);
+}
+
+mt_status mt_setup_backend(const char *name, mt_precision p, mt_backend **out) {
+    const char *resolved = name;
+    if (!strcmp(name, "auto")) {
+#ifdef MT_HAVE_CUDA
+        resolved = mt_backend_cuda_available() ? "cuda" : "cpu";
+#else
+        resolved = "cpu";
+#endif
+    }
+    mt_dtype act = (!strcmp(resolved, "cuda") && p != MT_PREC_FP32) ? MT_BF16 : MT_F32;
+    return mt_backend_create(resolved, act, out);
+}
+
+mt_status mt_sink_open(mt_sink *s, const char *log_path, int append) {
+    s->log = NULL;
+    if (!log_path) return MT_OK;
+    s->log = fopen(log_path, append ? "a" : "w");
+    if (!s->log) return mt_fail(MT_ERR_IO, "--log %s: cannot open for writing: %s", log_path, strerror(errno));
+    return MT_OK;
+}
+
+void mt_sink_line(mt_sink *s, const char *json) {
+    fprintf(stdout, "%s\n", json);
+    fflush(stdout);
+    if (s->log) {
+        fprintf(s->log, "%s\n", json);
+        fflush(s->log);
+    }
+}
+
+void mt_sink_close(mt_sink *s) {
+    if (s->log) fclose(s->log);
+    s->log = NULL;
+}

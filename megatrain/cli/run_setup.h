@@ -1,0 +1,28 @@
+// run_setup.h: what train and eval share: reading the model config from
+// whichever source the options name, creating the backend with the right
+// activation type, and emitting JSON lines on stdout (and the --log file).
+#ifndef MT_RUN_SETUP_H
+#define MT_RUN_SETUP_H
+
+#include <stdio.h>
+
+#include "backend/backend.h"
+#include "cli/options.h"
+#include "engine/host_state.h"
+
+// The embedded default model: a tiny byte-level Llama.
+void mt_default_config(mt_config *c);
+// Config from --model DIR, --config FILE or --resume DIR (exactly one set, or `fallback`).
+mt_status mt_setup_config(const mt_options *o, mt_config *c, int allow_default);
+// Backend by name; activations bf16 on CUDA unless precision is fp32.
+mt_status mt_setup_backend(const char *name, mt_precision p, mt_backend **out);
+
+// JSON-lines sink: stdout plus an optional log file.
+typedef struct {
+    FILE *log;
+} mt_sink;
+mt_status mt_sink_open(mt_sink *s, const char *log_path, int append);
+void mt_sink_line(mt_sink *s, const char *json);
+void mt_sink_close(mt_sink *s);
+
+#endif

@@ -1,0 +1,146 @@
+// train_state.c: JSON in and out with cJSON.
+#include "cli/train_state.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define STATE_FORMAT "megatrain-train-state"
+#define STATE_VERSION 1
+
+mt_status mt_train_state_save(const char *dir, const mt_train_state *s, const mt_options *o) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "format", STATE_FORMAT);
+    cJSON_AddNumberToObject(j, "version", STATE_VERSION);
+    cJSON_AddNumberToObject(j, "step", s->step);
+    cJSON_AddNumberToObject(j, "data_cursor", (double)s->data_cursor);
+    cJSON_AddStringToObject(j, "data", s->data);
+    cJSON_AddNumberToObject(j, "seed", (double)o->seed);
+    cJSON_AddStringToObject(j, "precision", o->precision);
+    cJSON_AddStringToObject(j, "schedule", o->schedule);
+    cJSON_AddNumberToObject(j, "batch", o->batch);
+    cJSON_AddNumberToObject(j, "seq_len", o->seq_len);
+    cJSON_AddNumberToObject(j, "grad_accum", o->grad_accum);
+    cJSON_AddNumberToObject(j, "total_steps", o->steps);
+    cJSON *h = cJSON_AddObjectToObject(j, "hparams");
+    cJSON_AddNumberToObject(h, "lr", o->lr);
+    cJSON_AddNumberToObject(h, "weight_decay", o->weight_decay);
+    cJSON_AddNumberToObject(h, "beta1", o->beta1);
+    cJSON_AddNumberToObject(h, "beta2", o->beta2);
+    cJSON_AddNumberToObject(h, "eps", o->eps);
+    cJSON_AddNumberToObject(h, "grad_clip", o->grad_clip);
+    cJSON_AddStringToObject(h, "lr_schedule", o->lr_schedule);
+    cJSON_AddNumberToObject(h, "warmup", o->warmup);
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    if (!text) return mt_fail(MT_ERR_MEMORY, "%s/train_state.json: cannot format", dir);
+
+    char path[1100], tmp[1110];
+    snprintf(path, sizeof path, "%s/train_state.json", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        free(text);
+        return mt_fail(MT_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
+    }
+    int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = (fclose(f) == 0) && ok;
+    free(text);
+    if (!ok || rename(tmp, path) != 0) {
+        mt_status s2 = mt_fail(MT_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        unlink(tmp);
+        return s2;
+    }
+    return MT_OK;
+}
+
+static mt_status num(const cJSON *obj, const char *key, const char *path, double *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsNumber(v)) return mt_fail(MT_ERR_FORMAT, "%s: missing or non-numeric field '%s'", path, key);
+    *out = v->valuedouble;
+    return MT_OK;
+}
+
+static mt_status str(const cJSON *obj, const char *key, const char *path, const char **out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsString(v)) return mt_fail(MT_ERR_FORMAT, "%s: missing or non-string field '%s'", path, key);
+    *out = v->valuestring;
+    return MT_OK;
+}
+
+mt_status mt_train_state_load(const char *dir, mt_train_state *s, mt_options *o, char **strings, int n_strings) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/train_state.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return mt_fail(MT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (len <= 0 || len > (1 << 20)) {
+        fclose(f);
+        return mt_fail(MT_ERR_FORMAT, "%s: empty or too large", path);
+    }
+    char *text = malloc((size_t)len + 1);
+    size_t got = text ? fread(text, 1, (size_t)len, f) : 0;
+    fclose(f);
+    if (!text || got != (size_t)len) {
+        free(text);
+        return mt_fail(MT_ERR_IO, "%s: cannot read", path);
+    }
+    text[len] = 0;
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return mt_fail(MT_ERR_FORMAT, "%s: not a JSON object", path);
+    }
+    mt_status st = MT_OK;
+    const char *fmt = NULL, *data = NULL, *prec = NULL, *sched = NULL;
+    double step, cursor, version, seed, batch, seq, accum, total;
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "hparams");
+    if ((st = str(j, "format", path, &fmt)) || strcmp(fmt, STATE_FORMAT)) {
+        if (!st) st = mt_fail(MT_ERR_FORMAT, "%s: not a megatrain train state (format '%s')", path, fmt);
+    } else if ((st = num(j, "version", path, &version)) || version != STATE_VERSION) {
+        if (!st) st = mt_fail(MT_ERR_FORMAT, "%s: unsupported version %g (expected %d)", path, version, STATE_VERSION);
+    } else if (!(st = num(j, "step", path, &step)) && !(st = num(j, "data_cursor", path, &cursor)) &&
+               !(st = str(j, "data", path, &data)) && !(st = num(j, "seed", path, &seed)) &&
+               !(st = str(j, "precision", path, &prec)) && !(st = str(j, "schedule", path, &sched)) &&
+               !(st = num(j, "batch", path, &batch)) && !(st = num(j, "seq_len", path, &seq)) &&
+               !(st = num(j, "grad_accum", path, &accum)) && !(st = num(j, "total_steps", path, &total))) {
+        if (!cJSON_IsObject(h)) st = mt_fail(MT_ERR_FORMAT, "%s: missing object 'hparams'", path);
+        double v[7];
+        const char *keys[] = {"lr", "weight_decay", "beta1", "beta2", "eps", "grad_clip", "warmup"};
+        for (int i = 0; i < 7 && st == MT_OK; i++) st = num(h, keys[i], path, &v[i]);
+        const char *lrs = NULL;
+        if (st == MT_OK) st = str(h, "lr_schedule", path, &lrs);
+        if (st == MT_OK && (step < 0 || cursor < 0 || batch < 1 || seq < 1 || accum < 1))
+            st = mt_fail(MT_ERR_FORMAT, "%s: negative or zero step/cursor/batch/seq_len/grad_accum", path);
+        if (st == MT_OK && n_strings >= 3) {
+            s->step = (int)step;
+            s->data_cursor = (size_t)cursor;
+            snprintf(s->data, sizeof s->data, "%s", data);
+            strings[0] = strdup(data);
+            strings[1] = strdup(prec);
+            strings[2] = strdup(lrs);
+            if (!o->given.data) o->data = strings[0];
+            if (!o->given.precision) o->precision = strings[1];
+            if (!o->given.lr_schedule) o->lr_schedule = strings[2];
+            if (!o->given.seed) o->seed = (unsigned long long)seed;
+            if (!o->given.batch) o->batch = (int)batch;
+            if (!o->given.seq_len) o->seq_len = (int)seq;
+            if (!o->given.grad_accum) o->grad_accum = (int)accum;
+            if (!o->given.lr) o->lr = (float)v[0];
+            if (!o->given.weight_decay) o->weight_decay = (float)v[1];
+            if (!o->given.beta1) o->beta1 = (float)v[2];
+            if (!o->given.beta2) o->beta2 = (float)v[3];
+            if (!o->given.eps) o->eps = (float)v[4];
+            if (!o->given.grad_clip) o->grad_clip = (float)v[5];
+            if (!o->given.warmup) o->warmup = (int)v[6];
+        }
+    }
+    cJSON_Delete(j);
+    return st;
+}

@@ -1,0 +1,211 @@
+// engine.c: validating the options, sizing and allocating the device side.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+#include "engine/rope_table.h"
+
+mt_status mt_schedule_parse(const char *s, mt_schedule *out) {
+    if (!strcmp(s, "megatrain")) *out = MT_SCHED_MEGATRAIN;
+    else if (!strcmp(s, "resident")) *out = MT_SCHED_RESIDENT;
+    else if (!strcmp(s, "zero3") || !strcmp(s, "naive"))
+        return mt_fail(MT_ERR_UNSUPPORTED, "--schedule: '%s' is not implemented yet (use megatrain or resident)", s);
+    else return mt_fail(MT_ERR_ARG, "--schedule: unknown value '%s' (expected megatrain, zero3, naive or resident)", s);
+    return MT_OK;
+}
+
+const char *mt_schedule_name(mt_schedule s) { return s == MT_SCHED_RESIDENT ? "resident" : "megatrain"; }
+
+mt_status mt_engine_dev_alloc(mt_engine *e, size_t bytes, void **out) {
+    if (bytes == 0) bytes = 64;
+    MT_TRY(e->be->ops->dev_alloc(e->be, bytes, out));
+    e->dev_allocs[e->n_dev_allocs++] = *out;
+    return MT_OK;
+}
+
+static size_t al(size_t b) { return (b + 255) / 256 * 256; }
+
+// Device bytes the engine will allocate (for the up-front check with numbers).
+static size_t device_bytes(const mt_engine *e) {
+    const mt_dims *d = &e->d;
+    size_t ws = mt_dtype_size(e->m->wdt), x = al((size_t)d->N * d->C * e->act_size);
+    size_t b = (size_t)e->n_wbuf * al(e->m->lay_layer.numel * ws) + 2 * al(e->m->lay_layer.numel * ws);
+    b += 2 * al(e->m->lay_embed.numel * ws) + 2 * al(e->m->lay_head.numel * ws);
+    b += (size_t)(e->n_ckpt + 2 + (e->o.ckpt_interval - 1) + 2 + 2) * x;
+    b += (size_t)e->n_acts * mt_layer_acts_bytes(d, e->act) + mt_layer_scratch_bytes(d, e->act);
+    b += al((size_t)e->chunk_rows * e->m->cfg.vocab_size * e->act_size);
+    b += 4 * al((size_t)d->N * 4) + 2 * al((size_t)d->T * d->HD / 2 * 4);
+    return b;
+}
+
+mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o, mt_engine **out) {
+    const mt_config *c = &m->cfg;
+    if (o->B <= 0) return mt_fail(MT_ERR_ARG, "--batch: must be positive (got %d)", o->B);
+    if (o->T <= 0) return mt_fail(MT_ERR_ARG, "--seq-len: must be positive (got %d)", o->T);
+    if (o->grad_accum <= 0) return mt_fail(MT_ERR_ARG, "--grad-accum: must be positive (got %d)", o->grad_accum);
+    if (o->ckpt_interval <= 0 || o->ckpt_interval > c->num_layers)
+        return mt_fail(MT_ERR_ARG, "--checkpoint-interval: must be in 1..%d (the layer count), got %d", c->num_layers,
+                       o->ckpt_interval);
+    if (o->weight_bufs < 2 || o->weight_bufs > 3)
+        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 2 or 3 (got %d)", o->weight_bufs);
+    if (o->grad_slabs < 1 || o->grad_slabs > 64)
+        return mt_fail(MT_ERR_ARG, "--grad-slabs: must be in 1..64 (got %d)", o->grad_slabs);
+    if ((long long)o->B * o->T > 1LL << 30)
+        return mt_fail(MT_ERR_ARG, "--batch x --seq-len: %lld tokens per micro-batch is too many", (long long)o->B * o->T);
+
+    mt_engine *e = calloc(1, sizeof *e);
+    if (!e) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the engine");
+    *out = e;
+    e->m = m;
+    e->be = be;
+    e->o = *o;
+    e->L = c->num_layers;
+    e->act = be->act_dtype;
+    e->act_size = mt_dtype_size(e->act);
+    e->acts_layer = -1;
+    e->d = (mt_dims){.B = o->B, .T = o->T, .N = o->B * o->T, .C = c->hidden_size, .F = c->intermediate_size,
+                     .NH = c->num_heads, .NKV = c->num_kv_heads, .HD = c->head_dim,
+                     .QKV = c->num_heads + 2 * c->num_kv_heads, .eps = c->rms_norm_eps, .qk_norm = c->qk_norm,
+                     .bias = c->attention_bias, .wdt = m->wdt};
+    int resident = o->schedule == MT_SCHED_RESIDENT;
+    if (resident) e->o.ckpt_interval = 1;
+    e->n_wbuf = resident ? e->L : o->weight_bufs;
+    e->n_ckpt = resident ? e->L : (e->L + e->o.ckpt_interval - 1) / e->o.ckpt_interval;
+    e->n_acts = resident ? e->L : 1;
+    // Loss head chunk: at most 64 MiB of logits at a time.
+    size_t row_bytes = (size_t)c->vocab_size * e->act_size;
+    size_t rows = (64u << 20) / row_bytes;
+    e->chunk_rows = (int)(rows < 1 ? 1 : rows > (size_t)e->d.N ? (size_t)e->d.N : rows);
+
+    mt_device_info info;
+    MT_TRY(be->ops->device_info(be, &info));
+    size_t need = device_bytes(e);
+    if (info.mem_free_bytes && need > info.mem_free_bytes)
+        return mt_fail(MT_ERR_MEMORY,
+                       "device memory: batch %d x seq %d with the %s schedule needs %.2f GiB but %s has %.2f GiB free; "
+                       "lower --batch or --seq-len",
+                       o->B, o->T, mt_schedule_name(o->schedule), need / 1073741824.0, info.name,
+                       info.mem_free_bytes / 1073741824.0);
+
+    e->dev_allocs = calloc(64 + (size_t)e->n_wbuf + (size_t)e->n_ckpt + (size_t)e->n_acts, sizeof(void *));
+    e->wbuf = calloc((size_t)e->n_wbuf, sizeof(void *));
+    e->ev_loaded = calloc((size_t)e->n_wbuf, sizeof(mt_event *));
+    e->ev_free = calloc((size_t)e->n_wbuf, sizeof(mt_event *));
+    e->ckpt = calloc((size_t)e->n_ckpt, sizeof(void *));
+    e->blk_in = calloc((size_t)e->o.ckpt_interval, sizeof(void *));
+    e->acts = calloc((size_t)e->n_acts, sizeof(mt_layer_acts));
+    e->sumsq = calloc((size_t)m->n_units, sizeof(double));
+    if (!e->dev_allocs || !e->wbuf || !e->ev_loaded || !e->ev_free || !e->ckpt || !e->blk_in || !e->acts || !e->sumsq)
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the engine tables");
+
+    const mt_backend_ops *bo = be->ops;
+    size_t ws = mt_dtype_size(m->wdt), x_bytes = (size_t)e->d.N * c->hidden_size * e->act_size;
+    for (int i = 0; i < e->n_wbuf; i++) {
+        MT_TRY(mt_engine_dev_alloc(e, m->lay_layer.numel * ws, &e->wbuf[i]));
+        MT_TRY(bo->event_create(be, &e->ev_loaded[i]));
+        MT_TRY(bo->event_create(be, &e->ev_free[i]));
+    }
+    for (int i = 0; i < 2; i++) {
+        MT_TRY(mt_engine_dev_alloc(e, m->lay_layer.numel * ws, &e->gbuf[i]));
+        MT_TRY(bo->event_create(be, &e->ev_gfree[i]));
+    }
+    MT_TRY(mt_engine_dev_alloc(e, m->lay_embed.numel * ws, &e->embed_w));
+    MT_TRY(mt_engine_dev_alloc(e, m->lay_embed.numel * ws, &e->embed_g));
+    MT_TRY(mt_engine_dev_alloc(e, m->lay_head.numel * ws, &e->head_w));
+    MT_TRY(mt_engine_dev_alloc(e, m->lay_head.numel * ws, &e->head_g));
+    // Backward never writes the padding between tensor groups; zero it once so
+    // offloaded gradients (and their norm) see zeros there.
+    void *gz[] = {e->gbuf[0], e->gbuf[1], e->embed_g, e->head_g};
+    size_t gzb[] = {m->lay_layer.numel * ws, m->lay_layer.numel * ws, m->lay_embed.numel * ws, m->lay_head.numel * ws};
+    for (int i = 0; i < 4; i++) MT_TRY(bo->memset_zero(be, gz[i], gzb[i], MT_STREAM_COMPUTE));
+    mt_event **evs[] = {&e->ev_embed_loaded, &e->ev_head_loaded, &e->ev_embed_gfree, &e->ev_head_gfree, &e->ev_ready};
+    for (size_t i = 0; i < sizeof evs / sizeof *evs; i++) MT_TRY(bo->event_create(be, evs[i]));
+
+    for (int i = 0; i < e->n_ckpt; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->ckpt[i]));
+    for (int i = 1; i < e->o.ckpt_interval; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->blk_in[i]));
+    for (int i = 0; i < 2; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->x_tmp[i]));
+    MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->x_final));
+    MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->dx));
+    MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->xn));
+    MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->dxn));
+    for (int i = 0; i < e->n_acts; i++) {
+        void *mem;
+        MT_TRY(mt_engine_dev_alloc(e, mt_layer_acts_bytes(&e->d, e->act), &mem));
+        mt_layer_acts_carve(&e->d, e->act, mem, &e->acts[i]);
+    }
+    void *smem;
+    MT_TRY(mt_engine_dev_alloc(e, mt_layer_scratch_bytes(&e->d, e->act), &smem));
+    mt_layer_scratch_carve(&e->d, e->act, smem, &e->scratch);
+    MT_TRY(mt_engine_dev_alloc(e, (size_t)e->chunk_rows * c->vocab_size * e->act_size, &e->logits));
+    MT_TRY(mt_engine_dev_alloc(e, (size_t)e->d.N * 4, (void **)&e->rstd_final));
+    MT_TRY(mt_engine_dev_alloc(e, (size_t)e->d.N * 4, (void **)&e->losses));
+    MT_TRY(mt_engine_dev_alloc(e, (size_t)e->d.N * 4, (void **)&e->d_ids));
+    MT_TRY(mt_engine_dev_alloc(e, (size_t)e->d.N * 4, (void **)&e->d_tgt));
+
+    // RoPE tables: computed once on the host, copied once.
+    size_t rope_n = (size_t)o->T * c->head_dim / 2;
+    float *hc = malloc(rope_n * 4), *hs = malloc(rope_n * 4);
+    if (!hc || !hs) {
+        free(hc);
+        free(hs);
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate RoPE tables");
+    }
+    mt_rope_tables(c, o->T, hc, hs);
+    mt_status s = mt_engine_dev_alloc(e, rope_n * 4, (void **)&e->rope_cos);
+    if (s == MT_OK) s = mt_engine_dev_alloc(e, rope_n * 4, (void **)&e->rope_sin);
+    if (s == MT_OK) s = bo->copy(be, e->rope_cos, hc, rope_n * 4, MT_COPY_H2D, MT_STREAM_COMPUTE);
+    if (s == MT_OK) s = bo->copy(be, e->rope_sin, hs, rope_n * 4, MT_COPY_H2D, MT_STREAM_COMPUTE);
+    if (s == MT_OK) s = bo->stream_sync(be, MT_STREAM_COMPUTE);
+    free(hc);
+    free(hs);
+    MT_TRY(s);
+    e->d.rope_cos = e->rope_cos;
+    e->d.rope_sin = e->rope_sin;
+
+    size_t stage = (size_t)o->grad_accum * e->d.N * 4;
+    MT_TRY(bo->host_alloc(be, stage, (void **)&e->h_ids));
+    MT_TRY(bo->host_alloc(be, stage, (void **)&e->h_tgt));
+    MT_TRY(bo->host_alloc(be, stage, (void **)&e->h_losses));
+
+    size_t slab = m->lay_layer.numel;
+    if (m->lay_embed.numel > slab) slab = m->lay_embed.numel;
+    if (m->lay_head.numel > slab) slab = m->lay_head.numel;
+    MT_TRY(mt_drain_create(be, o->grad_slabs, slab * ws, &e->drain));
+    MT_TRY(mt_opt_worker_create(m, &e->opt));
+    return mt_plan_build(e);
+}
+
+void mt_engine_destroy(mt_engine *e) {
+    if (!e) return;
+    mt_backend *be = e->be;
+    if (e->opt) mt_opt_worker_destroy(e->opt);
+    if (e->drain) mt_drain_destroy(e->drain);
+    be->ops->stream_sync(be, MT_STREAM_COMPUTE);
+    be->ops->stream_sync(be, MT_STREAM_H2D);
+    be->ops->stream_sync(be, MT_STREAM_D2H);
+    for (int i = 0; i < e->n_dev_allocs; i++) be->ops->dev_free(be, e->dev_allocs[i]);
+    for (int i = 0; i < e->n_wbuf; i++) {
+        if (e->ev_loaded && e->ev_loaded[i]) be->ops->event_destroy(be, e->ev_loaded[i]);
+        if (e->ev_free && e->ev_free[i]) be->ops->event_destroy(be, e->ev_free[i]);
+    }
+    for (int i = 0; i < 2; i++)
+        if (e->ev_gfree[i]) be->ops->event_destroy(be, e->ev_gfree[i]);
+    mt_event *evs[] = {e->ev_embed_loaded, e->ev_head_loaded, e->ev_embed_gfree, e->ev_head_gfree, e->ev_ready};
+    for (size_t i = 0; i < sizeof evs / sizeof *evs; i++)
+        if (evs[i]) be->ops->event_destroy(be, evs[i]);
+    size_t stage = (size_t)e->o.grad_accum * e->d.N * 4;
+    if (e->h_ids) be->ops->host_free(be, e->h_ids, stage);
+    if (e->h_tgt) be->ops->host_free(be, e->h_tgt, stage);
+    if (e->h_losses) be->ops->host_free(be, e->h_losses, stage);
+    free(e->dev_allocs);
+    free(e->wbuf);
+    free(e->ev_loaded);
+    free(e->ev_free);
+    free(e->ckpt);
+    free(e->blk_in);
+    free(e->acts);
+    free(e->sumsq);
+    free(e->plan);
+    free(e);
+}

@@ -1,0 +1,60 @@
+// engine.h: one training engine = a host model + a backend + a schedule.
+// The schedule decides where weights live and when they move; the layer
+// template, the loss head and the host optimizer are shared by all schedules,
+// so every schedule computes the same numbers.
+#ifndef MT_ENGINE_H
+#define MT_ENGINE_H
+
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "engine/host_state.h"
+
+typedef enum {
+    MT_SCHED_MEGATRAIN = 0, // stream layers through a ring of device buffers, recompute, overlapped optimizer
+    MT_SCHED_RESIDENT = 1,  // every layer resident, all activations kept, optimizer after backward
+} mt_schedule;
+
+mt_status mt_schedule_parse(const char *s, mt_schedule *out);
+const char *mt_schedule_name(mt_schedule s);
+
+typedef struct {
+    mt_schedule schedule;
+    int B, T, grad_accum;  // micro-batch rows, sequence length, micro-batches per step
+    int ckpt_interval;     // K: keep the input of every K-th layer, recompute the rest
+    int weight_bufs;       // device weight buffers in the ring (2 or 3)
+    int grad_slabs;        // pinned host slabs gradients stream through
+    int overlap_optimizer; // update layer i while the next step already streams
+} mt_engine_opts;
+
+typedef struct {
+    float lr, weight_decay, beta1, beta2, eps, grad_clip; // grad_clip 0 = off
+} mt_optim_hparams;
+
+typedef struct {
+    double loss;          // mean cross-entropy over the step's tokens
+    double grad_norm;     // global L2 norm before clipping
+    double clip_factor;
+    long long tokens;
+    double opt_wait_ms;   // host time the schedule waited for the optimizer
+    double drain_wait_ms; // host time waiting for gradient slabs / drains
+} mt_step_stats;
+
+typedef struct mt_engine mt_engine;
+
+// Validates the options against the model and allocates device buffers.
+mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o, mt_engine **out);
+void mt_engine_destroy(mt_engine *e);
+
+// One optimizer step over grad_accum micro-batches. inputs/targets hold
+// grad_accum * B * T token ids (micro-batch-major). `step` is 1-based (Adam's
+// bias correction). With overlap the parameter update is still running when
+// this returns; the next step (or mt_engine_finish) waits for it unit by unit.
+mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *targets, const mt_optim_hparams *hp,
+                         float lr, int step, mt_step_stats *st);
+// Waits until every pending parameter update has landed in host memory.
+mt_status mt_engine_finish(mt_engine *e);
+// Forward only over one micro-batch: returns the summed token losses.
+mt_status mt_engine_eval(mt_engine *e, const int32_t *inputs, const int32_t *targets, double *loss_sum);
+
+#endif

@@ -1,0 +1,73 @@
+// engine_internal.h: the engine's state, shared by engine.c (setup), plan.c
+// (which buffer each layer use gets), head.c (embedding and loss head) and
+// step.c (the schedule itself).
+#ifndef MT_ENGINE_INTERNAL_H
+#define MT_ENGINE_INTERNAL_H
+
+#include "engine/engine.h"
+#include "engine/grad_drain.h"
+#include "engine/layer.h"
+#include "engine/optimizer_worker.h"
+
+// One use of a layer's weights on the device during a step.
+typedef struct {
+    int layer;
+    int buf;   // device weight buffer
+    int load;  // 1 = copy the weights in first; 0 = already there
+} mt_plan_entry;
+
+struct mt_engine {
+    mt_model *m;
+    mt_backend *be;
+    mt_engine_opts o;
+    mt_dims d;
+    mt_dtype act;
+    size_t act_size;
+    int L;
+
+    // layer weights on the device: a ring (megatrain) or one buffer per layer (resident)
+    int n_wbuf;
+    void **wbuf;
+    mt_event **ev_loaded, **ev_free;
+    mt_plan_entry *plan;
+    int n_plan, issued, lookahead;
+
+    // embedding and head stay resident; their grads too
+    void *embed_w, *head_w, *embed_g, *head_g;
+    mt_event *ev_embed_loaded, *ev_head_loaded, *ev_embed_gfree, *ev_head_gfree, *ev_ready;
+
+    // layer gradients leave through two device buffers
+    void *gbuf[2];
+    mt_event *ev_gfree[2];
+    int gnext;
+
+    // activations
+    int n_ckpt;           // saved layer inputs (megatrain: every K-th layer; resident: all)
+    void **ckpt;          // (N,C) each
+    void *x_tmp[2];       // forward ping-pong for non-checkpointed outputs
+    void **blk_in;        // K inputs of the block being recomputed
+    void *x_final, *dx;   // last layer output; gradient flowing backward
+    int n_acts;           // 1 (megatrain) or L (resident)
+    mt_layer_acts *acts;
+    int acts_layer;       // layer whose internals acts[0] holds (megatrain), -1 none
+    mt_layer_scratch scratch;
+    void *xn, *dxn, *logits;
+    float *rstd_final, *losses, *rope_cos, *rope_sin;
+    int chunk_rows;       // loss-head rows per chunk (never the full N x V logits)
+    int32_t *d_ids, *d_tgt;
+    int32_t *h_ids, *h_tgt; // pinned staging: grad_accum micro-batches
+    float *h_losses;
+    void **dev_allocs;    // everything dev_alloc'd, for destroy
+    int n_dev_allocs;
+
+    mt_drain *drain;
+    mt_opt_worker *opt;
+    double *sumsq;        // per unit, filled by the drain on the last micro-batch
+    int step_done;        // steps completed
+};
+
+mt_status mt_plan_build(mt_engine *e);
+mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float dscale);
+mt_status mt_engine_dev_alloc(mt_engine *e, size_t bytes, void **out);
+
+#endif

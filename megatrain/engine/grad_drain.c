@@ -1,0 +1,166 @@
+// grad_drain.c: the slab pool and its drain thread.
+#include "engine/grad_drain.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "optim/grad_ops.h"
+
+typedef struct {
+    mt_unit *u;
+    mt_dtype wdt;
+    int slab, first, last;
+    double *sumsq;
+} drain_task;
+
+struct mt_drain {
+    mt_backend *be;
+    int n_slabs;
+    size_t slab_bytes;
+    void **slabs;
+    mt_event **slab_ev;
+    int *slab_busy;
+    // FIFO of tasks (at most n_slabs in flight, one per busy slab)
+    drain_task *queue;
+    int q_head, q_len;
+    int next_slab;
+    int stop;
+    mt_status error;
+    char error_msg[512];
+    double wait_ms;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int thread_started;
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void *drain_main(void *arg) {
+    mt_drain *d = arg;
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        while (!d->q_len && !d->stop) pthread_cond_wait(&d->cv, &d->mu);
+        if (!d->q_len && d->stop) break;
+        drain_task t = d->queue[d->q_head];
+        pthread_mutex_unlock(&d->mu);
+
+        mt_status s = d->be->ops->event_sync(d->be, d->slab_ev[t.slab]);
+        if (s == MT_OK) {
+            mt_grad_accumulate(t.u->grad, d->slabs[t.slab], t.wdt, t.u->lay->numel, t.first);
+            if (t.last) *t.sumsq = mt_grad_sumsq(t.u->grad, t.wdt, t.u->lay->numel);
+        }
+
+        pthread_mutex_lock(&d->mu);
+        if (s != MT_OK && d->error == MT_OK) {
+            d->error = s;
+            strncpy(d->error_msg, mt_last_error(), sizeof d->error_msg - 1);
+        }
+        d->q_head = (d->q_head + 1) % d->n_slabs;
+        d->q_len--;
+        d->slab_busy[t.slab] = 0;
+        pthread_cond_broadcast(&d->cv);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+mt_status mt_drain_create(mt_backend *be, int n_slabs, size_t slab_bytes, mt_drain **out) {
+    mt_drain *d = calloc(1, sizeof *d);
+    if (!d) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient drain");
+    d->be = be;
+    d->n_slabs = n_slabs;
+    d->slab_bytes = slab_bytes;
+    d->slabs = calloc((size_t)n_slabs, sizeof *d->slabs);
+    d->slab_ev = calloc((size_t)n_slabs, sizeof *d->slab_ev);
+    d->slab_busy = calloc((size_t)n_slabs, sizeof *d->slab_busy);
+    d->queue = calloc((size_t)n_slabs, sizeof *d->queue);
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->cv, NULL);
+    *out = d;
+    if (!d->slabs || !d->slab_ev || !d->slab_busy || !d->queue)
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient drain");
+    for (int i = 0; i < n_slabs; i++) {
+        MT_TRY(be->ops->host_alloc(be, slab_bytes, &d->slabs[i]));
+        MT_TRY(be->ops->event_create(be, &d->slab_ev[i]));
+    }
+    if (pthread_create(&d->thread, NULL, drain_main, d) != 0)
+        return mt_fail(MT_ERR_BACKEND, "cannot start the gradient drain thread");
+    d->thread_started = 1;
+    return MT_OK;
+}
+
+void mt_drain_destroy(mt_drain *d) {
+    if (!d) return;
+    if (d->thread_started) {
+        pthread_mutex_lock(&d->mu);
+        d->stop = 1;
+        pthread_cond_broadcast(&d->cv);
+        pthread_mutex_unlock(&d->mu);
+        pthread_join(d->thread, NULL);
+    }
+    for (int i = 0; i < d->n_slabs; i++) {
+        if (d->slabs && d->slabs[i]) d->be->ops->host_free(d->be, d->slabs[i], d->slab_bytes);
+        if (d->slab_ev && d->slab_ev[i]) d->be->ops->event_destroy(d->be, d->slab_ev[i]);
+    }
+    free(d->slabs);
+    free(d->slab_ev);
+    free(d->slab_busy);
+    free(d->queue);
+    pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->cv);
+    free(d);
+}
+
+mt_status mt_drain_offload(mt_drain *d, mt_unit *u, mt_dtype wdt, const void *dev_grad, mt_event *ready,
+                           mt_event *dev_free, int first, int last, double *sumsq) {
+    size_t bytes = u->lay->numel * mt_dtype_size(wdt);
+    if (bytes > d->slab_bytes) return mt_fail(MT_ERR_SHAPE, "gradient slab too small (%zu < %zu bytes)", d->slab_bytes, bytes);
+    // Slabs are used round-robin so the FIFO order of tasks matches slab order.
+    int k = d->next_slab;
+    double t0 = now_ms();
+    pthread_mutex_lock(&d->mu);
+    while (d->slab_busy[k] && d->error == MT_OK) pthread_cond_wait(&d->cv, &d->mu);
+    mt_status err = d->error;
+    pthread_mutex_unlock(&d->mu);
+    d->wait_ms += now_ms() - t0;
+    if (err != MT_OK) return mt_fail(err, "%s", d->error_msg);
+
+    const mt_backend_ops *o = d->be->ops;
+    MT_TRY(o->stream_wait(d->be, MT_STREAM_D2H, ready));
+    MT_TRY(o->copy(d->be, d->slabs[k], dev_grad, bytes, MT_COPY_D2H, MT_STREAM_D2H));
+    MT_TRY(o->event_record(d->be, d->slab_ev[k], MT_STREAM_D2H));
+    if (dev_free) MT_TRY(o->event_record(d->be, dev_free, MT_STREAM_D2H));
+
+    pthread_mutex_lock(&d->mu);
+    d->slab_busy[k] = 1;
+    d->queue[(d->q_head + d->q_len) % d->n_slabs] = (drain_task){u, wdt, k, first, last, sumsq};
+    d->q_len++;
+    d->next_slab = (k + 1) % d->n_slabs;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    return MT_OK;
+}
+
+mt_status mt_drain_wait_all(mt_drain *d) {
+    double t0 = now_ms();
+    pthread_mutex_lock(&d->mu);
+    while (d->q_len && d->error == MT_OK) pthread_cond_wait(&d->cv, &d->mu);
+    mt_status err = d->error;
+    pthread_mutex_unlock(&d->mu);
+    d->wait_ms += now_ms() - t0;
+    if (err != MT_OK) return mt_fail(err, "%s", d->error_msg);
+    return MT_OK;
+}
+
+double mt_drain_take_wait_ms(mt_drain *d) {
+    double w = d->wait_ms;
+    d->wait_ms = 0;
+    return w;
+}

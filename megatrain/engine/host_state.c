@@ -1,0 +1,130 @@
+// host_state.c: allocation of the per-unit host blocks and the budget check.
+#include "engine/host_state.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define PAGE 4096
+
+static size_t page_up(size_t x) { return (x + PAGE - 1) / PAGE * PAGE; }
+
+mt_status mt_precision_parse(const char *s, mt_precision *out) {
+    if (!strcmp(s, "paper")) *out = MT_PREC_PAPER;
+    else if (!strcmp(s, "mixed")) *out = MT_PREC_MIXED;
+    else if (!strcmp(s, "fp32")) *out = MT_PREC_FP32;
+    else return mt_fail(MT_ERR_ARG, "--precision: unknown value '%s' (expected paper, mixed or fp32)", s);
+    return MT_OK;
+}
+
+const char *mt_precision_name(mt_precision p) {
+    return p == MT_PREC_PAPER ? "paper" : p == MT_PREC_MIXED ? "mixed" : "fp32";
+}
+
+mt_dtype mt_precision_wdt(mt_precision p) { return p == MT_PREC_FP32 ? MT_F32 : MT_BF16; }
+
+size_t mt_precision_bytes_per_param(mt_precision p) { return p == MT_PREC_PAPER ? 12 : 16; }
+
+size_t mt_unit_block_bytes(const mt_unit_layout *lay, mt_precision p) {
+    size_t n = lay->numel, w = mt_dtype_size(mt_precision_wdt(p));
+    size_t bytes = 2 * page_up(n * w) + 2 * page_up(n * 4);
+    if (p == MT_PREC_MIXED) bytes += page_up(n * 4);
+    return bytes;
+}
+
+size_t mt_model_host_bytes(const mt_config *c, mt_precision p) {
+    mt_unit_layout e, l, h;
+    mt_layout_build(c, &e, &l, &h);
+    return mt_unit_block_bytes(&e, p) + (size_t)c->num_layers * mt_unit_block_bytes(&l, p) + mt_unit_block_bytes(&h, p);
+}
+
+static size_t mem_available_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
+    fclose(f);
+    return kb * 1024;
+}
+
+mt_status mt_host_budget_check(size_t need, int pinned, const char *what) {
+    const double GiB = 1024.0 * 1024 * 1024;
+    size_t avail = mem_available_bytes();
+    if (avail && need > avail)
+        return mt_fail(MT_ERR_MEMORY,
+                       "host memory: %s needs %.2f GiB but only %.2f GiB is available (MemAvailable); "
+                       "try --precision paper, a smaller model, or `megatrain plan`",
+                       what, need / GiB, avail / GiB);
+    struct rlimit rl;
+    if (pinned && getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur &&
+        geteuid() != 0) // root has CAP_IPC_LOCK and is not bound by the limit
+        return mt_fail(MT_ERR_MEMORY,
+                       "host memory: %s needs %.2f GiB pinned but the locked-memory limit (ulimit -l) is %.2f GiB; "
+                       "raise it with `ulimit -l unlimited`",
+                       what, need / GiB, rl.rlim_cur / GiB);
+    return MT_OK;
+}
+
+mt_status mt_model_alloc(mt_model *m, const mt_config *c, mt_precision p, mt_backend *be) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *c;
+    m->prec = p;
+    m->wdt = mt_precision_wdt(p);
+    m->be = be;
+    mt_layout_build(c, &m->lay_embed, &m->lay_layer, &m->lay_head);
+    char what[160];
+    snprintf(what, sizeof what, "the model state (%lld params x %zu B/param, %s precision)",
+             mt_config_params_total(c), mt_precision_bytes_per_param(p), mt_precision_name(p));
+    MT_TRY(mt_host_budget_check(mt_model_host_bytes(c, p), strcmp(be->ops->name, "cpu") != 0, what));
+
+    m->n_units = c->num_layers + 2;
+    m->units = calloc((size_t)m->n_units, sizeof *m->units);
+    if (!m->units) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the unit table");
+    size_t ws = mt_dtype_size(m->wdt);
+    for (int i = 0; i < m->n_units; i++) {
+        mt_unit *u = &m->units[i];
+        u->lay = i == 0 ? &m->lay_embed : i == m->n_units - 1 ? &m->lay_head : &m->lay_layer;
+        u->layer = (i == 0 || i == m->n_units - 1) ? -1 : i - 1;
+        u->block_bytes = mt_unit_block_bytes(u->lay, p);
+        mt_status s = be->ops->host_alloc(be, u->block_bytes, &u->block);
+        if (s != MT_OK) {
+            mt_model_free(m);
+            return s;
+        }
+        memset(u->block, 0, u->block_bytes);
+        size_t n = u->lay->numel;
+        char *b = u->block;
+        u->param = b;
+        b += page_up(n * ws);
+        u->grad = b;
+        b += page_up(n * ws);
+        u->m = (float *)b;
+        b += page_up(n * 4);
+        u->v = (float *)b;
+        b += page_up(n * 4);
+        u->master = p == MT_PREC_MIXED ? (float *)b : NULL;
+    }
+    return MT_OK;
+}
+
+void mt_model_free(mt_model *m) {
+    if (m->units) {
+        for (int i = 0; i < m->n_units; i++)
+            if (m->units[i].block) m->be->ops->host_free(m->be, m->units[i].block, m->units[i].block_bytes);
+        free(m->units);
+    }
+    m->units = NULL;
+    m->n_units = 0;
+}
+
+int mt_unit_tensors(const mt_model *m, const mt_unit *u, mt_tensor_id *ids, int cap) {
+    (void)m;
+    int n = 0;
+    for (int t = 0; t < MT_T_COUNT && n < cap; t++)
+        if (u->lay->t[t].present) ids[n++] = (mt_tensor_id)t;
+    return n;
+}

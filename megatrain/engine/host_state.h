@@ -1,0 +1,65 @@
+// host_state.h: the host-authoritative model state. Each unit (embedding,
+// layer, head) owns one contiguous block of page-aligned host memory (pinned
+// by the backend) with named regions: the parameters as streamed to the device,
+// their gradients, the Adam moments, and the f32 master weights in mixed mode.
+//
+//   precision  param   grad   m,v     master   bytes/param
+//   paper      bf16    bf16   f32x2   -        12
+//   mixed      bf16    bf16   f32x2   f32      16
+//   fp32       f32     f32    f32x2   -        16
+#ifndef MT_HOST_STATE_H
+#define MT_HOST_STATE_H
+
+#include <stddef.h>
+
+#include "backend/backend.h"
+#include "model/layout.h"
+
+typedef enum { MT_PREC_PAPER = 0, MT_PREC_MIXED = 1, MT_PREC_FP32 = 2 } mt_precision;
+
+mt_status mt_precision_parse(const char *s, mt_precision *out);
+const char *mt_precision_name(mt_precision p);
+mt_dtype mt_precision_wdt(mt_precision p);     // dtype of streamed params and of grads
+size_t mt_precision_bytes_per_param(mt_precision p);
+
+typedef struct {
+    const mt_unit_layout *lay;
+    int layer;        // transformer layer index, -1 for embedding/head
+    void *block;
+    size_t block_bytes;
+    void *param;      // wdt, lay->numel elements: what crosses the link
+    void *grad;       // wdt, accumulated over micro-batches
+    float *m, *v;     // Adam moments
+    float *master;    // f32 master weights (mixed) or NULL
+} mt_unit;
+
+typedef struct {
+    mt_config cfg;
+    mt_precision prec;
+    mt_dtype wdt;
+    mt_unit_layout lay_embed, lay_layer, lay_head;
+    int n_units;      // L + 2: [embed, layer 0 .. L-1, head]
+    mt_unit *units;
+    mt_backend *be;   // owner of the (pinned) blocks
+} mt_model;
+
+static inline mt_unit *mt_model_embed(mt_model *m) { return &m->units[0]; }
+static inline mt_unit *mt_model_layer(mt_model *m, int i) { return &m->units[1 + i]; }
+static inline mt_unit *mt_model_head(mt_model *m) { return &m->units[m->n_units - 1]; }
+
+// Bytes of one unit's block (regions page-aligned).
+size_t mt_unit_block_bytes(const mt_unit_layout *lay, mt_precision p);
+// Host bytes of the whole model state in precision p.
+size_t mt_model_host_bytes(const mt_config *c, mt_precision p);
+// Refuses with the numbers when `need_bytes` exceeds the available host memory
+// (MemAvailable) or, when `pinned`, the locked-memory limit (ulimit -l).
+mt_status mt_host_budget_check(size_t need_bytes, int pinned, const char *what);
+
+// Allocates every unit block (after the budget check); moments start at zero.
+mt_status mt_model_alloc(mt_model *m, const mt_config *c, mt_precision p, mt_backend *be);
+void mt_model_free(mt_model *m);
+
+// Iterates over the present tensors of a unit: HF name, view. Returns count.
+int mt_unit_tensors(const mt_model *m, const mt_unit *u, mt_tensor_id *ids, int cap);
+
+#endif

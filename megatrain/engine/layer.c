@@ -1,0 +1,132 @@
+// layer.c: one Llama/Qwen decoder layer, forward and backward, as a sequence
+// of backend kernels over a bound weight view:
+//   ln1 = rms(x) ; qkv = rope(qknorm(ln1 @ Wqkv + b)) ; att = attn(qkv)
+//   x_mid = x + att @ Wo ; ln2 = rms(x_mid) ; h = silu(ln2 @ Wg) * (ln2 @ Wu)
+//   x_out = x_mid + h @ Wd
+#include "engine/layer.h"
+
+#include <stdint.h>
+
+static void *at(void *base, const mt_view *v, size_t wsize) {
+    return v->present ? (char *)base + v->offset * wsize : NULL;
+}
+
+void mt_layer_bind(const mt_unit_layout *lay, void *base, mt_dtype wdt, mt_layer_view *o) {
+    size_t ws = mt_dtype_size(wdt);
+    o->ln1 = at(base, &lay->t[MT_T_LN1], ws);
+    o->qkv_w = at(base, &lay->t[MT_T_Q], ws);
+    o->qkv_b = at(base, &lay->t[MT_T_QB], ws);
+    o->q_norm = at(base, &lay->t[MT_T_QNORM], ws);
+    o->k_norm = at(base, &lay->t[MT_T_KNORM], ws);
+    o->o_w = at(base, &lay->t[MT_T_O], ws);
+    o->ln2 = at(base, &lay->t[MT_T_LN2], ws);
+    o->gu_w = at(base, &lay->t[MT_T_GATE], ws);
+    o->down_w = at(base, &lay->t[MT_T_DOWN], ws);
+}
+
+// Sizes (elements) of the activation tensors; one table drives bytes and carving.
+typedef struct {
+    size_t act[9];  // ln1, qkv_pre, qkv_n, qkv, att, x_mid, ln2, gu, h
+    size_t f32[4];  // rstd1, rstd_qk, lse, rstd2
+} acts_sizes;
+
+static acts_sizes sizes_of(const mt_dims *d) {
+    size_t N = (size_t)d->N, qkv = N * (size_t)d->QKV * d->HD;
+    acts_sizes s = {{N * d->C, qkv, d->qk_norm ? qkv : 0, qkv, N * (size_t)d->NH * d->HD, N * d->C, N * d->C,
+                     N * 2 * (size_t)d->F, N * (size_t)d->F},
+                    {N, d->qk_norm ? N * (size_t)(d->NH + d->NKV) : 0, (size_t)d->B * d->NH * d->T, N}};
+    return s;
+}
+
+static size_t al(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+size_t mt_layer_acts_bytes(const mt_dims *d, mt_dtype act) {
+    acts_sizes s = sizes_of(d);
+    size_t b = 0;
+    for (int i = 0; i < 9; i++) b += al(s.act[i] * mt_dtype_size(act));
+    for (int i = 0; i < 4; i++) b += al(s.f32[i] * 4);
+    return b;
+}
+
+void mt_layer_acts_carve(const mt_dims *d, mt_dtype act, void *mem, mt_layer_acts *a) {
+    acts_sizes s = sizes_of(d);
+    char *p = mem;
+    void **act_ptrs[9] = {&a->ln1, &a->qkv_pre, &a->qkv_n, &a->qkv, &a->att, &a->x_mid, &a->ln2, &a->gu, &a->h};
+    for (int i = 0; i < 9; i++) {
+        *act_ptrs[i] = s.act[i] ? p : NULL;
+        p += al(s.act[i] * mt_dtype_size(act));
+    }
+    float **f_ptrs[4] = {&a->rstd1, &a->rstd_qk, &a->lse, &a->rstd2};
+    for (int i = 0; i < 4; i++) {
+        *f_ptrs[i] = s.f32[i] ? (float *)p : NULL;
+        p += al(s.f32[i] * 4);
+    }
+}
+
+size_t mt_layer_scratch_bytes(const mt_dims *d, mt_dtype act) {
+    size_t N = (size_t)d->N, e = mt_dtype_size(act);
+    return al(N * d->C * e) * 2 + al(N * (size_t)d->QKV * d->HD * e) * (d->qk_norm ? 2 : 1) + al(N * (size_t)d->NH * d->HD * e) +
+           al(N * 2 * (size_t)d->F * e) + al(N * (size_t)d->F * e);
+}
+
+void mt_layer_scratch_carve(const mt_dims *d, mt_dtype act, void *mem, mt_layer_scratch *s) {
+    size_t N = (size_t)d->N, e = mt_dtype_size(act);
+    char *p = mem;
+    s->dtmp = p, p += al(N * d->C * e);
+    s->dln = p, p += al(N * d->C * e);
+    s->dqkv = p, p += al(N * (size_t)d->QKV * d->HD * e);
+    s->dqkv_pre = NULL;
+    if (d->qk_norm) s->dqkv_pre = p, p += al(N * (size_t)d->QKV * d->HD * e);
+    s->datt = p, p += al(N * (size_t)d->NH * d->HD * e);
+    s->dgu = p, p += al(N * 2 * (size_t)d->F * e);
+    s->dh = p;
+}
+
+mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_view *w, mt_layer_acts *a,
+                           const void *x_in, void *x_out) {
+    const mt_backend_ops *o = be->ops;
+    const int N = d->N, C = d->C, QD = d->QKV * d->HD;
+    MT_TRY(o->rmsnorm_fwd(be, a->ln1, a->rstd1, x_in, w->ln1, d->wdt, N, C, d->eps));
+    MT_TRY(o->matmul_fwd(be, a->qkv_pre, a->ln1, w->qkv_w, w->qkv_b, d->wdt, N, C, QD));
+    const void *pre_rope = a->qkv_pre;
+    if (d->qk_norm) {
+        MT_TRY(o->qk_norm_fwd(be, a->qkv_n, a->rstd_qk, a->qkv_pre, w->q_norm, w->k_norm, d->wdt, N, d->NH, d->NKV,
+                              d->HD, d->eps));
+        pre_rope = a->qkv_n;
+    }
+    MT_TRY(o->rope_fwd(be, a->qkv, pre_rope, d->rope_cos, d->rope_sin, d->B, d->T, d->NH, d->NKV, d->HD));
+    MT_TRY(o->attention_fwd(be, a->att, a->lse, a->qkv, d->B, d->T, d->NH, d->NKV, d->HD));
+    MT_TRY(o->matmul_fwd(be, a->x_mid, a->att, w->o_w, NULL, d->wdt, N, d->NH * d->HD, C));
+    MT_TRY(o->add(be, a->x_mid, a->x_mid, x_in, (size_t)N * C));
+    MT_TRY(o->rmsnorm_fwd(be, a->ln2, a->rstd2, a->x_mid, w->ln2, d->wdt, N, C, d->eps));
+    MT_TRY(o->matmul_fwd(be, a->gu, a->ln2, w->gu_w, NULL, d->wdt, N, C, 2 * d->F));
+    MT_TRY(o->swiglu_fwd(be, a->h, a->gu, N, d->F));
+    if (!x_out) return MT_OK; // recompute for backward: the layer's output is not needed
+    MT_TRY(o->matmul_fwd(be, x_out, a->h, w->down_w, NULL, d->wdt, N, d->F, C));
+    return o->add(be, x_out, x_out, a->x_mid, (size_t)N * C);
+}
+
+mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_view *w, const mt_layer_view *g,
+                            const mt_layer_acts *a, mt_layer_scratch *s, const void *x_in, void *dx) {
+    const mt_backend_ops *o = be->ops;
+    const int N = d->N, C = d->C, QD = d->QKV * d->HD, AD = d->NH * d->HD;
+    // MLP branch: dx is dL/dx_out = dL/d(mlp out) and (residual) part of dL/dx_mid.
+    MT_TRY(o->matmul_bwd(be, s->dh, g->down_w, NULL, dx, a->h, w->down_w, d->wdt, N, d->F, C, 0));
+    MT_TRY(o->swiglu_bwd(be, s->dgu, s->dh, a->gu, N, d->F));
+    MT_TRY(o->matmul_bwd(be, s->dln, g->gu_w, NULL, s->dgu, a->ln2, w->gu_w, d->wdt, N, C, 2 * d->F, 0));
+    MT_TRY(o->rmsnorm_bwd(be, s->dtmp, g->ln2, s->dln, a->x_mid, w->ln2, a->rstd2, d->wdt, N, C));
+    MT_TRY(o->add(be, dx, dx, s->dtmp, (size_t)N * C)); // dx = dL/dx_mid
+    // Attention branch.
+    MT_TRY(o->matmul_bwd(be, s->datt, g->o_w, NULL, dx, a->att, w->o_w, d->wdt, N, AD, C, 0));
+    MT_TRY(o->attention_bwd(be, s->dqkv, s->datt, a->qkv, a->att, a->lse, d->B, d->T, d->NH, d->NKV, d->HD));
+    MT_TRY(o->rope_bwd(be, s->dqkv, s->dqkv, d->rope_cos, d->rope_sin, d->B, d->T, d->NH, d->NKV, d->HD));
+    const void *dqkv_pre = s->dqkv;
+    if (d->qk_norm) {
+        MT_TRY(o->qk_norm_bwd(be, s->dqkv_pre, g->q_norm, g->k_norm, s->dqkv, a->qkv_pre, w->q_norm, w->k_norm,
+                              a->rstd_qk, d->wdt, N, d->NH, d->NKV, d->HD));
+        dqkv_pre = s->dqkv_pre;
+    }
+    MT_TRY(o->matmul_bwd(be, s->dln, g->qkv_w, g->qkv_b, dqkv_pre, a->ln1, w->qkv_w, d->wdt, N, C, QD, 0));
+    MT_TRY(o->rmsnorm_bwd(be, s->dtmp, g->ln1, s->dln, x_in, w->ln1, a->rstd1, d->wdt, N, C));
+    return o->add(be, dx, dx, s->dtmp, (size_t)N * C); // dx = dL/dx_in
+}

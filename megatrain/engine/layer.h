@@ -1,0 +1,53 @@
+// layer.h: the stateless transformer-layer template. A layer is this code
+// plus a view: mt_layer_bind fills a struct of pointers into whichever device
+// buffer holds the layer's weights (no copy, no per-layer graph or metadata).
+#ifndef MT_LAYER_H
+#define MT_LAYER_H
+
+#include "backend/backend.h"
+#include "model/layout.h"
+
+typedef struct {
+    int B, T, N;            // N = B*T tokens
+    int C, F, NH, NKV, HD;  // QKV = NH + 2*NKV heads in the packed qkv rows
+    int QKV;
+    float eps;
+    int qk_norm, bias;
+    mt_dtype wdt;           // weights and weight-gradients
+    const float *rope_cos, *rope_sin; // device (T, HD/2)
+} mt_dims;
+
+// Pointers into a device buffer laid out as mt_unit_layout (weights or grads).
+typedef struct {
+    void *ln1, *qkv_w, *qkv_b, *q_norm, *k_norm, *o_w, *ln2, *gu_w, *down_w;
+} mt_layer_view;
+
+// A layer's saved internals for one forward pass of N tokens (device).
+typedef struct {
+    void *ln1, *qkv_pre, *qkv_n, *qkv, *att, *x_mid, *ln2, *gu, *h;
+    float *rstd1, *rstd_qk, *lse, *rstd2;
+} mt_layer_acts;
+
+// Backward scratch (device), shared by all layers.
+typedef struct {
+    void *dtmp, *dln, *dqkv, *dqkv_pre, *datt, *dgu, *dh; // dqkv_pre only with qk_norm
+} mt_layer_scratch;
+
+// Binds the template to a buffer holding one layer's weights (or grads).
+void mt_layer_bind(const mt_unit_layout *lay, void *base, mt_dtype wdt, mt_layer_view *out);
+
+// Bytes of one mt_layer_acts / mt_layer_scratch set; carve them from one allocation.
+size_t mt_layer_acts_bytes(const mt_dims *d, mt_dtype act);
+size_t mt_layer_scratch_bytes(const mt_dims *d, mt_dtype act);
+void mt_layer_acts_carve(const mt_dims *d, mt_dtype act, void *mem, mt_layer_acts *a);
+void mt_layer_scratch_carve(const mt_dims *d, mt_dtype act, void *mem, mt_layer_scratch *s);
+
+// x_out(N,C) = layer(x_in); internals saved in a. x_out NULL: stop after the internals
+// backward needs (recompute skips the down projection).
+mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_view *w, mt_layer_acts *a,
+                           const void *x_in, void *x_out);
+// dx(N,C): in = dL/dx_out, out = dL/dx_in (in place); g receives the weight grads (overwritten).
+mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_view *w, const mt_layer_view *g,
+                            const mt_layer_acts *a, mt_layer_scratch *s, const void *x_in, void *dx);
+
+#endif

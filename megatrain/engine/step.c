@@ -1,0 +1,209 @@
+// step.c: the schedule. The host thread walks the step's weight plan,
+// enqueueing weight loads (H2D stream) a few uses ahead of the compute that
+// needs them, the layer kernels (compute stream), and gradient offloads (D2H
+// stream -> pinned slabs -> drain thread). Events order the streams; the host
+// only blocks where the data truly is not ready (an optimizer update still
+// running for a unit, a full slab pool).
+#include <math.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+
+#define MT_UNIT_OF_LAYER(i) (1 + (i))
+
+// Issues every load in the plan up to entry `upto` + lookahead.
+static mt_status issue_loads(mt_engine *e, int upto, mt_step_stats *st) {
+    const mt_backend_ops *o = e->be->ops;
+    size_t bytes = e->m->lay_layer.numel * mt_dtype_size(e->m->wdt);
+    int last = upto + e->lookahead;
+    if (last >= e->n_plan) last = e->n_plan - 1;
+    for (; e->issued <= last; e->issued++) {
+        const mt_plan_entry *p = &e->plan[e->issued];
+        if (!p->load) continue;
+        mt_unit *u = mt_model_layer(e->m, p->layer);
+        st->opt_wait_ms += mt_opt_worker_wait_unit(e->opt, MT_UNIT_OF_LAYER(p->layer));
+        MT_TRY(o->stream_wait(e->be, MT_STREAM_H2D, e->ev_free[p->buf]));
+        MT_TRY(o->copy(e->be, e->wbuf[p->buf], u->param, bytes, MT_COPY_H2D, MT_STREAM_H2D));
+        MT_TRY(o->event_record(e->be, e->ev_loaded[p->buf], MT_STREAM_H2D));
+    }
+    return MT_OK;
+}
+
+// Makes plan entry `idx` (which must use layer `layer`) ready on the compute stream.
+static mt_status acquire(mt_engine *e, int idx, int layer, mt_layer_view *w, mt_step_stats *st) {
+    if (idx >= e->n_plan || e->plan[idx].layer != layer)
+        return mt_fail(MT_ERR_BACKEND, "internal: weight plan out of step at entry %d (layer %d)", idx, layer);
+    MT_TRY(issue_loads(e, idx, st));
+    MT_TRY(e->be->ops->stream_wait(e->be, MT_STREAM_COMPUTE, e->ev_loaded[e->plan[idx].buf]));
+    mt_layer_bind(&e->m->lay_layer, e->wbuf[e->plan[idx].buf], e->m->wdt, w);
+    return MT_OK;
+}
+
+static mt_status release(mt_engine *e, int idx) {
+    return e->be->ops->event_record(e->be, e->ev_free[e->plan[idx].buf], MT_STREAM_COMPUTE);
+}
+
+// Copies a resident unit (embedding or head) to the device once per step.
+static mt_status load_resident(mt_engine *e, mt_unit *u, void *dst, mt_event *ev, int unit_index, mt_step_stats *st) {
+    const mt_backend_ops *o = e->be->ops;
+    st->opt_wait_ms += mt_opt_worker_wait_unit(e->opt, unit_index);
+    MT_TRY(o->copy(e->be, dst, u->param, u->lay->numel * mt_dtype_size(e->m->wdt), MT_COPY_H2D, MT_STREAM_H2D));
+    MT_TRY(o->event_record(e->be, ev, MT_STREAM_H2D));
+    return o->stream_wait(e->be, MT_STREAM_COMPUTE, ev);
+}
+
+// Input / output buffers of layer i in the forward pass.
+static void *layer_input(mt_engine *e, int i) {
+    if (e->o.schedule == MT_SCHED_RESIDENT) return e->ckpt[i];
+    return i % e->o.ckpt_interval == 0 ? e->ckpt[i / e->o.ckpt_interval] : e->x_tmp[i & 1];
+}
+static void *layer_output(mt_engine *e, int i) { return i + 1 == e->L ? e->x_final : layer_input(e, i + 1); }
+
+static mt_layer_acts *acts_for(mt_engine *e, int i) { return &e->acts[e->n_acts == 1 ? 0 : i]; }
+
+static mt_status forward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) {
+    const mt_backend_ops *o = e->be->ops;
+    mt_backend *be = e->be;
+    MT_TRY(o->copy(be, e->d_ids, e->h_ids + (size_t)mb * e->d.N, (size_t)e->d.N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
+    MT_TRY(o->copy(be, e->d_tgt, e->h_tgt + (size_t)mb * e->d.N, (size_t)e->d.N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
+    if (mb == 0) MT_TRY(load_resident(e, mt_model_embed(e->m), e->embed_w, e->ev_embed_loaded, 0, st));
+    const mt_view *ve = &e->m->lay_embed.t[MT_T_EMBED];
+    MT_TRY(o->embedding_fwd(be, layer_input(e, 0), e->d_ids,
+                            (char *)e->embed_w + ve->offset * mt_dtype_size(e->m->wdt), e->m->wdt, e->d.N, e->d.C));
+    for (int i = 0; i < e->L; i++) {
+        mt_layer_view w;
+        MT_TRY(acquire(e, *cursor, i, &w, st));
+        MT_TRY(mt_layer_forward(be, &e->d, &w, acts_for(e, i), layer_input(e, i), layer_output(e, i)));
+        e->acts_layer = i;
+        MT_TRY(release(e, (*cursor)++));
+    }
+    if (mb == 0) MT_TRY(load_resident(e, mt_model_head(e->m), e->head_w, e->ev_head_loaded, e->m->n_units - 1, st));
+    return MT_OK;
+}
+
+static mt_status offload(mt_engine *e, int unit_index, const void *dev_grad, mt_event *dev_free, int mb) {
+    MT_TRY(e->be->ops->event_record(e->be, e->ev_ready, MT_STREAM_COMPUTE));
+    return mt_drain_offload(e->drain, &e->m->units[unit_index], e->m->wdt, dev_grad, e->ev_ready, dev_free, mb == 0,
+                            mb == e->o.grad_accum - 1, &e->sumsq[unit_index]);
+}
+
+// Backward of layer i from its saved input; dx holds dL/d(output of i).
+static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cursor, mt_step_stats *st) {
+    mt_backend *be = e->be;
+    mt_layer_view w, g;
+    MT_TRY(acquire(e, *cursor, i, &w, st));
+    mt_layer_acts *a = acts_for(e, i);
+    if (e->n_acts == 1 && e->acts_layer != i) {
+        MT_TRY(mt_layer_forward(be, &e->d, &w, a, x_in, NULL)); // recompute the internals
+        e->acts_layer = i;
+    }
+    int k = e->gnext;
+    e->gnext ^= 1;
+    MT_TRY(be->ops->stream_wait(be, MT_STREAM_COMPUTE, e->ev_gfree[k]));
+    mt_layer_bind(&e->m->lay_layer, e->gbuf[k], e->m->wdt, &g);
+    MT_TRY(mt_layer_backward(be, &e->d, &w, &g, a, &e->scratch, x_in, e->dx));
+    MT_TRY(release(e, (*cursor)++));
+    return offload(e, MT_UNIT_OF_LAYER(i), e->gbuf[k], e->ev_gfree[k], mb);
+}
+
+static mt_status backward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) {
+    mt_backend *be = e->be;
+    const mt_backend_ops *o = be->ops;
+    const mt_model *m = e->m;
+    int tied = m->cfg.tie_word_embeddings;
+    float dscale = 1.0f / ((float)e->d.N * (float)e->o.grad_accum);
+
+    // Head: its grads (and the tied embedding's) must have left the device buffers.
+    MT_TRY(o->stream_wait(be, MT_STREAM_COMPUTE, e->ev_head_gfree));
+    MT_TRY(o->stream_wait(be, MT_STREAM_COMPUTE, e->ev_embed_gfree));
+    MT_TRY(mt_head_forward_backward(e, mb, 1, dscale));
+    MT_TRY(o->copy(be, e->h_losses + (size_t)mb * e->d.N, e->losses, (size_t)e->d.N * 4, MT_COPY_D2H,
+                   MT_STREAM_COMPUTE));
+    MT_TRY(offload(e, m->n_units - 1, e->head_g, e->ev_head_gfree, mb));
+
+    const int K = e->o.ckpt_interval;
+    if (e->o.schedule == MT_SCHED_RESIDENT) {
+        for (int i = e->L - 1; i >= 0; i--) MT_TRY(layer_backward(e, i, e->ckpt[i], mb, cursor, st));
+    } else {
+        for (int s = (e->L - 1) / K * K; s >= 0; s -= K) {
+            int end = s + K < e->L ? s + K : e->L;
+            e->blk_in[0] = e->ckpt[s / K];
+            for (int i = s; i < end - 1; i++) { // rebuild the inputs of the block's layers
+                mt_layer_view w;
+                MT_TRY(acquire(e, *cursor, i, &w, st));
+                MT_TRY(mt_layer_forward(be, &e->d, &w, &e->acts[0], e->blk_in[i - s], e->blk_in[i - s + 1]));
+                e->acts_layer = i;
+                MT_TRY(release(e, (*cursor)++));
+            }
+            for (int i = end - 1; i >= s; i--) MT_TRY(layer_backward(e, i, e->blk_in[i - s], mb, cursor, st));
+        }
+    }
+
+    // Embedding: scatter-add dx into the embedding gradient (after the tied head's part).
+    const mt_view *ve = &m->lay_embed.t[MT_T_EMBED];
+    size_t ws = mt_dtype_size(m->wdt);
+    if (!tied) MT_TRY(o->memset_zero(be, e->embed_g, m->lay_embed.numel * ws, MT_STREAM_COMPUTE));
+    MT_TRY(o->embedding_bwd(be, (char *)e->embed_g + ve->offset * ws, m->wdt, e->d_ids, e->dx, e->d.N, e->d.C));
+    return offload(e, 0, e->embed_g, e->ev_embed_gfree, mb);
+}
+
+mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *targets, const mt_optim_hparams *hp,
+                         float lr, int step, mt_step_stats *st) {
+    memset(st, 0, sizeof *st);
+    const int G = e->o.grad_accum, N = e->d.N;
+    memcpy(e->h_ids, inputs, (size_t)G * N * 4);
+    memcpy(e->h_tgt, targets, (size_t)G * N * 4);
+    e->issued = 0;
+    int cursor = 0;
+    for (int mb = 0; mb < G; mb++) {
+        MT_TRY(forward(e, mb, &cursor, st));
+        MT_TRY(backward(e, mb, &cursor, st));
+    }
+    if (cursor != e->n_plan) return mt_fail(MT_ERR_BACKEND, "internal: weight plan has %d entries, used %d", e->n_plan, cursor);
+    MT_TRY(mt_drain_wait_all(e->drain));
+    MT_TRY(e->be->ops->stream_sync(e->be, MT_STREAM_COMPUTE));
+    st->drain_wait_ms = mt_drain_take_wait_ms(e->drain);
+
+    double loss = 0, sq = 0;
+    for (size_t i = 0; i < (size_t)G * N; i++) loss += e->h_losses[i];
+    for (int u = 0; u < e->m->n_units; u++) sq += e->sumsq[u];
+    st->loss = loss / ((double)G * N);
+    st->grad_norm = sqrt(sq);
+    st->tokens = (long long)G * N;
+    // torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to 1.
+    st->clip_factor = 1.0;
+    if (hp->grad_clip > 0) {
+        float coef = (float)(hp->grad_clip / ((float)st->grad_norm + 1e-6));
+        st->clip_factor = coef < 1.0f ? coef : 1.0f;
+    }
+    mt_adamw_hparams h = {.lr = lr, .beta1 = hp->beta1, .beta2 = hp->beta2, .eps = hp->eps,
+                          .grad_scale = (float)st->clip_factor, .step = step};
+    mt_opt_worker_start(e->opt, &h, hp->weight_decay);
+    if (!e->o.overlap_optimizer) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
+    e->step_done++;
+    return MT_OK;
+}
+
+mt_status mt_engine_finish(mt_engine *e) {
+    mt_opt_worker_wait_all(e->opt);
+    return MT_OK;
+}
+
+mt_status mt_engine_eval(mt_engine *e, const int32_t *inputs, const int32_t *targets, double *loss_sum) {
+    mt_step_stats st;
+    memset(&st, 0, sizeof st);
+    const int N = e->d.N;
+    memcpy(e->h_ids, inputs, (size_t)N * 4);
+    memcpy(e->h_tgt, targets, (size_t)N * 4);
+    e->issued = 0;
+    int cursor = 0;
+    MT_TRY(forward(e, 0, &cursor, &st));
+    MT_TRY(mt_head_forward_backward(e, 0, 0, 1.0f));
+    MT_TRY(e->be->ops->copy(e->be, e->h_losses, e->losses, (size_t)N * 4, MT_COPY_D2H, MT_STREAM_COMPUTE));
+    MT_TRY(e->be->ops->stream_sync(e->be, MT_STREAM_COMPUTE));
+    MT_TRY(e->be->ops->stream_sync(e->be, MT_STREAM_H2D));
+    double s = 0;
+    for (int i = 0; i < N; i++) s += e->h_losses[i];
+    *loss_sum = s;
+    return MT_OK;
+}

@@ -1,0 +1,47 @@
+// layout.h: where each tensor of a model lives inside its unit's host block.
+// A model is a list of units streamed as one piece each: unit 0 = embedding,
+// units 1..L = transformer layers, unit L+1 = head (final norm + lm_head when
+// untied). Inside a layer, q/k/v weights are adjacent (one packed QKV matrix)
+// and so are gate/up (one packed GU matrix), so each costs one GEMM.
+#ifndef MT_LAYOUT_H
+#define MT_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/config.h"
+
+typedef enum {
+    // layer tensors
+    MT_T_LN1, MT_T_Q, MT_T_K, MT_T_V, MT_T_QB, MT_T_KB, MT_T_VB, MT_T_QNORM, MT_T_KNORM,
+    MT_T_O, MT_T_LN2, MT_T_GATE, MT_T_UP, MT_T_DOWN,
+    // embedding unit
+    MT_T_EMBED,
+    // head unit
+    MT_T_NORM, MT_T_LM_HEAD,
+    MT_T_COUNT
+} mt_tensor_id;
+
+typedef enum { MT_UNIT_EMBED = 0, MT_UNIT_LAYER = 1, MT_UNIT_HEAD = 2 } mt_unit_kind;
+
+typedef struct {
+    int present;
+    const char *suffix;   // HF name after "model.layers.{i}." (or the full name)
+    int ndim;
+    int64_t shape[2];
+    size_t offset;        // element offset inside the unit
+    size_t numel;
+} mt_view;
+
+typedef struct {
+    mt_unit_kind kind;
+    mt_view t[MT_T_COUNT];
+    size_t numel;         // elements, padded between groups
+} mt_unit_layout;
+
+// Layouts for the three unit kinds of a config (all layers share one layout).
+void mt_layout_build(const mt_config *c, mt_unit_layout *embed, mt_unit_layout *layer, mt_unit_layout *head);
+// HF tensor name of view `id` in unit (layer index for layers, else ignored).
+void mt_layout_hf_name(const mt_unit_layout *u, mt_tensor_id id, int layer, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,66 @@
+// adamw_isa.h: private to optim/adamw*.c and tests/test_adamw.c. The per-call
+// constants, the one-element update every path shares, and the per-ISA kernels
+// (so the test can force each path and compare it bitwise with the reference).
+#ifndef MT_ADAMW_ISA_H
+#define MT_ADAMW_ISA_H
+
+#include <math.h>
+#include <stddef.h>
+
+#include "optim/adamw.h"
+
+typedef enum { MT_ADAMW_SCALAR = 0, MT_ADAMW_AVX2 = 1, MT_ADAMW_AVX512 = 2 } mt_adamw_isa_id;
+
+// The f32 scalars torch's CPU kernels receive (each python double cast to f32).
+typedef struct {
+    float gscale;    // clip factor, already f32 in torch
+    float decay;     // f32(1 - lr*wd)
+    float lerp_w;    // f32(1 - beta1) when < 0.5, else f32(1 - beta1) - 1
+    int lerp_small;  // torch's lerp: a + w*(b-a) for |w| < 0.5, else b + (w-1)*(b-a)
+    float beta2;     // f32(beta2)
+    float c2;        // f32(1 - beta2)
+    float bc2_sqrt;  // f32((1 - beta2^t) ** 0.5)
+    float eps;       // f32(eps)
+    float neg_step;  // f32(-lr / (1 - beta1^t))
+} mt_adamw_consts;
+
+typedef struct {
+    float *master;
+    void *p;
+    mt_dtype pdt;
+    const void *g;
+    mt_dtype gdt;
+    float *m, *v;
+    mt_adamw_consts c;
+} mt_adamw_args;
+
+void mt_adamw_consts_init(mt_adamw_consts *c, const mt_adamw_hparams *h, float wd);
+
+// One element, in torch's op order. fmaf where torch's vectorised CPU kernels
+// use vec::fmadd (lerp, addcmul); everything else rounds after each op.
+static inline float mt_adamw_elem(float p, float g, float *m, float *v, const mt_adamw_consts *c) {
+    float gs = g * c->gscale;
+    p = p * c->decay;
+    float mi = *m;
+    float d = gs - mi;
+    mi = fmaf(c->lerp_w, d, c->lerp_small ? mi : gs);
+    float vi = fmaf(c->c2 * gs, gs, *v * c->beta2);
+    float denom = sqrtf(vi) / c->bc2_sqrt + c->eps;
+    p = p + (c->neg_step * mi) / denom;
+    *m = mi;
+    *v = vi;
+    return p;
+}
+
+// The best path this CPU runs (AVX-512 needs avx512f+bw, AVX2 needs avx2+fma).
+mt_adamw_isa_id mt_adamw_best_isa(void);
+
+// mt_adamw_update on a chosen path; isa must not exceed mt_adamw_best_isa().
+void mt_adamw_update_isa(mt_adamw_isa_id isa, float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt,
+                         float *m, float *v, size_t n, const mt_adamw_hparams *h, float wd);
+
+// Kernels over elements [lo, hi) of a (adamw_simd.c).
+void mt_adamw_kernel_avx2(const mt_adamw_args *a, size_t lo, size_t hi);
+void mt_adamw_kernel_avx512(const mt_adamw_args *a, size_t lo, size_t hi);
+
+#endif
