@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,12 @@ static void emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "step", step);
     cJSON_AddNumberToObject(j, "loss", st->loss);
-    cJSON_AddNumberToObject(j, "lr", lr);
+    char lr_text[32]; // the f32 lr as its shortest round-tripping decimal, not its double expansion
+    for (int digits = 6; digits <= 9; digits++) {
+        snprintf(lr_text, sizeof lr_text, "%.*g", digits, lr);
+        if ((float)strtod(lr_text, NULL) == lr) break;
+    }
+    cJSON_AddRawToObject(j, "lr", lr_text);
     cJSON_AddNumberToObject(j, "grad_norm", st->grad_norm);
     cJSON_AddNumberToObject(j, "clip", st->clip_factor);
     cJSON_AddNumberToObject(j, "tokens", (double)st->tokens);
@@ -76,6 +82,8 @@ static void emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr
     cJSON_AddNumberToObject(j, "tflops", 6.0 * params * st->tokens / (step_ms / 1e3) / 1e12);
     cJSON_AddNumberToObject(j, "opt_wait_ms", st->opt_wait_ms);
     cJSON_AddNumberToObject(j, "drain_wait_ms", st->drain_wait_ms);
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)ru.ru_maxrss * 1024);
     char *s = cJSON_PrintUnformatted(j);
     mt_sink_line(sink, s);
     free(s);

@@ -99,7 +99,7 @@ mt_status mt_train_state_load(const char *dir, mt_train_state *s, mt_options *o,
     }
     mt_status st = MT_OK;
     const char *fmt = NULL, *data = NULL, *prec = NULL, *sched = NULL;
-    double step, cursor, version, seed, batch, seq, accum, total;
+    double step = 0, cursor = 0, version = 0, seed = 0, batch = 0, seq = 0, accum = 0, total = 0;
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "hparams");
     if ((st = str(j, "format", path, &fmt)) || strcmp(fmt, STATE_FORMAT)) {
         if (!st) st = mt_fail(MT_ERR_FORMAT, "%s: not a megatrain train state (format '%s')", path, fmt);

@@ -106,7 +106,7 @@ static mt_status get_token_id(const char *path, const cJSON *o, const char *key,
     if (!v) return MT_OK;
     if (cJSON_IsArray(v)) {
         for (const cJSON *e = v->child; e; e = e->next) {
-            int id;
+            int id = -1;
             MT_TRY(int_value(path, "", key, e, &id));
             if (e == v->child) *out = id;
         }

@@ -400,6 +400,16 @@ static int ends_with(const char *s, const char *suffix) {
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
+// A single file: parse, then sort by name for mt_st_find and reject duplicates.
+static mt_status open_single(mt_safetensors *st, const char *path) {
+    MT_TRY(parse_file(st, path));
+    if (st->ntensors > 1) qsort(st->tensors, (size_t)st->ntensors, sizeof *st->tensors, cmp_name);
+    for (int i = 1; i < st->ntensors; i++)
+        if (strcmp(st->tensors[i - 1].name, st->tensors[i].name) == 0)
+            return mt_fail(MT_ERR_FORMAT, "%s: tensor '%s' appears twice in the header", path, st->tensors[i].name);
+    return MT_OK;
+}
+
 static mt_status open_any(mt_safetensors *st, const char *path) {
     struct stat sb;
     if (stat(path, &sb) != 0) return mt_fail(MT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -408,7 +418,7 @@ static mt_status open_any(mt_safetensors *st, const char *path) {
         char *index = join_path(path, "model.safetensors.index.json");
         mt_status s;
         if (!single || !index) s = mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
-        else if (stat(single, &sb) == 0) s = parse_file(st, single);
+        else if (stat(single, &sb) == 0) s = open_single(st, single);
         else if (stat(index, &sb) == 0) s = parse_index(st, index);
         else s = mt_fail(MT_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json in this directory", path);
         free(single);
@@ -416,12 +426,7 @@ static mt_status open_any(mt_safetensors *st, const char *path) {
         return s;
     }
     if (ends_with(path, ".json")) return parse_index(st, path);
-    MT_TRY(parse_file(st, path));
-    if (st->ntensors > 1) qsort(st->tensors, (size_t)st->ntensors, sizeof *st->tensors, cmp_name);
-    for (int i = 1; i < st->ntensors; i++)
-        if (strcmp(st->tensors[i - 1].name, st->tensors[i].name) == 0)
-            return mt_fail(MT_ERR_FORMAT, "%s: tensor '%s' appears twice in the header", path, st->tensors[i].name);
-    return MT_OK;
+    return open_single(st, path);
 }
 
 // ----------------------------------------------------------------------------

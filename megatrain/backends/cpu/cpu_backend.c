@@ -56,7 +56,7 @@ mt_status mt_cpu_weights_f32(mt_backend *be, int slot, const void *w, mt_dtype w
         *out = w;
         return MT_OK;
     }
-    void *p;
+    void *p = NULL;
     MT_TRY(mt_cpu_scratch(be, slot, n * sizeof(float), &p));
     mt_cpu_bf16_to_f32(p, w, n);
     *out = p;

@@ -78,6 +78,15 @@ static inline float mt_cpu_expf(float x) {
     return y.f;
 }
 
+// Hot tile kernels are compiled for AVX-512, AVX2+FMA and baseline x86-64
+// and picked at load time (GCC function multiversioning), since the build
+// itself targets baseline x86-64. Results are deterministic on one machine.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define MT_CPU_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define MT_CPU_MULTIVERSION
+#endif
+
 // ---- ops-table entries (one per kernel in backend.h) ----
 mt_status mt_cpu_op_embedding_fwd(mt_backend *be, void *out, const int32_t *ids, const void *wte, mt_dtype wdt, int N,
                                   int C);

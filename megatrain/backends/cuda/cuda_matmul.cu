@@ -147,7 +147,8 @@ static mt_status gemm_plan(mt_cuda_ctx *ctx, const gemm_key *key, gemm_entry **o
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, e->desc, e->la, e->lb, e->ld, e->ld, pref, 1, &res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    PLAN_CHECK(st);
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED) found = 0; // no algorithm: reported below as MT_ERR_UNSUPPORTED
+    else PLAN_CHECK(st);
 #undef PLAN_CHECK
     if (found < 1 || res.state != CUBLAS_STATUS_SUCCESS) {
         entry_release(e);

@@ -188,8 +188,8 @@ mt_status mt_cuda_qk_norm_fwd(mt_backend *be, void *out, float *rstd, const void
     return mt_cuda_dispatch2(be->act_dtype, wdt, [&](auto a, auto ww) -> mt_status {
         using A = decltype(a);
         using W = decltype(ww);
-        MT_TRY(norm_fwd_group<A, W>(s, (A *)out, rstd, (const A *)inp, (const W *)qw, mq, (size_t)N * NH, HD, eps));
-        MT_TRY(norm_fwd_group<A, W>(s, (A *)out, rstd, (const A *)inp, (const W *)kw, mk, (size_t)N * NKV, HD, eps));
+        MT_TRY((norm_fwd_group<A, W>(s, (A *)out, rstd, (const A *)inp, (const W *)qw, mq, (size_t)N * NH, HD, eps)));
+        MT_TRY((norm_fwd_group<A, W>(s, (A *)out, rstd, (const A *)inp, (const W *)kw, mk, (size_t)N * NKV, HD, eps)));
         if (out != inp) {
             size_t total = (size_t)N * NKV * HD;
             copy_v_kernel<A><<<mt_cuda_blocks(total, 256), 256, 0, s>>>((A *)out, (const A *)inp, (size_t)N, NH, NKV, HD);
@@ -209,10 +209,10 @@ mt_status mt_cuda_qk_norm_bwd(mt_backend *be, void *dinp, void *dqw, void *dkw, 
     return mt_cuda_dispatch2(be->act_dtype, wdt, [&](auto a, auto ww) -> mt_status {
         using A = decltype(a);
         using W = decltype(ww);
-        MT_TRY(norm_bwd_group<A, W>(be, (A *)dinp, (W *)dqw, (const A *)dout, (const A *)inp, (const W *)qw, rstd, mq,
-                                    (size_t)N * NH, HD));
-        MT_TRY(norm_bwd_group<A, W>(be, (A *)dinp, (W *)dkw, (const A *)dout, (const A *)inp, (const W *)kw, rstd, mk,
-                                    (size_t)N * NKV, HD));
+        MT_TRY((norm_bwd_group<A, W>(be, (A *)dinp, (W *)dqw, (const A *)dout, (const A *)inp, (const W *)qw, rstd, mq,
+                                    (size_t)N * NH, HD)));
+        MT_TRY((norm_bwd_group<A, W>(be, (A *)dinp, (W *)dkw, (const A *)dout, (const A *)inp, (const W *)kw, rstd, mk,
+                                    (size_t)N * NKV, HD)));
         if (dinp && dinp != dout && N > 0) {
             size_t total = (size_t)N * NKV * HD;
             copy_v_kernel<A>

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# ci/check_regression.sh on the fixtures in ci/tests/: exit status and row status
+# for ok / warn / noise-masked / fail / bandwidth-fail / no matching row /
+# scalar step_ms with a stated noise / malformed input / bad usage.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
+chk=ci/check_regression.sh fx=ci/tests
+fails=0
+# expect NAME WANT_RC PATTERN ARGS...: runs the checker, wants the exit status and a
+# table line matching PATTERN (an awk regex; "-" for none).
+expect() {
+  local name=$1 want=$2 pat=$3; shift 3
+  local out rc
+  out=$(bash "$chk" "$@" 2>&1); rc=$?
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL $name: exit $rc, want $want"; echo "$out" | sed 's/^/    /'; fails=$((fails + 1)); return
+  fi
+  if [ "$pat" != "-" ] && ! printf '%s\n' "$out" | grep -Eq "$pat"; then
+    echo "FAIL $name: no line matching /$pat/"; echo "$out" | sed 's/^/    /'; fails=$((fails + 1)); return
+  fi
+  echo "ok   $name"
+}
+expect ok          0 '^# summary: ok 3, warn 0, fail 0'        $fx/results_ok.jsonl $fx/baseline.jsonl
+expect warn        0 '^WARN .* qwen2\.5-7b .* 15%'            $fx/results_warn.jsonl $fx/baseline.jsonl
+expect noisy       0 '^OK .* qwen2\.5-7b .* 15% +500'         $fx/results_noisy.jsonl $fx/baseline.jsonl
+expect fail        1 '^FAIL .* qwen2\.5-32b .* 30%'           $fx/results_fail.jsonl $fx/baseline.jsonl
+expect bw_fail     1 '^FAIL .* 50 +44$'                       $fx/results_bw_fail.jsonl $fx/baseline.jsonl
+expect bw_relaxed  0 '^OK .* 50 +44$'      --bw-frac 0.8      $fx/results_bw_fail.jsonl $fx/baseline.jsonl
+expect nomatch     0 'no baseline 3'                          $fx/results_nomatch.jsonl $fx/baseline.jsonl
+expect stated_noise 0 '^OK .* qwen2\.5-3b .* 12\.5% +100'     $fx/results_scalar.jsonl $fx/baseline_scalar.jsonl
+expect no_noise    0 '^WARN .* qwen2\.5-1\.5b '               $fx/results_scalar.jsonl $fx/baseline_scalar.jsonl
+expect noise_frac  0 '^OK .* qwen2\.5-1\.5b '  --noise-frac 0.05 $fx/results_scalar.jsonl $fx/baseline_scalar.jsonl
+expect fail_pct    0 '^WARN .* qwen2\.5-32b '  --fail-pct 50  $fx/results_fail.jsonl $fx/baseline.jsonl
+expect malformed   2 'not JSON Lines'                         $fx/results_malformed.jsonl $fx/baseline.jsonl
+expect missing     2 'cannot read'                            $fx/does_not_exist.jsonl $fx/baseline.jsonl
+expect bad_option  2 'unknown option'      --bogus            $fx/results_ok.jsonl
+expect bad_number  2 'not a non-negative number' --warn-pct x $fx/results_ok.jsonl $fx/baseline.jsonl
+[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all checks passed"

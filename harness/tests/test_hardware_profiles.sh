@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# experiments/hardware/*.json follow experiments/hardware/README.md: the five
+# required profiles exist, every key is there with a positive number, every figure
+# has a source, and derived values agree (params_per_s, pageable <= pinned <= theory).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
+dir=experiments/hardware
+fails=0
+for name in h100-128g h200-128g h200-1.5t gh200-480g rtx4090-256g; do
+  [ -f "$dir/$name.json" ] || { echo "FAIL: $dir/$name.json missing"; fails=$((fails + 1)); }
+done
+for f in "$dir"/*.json; do
+  name=$(basename "$f" .json)
+  problems=$(jq -r --arg name "$name" '
+    def num_paths: ["gpu.peak_tflops.bf16","gpu.peak_tflops.tf32","gpu.peak_tflops.fp32","gpu.gemm_efficiency",
+      "gpu.hbm_gbps","gpu.hbm_bytes","link.theory_gbps","link.h2d_gbps.pinned","link.h2d_gbps.pageable",
+      "link.d2h_gbps.pinned","link.d2h_gbps.pageable","link.duplex_factor","host.mem_bytes","host.mem_gbps",
+      "host.cpu_cores","host.numa_nodes",
+      (["adamw_bytes_per_param","adamw_gbps","adamw_params_per_s"][] as $k | ["fp32","paper","mixed"][] | "host.\($k).\(.)")];
+    def at($p): getpath($p | split("."));
+    def sourced($p): ($p | split(".")) as $s | .sources as $src   # a source for the key or a parent object
+      | [range(1; ($s | length) + 1) as $n | $s[0:$n] | join(".")] | any(.[]; . as $k | $src | has($k));
+    . as $root |
+    [ (if .schema != "megatrain.hardware/1" then "schema is \(.schema)" else empty end),
+      (if .name != $name then "name \(.name) != file name" else empty end),
+      (if (.description | type) != "string" then "no description" else empty end),
+      (if (.gpu.name | type) != "string" or (.link.kind | type) != "string" then "gpu.name / link.kind missing" else empty end),
+      (num_paths[] as $p | $root | at($p) as $v
+        | if ($v | type) != "number" or $v <= 0 then "\($p) is not a positive number: \($v)"
+          elif ($root | sourced($p) | not) then "\($p) has no entry in sources"
+          else empty end),
+      (if .gpu.gemm_efficiency > 1 or .link.duplex_factor > 1 then "an efficiency or factor above 1" else empty end),
+      (["fp32","paper","mixed"][] as $m | $root.host
+        | (.adamw_gbps[$m] * 1e9 / .adamw_bytes_per_param[$m]) as $want
+        | if ((.adamw_params_per_s[$m] - $want) | fabs) > 0.01 * $want then "adamw_params_per_s.\($m) != adamw_gbps*1e9/bytes_per_param" else empty end),
+      (.host.adamw_bytes_per_param | if . != {"fp32":28,"paper":22,"mixed":28} then "adamw_bytes_per_param != 28/22/28" else empty end),
+      (.link as $l | ["h2d_gbps","d2h_gbps"][] as $d
+        | if $l[$d].pageable > $l[$d].pinned or $l[$d].pinned > $l.theory_gbps then "\($d): not pageable <= pinned <= theory" else empty end),
+      (.sources | to_entries[] | select((.value | type) != "string" or (.value | length) < 10) | "source \(.key) is not a sentence")
+    ] | .[]' "$f" 2>&1) || problems="not valid JSON: $problems"
+  if [ -n "$problems" ]; then echo "FAIL $name:"; echo "$problems" | sed 's/^/    /'; fails=$((fails + 1))
+  else echo "ok   $name"; fi
+done
+[ "$fails" -eq 0 ] || { echo "$fails profile(s) failed"; exit 1; }
+echo "all checks passed"
