@@ -26,17 +26,37 @@ mt_status mt_engine_dev_alloc(mt_engine *e, size_t bytes, void **out) {
 
 static size_t al(size_t b) { return (b + 255) / 256 * 256; }
 
-// Device bytes the engine will allocate (for the up-front check with numbers).
-static size_t device_bytes(const mt_engine *e) {
-    const mt_dims *d = &e->d;
-    size_t ws = mt_dtype_size(e->m->wdt), x = al((size_t)d->N * d->C * e->act_size);
-    size_t b = (size_t)e->n_wbuf * al(e->m->lay_layer.numel * ws) + 2 * al(e->m->lay_layer.numel * ws);
-    b += 2 * al(e->m->lay_embed.numel * ws) + 2 * al(e->m->lay_head.numel * ws);
-    b += (size_t)(e->n_ckpt + 2 + (e->o.ckpt_interval - 1) + 2 + 2) * x;
-    b += (size_t)e->n_acts * mt_layer_acts_bytes(d, e->act) + mt_layer_scratch_bytes(d, e->act);
-    b += al((size_t)e->chunk_rows * e->m->cfg.vocab_size * e->act_size);
-    b += 4 * al((size_t)d->N * 4) + 2 * al((size_t)d->T * d->HD / 2 * 4);
-    return b;
+// Loss-head rows per chunk: at most 64 MiB of logits at a time.
+static int loss_chunk_rows(const mt_config *c, int N, size_t act_size) {
+    size_t rows = (64u << 20) / ((size_t)c->vocab_size * act_size);
+    return (int)(rows < 1 ? 1 : rows > (size_t)N ? (size_t)N : rows);
+}
+
+mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act) {
+    mt_unit_layout le, ll, lh;
+    mt_layout_build(c, &le, &ll, &lh);
+    int L = c->num_layers, resident = o->schedule == MT_SCHED_RESIDENT, K = resident ? 1 : o->ckpt_interval;
+    size_t ws = mt_dtype_size(mt_precision_wdt(p)), as = mt_dtype_size(act);
+    mt_dims d = {.B = o->B, .T = o->T, .N = o->B * o->T, .C = c->hidden_size, .F = c->intermediate_size,
+                 .NH = c->num_heads, .NKV = c->num_kv_heads, .HD = c->head_dim,
+                 .QKV = c->num_heads + 2 * c->num_kv_heads, .qk_norm = c->qk_norm};
+    size_t x = al((size_t)d.N * d.C * as);
+    int n_wbuf = resident ? L : o->weight_bufs, n_ckpt = resident ? L : (L + K - 1) / K, n_acts = resident ? L : 1;
+    mt_memory_plan m = {0};
+    m.weights_bytes = (size_t)n_wbuf * al(ll.numel * ws) + al(le.numel * ws) + al(lh.numel * ws);
+    m.grads_bytes = 2 * al(ll.numel * ws) + al(le.numel * ws) + al(lh.numel * ws);
+    m.checkpoint_bytes = (size_t)n_ckpt * x;
+    m.activation_bytes = (size_t)((K - 1) + 2 + 4) * x + (size_t)n_acts * mt_layer_acts_bytes(&d, act) +
+                         mt_layer_scratch_bytes(&d, act) + al((size_t)loss_chunk_rows(c, d.N, as) * c->vocab_size * as) +
+                         4 * al((size_t)d.N * 4) + 2 * al((size_t)d.T * d.HD / 2 * 4);
+    m.device_bytes = m.weights_bytes + m.grads_bytes + m.checkpoint_bytes + m.activation_bytes;
+    size_t slab = ll.numel > le.numel ? ll.numel : le.numel;
+    if (lh.numel > slab) slab = lh.numel;
+    m.state_bytes = mt_model_host_bytes(c, p);
+    m.staging_bytes = (size_t)o->grad_slabs * slab * ws + 3 * (size_t)o->grad_accum * d.N * 4;
+    m.host_bytes = m.state_bytes + m.staging_bytes;
+    m.pinned_bytes = m.host_bytes; // every host block and slab is pinned
+    return m;
 }
 
 mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o, mt_engine **out) {
@@ -73,14 +93,11 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     e->n_wbuf = resident ? e->L : o->weight_bufs;
     e->n_ckpt = resident ? e->L : (e->L + e->o.ckpt_interval - 1) / e->o.ckpt_interval;
     e->n_acts = resident ? e->L : 1;
-    // Loss head chunk: at most 64 MiB of logits at a time.
-    size_t row_bytes = (size_t)c->vocab_size * e->act_size;
-    size_t rows = (64u << 20) / row_bytes;
-    e->chunk_rows = (int)(rows < 1 ? 1 : rows > (size_t)e->d.N ? (size_t)e->d.N : rows);
+    e->chunk_rows = loss_chunk_rows(c, e->d.N, e->act_size);
 
     mt_device_info info;
     MT_TRY(be->ops->device_info(be, &info));
-    size_t need = device_bytes(e);
+    size_t need = mt_engine_memory_plan(c, m->prec, o, e->act).device_bytes;
     if (info.mem_free_bytes && need > info.mem_free_bytes)
         return mt_fail(MT_ERR_MEMORY,
                        "device memory: batch %d x seq %d with the %s schedule needs %.2f GiB but %s has %.2f GiB free; "

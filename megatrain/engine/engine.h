@@ -42,6 +42,21 @@ typedef struct {
 
 typedef struct mt_engine mt_engine;
 
+// What a configuration needs, without allocating it (the planner's source of truth).
+typedef struct {
+    size_t device_bytes;     // = weights + grads + checkpoints + activations
+    size_t weights_bytes;    // layer weight buffers + resident embedding/head
+    size_t grads_bytes;      // device gradient buffers
+    size_t checkpoint_bytes; // saved layer inputs
+    size_t activation_bytes; // one layer's internals (all layers' when resident), scratch, loss head
+    size_t state_bytes;      // host model state (params, grads, moments, master)
+    size_t staging_bytes;    // pinned gradient slabs and token staging
+    size_t host_bytes;       // state + staging
+    size_t pinned_bytes;     // host bytes that are page-locked
+} mt_memory_plan;
+
+mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act);
+
 // Validates the options against the model and allocates device buffers.
 mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o, mt_engine **out);
 void mt_engine_destroy(mt_engine *e);

@@ -50,7 +50,7 @@ static int cuda_numa_node(int device) {
 static mt_status cuda_device_info(mt_backend *be, mt_device_info *out) {
     mt_cuda_ctx *ctx = mt_cuda_ctx_of(be);
     memset(out, 0, sizeof *out);
-    snprintf(out->name, sizeof out->name, "%s", ctx->prop.name);
+    snprintf(out->name, sizeof out->name, "%.127s", ctx->prop.name);
     size_t free_b = 0, total_b = 0;
     MT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     out->mem_total_bytes = total_b;

@@ -188,8 +188,12 @@ static mt_status gemm(mt_backend *be, int transa, int transb, int64_t m, int64_t
     if (bias)
         MT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     float alpha = 1.0f;
-    MT_CUDA_CHECK(cublasLtMatmul(ctx->lt, e->desc, &alpha, A, e->la, B, e->lb, &beta, D, e->ld, D, e->ld, &e->algo,
-                                 ctx->lt_workspace, ctx->lt_workspace_bytes, ctx->stream[MT_STREAM_COMPUTE]));
+    cublasStatus_t st = cublasLtMatmul(ctx->lt, e->desc, &alpha, A, e->la, B, e->lb, &beta, D, e->ld, D, e->ld, &e->algo,
+                                       ctx->lt_workspace, ctx->lt_workspace_bytes, ctx->stream[MT_STREAM_COMPUTE]);
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED && bias) // e.g. a bias pointer the fused epilogue cannot take
+        return mt_fail(MT_ERR_UNSUPPORTED, "cuda: cuBLASLt rejected the fused bias for m=%lld n=%lld k=%lld",
+                       (long long)m, (long long)n, (long long)k);
+    MT_CUDA_CHECK(st);
     return MT_OK;
 }
 
@@ -286,10 +290,14 @@ mt_status mt_cuda_matmul_fwd(mt_backend *be, void *out, const void *inp, const v
         }
     }
     cudaDataType t = cuda_type(act);
-    mt_status st = gemm(be, 1, 0, OC, N, IC, wk, inp, out, t, t, 0.0f, bk);
-    if (st == MT_ERR_UNSUPPORTED && bk) {
+    // The fused BIAS epilogue for 16-byte aligned biases; else (or if cuBLASLt has no
+    // fused algorithm for the shape) a plain GEMM followed by a bias-add kernel.
+    int fuse = bk && ((uintptr_t)bk & 15u) == 0;
+    mt_status st = gemm(be, 1, 0, OC, N, IC, wk, inp, out, t, t, 0.0f, fuse ? bk : NULL);
+    if (bk && (!fuse || st == MT_ERR_UNSUPPORTED)) {
         // No fused-bias algorithm for this shape/alignment: plain GEMM, then add the bias.
-        MT_TRY(gemm(be, 1, 0, OC, N, IC, wk, inp, out, t, t, 0.0f, NULL));
+        if (fuse) MT_TRY(gemm(be, 1, 0, OC, N, IC, wk, inp, out, t, t, 0.0f, NULL));
+        else MT_TRY(st);
         return mt_cuda_dispatch1(act, [&](auto a) -> mt_status {
             using A = decltype(a);
             size_t total = (size_t)N * OC;
