@@ -28,7 +28,15 @@ typedef struct {
     size_t mem_total_bytes;  // device memory (host RAM for cpu)
     size_t mem_free_bytes;
     int numa_node;           // nearest NUMA node of the device, -1 unknown
+    size_t host_mem_avail_bytes; // host memory the model state may use (MemAvailable; sim: the profile's)
 } mt_device_info;
+
+// Host-side work the engine does between device operations; a virtual-time
+// backend (sim) prices it instead of the engine doing it.
+typedef enum {
+    MT_HOST_GRAD_ACCUMULATE = 0, // n elements of gradients: dst (+)= slab, plus the sum of squares
+    MT_HOST_ADAMW = 1,           // n parameters through the fused AdamW pass
+} mt_host_work;
 
 // Flags for matmul_bwd.
 enum { MT_ACC_DINP = 1, MT_ACC_DW = 2 };
@@ -108,13 +116,25 @@ typedef struct mt_backend_ops {
                               float dscale);
     // dst(n) = src(n) converted between dtypes (device).
     mt_status (*cast)(mt_backend *be, void *dst, mt_dtype dt, const void *src, mt_dtype st, size_t n);
+
+    // ---- virtual time (sim only; NULL on backends that compute) ----
+    // Milliseconds the host would spend on `kind` over n elements of gradient type
+    // wdt, with `master` f32 weights present (mixed precision). When this entry is
+    // set the engine touches no tensor data: it advances its virtual clocks instead.
+    double (*host_work_ms)(mt_backend *be, mt_host_work kind, size_t n, mt_dtype wdt, int master);
+    // Writes the Chrome/Perfetto trace of everything simulated so far (may be NULL).
+    mt_status (*trace_write)(mt_backend *be, const char *path);
 } mt_backend_ops;
+
 
 struct mt_backend {
     const mt_backend_ops *ops;
     mt_dtype act_dtype; // activation type the kernels use
     void *ctx;          // backend-private state
 };
+
+// 1 when the backend only prices work (sim): no tensor data exists.
+static inline int mt_backend_is_virtual(const mt_backend *be) { return be->ops->host_work_ms != NULL; }
 
 // Creates a backend by name ("cpu", "cuda", "sim", "auto" = best present).
 mt_status mt_backend_create(const char *name, mt_dtype act_dtype, mt_backend **out);
@@ -125,6 +145,9 @@ int mt_backend_list(const char **names, int max);
 // Backend constructors (each defined in its backends/<name>/ directory).
 mt_status mt_backend_cpu_create(mt_dtype act_dtype, mt_backend **out);
 mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out);
+// The simulator prices every op with the hardware profile at `profile_path`
+// (experiments/hardware/NAME.json).
+mt_status mt_backend_sim_create(const char *profile_path, mt_dtype act_dtype, mt_backend **out);
 int mt_backend_cuda_available(void); // 1 when a CUDA device can be opened
 
 #endif

@@ -24,12 +24,6 @@ static void on_signal(int sig) {
     interrupted = 1;
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 // Linear warmup over `warmup` steps, then constant or cosine down to lr/10 at the last step.
 static float lr_at(const mt_options *o, int step) {
     if (o->warmup > 0 && step <= o->warmup) return o->lr * (float)step / (float)o->warmup;
@@ -121,10 +115,6 @@ int mt_cmd_train(mt_options *o, int is_default) {
     mt_precision prec;
     mt_schedule sched;
     if ((s = mt_precision_parse(o->precision, &prec)) || (s = mt_schedule_parse(o->schedule, &sched))) goto fail;
-    if (o->trace) {
-        s = mt_fail(MT_ERR_UNSUPPORTED, "--trace: timelines are not implemented yet");
-        goto fail;
-    }
     if (o->seq_len > cfg.max_position_embeddings)
         fprintf(stderr, "megatrain: note: --seq-len %d exceeds max_position_embeddings %d\n", o->seq_len,
                 cfg.max_position_embeddings);
@@ -138,9 +128,20 @@ int mt_cmd_train(mt_options *o, int is_default) {
         }
         data.cursor = resume_state.data_cursor < data.n ? resume_state.data_cursor : 0;
     }
-    if ((s = mt_setup_backend(o->backend, prec, &be))) goto fail;
+    if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be))) goto fail;
+    if (o->trace && !be->ops->trace_write) {
+        s = mt_fail(MT_ERR_UNSUPPORTED, "--trace: the %s backend does not record timelines yet", be->ops->name);
+        goto fail;
+    }
     if ((s = mt_model_alloc(&model, &cfg, prec, be))) goto fail;
-    if (o->resume) {
+    int virtual_run = mt_backend_is_virtual(be);
+    if (virtual_run && (o->save || o->resume || o->dump_grads)) {
+        s = mt_fail(MT_ERR_ARG, "--backend sim: simulates timing only; --save, --resume and --dump-grads need data");
+        goto fail;
+    }
+    if (virtual_run) {
+        // no tensor data exists: nothing to load or initialise
+    } else if (o->resume) {
         if ((s = mt_model_load_weights(&model, o->resume)) || (s = mt_model_load_optimizer(&model, o->resume))) goto fail;
     } else if (o->model) {
         if ((s = mt_model_load_weights(&model, o->model))) goto fail;
@@ -181,11 +182,11 @@ int mt_cmd_train(mt_options *o, int is_default) {
         float lr = lr_at(o, step);
         mt_optim_hparams hp = {o->lr, o->weight_decay, o->beta1, o->beta2, o->eps, o->grad_clip};
         mt_step_stats st;
-        double t0 = now_ms();
+        double t0 = mt_engine_now_ms(eng);
         if ((s = mt_engine_step(eng, inputs, targets, &hp, lr, step, &st))) goto fail;
         if (step == o->steps && (s = mt_engine_finish(eng))) goto fail; // the last update counts in its step
-        double step_ms = now_ms() - t0;
-        if (!isfinite(st.loss)) {
+        double step_ms = mt_engine_now_ms(eng) - t0;
+        if (!virtual_run && !isfinite(st.loss)) {
             s = mt_fail(MT_ERR_ARG, "step %d: loss is %f; try a lower --lr", step, st.loss);
             goto fail;
         }
@@ -207,6 +208,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
         }
     }
     if ((s = mt_engine_finish(eng))) goto fail;
+    if (o->trace && (s = be->ops->trace_write(be, o->trace))) goto fail;
     mt_progress_end(&prog);
     if (is_default)
         fprintf(stderr, "megatrain: loss %.4f -> %.4f over %d steps on the embedded corpus\n", first_loss, last_loss,

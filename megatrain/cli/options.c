@@ -53,7 +53,7 @@ static const opt_spec specs[] = {
     {"--log", OPT_STR, F(log), NG, "te"},
     {"--trace", OPT_STR, F(trace), NG, "t"},
     {"--dump-grads", OPT_STR, F(dump_grads), NG, "t"},
-    {"--hardware", OPT_STR, F(hardware), NG, "p"},
+    {"--hardware", OPT_STR, F(hardware), NG, "tep"},
 };
 
 void mt_options_defaults(mt_options *o) {

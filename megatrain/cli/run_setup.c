@@ -35,8 +35,16 @@ mt_status mt_setup_config(const mt_options *o, mt_config *c, int allow_default) 
     return mt_config_load(path, c);
 }
 
-mt_status mt_setup_backend(const char *name, mt_precision p, mt_backend **out) {
+mt_status mt_setup_backend(const char *name, const char *hardware, mt_precision p, mt_backend **out) {
     const char *resolved = name;
+    if (!strcmp(name, "sim")) {
+        if (!hardware) return mt_fail(MT_ERR_ARG, "--backend sim: needs --hardware PROFILE (see experiments/hardware/)");
+        // A path, or a profile name looked up in the source tree's experiments/hardware/.
+        char path[1024];
+        if (strchr(hardware, '/') || strstr(hardware, ".json")) snprintf(path, sizeof path, "%s", hardware);
+        else snprintf(path, sizeof path, "%s/experiments/hardware/%s.json", MT_SOURCE_DIR, hardware);
+        return mt_backend_sim_create(path, p == MT_PREC_FP32 ? MT_F32 : MT_BF16, out);
+    }
     if (!strcmp(name, "auto")) {
 #ifdef MT_HAVE_CUDA
         resolved = mt_backend_cuda_available() ? "cuda" : "cpu";

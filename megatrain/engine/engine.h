@@ -67,6 +67,8 @@ void mt_engine_destroy(mt_engine *e);
 // this returns; the next step (or mt_engine_finish) waits for it unit by unit.
 mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *targets, const mt_optim_hparams *hp,
                          float lr, int step, mt_step_stats *st);
+// The engine's clock (ms): wall time, or virtual time under the sim backend.
+double mt_engine_now_ms(const mt_engine *e);
 // Waits until every pending parameter update has landed in host memory.
 mt_status mt_engine_finish(mt_engine *e);
 // Forward only over one micro-batch: returns the summed token losses.

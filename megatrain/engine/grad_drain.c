@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/vclock.h"
 #include "optim/grad_ops.h"
 
 typedef struct {
@@ -13,6 +14,7 @@ typedef struct {
     mt_dtype wdt;
     int slab, first, last;
     double *sumsq;
+    double t_enqueue; // virtual time the task was queued (sim)
 } drain_task;
 
 struct mt_drain {
@@ -22,6 +24,8 @@ struct mt_drain {
     void **slabs;
     mt_event **slab_ev;
     int *slab_busy;
+    double *slab_free_t;  // virtual time each slab was last released (sim)
+    double last_finish_t; // virtual time the last drain finished (sim)
     // FIFO of tasks (at most n_slabs in flight, one per busy slab)
     drain_task *queue;
     int q_head, q_len;
@@ -51,8 +55,12 @@ static void *drain_main(void *arg) {
         drain_task t = d->queue[d->q_head];
         pthread_mutex_unlock(&d->mu);
 
+        mt_vclock_join(t.t_enqueue);
         mt_status s = d->be->ops->event_sync(d->be, d->slab_ev[t.slab]);
-        if (s == MT_OK) {
+        if (s == MT_OK && mt_backend_is_virtual(d->be)) {
+            mt_vclock_advance(d->be->ops->host_work_ms(d->be, MT_HOST_GRAD_ACCUMULATE, t.u->lay->numel, t.wdt, 0));
+            if (t.last) *t.sumsq = 0;
+        } else if (s == MT_OK) {
             mt_grad_accumulate(t.u->grad, d->slabs[t.slab], t.wdt, t.u->lay->numel, t.first);
             if (t.last) *t.sumsq = mt_grad_sumsq(t.u->grad, t.wdt, t.u->lay->numel);
         }
@@ -65,6 +73,7 @@ static void *drain_main(void *arg) {
         d->q_head = (d->q_head + 1) % d->n_slabs;
         d->q_len--;
         d->slab_busy[t.slab] = 0;
+        d->slab_free_t[t.slab] = d->last_finish_t = mt_vclock_now();
         pthread_cond_broadcast(&d->cv);
     }
     pthread_mutex_unlock(&d->mu);
@@ -81,10 +90,11 @@ mt_status mt_drain_create(mt_backend *be, int n_slabs, size_t slab_bytes, mt_dra
     d->slab_ev = calloc((size_t)n_slabs, sizeof *d->slab_ev);
     d->slab_busy = calloc((size_t)n_slabs, sizeof *d->slab_busy);
     d->queue = calloc((size_t)n_slabs, sizeof *d->queue);
+    d->slab_free_t = calloc((size_t)n_slabs, sizeof *d->slab_free_t);
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);
     *out = d;
-    if (!d->slabs || !d->slab_ev || !d->slab_busy || !d->queue)
+    if (!d->slabs || !d->slab_ev || !d->slab_busy || !d->queue || !d->slab_free_t)
         return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient drain");
     for (int i = 0; i < n_slabs; i++) {
         MT_TRY(be->ops->host_alloc(be, slab_bytes, &d->slabs[i]));
@@ -113,6 +123,7 @@ void mt_drain_destroy(mt_drain *d) {
     free(d->slab_ev);
     free(d->slab_busy);
     free(d->queue);
+    free(d->slab_free_t);
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->cv);
     free(d);
@@ -128,7 +139,9 @@ mt_status mt_drain_offload(mt_drain *d, mt_unit *u, mt_dtype wdt, const void *de
     pthread_mutex_lock(&d->mu);
     while (d->slab_busy[k] && d->error == MT_OK) pthread_cond_wait(&d->cv, &d->mu);
     mt_status err = d->error;
+    double free_t = d->slab_free_t[k];
     pthread_mutex_unlock(&d->mu);
+    mt_vclock_join(free_t);
     d->wait_ms += now_ms() - t0;
     if (err != MT_OK) return mt_fail(err, "%s", d->error_msg);
 
@@ -140,7 +153,7 @@ mt_status mt_drain_offload(mt_drain *d, mt_unit *u, mt_dtype wdt, const void *de
 
     pthread_mutex_lock(&d->mu);
     d->slab_busy[k] = 1;
-    d->queue[(d->q_head + d->q_len) % d->n_slabs] = (drain_task){u, wdt, k, first, last, sumsq};
+    d->queue[(d->q_head + d->q_len) % d->n_slabs] = (drain_task){u, wdt, k, first, last, sumsq, mt_vclock_now()};
     d->q_len++;
     d->next_slab = (k + 1) % d->n_slabs;
     pthread_cond_broadcast(&d->cv);
@@ -153,7 +166,9 @@ mt_status mt_drain_wait_all(mt_drain *d) {
     pthread_mutex_lock(&d->mu);
     while (d->q_len && d->error == MT_OK) pthread_cond_wait(&d->cv, &d->mu);
     mt_status err = d->error;
+    double finish_t = d->last_finish_t;
     pthread_mutex_unlock(&d->mu);
+    mt_vclock_join(finish_t);
     d->wait_ms += now_ms() - t0;
     if (err != MT_OK) return mt_fail(err, "%s", d->error_msg);
     return MT_OK;

@@ -40,23 +40,11 @@ size_t mt_model_host_bytes(const mt_config *c, mt_precision p) {
     return mt_unit_block_bytes(&e, p) + (size_t)c->num_layers * mt_unit_block_bytes(&l, p) + mt_unit_block_bytes(&h, p);
 }
 
-static size_t mem_available_bytes(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    size_t kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
-    fclose(f);
-    return kb * 1024;
-}
-
-mt_status mt_host_budget_check(size_t need, int pinned, const char *what) {
+mt_status mt_host_budget_check(size_t need, size_t avail, int pinned, const char *what) {
     const double GiB = 1024.0 * 1024 * 1024;
-    size_t avail = mem_available_bytes();
     if (avail && need > avail)
         return mt_fail(MT_ERR_MEMORY,
-                       "host memory: %s needs %.2f GiB but only %.2f GiB is available (MemAvailable); "
+                       "host memory: %s needs %.2f GiB but only %.2f GiB is available (MemAvailable, or the simulated machine's); "
                        "try --precision paper, a smaller model, or `megatrain plan`",
                        what, need / GiB, avail / GiB);
     struct rlimit rl;
@@ -79,7 +67,10 @@ mt_status mt_model_alloc(mt_model *m, const mt_config *c, mt_precision p, mt_bac
     char what[160];
     snprintf(what, sizeof what, "the model state (%lld params x %zu B/param, %s precision)",
              mt_config_params_total(c), mt_precision_bytes_per_param(p), mt_precision_name(p));
-    MT_TRY(mt_host_budget_check(mt_model_host_bytes(c, p), strcmp(be->ops->name, "cpu") != 0, what));
+    mt_device_info info;
+    MT_TRY(be->ops->device_info(be, &info));
+    int pinned = strcmp(be->ops->name, "cpu") != 0 && !mt_backend_is_virtual(be);
+    MT_TRY(mt_host_budget_check(mt_model_host_bytes(c, p), info.host_mem_avail_bytes, pinned, what));
 
     m->n_units = c->num_layers + 2;
     m->units = calloc((size_t)m->n_units, sizeof *m->units);
@@ -95,7 +86,7 @@ mt_status mt_model_alloc(mt_model *m, const mt_config *c, mt_precision p, mt_bac
             mt_model_free(m);
             return s;
         }
-        memset(u->block, 0, u->block_bytes);
+        if (!mt_backend_is_virtual(be)) memset(u->block, 0, u->block_bytes); // sim: untouched, unbacked
         size_t n = u->lay->numel;
         char *b = u->block;
         u->param = b;

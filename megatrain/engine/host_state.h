@@ -51,9 +51,9 @@ static inline mt_unit *mt_model_head(mt_model *m) { return &m->units[m->n_units 
 size_t mt_unit_block_bytes(const mt_unit_layout *lay, mt_precision p);
 // Host bytes of the whole model state in precision p.
 size_t mt_model_host_bytes(const mt_config *c, mt_precision p);
-// Refuses with the numbers when `need_bytes` exceeds the available host memory
-// (MemAvailable) or, when `pinned`, the locked-memory limit (ulimit -l).
-mt_status mt_host_budget_check(size_t need_bytes, int pinned, const char *what);
+// Refuses with the numbers when `need_bytes` exceeds `avail_bytes` (0 = unknown)
+// or, when `pinned`, the locked-memory limit (ulimit -l).
+mt_status mt_host_budget_check(size_t need_bytes, size_t avail_bytes, int pinned, const char *what);
 
 // Allocates every unit block (after the budget check); moments start at zero.
 mt_status mt_model_alloc(mt_model *m, const mt_config *c, mt_precision p, mt_backend *be);

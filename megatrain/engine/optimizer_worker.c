@@ -5,12 +5,16 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/vclock.h"
+
 struct mt_opt_worker {
     mt_model *m;
     mt_adamw_hparams h;
     float wd;
     int started;   // updates started
     int *done;     // per unit: updates applied
+    double *done_t; // per unit: virtual time of its last update (sim)
+    double start_t; // virtual time the running update was started (sim)
     int stop;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -20,6 +24,12 @@ struct mt_opt_worker {
 
 void mt_opt_update_unit(mt_model *m, mt_unit *u, const mt_adamw_hparams *h, float weight_decay) {
     size_t ws = mt_dtype_size(m->wdt);
+    if (mt_backend_is_virtual(m->be)) { // price the pass instead of doing it
+        size_t n = 0;
+        for (int t = 0; t < MT_T_COUNT; t++) n += u->lay->t[t].present ? u->lay->t[t].numel : 0;
+        mt_vclock_advance(m->be->ops->host_work_ms(m->be, MT_HOST_ADAMW, n, m->wdt, u->master != NULL));
+        return;
+    }
     for (int t = 0; t < MT_T_COUNT; t++) {
         const mt_view *v = &u->lay->t[t];
         if (!v->present) continue;
@@ -40,11 +50,13 @@ static void *worker_main(void *arg) {
         gen++;
         mt_adamw_hparams h = w->h;
         float wd = w->wd;
+        mt_vclock_join(w->start_t);
         pthread_mutex_unlock(&w->mu);
         for (int u = 0; u < w->m->n_units; u++) {
             mt_opt_update_unit(w->m, &w->m->units[u], &h, wd);
             pthread_mutex_lock(&w->mu);
             w->done[u] = gen;
+            w->done_t[u] = mt_vclock_now();
             pthread_cond_broadcast(&w->cv);
             pthread_mutex_unlock(&w->mu);
         }
@@ -59,10 +71,11 @@ mt_status mt_opt_worker_create(mt_model *m, mt_opt_worker **out) {
     if (!w) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the optimizer worker");
     w->m = m;
     w->done = calloc((size_t)m->n_units, sizeof *w->done);
+    w->done_t = calloc((size_t)m->n_units, sizeof *w->done_t);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     *out = w;
-    if (!w->done) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the optimizer worker");
+    if (!w->done || !w->done_t) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the optimizer worker");
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
         return mt_fail(MT_ERR_BACKEND, "cannot start the optimizer thread");
     w->thread_started = 1;
@@ -82,6 +95,7 @@ void mt_opt_worker_destroy(mt_opt_worker *w) {
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w->done);
+    free(w->done_t);
     free(w);
 }
 
@@ -91,6 +105,7 @@ void mt_opt_worker_start(mt_opt_worker *w, const mt_adamw_hparams *h, float weig
     w->h = *h;
     w->wd = weight_decay;
     w->started++;
+    w->start_t = mt_vclock_now();
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }
@@ -105,7 +120,9 @@ double mt_opt_worker_wait_unit(mt_opt_worker *w, int u) {
     double t0 = now_ms();
     pthread_mutex_lock(&w->mu);
     while (w->done[u] != w->started) pthread_cond_wait(&w->cv, &w->mu);
+    double t = w->done_t[u];
     pthread_mutex_unlock(&w->mu);
+    mt_vclock_join(t);
     return now_ms() - t0;
 }
 

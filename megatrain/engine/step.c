@@ -6,7 +6,9 @@
 // running for a unit, a full slab pool).
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
+#include "core/vclock.h"
 #include "engine/engine_internal.h"
 
 #define MT_UNIT_OF_LAYER(i) (1 + (i))
@@ -167,7 +169,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     double loss = 0, sq = 0;
     for (size_t i = 0; i < (size_t)G * N; i++) loss += e->h_losses[i];
     for (int u = 0; u < e->m->n_units; u++) sq += e->sumsq[u];
-    st->loss = loss / ((double)G * N);
+    st->loss = mt_backend_is_virtual(e->be) ? NAN : loss / ((double)G * N); // sim: no data, no loss
     st->grad_norm = sqrt(sq);
     st->tokens = (long long)G * N;
     // torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to 1.
@@ -182,6 +184,13 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     if (!e->o.overlap_optimizer) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
     e->step_done++;
     return MT_OK;
+}
+
+double mt_engine_now_ms(const mt_engine *e) {
+    if (mt_backend_is_virtual(e->be)) return mt_vclock_now();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 mt_status mt_engine_finish(mt_engine *e) {

@@ -685,10 +685,12 @@ static void test_plumbing(void) {
     CHECK(((unsigned char *)d)[4999] == 0 && ((unsigned char *)d)[5000] == 7, "memset_zero range");
     be->ops->host_free(be, h, 10000);
     be->ops->dev_free(be, d);
+#ifndef __SANITIZE_ADDRESS__ // ASan aborts on impossible sizes instead of returning NULL
     void *huge = NULL;
     mt_status s = be->ops->dev_alloc(be, (size_t)1 << 62, &huge);
     CHECK(s == MT_ERR_MEMORY && !huge && strstr(mt_last_error(), "4611686018427387904"),
           "dev_alloc of 2^62 bytes: %s (%s)", mt_status_name(s), mt_last_error());
+#endif
 
     mt_event *e0 = NULL, *e1 = NULL;
     OK(be->ops->event_create(be, &e0));

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backends/cpu/cpu_internal.h"
+#include "core/sysinfo.h"
 
 struct mt_event {
     double t_ms; // monotonic host time when recorded
@@ -74,25 +75,6 @@ static void cpu_destroy(mt_backend *be) {
     free(be);
 }
 
-// MemAvailable from /proc/meminfo (what can be allocated without swapping);
-// falls back to free pages where /proc is missing.
-static size_t mem_available_bytes(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f) {
-        char line[256];
-        unsigned long long kb;
-        while (fgets(line, sizeof line, f)) {
-            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
-                fclose(f);
-                return (size_t)kb * 1024;
-            }
-        }
-        fclose(f);
-    }
-    long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    return pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : 0;
-}
-
 static mt_status cpu_device_info(mt_backend *be, mt_device_info *out) {
     (void)be;
     memset(out, 0, sizeof *out);
@@ -106,7 +88,8 @@ static mt_status cpu_device_info(mt_backend *be, mt_device_info *out) {
     snprintf(out->name, sizeof out->name, "cpu (%s, %d threads)", arch, omp_get_max_threads());
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     out->mem_total_bytes = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : 0;
-    out->mem_free_bytes = mem_available_bytes();
+    out->mem_free_bytes = mt_host_mem_available_bytes();
+    out->host_mem_avail_bytes = out->mem_free_bytes;
     out->numa_node = -1;
     return MT_OK;
 }

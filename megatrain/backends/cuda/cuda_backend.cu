@@ -56,6 +56,7 @@ static mt_status cuda_device_info(mt_backend *be, mt_device_info *out) {
     out->mem_total_bytes = total_b;
     out->mem_free_bytes = free_b;
     out->numa_node = cuda_numa_node(ctx->device);
+    out->host_mem_avail_bytes = mt_host_mem_available_bytes();
     return MT_OK;
 }
 

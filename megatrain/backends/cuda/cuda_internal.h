@@ -12,6 +12,7 @@
 
 extern "C" {
 #include "backend/backend.h"
+#include "core/sysinfo.h"
 }
 #include "backends/cuda/cuda_check.h"
 
