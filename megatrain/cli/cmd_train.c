@@ -133,7 +133,8 @@ int mt_cmd_train(mt_options *o, int is_default) {
         s = mt_fail(MT_ERR_UNSUPPORTED, "--trace: the %s backend does not record timelines yet", be->ops->name);
         goto fail;
     }
-    if ((s = mt_model_alloc(&model, &cfg, prec, be))) goto fail;
+    int pinned = !(sched == MT_SCHED_ZERO3 && !o->zero3_pin_memory);
+    if ((s = mt_model_alloc_ex(&model, &cfg, prec, be, pinned))) goto fail;
     int virtual_run = mt_backend_is_virtual(be);
     if (virtual_run && (o->save || o->resume || o->dump_grads)) {
         s = mt_fail(MT_ERR_ARG, "--backend sim: simulates timing only; --save, --resume and --dump-grads need data");
@@ -150,8 +151,10 @@ int mt_cmd_train(mt_options *o, int is_default) {
     }
     mt_engine_opts eo = {.schedule = sched, .B = o->batch, .T = o->seq_len, .grad_accum = o->grad_accum,
                          .ckpt_interval = o->ckpt_interval, .weight_bufs = o->weight_bufs,
-                         .grad_slabs = o->grad_slabs, .overlap_optimizer = !o->serial_optimizer};
-    if (sched == MT_SCHED_RESIDENT) eo.overlap_optimizer = 0;
+                         .grad_slabs = o->grad_slabs, .overlap_optimizer = !o->serial_optimizer,
+                         .zero3 = {o->zero3_pin_memory, o->zero3_overlap_comm, o->zero3_prefetch_bucket_size,
+                                   o->zero3_param_persistence_threshold, o->zero3_reduce_bucket_size,
+                                   o->zero3_max_live_parameters}};
     if ((s = mt_engine_create(&model, be, &eo, &eng))) goto fail;
     if ((s = mt_sink_open(&sink, o->log, o->resume != NULL))) goto fail;
 

@@ -8,7 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { OPT_STR, OPT_POS_INT, OPT_NONNEG_INT, OPT_U64, OPT_NONNEG_FLOAT, OPT_POS_FLOAT, OPT_UNIT_FLOAT, OPT_FLAG } opt_kind;
+typedef enum {
+    OPT_STR, OPT_POS_INT, OPT_NONNEG_INT, OPT_U64, OPT_NONNEG_FLOAT, OPT_POS_FLOAT, OPT_UNIT_FLOAT, OPT_FLAG,
+    OPT_BOOL,     // 0/1/true/false
+    OPT_COUNT,    // non-negative element count, e.g. 5e7 or 50000000
+} opt_kind;
 
 typedef struct {
     const char *name;
@@ -54,6 +58,14 @@ static const opt_spec specs[] = {
     {"--trace", OPT_STR, F(trace), NG, "t"},
     {"--dump-grads", OPT_STR, F(dump_grads), NG, "t"},
     {"--hardware", OPT_STR, F(hardware), NG, "tep"},
+    {"--zero3-pin-memory", OPT_BOOL, F(zero3_pin_memory), NG, "tp"},
+    {"--zero3-overlap-comm", OPT_BOOL, F(zero3_overlap_comm), NG, "tp"},
+    {"--zero3-prefetch-bucket-size", OPT_COUNT, F(zero3_prefetch_bucket_size), NG, "tp"},
+    {"--zero3-param-persistence-threshold", OPT_COUNT, F(zero3_param_persistence_threshold), NG, "tp"},
+    {"--zero3-reduce-bucket-size", OPT_COUNT, F(zero3_reduce_bucket_size), NG, "tp"},
+    {"--zero3-max-live-parameters", OPT_COUNT, F(zero3_max_live_parameters), NG, "tp"},
+    {"--host-mem-gb", OPT_POS_FLOAT, F(host_mem_gb), NG, "p"},
+    {"--max-context", OPT_FLAG, F(max_context), NG, "p"},
 };
 
 void mt_options_defaults(mt_options *o) {
@@ -77,6 +89,12 @@ void mt_options_defaults(mt_options *o) {
     o->ckpt_interval = 1;
     o->weight_bufs = 2;
     o->grad_slabs = 4;
+    o->zero3_pin_memory = 1; // DeepSpeed's defaults
+    o->zero3_overlap_comm = 1;
+    o->zero3_prefetch_bucket_size = 50000000LL;
+    o->zero3_param_persistence_threshold = 100000LL;
+    o->zero3_reduce_bucket_size = 500000000LL;
+    o->zero3_max_live_parameters = 1000000000LL;
 }
 
 static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
@@ -119,6 +137,18 @@ static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
     case OPT_FLAG:
         *(int *)field = 1;
         return MT_OK;
+    case OPT_BOOL:
+        if (!strcmp(v, "1") || !strcmp(v, "true")) *(int *)field = 1;
+        else if (!strcmp(v, "0") || !strcmp(v, "false")) *(int *)field = 0;
+        else return mt_fail(MT_ERR_ARG, "%s: expected true or false, got '%s'", s->name, v);
+        return MT_OK;
+    case OPT_COUNT: {
+        double x = strtod(v, &end);
+        if (errno || end == v || *end || !(x >= 0) || x > 9e18 || x != (double)(long long)x)
+            return mt_fail(MT_ERR_ARG, "%s: expected a non-negative whole number (e.g. 5e7), got '%s'", s->name, v);
+        *(long long *)field = (long long)x;
+        return MT_OK;
+    }
     }
     return MT_OK;
 }

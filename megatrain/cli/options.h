@@ -11,6 +11,12 @@ typedef struct {
     unsigned long long seed;
     int batch, seq_len, steps, grad_accum, warmup, ckpt_interval, weight_bufs, grad_slabs, save_every;
     int serial_optimizer;
+    float host_mem_gb; // plan: host memory to assume instead of the profile's (0 = the profile's)
+    int max_context;   // plan: also search the longest --seq-len that fits
+    // DeepSpeed ZeRO-3 knobs (--schedule zero3), DeepSpeed's names and defaults
+    int zero3_pin_memory, zero3_overlap_comm;
+    long long zero3_prefetch_bucket_size, zero3_param_persistence_threshold, zero3_reduce_bucket_size,
+        zero3_max_live_parameters;
     float lr, weight_decay, beta1, beta2, eps, grad_clip;
     // which options were given explicitly (resume fills the others from train_state.json)
     struct {

@@ -6,16 +6,66 @@
 #include "engine/engine_internal.h"
 #include "engine/rope_table.h"
 
+static const char *schedule_names[] = {"megatrain", "resident", "zero3", "naive"};
+
 mt_status mt_schedule_parse(const char *s, mt_schedule *out) {
-    if (!strcmp(s, "megatrain")) *out = MT_SCHED_MEGATRAIN;
-    else if (!strcmp(s, "resident")) *out = MT_SCHED_RESIDENT;
-    else if (!strcmp(s, "zero3") || !strcmp(s, "naive"))
-        return mt_fail(MT_ERR_UNSUPPORTED, "--schedule: '%s' is not implemented yet (use megatrain or resident)", s);
-    else return mt_fail(MT_ERR_ARG, "--schedule: unknown value '%s' (expected megatrain, zero3, naive or resident)", s);
-    return MT_OK;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, schedule_names[i])) {
+            *out = (mt_schedule)i;
+            return MT_OK;
+        }
+    return mt_fail(MT_ERR_ARG, "--schedule: unknown value '%s' (expected megatrain, zero3, naive or resident)", s);
 }
 
-const char *mt_schedule_name(mt_schedule s) { return s == MT_SCHED_RESIDENT ? "resident" : "megatrain"; }
+const char *mt_schedule_name(mt_schedule s) { return schedule_names[s]; }
+
+mt_zero3_knobs mt_zero3_defaults(void) {
+    return (mt_zero3_knobs){.pin_memory = 1, .overlap_comm = 1, .prefetch_bucket_size = 50000000LL,
+                            .param_persistence_threshold = 100000LL, .reduce_bucket_size = 500000000LL,
+                            .max_live_parameters = 1000000000LL};
+}
+
+// The schedule's resolved shape: buffers, prefetch depth, checkpointing, streams.
+typedef struct {
+    int n_wbuf, lookahead, K, n_ckpt, n_acts, overlap_optimizer;
+    mt_stream_id h2d, d2h;
+    mt_dtype link_dtype; // gradients crossing the link
+} schedule_shape;
+
+static schedule_shape shape_of(const mt_config *c, mt_precision p, const mt_engine_opts *o) {
+    int L = c->num_layers;
+    schedule_shape s = {.n_wbuf = o->weight_bufs, .K = o->ckpt_interval, .overlap_optimizer = o->overlap_optimizer,
+                        .h2d = MT_STREAM_H2D, .d2h = MT_STREAM_D2H, .link_dtype = mt_precision_wdt(p)};
+    switch (o->schedule) {
+    case MT_SCHED_MEGATRAIN: break;
+    case MT_SCHED_RESIDENT:
+        s.n_wbuf = L, s.K = 1, s.overlap_optimizer = 0;
+        break;
+    case MT_SCHED_NAIVE:
+        s.n_wbuf = 1, s.overlap_optimizer = 0, s.h2d = s.d2h = MT_STREAM_COMPUTE;
+        break;
+    case MT_SCHED_ZERO3: {
+        // Whole layers ahead as the prefetch bucket allows (at least the next one,
+        // whose fetch the bucket then covers only in part), bounded by max live params.
+        mt_unit_layout le, ll, lh;
+        mt_layout_build(c, &le, &ll, &lh);
+        long long layer = (long long)ll.numel, ahead = (o->zero3.prefetch_bucket_size + layer - 1) / layer;
+        long long live = o->zero3.max_live_parameters / layer;
+        if (ahead > 2) ahead = 2;
+        if (ahead > live - 1) ahead = live - 1;
+        if (ahead < 1) ahead = 1;
+        s.n_wbuf = 1 + (int)ahead, s.K = 1, s.overlap_optimizer = 0, s.link_dtype = MT_F32;
+        if (!o->zero3.overlap_comm) s.d2h = MT_STREAM_COMPUTE;
+        break;
+    }
+    }
+    if (s.n_wbuf > L) s.n_wbuf = L;
+    int resident = o->schedule == MT_SCHED_RESIDENT;
+    s.lookahead = s.n_wbuf - 1;
+    s.n_ckpt = resident ? L : (L + s.K - 1) / s.K;
+    s.n_acts = resident ? L : 1;
+    return s;
+}
 
 mt_status mt_engine_dev_alloc(mt_engine *e, size_t bytes, void **out) {
     if (bytes == 0) bytes = 64;
@@ -35,28 +85,44 @@ static int loss_chunk_rows(const mt_config *c, int N, size_t act_size) {
 mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act) {
     mt_unit_layout le, ll, lh;
     mt_layout_build(c, &le, &ll, &lh);
-    int L = c->num_layers, resident = o->schedule == MT_SCHED_RESIDENT, K = resident ? 1 : o->ckpt_interval;
-    size_t ws = mt_dtype_size(mt_precision_wdt(p)), as = mt_dtype_size(act);
+    schedule_shape sh = shape_of(c, p, o);
+    int K = sh.K;
+    size_t ws = mt_dtype_size(mt_precision_wdt(p)), as = mt_dtype_size(act), ls = mt_dtype_size(sh.link_dtype);
     mt_dims d = {.B = o->B, .T = o->T, .N = o->B * o->T, .C = c->hidden_size, .F = c->intermediate_size,
                  .NH = c->num_heads, .NKV = c->num_kv_heads, .HD = c->head_dim,
                  .QKV = c->num_heads + 2 * c->num_kv_heads, .qk_norm = c->qk_norm};
     size_t x = al((size_t)d.N * d.C * as);
-    int n_wbuf = resident ? L : o->weight_bufs, n_ckpt = resident ? L : (L + K - 1) / K, n_acts = resident ? L : 1;
+    int n_wbuf = sh.n_wbuf, n_ckpt = sh.n_ckpt, n_acts = sh.n_acts;
     mt_memory_plan m = {0};
     m.weights_bytes = (size_t)n_wbuf * al(ll.numel * ws) + al(le.numel * ws) + al(lh.numel * ws);
+    size_t slab = ll.numel > le.numel ? ll.numel : le.numel;
+    if (lh.numel > slab) slab = lh.numel;
     m.grads_bytes = 2 * al(ll.numel * ws) + al(le.numel * ws) + al(lh.numel * ws);
+    if (sh.link_dtype != mt_precision_wdt(p)) m.grads_bytes += al(slab * ls); // f32 staging for the offload
     m.checkpoint_bytes = (size_t)n_ckpt * x;
     m.activation_bytes = (size_t)((K - 1) + 2 + 4) * x + (size_t)n_acts * mt_layer_acts_bytes(&d, act) +
                          mt_layer_scratch_bytes(&d, act) + al((size_t)loss_chunk_rows(c, d.N, as) * c->vocab_size * as) +
                          4 * al((size_t)d.N * 4) + 2 * al((size_t)d.T * d.HD / 2 * 4);
     m.device_bytes = m.weights_bytes + m.grads_bytes + m.checkpoint_bytes + m.activation_bytes;
-    size_t slab = ll.numel > le.numel ? ll.numel : le.numel;
-    if (lh.numel > slab) slab = lh.numel;
     m.state_bytes = mt_model_host_bytes(c, p);
-    m.staging_bytes = (size_t)o->grad_slabs * slab * ws + 3 * (size_t)o->grad_accum * d.N * 4;
+    m.staging_bytes = (size_t)o->grad_slabs * slab * ls + 3 * (size_t)o->grad_accum * d.N * 4;
     m.host_bytes = m.state_bytes + m.staging_bytes;
     m.pinned_bytes = m.host_bytes; // every host block and slab is pinned
     return m;
+}
+
+// Piece boundaries of a layer load: the whole layer, or (zero3) one piece per
+// submodule: each starts at a group's first tensor and runs to the next group.
+static void layer_pieces(mt_engine *e) {
+    const mt_unit_layout *l = &e->m->lay_layer;
+    e->n_pieces = 0;
+    e->pieces[e->n_pieces++] = 0;
+    if (e->o.schedule == MT_SCHED_ZERO3) {
+        const mt_tensor_id starts[] = {MT_T_Q, MT_T_QB, MT_T_QNORM, MT_T_KNORM, MT_T_O, MT_T_LN2, MT_T_GATE, MT_T_DOWN};
+        for (size_t i = 0; i < sizeof starts / sizeof *starts; i++)
+            if (l->t[starts[i]].present) e->pieces[e->n_pieces++] = l->t[starts[i]].offset;
+    }
+    e->pieces[e->n_pieces] = l->numel;
 }
 
 mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o, mt_engine **out) {
@@ -88,11 +154,22 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
                      .NH = c->num_heads, .NKV = c->num_kv_heads, .HD = c->head_dim,
                      .QKV = c->num_heads + 2 * c->num_kv_heads, .eps = c->rms_norm_eps, .qk_norm = c->qk_norm,
                      .bias = c->attention_bias, .wdt = m->wdt};
-    int resident = o->schedule == MT_SCHED_RESIDENT;
-    if (resident) e->o.ckpt_interval = 1;
-    e->n_wbuf = resident ? e->L : o->weight_bufs;
-    e->n_ckpt = resident ? e->L : (e->L + e->o.ckpt_interval - 1) / e->o.ckpt_interval;
-    e->n_acts = resident ? e->L : 1;
+    if (o->schedule == MT_SCHED_ZERO3) {
+        const mt_zero3_knobs *z = &o->zero3;
+        if (z->prefetch_bucket_size <= 0 || z->param_persistence_threshold < 0 || z->reduce_bucket_size <= 0 ||
+            z->max_live_parameters <= 0)
+            return mt_fail(MT_ERR_ARG, "--zero3-*: bucket sizes and max live parameters must be positive");
+    }
+    schedule_shape sh = shape_of(c, m->prec, o);
+    e->o.ckpt_interval = sh.K;
+    e->o.overlap_optimizer = sh.overlap_optimizer;
+    e->n_wbuf = sh.n_wbuf;
+    e->n_ckpt = sh.n_ckpt;
+    e->n_acts = sh.n_acts;
+    e->lookahead = sh.lookahead;
+    e->h2d = sh.h2d;
+    e->d2h = sh.d2h;
+    e->link_dtype = sh.link_dtype;
     e->chunk_rows = loss_chunk_rows(c, e->d.N, e->act_size);
 
     mt_device_info info;
@@ -127,6 +204,15 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
         MT_TRY(mt_engine_dev_alloc(e, m->lay_layer.numel * ws, &e->gbuf[i]));
         MT_TRY(bo->event_create(be, &e->ev_gfree[i]));
     }
+    if (e->link_dtype != m->wdt) { // zero3 offloads f32 gradients: device staging buffers to cast into
+        size_t big = m->lay_layer.numel > m->lay_embed.numel ? m->lay_layer.numel : m->lay_embed.numel;
+        if (m->lay_head.numel > big) big = m->lay_head.numel;
+        for (int i = 0; i < 2; i++) {
+            MT_TRY(mt_engine_dev_alloc(e, big * 4, &e->link_buf[i]));
+            MT_TRY(bo->event_create(be, &e->ev_link_free[i]));
+        }
+    }
+    layer_pieces(e);
     MT_TRY(mt_engine_dev_alloc(e, m->lay_embed.numel * ws, &e->embed_w));
     MT_TRY(mt_engine_dev_alloc(e, m->lay_embed.numel * ws, &e->embed_g));
     MT_TRY(mt_engine_dev_alloc(e, m->lay_head.numel * ws, &e->head_w));
@@ -188,7 +274,7 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     size_t slab = m->lay_layer.numel;
     if (m->lay_embed.numel > slab) slab = m->lay_embed.numel;
     if (m->lay_head.numel > slab) slab = m->lay_head.numel;
-    MT_TRY(mt_drain_create(be, o->grad_slabs, slab * ws, &e->drain));
+    MT_TRY(mt_drain_create(be, o->grad_slabs, slab * mt_dtype_size(e->link_dtype), &e->drain));
     MT_TRY(mt_opt_worker_create(m, &e->opt));
     return mt_plan_build(e);
 }
@@ -208,7 +294,8 @@ void mt_engine_destroy(mt_engine *e) {
     }
     for (int i = 0; i < 2; i++)
         if (e->ev_gfree[i]) be->ops->event_destroy(be, e->ev_gfree[i]);
-    mt_event *evs[] = {e->ev_embed_loaded, e->ev_head_loaded, e->ev_embed_gfree, e->ev_head_gfree, e->ev_ready};
+    mt_event *evs[] = {e->ev_embed_loaded, e->ev_head_loaded, e->ev_embed_gfree, e->ev_head_gfree, e->ev_ready,
+                       e->ev_link_free[0], e->ev_link_free[1]};
     for (size_t i = 0; i < sizeof evs / sizeof *evs; i++)
         if (evs[i]) be->ops->event_destroy(be, evs[i]);
     size_t stage = (size_t)e->o.grad_accum * e->d.N * 4;

@@ -13,7 +13,23 @@
 typedef enum {
     MT_SCHED_MEGATRAIN = 0, // stream layers through a ring of device buffers, recompute, overlapped optimizer
     MT_SCHED_RESIDENT = 1,  // every layer resident, all activations kept, optimizer after backward
+    MT_SCHED_ZERO3 = 2,     // DeepSpeed ZeRO-3 + CPU offload, as a schedule (see baselines/ZERO3.md)
+    MT_SCHED_NAIVE = 3,     // one stream: copy in, compute, copy out; no prefetch; optimizer after backward
 } mt_schedule;
+
+// DeepSpeed's ZeRO-3 knobs under DeepSpeed's names and defaults. They change
+// timing, never results (every schedule computes the same numbers).
+typedef struct {
+    int pin_memory;                    // host state page-locked (1) or pageable (0)
+    int overlap_comm;                  // gradient offload on its own stream (1) or the compute stream (0)
+    long long prefetch_bucket_size;    // stage3_prefetch_bucket_size: elements fetched ahead of use
+    long long param_persistence_threshold; // stage3_param_persistence_threshold
+    long long reduce_bucket_size;      // reduce_bucket_size (elements)
+    long long max_live_parameters;     // stage3_max_live_parameters
+} mt_zero3_knobs;
+
+// DeepSpeed's defaults: pin_memory true, overlap_comm true, 5e7, 1e5, 5e8, 1e9.
+mt_zero3_knobs mt_zero3_defaults(void);
 
 mt_status mt_schedule_parse(const char *s, mt_schedule *out);
 const char *mt_schedule_name(mt_schedule s);
@@ -25,6 +41,7 @@ typedef struct {
     int weight_bufs;       // device weight buffers in the ring (2 or 3)
     int grad_slabs;        // pinned host slabs gradients stream through
     int overlap_optimizer; // update layer i while the next step already streams
+    mt_zero3_knobs zero3;  // used by MT_SCHED_ZERO3
 } mt_engine_opts;
 
 typedef struct {

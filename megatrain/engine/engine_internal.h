@@ -31,6 +31,14 @@ struct mt_engine {
     mt_event **ev_loaded, **ev_free;
     mt_plan_entry *plan;
     int n_plan, issued, lookahead;
+    int issued_piece;        // next piece (submodule copy) of plan[issued]
+    int n_pieces;            // pieces per layer load: 1, or one per submodule (zero3)
+    size_t pieces[16];       // piece boundaries in elements (n_pieces + 1)
+    mt_stream_id h2d, d2h;   // streams carrying weights in and gradients out
+    mt_dtype link_dtype;     // gradient type on the link (f32 for zero3)
+    void *link_buf[2];       // zero3: f32 staging of a unit's gradients (double-buffered)
+    mt_event *ev_link_free[2];
+    int link_next;
 
     // embedding and head stay resident; their grads too
     void *embed_w, *head_w, *embed_g, *head_g;

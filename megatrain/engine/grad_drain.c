@@ -10,10 +10,8 @@
 #include "optim/grad_ops.h"
 
 typedef struct {
-    mt_unit *u;
-    mt_dtype wdt;
-    int slab, first, last;
-    double *sumsq;
+    mt_offload o;
+    int slab;
     double t_enqueue; // virtual time the task was queued (sim)
 } drain_task;
 
@@ -56,13 +54,17 @@ static void *drain_main(void *arg) {
         pthread_mutex_unlock(&d->mu);
 
         mt_vclock_join(t.t_enqueue);
+        const mt_offload *o = &t.o;
+        size_t n = o->u->lay->numel;
         mt_status s = d->be->ops->event_sync(d->be, d->slab_ev[t.slab]);
         if (s == MT_OK && mt_backend_is_virtual(d->be)) {
-            mt_vclock_advance(d->be->ops->host_work_ms(d->be, MT_HOST_GRAD_ACCUMULATE, t.u->lay->numel, t.wdt, 0));
-            if (t.last) *t.sumsq = 0;
+            mt_vclock_advance(d->be->ops->host_work_ms(d->be, MT_HOST_GRAD_ACCUMULATE, n, o->link_dtype, 0));
+            if (o->last) *o->sumsq = 0;
         } else if (s == MT_OK) {
-            mt_grad_accumulate(t.u->grad, d->slabs[t.slab], t.wdt, t.u->lay->numel, t.first);
-            if (t.last) *t.sumsq = mt_grad_sumsq(t.u->grad, t.wdt, t.u->lay->numel);
+            // f32 -> bf16 in place, front to back: exact, the values were bf16 on the device
+            if (o->link_dtype != o->wdt) mt_convert(d->slabs[t.slab], o->wdt, d->slabs[t.slab], o->link_dtype, n);
+            mt_grad_accumulate(o->u->grad, d->slabs[t.slab], o->wdt, n, o->first);
+            if (o->last) *o->sumsq = mt_grad_sumsq(o->u->grad, o->wdt, n);
         }
 
         pthread_mutex_lock(&d->mu);
@@ -129,9 +131,8 @@ void mt_drain_destroy(mt_drain *d) {
     free(d);
 }
 
-mt_status mt_drain_offload(mt_drain *d, mt_unit *u, mt_dtype wdt, const void *dev_grad, mt_event *ready,
-                           mt_event *dev_free, int first, int last, double *sumsq) {
-    size_t bytes = u->lay->numel * mt_dtype_size(wdt);
+mt_status mt_drain_offload(mt_drain *d, const mt_offload *of) {
+    size_t bytes = of->u->lay->numel * mt_dtype_size(of->link_dtype);
     if (bytes > d->slab_bytes) return mt_fail(MT_ERR_SHAPE, "gradient slab too small (%zu < %zu bytes)", d->slab_bytes, bytes);
     // Slabs are used round-robin so the FIFO order of tasks matches slab order.
     int k = d->next_slab;
@@ -146,14 +147,14 @@ mt_status mt_drain_offload(mt_drain *d, mt_unit *u, mt_dtype wdt, const void *de
     if (err != MT_OK) return mt_fail(err, "%s", d->error_msg);
 
     const mt_backend_ops *o = d->be->ops;
-    MT_TRY(o->stream_wait(d->be, MT_STREAM_D2H, ready));
-    MT_TRY(o->copy(d->be, d->slabs[k], dev_grad, bytes, MT_COPY_D2H, MT_STREAM_D2H));
-    MT_TRY(o->event_record(d->be, d->slab_ev[k], MT_STREAM_D2H));
-    if (dev_free) MT_TRY(o->event_record(d->be, dev_free, MT_STREAM_D2H));
+    MT_TRY(o->stream_wait(d->be, of->stream, of->ready));
+    MT_TRY(o->copy(d->be, d->slabs[k], of->dev_grad, bytes, MT_COPY_D2H, of->stream));
+    MT_TRY(o->event_record(d->be, d->slab_ev[k], of->stream));
+    if (of->dev_free) MT_TRY(o->event_record(d->be, of->dev_free, of->stream));
 
     pthread_mutex_lock(&d->mu);
     d->slab_busy[k] = 1;
-    d->queue[(d->q_head + d->q_len) % d->n_slabs] = (drain_task){u, wdt, k, first, last, sumsq, mt_vclock_now()};
+    d->queue[(d->q_head + d->q_len) % d->n_slabs] = (drain_task){*of, k, mt_vclock_now()};
     d->q_len++;
     d->next_slab = (k + 1) % d->n_slabs;
     pthread_cond_broadcast(&d->cv);

@@ -15,12 +15,23 @@ typedef struct mt_drain mt_drain;
 mt_status mt_drain_create(mt_backend *be, int n_slabs, size_t slab_bytes, mt_drain **out);
 void mt_drain_destroy(mt_drain *d);
 
-// Queues: D2H stream waits `ready`, copies `bytes` of dev_grad into a slab,
-// records `dev_free` (the device buffer may be overwritten after it), and the
-// drain thread accumulates the slab into u->grad. With `last`, *sumsq receives
-// the sum of squares of u->grad once accumulated.
-mt_status mt_drain_offload(mt_drain *d, mt_unit *u, mt_dtype wdt, const void *dev_grad, mt_event *ready,
-                           mt_event *dev_free, int first, int last, double *sumsq);
+// One unit's gradients leaving the device.
+typedef struct {
+    mt_unit *u;
+    mt_dtype wdt;           // type of the host gradients
+    const void *dev_grad;   // u->lay->numel elements on the device
+    mt_dtype link_dtype;    // type that crosses the link (f32 when zero3 offloads fp32 grads)
+    mt_event *ready;        // recorded on the compute stream when dev_grad is complete
+    mt_event *dev_free;     // recorded after the copy: dev_grad may be overwritten (may be NULL)
+    mt_stream_id stream;    // stream that carries the copy (D2H, or compute for the naive schedule)
+    int first, last;        // first / last micro-batch of the step
+    double *sumsq;          // with `last`: the sum of squares of u->grad once accumulated
+} mt_offload;
+
+// Queues: `stream` waits `ready`, copies dev_grad into a free slab, records
+// `dev_free`; the drain thread converts (link type -> host type, exact) and
+// accumulates the slab into u->grad.
+mt_status mt_drain_offload(mt_drain *d, const mt_offload *o);
 // Waits until every queued drain finished; returns the first error a drain met.
 mt_status mt_drain_wait_all(mt_drain *d);
 // Host milliseconds the caller spent waiting for a free slab since the last call.

@@ -58,7 +58,18 @@ mt_status mt_host_budget_check(size_t need, size_t avail, int pinned, const char
 }
 
 mt_status mt_model_alloc(mt_model *m, const mt_config *c, mt_precision p, mt_backend *be) {
+    return mt_model_alloc_ex(m, c, p, be, 1);
+}
+
+static mt_status pageable_alloc(size_t bytes, void **out) {
+    if (posix_memalign(out, PAGE, bytes) != 0)
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate %zu bytes", bytes);
+    return MT_OK;
+}
+
+mt_status mt_model_alloc_ex(mt_model *m, const mt_config *c, mt_precision p, mt_backend *be, int pinned) {
     memset(m, 0, sizeof *m);
+    m->pinned = pinned || mt_backend_is_virtual(be); // sim: its allocator reserves without touching
     m->cfg = *c;
     m->prec = p;
     m->wdt = mt_precision_wdt(p);
@@ -69,8 +80,8 @@ mt_status mt_model_alloc(mt_model *m, const mt_config *c, mt_precision p, mt_bac
              mt_config_params_total(c), mt_precision_bytes_per_param(p), mt_precision_name(p));
     mt_device_info info;
     MT_TRY(be->ops->device_info(be, &info));
-    int pinned = strcmp(be->ops->name, "cpu") != 0 && !mt_backend_is_virtual(be);
-    MT_TRY(mt_host_budget_check(mt_model_host_bytes(c, p), info.host_mem_avail_bytes, pinned, what));
+    int locked = m->pinned && strcmp(be->ops->name, "cpu") != 0 && !mt_backend_is_virtual(be);
+    MT_TRY(mt_host_budget_check(mt_model_host_bytes(c, p), info.host_mem_avail_bytes, locked, what));
 
     m->n_units = c->num_layers + 2;
     m->units = calloc((size_t)m->n_units, sizeof *m->units);
@@ -81,7 +92,7 @@ mt_status mt_model_alloc(mt_model *m, const mt_config *c, mt_precision p, mt_bac
         u->lay = i == 0 ? &m->lay_embed : i == m->n_units - 1 ? &m->lay_head : &m->lay_layer;
         u->layer = (i == 0 || i == m->n_units - 1) ? -1 : i - 1;
         u->block_bytes = mt_unit_block_bytes(u->lay, p);
-        mt_status s = be->ops->host_alloc(be, u->block_bytes, &u->block);
+        mt_status s = m->pinned ? be->ops->host_alloc(be, u->block_bytes, &u->block) : pageable_alloc(u->block_bytes, &u->block);
         if (s != MT_OK) {
             mt_model_free(m);
             return s;
@@ -105,7 +116,8 @@ mt_status mt_model_alloc(mt_model *m, const mt_config *c, mt_precision p, mt_bac
 void mt_model_free(mt_model *m) {
     if (m->units) {
         for (int i = 0; i < m->n_units; i++)
-            if (m->units[i].block) m->be->ops->host_free(m->be, m->units[i].block, m->units[i].block_bytes);
+            if (m->units[i].block && m->pinned) m->be->ops->host_free(m->be, m->units[i].block, m->units[i].block_bytes);
+            else free(m->units[i].block);
         free(m->units);
     }
     m->units = NULL;

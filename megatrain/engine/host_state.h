@@ -41,6 +41,7 @@ typedef struct {
     int n_units;      // L + 2: [embed, layer 0 .. L-1, head]
     mt_unit *units;
     mt_backend *be;   // owner of the (pinned) blocks
+    int pinned;       // blocks from be->ops->host_alloc (1) or plain page-aligned memory (0)
 } mt_model;
 
 static inline mt_unit *mt_model_embed(mt_model *m) { return &m->units[0]; }
@@ -55,8 +56,10 @@ size_t mt_model_host_bytes(const mt_config *c, mt_precision p);
 // or, when `pinned`, the locked-memory limit (ulimit -l).
 mt_status mt_host_budget_check(size_t need_bytes, size_t avail_bytes, int pinned, const char *what);
 
-// Allocates every unit block (after the budget check); moments start at zero.
+// Allocates every unit block, pinned (after the budget check); moments start at zero.
 mt_status mt_model_alloc(mt_model *m, const mt_config *c, mt_precision p, mt_backend *be);
+// Same, choosing pinned or pageable host memory (zero3's pin_memory = false).
+mt_status mt_model_alloc_ex(mt_model *m, const mt_config *c, mt_precision p, mt_backend *be, int pinned);
 void mt_model_free(mt_model *m);
 
 // Iterates over the present tensors of a unit: HF name, view. Returns count.

@@ -11,6 +11,7 @@ static int micro_batch_sequence(const mt_engine *e, int *seq) {
     int n = 0, L = e->L, K = e->o.ckpt_interval;
     int resident = e->o.schedule == MT_SCHED_RESIDENT;
     for (int i = 0; i < L; i++) seq[n++] = i;
+    // (zero3 and naive checkpoint like megatrain; zero3 with K = 1, as DeepSpeed's per-layer checkpointing)
     for (int s = (L - 1) / K * K; s >= 0; s -= K) {
         int end = s + K < L ? s + K : L;
         if (!resident)
@@ -55,6 +56,6 @@ mt_status mt_plan_build(mt_engine *e) {
     free(loaded);
     free(seq);
     e->n_plan = n;
-    e->lookahead = resident ? n : e->n_wbuf - 1;
+    if (resident) e->lookahead = n;
     return MT_OK;
 }

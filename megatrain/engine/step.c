@@ -13,20 +13,62 @@
 
 #define MT_UNIT_OF_LAYER(i) (1 + (i))
 
-// Issues every load in the plan up to entry `upto` + lookahead.
-static mt_status issue_loads(mt_engine *e, int upto, mt_step_stats *st) {
+// Weight loads are issued piece by piece: one piece per layer, except under
+// zero3, which fetches each submodule (norm, qkv, o, norm, gate+up, down) as
+// its own copy, as DeepSpeed's per-module parameter fetch does.
+static void piece_range(const mt_engine *e, int piece, size_t *off, size_t *n) {
+    *off = e->pieces[piece];
+    *n = e->pieces[piece + 1] - e->pieces[piece];
+}
+
+static mt_status issue_piece(mt_engine *e, mt_step_stats *st) {
+    const mt_plan_entry *p = &e->plan[e->issued];
+    if (!p->load) {
+        e->issued++;
+        return MT_OK;
+    }
     const mt_backend_ops *o = e->be->ops;
-    size_t bytes = e->m->lay_layer.numel * mt_dtype_size(e->m->wdt);
-    int last = upto + e->lookahead;
-    if (last >= e->n_plan) last = e->n_plan - 1;
-    for (; e->issued <= last; e->issued++) {
-        const mt_plan_entry *p = &e->plan[e->issued];
-        if (!p->load) continue;
-        mt_unit *u = mt_model_layer(e->m, p->layer);
+    size_t ws = mt_dtype_size(e->m->wdt), off, n;
+    mt_unit *u = mt_model_layer(e->m, p->layer);
+    if (e->issued_piece == 0) {
         st->opt_wait_ms += mt_opt_worker_wait_unit(e->opt, MT_UNIT_OF_LAYER(p->layer));
-        MT_TRY(o->stream_wait(e->be, MT_STREAM_H2D, e->ev_free[p->buf]));
-        MT_TRY(o->copy(e->be, e->wbuf[p->buf], u->param, bytes, MT_COPY_H2D, MT_STREAM_H2D));
-        MT_TRY(o->event_record(e->be, e->ev_loaded[p->buf], MT_STREAM_H2D));
+        MT_TRY(o->stream_wait(e->be, e->h2d, e->ev_free[p->buf]));
+    }
+    piece_range(e, e->issued_piece, &off, &n);
+    MT_TRY(o->copy(e->be, (char *)e->wbuf[p->buf] + off * ws, (char *)u->param + off * ws, n * ws, MT_COPY_H2D, e->h2d));
+    if (++e->issued_piece == e->n_pieces) {
+        MT_TRY(o->event_record(e->be, e->ev_loaded[p->buf], e->h2d));
+        e->issued_piece = 0;
+        e->issued++;
+    }
+    return MT_OK;
+}
+
+// Elements already issued for plan entries after `upto` (zero3's bucket accounting).
+static long long elems_ahead(const mt_engine *e, int upto) {
+    long long n = 0;
+    for (int i = upto + 1; i <= e->issued && i < e->n_plan; i++) {
+        if (!e->plan[i].load) continue;
+        int pieces = i < e->issued ? e->n_pieces : e->issued_piece;
+        n += (long long)(e->pieces[pieces] - e->pieces[0]);
+    }
+    return n;
+}
+
+// Issues every load the compute of entry `upto` needs, then prefetches ahead:
+// up to `lookahead` entries (the ring), and under zero3 no more than the
+// prefetch bucket's worth of elements.
+static mt_status issue_loads(mt_engine *e, int upto, mt_step_stats *st) {
+    while (e->issued <= upto) MT_TRY(issue_piece(e, st));
+    long long budget = e->o.schedule == MT_SCHED_ZERO3 ? e->o.zero3.prefetch_bucket_size - elems_ahead(e, upto) : -1;
+    while (e->issued < e->n_plan && e->issued <= upto + e->lookahead) {
+        if (budget >= 0 && e->plan[e->issued].load) {
+            size_t off, n;
+            piece_range(e, e->issued_piece, &off, &n);
+            if ((long long)n > budget) break;
+            budget -= (long long)n;
+        }
+        MT_TRY(issue_piece(e, st));
     }
     return MT_OK;
 }
@@ -49,8 +91,8 @@ static mt_status release(mt_engine *e, int idx) {
 static mt_status load_resident(mt_engine *e, mt_unit *u, void *dst, mt_event *ev, int unit_index, mt_step_stats *st) {
     const mt_backend_ops *o = e->be->ops;
     st->opt_wait_ms += mt_opt_worker_wait_unit(e->opt, unit_index);
-    MT_TRY(o->copy(e->be, dst, u->param, u->lay->numel * mt_dtype_size(e->m->wdt), MT_COPY_H2D, MT_STREAM_H2D));
-    MT_TRY(o->event_record(e->be, ev, MT_STREAM_H2D));
+    MT_TRY(o->copy(e->be, dst, u->param, u->lay->numel * mt_dtype_size(e->m->wdt), MT_COPY_H2D, e->h2d));
+    MT_TRY(o->event_record(e->be, ev, e->h2d));
     return o->stream_wait(e->be, MT_STREAM_COMPUTE, ev);
 }
 
@@ -83,10 +125,26 @@ static mt_status forward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) {
     return MT_OK;
 }
 
+// Sends a unit's device gradients to the host drain. zero3 first casts them to
+// f32 (DeepSpeed offloads fp32 gradients: twice the bytes, same values).
 static mt_status offload(mt_engine *e, int unit_index, const void *dev_grad, mt_event *dev_free, int mb) {
-    MT_TRY(e->be->ops->event_record(e->be, e->ev_ready, MT_STREAM_COMPUTE));
-    return mt_drain_offload(e->drain, &e->m->units[unit_index], e->m->wdt, dev_grad, e->ev_ready, dev_free, mb == 0,
-                            mb == e->o.grad_accum - 1, &e->sumsq[unit_index]);
+    const mt_backend_ops *o = e->be->ops;
+    mt_unit *u = &e->m->units[unit_index];
+    const void *src = dev_grad;
+    if (e->link_dtype != e->m->wdt) {
+        int k = e->link_next;
+        e->link_next ^= 1;
+        MT_TRY(o->stream_wait(e->be, MT_STREAM_COMPUTE, e->ev_link_free[k]));
+        MT_TRY(o->cast(e->be, e->link_buf[k], e->link_dtype, dev_grad, e->m->wdt, u->lay->numel));
+        if (dev_free) MT_TRY(o->event_record(e->be, dev_free, MT_STREAM_COMPUTE));
+        src = e->link_buf[k];
+        dev_free = e->ev_link_free[k];
+    }
+    MT_TRY(o->event_record(e->be, e->ev_ready, MT_STREAM_COMPUTE));
+    mt_offload of = {.u = u, .wdt = e->m->wdt, .dev_grad = src, .link_dtype = e->link_dtype, .ready = e->ev_ready,
+                     .dev_free = dev_free, .stream = e->d2h, .first = mb == 0, .last = mb == e->o.grad_accum - 1,
+                     .sumsq = &e->sumsq[unit_index]};
+    return mt_drain_offload(e->drain, &of);
 }
 
 // Backward of layer i from its saved input; dx holds dL/d(output of i).
@@ -155,7 +213,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     const int G = e->o.grad_accum, N = e->d.N;
     memcpy(e->h_ids, inputs, (size_t)G * N * 4);
     memcpy(e->h_tgt, targets, (size_t)G * N * 4);
-    e->issued = 0;
+    e->issued = e->issued_piece = 0;
     int cursor = 0;
     for (int mb = 0; mb < G; mb++) {
         MT_TRY(forward(e, mb, &cursor, st));
@@ -204,7 +262,7 @@ mt_status mt_engine_eval(mt_engine *e, const int32_t *inputs, const int32_t *tar
     const int N = e->d.N;
     memcpy(e->h_ids, inputs, (size_t)N * 4);
     memcpy(e->h_tgt, targets, (size_t)N * 4);
-    e->issued = 0;
+    e->issued = e->issued_piece = 0;
     int cursor = 0;
     MT_TRY(forward(e, 0, &cursor, &st));
     MT_TRY(mt_head_forward_backward(e, 0, 0, 1.0f));

@@ -72,6 +72,9 @@ expect_error "unknown backend" "--backend" train --model $model --data $FIX/toke
 expect_error "unknown lr schedule" "--lr-schedule" train --model $model "${base[@]}" --lr-schedule linear
 expect_error "checkpoint interval > layers" "--checkpoint-interval" train --model $model "${base[@]}" --checkpoint-interval 9
 expect_error "unknown command" "fly" fly
+expect_error "zero3 bucket not a number" "--zero3-prefetch-bucket-size" train --model $model "${base[@]}" --schedule zero3 --zero3-prefetch-bucket-size lots
+expect_error "zero3 bool not a bool" "--zero3-pin-memory" train --model $model "${base[@]}" --schedule zero3 --zero3-pin-memory maybe
+expect_error "zero3 zero bucket" "--zero3" train --model $model "${base[@]}" --schedule zero3 --zero3-prefetch-bucket-size 0
 expect_error "eval without data" "--data" eval --model $model --batch 2 --seq-len 16
 expect_error "both --model and --config" "--config" train --model $model --config $model/config.json
 

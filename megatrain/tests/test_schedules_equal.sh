@@ -17,12 +17,15 @@ for model in "--model $FIX/tiny_qwen2" "--config $DATA/tiny5_llama.json --seed 7
     ref=$TMP/ref_$tag
     check "resident run ($model, $prec)" run "$ref" $model --precision $prec --schedule resident
     i=0
-    for variant in "" "--weight-buffers 3" "--checkpoint-interval 2" "--checkpoint-interval 2 --weight-buffers 3" \
-                   "--serial-optimizer --grad-slabs 1"; do
+    for variant in "megatrain" "megatrain --weight-buffers 3" "megatrain --checkpoint-interval 2" \
+                   "megatrain --checkpoint-interval 2 --weight-buffers 3" "megatrain --serial-optimizer --grad-slabs 1" \
+                   "naive" "naive --checkpoint-interval 2" "zero3" \
+                   "zero3 --zero3-prefetch-bucket-size 1000 --zero3-overlap-comm false --zero3-pin-memory false" \
+                   "zero3 --zero3-prefetch-bucket-size 1e9 --zero3-max-live-parameters 2e4 --grad-slabs 2"; do
       i=$((i + 1))
       out=$TMP/mt_${tag}_$i
-      check "megatrain run ($model, $prec, $variant)" run "$out" $model --precision $prec --schedule megatrain $variant
-      check "megatrain $variant == resident ($model, $prec): parameters and moments bitwise" same "$out" "$ref"
+      check "run ($model, $prec, --schedule $variant)" run "$out" $model --precision $prec --schedule $variant
+      check "--schedule $variant == resident ($model, $prec): parameters and moments bitwise" same "$out" "$ref"
     done
   done
 done

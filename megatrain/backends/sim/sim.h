@@ -1,0 +1,104 @@
+// sim.h: the sim backend's public extras: the hardware profile it prices with,
+// its cost model (pure functions of the profile and the op's shape), and the
+// statistics of a simulated timeline (per-stream busy time, makespan) that a
+// caller turns into gpu_busy_frac. The backend itself is created with
+// mt_backend_sim_create (backend/backend.h).
+//
+// Cost model (every constant below is an assumption, stated once here):
+//   issue      each async call costs the calling host thread MT_SIM_LAUNCH_MS
+//              (CUDA launch/API latency, ~5 us); the op starts at
+//              max(stream clock, host clock after the call), ends start + cost.
+//   GEMM       2*M*N*K / (peak * eff(M,N,K)), peak = gpu.peak_tflops.bf16 when
+//              activations are bf16, .fp32 (real fp32, no TF32) otherwise;
+//              eff = gpu.gemm_efficiency * W/(W + MT_SIM_GEMM_HALF_MACS)
+//                    * min(1, min(M,N,K) / MT_SIM_GEMM_FULL_DIM),  W = M*N*K:
+//              a GEMM of 1024^3 MACs runs at half the large-GEMM rate (a fixed
+//              ~3.6 us of fill/tail on H100 bf16); a dimension under 64 wastes
+//              tensor-core tiles. Roofline: never faster than its bytes at HBM.
+//   attention  causal flash-style: forward 2*B*NH*T^2*HD FLOPs (QK^T and PV,
+//              half masked), backward MT_SIM_ATTN_BWD_FACTOR x forward, at
+//              peak * MT_SIM_ATTN_EFF; roofline on the bytes of qkv/out.
+//   memory-bound kernels (norms, rope, swiglu, add, xent, embedding, cast,
+//              memset, D2D copy): bytes moved / (gpu.hbm_gbps * MT_SIM_HBM_EFF).
+//   every GPU op lasts at least MT_SIM_KERNEL_MIN_MS.
+//   copies     H2D/D2H at link.{h2d,d2h}_gbps.pinned when the host side lies
+//              in memory from host_alloc, .pageable otherwise; one copy at a
+//              time per direction (the link), whatever stream issues it.
+//              Duplex: copies are placed in enqueue order; the part of a new
+//              copy that overlaps (in virtual time) copies already placed in
+//              the other direction runs at link.duplex_factor x its rate. The
+//              earlier copy keeps its rate, so a fully overlapped pair ends at
+//              (1 + (1-f)) x solo instead of 1/f x solo (f = 0.8: 1.2 vs 1.25).
+//   host work  gradient accumulate: n*4*sizeof(wdt) bytes (read dst, read slab,
+//              write dst, sum-of-squares pass) at host.mem_gbps; AdamW:
+//              n / host.adamw_params_per_s.<mode> (mode: fp32 when wdt is f32,
+//              mixed with a master copy, else paper). Concurrent host threads
+//              do not slow each other.
+#ifndef MT_SIM_H
+#define MT_SIM_H
+
+#include <stddef.h>
+
+#include "backend/backend.h"
+
+#define MT_SIM_LAUNCH_MS 0.005             // assumed: host cost of one async launch/copy call
+#define MT_SIM_KERNEL_MIN_MS 0.002         // assumed: shortest GPU op (launch-to-retire of an empty kernel)
+#define MT_SIM_GEMM_HALF_MACS 1073741824.0 // assumed: M*N*K at which a GEMM reaches half its large-GEMM rate
+#define MT_SIM_GEMM_FULL_DIM 64.0          // assumed: smallest dimension that fills tensor-core tiles
+#define MT_SIM_ATTN_EFF 0.35               // assumed: FlashAttention-2-class kernel, fraction of dense peak
+#define MT_SIM_ATTN_BWD_FACTOR 2.5         // backward runs 5 GEMM-like products vs forward's 2
+#define MT_SIM_HBM_EFF 0.8                 // assumed: streaming kernels reach ~80% of datasheet HBM bandwidth
+#define MT_SIM_MAX_LANES 16                // host thread lanes in stats and trace
+
+// The figures of a megatrain.hardware/1 profile the simulator uses
+// (experiments/hardware/README.md). Rates in decimal units as in the file.
+typedef struct {
+    char name[64], gpu_name[128], path[1024];
+    double peak_bf16_tflops, peak_fp32_tflops, gemm_efficiency;
+    double hbm_gbps, hbm_bytes;
+    double h2d_pinned_gbps, h2d_pageable_gbps, d2h_pinned_gbps, d2h_pageable_gbps, duplex_factor;
+    double host_mem_bytes, host_mem_gbps;
+    double adamw_params_per_s_fp32, adamw_params_per_s_paper, adamw_params_per_s_mixed;
+} mt_sim_profile;
+
+// Reads and validates a profile; a missing or non-positive figure gives one line
+// naming the file and the key ("x.json: link.duplex_factor: missing number").
+mt_status mt_sim_profile_load(const char *path, mt_sim_profile *out);
+
+// ---- the cost model: pure functions (milliseconds) ----
+double mt_sim_gemm_eff(const mt_sim_profile *p, double M, double N, double K);
+// C(M,N) = A(M,K) B(K,N); bytes = what the GEMM reads and writes (roofline).
+double mt_sim_gemm_ms(const mt_sim_profile *p, mt_dtype act, double M, double N, double K, double bytes);
+double mt_sim_attention_ms(const mt_sim_profile *p, mt_dtype act, int backward, int B, int T, int NH, int HD,
+                           double bytes);
+double mt_sim_hbm_ms(const mt_sim_profile *p, double bytes);
+// One copy alone on the link: dir MT_COPY_H2D / MT_COPY_D2H.
+double mt_sim_link_ms(const mt_sim_profile *p, mt_copy_kind dir, int pinned, double bytes);
+double mt_sim_host_work_ms(const mt_sim_profile *p, mt_host_work kind, size_t n, mt_dtype wdt, int master);
+
+// ---- what was simulated (cumulative since creation; diff two snapshots for a step) ----
+typedef struct {
+    double stream_busy_ms[MT_NUM_STREAMS]; // sum of op durations per stream (ops on a stream never overlap)
+    double compute_busy_ms, h2d_busy_ms, d2h_busy_ms; // = stream_busy_ms[...], named for callers
+    double link_busy_ms[2];                // per copy direction (H2D, D2H), whatever the stream
+    double link_bytes[2];
+    double flops;                          // GEMM + attention FLOPs executed
+    double makespan_ms;                    // latest end of any GPU op or host work
+    int n_host_lanes;                      // host threads that did priced work
+    double host_busy_ms[MT_SIM_MAX_LANES];
+    char host_lane_name[MT_SIM_MAX_LANES][32]; // "host" (creating thread), "grad-drain", "optimizer"
+    size_t dev_bytes_in_use, dev_bytes_peak, host_bytes_in_use, host_bytes_peak;
+    long long n_ops;                       // GPU ops simulated
+    long long n_trace_dropped;             // ops beyond the trace cap (stats still count them)
+} mt_sim_stats;
+
+// MT_ERR_ARG when `be` is not a sim backend.
+mt_status mt_sim_stats_get(mt_backend *be, mt_sim_stats *out);
+// Recorded GPU ops on stream `s` (-1: any stream) whose name is `name` (NULL: any).
+// Names are the ops-table entry ("matmul_fwd", ...) or "copy_h2d", "copy_d2h",
+// "copy_d2d", "memset". Counts only what the trace kept (see n_trace_dropped).
+long long mt_sim_count_ops(mt_backend *be, int s, const char *name);
+// The profile a sim backend prices with (NULL for other backends).
+const mt_sim_profile *mt_sim_profile_of(mt_backend *be);
+
+#endif

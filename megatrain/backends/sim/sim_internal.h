@@ -1,0 +1,100 @@
+// sim_internal.h: the sim backend's context, shared by sim_backend.c (memory,
+// streams, events, copies), sim_kernels.c (pricing the layer kernels) and
+// sim_trace.c (the recorded timeline: stats, op counts, Chrome trace JSON).
+// One mutex guards it: the engine's host threads (main, gradient drain,
+// optimizer) call in concurrently.
+#ifndef MT_SIM_INTERNAL_H
+#define MT_SIM_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "backends/sim/sim.h"
+
+// Lanes of the timeline: 0..2 the streams, MT_NUM_STREAMS + i host thread i.
+#define MT_SIM_HOST_LANE0 MT_NUM_STREAMS
+#define MT_SIM_TRACE_CAP 4000000 // ops kept for the trace (~190 MB); stats count past it
+
+typedef struct {
+    double start, end; // virtual ms
+    double amount;     // bytes moved, or FLOPs when is_flops
+    const char *name;  // static string
+    int lane, is_flops;
+} mt_sim_rec;
+
+typedef struct {
+    double start, end;
+} mt_sim_iv;
+
+typedef struct {
+    uintptr_t base;
+    size_t bytes;
+} mt_sim_block;
+
+typedef struct {
+    mt_sim_profile prof;
+    mt_dtype act;
+    pthread_mutex_t mu;
+    pthread_t creator;
+    unsigned long id; // distinguishes instances for the thread-local lane ids
+
+    double clock[MT_NUM_STREAMS]; // end of the last op enqueued on each stream
+    double link_free[2];          // per copy direction: end of the last copy
+    mt_sim_iv *iv[2];             // per direction: intervals of past copies (sorted, disjoint)
+    size_t n_iv[2], cap_iv[2];
+
+    uintptr_t dev_next; // bump pointer in the fake device range
+    mt_sim_block *dev, *host;
+    size_t n_dev, cap_dev, n_host, cap_host;
+
+    mt_sim_rec *rec;
+    size_t n_rec, cap_rec;
+    mt_sim_stats st; // accumulated as ops are priced
+} mt_sim_ctx;
+
+// Enqueues one op of `ms` on stream s for the calling host thread (which pays
+// MT_SIM_LAUNCH_MS) and records it. Caller holds ctx->mu. Returns the op's end.
+double mt_sim_enqueue_locked(mt_sim_ctx *c, int s, const char *name, double ms, double amount, int is_flops);
+// Appends one record to the timeline and the stats. Caller holds ctx->mu.
+void mt_sim_record_locked(mt_sim_ctx *c, int lane, const char *name, double start, double end, double amount,
+                          int is_flops);
+// The calling thread's host lane (assigned on first use; `kind` names it). Caller holds ctx->mu.
+int mt_sim_host_lane_locked(mt_sim_ctx *c, const char *kind);
+
+// The layer kernels' entries (sim_kernels.c): each prices its op, touches no data.
+mt_status mt_sim_op_embedding_fwd(mt_backend *be, void *out, const int32_t *ids, const void *wte, mt_dtype wdt, int N,
+                                  int C);
+mt_status mt_sim_op_embedding_bwd(mt_backend *be, void *dwte, mt_dtype wdt, const int32_t *ids, const void *dout,
+                                  int N, int C);
+mt_status mt_sim_op_matmul_fwd(mt_backend *be, void *out, const void *inp, const void *w, const void *bias,
+                               mt_dtype wdt, int N, int IC, int OC);
+mt_status mt_sim_op_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
+                               const void *w, mt_dtype wdt, int N, int IC, int OC, int flags);
+mt_status mt_sim_op_rmsnorm_fwd(mt_backend *be, void *out, float *rstd, const void *inp, const void *w, mt_dtype wdt,
+                                int R, int D, float eps);
+mt_status mt_sim_op_rmsnorm_bwd(mt_backend *be, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
+                                const float *rstd, mt_dtype wdt, int R, int D);
+mt_status mt_sim_op_qk_norm_fwd(mt_backend *be, void *out, float *rstd, const void *inp, const void *qw,
+                                const void *kw, mt_dtype wdt, int N, int NH, int NKV, int HD, float eps);
+mt_status mt_sim_op_qk_norm_bwd(mt_backend *be, void *dinp, void *dqw, void *dkw, const void *dout, const void *inp,
+                                const void *qw, const void *kw, const float *rstd, mt_dtype wdt, int N, int NH,
+                                int NKV, int HD);
+mt_status mt_sim_op_rope_fwd(mt_backend *be, void *out, const void *inp, const float *cos, const float *sin, int B,
+                             int T, int NH, int NKV, int HD);
+mt_status mt_sim_op_rope_bwd(mt_backend *be, void *dinp, const void *dout, const float *cos, const float *sin, int B,
+                             int T, int NH, int NKV, int HD);
+mt_status mt_sim_op_attention_fwd(mt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int NH,
+                                  int NKV, int HD);
+mt_status mt_sim_op_attention_bwd(mt_backend *be, void *dqkv, const void *dout, const void *qkv, const void *out,
+                                  const float *lse, int B, int T, int NH, int NKV, int HD);
+mt_status mt_sim_op_swiglu_fwd(mt_backend *be, void *h, const void *gu, int N, int F);
+mt_status mt_sim_op_swiglu_bwd(mt_backend *be, void *dgu, const void *dh, const void *gu, int N, int F);
+mt_status mt_sim_op_add(mt_backend *be, void *out, const void *a, const void *b, size_t n);
+mt_status mt_sim_op_xent_fwd_bwd(mt_backend *be, void *logits, float *losses, const int32_t *targets, int n, int V,
+                                 float dscale);
+mt_status mt_sim_op_cast(mt_backend *be, void *dst, mt_dtype dt, const void *src, mt_dtype st, size_t n);
+mt_status mt_sim_trace_write(mt_backend *be, const char *path);
+
+static inline mt_sim_ctx *mt_sim_ctx_of(mt_backend *be) { return (mt_sim_ctx *)be->ctx; }
+
+#endif

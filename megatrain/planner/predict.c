@@ -1,0 +1,195 @@
+// predict.c: the analytic step-time model "analytic-v1" behind mt_plan_predict.
+// A simulator backend may replace it; nothing else in the planner depends on how.
+//
+// Notation (per micro-batch unless said): L layers of P_L params, embedding
+// P_E = V*C, head P_H (final norm + lm_head when untied), N = all params;
+// n = B*T tokens, G micro-batches per step; ws = 2 bytes (bf16 streaming) or 4
+// (fp32); dA = NH*HD.
+//   GEMM params  P_mm = L*P_L + V*C       (the embedding is a gather, no FLOPs;
+//                                          the head GEMM runs tied or not)
+//   forward      F_f = (2*P_mm + 4*L*dA*T) * n       attention per PaLM: 12*L*dA*T
+//   backward     F_b = 2 * F_f                        per token fwd+bwd, not halved
+//   recompute    F_r = (2*L*P_L + 4*L*dA*T) * n       for causal masking
+//                (megatrain, naive, zero3: one extra layer forward; resident: 0)
+//   rate         R = peak (bf16 for paper/mixed, fp32 -- no TF32 -- for fp32) x gemm_efficiency
+//   c_f = F_f / R,  c_b = (F_b + F_r) / R
+//   link         W = L*P_L*ws per pass (in), Wg = L*P_L*ws grads (out); h2d, d2h
+//                pinned rates; under duplex each direction runs at f x its rate
+//   optimizer    opt = N / adamw_params_per_s[precision] (the simulator's charge)
+// Schedules:
+//   megatrain  step = fill + opt_0 + max(c_f, (W + P_H*ws)/h2d, opt - opt_0)
+//                     + (G-1) * max(c_f, W/h2d) + G * max(c_b, W/(f*h2d), Wg/(f*d2h))
+//                     + drain
+//              fill = (P_E + P_L)*ws/h2d (embedding + layer 0 in before compute),
+//              opt_0 = (P_E + P_L)/rate (their update, which the next forward waits for;
+//              the rest of the update runs under the first forward), drain = (P_L + P_E)*ws/d2h
+//              (the last gradients out after backward); embedding/head grads (P_E+P_H)*ws
+//              leave once per step inside the last backward's d2h term.
+//   zero3      per module u (embedding, each layer, head) and pass: t = c + x - min(c, x)*ov,
+//              x = P_u*ws/h2d (f*h2d in backward, gradients flowing out), ov = min(1, bucket/P_u)
+//              (the prefetch bucket, 5e7 elements by default, lets at most that much run ahead
+//              of use); gradients leave as fp32 (4 B/param, as DeepSpeed offloads them):
+//              backward = max(sum t, N*4/(f*d2h)) + min(reduce_bucket, N)*4/d2h (the last
+//              reduce bucket; without overlap_comm all of N*4/d2h is serial);
+//              step = G * (forward + backward) + opt (CPU Adam serially after backward, at the
+//              mixed rate, fp32 for --precision fp32); pageable link rates when pin_memory is off
+//   naive      step = G * (c_f + c_b + 2*W/h2d + Wg/d2h) + (P_E+P_H)*ws*(1/h2d + 1/d2h) + opt
+//   resident   step = G * (c_f + max(c_b, Wg/d2h)) + P_L*ws/d2h + opt + N*ws/h2d (no recompute;
+//              grads still go to the host optimizer and the updated weights come back)
+// Metrics: tflops = 6*N*G*n / step (DESIGN.md), mfu = tflops / bf16 dense peak,
+// hfu = executed FLOPs / step / bf16 peak. `bound` = the resource that set the
+// longest share of the step (each max() credits its winner; serial terms their own).
+#include <string.h>
+
+#include "planner/planner.h"
+
+enum { R_COMPUTE, R_H2D, R_D2H, R_OPT, R_COUNT };
+static const char *res_names[R_COUNT] = {"compute", "h2d", "d2h", "optimizer"};
+
+typedef struct {
+    double t[R_COUNT];
+} tally;
+
+// max over (compute, h2d, d2h, optimizer) candidates; credits the winner.
+static double take_max(tally *ty, double c, double in, double out, double opt) {
+    double v[R_COUNT] = {c, in, out, opt};
+    int w = 0;
+    for (int i = 1; i < R_COUNT; i++)
+        if (v[i] > v[w]) w = i;
+    ty->t[w] += v[w];
+    return v[w];
+}
+
+static double serial(tally *ty, int r, double ms) {
+    ty->t[r] += ms;
+    return ms;
+}
+
+// One zero3 module pass: compute c overlapped with fetch x only within the prefetch window.
+static double zero3_pass(tally *ty, double c, double x, double params, double bucket) {
+    double ov = params > 0 ? bucket / params : 1;
+    if (ov > 1) ov = 1;
+    double hidden = (c < x ? c : x) * ov;
+    ty->t[R_COMPUTE] += c;
+    ty->t[R_H2D] += x - hidden;
+    return c + x - hidden;
+}
+
+mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, mt_plan_prediction *out) {
+    memset(out, 0, sizeof *out);
+    MT_TRY(mt_plan_input_validate(c, in));
+    const double L = c->num_layers, PL = (double)mt_config_params_per_layer(c), N = (double)mt_config_params_total(c);
+    const double VC = (double)c->vocab_size * c->hidden_size, PE = VC, PH = N - L * PL - PE;
+    const double Pmm = L * PL + VC, dA = (double)c->num_heads * c->head_dim, T = in->T;
+    const double n = (double)in->B * in->T, G = in->grad_accum;
+    const int fp32 = in->prec == MT_PREC_FP32;
+    const double ws = fp32 ? 4 : 2;
+    const double R = hw->peak_tflops[fp32 ? MT_PEAK_FP32 : MT_PEAK_BF16] * 1e12 * hw->gemm_efficiency / 1e3; // FLOP/ms
+    const double h2d = hw->h2d_gbps * 1e6, d2h = hw->d2h_gbps * 1e6, f = hw->duplex_factor;              // B/ms
+    const int recompute = in->schedule != MT_SCHED_RESIDENT;
+
+    const double Ff = (2 * Pmm + 4 * L * dA * T) * n, Fb = 2 * Ff, Fr = recompute ? (2 * L * PL + 4 * L * dA * T) * n : 0;
+    const double cf = Ff / R, cb = (Fb + Fr) / R;
+    const double W = L * PL * ws, Wg = W, EH = (PE + PH) * ws;
+    const mt_precision opt_prec = in->schedule == MT_SCHED_ZERO3 && !fp32 ? MT_PREC_MIXED : in->prec;
+    const double opt = N / hw->adamw_params_per_s[opt_prec] * 1e3;
+
+    tally ty = {{0}};
+    double step = 0, h2d_rate = h2d, d2h_rate = d2h;
+    out->h2d_bytes = 2 * G * W + EH;
+    out->d2h_bytes = G * Wg + EH;
+    switch (in->schedule) {
+    case MT_SCHED_MEGATRAIN: {
+        double opt0 = (PE + PL) / hw->adamw_params_per_s[in->prec] * 1e3;
+        double fill = (PE + PL) * ws / h2d, drain = (PL + PE) * ws / d2h;
+        step = serial(&ty, R_H2D, fill) + serial(&ty, R_OPT, opt0) + serial(&ty, R_D2H, drain);
+        step += take_max(&ty, cf, (W + PH * ws) / h2d, 0, opt - opt0);
+        for (int k = 1; k < in->grad_accum; k++) step += take_max(&ty, cf, W / h2d, 0, 0);
+        for (int k = 0; k < in->grad_accum; k++) {
+            double out_b = (Wg + (k == in->grad_accum - 1 ? EH : 0)) / (f * d2h);
+            step += take_max(&ty, cb, W / (f * h2d), out_b, 0);
+        }
+        out->formula = "fill + opt_0 + max(c_f, (W+P_H*ws)/h2d, opt-opt_0) + (G-1)*max(c_f, W/h2d) "
+                       "+ G*max(c_b, W/(f*h2d), Wg/(f*d2h)) + drain";
+        break;
+    }
+    case MT_SCHED_ZERO3: {
+        const mt_zero3_knobs *k = &in->zero3;
+        const double zh2d = k->pin_memory ? h2d : hw->h2d_pageable_gbps * 1e6;
+        const double zd2h = k->pin_memory ? d2h : hw->d2h_pageable_gbps * 1e6;
+        const double gs = 4, bucket = (double)k->prefetch_bucket_size; // DeepSpeed offloads fp32 gradients
+        const double Phead = c->tie_word_embeddings ? VC + PH : PH; // tied: the head fetches the embedding again
+        const double cf_layer = (2 * PL + 4 * dA * T) * n / R, cf_head = 2 * VC * n / R;
+        const double cb_layer = (2 * 2 * PL + 2 * 4 * dA * T) * n / R + cf_layer, cb_head = 2 * cf_head;
+        // Backward: with overlap_comm the gradient offload shares the link (duplex) and hides
+        // under backward but for the last reduce bucket; without it, it runs on the compute stream.
+        const double fb = k->overlap_comm ? f : 1;
+        for (int m = 0; m < in->grad_accum; m++) {
+            step += zero3_pass(&ty, 0, PE * ws / zh2d, PE, bucket);
+            for (int l = 0; l < c->num_layers; l++) step += zero3_pass(&ty, cf_layer, PL * ws / zh2d, PL, bucket);
+            step += zero3_pass(&ty, cf_head, Phead * ws / zh2d, Phead, bucket);
+            tally tb = {{0}};
+            double bwd = zero3_pass(&tb, cb_head, Phead * ws / (fb * zh2d), Phead, bucket);
+            for (int l = 0; l < c->num_layers; l++) bwd += zero3_pass(&tb, cb_layer, PL * ws / (fb * zh2d), PL, bucket);
+            bwd += zero3_pass(&tb, 0, PE * ws / (fb * zh2d), PE, bucket);
+            for (int r = 0; r < R_COUNT; r++) ty.t[r] += tb.t[r];
+            step += bwd;
+            if (k->overlap_comm) {
+                double grads_out = N * gs / (f * zd2h);
+                if (grads_out > bwd) step += serial(&ty, R_D2H, grads_out - bwd);
+                double rb = N < (double)k->reduce_bucket_size ? N : (double)k->reduce_bucket_size;
+                step += serial(&ty, R_D2H, rb * gs / zd2h);
+            } else {
+                step += serial(&ty, R_D2H, N * gs / zd2h);
+            }
+        }
+        step += serial(&ty, R_OPT, opt);
+        out->h2d_bytes = 2 * G * (N + (c->tie_word_embeddings ? VC : 0)) * ws;
+        out->d2h_bytes = G * N * gs;
+        out->formula = "G*(sum_u [c_u + x_u - min(c_u,x_u)*min(1,bucket/P_u)] fwd + same bwd (x at duplex rate) "
+                       "+ last reduce bucket min(reduce_bucket,N)*4/d2h (overlap_comm; else N*4/d2h)) + opt (serial); "
+                       "pageable rates when pin_memory is off";
+        h2d_rate = zh2d;
+        d2h_rate = zd2h;
+        break;
+    }
+    case MT_SCHED_NAIVE:
+        for (int k = 0; k < in->grad_accum; k++)
+            step += serial(&ty, R_COMPUTE, cf + cb) + serial(&ty, R_H2D, 2 * W / h2d) + serial(&ty, R_D2H, Wg / d2h);
+        step += serial(&ty, R_H2D, EH / h2d) + serial(&ty, R_D2H, EH / d2h) + serial(&ty, R_OPT, opt);
+        out->formula = "G*(c_f + c_b + 2*W/h2d + Wg/d2h) + (P_E+P_H)*ws*(1/h2d + 1/d2h) + opt (all serial)";
+        break;
+    case MT_SCHED_RESIDENT:
+        for (int k = 0; k < in->grad_accum; k++) {
+            step += serial(&ty, R_COMPUTE, cf);
+            step += take_max(&ty, cb, 0, Wg / d2h, 0);
+        }
+        step += serial(&ty, R_D2H, PL * ws / d2h) + serial(&ty, R_OPT, opt) + serial(&ty, R_H2D, N * ws / h2d);
+        out->h2d_bytes = N * ws;
+        out->d2h_bytes = G * Wg + EH;
+        out->formula = "G*(c_f + max(c_b, Wg/d2h)) + P_L*ws/d2h + opt + N*ws/h2d (no recompute)";
+        break;
+    }
+    int w = 0;
+    for (int r = 1; r < R_COUNT; r++)
+        if (ty.t[r] > ty.t[w]) w = r;
+
+    const double peak_bf16 = hw->peak_tflops[MT_PEAK_BF16];
+    out->model = "analytic-v1";
+    out->tokens = (long long)in->B * in->T * in->grad_accum;
+    out->flops_6n = 6 * N * (double)out->tokens;
+    out->flops_executed = G * (Ff + Fb + Fr);
+    out->compute_ms = G * (cf + cb);
+    out->h2d_ms = out->h2d_bytes / h2d_rate;
+    out->d2h_ms = out->d2h_bytes / d2h_rate;
+    out->optimizer_ms = opt;
+    out->exposed_ms = step - out->compute_ms;
+    out->step_ms = step;
+    out->tokens_per_s = (double)out->tokens / (step / 1e3);
+    out->tflops = out->flops_6n / (step / 1e3) / 1e12;
+    out->mfu = out->tflops / peak_bf16;
+    out->hfu = out->flops_executed / (step / 1e3) / 1e12 / peak_bf16;
+    out->days_per_billion_tokens = 1e9 / out->tokens_per_s / 86400.0;
+    out->bound = res_names[w];
+    return MT_OK;
+}
