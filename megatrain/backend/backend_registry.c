@@ -1,6 +1,7 @@
 // backend_registry.c: backend lookup by name ("cpu", "cuda", "sim", "auto").
 // "cuda" exists only when the binary was built with nvcc (MT_HAVE_CUDA);
-// "auto" takes cuda when a device opens, else cpu.
+// "auto" takes cuda when a device opens, else cpu. "sim" is always compiled in
+// but is created with its hardware profile (mt_backend_sim_create).
 #include <string.h>
 
 #include "backend/backend.h"
@@ -23,8 +24,9 @@ mt_status mt_backend_create(const char *name, mt_dtype act_dtype, mt_backend **o
 #endif
         return mt_backend_cpu_create(act_dtype, out);
     }
-    if (strcmp(name, "sim") == 0)
-        return mt_fail(MT_ERR_UNSUPPORTED, "--backend sim: the simulated backend is not implemented yet");
+    if (strcmp(name, "sim") == 0) // the simulator needs a machine to price with: mt_backend_sim_create(profile, ...)
+        return mt_fail(MT_ERR_ARG, "--backend sim: needs --hardware PROFILE (a name in experiments/hardware/ or a "
+                                   "path to a megatrain.hardware/1 JSON file)");
     return mt_fail(MT_ERR_ARG, "--backend %s: unknown backend (expected auto, cpu, cuda or sim)", name);
 }
 
@@ -38,6 +40,7 @@ int mt_backend_list(const char **names, int max) {
 #ifdef MT_HAVE_CUDA
         "cuda",
 #endif
+        "sim",
     };
     int n = (int)(sizeof compiled / sizeof compiled[0]);
     for (int i = 0; i < n && i < max; i++) names[i] = compiled[i];

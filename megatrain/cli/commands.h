@@ -6,6 +6,7 @@
 
 int mt_cmd_train(mt_options *o, int is_default);
 int mt_cmd_eval(mt_options *o);
+int mt_cmd_plan(mt_options *o);
 int mt_cmd_version(void);
 
 #endif

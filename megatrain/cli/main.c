@@ -16,8 +16,12 @@ static const char *usage =
     "                 [--lr-schedule constant|cosine] [--warmup N] [--precision paper|mixed|fp32]\n"
     "                 [--backend auto|cpu|cuda|sim] [--schedule megatrain|zero3|naive|resident]\n"
     "                 [--checkpoint-interval K] [--weight-buffers 2|3] [--grad-slabs S] [--serial-optimizer]\n"
+    "                 [--bind pointer|copy] [--hardware PROFILE] [--trace FILE.json] [--zero3-* (baselines/ZERO3.md)]\n"
     "                 [--save DIR] [--save-every N] [--log FILE.jsonl] [--dump-grads FILE]\n"
     "       megatrain eval --model DIR --data FILE --batch B --seq-len T [--steps N]\n"
+    "       megatrain plan --model DIR | --config FILE --batch B --seq-len T --precision P [--grad-accum G]\n"
+    "                 [--hardware NAME|FILE.json|measured] [--schedule megatrain|zero3|naive|resident]\n"
+    "                 [--host-mem-gb X] [--max-context]   (one JSON object: memory, fits, predicted speed)\n"
     "       megatrain --version\n"
     "Stdout carries JSON lines only; progress and errors go to stderr.\n";
 
@@ -55,13 +59,14 @@ int main(int argc, char **argv) {
         fputs(usage, stderr);
         return 0;
     }
-    if (strcmp(cmd, "train") && strcmp(cmd, "eval")) {
-        fprintf(stderr, "megatrain: error: unknown command '%s' (expected train, eval or --version)\n", cmd);
+    if (strcmp(cmd, "train") && strcmp(cmd, "eval") && strcmp(cmd, "plan")) {
+        fprintf(stderr, "megatrain: error: unknown command '%s' (expected train, eval, plan or --version)\n", cmd);
         return 2;
     }
     if (mt_options_parse(&o, cmd, argc, argv, 2) != MT_OK) {
         fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
         return 2;
     }
+    if (!strcmp(cmd, "plan")) return mt_cmd_plan(&o);
     return !strcmp(cmd, "train") ? mt_cmd_train(&o, 0) : mt_cmd_eval(&o);
 }

@@ -51,6 +51,7 @@ static const opt_spec specs[] = {
     {"--weight-buffers", OPT_POS_INT, F(weight_bufs), NG, "tp"},
     {"--grad-slabs", OPT_POS_INT, F(grad_slabs), NG, "tp"},
     {"--serial-optimizer", OPT_FLAG, F(serial_optimizer), NG, "t"},
+    {"--bind", OPT_STR, F(bind), NG, "tp"},
     {"--save", OPT_STR, F(save), NG, "t"},
     {"--save-every", OPT_POS_INT, F(save_every), NG, "t"},
     {"--resume", OPT_STR, F(resume), NG, "t"},
@@ -86,6 +87,7 @@ void mt_options_defaults(mt_options *o) {
     o->precision = "fp32";
     o->backend = "auto";
     o->schedule = "megatrain";
+    o->bind = "pointer";
     o->ckpt_interval = 1;
     o->weight_bufs = 2;
     o->grad_slabs = 4;
@@ -172,6 +174,8 @@ mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv
     }
     if (strcmp(o->lr_schedule, "constant") && strcmp(o->lr_schedule, "cosine"))
         return mt_fail(MT_ERR_ARG, "--lr-schedule: unknown value '%s' (expected constant or cosine)", o->lr_schedule);
+    if (strcmp(o->bind, "pointer") && strcmp(o->bind, "copy"))
+        return mt_fail(MT_ERR_ARG, "--bind: unknown value '%s' (expected pointer or copy)", o->bind);
     if (strcmp(o->init, "random")) return mt_fail(MT_ERR_ARG, "--init: unknown value '%s' (expected random)", o->init);
     if (o->model && o->config) return mt_fail(MT_ERR_ARG, "--model and --config: give one, not both");
     if (o->resume && (o->model || o->config))

@@ -94,7 +94,7 @@ mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const m
     size_t x = al((size_t)d.N * d.C * as);
     int n_wbuf = sh.n_wbuf, n_ckpt = sh.n_ckpt, n_acts = sh.n_acts;
     mt_memory_plan m = {0};
-    m.weights_bytes = (size_t)n_wbuf * al(ll.numel * ws) + al(le.numel * ws) + al(lh.numel * ws);
+    m.weights_bytes = (size_t)(n_wbuf + (o->copy_bind ? 1 : 0)) * al(ll.numel * ws) + al(le.numel * ws) + al(lh.numel * ws);
     size_t slab = ll.numel > le.numel ? ll.numel : le.numel;
     if (lh.numel > slab) slab = lh.numel;
     m.grads_bytes = 2 * al(ll.numel * ws) + al(le.numel * ws) + al(lh.numel * ws);
@@ -212,6 +212,7 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
             MT_TRY(bo->event_create(be, &e->ev_link_free[i]));
         }
     }
+    if (o->copy_bind) MT_TRY(mt_engine_dev_alloc(e, m->lay_layer.numel * ws, &e->template_buf));
     layer_pieces(e);
     MT_TRY(mt_engine_dev_alloc(e, m->lay_embed.numel * ws, &e->embed_w));
     MT_TRY(mt_engine_dev_alloc(e, m->lay_embed.numel * ws, &e->embed_g));

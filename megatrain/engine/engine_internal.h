@@ -36,6 +36,7 @@ struct mt_engine {
     size_t pieces[16];       // piece boundaries in elements (n_pieces + 1)
     mt_stream_id h2d, d2h;   // streams carrying weights in and gradients out
     mt_dtype link_dtype;     // gradient type on the link (f32 for zero3)
+    void *template_buf;      // copy-bind ablation: the one buffer layers are bound to
     void *link_buf[2];       // zero3: f32 staging of a unit's gradients (double-buffered)
     mt_event *ev_link_free[2];
     int link_next;

@@ -79,7 +79,13 @@ static mt_status acquire(mt_engine *e, int idx, int layer, mt_layer_view *w, mt_
         return mt_fail(MT_ERR_BACKEND, "internal: weight plan out of step at entry %d (layer %d)", idx, layer);
     MT_TRY(issue_loads(e, idx, st));
     MT_TRY(e->be->ops->stream_wait(e->be, MT_STREAM_COMPUTE, e->ev_loaded[e->plan[idx].buf]));
-    mt_layer_bind(&e->m->lay_layer, e->wbuf[e->plan[idx].buf], e->m->wdt, w);
+    void *weights = e->wbuf[e->plan[idx].buf];
+    if (e->template_buf) { // ablation: a device-to-device copy into the template, as the official code binds
+        size_t bytes = e->m->lay_layer.numel * mt_dtype_size(e->m->wdt);
+        MT_TRY(e->be->ops->copy(e->be, e->template_buf, weights, bytes, MT_COPY_D2D, MT_STREAM_COMPUTE));
+        weights = e->template_buf;
+    }
+    mt_layer_bind(&e->m->lay_layer, weights, e->m->wdt, w); // pointer arithmetic only
     return MT_OK;
 }
 

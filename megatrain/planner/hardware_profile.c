@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -247,12 +248,15 @@ mt_status mt_hw_profile_measured(mt_hw_profile *out) {
     out->host_mem_bytes = total;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cores > 0) out->cpu_cores = (int)cores;
+    struct rlimit rl; // root has CAP_IPC_LOCK and is not bound by the limit
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && geteuid() != 0)
+        out->pinned_limit_bytes = (double)rl.rlim_cur;
     if (gpu_bytes > 0) {
         snprintf(out->gpu_name, sizeof out->gpu_name, "%s", gpu);
         out->hbm_bytes = gpu_bytes;
     }
     snprintf(out->measured_note, sizeof out->measured_note,
-             "measured: host.mem_bytes (/proc/meminfo MemTotal), host.cpu_cores (sysconf)%s; assumed: every rate "
+             "measured: host.mem_bytes (/proc/meminfo MemTotal), host.cpu_cores (sysconf), the lock limit (ulimit -l)%s; assumed: every rate "
              "(peak TFLOP/s, GEMM efficiency, link GB/s, duplex, AdamW rate)%s taken from profile %s, not measured "
              "(run mt-microbench and write a profile to replace them)",
              gpu_bytes > 0 ? ", gpu.name and gpu.hbm_bytes (CUDA device_info)" : "",

@@ -5,7 +5,7 @@
 //   naive: the same engine accounting (one device weight buffer).
 //   zero3: DeepSpeed's accounting (zero3_memory.c).
 // Fits: host_bytes <= (1 - 5%) of host memory (the rest is left to the OS),
-//       pinned_bytes <= the same, gpu_bytes <= GPU memory - 1 GiB (CUDA context,
+//       pinned_bytes <= the same or the lock limit (ulimit -l, measured only), gpu_bytes <= GPU memory - 1 GiB (CUDA context,
 //       cuBLAS workspace, allocator slack).
 #include <string.h>
 
@@ -78,10 +78,13 @@ void mt_plan_check_fit(const mt_plan_memory *m, const mt_hw_profile *hw, mt_plan
     memset(out, 0, sizeof *out);
     out->host_have_bytes = hw->host_mem_bytes * (1.0 - MT_PLAN_HOST_RESERVE);
     out->pinned_have_bytes = out->host_have_bytes;
+    if (hw->pinned_limit_bytes > 0 && hw->pinned_limit_bytes < out->pinned_have_bytes)
+        out->pinned_have_bytes = hw->pinned_limit_bytes;
     out->gpu_have_bytes = hw->hbm_bytes - (double)MT_PLAN_GPU_RESERVE_BYTES;
     if (out->gpu_have_bytes < 0) out->gpu_have_bytes = 0;
     if ((double)m->host_bytes > out->host_have_bytes) add_short(out, "host", (double)m->host_bytes, out->host_have_bytes);
-    if ((double)m->pinned_bytes > out->pinned_have_bytes)
+    // Pinned bytes are part of host bytes: a pinned shortfall is news only under a lower lock limit.
+    if ((double)m->pinned_bytes > out->pinned_have_bytes && out->pinned_have_bytes < out->host_have_bytes)
         add_short(out, "pinned", (double)m->pinned_bytes, out->pinned_have_bytes);
     if ((double)m->gpu_bytes > out->gpu_have_bytes) add_short(out, "gpu", (double)m->gpu_bytes, out->gpu_have_bytes);
     out->fits = out->n_short == 0;

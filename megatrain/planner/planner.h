@@ -31,6 +31,7 @@ typedef struct {
     double host_mem_bytes, host_mem_gbps;
     int cpu_cores, numa_nodes;
     double adamw_params_per_s[3];                // indexed by mt_precision (paper, mixed, fp32)
+    double pinned_limit_bytes;                   // page-lock limit below host memory (ulimit -l), 0 = none
     int measured;                                // built from this machine
     char measured_note[512];                     // what was read and what was assumed
 } mt_hw_profile;

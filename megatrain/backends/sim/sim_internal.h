@@ -17,10 +17,12 @@
 
 typedef struct {
     double start, end; // virtual ms
-    double amount;     // bytes moved, or FLOPs when is_flops
+    double amount;     // in `unit`
     const char *name;  // static string
-    int lane, is_flops;
+    int lane, unit;
 } mt_sim_rec;
+
+enum { MT_SIM_BYTES = 0, MT_SIM_FLOPS = 1, MT_SIM_ELEMENTS = 2 }; // unit of a record's amount
 
 typedef struct {
     double start, end;
@@ -54,10 +56,10 @@ typedef struct {
 
 // Enqueues one op of `ms` on stream s for the calling host thread (which pays
 // MT_SIM_LAUNCH_MS) and records it. Caller holds ctx->mu. Returns the op's end.
-double mt_sim_enqueue_locked(mt_sim_ctx *c, int s, const char *name, double ms, double amount, int is_flops);
+double mt_sim_enqueue_locked(mt_sim_ctx *c, int s, const char *name, double ms, double amount, int unit);
 // Appends one record to the timeline and the stats. Caller holds ctx->mu.
 void mt_sim_record_locked(mt_sim_ctx *c, int lane, const char *name, double start, double end, double amount,
-                          int is_flops);
+                          int unit);
 // The calling thread's host lane (assigned on first use; `kind` names it). Caller holds ctx->mu.
 int mt_sim_host_lane_locked(mt_sim_ctx *c, const char *kind);
 

@@ -1,0 +1,228 @@
+// cmd_plan.c: `megatrain plan`: one JSON object on stdout with the memory a
+// configuration needs (host, pinned, GPU), whether it fits the machine, and,
+// with --hardware, the predicted step time. Not fitting is a result (exit 0,
+// "fits": false, "short": what is missing); bad input is one stderr line.
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/run_setup.h"
+#include "planner/planner.h"
+
+#ifdef MT_HAVE_CUDA
+#include "backend/backend.h"
+#endif
+
+static int fail(mt_status s) {
+    fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
+    return s == MT_ERR_ARG ? 2 : 1;
+}
+
+// Without --hardware: this machine's memory (MemTotal; the GPU when CUDA sees one), no rates.
+static void this_machine(mt_hw_profile *hw) {
+    memset(hw, 0, sizeof *hw);
+    snprintf(hw->name, sizeof hw->name, "this-machine");
+    snprintf(hw->source, sizeof hw->source, "/proc/meminfo");
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemTotal: %lf kB", &kb) == 1) break;
+    if (f) fclose(f);
+    hw->host_mem_bytes = kb * 1024;
+#ifdef MT_HAVE_CUDA
+    if (mt_backend_cuda_available() == 1) {
+        mt_backend *be = NULL;
+        mt_device_info info;
+        if (mt_backend_create("cuda", MT_BF16, &be) == MT_OK && be->ops->device_info(be, &info) == MT_OK) {
+            snprintf(hw->gpu_name, sizeof hw->gpu_name, "%s", info.name);
+            hw->hbm_bytes = (double)info.mem_total_bytes;
+        }
+        mt_backend_destroy(be);
+    }
+#endif
+}
+
+// Longest T (multiple of 1024, or below 1024 when even that does not fit) at
+// batch B that fits; 0 when nothing does. Memory grows with T, so bisect.
+static int max_context(const mt_config *c, mt_plan_input in, const mt_hw_profile *hw, int gpu_known) {
+    mt_plan_memory m;
+    mt_plan_fit f;
+    long long cap = (1LL << 30) / in.B;
+    if (cap > (1LL << 24)) cap = 1LL << 24;
+    long long lo = 0, hi = cap + 1; // fits(lo) (lo = 0: nothing yet), !fits(hi)
+    while (hi - lo > 1) {
+        long long mid = (lo + hi) / 2;
+        in.T = (int)mid;
+        if (mt_plan_memory_compute(c, &in, &m) != MT_OK) {
+            hi = mid;
+            continue;
+        }
+        mt_plan_check_fit(&m, hw, &f);
+        int ok = f.fits || (!gpu_known && f.n_short == 1 && !strcmp(f.shortfall[0].resource, "gpu"));
+        if (ok) lo = mid;
+        else hi = mid;
+    }
+    return lo >= 1024 ? (int)(lo / 1024 * 1024) : (int)lo;
+}
+
+static void add_num(cJSON *o, const char *k, double v) { cJSON_AddNumberToObject(o, k, v); }
+
+int mt_cmd_plan(mt_options *o) {
+    mt_status s;
+    mt_config cfg;
+    const char *cfg_src = o->model ? o->model : o->config;
+    if (!cfg_src) return fail(mt_fail(MT_ERR_ARG, "plan: --model DIR or --config FILE is required"));
+    if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, cfg_src))) return fail(s);
+    mt_plan_input in = {.B = o->batch, .T = o->seq_len, .grad_accum = o->grad_accum, .ckpt_interval = o->ckpt_interval,
+                        .weight_bufs = o->weight_bufs, .grad_slabs = o->grad_slabs, .zero3 = mt_zero3_defaults()};
+    in.zero3.pin_memory = o->zero3_pin_memory;
+    in.zero3.overlap_comm = o->zero3_overlap_comm;
+    in.zero3.prefetch_bucket_size = o->zero3_prefetch_bucket_size;
+    in.zero3.param_persistence_threshold = o->zero3_param_persistence_threshold;
+    in.zero3.reduce_bucket_size = o->zero3_reduce_bucket_size;
+    in.zero3.max_live_parameters = o->zero3_max_live_parameters;
+    if ((s = mt_precision_parse(o->precision, &in.prec)) || (s = mt_schedule_parse(o->schedule, &in.schedule))) return fail(s);
+
+    mt_hw_profile hw;
+    int have_rates = o->hardware != NULL;
+    if (have_rates) {
+        if ((s = mt_hw_profile_resolve(o->hardware, &hw))) return fail(s);
+    } else {
+        this_machine(&hw);
+    }
+    if (o->host_mem_gb > 0) hw.host_mem_bytes = (double)o->host_mem_gb * 1e9;
+    int gpu_known = hw.hbm_bytes > 0;
+
+    mt_plan_memory mem;
+    if ((s = mt_plan_memory_compute(&cfg, &in, &mem))) return fail(s);
+    mt_plan_fit fit;
+    mt_plan_check_fit(&mem, &hw, &fit);
+    if (!gpu_known) { // no GPU figure to judge against: drop the gpu shortfall, say so
+        int k = 0;
+        for (int i = 0; i < fit.n_short; i++)
+            if (strcmp(fit.shortfall[i].resource, "gpu")) fit.shortfall[k++] = fit.shortfall[i];
+        fit.n_short = k;
+        fit.fits = k == 0;
+    }
+    mt_plan_prediction pr;
+    if (have_rates && (s = mt_plan_predict(&cfg, &in, &hw, &pr))) return fail(s);
+
+    long long N = mt_config_params_total(&cfg);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "schema", "megatrain.plan/1");
+    cJSON_AddStringToObject(j, "config", cfg_src);
+    cJSON_AddStringToObject(j, "model_type", mt_arch_model_type(cfg.arch));
+    add_num(j, "params", (double)N);
+    add_num(j, "params_per_layer", (double)mt_config_params_per_layer(&cfg));
+    add_num(j, "layers", cfg.num_layers);
+    cJSON_AddStringToObject(j, "schedule", mt_schedule_name(in.schedule));
+    cJSON_AddStringToObject(j, "precision", mt_precision_name(in.prec));
+    add_num(j, "batch", in.B);
+    add_num(j, "seq_len", in.T);
+    add_num(j, "grad_accum", in.grad_accum);
+    if (in.schedule == MT_SCHED_MEGATRAIN || in.schedule == MT_SCHED_NAIVE) add_num(j, "checkpoint_interval", in.ckpt_interval);
+    if (in.schedule == MT_SCHED_MEGATRAIN) add_num(j, "weight_buffers", in.weight_bufs);
+    add_num(j, "tokens_per_step", (double)in.B * in.T * in.grad_accum);
+
+    cJSON_AddBoolToObject(j, "fits", fit.fits);
+    add_num(j, "host_bytes", (double)mem.host_bytes);
+    add_num(j, "pinned_bytes", (double)mem.pinned_bytes);
+    add_num(j, "gpu_bytes", (double)mem.gpu_bytes);
+    add_num(j, "bytes_per_param", mem.host_bytes_per_param);
+    if (fit.n_short) {
+        cJSON *sh = cJSON_AddArrayToObject(j, "short");
+        for (int i = 0; i < fit.n_short; i++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "resource", fit.shortfall[i].resource);
+            add_num(e, "need_bytes", fit.shortfall[i].need_bytes);
+            add_num(e, "have_bytes", fit.shortfall[i].have_bytes);
+            cJSON_AddItemToArray(sh, e);
+        }
+    }
+    if (have_rates) {
+        add_num(j, "step_ms", pr.step_ms);
+        add_num(j, "tokens_per_s", pr.tokens_per_s);
+        add_num(j, "tflops", pr.tflops);
+        add_num(j, "mfu", pr.mfu);
+        add_num(j, "hfu", pr.hfu);
+        add_num(j, "days_per_billion_tokens", pr.days_per_billion_tokens);
+        cJSON_AddStringToObject(j, "bound", pr.bound);
+    }
+    if (o->max_context) {
+        add_num(j, "max_seq_len", max_context(&cfg, in, &hw, gpu_known));
+        add_num(j, "max_position_embeddings", cfg.max_position_embeddings);
+    }
+
+    cJSON *h = cJSON_AddObjectToObject(j, "host");
+    add_num(h, "state_bytes", (double)mem.host_state_bytes);
+    add_num(h, "staging_bytes", (double)mem.host_staging_bytes);
+    cJSON_AddStringToObject(h, "accounting", mem.host_accounting);
+    add_num(h, "mem_bytes", hw.host_mem_bytes);
+    add_num(h, "reserve_fraction", MT_PLAN_HOST_RESERVE);
+    add_num(h, "have_bytes", fit.host_have_bytes);
+    if (in.schedule == MT_SCHED_ZERO3) {
+        add_num(h, "deepspeed_estimator_bytes", 1.5 * (double)mt_zero3_host_bytes_per_param(in.prec) * (double)N);
+        add_num(h, "engine_zero3_bytes", (double)mem.engine_host_bytes);
+    }
+    cJSON *g = cJSON_AddObjectToObject(j, "gpu");
+    add_num(g, "weights_bytes", (double)mem.gpu_weights_bytes);
+    add_num(g, "grads_bytes", (double)mem.gpu_grads_bytes);
+    add_num(g, "checkpoint_bytes", (double)mem.gpu_checkpoint_bytes);
+    add_num(g, "activation_bytes", (double)mem.gpu_activation_bytes);
+    if (gpu_known) {
+        add_num(g, "mem_bytes", hw.hbm_bytes);
+        add_num(g, "reserve_bytes", (double)MT_PLAN_GPU_RESERVE_BYTES);
+        add_num(g, "have_bytes", fit.gpu_have_bytes);
+    }
+    cJSON_AddBoolToObject(g, "checked", gpu_known);
+    if (in.schedule == MT_SCHED_ZERO3) {
+        cJSON *z = cJSON_AddObjectToObject(j, "zero3");
+        cJSON_AddBoolToObject(z, "pin_memory", in.zero3.pin_memory);
+        cJSON_AddBoolToObject(z, "overlap_comm", in.zero3.overlap_comm);
+        add_num(z, "stage3_prefetch_bucket_size", (double)in.zero3.prefetch_bucket_size);
+        add_num(z, "stage3_param_persistence_threshold", (double)in.zero3.param_persistence_threshold);
+        add_num(z, "reduce_bucket_size", (double)in.zero3.reduce_bucket_size);
+        add_num(z, "stage3_max_live_parameters", (double)in.zero3.max_live_parameters);
+    }
+
+    cJSON *hwj = cJSON_AddObjectToObject(j, "hardware");
+    cJSON_AddStringToObject(hwj, "name", hw.name);
+    cJSON_AddStringToObject(hwj, "source", hw.source);
+    if (hw.gpu_name[0]) cJSON_AddStringToObject(hwj, "gpu", hw.gpu_name);
+    if (hw.measured) cJSON_AddStringToObject(hwj, "note", hw.measured_note);
+    if (!have_rates)
+        cJSON_AddStringToObject(hwj, "note", gpu_known ? "no --hardware: this machine's memory, no speed prediction"
+                                                       : "no --hardware: this machine's host memory; no GPU visible, so "
+                                                         "GPU memory is not checked; no speed prediction");
+    if (o->host_mem_gb > 0) add_num(hwj, "host_mem_override_gb", o->host_mem_gb);
+
+    if (have_rates) {
+        cJSON *p = cJSON_AddObjectToObject(j, "prediction");
+        cJSON_AddStringToObject(p, "model", pr.model);
+        cJSON_AddStringToObject(p, "formula", pr.formula);
+        cJSON_AddStringToObject(p, "flops_convention",
+                                "executed = 6*P_mm + 12*L*dA*T (PaLM attention) + recompute 2*L*P_L + 4*L*dA*T per "
+                                "token, P_mm = layer params + lm_head (embedding gather excluded); tflops and mfu use "
+                                "6*N_all (DESIGN.md), mfu and hfu against the bf16 dense peak");
+        add_num(p, "compute_ms", pr.compute_ms);
+        add_num(p, "h2d_ms", pr.h2d_ms);
+        add_num(p, "d2h_ms", pr.d2h_ms);
+        add_num(p, "optimizer_ms", pr.optimizer_ms);
+        add_num(p, "gpu_idle_ms", pr.exposed_ms);
+        add_num(p, "h2d_bytes", pr.h2d_bytes);
+        add_num(p, "d2h_bytes", pr.d2h_bytes);
+        add_num(p, "flops_6n", pr.flops_6n);
+        add_num(p, "flops_executed", pr.flops_executed);
+        add_num(p, "peak_tflops", hw.peak_tflops[in.prec == MT_PREC_FP32 ? MT_PEAK_FP32 : MT_PEAK_BF16]);
+        add_num(p, "gemm_efficiency", hw.gemm_efficiency);
+    }
+    char *txt = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!txt) return fail(mt_fail(MT_ERR_MEMORY, "plan: cannot format the JSON output"));
+    printf("%s\n", txt);
+    free(txt);
+    return 0;
+}
