@@ -46,6 +46,7 @@ from common import PeerError, log  # noqa: E402
 
 PROG = "deepspeed_zero3"
 EXIT_NO_OP = 3
+_KEEP_ALIVE = []
 
 
 def parse_args(argv=None):
@@ -142,30 +143,19 @@ def load_cpu_adam_op() -> None:
         sys.exit(EXIT_NO_OP)
 
 
-def main(argv=None) -> int:
-    a = parse_args(argv)
+def setup(a, spec, dist_backend: str = "nccl"):
+    """init_distributed, the model under zero.Init, per-layer checkpointing, the
+    loss wrapper, the optimizer and deepspeed.initialize. Returns (engine, N_all).
+    (The tests call this with DS_ACCELERATOR=cpu and gloo.)"""
     import torch
-    if not torch.cuda.is_available():
-        raise PeerError("no CUDA device visible")
-    try:
-        import deepspeed
-    except ImportError as e:
-        raise PeerError("deepspeed is not importable (%s); carry it as a wheel (baselines/peers/fetch_wheels.sh)" % e)
-    spec = common.load_config(a.config, a.layers)
-    batches = common.TokenBatches(a.data, a.batch, a.seq_len, spec.config.vocab_size, seed=a.seed)
-    if not a.torch_adam:
-        log("%s: building/loading DeepSpeed's cpu_adam op (first use JIT-compiles, ~1 min)" % PROG)
-        load_cpu_adam_op()
-
-    common.setup_single_rank_env()
-    torch.cuda.set_device(0)
-    deepspeed.init_distributed(dist_backend="nccl", auto_mpi_discovery=False)
+    import deepspeed
+    deepspeed.init_distributed(dist_backend=dist_backend, auto_mpi_discovery=False)
     cfg = ds_config(a, spec.config.hidden_size)
     log("%s: deepspeed %s, config %s" % (PROG, deepspeed.__version__, common.json.dumps(cfg)))
 
     from transformers.integrations.deepspeed import HfDeepSpeedConfig
     dtype = torch.bfloat16 if a.precision == "mixed" else torch.float32
-    hf_ds = HfDeepSpeedConfig(cfg)  # noqa: F841 - must stay alive while the model is built
+    _KEEP_ALIVE.append(HfDeepSpeedConfig(cfg))  # HF reads it through a weak reference
     log("%s: building %s (%d of %d layers) under zero.Init" % (PROG, spec.name, spec.layers_run,
                                                                spec.layers_model))
     model = common.build_model(spec, dtype=dtype, seed=a.seed)
@@ -184,15 +174,41 @@ def main(argv=None) -> int:
     engine, _, _, _ = deepspeed.initialize(model=loss_model, optimizer=opt, config=cfg)
     engine.train()
     log("%s: %d parameters (N_all), precision %s, ce chunk %d" % (PROG, n_params, a.precision, a.ce_chunk))
-    torch.cuda.reset_peak_memory_stats()
+    return engine, n_params
 
+
+def make_step(engine):
+    """One DeepSpeed step: forward, engine.backward (ZeRO-3 reduces and offloads
+    gradients), engine.step (clipping + CPU Adam + bf16 copy back)."""
     def step(x, y):
         loss = engine(x, y)
         engine.backward(loss)
         engine.step()
         return loss, engine.get_global_grad_norm()
+    return step
 
-    times, _ = common.run_timed(step, batches, warmup=a.warmup, steps=a.steps,
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    import torch
+    if not torch.cuda.is_available():
+        raise PeerError("no CUDA device visible")
+    try:
+        import deepspeed  # noqa: F401
+    except ImportError as e:
+        raise PeerError("deepspeed is not importable (%s); carry it as a wheel (baselines/peers/fetch_wheels.sh)" % e)
+    spec = common.load_config(a.config, a.layers)
+    batches = common.TokenBatches(a.data, a.batch, a.seq_len, spec.config.vocab_size, seed=a.seed)
+    if not a.torch_adam:
+        log("%s: building/loading DeepSpeed's cpu_adam op (first use JIT-compiles, ~1 min)" % PROG)
+        load_cpu_adam_op()
+
+    common.setup_single_rank_env()
+    torch.cuda.set_device(0)
+    engine, n_params = setup(a, spec, dist_backend="nccl")
+    torch.cuda.reset_peak_memory_stats()
+
+    times, _ = common.run_timed(make_step(engine), batches, warmup=a.warmup, steps=a.steps,
                                 device=torch.device("cuda", 0), label=PROG)
     row = common.make_row(
         experiment=a.experiment, system=system_name(a), model=spec.name, params=n_params,

@@ -25,7 +25,7 @@ mt_status mt_backend_create(const char *name, mt_dtype act_dtype, mt_backend **o
         return mt_backend_cpu_create(act_dtype, out);
     }
     if (strcmp(name, "sim") == 0) // the simulator needs a machine to price with: mt_backend_sim_create(profile, ...)
-        return mt_fail(MT_ERR_ARG, "--backend sim: needs --hardware PROFILE (a name in experiments/hardware/ or a "
+        return mt_fail(MT_ERR_UNSUPPORTED, "--backend sim: needs --hardware PROFILE (a name in experiments/hardware/ or a "
                                    "path to a megatrain.hardware/1 JSON file)");
     return mt_fail(MT_ERR_ARG, "--backend %s: unknown backend (expected auto, cpu, cuda or sim)", name);
 }

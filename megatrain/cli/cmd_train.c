@@ -74,6 +74,15 @@ static void emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr
     cJSON_AddNumberToObject(j, "step_ms", step_ms);
     cJSON_AddNumberToObject(j, "tokens_per_s", st->tokens / (step_ms / 1e3));
     cJSON_AddNumberToObject(j, "tflops", 6.0 * params * st->tokens / (step_ms / 1e3) / 1e12);
+    // Per-phase busy time from the engine's events (union of spans per stream / host thread).
+    cJSON_AddNumberToObject(j, "compute_ms", st->compute_ms);
+    cJSON_AddNumberToObject(j, "h2d_ms", st->h2d_ms);
+    cJSON_AddNumberToObject(j, "d2h_ms", st->d2h_ms);
+    cJSON_AddNumberToObject(j, "drain_ms", st->drain_ms);
+    cJSON_AddNumberToObject(j, "optimizer_ms", st->optimizer_ms);
+    cJSON_AddNumberToObject(j, "gpu_busy_frac", step_ms > 0 ? st->compute_ms / step_ms : 0);
+    cJSON_AddNumberToObject(j, "h2d_gbps", st->h2d_ms > 0 ? st->h2d_bytes / (st->h2d_ms * 1e6) : 0);
+    cJSON_AddNumberToObject(j, "d2h_gbps", st->d2h_ms > 0 ? st->d2h_bytes / (st->d2h_ms * 1e6) : 0);
     cJSON_AddNumberToObject(j, "opt_wait_ms", st->opt_wait_ms);
     cJSON_AddNumberToObject(j, "drain_wait_ms", st->drain_wait_ms);
     struct rusage ru;
@@ -129,10 +138,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
         data.cursor = resume_state.data_cursor < data.n ? resume_state.data_cursor : 0;
     }
     if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be))) goto fail;
-    if (o->trace && !be->ops->trace_write) {
-        s = mt_fail(MT_ERR_UNSUPPORTED, "--trace: the %s backend does not record timelines yet", be->ops->name);
-        goto fail;
-    }
+
     int pinned = !(sched == MT_SCHED_ZERO3 && !o->zero3_pin_memory);
     if ((s = mt_model_alloc_ex(&model, &cfg, prec, be, pinned))) goto fail;
     int virtual_run = mt_backend_is_virtual(be);
@@ -152,7 +158,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     mt_engine_opts eo = {.schedule = sched, .B = o->batch, .T = o->seq_len, .grad_accum = o->grad_accum,
                          .ckpt_interval = o->ckpt_interval, .weight_bufs = o->weight_bufs,
                          .grad_slabs = o->grad_slabs, .overlap_optimizer = !o->serial_optimizer,
-                         .copy_bind = !strcmp(o->bind, "copy"),
+                         .copy_bind = !strcmp(o->bind, "copy"), .keep_trace = o->trace != NULL,
                          .zero3 = {o->zero3_pin_memory, o->zero3_overlap_comm, o->zero3_prefetch_bucket_size,
                                    o->zero3_param_persistence_threshold, o->zero3_reduce_bucket_size,
                                    o->zero3_max_live_parameters}};
@@ -212,7 +218,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
         }
     }
     if ((s = mt_engine_finish(eng))) goto fail;
-    if (o->trace && (s = be->ops->trace_write(be, o->trace))) goto fail;
+    if (o->trace && (s = mt_engine_write_trace(eng, o->trace))) goto fail;
     mt_progress_end(&prog);
     if (is_default)
         fprintf(stderr, "megatrain: loss %.4f -> %.4f over %d steps on the embedded corpus\n", first_loss, last_loss,

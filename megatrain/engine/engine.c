@@ -275,8 +275,11 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     size_t slab = m->lay_layer.numel;
     if (m->lay_embed.numel > slab) slab = m->lay_embed.numel;
     if (m->lay_head.numel > slab) slab = m->lay_head.numel;
+    MT_TRY(mt_trace_create(be, o->keep_trace, &e->trace));
     MT_TRY(mt_drain_create(be, o->grad_slabs, slab * mt_dtype_size(e->link_dtype), &e->drain));
+    mt_drain_set_trace(e->drain, e->trace, &e->d2h_bytes);
     MT_TRY(mt_opt_worker_create(m, &e->opt));
+    mt_opt_worker_set_trace(e->opt, e->trace);
     return mt_plan_build(e);
 }
 
@@ -285,6 +288,7 @@ void mt_engine_destroy(mt_engine *e) {
     mt_backend *be = e->be;
     if (e->opt) mt_opt_worker_destroy(e->opt);
     if (e->drain) mt_drain_destroy(e->drain);
+    mt_trace_destroy(e->trace);
     be->ops->stream_sync(be, MT_STREAM_COMPUTE);
     be->ops->stream_sync(be, MT_STREAM_H2D);
     be->ops->stream_sync(be, MT_STREAM_D2H);

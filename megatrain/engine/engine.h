@@ -41,6 +41,7 @@ typedef struct {
     int weight_bufs;       // device weight buffers in the ring (2 or 3)
     int grad_slabs;        // pinned host slabs gradients stream through
     int overlap_optimizer; // update layer i while the next step already streams
+    int keep_trace;        // keep every step's timeline for mt_engine_write_trace (--trace)
     int copy_bind;         // ablation: bind by copying into a fixed template buffer (the official code's way)
     mt_zero3_knobs zero3;  // used by MT_SCHED_ZERO3
 } mt_engine_opts;
@@ -56,6 +57,9 @@ typedef struct {
     long long tokens;
     double opt_wait_ms;   // host time the schedule waited for the optimizer
     double drain_wait_ms; // host time waiting for gradient slabs / drains
+    // Per-phase busy time within the step (union of spans per lane), from events:
+    double compute_ms, h2d_ms, d2h_ms, drain_ms, optimizer_ms, span_ms;
+    double h2d_bytes, d2h_bytes; // bytes that crossed the link this step
 } mt_step_stats;
 
 typedef struct mt_engine mt_engine;
@@ -87,6 +91,8 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
                          float lr, int step, mt_step_stats *st);
 // The engine's clock (ms): wall time, or virtual time under the sim backend.
 double mt_engine_now_ms(const mt_engine *e);
+// Writes the Chrome/Perfetto timeline of every step so far (needs keep_trace).
+mt_status mt_engine_write_trace(mt_engine *e, const char *path);
 // Waits until every pending parameter update has landed in host memory.
 mt_status mt_engine_finish(mt_engine *e);
 // Forward only over one micro-batch: returns the summed token losses.

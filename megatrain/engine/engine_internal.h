@@ -8,6 +8,7 @@
 #include "engine/grad_drain.h"
 #include "engine/layer.h"
 #include "engine/optimizer_worker.h"
+#include "engine/trace.h"
 
 // One use of a layer's weights on the device during a step.
 typedef struct {
@@ -69,6 +70,9 @@ struct mt_engine {
     void **dev_allocs;    // everything dev_alloc'd, for destroy
     int n_dev_allocs;
 
+    mt_trace *trace;
+    int load_span;        // trace span of the weight load in flight
+    double h2d_bytes, d2h_bytes;
     mt_drain *drain;
     mt_opt_worker *opt;
     double *sumsq;        // per unit, filled by the drain on the last micro-batch

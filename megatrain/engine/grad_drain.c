@@ -32,6 +32,8 @@ struct mt_drain {
     mt_status error;
     char error_msg[512];
     double wait_ms;
+    mt_trace *trace;
+    double *bytes_out;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
@@ -57,6 +59,7 @@ static void *drain_main(void *arg) {
         const mt_offload *o = &t.o;
         size_t n = o->u->lay->numel;
         mt_status s = d->be->ops->event_sync(d->be, d->slab_ev[t.slab]);
+        double t0 = d->trace ? mt_trace_host_now(d->trace) : 0;
         if (s == MT_OK && mt_backend_is_virtual(d->be)) {
             mt_vclock_advance(d->be->ops->host_work_ms(d->be, MT_HOST_GRAD_ACCUMULATE, n, o->link_dtype, 0));
             if (o->last) *o->sumsq = 0;
@@ -66,6 +69,7 @@ static void *drain_main(void *arg) {
             mt_grad_accumulate(o->u->grad, d->slabs[t.slab], o->wdt, n, o->first);
             if (o->last) *o->sumsq = mt_grad_sumsq(o->u->grad, o->wdt, n);
         }
+        if (d->trace) mt_trace_host(d->trace, MT_LANE_DRAIN, "accumulate", o->u->layer, t0, mt_trace_host_now(d->trace));
 
         pthread_mutex_lock(&d->mu);
         if (s != MT_OK && d->error == MT_OK) {
@@ -148,7 +152,11 @@ mt_status mt_drain_offload(mt_drain *d, const mt_offload *of) {
 
     const mt_backend_ops *o = d->be->ops;
     MT_TRY(o->stream_wait(d->be, of->stream, of->ready));
+    int span = -1;
+    if (d->trace) MT_TRY(mt_trace_begin(d->trace, of->stream, "grads out", of->u->layer, &span));
     MT_TRY(o->copy(d->be, d->slabs[k], of->dev_grad, bytes, MT_COPY_D2H, of->stream));
+    if (d->trace) MT_TRY(mt_trace_end(d->trace, span));
+    if (d->bytes_out) *d->bytes_out += (double)bytes;
     MT_TRY(o->event_record(d->be, d->slab_ev[k], of->stream));
     if (of->dev_free) MT_TRY(o->event_record(d->be, of->dev_free, of->stream));
 
@@ -173,6 +181,11 @@ mt_status mt_drain_wait_all(mt_drain *d) {
     d->wait_ms += now_ms() - t0;
     if (err != MT_OK) return mt_fail(err, "%s", d->error_msg);
     return MT_OK;
+}
+
+void mt_drain_set_trace(mt_drain *d, mt_trace *t, double *bytes) {
+    d->trace = t;
+    d->bytes_out = bytes;
 }
 
 double mt_drain_take_wait_ms(mt_drain *d) {

@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "engine/host_state.h"
+#include "engine/trace.h"
 
 typedef struct mt_drain mt_drain;
 
@@ -32,6 +33,8 @@ typedef struct {
 // `dev_free`; the drain thread converts (link type -> host type, exact) and
 // accumulates the slab into u->grad.
 mt_status mt_drain_offload(mt_drain *d, const mt_offload *o);
+// Records D2H copies and host drains in `t`; adds offloaded bytes to *bytes.
+void mt_drain_set_trace(mt_drain *d, mt_trace *t, double *bytes);
 // Waits until every queued drain finished; returns the first error a drain met.
 mt_status mt_drain_wait_all(mt_drain *d);
 // Host milliseconds the caller spent waiting for a free slab since the last call.

@@ -16,6 +16,7 @@ struct mt_opt_worker {
     double *done_t; // per unit: virtual time of its last update (sim)
     double start_t; // virtual time the running update was started (sim)
     int stop;
+    mt_trace *trace;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
@@ -53,7 +54,10 @@ static void *worker_main(void *arg) {
         mt_vclock_join(w->start_t);
         pthread_mutex_unlock(&w->mu);
         for (int u = 0; u < w->m->n_units; u++) {
+            double t0 = w->trace ? mt_trace_host_now(w->trace) : 0;
             mt_opt_update_unit(w->m, &w->m->units[u], &h, wd);
+            if (w->trace) mt_trace_host(w->trace, MT_LANE_OPTIMIZER, "adamw", w->m->units[u].layer, t0,
+                                        mt_trace_host_now(w->trace));
             pthread_mutex_lock(&w->mu);
             w->done[u] = gen;
             w->done_t[u] = mt_vclock_now();
@@ -98,6 +102,8 @@ void mt_opt_worker_destroy(mt_opt_worker *w) {
     free(w->done_t);
     free(w);
 }
+
+void mt_opt_worker_set_trace(mt_opt_worker *w, mt_trace *t) { w->trace = t; }
 
 void mt_opt_worker_start(mt_opt_worker *w, const mt_adamw_hparams *h, float weight_decay) {
     mt_opt_worker_wait_all(w); // one update in flight at a time

@@ -6,6 +6,7 @@
 #define MT_OPTIMIZER_WORKER_H
 
 #include "engine/host_state.h"
+#include "engine/trace.h"
 #include "optim/adamw.h"
 
 typedef struct mt_opt_worker mt_opt_worker;
@@ -17,6 +18,8 @@ void mt_opt_worker_start(mt_opt_worker *w, const mt_adamw_hparams *h, float weig
 // Blocks until unit `u` has received every started update; returns ms waited.
 double mt_opt_worker_wait_unit(mt_opt_worker *w, int u);
 double mt_opt_worker_wait_all(mt_opt_worker *w);
+// Records each unit's update as a host span in `t`.
+void mt_opt_worker_set_trace(mt_opt_worker *w, mt_trace *t);
 // Applies one update to one unit on the calling thread (shared with the worker).
 void mt_opt_update_unit(mt_model *m, mt_unit *u, const mt_adamw_hparams *h, float weight_decay);
 

@@ -33,10 +33,13 @@ static mt_status issue_piece(mt_engine *e, mt_step_stats *st) {
     if (e->issued_piece == 0) {
         st->opt_wait_ms += mt_opt_worker_wait_unit(e->opt, MT_UNIT_OF_LAYER(p->layer));
         MT_TRY(o->stream_wait(e->be, e->h2d, e->ev_free[p->buf]));
+        MT_TRY(mt_trace_begin(e->trace, e->h2d, "weights in", p->layer, &e->load_span));
     }
     piece_range(e, e->issued_piece, &off, &n);
     MT_TRY(o->copy(e->be, (char *)e->wbuf[p->buf] + off * ws, (char *)u->param + off * ws, n * ws, MT_COPY_H2D, e->h2d));
+    e->h2d_bytes += (double)(n * ws);
     if (++e->issued_piece == e->n_pieces) {
+        MT_TRY(mt_trace_end(e->trace, e->load_span));
         MT_TRY(o->event_record(e->be, e->ev_loaded[p->buf], e->h2d));
         e->issued_piece = 0;
         e->issued++;
@@ -97,7 +100,12 @@ static mt_status release(mt_engine *e, int idx) {
 static mt_status load_resident(mt_engine *e, mt_unit *u, void *dst, mt_event *ev, int unit_index, mt_step_stats *st) {
     const mt_backend_ops *o = e->be->ops;
     st->opt_wait_ms += mt_opt_worker_wait_unit(e->opt, unit_index);
-    MT_TRY(o->copy(e->be, dst, u->param, u->lay->numel * mt_dtype_size(e->m->wdt), MT_COPY_H2D, e->h2d));
+    size_t bytes = u->lay->numel * mt_dtype_size(e->m->wdt);
+    int span;
+    MT_TRY(mt_trace_begin(e->trace, e->h2d, unit_index == 0 ? "embedding in" : "head in", -1, &span));
+    MT_TRY(o->copy(e->be, dst, u->param, bytes, MT_COPY_H2D, e->h2d));
+    MT_TRY(mt_trace_end(e->trace, span));
+    e->h2d_bytes += (double)bytes;
     MT_TRY(o->event_record(e->be, ev, e->h2d));
     return o->stream_wait(e->be, MT_STREAM_COMPUTE, ev);
 }
@@ -118,12 +126,17 @@ static mt_status forward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) {
     MT_TRY(o->copy(be, e->d_tgt, e->h_tgt + (size_t)mb * e->d.N, (size_t)e->d.N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     if (mb == 0) MT_TRY(load_resident(e, mt_model_embed(e->m), e->embed_w, e->ev_embed_loaded, 0, st));
     const mt_view *ve = &e->m->lay_embed.t[MT_T_EMBED];
+    int span;
+    MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding", -1, &span));
     MT_TRY(o->embedding_fwd(be, layer_input(e, 0), e->d_ids,
                             (char *)e->embed_w + ve->offset * mt_dtype_size(e->m->wdt), e->m->wdt, e->d.N, e->d.C));
+    MT_TRY(mt_trace_end(e->trace, span));
     for (int i = 0; i < e->L; i++) {
         mt_layer_view w;
         MT_TRY(acquire(e, *cursor, i, &w, st));
+        MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "forward", i, &span));
         MT_TRY(mt_layer_forward(be, &e->d, &w, acts_for(e, i), layer_input(e, i), layer_output(e, i)));
+        MT_TRY(mt_trace_end(e->trace, span));
         e->acts_layer = i;
         MT_TRY(release(e, (*cursor)++));
     }
@@ -159,15 +172,20 @@ static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cu
     mt_layer_view w, g;
     MT_TRY(acquire(e, *cursor, i, &w, st));
     mt_layer_acts *a = acts_for(e, i);
+    int span;
     if (e->n_acts == 1 && e->acts_layer != i) {
+        MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "recompute", i, &span));
         MT_TRY(mt_layer_forward(be, &e->d, &w, a, x_in, NULL)); // recompute the internals
+        MT_TRY(mt_trace_end(e->trace, span));
         e->acts_layer = i;
     }
     int k = e->gnext;
     e->gnext ^= 1;
     MT_TRY(be->ops->stream_wait(be, MT_STREAM_COMPUTE, e->ev_gfree[k]));
     mt_layer_bind(&e->m->lay_layer, e->gbuf[k], e->m->wdt, &g);
+    MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "backward", i, &span));
     MT_TRY(mt_layer_backward(be, &e->d, &w, &g, a, &e->scratch, x_in, e->dx));
+    MT_TRY(mt_trace_end(e->trace, span));
     MT_TRY(release(e, (*cursor)++));
     return offload(e, MT_UNIT_OF_LAYER(i), e->gbuf[k], e->ev_gfree[k], mb);
 }
@@ -182,7 +200,10 @@ static mt_status backward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) 
     // Head: its grads (and the tied embedding's) must have left the device buffers.
     MT_TRY(o->stream_wait(be, MT_STREAM_COMPUTE, e->ev_head_gfree));
     MT_TRY(o->stream_wait(be, MT_STREAM_COMPUTE, e->ev_embed_gfree));
+    int span;
+    MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "loss head", -1, &span));
     MT_TRY(mt_head_forward_backward(e, mb, 1, dscale));
+    MT_TRY(mt_trace_end(e->trace, span));
     MT_TRY(o->copy(be, e->h_losses + (size_t)mb * e->d.N, e->losses, (size_t)e->d.N * 4, MT_COPY_D2H,
                    MT_STREAM_COMPUTE));
     MT_TRY(offload(e, m->n_units - 1, e->head_g, e->ev_head_gfree, mb));
@@ -197,7 +218,9 @@ static mt_status backward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) 
             for (int i = s; i < end - 1; i++) { // rebuild the inputs of the block's layers
                 mt_layer_view w;
                 MT_TRY(acquire(e, *cursor, i, &w, st));
+                MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "recompute", i, &span));
                 MT_TRY(mt_layer_forward(be, &e->d, &w, &e->acts[0], e->blk_in[i - s], e->blk_in[i - s + 1]));
+                MT_TRY(mt_trace_end(e->trace, span));
                 e->acts_layer = i;
                 MT_TRY(release(e, (*cursor)++));
             }
@@ -208,8 +231,10 @@ static mt_status backward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) 
     // Embedding: scatter-add dx into the embedding gradient (after the tied head's part).
     const mt_view *ve = &m->lay_embed.t[MT_T_EMBED];
     size_t ws = mt_dtype_size(m->wdt);
+    MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding backward", -1, &span));
     if (!tied) MT_TRY(o->memset_zero(be, e->embed_g, m->lay_embed.numel * ws, MT_STREAM_COMPUTE));
     MT_TRY(o->embedding_bwd(be, (char *)e->embed_g + ve->offset * ws, m->wdt, e->d_ids, e->dx, e->d.N, e->d.C));
+    MT_TRY(mt_trace_end(e->trace, span));
     return offload(e, 0, e->embed_g, e->ev_embed_gfree, mb);
 }
 
@@ -220,6 +245,8 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     memcpy(e->h_ids, inputs, (size_t)G * N * 4);
     memcpy(e->h_tgt, targets, (size_t)G * N * 4);
     e->issued = e->issued_piece = 0;
+    e->h2d_bytes = e->d2h_bytes = 0;
+    MT_TRY(mt_trace_step_begin(e->trace, step));
     int cursor = 0;
     for (int mb = 0; mb < G; mb++) {
         MT_TRY(forward(e, mb, &cursor, st));
@@ -229,6 +256,16 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     MT_TRY(mt_drain_wait_all(e->drain));
     MT_TRY(e->be->ops->stream_sync(e->be, MT_STREAM_COMPUTE));
     st->drain_wait_ms = mt_drain_take_wait_ms(e->drain);
+    mt_phase_times ph;
+    MT_TRY(mt_trace_step_end(e->trace, &ph));
+    st->compute_ms = ph.busy_ms[MT_LANE_COMPUTE];
+    st->h2d_ms = ph.busy_ms[MT_LANE_H2D];
+    st->d2h_ms = ph.busy_ms[MT_LANE_D2H];
+    st->drain_ms = ph.busy_ms[MT_LANE_DRAIN];
+    st->optimizer_ms = ph.busy_ms[MT_LANE_OPTIMIZER];
+    st->span_ms = ph.step_ms;
+    st->h2d_bytes = e->h2d_bytes;
+    st->d2h_bytes = e->d2h_bytes;
 
     double loss = 0, sq = 0;
     for (size_t i = 0; i < (size_t)G * N; i++) loss += e->h_losses[i];
@@ -250,12 +287,9 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     return MT_OK;
 }
 
-double mt_engine_now_ms(const mt_engine *e) {
-    if (mt_backend_is_virtual(e->be)) return mt_vclock_now();
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+double mt_engine_now_ms(const mt_engine *e) { return mt_trace_host_now(e->trace); }
+
+mt_status mt_engine_write_trace(mt_engine *e, const char *path) { return mt_trace_write(e->trace, path); }
 
 mt_status mt_engine_finish(mt_engine *e) {
     mt_opt_worker_wait_all(e->opt);

@@ -254,6 +254,10 @@ mt_status mt_hw_profile_measured(mt_hw_profile *out) {
     if (gpu_bytes > 0) {
         snprintf(out->gpu_name, sizeof out->gpu_name, "%s", gpu);
         out->hbm_bytes = gpu_bytes;
+    } else {
+        char assumed[sizeof out->gpu_name + 16];
+        snprintf(assumed, sizeof assumed, "assumed: %s", out->gpu_name);
+        snprintf(out->gpu_name, sizeof out->gpu_name, "%.*s", (int)sizeof out->gpu_name - 1, assumed);
     }
     snprintf(out->measured_note, sizeof out->measured_note,
              "measured: host.mem_bytes (/proc/meminfo MemTotal), host.cpu_cores (sysconf), the lock limit (ulimit -l)%s; assumed: every rate "

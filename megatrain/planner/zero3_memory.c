@@ -47,9 +47,11 @@ void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory
                          .ckpt_interval = 1, .weight_bufs = 2, .grad_slabs = 1};
     mt_memory_plan e = mt_engine_memory_plan(c, in->prec, &eo, fp32 ? MT_F32 : MT_BF16);
 
-    size_t largest = ll.numel;
-    if (le.numel > largest) largest = le.numel;
-    if (lh.numel > largest) largest = lh.numel;
+    // Module sizes as DeepSpeed sees them (unpadded): a layer, the embedding, the head.
+    size_t PL = (size_t)mt_config_params_per_layer(c), PE = (size_t)c->vocab_size * c->hidden_size;
+    size_t PH = (size_t)N - (size_t)c->num_layers * PL - PE, largest = PL;
+    if (PE > largest) largest = PE;
+    if (PH > largest) largest = PH;
     size_t live = (long long)largest < k->max_live_parameters ? largest : (size_t)k->max_live_parameters;
     size_t persistent = (size_t)c->num_layers * persistent_numel(&ll, k->param_persistence_threshold) +
                         persistent_numel(&le, k->param_persistence_threshold) +

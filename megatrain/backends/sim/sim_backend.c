@@ -116,7 +116,7 @@ static void sim_destroy(mt_backend *be) {
 static mt_status sim_device_info(mt_backend *be, mt_device_info *out) {
     mt_sim_ctx *c = be->ctx;
     memset(out, 0, sizeof *out);
-    snprintf(out->name, sizeof out->name, "sim: %s (%s)", c->prof.name, c->prof.gpu_name);
+    snprintf(out->name, sizeof out->name, "sim: %.58s (%.58s)", c->prof.name, c->prof.gpu_name);
     pthread_mutex_lock(&c->mu);
     out->mem_total_bytes = (size_t)c->prof.hbm_bytes;
     out->mem_free_bytes = out->mem_total_bytes - c->st.dev_bytes_in_use;

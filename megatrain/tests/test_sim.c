@@ -1,0 +1,573 @@
+// test_sim.c: the sim backend. (1) Closed-form timelines through the backend
+// API on a round-number profile: back-to-back GEMMs, solo transfers, duplex
+// slowdown, an event chain across the three streams, a two-buffer pipeline.
+// (2) Memory: fake device memory with a real OOM, unbacked host memory (a
+// 1.5 TB model state "fits"). (3) Through the real engine: the op sequence per
+// stream matches the schedule's closed-form counts, the simulated time is a
+// pure function of the profile, and a 120B-class step on h200-1.5t simulates
+// in seconds with a step time between its compute and compute+transfer bounds.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backends/sim/sim.h"
+#include "core/vclock.h"
+#include "engine/engine.h"
+#include "model/config.h"
+#include "test_util.h"
+
+static char tmpdir[256];
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(1);
+    }
+    fclose(f);
+}
+
+// Round numbers so every expected time below is arithmetic on these figures.
+#define P_BF16 1000.0  // TFLOP/s
+#define P_FP32 100.0
+#define P_EFF 0.5
+#define P_HBM 1000.0   // GB/s (x MT_SIM_HBM_EFF)
+#define P_H2D 50.0     // GB/s pinned; pageable half
+#define P_D2H 40.0
+#define P_DUPLEX 0.5
+#define P_HOST_GBPS 100.0
+static const char *test_profile_json(int omit_duplex) {
+    static char buf[4096];
+    snprintf(buf, sizeof buf,
+             "{\"schema\":\"megatrain.hardware/1\",\"name\":\"test-round\",\"gpu\":{\"name\":\"Round GPU\","
+             "\"peak_tflops\":{\"bf16\":%g,\"tf32\":500,\"fp32\":%g},\"gemm_efficiency\":%g,\"hbm_gbps\":%g,"
+             "\"hbm_bytes\":80000000000},\"link\":{\"kind\":\"pcie-gen5-x16\",\"theory_gbps\":63,"
+             "\"h2d_gbps\":{\"pinned\":%g,\"pageable\":%g},\"d2h_gbps\":{\"pinned\":%g,\"pageable\":%g}%s},"
+             "\"host\":{\"mem_bytes\":1000000000000,\"mem_gbps\":%g,\"cpu_cores\":16,\"numa_nodes\":1,"
+             "\"adamw_params_per_s\":{\"fp32\":1e9,\"paper\":2e9,\"mixed\":1e9}}}",
+             P_BF16, P_FP32, P_EFF, P_HBM, P_H2D, P_H2D / 2, P_D2H, P_D2H / 2,
+             omit_duplex ? "" : ",\"duplex_factor\":0.5", P_HOST_GBPS);
+    return buf;
+}
+
+static char prof_path[300];
+
+static mt_backend *sim(mt_dtype act) {
+    mt_backend *be = NULL;
+    mt_status s = mt_backend_sim_create(prof_path, act, &be);
+    if (s != MT_OK) {
+        fprintf(stderr, "sim create: %s\n", mt_last_error());
+        exit(1);
+    }
+    return be;
+}
+
+static int near(double a, double b) { return fabs(a - b) <= 1e-9 * (fabs(b) + 1.0); }
+
+#define L_MS MT_SIM_LAUNCH_MS
+#define HBM_BYTES_PER_MS (P_HBM * MT_SIM_HBM_EFF * 1e6)
+
+// ---- (1) closed forms ----
+
+static double gemm_cost_ms(double peak_tflops, double M, double N, double K) {
+    double W = M * N * K;
+    double eff = P_EFF * W / (W + MT_SIM_GEMM_HALF_MACS) * fmin(1.0, fmin(M, fmin(N, K)) / MT_SIM_GEMM_FULL_DIM);
+    return 2 * W / (peak_tflops * 1e9 * eff);
+}
+
+static void test_pure_compute(void) {
+    const int n = 10, D = 4096;
+    mt_backend *be = sim(MT_BF16);
+    mt_event *e0, *e1;
+    be->ops->event_create(be, &e0);
+    be->ops->event_create(be, &e1);
+    be->ops->event_record(be, e0, MT_STREAM_COMPUTE);
+    for (int i = 0; i < n; i++) be->ops->matmul_fwd(be, NULL, NULL, NULL, NULL, MT_BF16, D, D, D);
+    be->ops->event_record(be, e1, MT_STREAM_COMPUTE);
+    float ms = 0;
+    be->ops->event_elapsed_ms(be, e0, e1, &ms);
+    double c = gemm_cost_ms(P_BF16, D, D, D);
+    CHECK(near(ms, L_MS + n * c) || fabs(ms - (L_MS + n * c)) < 1e-5, "10 GEMMs: %.6f ms, expected %.6f", ms, L_MS + n * c);
+    be->ops->stream_sync(be, MT_STREAM_COMPUTE);
+    CHECK(near(mt_vclock_now(), L_MS + n * c), "host after stream_sync at %.6f, expected %.6f", mt_vclock_now(), L_MS + n * c);
+    mt_sim_stats st;
+    mt_sim_stats_get(be, &st);
+    CHECK(near(st.compute_busy_ms, n * c), "compute busy %.6f, expected %.6f", st.compute_busy_ms, n * c);
+    CHECK(near(st.flops, n * 2.0 * D * D * D), "flops %.4g", st.flops);
+    CHECK(mt_sim_count_ops(be, MT_STREAM_COMPUTE, "matmul_fwd") == n, "op count");
+    // backward = the two GEMMs (dinp, dw), each of forward's size
+    double t0 = mt_vclock_now();
+    be->ops->matmul_bwd(be, (void *)1, (void *)1, NULL, NULL, NULL, NULL, MT_BF16, D, D, D, 0);
+    be->ops->stream_sync(be, MT_STREAM_COMPUTE);
+    CHECK(near(mt_vclock_now() - t0, L_MS + 2 * c), "matmul_bwd %.6f, expected %.6f", mt_vclock_now() - t0, L_MS + 2 * c);
+    // small GEMMs lose efficiency by the stated curve (M = 32 halves it)
+    t0 = mt_vclock_now();
+    be->ops->matmul_fwd(be, NULL, NULL, NULL, NULL, MT_BF16, 32, 8192, 8192);
+    be->ops->stream_sync(be, MT_STREAM_COMPUTE);
+    double cs = gemm_cost_ms(P_BF16, 32, 8192, 8192);
+    double bytes_ms = (32.0 * 8192 * 2 + 8192.0 * 8192 * 2 + 32.0 * 8192 * 2) / HBM_BYTES_PER_MS;
+    CHECK(near(mt_vclock_now() - t0, L_MS + fmax(cs, bytes_ms)), "skinny GEMM %.6f, expected %.6f",
+          mt_vclock_now() - t0, L_MS + fmax(cs, bytes_ms));
+    be->ops->event_destroy(be, e0);
+    be->ops->event_destroy(be, e1);
+    mt_backend_destroy(be);
+
+    // fp32 activations price at the fp32 peak (real fp32, no TF32): 10x slower here
+    be = sim(MT_F32);
+    be->ops->matmul_fwd(be, NULL, NULL, NULL, NULL, MT_F32, D, D, D);
+    be->ops->stream_sync(be, MT_STREAM_COMPUTE);
+    CHECK(near(mt_vclock_now(), L_MS + gemm_cost_ms(P_FP32, D, D, D)), "fp32 GEMM %.6f", mt_vclock_now());
+    mt_backend_destroy(be);
+}
+
+static void test_pure_transfer(void) {
+    mt_backend *be = sim(MT_BF16);
+    void *h = NULL, *d = NULL;
+    CHECK(be->ops->host_alloc(be, 1000000000, &h) == MT_OK, "host_alloc 1 GB: %s", mt_last_error());
+    CHECK(be->ops->dev_alloc(be, 1000000000, &d) == MT_OK, "dev_alloc 1 GB");
+    be->ops->copy(be, d, h, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
+    be->ops->stream_sync(be, MT_STREAM_H2D);
+    double a = 1e9 / (P_H2D * 1e6); // 20 ms
+    CHECK(near(mt_vclock_now(), L_MS + a), "pinned H2D 1 GB ends %.6f, expected %.6f", mt_vclock_now(), L_MS + a);
+    static char pageable[16]; // never read: the sim touches no data
+    double t0 = mt_vclock_now();
+    be->ops->copy(be, d, pageable, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
+    be->ops->stream_sync(be, MT_STREAM_H2D);
+    CHECK(near(mt_vclock_now() - t0, L_MS + 2 * a), "pageable H2D 1 GB %.6f, expected %.6f", mt_vclock_now() - t0, L_MS + 2 * a);
+    t0 = mt_vclock_now();
+    be->ops->copy(be, h, d, 1000000000, MT_COPY_D2H, MT_STREAM_D2H);
+    be->ops->stream_sync(be, MT_STREAM_D2H);
+    CHECK(near(mt_vclock_now() - t0, L_MS + 1e9 / (P_D2H * 1e6)), "pinned D2H 1 GB %.6f", mt_vclock_now() - t0);
+    mt_sim_stats st;
+    mt_sim_stats_get(be, &st);
+    CHECK(near(st.link_bytes[0], 2e9) && near(st.link_bytes[1], 1e9), "link bytes %.4g %.4g", st.link_bytes[0], st.link_bytes[1]);
+    be->ops->dev_free(be, d);
+    be->ops->host_free(be, h, 1000000000);
+    mt_backend_destroy(be);
+}
+
+static void test_duplex(void) {
+    mt_backend *be = sim(MT_BF16);
+    void *h = NULL, *d = NULL;
+    be->ops->host_alloc(be, 1000000000, &h);
+    be->ops->dev_alloc(be, 1000000000, &d);
+    // H2D placed first: full rate. D2H issued one launch later overlaps it: its
+    // overlapped part runs at duplex x rate, the rest at full rate.
+    be->ops->copy(be, d, h, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
+    be->ops->copy(be, h, d, 1000000000, MT_COPY_D2H, MT_STREAM_D2H);
+    be->ops->stream_sync(be, MT_STREAM_H2D);
+    double h2d_end = L_MS + 1e9 / (P_H2D * 1e6);
+    CHECK(near(mt_vclock_now(), h2d_end), "duplex: H2D ends %.6f, expected %.6f", mt_vclock_now(), h2d_end);
+    be->ops->stream_sync(be, MT_STREAM_D2H);
+    double r = P_D2H * 1e6, d2h_start = 2 * L_MS, overlap = h2d_end - d2h_start;
+    double left = 1e9 - P_DUPLEX * r * overlap, d2h_end = h2d_end + left / r;
+    CHECK(near(mt_vclock_now(), d2h_end), "duplex: D2H ends %.6f, expected %.6f (solo would be %.6f)", mt_vclock_now(),
+          d2h_end, d2h_start + 1e9 / r);
+    // a D2H that fits inside a running H2D runs entirely at the duplex rate
+    double t0 = mt_vclock_now();
+    be->ops->copy(be, d, h, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
+    be->ops->copy(be, h, d, 100000000, MT_COPY_D2H, MT_STREAM_D2H);
+    be->ops->stream_sync(be, MT_STREAM_D2H);
+    CHECK(near(mt_vclock_now(), t0 + 2 * L_MS + 1e8 / (P_DUPLEX * r)), "duplex: short D2H ends %.6f, expected %.6f",
+          mt_vclock_now(), t0 + 2 * L_MS + 1e8 / (P_DUPLEX * r));
+    mt_backend_destroy(be);
+}
+
+static void test_event_chain(void) {
+    mt_backend *be = sim(MT_BF16);
+    const mt_backend_ops *o = be->ops;
+    void *h = NULL, *d = NULL;
+    o->host_alloc(be, 1000000000, &h);
+    o->dev_alloc(be, 1000000000, &d);
+    mt_event *e1, *e2, *e3;
+    o->event_create(be, &e1);
+    o->event_create(be, &e2);
+    o->event_create(be, &e3);
+    // copy in (20 ms) -> compute waits -> 10 ms of compute -> copy out waits -> 25 ms
+    o->copy(be, d, h, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
+    o->event_record(be, e1, MT_STREAM_H2D);
+    o->stream_wait(be, MT_STREAM_COMPUTE, e1);
+    o->memset_zero(be, d, (size_t)(10 * HBM_BYTES_PER_MS), MT_STREAM_COMPUTE);
+    o->event_record(be, e2, MT_STREAM_COMPUTE);
+    o->stream_wait(be, MT_STREAM_D2H, e2);
+    o->copy(be, h, d, 1000000000, MT_COPY_D2H, MT_STREAM_D2H);
+    o->event_record(be, e3, MT_STREAM_D2H);
+    o->event_sync(be, e3);
+    double expect = L_MS + 20 + 10 + 25;
+    CHECK(near(mt_vclock_now(), expect), "chain ends %.6f, expected %.6f (the sum)", mt_vclock_now(), expect);
+    float ms = 0;
+    o->event_elapsed_ms(be, e1, e2, &ms);
+    CHECK(fabs(ms - 10) < 1e-4, "compute between events %.6f ms, expected 10", ms);
+    mt_sim_stats st;
+    mt_sim_stats_get(be, &st);
+    CHECK(near(st.makespan_ms, expect), "makespan %.6f", st.makespan_ms);
+    CHECK(near(st.h2d_busy_ms, 20) && near(st.compute_busy_ms, 10) && near(st.d2h_busy_ms, 25), "busy %.4f %.4f %.4f",
+          st.h2d_busy_ms, st.compute_busy_ms, st.d2h_busy_ms);
+    o->event_destroy(be, e1);
+    o->event_destroy(be, e2);
+    o->event_destroy(be, e3);
+    mt_backend_destroy(be);
+}
+
+// Two weight buffers, prefetch one layer ahead (as engine/step.c issues it):
+// makespan = launch + min(a,c) + L * max(a,c)  (fill, steady state, drain).
+static double pipeline(double a_ms, double c_ms, int L) {
+    mt_backend *be = sim(MT_BF16);
+    const mt_backend_ops *o = be->ops;
+    void *h = NULL, *buf[2];
+    size_t load_bytes = (size_t)(a_ms * P_H2D * 1e6);
+    o->host_alloc(be, load_bytes, &h);
+    mt_event *loaded[2], *freed[2];
+    for (int i = 0; i < 2; i++) {
+        o->dev_alloc(be, load_bytes, &buf[i]);
+        o->event_create(be, &loaded[i]);
+        o->event_create(be, &freed[i]);
+    }
+    for (int i = -1; i < L; i++) {
+        int next = i + 1;
+        if (next < L) { // issue load of layer i+1 into buffer (i+1)%2 once compute of i-1 freed it
+            o->stream_wait(be, MT_STREAM_H2D, freed[next % 2]);
+            o->copy(be, buf[next % 2], h, load_bytes, MT_COPY_H2D, MT_STREAM_H2D);
+            o->event_record(be, loaded[next % 2], MT_STREAM_H2D);
+        }
+        if (i < 0) continue;
+        o->stream_wait(be, MT_STREAM_COMPUTE, loaded[i % 2]);
+        o->memset_zero(be, buf[i % 2], (size_t)(c_ms * HBM_BYTES_PER_MS), MT_STREAM_COMPUTE);
+        o->event_record(be, freed[i % 2], MT_STREAM_COMPUTE);
+    }
+    o->stream_sync(be, MT_STREAM_COMPUTE);
+    double t = mt_vclock_now();
+    for (int i = 0; i < 2; i++) {
+        o->event_destroy(be, loaded[i]);
+        o->event_destroy(be, freed[i]);
+    }
+    mt_backend_destroy(be);
+    return t;
+}
+
+static void test_pipeline(void) {
+    const int L = 8;
+    double cases[][2] = {{10, 5}, {10, 20}, {10, 10}};
+    for (int k = 0; k < 3; k++) {
+        double a = cases[k][0], c = cases[k][1];
+        double t = pipeline(a, c, L), expect = L_MS + fmin(a, c) + L * fmax(a, c);
+        CHECK(fabs(t - expect) < 1e-6, "pipeline a=%g c=%g: %.6f ms, expected %.6f", a, c, t, expect);
+    }
+}
+
+static void test_host_work(void) {
+    mt_backend *be = sim(MT_BF16);
+    double acc = be->ops->host_work_ms(be, MT_HOST_GRAD_ACCUMULATE, 1000000000, MT_BF16, 0);
+    CHECK(near(acc, 1e9 * 4 * 2 / (P_HOST_GBPS * 1e6)), "grad accumulate 1e9 bf16: %.4f ms", acc);
+    CHECK(near(be->ops->host_work_ms(be, MT_HOST_ADAMW, 2000000000, MT_BF16, 0), 1000), "adamw paper");
+    CHECK(near(be->ops->host_work_ms(be, MT_HOST_ADAMW, 1000000000, MT_BF16, 1), 1000), "adamw mixed");
+    CHECK(near(be->ops->host_work_ms(be, MT_HOST_ADAMW, 1000000000, MT_F32, 0), 1000), "adamw fp32");
+    mt_sim_stats st;
+    mt_sim_stats_get(be, &st);
+    CHECK(st.n_host_lanes == 1 && !strcmp(st.host_lane_name[0], "host"), "the creating thread's lane is \"host\" (%d, %s)",
+          st.n_host_lanes, st.host_lane_name[0]);
+    mt_backend_destroy(be);
+}
+
+// ---- (2) memory and errors ----
+
+static void test_memory_and_errors(void) {
+    mt_backend *be = sim(MT_BF16);
+    mt_device_info info;
+    be->ops->device_info(be, &info);
+    CHECK(!strncmp(info.name, "sim: test-round", 15) && info.mem_total_bytes == 80000000000ull && info.numa_node == -1 &&
+              info.host_mem_avail_bytes == 1000000000000ull,
+          "device_info: %s %zu", info.name, info.mem_total_bytes);
+    void *a = NULL, *b = NULL;
+    CHECK(be->ops->dev_alloc(be, 60000000000ull, &a) == MT_OK, "60 GB of 80");
+    mt_status s = be->ops->dev_alloc(be, 30000000000ull, &b);
+    CHECK(s == MT_ERR_MEMORY && strstr(mt_last_error(), "GiB") && strstr(mt_last_error(), "in use"),
+          "a device OOM names the numbers: %s", mt_last_error());
+    be->ops->device_info(be, &info);
+    CHECK(info.mem_free_bytes == 20000000000ull, "free after 60 GB: %zu", info.mem_free_bytes);
+    be->ops->dev_free(be, a);
+    CHECK(be->ops->dev_alloc(be, 30000000000ull, &b) == MT_OK, "freed memory is reusable");
+    // staging buffers from host_alloc are real, writable memory
+    void *stage = NULL;
+    CHECK(be->ops->host_alloc(be, 4u << 20, &stage) == MT_OK, "host_alloc 4 MiB");
+    if (stage) memset(stage, 0x5a, 4u << 20);
+    be->ops->host_free(be, stage, 4u << 20);
+    mt_backend_destroy(be);
+
+    // a 1.5 TB model state "fits" on the 1.5 TB profile without touching memory
+    mt_backend *big = NULL;
+    s = mt_backend_sim_create("experiments/hardware/h200-1.5t.json", MT_BF16, &big);
+    CHECK(s == MT_OK, "h200-1.5t profile: %s", mt_last_error());
+    if (big) {
+        void *p = NULL;
+        size_t tb = 1440000000000ull; // 120B x 12 B/param
+        CHECK(big->ops->host_alloc(big, tb, &p) == MT_OK, "host_alloc 1.44 TB: %s", mt_last_error());
+        mt_sim_stats st;
+        mt_sim_stats_get(big, &st);
+        CHECK(st.host_bytes_in_use == tb, "host bytes in use %zu", st.host_bytes_in_use);
+        CHECK(big->ops->host_alloc(big, 100000000000ull, &(void *){0}) == MT_ERR_MEMORY,
+              "past the profile's host memory: refused");
+        big->ops->host_free(big, p, tb);
+        mt_backend_destroy(big);
+    }
+
+    // profile errors: one line naming the file and the key
+    char bad[300];
+    snprintf(bad, sizeof bad, "%s/no_duplex.json", tmpdir);
+    write_file(bad, test_profile_json(1));
+    mt_backend *x = NULL;
+    s = mt_backend_sim_create(bad, MT_BF16, &x);
+    CHECK(s == MT_ERR_FORMAT && strstr(mt_last_error(), "no_duplex.json") && strstr(mt_last_error(), "link.duplex_factor"),
+          "missing key: %s", mt_last_error());
+    s = mt_backend_sim_create("/nonexistent/profile.json", MT_BF16, &x);
+    CHECK(s == MT_ERR_IO && strstr(mt_last_error(), "/nonexistent/profile.json"), "missing file: %s", mt_last_error());
+    s = mt_backend_create("sim", MT_BF16, &x);
+    CHECK(s != MT_OK && strstr(mt_last_error(), "--hardware PROFILE"), "sim by name: %s", mt_last_error());
+    const char *names[8];
+    int n = mt_backend_list(names, 8), has_sim = 0;
+    for (int i = 0; i < n && i < 8; i++) has_sim |= !strcmp(names[i], "sim");
+    CHECK(has_sim, "mt_backend_list lists sim");
+}
+
+// ---- (3) through the engine ----
+
+typedef struct {
+    double step_ms[8];
+    mt_sim_stats before[8], after[8];
+    mt_sim_stats total;
+    long long h2d_copies, d2h_copies, cmp_h2d, cmp_d2h, att_fwd, att_bwd, mm_fwd, mm_bwd, memsets;
+    double real_s;
+    mt_status status;
+} run_result;
+
+static run_result run_engine(const char *cfg_path, const char *profile, mt_precision p, int B, int T, int G, int K,
+                             int steps) {
+    run_result r;
+    memset(&r, 0, sizeof r);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    mt_config cfg;
+    if ((r.status = mt_config_load(cfg_path, &cfg)) != MT_OK) return r;
+    mt_backend *be = NULL;
+    if ((r.status = mt_backend_sim_create(profile, p == MT_PREC_FP32 ? MT_F32 : MT_BF16, &be)) != MT_OK) return r;
+    mt_model m;
+    mt_engine *e = NULL;
+    int32_t *tok = NULL;
+    if ((r.status = mt_model_alloc(&m, &cfg, p, be)) != MT_OK) goto out;
+    mt_engine_opts eo = {.schedule = MT_SCHED_MEGATRAIN, .B = B, .T = T, .grad_accum = G, .ckpt_interval = K,
+                         .weight_bufs = 2, .grad_slabs = 4, .overlap_optimizer = 1};
+    if ((r.status = mt_engine_create(&m, be, &eo, &e)) != MT_OK) goto out_model;
+    tok = calloc((size_t)G * B * T, sizeof *tok);
+    mt_optim_hparams hp = {3e-4f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
+    for (int s = 1; s <= steps && s <= 8; s++) {
+        mt_step_stats st;
+        mt_sim_stats_get(be, &r.before[s - 1]);
+        double t = mt_engine_now_ms(e);
+        if ((r.status = mt_engine_step(e, tok, tok, &hp, 3e-4f, s, &st)) != MT_OK) goto out_engine;
+        if (s == steps) mt_engine_finish(e); // the last update counts in its step (as the CLI does)
+        r.step_ms[s - 1] = mt_engine_now_ms(e) - t;
+        mt_sim_stats_get(be, &r.after[s - 1]);
+    }
+    mt_sim_stats_get(be, &r.total);
+    r.h2d_copies = mt_sim_count_ops(be, MT_STREAM_H2D, "copy_h2d");
+    r.d2h_copies = mt_sim_count_ops(be, MT_STREAM_D2H, "copy_d2h");
+    r.cmp_h2d = mt_sim_count_ops(be, MT_STREAM_COMPUTE, "copy_h2d");
+    r.cmp_d2h = mt_sim_count_ops(be, MT_STREAM_COMPUTE, "copy_d2h");
+    r.att_fwd = mt_sim_count_ops(be, MT_STREAM_COMPUTE, "attention_fwd");
+    r.att_bwd = mt_sim_count_ops(be, MT_STREAM_COMPUTE, "attention_bwd");
+    r.mm_fwd = mt_sim_count_ops(be, MT_STREAM_COMPUTE, "matmul_fwd");
+    r.mm_bwd = mt_sim_count_ops(be, MT_STREAM_COMPUTE, "matmul_bwd");
+    r.memsets = mt_sim_count_ops(be, MT_STREAM_COMPUTE, "memset");
+out_engine:
+    mt_engine_destroy(e);
+out_model:
+    mt_model_free(&m);
+out:
+    free(tok);
+    mt_backend_destroy(be);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    r.real_s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    return r;
+}
+
+// What engine/plan.c + step.c issue per step for L layers, checkpoint interval
+// K, G micro-batches, 2 weight buffers (derivation):
+//   uses per micro-batch: forward 0..L-1; per block [s,e) (last first) rebuild
+//   s..e-2, backward e-1..s. A use loads unless it repeats the previous layer:
+//   loads/mb = L + sum_b (2 k_b - 1) - [k_last_block == 1]  (L-1 reused when the
+//   last block is one layer), and micro-batches after the first reuse layer 0:
+//   H2D stream copies/step = G * loads/mb - (G - 1) + 2 (embedding, head).
+//   D2H stream copies/step = G * (L + 2)  (every layer, head, embedding grads).
+//   attention_fwd/mb = L (forward) + sum_b (k_b - 1) (rebuild) + L - [k_last==1]
+//   (each backward recomputes its internals unless they are still there);
+//   attention_bwd/mb = L; matmul_bwd/mb = 4 L + head chunks (1 here).
+//   compute-stream copies: ids + targets in, losses out per mb; rope tables once.
+typedef struct {
+    long long loads_mb, att_fwd_mb;
+} sched_counts;
+
+static sched_counts expected_counts(int L, int K) {
+    sched_counts c = {L, L};
+    for (int s = (L - 1) / K * K; s >= 0; s -= K) {
+        int kb = (s + K < L ? s + K : L) - s;
+        c.loads_mb += 2 * kb - 1;
+        c.att_fwd_mb += kb - 1;
+    }
+    int k_last = L - (L - 1) / K * K;
+    c.loads_mb -= k_last == 1;
+    c.att_fwd_mb += L - (k_last == 1);
+    return c;
+}
+
+static const char *tiny_cfg =
+    "{\"model_type\":\"qwen2\",\"vocab_size\":256,\"hidden_size\":128,\"intermediate_size\":352,"
+    "\"num_hidden_layers\":5,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"max_position_embeddings\":1024,"
+    "\"rms_norm_eps\":1e-6,\"rope_theta\":1000000.0,\"tie_word_embeddings\":false}";
+
+static void test_engine_schedule(const char *cfg) {
+    const int L = 5, steps = 2, B = 2, T = 16;
+    int variants[][2] = {{1, 1}, {2, 1}, {1, 2}, {2, 3}, {5, 1}}; // {K, G}
+    for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
+        int K = variants[v][0], G = variants[v][1];
+        run_result r = run_engine(cfg, prof_path, MT_PREC_PAPER, B, T, G, K, steps);
+        CHECK(r.status == MT_OK, "engine K=%d G=%d: %s", K, G, mt_last_error());
+        if (r.status != MT_OK) continue;
+        sched_counts c = expected_counts(L, K);
+        long long h2d = steps * (G * c.loads_mb - (G - 1) + 2);
+        CHECK(r.h2d_copies == h2d, "K=%d G=%d: %lld H2D-stream loads, expected %lld", K, G, r.h2d_copies, h2d);
+        CHECK(r.d2h_copies == (long long)steps * G * (L + 2), "K=%d G=%d: %lld D2H-stream offloads, expected %d", K, G,
+              r.d2h_copies, steps * G * (L + 2));
+        CHECK(r.att_bwd == (long long)steps * G * L, "K=%d G=%d: attention_bwd %lld", K, G, r.att_bwd);
+        CHECK(r.att_fwd == steps * G * c.att_fwd_mb, "K=%d G=%d: attention_fwd %lld, expected %lld", K, G, r.att_fwd,
+              steps * G * c.att_fwd_mb);
+        CHECK(r.mm_bwd == (long long)steps * G * (4 * L + 1), "K=%d G=%d: matmul_bwd %lld", K, G, r.mm_bwd);
+        CHECK(r.cmp_h2d == 2 + 2LL * steps * G && r.cmp_d2h == (long long)steps * G,
+              "K=%d G=%d: compute-stream copies %lld in, %lld out", K, G, r.cmp_h2d, r.cmp_d2h);
+        CHECK(r.memsets == 4 + (long long)steps * G, "K=%d G=%d: memsets %lld", K, G, r.memsets);
+        CHECK(r.step_ms[0] > 0 && r.step_ms[1] > 0, "K=%d G=%d: step times %g %g", K, G, r.step_ms[0], r.step_ms[1]);
+        CHECK(r.total.n_host_lanes == 2, "host lanes: drain and optimizer (%d)", r.total.n_host_lanes);
+    }
+}
+
+static void test_engine_pure(const char *cfg) {
+    // the simulated time is a pure function of profile and configuration: repeated runs agree exactly
+    run_result a = run_engine(cfg, prof_path, MT_PREC_MIXED, 2, 16, 2, 2, 3);
+    for (int rep = 0; rep < 3; rep++) {
+        run_result b = run_engine(cfg, prof_path, MT_PREC_MIXED, 2, 16, 2, 2, 3);
+        CHECK(a.status == MT_OK && b.status == MT_OK, "runs: %s", mt_last_error());
+        int same = 1;
+        for (int s = 0; s < 3; s++) same &= a.step_ms[s] == b.step_ms[s];
+        CHECK(same, "run %d: step times differ: %.17g %.17g %.17g vs %.17g %.17g %.17g", rep, a.step_ms[0],
+              a.step_ms[1], a.step_ms[2], b.step_ms[0], b.step_ms[1], b.step_ms[2]);
+        CHECK(a.total.makespan_ms == b.total.makespan_ms && a.total.compute_busy_ms == b.total.compute_busy_ms &&
+                  a.total.host_busy_ms[0] + a.total.host_busy_ms[1] == b.total.host_busy_ms[0] + b.total.host_busy_ms[1],
+              "run %d: stats differ", rep);
+    }
+}
+
+static void report(const char *what, const run_result *r, int s, double params, long long tokens) {
+    const mt_sim_stats *b = &r->before[s], *a = &r->after[s];
+    double ms = r->step_ms[s];
+    fprintf(stderr,
+            "%s step %d: %.1f ms, %.1f tokens/s, %.1f TFLOP/s (6N), gpu busy %.3f, h2d busy %.1f ms (%.1f GB), d2h busy "
+            "%.1f ms, peak gpu %.1f GiB, host %.1f GiB, real %.2f s\n",
+            what, s + 1, ms, tokens / (ms / 1e3), 6.0 * params * tokens / (ms / 1e3) / 1e12,
+            (a->compute_busy_ms - b->compute_busy_ms) / ms, a->h2d_busy_ms - b->h2d_busy_ms,
+            (a->link_bytes[0] - b->link_bytes[0]) / 1e9, a->d2h_busy_ms - b->d2h_busy_ms, a->dev_bytes_peak / 1073741824.0,
+            a->host_bytes_peak / 1073741824.0, r->real_s);
+}
+
+static void test_engine_120b(void) {
+    char cfg[300];
+    snprintf(cfg, sizeof cfg, "%s/dense120b.json", tmpdir);
+    write_file(cfg, "{\"model_type\":\"qwen2\",\"vocab_size\":152064,\"hidden_size\":10240,\"intermediate_size\":28672,"
+                    "\"num_hidden_layers\":96,\"num_attention_heads\":80,\"num_key_value_heads\":8,"
+                    "\"max_position_embeddings\":32768,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000.0,"
+                    "\"tie_word_embeddings\":false}");
+    const int B = 16, T = 1024, steps = 3;
+    run_result r = run_engine(cfg, "experiments/hardware/h200-1.5t.json", MT_PREC_PAPER, B, T, 1, 1, steps);
+    CHECK(r.status == MT_OK, "120B on h200-1.5t: %s", mt_last_error());
+    if (r.status != MT_OK) return;
+    CHECK(r.real_s < 20, "120B: %d simulated steps took %.1f s of real time", steps, r.real_s);
+    mt_config c;
+    mt_config_load(cfg, &c);
+    double params = (double)mt_config_params_total(&c), tokens = (double)B * T;
+    mt_sim_profile prof;
+    mt_sim_profile_load("experiments/hardware/h200-1.5t.json", &prof);
+    for (int s = 0; s < steps; s++) report("120B paper h200-1.5t B16xT1024", &r, s, params, (long long)tokens);
+    // steady step (2): at least its own compute, at most compute + every transfer + the whole optimizer pass
+    const mt_sim_stats *b = &r.before[1], *a = &r.after[1];
+    double compute = a->compute_busy_ms - b->compute_busy_ms;
+    double xfer = (a->link_busy_ms[0] - b->link_busy_ms[0]) + (a->link_busy_ms[1] - b->link_busy_ms[1]);
+    double adamw = params / prof.adamw_params_per_s_paper * 1e3;
+    CHECK(r.step_ms[1] >= compute && r.step_ms[1] <= compute + xfer + adamw,
+          "120B step %.1f ms outside [compute %.1f, compute + transfers %.1f + AdamW %.1f]", r.step_ms[1], compute, xfer,
+          adamw);
+    // the compute is what 8N FLOPs/token (forward, recompute, backward) at the large-GEMM rate predicts
+    double flops = a->flops - b->flops, bound = 8.0 * params * tokens;
+    CHECK(flops > 0.9 * bound && flops < 1.1 * bound, "120B: %.3g FLOPs per step vs 8 N tokens = %.3g", flops, bound);
+    double rate = prof.peak_bf16_tflops * 1e9 * prof.gemm_efficiency;
+    CHECK(compute > 0.95 * flops / rate && compute < 1.3 * flops / rate, "120B: compute %.1f ms vs FLOPs at peak x eff %.1f ms",
+          compute, flops / rate);
+    // layer weights cross the link twice per step (forward, backward; the last layer is reused), the
+    // embedding and head once; every gradient leaves once (bf16)
+    double layer_bytes = (double)mt_config_params_per_layer(&c) * 2, other_bytes = params * 2 - 96 * layer_bytes;
+    double in = a->link_bytes[0] - b->link_bytes[0], out = a->link_bytes[1] - b->link_bytes[1];
+    CHECK(fabs(in - ((2 * 96 - 1) * layer_bytes + other_bytes)) < 0.001 * in, "120B: %.6g bytes in per step, expected %.6g",
+          in, (2 * 96 - 1) * layer_bytes + other_bytes);
+    CHECK(fabs(out - params * 2) < 0.001 * out, "120B: %.6g bytes out per step, expected %.6g", out, params * 2);
+}
+
+static void test_engine_7b(void) {
+    char cfg[300];
+    snprintf(cfg, sizeof cfg, "%s/qwen25_7b.json", tmpdir);
+    write_file(cfg, "{\"model_type\":\"qwen2\",\"vocab_size\":152064,\"hidden_size\":3584,\"intermediate_size\":18944,"
+                    "\"num_hidden_layers\":28,\"num_attention_heads\":28,\"num_key_value_heads\":4,"
+                    "\"max_position_embeddings\":32768,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000.0,"
+                    "\"tie_word_embeddings\":false}");
+    // batch 150 x 1024 keeps every layer input (K=1) only with 84 GiB: a real OOM on an 80 GB H100
+    run_result r = run_engine(cfg, "experiments/hardware/h100-128g.json", MT_PREC_PAPER, 150, 1024, 1, 1, 1);
+    CHECK(r.status == MT_ERR_MEMORY && strstr(mt_last_error(), "GiB"), "7B B150 K=1 on 80 GB: %s", mt_last_error());
+    r = run_engine(cfg, "experiments/hardware/h100-128g.json", MT_PREC_PAPER, 150, 1024, 1, 2, 3);
+    CHECK(r.status == MT_OK, "7B B150 K=2 on h100-128g: %s", mt_last_error());
+    if (r.status != MT_OK) return;
+    mt_config c;
+    mt_config_load(cfg, &c);
+    for (int s = 0; s < 3; s++)
+        report("Qwen2.5-7B paper h100-128g B150xT1024 K=2", &r, s, (double)mt_config_params_total(&c), 150 * 1024);
+    CHECK(r.step_ms[1] > 0, "7B step");
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/mt_test_sim_XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    snprintf(prof_path, sizeof prof_path, "%s/test-round.json", tmpdir);
+    write_file(prof_path, test_profile_json(0));
+    char tiny[300];
+    snprintf(tiny, sizeof tiny, "%s/tiny5.json", tmpdir);
+    write_file(tiny, tiny_cfg);
+
+    test_pure_compute();
+    test_pure_transfer();
+    test_duplex();
+    test_event_chain();
+    test_pipeline();
+    test_host_work();
+    test_memory_and_errors();
+    test_engine_schedule(tiny);
+    test_engine_pure(tiny);
+    test_engine_120b();
+    test_engine_7b();
+
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", tmpdir);
+    return mt_test_finish("test_sim");
+}
