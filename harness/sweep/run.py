@@ -1,0 +1,515 @@
+#!/usr/bin/env python3
+"""run.py: runs one sweep (experiments/sweeps/NAME.json) and appends one results row
+per configuration to results/<experiment>.jsonl (shared/DESIGN.md "Results").
+
+    python3 harness/sweep/run.py experiments/sweeps/c2_cpu.json [--bin DIR]
+        [--out-dir results] [--force] [--only SUBSTR] [--dry-run] [--timeout S]
+
+Modes (the row's `mode` is always set, never inferred by a reader):
+  measured        `megatrain train` on a real backend (cpu, cuda)
+  extrapolated    `megatrain train` at >= 2 truncated depths (real width); step time
+                  fitted linear in layers and reported at the model's full depth
+  projected       `megatrain train --backend sim --hardware H` (virtual time), plus
+                  `megatrain plan` for feasibility and memory
+  projected-plan  `megatrain plan --hardware H` only (the analytic model); the row's
+                  mode is `projected` and its `backend` is `plan`
+Resumable: a configuration whose key is already in the output file is skipped
+(unless --force). A failing configuration is recorded with an `error` field and
+the sweep goes on; the exit status is 1 if any configuration failed in this run.
+Progress and ETA go to stderr. See harness/sweep/README.md for the sweep format.
+"""
+import argparse
+import copy
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from common import REPO, RESULTS_SCHEMA, SWEEP_SCHEMA, die, median  # noqa: E402
+
+MODES = ("measured", "extrapolated", "projected", "projected-plan")
+# Fields that identify a configuration (the resumability key). steps/warmup/timeout
+# are not part of it: re-running with more steps needs --force.
+KEY_FIELDS = ("model", "model_name", "overrides", "layers", "layers_fit", "batch", "seq_len",
+              "precision", "schedule", "backend", "hardware", "mode", "args", "grad_accum",
+              "host_mem_gb", "variant")
+DEFAULTS = {"model": None, "model_name": None, "overrides": {}, "layers": None, "layers_fit": None,
+            "batch": 1, "seq_len": 1024, "tokens_per_step": None, "precision": "paper",
+            "schedule": "megatrain", "backend": "cpu", "hardware": None, "mode": "measured",
+            "args": [], "grad_accum": 1, "host_mem_gb": None, "variant": None, "steps": 7,
+            "warmup": 2, "timeout_s": 900, "seed": 1, "keep_trace": False}
+# Options `megatrain plan` does not take (train-only); dropped from args for plan calls.
+PLAN_DROP_FLAGS = {"--serial-optimizer"}
+# Dense bf16 peaks (shared/REFERENCE.md) by GPU name, for MFU of measured CUDA rows.
+DENSE_PEAKS = [("H100 PCIe", 756.0), ("GH200", 989.0), ("H100", 989.0), ("H200", 989.0), ("4090", 165.0)]
+
+
+# ---------------------------------------------------------------- sweep expansion
+def expand(sweep):
+    """The sweep's configurations: defaults < matrix combination < configs entry."""
+    base = dict(DEFAULTS)
+    base.update(sweep.get("defaults", {}))
+    matrix = sweep.get("matrix", {})
+    names = list(matrix)
+    combos = [dict(zip(names, vals)) for vals in itertools.product(*(matrix[n] for n in names))] or [{}]
+    entries = sweep.get("configs") or [{}]
+    out, seen = [], set()
+    for entry in entries:
+        for combo in combos:
+            c = copy.deepcopy(base)
+            c.update(copy.deepcopy(combo))
+            c.update(copy.deepcopy(entry))
+            for k in c:
+                if k not in DEFAULTS and k != "comment":
+                    die(f"{sweep['_path']}: unknown configuration field '{k}' (see harness/sweep/README.md)")
+            if c["tokens_per_step"]:
+                c["batch"] = max(1, int(c["tokens_per_step"]) // int(c["seq_len"]))
+            if c["mode"] not in MODES:
+                die(f"{sweep['_path']}: mode '{c['mode']}' is not one of {', '.join(MODES)}")
+            if c["mode"] in ("projected", "projected-plan") and not c["hardware"]:
+                die(f"{sweep['_path']}: mode {c['mode']} needs a hardware profile")
+            if c["mode"] == "projected":
+                c["backend"] = "sim"
+            if c["mode"] == "projected-plan":
+                c["backend"] = "plan"
+            if c["mode"] == "extrapolated" and (not c["layers_fit"] or len(c["layers_fit"]) < 2):
+                die(f"{sweep['_path']}: mode extrapolated needs layers_fit with >= 2 depths")
+            if c["mode"] in ("measured", "extrapolated", "projected") and c["steps"] < c["warmup"] + 1:
+                die(f"{sweep['_path']}: steps ({c['steps']}) must exceed warmup ({c['warmup']})")
+            k = config_key(c)
+            if k not in seen:
+                seen.add(k)
+                out.append(c)
+    return out
+
+
+def config_key(c):
+    ident = {f: c.get(f) for f in KEY_FIELDS}
+    return hashlib.sha1(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def label(c):
+    parts = [c["model_name"] or os.path.basename(c["model"] or "?").removesuffix(".json"),
+             c["schedule"], f"b{c['batch']}", f"T{c['seq_len']}", c["precision"], c["backend"]]
+    if c["hardware"]:
+        parts.append(os.path.basename(str(c["hardware"])).removesuffix(".json"))
+    if c["layers"]:
+        parts.append(f"L{c['layers']}")
+    if c["variant"]:
+        parts.append(c["variant"])
+    if c["host_mem_gb"]:
+        parts.append(f"host{c['host_mem_gb']}G")
+    return " ".join(str(p) for p in parts)
+
+
+# ---------------------------------------------------------------- running the CLI
+class RunError(Exception):
+    pass
+
+
+def run_cmd(cmd, timeout):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RunError(f"timed out after {timeout} s: {' '.join(cmd)}")
+    except OSError as e:
+        raise RunError(f"cannot run {cmd[0]}: {e}")
+    if p.returncode != 0:
+        last = [l for l in p.stderr.strip().splitlines() if l.strip()]
+        raise RunError(f"exit {p.returncode}: {last[-1] if last else '(no message)'}")
+    return p.stdout
+
+
+class Runner:
+    def __init__(self, bindir, tmpdir, timeout=None):
+        self.mt = os.path.join(bindir, "megatrain")
+        self.env_bin = os.path.join(bindir, "mt-env")
+        self.tmp = tmpdir
+        self.timeout = timeout
+        self.env_cache = {}
+        for b in (self.mt, self.env_bin):
+            if not os.access(b, os.X_OK):
+                die(f"{b}: not found or not executable; HINT: build first (make build) or pass --bin DIR / MT_BIN")
+
+    def env(self, hardware):
+        name = os.path.basename(str(hardware)).removesuffix(".json") if hardware else None
+        if name not in self.env_cache:
+            cmd = [self.env_bin] + (["--hardware-profile", name] if name else [])
+            try:
+                self.env_cache[name] = json.loads(run_cmd(cmd, 120))
+            except (RunError, json.JSONDecodeError) as e:
+                die(f"mt-env failed: {e}")
+        return dict(self.env_cache[name])
+
+    def model_config(self, c, layers):
+        """Path of the config to run: the original, or a temp copy with overrides and depth."""
+        src = os.path.join(REPO, c["model"]) if not os.path.isabs(c["model"]) else c["model"]
+        with open(src) as f:
+            cfg = json.load(f)
+        cfg.update(c["overrides"] or {})
+        layers_model = int(cfg["num_hidden_layers"])
+        if not c["overrides"] and layers in (None, layers_model):
+            return src, layers_model, layers_model
+        cfg["num_hidden_layers"] = int(layers or layers_model)
+        if "max_window_layers" in cfg:
+            cfg["max_window_layers"] = min(int(cfg["max_window_layers"]), cfg["num_hidden_layers"])
+        h = hashlib.sha1(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:12]
+        path = os.path.join(self.tmp, f"config-{h}.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        return path, int(cfg["num_hidden_layers"]), layers_model
+
+    def plan(self, c, cfg_path, hardware=None):
+        cmd = [self.mt, "plan", "--config", cfg_path, "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]),
+               "--precision", c["precision"], "--schedule", c["schedule"], "--grad-accum", str(c["grad_accum"])]
+        if hardware:
+            cmd += ["--hardware", str(hardware)]
+        if c["host_mem_gb"]:
+            cmd += ["--host-mem-gb", str(c["host_mem_gb"])]
+        cmd += [a for a in c["args"] if a not in PLAN_DROP_FLAGS]
+        out = run_cmd(cmd, self.timeout or c["timeout_s"])
+        try:
+            return json.loads(out)
+        except json.JSONDecodeError:
+            raise RunError(f"plan printed no JSON object: {out[:200]!r}")
+
+    def train(self, c, cfg_path, trace=None):
+        cmd = [self.mt, "train", "--config", cfg_path, "--init", "random", "--seed", str(c["seed"]),
+               "--data", "synthetic", "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]),
+               "--steps", str(c["steps"]), "--precision", c["precision"], "--schedule", c["schedule"],
+               "--grad-accum", str(c["grad_accum"]), "--backend", c["backend"]]
+        if c["hardware"]:
+            cmd += ["--hardware", str(c["hardware"])]
+        if trace:
+            cmd += ["--trace", trace]
+        cmd += list(c["args"])
+        out = run_cmd(cmd, self.timeout or c["timeout_s"])
+        steps = []
+        for line in out.splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                d = json.loads(line)
+                if "step" in d and "step_ms" in d:
+                    steps.append(d)
+        if len(steps) != c["steps"]:
+            raise RunError(f"train printed {len(steps)} step lines, expected {c['steps']}")
+        return steps
+
+
+# ---------------------------------------------------------------- metrics
+def step_stats(steps, warmup):
+    """DESIGN.md: median over the steps after the warm-up, with min and max."""
+    timed = [s["step_ms"] for s in steps[warmup:]]
+    return {"median": median(timed), "min": min(timed), "max": max(timed), "n": len(timed)}
+
+
+def trace_stats(path, steps, warmup):
+    """gpu_busy_frac and h2d_gbps of the timed steps from a sim --trace (Chrome JSON).
+
+    The trace has no step markers; steps are contiguous and end with the last event,
+    so step k's window is recovered from the step_ms values counted back from the end.
+    gpu_busy_frac = compute-stream busy time / wall time of the timed steps;
+    h2d_gbps = bytes of the H2D copies in those steps / their summed copy time."""
+    with open(path) as f:
+        tr = json.load(f)
+    if (tr.get("otherData") or {}).get("ops_dropped"):
+        return None, None, "trace dropped ops"
+    ev = tr["traceEvents"]
+    gpu_pid, compute_tid = None, None
+    for e in ev:
+        if e.get("ph") == "M" and e["name"] == "process_name" and str(e["args"]["name"]).startswith("GPU"):
+            gpu_pid = e["pid"]
+    for e in ev:
+        if e.get("ph") == "M" and e["name"] == "thread_name" and e["pid"] == gpu_pid and e["args"]["name"] == "compute":
+            compute_tid = e["tid"]
+    xs = [e for e in ev if e.get("ph") == "X"]
+    if gpu_pid is None or compute_tid is None or not xs:
+        return None, None, "trace has no compute stream"
+    end = max(e["ts"] + e["dur"] for e in xs) / 1e3  # ms
+    ms = [s["step_ms"] for s in steps]
+    t1 = end
+    t0 = end - sum(ms[warmup:])
+    busy = 0.0
+    h2d_bytes = h2d_ms = 0.0
+    for e in xs:
+        s, d = e["ts"] / 1e3, e["dur"] / 1e3
+        lo, hi = max(s, t0), min(s + d, t1)
+        if hi <= lo:
+            continue
+        if e["pid"] == gpu_pid and e["tid"] == compute_tid and not e["name"].startswith("copy_"):
+            busy += hi - lo
+        if e["pid"] == gpu_pid and e["name"] == "copy_h2d" and s >= t0:
+            h2d_bytes += (e.get("args") or {}).get("bytes", 0)
+            h2d_ms += d
+    frac = busy / (t1 - t0) if t1 > t0 else None
+    gbps = h2d_bytes / (h2d_ms * 1e6) if h2d_ms > 0 else None
+    return frac, gbps, None
+
+
+def dense_peak(gpu_name):
+    for pat, peak in DENSE_PEAKS:
+        if gpu_name and all(w in gpu_name for w in pat.split()):
+            return peak
+    return None
+
+
+def linfit(xs, ys):
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return my - b * mx, b
+
+
+# ---------------------------------------------------------------- one configuration
+def blank_row(experiment, c, env):
+    return {"schema": RESULTS_SCHEMA, "experiment": experiment, "system": c["schedule"],
+            "mode": "projected" if c["mode"] == "projected-plan" else c["mode"],
+            "model": c["model_name"] or os.path.basename(c["model"]).removesuffix(".json"),
+            "params": None, "layers_run": None, "layers_model": None, "batch": c["batch"],
+            "seq_len": c["seq_len"], "precision": c["precision"], "step_ms": None,
+            "tokens_per_s": None, "tflops": None, "mfu": None, "gpu_busy_frac": None, "h2d_gbps": None,
+            "peak_gpu_bytes": None, "peak_host_bytes": None, "env": env,
+            "backend": c["backend"], "hardware": os.path.basename(str(c["hardware"])).removesuffix(".json") if c["hardware"] else None,
+            "variant": c["variant"], "fits": None, "tokens": None, "days_per_billion_tokens": None,
+            "mfu_peak_tflops": None, "gpu_busy_source": None, "config_key": config_key(c),
+            # what the top-level fields do not already say
+            "config": {k: c[k] for k in ("model", "overrides", "layers", "layers_fit", "args", "grad_accum",
+                                         "host_mem_gb", "steps", "warmup") if c.get(k) not in (None, [], {})}}
+
+
+def finish_speed(row, tokens, n_all, peak):
+    med = row["step_ms"]["median"]
+    row["tokens"] = tokens
+    row["tokens_per_s"] = tokens / (med / 1e3)
+    row["tflops"] = 6.0 * n_all * tokens / (med / 1e3) / 1e12
+    row["days_per_billion_tokens"] = 1e9 / row["tokens_per_s"] / 86400.0
+    row["mfu_peak_tflops"] = peak
+    row["mfu"] = row["tflops"] / peak if peak else None
+
+
+def run_config(R, experiment, c):
+    env = R.env(c["hardware"] if c["mode"] in ("projected", "projected-plan") else None)
+    row = blank_row(experiment, c, env)
+    tokens = c["batch"] * c["seq_len"] * c["grad_accum"]
+    mode = c["mode"]
+    profile = common.hardware_profile(str(c["hardware"])) if c["hardware"] else None
+    profile_peak = profile["gpu"]["peak_tflops"]["bf16"] if profile else None
+
+    if mode in ("measured", "projected"):
+        cfg_path, layers_run, layers_model = R.model_config(c, c["layers"])
+        row["layers_run"], row["layers_model"] = layers_run, layers_model
+        plan = R.plan(c, cfg_path, c["hardware"] if mode == "projected" else None)
+        row["params"] = plan["params"]
+        if mode == "projected":
+            row["plan"] = plan_summary(plan)
+            row["fits"] = bool(plan["fits"])
+            row["peak_host_bytes"], row["peak_gpu_bytes"] = plan["host_bytes"], plan["gpu_bytes"]
+            if not plan["fits"]:
+                row["note"] = "does not fit (megatrain plan): " + short_text(plan)
+                return row
+        trace = os.path.join(R.tmp, f"trace-{row['config_key']}.json") if c["backend"] == "sim" else None
+        steps = R.train(c, cfg_path, trace)
+        if trace and c["keep_trace"]:  # kept next to the results: <out-dir>/traces/
+            rel = os.path.join("traces", f"{experiment}-{row['config_key']}.json")
+            os.makedirs(os.path.join(R.out_dir, "traces"), exist_ok=True)
+            shutil.copyfile(trace, os.path.join(R.out_dir, rel))
+            row["trace"] = rel
+        row["step_ms"] = step_stats(steps, c["warmup"])
+        if mode == "measured":
+            row["fits"] = True
+            rss = [s["peak_rss_bytes"] for s in steps if isinstance(s.get("peak_rss_bytes"), (int, float))]
+            row["peak_host_bytes"] = max(rss) if rss else None
+            gpu = [s["peak_gpu_bytes"] for s in steps if isinstance(s.get("peak_gpu_bytes"), (int, float))]
+            row["peak_gpu_bytes"] = max(gpu) if gpu else None
+            peak = dense_peak(env.get("gpu_name")) if c["backend"] == "cuda" else None
+        else:
+            peak = profile_peak
+        finish_speed(row, tokens, row["params"], peak)
+        timed = steps[c["warmup"]:]
+        cli_busy = [s["gpu_busy_frac"] for s in timed if isinstance(s.get("gpu_busy_frac"), (int, float))]
+        cli_h2d = [s["h2d_gbps"] for s in timed if isinstance(s.get("h2d_gbps"), (int, float))]
+        if cli_busy:
+            row["gpu_busy_frac"], row["gpu_busy_source"] = median(cli_busy), "cli"
+        if cli_h2d:
+            row["h2d_gbps"] = median(cli_h2d)
+        if trace and os.path.exists(trace) and (not cli_busy or not cli_h2d):
+            frac, gbps, why = trace_stats(trace, steps, c["warmup"])
+            if not cli_busy and frac is not None:
+                row["gpu_busy_frac"], row["gpu_busy_source"] = frac, "sim-trace"
+            if not cli_h2d and gbps is not None:
+                row["h2d_gbps"] = gbps
+            if why:
+                row["note"] = why
+        for k in ("opt_wait_ms", "drain_wait_ms"):
+            v = [s[k] for s in timed if isinstance(s.get(k), (int, float))]
+            if v:
+                row[k] = median(v)
+        return row
+
+    if mode == "projected-plan":
+        cfg_path, layers_run, layers_model = R.model_config(c, c["layers"])
+        row["layers_run"], row["layers_model"] = layers_run, layers_model
+        plan = R.plan(c, cfg_path, c["hardware"])
+        row["params"] = plan["params"]
+        row["plan"] = plan_summary(plan)
+        row["fits"] = bool(plan["fits"])
+        row["peak_host_bytes"], row["peak_gpu_bytes"] = plan["host_bytes"], plan["gpu_bytes"]
+        if not plan["fits"]:
+            row["note"] = "does not fit (megatrain plan): " + short_text(plan)
+            return row
+        ms = plan["step_ms"]
+        row["step_ms"] = {"median": ms, "min": ms, "max": ms, "n": 1}
+        finish_speed(row, tokens, row["params"], profile_peak)
+        pred = plan.get("prediction") or {}
+        if isinstance(pred.get("compute_ms"), (int, float)) and ms > 0:
+            row["gpu_busy_frac"], row["gpu_busy_source"] = min(1.0, pred["compute_ms"] / ms), "plan"
+        return row
+
+    # extrapolated: real width, truncated depths, step time linear in layers.
+    _, _, layers_model = R.model_config(c, None)
+    full_path, _, _ = R.model_config(c, layers_model)
+    row["layers_model"] = layers_model
+    row["layers_run"] = layers_model  # the depth the row reports; the fit's depths are in `fit`
+    row["params"] = R.plan(c, full_path)["params"]
+    depths, med, rss = [], [], []
+    for d in sorted(c["layers_fit"]):
+        cfg_path, _, _ = R.model_config(c, d)
+        steps = R.train(c, cfg_path)
+        depths.append(d)
+        med.append(step_stats(steps, c["warmup"]))
+        r = [s["peak_rss_bytes"] for s in steps if isinstance(s.get("peak_rss_bytes"), (int, float))]
+        rss.append(max(r) if r else None)
+    fit = {"depths": depths, "step_ms": [m["median"] for m in med]}
+    a, b = linfit(depths, fit["step_ms"])
+    fit["intercept_ms"], fit["per_layer_ms"] = a, b
+    amin, bmin = linfit(depths, [m["min"] for m in med])
+    amax, bmax = linfit(depths, [m["max"] for m in med])
+    L = layers_model
+    row["step_ms"] = {"median": a + b * L, "min": amin + bmin * L, "max": amax + bmax * L, "n": med[0]["n"]}
+    if all(v is not None for v in rss):
+        ra, rb = linfit(depths, rss)
+        row["peak_host_bytes"] = int(ra + rb * L)
+        fit["peak_host_bytes"] = rss
+    row["fit"] = fit
+    row["fits"] = None  # not known from shallow runs: see `megatrain plan`
+    peak = dense_peak(env.get("gpu_name")) if c["backend"] == "cuda" else None
+    finish_speed(row, tokens, row["params"], peak)
+    return row
+
+
+def plan_summary(plan):
+    keep = ("fits", "host_bytes", "pinned_bytes", "gpu_bytes", "step_ms", "tokens_per_s", "tflops", "bound",
+            "short", "max_seq_len", "bytes_per_param")
+    s = {k: plan[k] for k in keep if k in plan}
+    if "host" in plan and "have_bytes" in plan["host"]:
+        s["host_have_bytes"] = plan["host"]["have_bytes"]
+    return s
+
+
+def short_text(plan):
+    parts = []
+    for s in plan.get("short") or []:
+        parts.append(f"{s.get('resource')} needs {s.get('need_bytes', 0) / 2**30:.1f} GiB, has "
+                     f"{s.get('have_bytes', 0) / 2**30:.1f} GiB")
+    return "; ".join(parts) or "no reason given"
+
+
+# ---------------------------------------------------------------- main
+def fmt_s(s):
+    s = int(s)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("sweep", nargs="+", help="sweep JSON file(s)")
+    ap.add_argument("--bin", help="directory of megatrain and mt-env (default $MT_BIN or build/bin)")
+    ap.add_argument("--out-dir", default=os.path.join(REPO, "results"), help="results directory (default results/)")
+    ap.add_argument("--force", action="store_true", help="re-run configurations already in the results file")
+    ap.add_argument("--only", help="run only configurations whose label contains this string")
+    ap.add_argument("--dry-run", action="store_true", help="list the configurations and exit")
+    ap.add_argument("--timeout", type=int, help="per-command time limit in seconds (default: per config, 900)")
+    ap.add_argument("--hardware", help="replace the hardware profile of every projected configuration "
+                    "(e.g. h200-128g when the GPU sweeps run on the H200 machine)")
+    args = ap.parse_args()
+
+    sweeps = []
+    for p in args.sweep:
+        try:
+            with open(p) as f:
+                s = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            die(f"{p}: cannot read sweep ({e})")
+        if s.get("schema") != SWEEP_SCHEMA or not s.get("experiment"):
+            die(f"{p}: not a {SWEEP_SCHEMA} file with an 'experiment' name")
+        s["_path"] = p
+        if args.hardware:
+            for c in [s.get("defaults", {})] + list(s.get("configs") or []):
+                if c.get("hardware"):
+                    c["hardware"] = args.hardware
+            if "hardware" in s.get("matrix", {}):
+                s["matrix"]["hardware"] = [args.hardware]
+        sweeps.append((s, expand(s)))
+
+    if args.dry_run:
+        for s, cs in sweeps:
+            for c in cs:
+                print(f"{s['experiment']}\t{c['mode']}\t{config_key(c)}\t{label(c)}")
+        return 0
+
+    os.makedirs(args.out_dir, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="mt-sweep-")
+    failed = 0
+    try:
+        R = Runner(common.bin_dir(args.bin), tmp, args.timeout)
+        R.out_dir = args.out_dir
+        for s, cs in sweeps:
+            out = os.path.join(args.out_dir, s["experiment"] + ".jsonl")
+            done = {r.get("config_key") for r in common.load_jsonl(out)}
+            todo = [c for c in cs if (not args.only or args.only in label(c))]
+            skip = [c for c in todo if config_key(c) in done and not args.force]
+            todo = [c for c in todo if c not in skip]
+            print(f"sweep {s['experiment']}: {len(cs)} configurations, {len(skip)} already in {out}, "
+                  f"{len(todo)} to run", file=sys.stderr)
+            t_start = time.time()
+            for i, c in enumerate(todo, 1):
+                t0 = time.time()
+                try:
+                    row = run_config(R, s["experiment"], c)
+                except (RunError, KeyError, ValueError, ZeroDivisionError, OSError) as e:
+                    row = blank_row(s["experiment"], c, R.env(c["hardware"] if c["mode"].startswith("projected") else None))
+                    row["error"] = str(e) if isinstance(e, RunError) else f"{type(e).__name__}: {e}"
+                    failed += 1
+                row["wall_s"] = round(time.time() - t0, 3)
+                if args.force:  # replace the old row of this key
+                    rows = [r for r in common.load_jsonl(out) if r.get("config_key") != row["config_key"]]
+                    with open(out + ".tmp", "w") as f:
+                        for r in rows:
+                            f.write(json.dumps(r, separators=(",", ":")) + "\n")
+                    os.replace(out + ".tmp", out)
+                with open(out, "a") as f:
+                    f.write(json.dumps(row, separators=(",", ":")) + "\n")
+                el = time.time() - t_start
+                eta = el / i * (len(todo) - i)
+                what = ("ERROR " + row["error"]) if "error" in row else (
+                    f"{row['step_ms']['median']:.1f} ms/step" if row["step_ms"] else
+                    ("does not fit" if row.get("fits") is False else "no timing"))
+                print(f"  [{i}/{len(todo)}] {label(c)}: {what}  ({time.time() - t0:.1f} s, ETA {fmt_s(eta)})",
+                      file=sys.stderr)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failed:
+        print(f"sweep: {failed} configuration(s) failed (rows with an 'error' field)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
