@@ -492,6 +492,31 @@ def build_model(spec: ModelSpec, *, dtype, seed: int, device=None, attn: str = "
     return model
 
 
+def count_params_meta(spec: ModelSpec) -> int:
+    """N_all of the model the spec describes, from a build on the meta device
+    (no memory, no init)."""
+    import torch
+    with torch.device("meta"):
+        m = build_model(spec, dtype=torch.bfloat16, seed=0)
+    return count_params(m)
+
+
+def host_mem_available() -> Optional[int]:
+    m = re.search(r"^MemAvailable:\s+(\d+)\s+kB", _read("/proc/meminfo") or "", re.M)
+    return int(m.group(1)) * 1024 if m else None
+
+
+def check_host_budget(n_params: int, bytes_per_param: float, what: str) -> None:
+    """Refuses, with the numbers, a run whose persistent host state would not fit
+    in 90% of MemAvailable (better than the OOM killer taking the machine)."""
+    need = n_params * bytes_per_param
+    avail = host_mem_available()
+    if avail is not None and need > 0.9 * avail:
+        raise PeerError("%s needs about %.1f GiB of host memory (%.0f B/param x %d params), "
+                        "%.1f GiB available: run fewer layers (--layers)"
+                        % (what, need / 2**30, bytes_per_param, n_params, avail / 2**30))
+
+
 def decoder_layers(model):
     """The ModuleList of decoder layers of an HF causal LM."""
     base = getattr(model, model.base_model_prefix, None)

@@ -199,6 +199,9 @@ def main(argv=None) -> int:
         raise PeerError("deepspeed is not importable (%s); carry it as a wheel (baselines/peers/fetch_wheels.sh)" % e)
     spec = common.load_config(a.config, a.layers)
     batches = common.TokenBatches(a.data, a.batch, a.seq_len, spec.config.vocab_size, seed=a.seed)
+    # bf16 param 2 + fp32 master 4 + fp32 m, v 8 + fp32 grad partition 4 (fp32 mode: 4 + 4 + 8 + 4)
+    common.check_host_budget(common.count_params_meta(spec), 18 if a.precision == "mixed" else 20,
+                             "ZeRO-3 offload of %s (%d layers)" % (spec.name, spec.layers_run))
     if not a.torch_adam:
         log("%s: building/loading DeepSpeed's cpu_adam op (first use JIT-compiles, ~1 min)" % PROG)
         load_cpu_adam_op()

@@ -92,15 +92,13 @@ def main(argv=None) -> int:
     try:
         device = torch.device("cuda", 0)
         master_dtype = torch.float32  # both modes keep fp32 sharded parameters
+        n_meta = common.count_params_meta(spec)
+        # pinned fp32 parameter + fp32 gradient + fp32 m, v (the build's own copy is transient)
+        common.check_host_budget(n_meta, 16, "FSDP2 CPU offload of %s (%d layers)" % (spec.name, spec.layers_run))
         init_dev = a.init_device
         if init_dev == "auto":
-            # rough size of the fp32 model: embedding/head + layers, from a meta build
-            with torch.device("meta"):
-                meta = common.build_model(spec, dtype=master_dtype, seed=a.seed)
-            need = common.count_params(meta) * 4
-            del meta
             free, _ = torch.cuda.mem_get_info()
-            init_dev = "cuda" if need < 0.6 * free else "cpu"
+            init_dev = "cuda" if n_meta * 4 < 0.6 * free else "cpu"
         log("%s: building %s (%d of %d layers) in fp32 on %s" % (PROG, spec.name, spec.layers_run,
                                                                  spec.layers_model, init_dev))
         model = common.build_model(spec, dtype=master_dtype, seed=a.seed, device=init_dev)

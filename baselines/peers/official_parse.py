@@ -84,9 +84,7 @@ def main(argv=None) -> int:
     except OSError as e:
         raise PeerError("%s: cannot read log (%s)" % (a.log, e.strerror))
     spec = common.load_config(a.config, a.layers)
-    import torch
-    with torch.device("meta"):
-        n_params = common.count_params(common.build_model(spec, dtype=torch.bfloat16, seed=0))
+    n_params = common.count_params_meta(spec)
     got = parse_log(text)
     steps = got["step_s"]
     if not steps and got["tflops"]:

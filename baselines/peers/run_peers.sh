@@ -62,6 +62,10 @@ mkdir -p "$(dirname "$out")"
 log_all=$(mktemp /tmp/run_peers.XXXXXX.log)
 say() { echo "run_peers: $*" | tee -a "$log_all" >&2; }
 export PYTHONUNBUFFERED=1
+# DeepSpeed JIT-builds cpu_adam with ninja: make the one beside this python findable
+pybin=$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null || true)
+ninjabin=$(python3 -c 'import ninja; print(ninja.BIN_DIR)' 2>/dev/null || true)
+export PATH="${ninjabin:+$ninjabin:}${pybin:+$pybin:}$PATH"
 
 save_out() {
   if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then

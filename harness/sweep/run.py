@@ -210,49 +210,6 @@ def step_stats(steps, warmup):
     return {"median": median(timed), "min": min(timed), "max": max(timed), "n": len(timed)}
 
 
-def trace_stats(path, steps, warmup):
-    """gpu_busy_frac and h2d_gbps of the timed steps from a sim --trace (Chrome JSON).
-
-    The trace has no step markers; steps are contiguous and end with the last event,
-    so step k's window is recovered from the step_ms values counted back from the end.
-    gpu_busy_frac = compute-stream busy time / wall time of the timed steps;
-    h2d_gbps = bytes of the H2D copies in those steps / their summed copy time."""
-    with open(path) as f:
-        tr = json.load(f)
-    if (tr.get("otherData") or {}).get("ops_dropped"):
-        return None, None, "trace dropped ops"
-    ev = tr["traceEvents"]
-    gpu_pid, compute_tid = None, None
-    for e in ev:
-        if e.get("ph") == "M" and e["name"] == "process_name" and str(e["args"]["name"]).startswith("GPU"):
-            gpu_pid = e["pid"]
-    for e in ev:
-        if e.get("ph") == "M" and e["name"] == "thread_name" and e["pid"] == gpu_pid and e["args"]["name"] == "compute":
-            compute_tid = e["tid"]
-    xs = [e for e in ev if e.get("ph") == "X"]
-    if gpu_pid is None or compute_tid is None or not xs:
-        return None, None, "trace has no compute stream"
-    end = max(e["ts"] + e["dur"] for e in xs) / 1e3  # ms
-    ms = [s["step_ms"] for s in steps]
-    t1 = end
-    t0 = end - sum(ms[warmup:])
-    busy = 0.0
-    h2d_bytes = h2d_ms = 0.0
-    for e in xs:
-        s, d = e["ts"] / 1e3, e["dur"] / 1e3
-        lo, hi = max(s, t0), min(s + d, t1)
-        if hi <= lo:
-            continue
-        if e["pid"] == gpu_pid and e["tid"] == compute_tid and not e["name"].startswith("copy_"):
-            busy += hi - lo
-        if e["pid"] == gpu_pid and e["name"] == "copy_h2d" and s >= t0:
-            h2d_bytes += (e.get("args") or {}).get("bytes", 0)
-            h2d_ms += d
-    frac = busy / (t1 - t0) if t1 > t0 else None
-    gbps = h2d_bytes / (h2d_ms * 1e6) if h2d_ms > 0 else None
-    return frac, gbps, None
-
-
 def dense_peak(gpu_name):
     for pat, peak in DENSE_PEAKS:
         if gpu_name and all(w in gpu_name for w in pat.split()):
@@ -315,14 +272,15 @@ def run_config(R, experiment, c):
             if not plan["fits"]:
                 row["note"] = "does not fit (megatrain plan): " + short_text(plan)
                 return row
-        trace = os.path.join(R.tmp, f"trace-{row['config_key']}.json") if c["backend"] == "sim" else None
+        trace = os.path.join(R.tmp, f"trace-{row['config_key']}.json") if c["keep_trace"] else None
         steps = R.train(c, cfg_path, trace)
-        if trace and c["keep_trace"]:  # kept next to the results: <out-dir>/traces/
+        if trace:  # kept next to the results: <out-dir>/traces/
             rel = os.path.join("traces", f"{experiment}-{row['config_key']}.json")
             os.makedirs(os.path.join(R.out_dir, "traces"), exist_ok=True)
             shutil.copyfile(trace, os.path.join(R.out_dir, rel))
             row["trace"] = rel
         row["step_ms"] = step_stats(steps, c["warmup"])
+        row["step_ms_all"] = [s["step_ms"] for s in steps]  # every step, warm-up included
         if mode == "measured":
             row["fits"] = True
             rss = [s["peak_rss_bytes"] for s in steps if isinstance(s.get("peak_rss_bytes"), (int, float))]
@@ -340,15 +298,8 @@ def run_config(R, experiment, c):
             row["gpu_busy_frac"], row["gpu_busy_source"] = median(cli_busy), "cli"
         if cli_h2d:
             row["h2d_gbps"] = median(cli_h2d)
-        if trace and os.path.exists(trace) and (not cli_busy or not cli_h2d):
-            frac, gbps, why = trace_stats(trace, steps, c["warmup"])
-            if not cli_busy and frac is not None:
-                row["gpu_busy_frac"], row["gpu_busy_source"] = frac, "sim-trace"
-            if not cli_h2d and gbps is not None:
-                row["h2d_gbps"] = gbps
-            if why:
-                row["note"] = why
-        for k in ("opt_wait_ms", "drain_wait_ms"):
+        for k in ("opt_wait_ms", "drain_wait_ms", "compute_ms", "h2d_ms", "d2h_ms", "drain_ms", "optimizer_ms",
+                  "d2h_gbps"):
             v = [s[k] for s in timed if isinstance(s.get(k), (int, float))]
             if v:
                 row[k] = median(v)

@@ -77,7 +77,8 @@ int mt_cmd_plan(mt_options *o) {
     if (!cfg_src) return fail(mt_fail(MT_ERR_ARG, "plan: --model DIR or --config FILE is required"));
     if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, cfg_src))) return fail(s);
     mt_plan_input in = {.B = o->batch, .T = o->seq_len, .grad_accum = o->grad_accum, .ckpt_interval = o->ckpt_interval,
-                        .weight_bufs = o->weight_bufs, .grad_slabs = o->grad_slabs, .zero3 = mt_zero3_defaults()};
+                        .weight_bufs = o->weight_bufs, .grad_slabs = o->grad_slabs, .mlp_rows = o->mlp_chunk,
+                        .zero3 = mt_zero3_defaults()};
     in.zero3.pin_memory = o->zero3_pin_memory;
     in.zero3.overlap_comm = o->zero3_overlap_comm;
     in.zero3.prefetch_bucket_size = o->zero3_prefetch_bucket_size;

@@ -52,6 +52,7 @@ static const opt_spec specs[] = {
     {"--grad-slabs", OPT_POS_INT, F(grad_slabs), NG, "tp"},
     {"--serial-optimizer", OPT_FLAG, F(serial_optimizer), NG, "t"},
     {"--bind", OPT_STR, F(bind), NG, "tp"},
+    {"--mlp-chunk", OPT_NONNEG_INT, F(mlp_chunk), NG, "tep"},
     {"--save", OPT_STR, F(save), NG, "t"},
     {"--save-every", OPT_POS_INT, F(save_every), NG, "t"},
     {"--resume", OPT_STR, F(resume), NG, "t"},
@@ -88,6 +89,7 @@ void mt_options_defaults(mt_options *o) {
     o->backend = "auto";
     o->schedule = "megatrain";
     o->bind = "pointer";
+    o->mlp_chunk = 8192; // MLP internals of at most 8k tokens at a time
     o->ckpt_interval = 1;
     o->weight_bufs = 2;
     o->grad_slabs = 4;

@@ -90,7 +90,7 @@ mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const m
     size_t ws = mt_dtype_size(mt_precision_wdt(p)), as = mt_dtype_size(act), ls = mt_dtype_size(sh.link_dtype);
     mt_dims d = {.B = o->B, .T = o->T, .N = o->B * o->T, .C = c->hidden_size, .F = c->intermediate_size,
                  .NH = c->num_heads, .NKV = c->num_kv_heads, .HD = c->head_dim,
-                 .QKV = c->num_heads + 2 * c->num_kv_heads, .qk_norm = c->qk_norm};
+                 .QKV = c->num_heads + 2 * c->num_kv_heads, .qk_norm = c->qk_norm, .mlp_rows = o->mlp_rows};
     size_t x = al((size_t)d.N * d.C * as);
     int n_wbuf = sh.n_wbuf, n_ckpt = sh.n_ckpt, n_acts = sh.n_acts;
     mt_memory_plan m = {0};
@@ -153,7 +153,7 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     e->d = (mt_dims){.B = o->B, .T = o->T, .N = o->B * o->T, .C = c->hidden_size, .F = c->intermediate_size,
                      .NH = c->num_heads, .NKV = c->num_kv_heads, .HD = c->head_dim,
                      .QKV = c->num_heads + 2 * c->num_kv_heads, .eps = c->rms_norm_eps, .qk_norm = c->qk_norm,
-                     .bias = c->attention_bias, .wdt = m->wdt};
+                     .bias = c->attention_bias, .mlp_rows = o->mlp_rows, .wdt = m->wdt};
     if (o->schedule == MT_SCHED_ZERO3) {
         const mt_zero3_knobs *z = &o->zero3;
         if (z->prefetch_bucket_size <= 0 || z->param_persistence_threshold < 0 || z->reduce_bucket_size <= 0 ||

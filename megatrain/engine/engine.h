@@ -41,6 +41,7 @@ typedef struct {
     int weight_bufs;       // device weight buffers in the ring (2 or 3)
     int grad_slabs;        // pinned host slabs gradients stream through
     int overlap_optimizer; // update layer i while the next step already streams
+    int mlp_rows;          // tokens per MLP chunk (0 = all at once); bounds the largest activations
     int keep_trace;        // keep every step's timeline for mt_engine_write_trace (--trace)
     int copy_bind;         // ablation: bind by copying into a fixed template buffer (the official code's way)
     mt_zero3_knobs zero3;  // used by MT_SCHED_ZERO3

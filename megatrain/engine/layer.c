@@ -3,6 +3,10 @@
 //   ln1 = rms(x) ; qkv = rope(qknorm(ln1 @ Wqkv + b)) ; att = attn(qkv)
 //   x_mid = x + att @ Wo ; ln2 = rms(x_mid) ; h = silu(ln2 @ Wg) * (ln2 @ Wu)
 //   x_out = x_mid + h @ Wd
+// The MLP runs in chunks of d->mlp_rows tokens: its (tokens, 3F) internals are
+// the largest of the layer, so only one chunk of them ever exists; backward
+// recomputes gate/up per chunk (the recompute pass stops at ln2, so the total
+// FLOPs do not change).
 #include "engine/layer.h"
 
 #include <stdint.h>
@@ -26,24 +30,25 @@ void mt_layer_bind(const mt_unit_layout *lay, void *base, mt_dtype wdt, mt_layer
 
 // Sizes (elements) of the activation tensors; one table drives bytes and carving.
 typedef struct {
-    size_t act[9];  // ln1, qkv_pre, qkv_n, qkv, att, x_mid, ln2, gu, h
+    size_t act[7];  // ln1, qkv_pre, qkv_n, qkv, att, x_mid, ln2
     size_t f32[4];  // rstd1, rstd_qk, lse, rstd2
 } acts_sizes;
 
 static acts_sizes sizes_of(const mt_dims *d) {
     size_t N = (size_t)d->N, qkv = N * (size_t)d->QKV * d->HD;
-    acts_sizes s = {{N * d->C, qkv, d->qk_norm ? qkv : 0, qkv, N * (size_t)d->NH * d->HD, N * d->C, N * d->C,
-                     N * 2 * (size_t)d->F, N * (size_t)d->F},
+    acts_sizes s = {{N * d->C, qkv, d->qk_norm ? qkv : 0, qkv, N * (size_t)d->NH * d->HD, N * d->C, N * d->C},
                     {N, d->qk_norm ? N * (size_t)(d->NH + d->NKV) : 0, (size_t)d->B * d->NH * d->T, N}};
     return s;
 }
+
+int mt_layer_mlp_rows(const mt_dims *d) { return d->mlp_rows > 0 && d->mlp_rows < d->N ? d->mlp_rows : d->N; }
 
 static size_t al(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 size_t mt_layer_acts_bytes(const mt_dims *d, mt_dtype act) {
     acts_sizes s = sizes_of(d);
     size_t b = 0;
-    for (int i = 0; i < 9; i++) b += al(s.act[i] * mt_dtype_size(act));
+    for (int i = 0; i < 7; i++) b += al(s.act[i] * mt_dtype_size(act));
     for (int i = 0; i < 4; i++) b += al(s.f32[i] * 4);
     return b;
 }
@@ -51,8 +56,8 @@ size_t mt_layer_acts_bytes(const mt_dims *d, mt_dtype act) {
 void mt_layer_acts_carve(const mt_dims *d, mt_dtype act, void *mem, mt_layer_acts *a) {
     acts_sizes s = sizes_of(d);
     char *p = mem;
-    void **act_ptrs[9] = {&a->ln1, &a->qkv_pre, &a->qkv_n, &a->qkv, &a->att, &a->x_mid, &a->ln2, &a->gu, &a->h};
-    for (int i = 0; i < 9; i++) {
+    void **act_ptrs[7] = {&a->ln1, &a->qkv_pre, &a->qkv_n, &a->qkv, &a->att, &a->x_mid, &a->ln2};
+    for (int i = 0; i < 7; i++) {
         *act_ptrs[i] = s.act[i] ? p : NULL;
         p += al(s.act[i] * mt_dtype_size(act));
     }
@@ -64,9 +69,9 @@ void mt_layer_acts_carve(const mt_dims *d, mt_dtype act, void *mem, mt_layer_act
 }
 
 size_t mt_layer_scratch_bytes(const mt_dims *d, mt_dtype act) {
-    size_t N = (size_t)d->N, e = mt_dtype_size(act);
-    return al(N * d->C * e) * 2 + al(N * (size_t)d->QKV * d->HD * e) * (d->qk_norm ? 2 : 1) + al(N * (size_t)d->NH * d->HD * e) +
-           al(N * 2 * (size_t)d->F * e) + al(N * (size_t)d->F * e);
+    size_t N = (size_t)d->N, R = (size_t)mt_layer_mlp_rows(d), e = mt_dtype_size(act);
+    return al(N * d->C * e) * 2 + al(N * (size_t)d->QKV * d->HD * e) * (d->qk_norm ? 2 : 1) +
+           al(N * (size_t)d->NH * d->HD * e) + 2 * (al(R * 2 * (size_t)d->F * e) + al(R * (size_t)d->F * e));
 }
 
 void mt_layer_scratch_carve(const mt_dims *d, mt_dtype act, void *mem, mt_layer_scratch *s) {
@@ -78,12 +83,15 @@ void mt_layer_scratch_carve(const mt_dims *d, mt_dtype act, void *mem, mt_layer_
     s->dqkv_pre = NULL;
     if (d->qk_norm) s->dqkv_pre = p, p += al(N * (size_t)d->QKV * d->HD * e);
     s->datt = p, p += al(N * (size_t)d->NH * d->HD * e);
-    s->dgu = p, p += al(N * 2 * (size_t)d->F * e);
+    size_t R = (size_t)mt_layer_mlp_rows(d);
+    s->gu = p, p += al(R * 2 * (size_t)d->F * e);
+    s->h = p, p += al(R * (size_t)d->F * e);
+    s->dgu = p, p += al(R * 2 * (size_t)d->F * e);
     s->dh = p;
 }
 
 mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_view *w, mt_layer_acts *a,
-                           const void *x_in, void *x_out) {
+                           mt_layer_scratch *s, const void *x_in, void *x_out) {
     const mt_backend_ops *o = be->ops;
     const int N = d->N, C = d->C, QD = d->QKV * d->HD;
     MT_TRY(o->rmsnorm_fwd(be, a->ln1, a->rstd1, x_in, w->ln1, d->wdt, N, C, d->eps));
@@ -99,10 +107,15 @@ mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_view
     MT_TRY(o->matmul_fwd(be, a->x_mid, a->att, w->o_w, NULL, d->wdt, N, d->NH * d->HD, C));
     MT_TRY(o->add(be, a->x_mid, a->x_mid, x_in, (size_t)N * C));
     MT_TRY(o->rmsnorm_fwd(be, a->ln2, a->rstd2, a->x_mid, w->ln2, d->wdt, N, C, d->eps));
-    MT_TRY(o->matmul_fwd(be, a->gu, a->ln2, w->gu_w, NULL, d->wdt, N, C, 2 * d->F));
-    MT_TRY(o->swiglu_fwd(be, a->h, a->gu, N, d->F));
-    if (!x_out) return MT_OK; // recompute for backward: the layer's output is not needed
-    MT_TRY(o->matmul_fwd(be, x_out, a->h, w->down_w, NULL, d->wdt, N, d->F, C));
+    if (!x_out) return MT_OK; // recompute for backward: the MLP is recomputed chunk by chunk there
+    const size_t as = mt_dtype_size(be->act_dtype);
+    for (int r0 = 0, R = mt_layer_mlp_rows(d); r0 < N; r0 += R) {
+        int n = N - r0 < R ? N - r0 : R;
+        size_t row = (size_t)r0 * C * as;
+        MT_TRY(o->matmul_fwd(be, s->gu, (const char *)a->ln2 + row, w->gu_w, NULL, d->wdt, n, C, 2 * d->F));
+        MT_TRY(o->swiglu_fwd(be, s->h, s->gu, n, d->F));
+        MT_TRY(o->matmul_fwd(be, (char *)x_out + row, s->h, w->down_w, NULL, d->wdt, n, d->F, C));
+    }
     return o->add(be, x_out, x_out, a->x_mid, (size_t)N * C);
 }
 
@@ -110,10 +123,20 @@ mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_vie
                             const mt_layer_acts *a, mt_layer_scratch *s, const void *x_in, void *dx) {
     const mt_backend_ops *o = be->ops;
     const int N = d->N, C = d->C, QD = d->QKV * d->HD, AD = d->NH * d->HD;
-    // MLP branch: dx is dL/dx_out = dL/d(mlp out) and (residual) part of dL/dx_mid.
-    MT_TRY(o->matmul_bwd(be, s->dh, g->down_w, NULL, dx, a->h, w->down_w, d->wdt, N, d->F, C, 0));
-    MT_TRY(o->swiglu_bwd(be, s->dgu, s->dh, a->gu, N, d->F));
-    MT_TRY(o->matmul_bwd(be, s->dln, g->gu_w, NULL, s->dgu, a->ln2, w->gu_w, d->wdt, N, C, 2 * d->F, 0));
+    // MLP branch, chunk by chunk: dx is dL/dx_out = dL/d(mlp out) and (residual) part of dL/dx_mid.
+    const size_t as = mt_dtype_size(be->act_dtype);
+    for (int r0 = 0, R = mt_layer_mlp_rows(d); r0 < N; r0 += R) {
+        int n = N - r0 < R ? N - r0 : R, acc = r0 > 0 ? MT_ACC_DW : 0;
+        size_t row = (size_t)r0 * C * as;
+        const void *ln2 = (const char *)a->ln2 + row;
+        MT_TRY(o->matmul_fwd(be, s->gu, ln2, w->gu_w, NULL, d->wdt, n, C, 2 * d->F));
+        MT_TRY(o->swiglu_fwd(be, s->h, s->gu, n, d->F));
+        MT_TRY(o->matmul_bwd(be, s->dh, g->down_w, NULL, (const char *)dx + row, s->h, w->down_w, d->wdt, n, d->F, C,
+                             acc));
+        MT_TRY(o->swiglu_bwd(be, s->dgu, s->dh, s->gu, n, d->F));
+        MT_TRY(o->matmul_bwd(be, (char *)s->dln + row, g->gu_w, NULL, s->dgu, ln2, w->gu_w, d->wdt, n, C, 2 * d->F,
+                             acc));
+    }
     MT_TRY(o->rmsnorm_bwd(be, s->dtmp, g->ln2, s->dln, a->x_mid, w->ln2, a->rstd2, d->wdt, N, C));
     MT_TRY(o->add(be, dx, dx, s->dtmp, (size_t)N * C)); // dx = dL/dx_mid
     // Attention branch.

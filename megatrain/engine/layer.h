@@ -13,6 +13,7 @@ typedef struct {
     int QKV;
     float eps;
     int qk_norm, bias;
+    int mlp_rows;           // tokens per MLP chunk (0 = all N at once)
     mt_dtype wdt;           // weights and weight-gradients
     const float *rope_cos, *rope_sin; // device (T, HD/2)
 } mt_dims;
@@ -24,14 +25,19 @@ typedef struct {
 
 // A layer's saved internals for one forward pass of N tokens (device).
 typedef struct {
-    void *ln1, *qkv_pre, *qkv_n, *qkv, *att, *x_mid, *ln2, *gu, *h;
+    void *ln1, *qkv_pre, *qkv_n, *qkv, *att, *x_mid, *ln2;
     float *rstd1, *rstd_qk, *lse, *rstd2;
 } mt_layer_acts;
 
-// Backward scratch (device), shared by all layers.
+// Scratch (device), shared by all layers: the backward's gradients of N tokens,
+// and the MLP's internals of one chunk (mlp_rows tokens).
 typedef struct {
-    void *dtmp, *dln, *dqkv, *dqkv_pre, *datt, *dgu, *dh; // dqkv_pre only with qk_norm
+    void *dtmp, *dln, *dqkv, *dqkv_pre, *datt; // dqkv_pre only with qk_norm
+    void *gu, *h, *dgu, *dh;                   // one MLP chunk
 } mt_layer_scratch;
+
+// Tokens per MLP chunk actually used (mlp_rows clamped to 1..N).
+int mt_layer_mlp_rows(const mt_dims *d);
 
 // Binds the template to a buffer holding one layer's weights (or grads).
 void mt_layer_bind(const mt_unit_layout *lay, void *base, mt_dtype wdt, mt_layer_view *out);
@@ -45,7 +51,7 @@ void mt_layer_scratch_carve(const mt_dims *d, mt_dtype act, void *mem, mt_layer_
 // x_out(N,C) = layer(x_in); internals saved in a. x_out NULL: stop after the internals
 // backward needs (recompute skips the down projection).
 mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_view *w, mt_layer_acts *a,
-                           const void *x_in, void *x_out);
+                           mt_layer_scratch *s, const void *x_in, void *x_out);
 // dx(N,C): in = dL/dx_out, out = dL/dx_in (in place); g receives the weight grads (overwritten).
 mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_view *w, const mt_layer_view *g,
                             const mt_layer_acts *a, mt_layer_scratch *s, const void *x_in, void *dx);

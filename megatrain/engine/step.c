@@ -135,7 +135,7 @@ static mt_status forward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) {
         mt_layer_view w;
         MT_TRY(acquire(e, *cursor, i, &w, st));
         MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "forward", i, &span));
-        MT_TRY(mt_layer_forward(be, &e->d, &w, acts_for(e, i), layer_input(e, i), layer_output(e, i)));
+        MT_TRY(mt_layer_forward(be, &e->d, &w, acts_for(e, i), &e->scratch, layer_input(e, i), layer_output(e, i)));
         MT_TRY(mt_trace_end(e->trace, span));
         e->acts_layer = i;
         MT_TRY(release(e, (*cursor)++));
@@ -175,7 +175,7 @@ static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cu
     int span;
     if (e->n_acts == 1 && e->acts_layer != i) {
         MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "recompute", i, &span));
-        MT_TRY(mt_layer_forward(be, &e->d, &w, a, x_in, NULL)); // recompute the internals
+        MT_TRY(mt_layer_forward(be, &e->d, &w, a, &e->scratch, x_in, NULL)); // recompute the internals
         MT_TRY(mt_trace_end(e->trace, span));
         e->acts_layer = i;
     }
@@ -219,7 +219,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) 
                 mt_layer_view w;
                 MT_TRY(acquire(e, *cursor, i, &w, st));
                 MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "recompute", i, &span));
-                MT_TRY(mt_layer_forward(be, &e->d, &w, &e->acts[0], e->blk_in[i - s], e->blk_in[i - s + 1]));
+                MT_TRY(mt_layer_forward(be, &e->d, &w, &e->acts[0], &e->scratch, e->blk_in[i - s], e->blk_in[i - s + 1]));
                 MT_TRY(mt_trace_end(e->trace, span));
                 e->acts_layer = i;
                 MT_TRY(release(e, (*cursor)++));

@@ -65,6 +65,7 @@ typedef struct {
     int ckpt_interval;     // K (megatrain, naive)
     int weight_bufs;       // device weight buffers (megatrain: 2 or 3; naive uses 1)
     int grad_slabs;        // pinned gradient slabs
+    int mlp_rows;          // tokens per MLP chunk (0 = all)
     mt_zero3_knobs zero3;  // DeepSpeed's knobs for zero3 (mt_zero3_defaults: DeepSpeed's defaults)
 } mt_plan_input;
 

@@ -416,14 +416,40 @@ class TestDeepSpeedConfig(unittest.TestCase):
                          ["deepspeed_zero3: --warmup must be >= 2 and --steps >= 5 (DESIGN.md timing rule)"])
 
 
+class TestCpuAdamFailure(unittest.TestCase):
+    def test_one_clear_line_and_exit_3(self):
+        """A cpu_adam op that cannot build ends the run with one line, exit 3."""
+        code = textwrap.dedent("""
+            import sys, types
+            sys.path.insert(0, %r)
+            class B:
+                def load(self, verbose=False):
+                    try:
+                        raise RuntimeError("Ninja is required to load C++ extensions")
+                    except RuntimeError as e:
+                        raise RuntimeError("wrapped") from e
+            ds = types.ModuleType("deepspeed"); ops = types.ModuleType("deepspeed.ops")
+            ob = types.ModuleType("deepspeed.ops.op_builder"); ob.CPUAdamBuilder = B
+            sys.modules.update({"deepspeed": ds, "deepspeed.ops": ops, "deepspeed.ops.op_builder": ob})
+            import deepspeed_zero3
+            deepspeed_zero3.load_cpu_adam_op()
+        """) % PEERS
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 3)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertTrue(lines[0].startswith("deepspeed_zero3: cannot load DeepSpeed's CPU Adam op"))
+        self.assertIn("Ninja is required", lines[0])
+
+
 class TestDeepSpeedCPU(TmpDir):
     """ZeRO-3 + param/optimizer offload + DeepSpeedCPUAdam end to end on DeepSpeed's
     CPU accelerator (gloo): the same setup() and make_step() the GPU run uses."""
 
     def test_two_steps(self):
         try:
-            import deepspeed  # noqa: F401
             import accelerate  # noqa: F401
+            import deepspeed  # noqa: F401
         except Exception as e:  # noqa: BLE001
             self.skipTest("deepspeed/accelerate not importable: %s" % e)
         cfg = self.write_config()
@@ -484,6 +510,33 @@ class TestOfficial(TmpDir):
         self.assertEqual(row["step_ms"], {"median": 500.0, "min": 500.0, "max": 500.0})
         self.assertEqual(row["params"], qwen2_params(TINY, 2, False))
         self.assertIn("b=2", r.stderr)  # MT_BATCH reached the command
+
+
+class TestRunPeers(TmpDir):
+    def test_failure_rows_and_skip(self):
+        """Without a GPU each torch peer fails with its one line, which becomes an
+        error row; 'official' without MEGATRAIN_OFFICIAL is skipped; $OUT gets copies."""
+        if torch.cuda.is_available():
+            self.skipTest("a GPU is present: this checks the no-GPU failure path")
+        cfg = self.write_config()
+        out = os.path.join(self.tmp, "peers.jsonl")
+        outdir = os.path.join(self.tmp, "OUT")
+        os.mkdir(outdir)
+        env = {k: v for k, v in os.environ.items() if k != "MEGATRAIN_OFFICIAL"}
+        env["OUT"] = outdir
+        r = subprocess.run(["bash", os.path.join(PEERS, "run_peers.sh"), "--config", cfg, "--batches", "2",
+                            "--seq-len", "16", "--layers", "2", "--peers", "fsdp2_offload official",
+                            "--out", out, "--timeout", "200"],
+                           capture_output=True, text=True, env=env, timeout=400)
+        self.assertEqual(r.returncode, 1, r.stderr[-2000:])
+        with open(out) as f:
+            rows = [json.loads(line) for line in f]
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["system"], "fsdp2_offload")
+        self.assertEqual((rows[0]["batch"], rows[0]["seq_len"], rows[0]["layers_run"]), (2, 16, 2))
+        self.assertIn("fsdp2_offload: no CUDA device visible", rows[0]["error"])
+        self.assertIn("official skipped", r.stderr)
+        self.assertEqual(sorted(os.listdir(outdir)), ["peers.jsonl", "peers.log"])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# reproduce.sh: regenerates the paper-replication results, figures and claims table.
+# `make reproduce` builds first and then runs this; see REPRODUCE.md.
+#
+#   bash experiments/reproduce.sh [--cpu | --gpu] [--resume] [--no-plots]
+#     --cpu      CPU path (default when no GPU): env, microbenchmarks, CPU-scale measured
+#                sweeps (machinery checks), projections (sim backend + plan), plots, table
+#     --gpu      GPU path (default when `megatrain --version` lists cuda and nvidia-smi
+#                works): env, measured sweeps on cuda, the same projections, table
+#                (plots are made on a machine with gnuplot: see REPRODUCE.md)
+#     --resume   keep rows already in results/ (default: re-run and replace them)
+#   env: MT_BIN (binaries, default build/bin), MT_RESULTS (default results),
+#        MT_MICROBENCH_MIN_TIME (default 0.05 s per benchmark)
+# Every step runs even if an earlier one failed; a failed step prints FAILED and makes
+# the exit status 1 (a missing sim backend or planner fails here loudly, not silently).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+ROOT=$(pwd)
+BIN=${MT_BIN:-$ROOT/build/bin}
+RESULTS=${MT_RESULTS:-$ROOT/results}
+export MT_BIN=$BIN
+PY=${PYTHON:-python3}
+path="" force="--force" plots=1
+for a in "$@"; do
+  case "$a" in
+    --cpu) path=cpu ;;
+    --gpu) path=gpu ;;
+    --resume) force="" ;;
+    --no-plots) plots=0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "reproduce: unknown option '$a' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+T0=$(date +%s)
+failed=()
+elapsed() { local s=$(( $(date +%s) - T0 )); printf '%d:%02d' $((s / 60)) $((s % 60)); }
+step() { echo "== [$(elapsed)] $*" >&2; }
+# run NAME CMD...: runs a step, records it as failed (loudly) when it exits non-zero.
+run() {
+  local name=$1; shift
+  step "$name"
+  if ! "$@"; then
+    echo "FAILED: $name (exit $?): $*" >&2
+    failed+=("$name")
+  fi
+}
+
+[ -x "$BIN/megatrain" ] || { echo "reproduce: $BIN/megatrain not found; HINT: make build (or set MT_BIN)" >&2; exit 2; }
+command -v "$PY" >/dev/null || { echo "reproduce: python3 not found" >&2; exit 2; }
+version=$("$BIN/megatrain" --version)
+if [ -z "$path" ]; then
+  path=cpu
+  if echo "$version" | grep -q '"cuda"' && nvidia-smi -L >/dev/null 2>&1; then path=gpu; fi
+fi
+host=$(hostname -s 2>/dev/null || echo host)
+mkdir -p "$RESULTS"
+step "megatrain $version; path: $path; results: $RESULTS; host: $host"
+
+sweep() { "$PY" harness/sweep/run.py --out-dir "$RESULTS" $force "$@"; }
+
+# (a) the environment block of this machine
+run "env (mt-env)" bash -c "'$BIN/mt-env' > '$RESULTS/env_$host.json' && cat '$RESULTS/env_$host.json' >&2"
+
+# (b) microbenchmarks (short run)
+if [ -x "$BIN/mt-microbench" ]; then
+  run "microbenchmarks -> results/microbench_$host.json" bash -c \
+    "'$BIN/mt-microbench' --benchmark_min_time=${MT_MICROBENCH_MIN_TIME:-0.05} > '$RESULTS/microbench_$host.json.tmp' && mv '$RESULTS/microbench_$host.json.tmp' '$RESULTS/microbench_$host.json'"
+else
+  echo "FAILED: mt-microbench not built (Google Benchmark missing? make deps)" >&2
+  failed+=("microbenchmarks")
+fi
+
+# (c) measured runs
+if [ "$path" = cpu ]; then
+  # CPU scale: machinery checks (copies are memcpy; the GPU-scale answer is the projection)
+  run "C2 on CPU (measured): megatrain vs zero3 vs naive" sweep experiments/sweeps/c2_cpu.json
+  run "ablations on CPU (measured)" sweep experiments/sweeps/ablations_cpu.json
+  run "depth extrapolation check on CPU" sweep experiments/sweeps/extrapolation_cpu.json
+else
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  profile=h100-128g
+  case "$gpu" in *H200*) profile=h200-128g ;; esac
+  step "GPU: $gpu (profile for the paired projections: $profile)"
+  run "C2 on the GPU (measured + extrapolated)" sweep --hardware "$profile" experiments/sweeps/gpu_c2.json
+  run "model size on the GPU (extrapolated) + paired projections" sweep --hardware "$profile" experiments/sweeps/gpu_scale.json
+  run "ablations on the GPU (measured)" sweep experiments/sweeps/ablations_cpu.json  # small model, machinery
+fi
+
+# (d) projections: the sim backend and the planner must be there (fail loudly if not)
+if ! echo "$version" | grep -q '"sim"'; then
+  echo "FAILED: this megatrain has no sim backend ($version): projections cannot run" >&2
+  failed+=("sim backend missing")
+fi
+if ! "$BIN/megatrain" plan --config experiments/models/qwen2.5-7b.json --batch 1 --seq-len 1024 \
+      --precision paper --hardware gh200-480g >/dev/null; then
+  echo "FAILED: megatrain plan does not work: projections cannot run" >&2
+  failed+=("megatrain plan missing")
+fi
+run "C1 projection: dense-120b on h200-1.5t" sweep experiments/sweeps/c1_120b.json
+run "C2 projection: qwen2.5-14b megatrain vs zero3 on gh200-480g" sweep experiments/sweeps/c2_gh200.json
+run "C3 projection: qwen2.5-7b context sweep to 512k on gh200-480g" sweep experiments/sweeps/c3_context.json
+run "C4/C5 projection: ablations on gh200-480g" sweep experiments/sweeps/ablations_gh200.json
+run "throughput vs model size (incl. RTX 4090)" sweep experiments/sweeps/model_size.json
+run "largest trainable model vs host memory (plan)" sweep experiments/sweeps/capacity.json
+run "timeline of one projected step (trace)" "$PY" harness/sweep/run.py --out-dir "$RESULTS" --force experiments/sweeps/timeline.json
+
+# (e) figures
+run "export results -> plots/data/*.tsv" "$PY" harness/sweep/export.py --results "$RESULTS" --out plots/data
+if [ "$plots" = 1 ]; then
+  if command -v gnuplot >/dev/null; then
+    mkdir -p plots/out
+    for gp in plots/model_size.gp plots/batch.gp plots/capacity.gp plots/context.gp plots/timeline.gp \
+              plots/predicted.gp plots/ablations.gp; do
+      run "plot $gp" gnuplot "$gp"
+    done
+  elif [ "$path" = gpu ]; then
+    step "no gnuplot here (GPU machine): copy results/ back and run: bash experiments/reproduce.sh --resume"
+  else
+    echo "FAILED: gnuplot not found; HINT: make deps" >&2
+    failed+=("plots")
+  fi
+fi
+
+# (f) the claims table, computed from the results files
+step "claims table (results/claims.md)"
+"$PY" harness/sweep/claims.py --results "$RESULTS" --markdown "$RESULTS/claims.md" || failed+=("claims table")
+
+step "done in $(elapsed)"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "reproduce: ${#failed[@]} step(s) FAILED: ${failed[*]}" >&2
+  exit 1
+fi

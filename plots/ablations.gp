@@ -1,0 +1,22 @@
+# Ablations of the megatrain schedule: step time relative to the baseline (C5: bind=copy).
+NAME = "ablations"
+load "plots/common.gp"
+load DATA.NAME.".gpi"
+do for [FMT in "png svg"] {
+  eval term(FMT)
+  set output OUT.NAME.".".FMT
+  set title "Ablations: step time relative to the default megatrain schedule (2 weight buffers, K=1, pointer bind, overlapped optimizer)\n{/*0.85 lower is better; open squares = projected (sim, Qwen2.5-14B b16 on GH200); filled circles = measured on CPU (small model: copies are memcpy)}"
+  set ylabel "step time / baseline step time"
+  set xtics rotate by -30 ("baseline" 0, "1 buffer (naive)" 1, "3 buffers" 2, "ckpt K=2" 3, "ckpt K=4" 4, "bind=copy (C5)" 5, "serial optimizer" 6, "grad slabs 2" 7, "grad slabs 12" 8, "zero3" 9)
+  set xrange [-0.5:9.5]
+  set yrange [0:*]
+  set key top left
+  set boxwidth 0.35
+  set style fill solid 0.6
+  if (N > 0) {
+    plot 1 with lines ls 100 notitle, \
+         for [i=1:N] DATA.NAME.".tsv" index (i-1) using ($1 + (i - 1.5) * 0.36):2 with boxes lc i title T[i]
+  } else {
+    set label 1 no_data_note at graph 0.5, 0.5 center; plot NaN notitle; unset label 1
+  }
+}

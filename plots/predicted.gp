@@ -1,0 +1,21 @@
+# Predicted vs measured step time on the same configuration.
+NAME = "predicted"
+load "plots/common.gp"
+load DATA.NAME.".gpi"
+do for [FMT in "png svg"] {
+  eval term(FMT)
+  set output OUT.NAME.".".FMT
+  set title "Predicted vs measured step time (same model, system, batch, sequence length)\n{/*0.85 triangles: depth extrapolation (fit over shallower runs) vs the full-depth measurement; squares: sim backend vs a measured GPU run (needs the GPU machine)}"
+  set xlabel "measured step time (ms)"
+  set ylabel "predicted step time (ms)"
+  set logscale xy
+  set key top left
+  if (N > 0) {
+    plot x with lines ls 100 title "predicted = measured", \
+         x*1.1 with lines lc rgb "#bbbbbb" dt 2 title "±10%", x/1.1 with lines lc rgb "#bbbbbb" dt 2 notitle, \
+         for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:2 with points pt pt(K[i]) ps 1.8 lc i title T[i], \
+         for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:2:3 with labels offset 1,0.6 left font ",8" notitle
+  } else {
+    set label 1 no_data_note at graph 0.5, 0.5 center; plot NaN notitle; unset label 1
+  }
+}
