@@ -1,59 +1,61 @@
 #!/usr/bin/env bash
-# gpu_suite.sh: run ON the GPU machine from the repo root. Builds (unless
-# BUILD already holds a build), runs the CUDA tests (ctest -R cuda), the
-# compute-sanitizer memcheck of test_cuda_ops, and the kernel labs.
-# Logs go to $OUT (if set) or ./gpu_suite_logs. Exit status: 0 only if all passed.
-#   BUILD=build-gpu bash ci/gpu_suite.sh
+# gpu_suite.sh: run ON the GPU machine from the repo root, with the bundle that
+# ci/gpu_bundle.sh built here (the GPU machine has CUDA but not our other
+# libraries, so nothing is built there):
+#   device run: command="bash ci/gpu_suite.sh", carry=[".device"]
+# Runs the CUDA op tests against the CPU backend, compute-sanitizer memcheck and
+# racecheck, the kernel labs, and the link/GEMM microbenchmarks. Logs and JSON
+# go to $OUT (or ./gpu_suite_logs). Exit status 0 only if everything passed.
 set -u
 ROOT=$(pwd)
-BUILD=${BUILD:-build-gpu}
 LOGS=${OUT:-$ROOT/gpu_suite_logs}
 mkdir -p "$LOGS"
 fail=0
 step() { echo "== $*" | tee -a "$LOGS/summary.txt"; }
 
+if [ ! -f .device/bundle.tar.xz ]; then
+  echo "gpu_suite: .device/bundle.tar.xz missing: run 'bash ci/gpu_bundle.sh' on the dev machine and carry .device" >&2
+  exit 1
+fi
+BUNDLE=/tmp/mt_bundle
+rm -rf "$BUNDLE" && mkdir -p "$BUNDLE" && tar -C "$BUNDLE" --strip-components=1 -xJf .device/bundle.tar.xz
+export LD_LIBRARY_PATH="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export MT_BIN="$BUNDLE/bin" MT_GIT_SHA=$(cat "$BUNDLE/GIT_SHA") MT_GIT_DIRTY=$(cat "$BUNDLE/GIT_DIRTY")
+BIN=$BUNDLE/bin
+
 nvidia-smi > "$LOGS/nvidia-smi.txt" 2>&1 || echo "nvidia-smi unavailable" >> "$LOGS/summary.txt"
+"$BIN/megatrain" --version | tee -a "$LOGS/summary.txt"
+"$BIN/mt-env" > "$LOGS/env.json" 2>> "$LOGS/summary.txt" || true
 
-if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-  step "configure $BUILD"
-  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release > "$LOGS/configure.log" 2>&1 || { echo "configure failed (see configure.log)"; exit 1; }
-fi
-step "build"
-# Only what the suite needs; other targets may still be under construction.
-cmake --build "$BUILD" -j "$(nproc)" --target megatrain_cuda test_cuda_ops > "$LOGS/build.log" 2>&1 \
-  || { echo "build failed (see $LOGS/build.log)"; tail -30 "$LOGS/build.log"; exit 1; }
-cmake --build "$BUILD" -j "$(nproc)" >> "$LOGS/build.log" 2>&1 || echo "note: full build failed; running the CUDA tests only" | tee -a "$LOGS/summary.txt"
-
-step "ctest -R cuda"
-(cd "$BUILD" && MT_TEST_VERBOSE=1 ctest -R cuda --output-on-failure) > "$LOGS/ctest_cuda.log" 2>&1 || fail=1
-tail -5 "$LOGS/ctest_cuda.log" | tee -a "$LOGS/summary.txt"
-if grep -q "Skipped\|\*\*\*Skipped" "$LOGS/ctest_cuda.log"; then
-  echo "WARNING: CUDA tests were skipped on the GPU machine (no device visible?)" | tee -a "$LOGS/summary.txt"
-  fail=1
-fi
+step "test_cuda_ops (each op vs the CPU backend)"
+MT_TEST_VERBOSE=1 "$BIN/test_cuda_ops" > "$LOGS/test_cuda_ops.log" 2>&1
+rc=$?
+tail -3 "$LOGS/test_cuda_ops.log" | tee -a "$LOGS/summary.txt"
+if [ $rc = 77 ]; then echo "WARNING: skipped: no CUDA device visible" | tee -a "$LOGS/summary.txt"; fail=1
+elif [ $rc != 0 ]; then fail=1; fi
 
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ -x "$SAN" ]; then
-  step "compute-sanitizer memcheck test_cuda_ops"
-  "$SAN" --tool memcheck --leak-check full --error-exitcode 99 "$BUILD/bin/test_cuda_ops" > "$LOGS/memcheck.log" 2>&1 || fail=1
-  tail -5 "$LOGS/memcheck.log" | tee -a "$LOGS/summary.txt"
-  step "compute-sanitizer racecheck test_cuda_ops"
-  "$SAN" --tool racecheck --error-exitcode 99 "$BUILD/bin/test_cuda_ops" > "$LOGS/racecheck.log" 2>&1 || fail=1
-  tail -3 "$LOGS/racecheck.log" | tee -a "$LOGS/summary.txt"
+  for tool in memcheck racecheck; do
+    step "compute-sanitizer $tool test_cuda_ops"
+    "$SAN" --tool $tool --error-exitcode 99 "$BIN/test_cuda_ops" > "$LOGS/$tool.log" 2>&1 || fail=1
+    tail -3 "$LOGS/$tool.log" | tee -a "$LOGS/summary.txt"
+  done
 else
   echo "compute-sanitizer not found" | tee -a "$LOGS/summary.txt"
   fail=1
 fi
 
-step "kernel labs"
-if make -C megatrain/backends/cuda/lab BIN="$ROOT/$BUILD/lab" > "$LOGS/lab_build.log" 2>&1; then
-  "$BUILD/lab/attention" > "$LOGS/lab_attention.txt" 2>&1 || fail=1
-  "$BUILD/lab/rmsnorm" > "$LOGS/lab_rmsnorm.txt" 2>&1 || fail=1
-  cat "$LOGS/lab_attention.txt" "$LOGS/lab_rmsnorm.txt" >> "$LOGS/summary.txt"
-else
-  echo "lab build failed (see lab_build.log)" | tee -a "$LOGS/summary.txt"
-  fail=1
-fi
+step "kernel labs (each version vs a CPU reference, timed)"
+for lab in attention rmsnorm; do
+  "$BIN/$lab" > "$LOGS/lab_$lab.txt" 2>&1 || fail=1
+  cat "$LOGS/lab_$lab.txt" >> "$LOGS/summary.txt"
+done
+
+step "microbenchmarks: host<->device copies, GEMMs, host AdamW, triad"
+"$BIN/mt-microbench" --benchmark_min_time=0.2 --benchmark_out="$LOGS/microbench.json" \
+  --benchmark_out_format=json > "$LOGS/microbench.txt" 2>&1 || fail=1
+tail -40 "$LOGS/microbench.txt" >> "$LOGS/summary.txt"
 
 step "result: $([ $fail = 0 ] && echo PASS || echo FAIL)"
 exit $fail

@@ -40,8 +40,10 @@ step() { echo "== [$(elapsed)] $*" >&2; }
 run() {
   local name=$1; shift
   step "$name"
-  if ! "$@"; then
-    echo "FAILED: $name (exit $?): $*" >&2
+  local rc=0
+  "$@" || rc=$?
+  if [ "$rc" != 0 ]; then
+    echo "FAILED: $name (exit $rc): $*" >&2
     failed+=("$name")
   fi
 }

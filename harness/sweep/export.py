@@ -13,7 +13,7 @@ so a figure script can `load` the .gpi and plot `for [i=1:N]` without knowing th
 series in advance. Rows with an `error` field are left out; a figure with no rows gets
 N = 0 and its script draws an empty frame that says so.
 Figures: model_size, batch_gpu, batch_cpu, capacity, context, timeline, predicted,
-ablations. Their metric is in plots/README.md.
+ablations. Their metric and point styles are in REPRODUCE.md ("Figures").
 """
 import argparse
 import json
@@ -101,17 +101,18 @@ def export(rows, out, results_dir):
     figs.append(f)
 
     # C2 batch sweeps: GPU scale (projected, and measured on the GPU machine) and CPU (measured)
-    fg = Figure("batch_gpu", ["batch", "tflops", "tokens_per_s", "step_ms"])
-    fc = Figure("batch_cpu", ["batch", "tflops", "tokens_per_s", "step_ms"])
+    cols = ["batch", "tflops", "tokens_per_s", "step_ms", "tokens_per_s_lo", "tokens_per_s_hi"]
+    fg, fc = Figure("batch_gpu", cols), Figure("batch_cpu", cols)
     for r in rows:
         if not ok(r) or r.get("variant"):
             continue
         if r.get("experiment") in ("c2_gh200", "gpu_c2"):
             fg.add(series_title(r, f"{r['system']} {r['model']}"), KIND[r["mode"]],
-                   [r["batch"], r["tflops"], r["tokens_per_s"], r["step_ms"]["median"]])
+                   [r["batch"], r["tflops"], r["tokens_per_s"], r["step_ms"]["median"], None, None])
         elif r.get("experiment") == "c2_cpu":
             fc.add(series_title(r, f"{r['system']} {r['model']}"), KIND[r["mode"]],
-                   [r["batch"], r["tflops"], r["tokens_per_s"], r["step_ms"]["median"]])
+                   [r["batch"], r["tflops"], r["tokens_per_s"], r["step_ms"]["median"],
+                    r["tokens"] / (r["step_ms"]["max"] / 1e3), r["tokens"] / (r["step_ms"]["min"] / 1e3)])
     figs += [fg, fc]
 
     # largest trainable model vs host memory (plan feasibility)
@@ -257,7 +258,7 @@ def timeline(rows, results_dir):
     k = steps[-2]
     t0, t1 = start[k] / 1e3, start[steps[-1]] / 1e3
     title = (f"{r['model']} ({r['layers_run']} of {r['layers_model']} layers), batch {r['batch']} x {r['seq_len']}, "
-             f"projected on {r.get('hardware')}, step {k}")
+             f"on {r.get('hardware')}, step {k}")
     for e in xs:
         s, d = e["ts"] / 1e3, e["dur"] / 1e3
         lo, hi = max(s, t0), min(s + d, t1)

@@ -116,20 +116,22 @@ void mt_opt_worker_start(mt_opt_worker *w, const mt_adamw_hparams *h, float weig
     pthread_mutex_unlock(&w->mu);
 }
 
-static double now_ms(void) {
+// Time waited, on the engine's clock: wall time, or virtual time under sim.
+static double clock_ms(const mt_opt_worker *w) {
+    if (mt_backend_is_virtual(w->m->be)) return mt_vclock_now();
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 double mt_opt_worker_wait_unit(mt_opt_worker *w, int u) {
-    double t0 = now_ms();
+    double t0 = clock_ms(w);
     pthread_mutex_lock(&w->mu);
     while (w->done[u] != w->started) pthread_cond_wait(&w->cv, &w->mu);
     double t = w->done_t[u];
     pthread_mutex_unlock(&w->mu);
     mt_vclock_join(t);
-    return now_ms() - t0;
+    return clock_ms(w) - t0;
 }
 
 double mt_opt_worker_wait_all(mt_opt_worker *w) {

@@ -1,0 +1,50 @@
+// hardware_profile.h: one machine described by experiments/hardware/NAME.json
+// (schema megatrain.hardware/1, keys in experiments/hardware/README.md): the
+// one loader and validation, and the lookup of a profile by name, shared by
+// the planner (`megatrain plan --hardware`) and the sim backend, which prices
+// its ops with these figures. Rates in decimal units, as in the file.
+#ifndef MT_HARDWARE_PROFILE_H
+#define MT_HARDWARE_PROFILE_H
+
+#include <stddef.h>
+
+#include "core/status.h"
+
+enum { MT_PEAK_BF16 = 0, MT_PEAK_TF32 = 1, MT_PEAK_FP32 = 2 };
+// Index of adamw_params_per_s: the order of mt_precision (engine/host_state.h).
+enum { MT_ADAMW_PAPER = 0, MT_ADAMW_MIXED = 1, MT_ADAMW_FP32 = 2 };
+
+typedef struct {
+    char name[64];
+    char source[1100];     // the file read, or "measured"
+    char description[256];
+    char gpu_name[128];
+    double peak_tflops[3]; // dense peak by compute precision: MT_PEAK_BF16, _TF32, _FP32
+    double gemm_efficiency;
+    double hbm_gbps, hbm_bytes;
+    double h2d_gbps, d2h_gbps;                   // pinned, one direction alone
+    double h2d_pageable_gbps, d2h_pageable_gbps;
+    double duplex_factor;                        // each direction's share of its solo rate under duplex
+    double host_mem_bytes, host_mem_gbps;
+    int cpu_cores, numa_nodes;
+    double adamw_params_per_s[3];                // MT_ADAMW_PAPER, _MIXED, _FP32
+    double pinned_limit_bytes;                   // page-lock limit below host memory (ulimit -l), 0 = none
+    int measured;                                // built from this machine (planner/measured_profile.c)
+    char measured_note[512];                     // what was read and what was assumed
+} mt_hw_profile;
+
+// Reads and validates a profile file; errors are one line naming the file and
+// the key: "x.json: link.h2d_gbps.pinned: required number is missing".
+mt_status mt_hw_profile_load(const char *path, mt_hw_profile *out);
+// `spec` is a path (contains '/' or ends in .json) or a profile name looked up
+// in mt_hw_profile_dir(); writes the file's path. An unknown name fails with
+// the available names.
+mt_status mt_hw_profile_find(const char *spec, char *path, size_t cap);
+// The directory searched for NAME.json: $MT_HARDWARE_DIR, ./experiments/hardware,
+// next to the binary (<exe>/../../experiments/hardware), then the source tree's.
+// NULL when none exists.
+const char *mt_hw_profile_dir(void);
+// Comma-separated names of the profiles in the directory (empty when none).
+void mt_hw_profile_list(char *buf, size_t cap);
+
+#endif
