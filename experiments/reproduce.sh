@@ -27,7 +27,7 @@ for a in "$@"; do
     --gpu) path=gpu ;;
     --resume) force="" ;;
     --no-plots) plots=0 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reproduce: unknown option '$a' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -86,7 +86,7 @@ else
   step "GPU: $gpu (profile for the paired projections: $profile)"
   run "C2 on the GPU (measured + extrapolated)" sweep --hardware "$profile" experiments/sweeps/gpu_c2.json
   run "model size on the GPU (extrapolated) + paired projections" sweep --hardware "$profile" experiments/sweeps/gpu_scale.json
-  run "ablations on the GPU (measured)" sweep experiments/sweeps/ablations_cpu.json  # small model, machinery
+  run "C4/C5 and ablations on the GPU (measured)" sweep experiments/sweeps/gpu_ablations.json
 fi
 
 # (d) projections: the sim backend and the planner must be there (fail loudly if not)

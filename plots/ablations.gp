@@ -5,7 +5,7 @@ load DATA.NAME.".gpi"
 do for [FMT in "png svg"] {
   eval term(FMT)
   set output OUT.NAME.".".FMT
-  set title "Ablations: step time relative to the default megatrain schedule (2 weight buffers, K=1, pointer bind, overlapped optimizer)\n{/*0.85 lower is better; open squares = projected (sim, Qwen2.5-14B b16 on GH200); filled circles = measured on CPU (small model: copies are memcpy)}"
+  set title "Ablations: step time relative to the default megatrain schedule (2 weight buffers, K=1, pointer bind, overlapped optimizer)\n{/*0.85 lower is better; one bar colour per series (legend): projected by the sim backend at GPU scale, or measured on CPU (small model: copies are memcpy, a machinery check)}"
   set ylabel "step time / baseline step time"
   set xtics rotate by -30 ("baseline" 0, "1 buffer (naive)" 1, "3 buffers" 2, "ckpt K=2" 3, "ckpt K=4" 4, "bind=copy (C5)" 5, "serial optimizer" 6, "grad slabs 2" 7, "grad slabs 12" 8, "zero3" 9)
   set xrange [-0.5:9.5]

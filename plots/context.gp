@@ -14,7 +14,8 @@ do for [FMT in "png svg"] {
   set yrange [-100:*]
   set key top right
   if (N > 0) {
-    plot for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:2 with linespoints pt pt(K[i]) ps ps(K[i]) dt dt(K[i]) lw 2 lc (K[i] == 0 ? 7 : i) title T[i]
+    plot for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:(K[i] == 0 ? NaN : $2) with linespoints pt pt(K[i]) ps ps(K[i]) dt dt(K[i]) lw 2 lc i title (K[i] == 0 ? "" : T[i]), \
+         for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:(K[i] == 0 ? $2 : NaN) with points pt pt(K[i]) ps ps(K[i]) lw 2 lc i title (K[i] == 0 ? T[i] : "")
   } else {
     set label 1 no_data_note at graph 0.5, 0.5 center; plot NaN notitle; unset label 1
   }

@@ -11,6 +11,14 @@ do for [FMT in "png svg"] {
   set logscale xy
   set key top left
   if (N > 0) {
+    stats DATA.NAME.".tsv" using 1 nooutput
+    lo = STATS_min; hi = STATS_max
+    stats DATA.NAME.".tsv" using 2 nooutput
+    lo = (STATS_min < lo ? STATS_min : lo) / 1.5; hi = (STATS_max > hi ? STATS_max : hi) * 1.5
+    if (hi / lo < 20) { unset logscale xy }   # within a decade log axes would show no tick labels
+    set xrange [lo:hi]
+    set yrange [lo:hi]
+    set samples 200
     plot x with lines ls 100 title "predicted = measured", \
          x*1.1 with lines lc rgb "#bbbbbb" dt 2 title "±10%", x/1.1 with lines lc rgb "#bbbbbb" dt 2 notitle, \
          for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:2 with points pt pt(K[i]) ps 1.8 lc i title T[i], \

@@ -170,18 +170,28 @@ def table(rows):
     else:
         add("C4 pipelined streams keep the GPU busy", "qualitative", "no gpu_busy_frac", "-", "no data")
 
+    rs = [r for r in by.get("gpu_ablations", []) if ok(r) and gpu_measured(r) and r.get("variant") == "baseline"]
+    if rs and rs[0].get("gpu_busy_frac") is not None:
+        b = rs[0]
+        agree = b["gpu_busy_frac"] >= TOL["c4_busy"]
+        add("C4 pipelined streams keep the GPU busy (GPU)", "qualitative",
+            f"gpu_busy_frac {b['gpu_busy_frac']:.2f} ({b['model']} b{b['batch']})", how(b),
+            "reproduced" if agree else "not reproduced")
+
     # ---- C5: stateless layer templates (pointer bind) vs copy bind
-    for exp, kind in (("ablations_gh200", "projected"), ("ablations_cpu", "measured")):
+    for exp, kind in (("gpu_ablations", "gpu"), ("ablations_gh200", "projected"), ("ablations_cpu", "measured")):
         rs = [r for r in by.get(exp, []) if ok(r)]
         p = [r for r in rs if r.get("variant") == "baseline"]
         c = [r for r in rs if r.get("variant") == "bind=copy"]
         if p and c:
             gain = c[0]["step_ms"]["median"] / p[0]["step_ms"]["median"] - 1
-            if kind == "projected":
+            if kind == "gpu":
+                v = "reproduced" if gain >= TOL["c5_min_gain"] else "not reproduced"
+            elif kind == "projected":
                 v = f"pending GPU (projection {'agrees' if gain >= TOL['c5_min_gain'] else 'disagrees'})"
             else:
                 v = "check (CPU: a bind copy is a memcpy)"
-            add(f"C5 pointer bind vs copy bind{'' if kind == 'projected' else ' (CPU)'}",
+            add(f"C5 pointer bind vs copy bind{ {'gpu': ' (GPU)', 'projected': '', 'measured': ' (CPU)'}[kind]}",
                 "no persistent graph metadata",
                 f"copy bind {100 * gain:+.1f}% step time vs pointer bind ({p[0]['model']} b{p[0]['batch']})",
                 how(p[0]), v)

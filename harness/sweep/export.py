@@ -139,7 +139,7 @@ def export(rows, out, results_dir):
         if r.get("experiment") not in ("c3_context",) or "error" in r:
             continue
         if r.get("fits") is False:
-            f.add(f"does not fit (projected: megatrain plan, {r.get('hardware')})", 0,
+            f.add(f"{r['system']}: does not fit on the GPU ({r.get('hardware')})", 0,
                   [r["seq_len"], 0, 0, None, r["batch"]])
         elif ok(r):
             f.add(series_title(r, f"{r['system']} {r['model']}"), KIND[r["mode"]],

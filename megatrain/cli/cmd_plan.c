@@ -78,7 +78,7 @@ int mt_cmd_plan(mt_options *o) {
     if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, cfg_src))) return fail(s);
     mt_plan_input in = {.B = o->batch, .T = o->seq_len, .grad_accum = o->grad_accum, .ckpt_interval = o->ckpt_interval,
                         .weight_bufs = o->weight_bufs, .grad_slabs = o->grad_slabs, .mlp_rows = o->mlp_chunk,
-                        .zero3 = mt_zero3_defaults()};
+                        .offload_checkpoints = o->offload_checkpoints, .zero3 = mt_zero3_defaults()};
     in.zero3.pin_memory = o->zero3_pin_memory;
     in.zero3.overlap_comm = o->zero3_overlap_comm;
     in.zero3.prefetch_bucket_size = o->zero3_prefetch_bucket_size;
@@ -96,6 +96,8 @@ int mt_cmd_plan(mt_options *o) {
     }
     if (o->host_mem_gb > 0) hw.host_mem_bytes = (double)o->host_mem_gb * 1e9;
     int gpu_known = hw.hbm_bytes > 0;
+    if (gpu_known && hw.hbm_bytes > (double)MT_PLAN_GPU_RESERVE_BYTES)
+        in.gpu_free_bytes = (size_t)(hw.hbm_bytes - (double)MT_PLAN_GPU_RESERVE_BYTES);
 
     mt_plan_memory mem;
     if ((s = mt_plan_memory_compute(&cfg, &in, &mem))) return fail(s);
@@ -173,6 +175,9 @@ int mt_cmd_plan(mt_options *o) {
     add_num(g, "grads_bytes", (double)mem.gpu_grads_bytes);
     add_num(g, "checkpoint_bytes", (double)mem.gpu_checkpoint_bytes);
     add_num(g, "activation_bytes", (double)mem.gpu_activation_bytes);
+    // Layer-boundary checkpoints: on the device, or offloaded to pinned host memory (3 device slots).
+    cJSON_AddStringToObject(g, "checkpoints", mem.offload_checkpoints ? "host" : "device");
+    if (mem.offload_checkpoints) add_num(h, "checkpoint_bytes", (double)mem.checkpoint_host_bytes);
     if (gpu_known) {
         add_num(g, "mem_bytes", hw.hbm_bytes);
         add_num(g, "reserve_bytes", (double)MT_PLAN_GPU_RESERVE_BYTES);

@@ -159,7 +159,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
                          .ckpt_interval = o->ckpt_interval, .weight_bufs = o->weight_bufs,
                          .grad_slabs = o->grad_slabs, .overlap_optimizer = !o->serial_optimizer,
                          .copy_bind = !strcmp(o->bind, "copy"), .keep_trace = o->trace != NULL,
-                         .mlp_rows = o->mlp_chunk,
+                         .mlp_rows = o->mlp_chunk, .offload_checkpoints = o->offload_checkpoints,
                          .zero3 = {o->zero3_pin_memory, o->zero3_overlap_comm, o->zero3_prefetch_bucket_size,
                                    o->zero3_param_persistence_threshold, o->zero3_reduce_bucket_size,
                                    o->zero3_max_live_parameters}};

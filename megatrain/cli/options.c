@@ -12,6 +12,7 @@ typedef enum {
     OPT_STR, OPT_POS_INT, OPT_NONNEG_INT, OPT_U64, OPT_NONNEG_FLOAT, OPT_POS_FLOAT, OPT_UNIT_FLOAT, OPT_FLAG,
     OPT_BOOL,     // 0/1/true/false
     OPT_COUNT,    // non-negative element count, e.g. 5e7 or 50000000
+    OPT_TRISTATE, // true/false/auto -> 1/0/-1
 } opt_kind;
 
 typedef struct {
@@ -53,6 +54,7 @@ static const opt_spec specs[] = {
     {"--serial-optimizer", OPT_FLAG, F(serial_optimizer), NG, "t"},
     {"--bind", OPT_STR, F(bind), NG, "tp"},
     {"--mlp-chunk", OPT_NONNEG_INT, F(mlp_chunk), NG, "tep"},
+    {"--offload-checkpoints", OPT_TRISTATE, F(offload_checkpoints), NG, "tep"},
     {"--save", OPT_STR, F(save), NG, "t"},
     {"--save-every", OPT_POS_INT, F(save_every), NG, "t"},
     {"--resume", OPT_STR, F(resume), NG, "t"},
@@ -90,6 +92,7 @@ void mt_options_defaults(mt_options *o) {
     o->schedule = "megatrain";
     o->bind = "pointer";
     o->mlp_chunk = 8192; // MLP internals of at most 8k tokens at a time
+    o->offload_checkpoints = -1; // auto: only when the device plan does not fit
     o->ckpt_interval = 1;
     o->weight_bufs = 2;
     o->grad_slabs = 4;
@@ -145,6 +148,12 @@ static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
         if (!strcmp(v, "1") || !strcmp(v, "true")) *(int *)field = 1;
         else if (!strcmp(v, "0") || !strcmp(v, "false")) *(int *)field = 0;
         else return mt_fail(MT_ERR_ARG, "%s: expected true or false, got '%s'", s->name, v);
+        return MT_OK;
+    case OPT_TRISTATE:
+        if (!strcmp(v, "1") || !strcmp(v, "true")) *(int *)field = 1;
+        else if (!strcmp(v, "0") || !strcmp(v, "false")) *(int *)field = 0;
+        else if (!strcmp(v, "auto")) *(int *)field = -1;
+        else return mt_fail(MT_ERR_ARG, "%s: expected true, false or auto, got '%s'", s->name, v);
         return MT_OK;
     case OPT_COUNT: {
         double x = strtod(v, &end);

@@ -12,6 +12,7 @@ typedef struct {
     int batch, seq_len, steps, grad_accum, warmup, ckpt_interval, weight_bufs, grad_slabs, save_every;
     int serial_optimizer;
     int mlp_chunk; // tokens per MLP chunk (0 = all at once)
+    int offload_checkpoints; // 1, 0, or -1 = auto
     float host_mem_gb; // plan: host memory to assume instead of the profile's (0 = the profile's)
     int max_context;   // plan: also search the longest --seq-len that fits
     // DeepSpeed ZeRO-3 knobs (--schedule zero3), DeepSpeed's names and defaults

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "model/hardware_profile.h"
+
 void mt_default_config(mt_config *c) {
     memset(c, 0, sizeof *c);
     c->arch = MT_ARCH_LLAMA;
@@ -39,10 +41,8 @@ mt_status mt_setup_backend(const char *name, const char *hardware, mt_precision 
     const char *resolved = name;
     if (!strcmp(name, "sim")) {
         if (!hardware) return mt_fail(MT_ERR_ARG, "--backend sim: needs --hardware PROFILE (see experiments/hardware/)");
-        // A path, or a profile name looked up in the source tree's experiments/hardware/.
-        char path[1024];
-        if (strchr(hardware, '/') || strstr(hardware, ".json")) snprintf(path, sizeof path, "%s", hardware);
-        else snprintf(path, sizeof path, "%s/experiments/hardware/%s.json", MT_SOURCE_DIR, hardware);
+        char path[4096]; // a path, or a profile name looked up in experiments/hardware/
+        MT_TRY(mt_hw_profile_find(hardware, path, sizeof path));
         return mt_backend_sim_create(path, p == MT_PREC_FP32 ? MT_F32 : MT_BF16, out);
     }
     if (!strcmp(name, "auto")) {

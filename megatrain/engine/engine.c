@@ -82,7 +82,23 @@ static int loss_chunk_rows(const mt_config *c, int N, size_t act_size) {
     return (int)(rows < 1 ? 1 : rows > (size_t)N ? (size_t)N : rows);
 }
 
-mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act) {
+// Device checkpoint slots when checkpoints are offloaded: one being written, one
+// streaming out (forward) or in (backward), one being read.
+#define MT_CKPT_SLOTS 3
+
+static mt_memory_plan memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
+                                  int offload);
+
+mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
+                                     size_t device_free) {
+    int offload = o->offload_checkpoints > 0 && o->schedule != MT_SCHED_RESIDENT;
+    if (o->offload_checkpoints < 0 && o->schedule != MT_SCHED_RESIDENT && device_free)
+        offload = memory_plan(c, p, o, act, 0).device_bytes > device_free;
+    return memory_plan(c, p, o, act, offload);
+}
+
+static mt_memory_plan memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
+                                  int offload) {
     mt_unit_layout le, ll, lh;
     mt_layout_build(c, &le, &ll, &lh);
     schedule_shape sh = shape_of(c, p, o);
@@ -99,14 +115,16 @@ mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const m
     if (lh.numel > slab) slab = lh.numel;
     m.grads_bytes = 2 * al(ll.numel * ws) + al(le.numel * ws) + al(lh.numel * ws);
     if (sh.link_dtype != mt_precision_wdt(p)) m.grads_bytes += al(slab * ls); // f32 staging for the offload
-    m.checkpoint_bytes = (size_t)n_ckpt * x;
+    m.offload_checkpoints = offload && n_ckpt > MT_CKPT_SLOTS;
+    m.checkpoint_bytes = (size_t)(m.offload_checkpoints ? MT_CKPT_SLOTS : n_ckpt) * x;
+    m.checkpoint_host_bytes = m.offload_checkpoints ? (size_t)n_ckpt * x : 0;
     m.activation_bytes = (size_t)((K - 1) + 2 + 4) * x + (size_t)n_acts * mt_layer_acts_bytes(&d, act) +
                          mt_layer_scratch_bytes(&d, act) + al((size_t)loss_chunk_rows(c, d.N, as) * c->vocab_size * as) +
                          4 * al((size_t)d.N * 4) + 2 * al((size_t)d.T * d.HD / 2 * 4);
     m.device_bytes = m.weights_bytes + m.grads_bytes + m.checkpoint_bytes + m.activation_bytes;
     m.state_bytes = mt_model_host_bytes(c, p);
     m.staging_bytes = (size_t)o->grad_slabs * slab * ls + 3 * (size_t)o->grad_accum * d.N * 4;
-    m.host_bytes = m.state_bytes + m.staging_bytes;
+    m.host_bytes = m.state_bytes + m.staging_bytes + m.checkpoint_host_bytes;
     m.pinned_bytes = m.host_bytes; // every host block and slab is pinned
     return m;
 }
@@ -174,7 +192,9 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
 
     mt_device_info info;
     MT_TRY(be->ops->device_info(be, &info));
-    size_t need = mt_engine_memory_plan(c, m->prec, o, e->act).device_bytes;
+    mt_memory_plan mp = mt_engine_memory_plan(c, m->prec, o, e->act, info.mem_free_bytes);
+    size_t need = mp.device_bytes;
+    e->ck_offload = mp.offload_checkpoints;
     if (info.mem_free_bytes && need > info.mem_free_bytes)
         return mt_fail(MT_ERR_MEMORY,
                        "device memory: batch %d x seq %d with the %s schedule needs %.2f GiB but %s has %.2f GiB free; "
@@ -226,7 +246,22 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     mt_event **evs[] = {&e->ev_embed_loaded, &e->ev_head_loaded, &e->ev_embed_gfree, &e->ev_head_gfree, &e->ev_ready};
     for (size_t i = 0; i < sizeof evs / sizeof *evs; i++) MT_TRY(bo->event_create(be, evs[i]));
 
-    for (int i = 0; i < e->n_ckpt; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->ckpt[i]));
+    if (e->ck_offload) { // checkpoints in pinned host memory, three device slots
+        e->ck_host = calloc((size_t)e->n_ckpt, sizeof(void *));
+        if (!e->ck_host) return mt_fail(MT_ERR_MEMORY, "host memory: checkpoint table");
+        MT_TRY(mt_host_budget_check(mp.checkpoint_host_bytes + mp.state_bytes, info.host_mem_avail_bytes, 0,
+                                    "offloaded checkpoints with the model state"));
+        for (int i = 0; i < e->n_ckpt; i++) MT_TRY(bo->host_alloc(be, x_bytes, &e->ck_host[i]));
+        for (int i = 0; i < MT_CKPT_SLOTS; i++) {
+            MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->ck_dev[i]));
+            MT_TRY(bo->event_create(be, &e->ev_ck_free[i]));
+            MT_TRY(bo->event_create(be, &e->ev_ck_out[i]));
+            MT_TRY(bo->event_create(be, &e->ev_ck_in[i]));
+        }
+        MT_TRY(bo->event_create(be, &e->ev_ck_ready));
+    } else {
+        for (int i = 0; i < e->n_ckpt; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->ckpt[i]));
+    }
     for (int i = 1; i < e->o.ckpt_interval; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->blk_in[i]));
     for (int i = 0; i < 2; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->x_tmp[i]));
     MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->x_final));
@@ -303,6 +338,18 @@ void mt_engine_destroy(mt_engine *e) {
                        e->ev_link_free[0], e->ev_link_free[1]};
     for (size_t i = 0; i < sizeof evs / sizeof *evs; i++)
         if (evs[i]) be->ops->event_destroy(be, evs[i]);
+    for (int i = 0; i < MT_CKPT_SLOTS; i++) {
+        mt_event *ck[] = {e->ev_ck_free[i], e->ev_ck_out[i], e->ev_ck_in[i]};
+        for (int k = 0; k < 3; k++)
+            if (ck[k]) be->ops->event_destroy(be, ck[k]);
+    }
+    if (e->ev_ck_ready) be->ops->event_destroy(be, e->ev_ck_ready);
+    if (e->ck_host) {
+        size_t x_bytes = (size_t)e->d.N * e->d.C * e->act_size;
+        for (int i = 0; i < e->n_ckpt; i++)
+            if (e->ck_host[i]) be->ops->host_free(be, e->ck_host[i], x_bytes);
+        free(e->ck_host);
+    }
     size_t stage = (size_t)e->o.grad_accum * e->d.N * 4;
     if (e->h_ids) be->ops->host_free(be, e->h_ids, stage);
     if (e->h_tgt) be->ops->host_free(be, e->h_tgt, stage);

@@ -41,6 +41,9 @@ typedef struct {
     int weight_bufs;       // device weight buffers in the ring (2 or 3)
     int grad_slabs;        // pinned host slabs gradients stream through
     int overlap_optimizer; // update layer i while the next step already streams
+    int offload_checkpoints; // 1: layer-boundary checkpoints live in pinned host memory, 3 device slots
+                             // stream them out in forward and back in backward; 0: on the device;
+                             // -1 (auto): offload only when the device plan does not fit
     int mlp_rows;          // tokens per MLP chunk (0 = all at once); bounds the largest activations
     int keep_trace;        // keep every step's timeline for mt_engine_write_trace (--trace)
     int copy_bind;         // ablation: bind by copying into a fixed template buffer (the official code's way)
@@ -76,9 +79,13 @@ typedef struct {
     size_t staging_bytes;    // pinned gradient slabs and token staging
     size_t host_bytes;       // state + staging
     size_t pinned_bytes;     // host bytes that are page-locked
+    size_t checkpoint_host_bytes; // offloaded checkpoints (part of host and pinned bytes)
+    int offload_checkpoints;      // the resolved choice (auto resolved against device_free)
 } mt_memory_plan;
 
-mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act);
+// offload_checkpoints = -1 is resolved against device_free (0 = unknown: keep on the device).
+mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
+                                     size_t device_free);
 
 // Validates the options against the model and allocates device buffers.
 mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o, mt_engine **out);

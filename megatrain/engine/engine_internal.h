@@ -53,7 +53,11 @@ struct mt_engine {
 
     // activations
     int n_ckpt;           // saved layer inputs (megatrain: every K-th layer; resident: all)
-    void **ckpt;          // (N,C) each
+    void **ckpt;          // (N,C) each, on the device (not offloaded)
+    int ck_offload;       // checkpoints offloaded: ck_host[j] in pinned memory, slot j % 3 on the device
+    void **ck_host;
+    void *ck_dev[3];
+    mt_event *ev_ck_free[3], *ev_ck_out[3], *ev_ck_in[3], *ev_ck_ready;
     void *x_tmp[2];       // forward ping-pong for non-checkpointed outputs
     void **blk_in;        // K inputs of the block being recomputed
     void *x_final, *dx;   // last layer output; gradient flowing backward

@@ -110,10 +110,72 @@ static mt_status load_resident(mt_engine *e, mt_unit *u, void *dst, mt_event *ev
     return o->stream_wait(e->be, MT_STREAM_COMPUTE, ev);
 }
 
+// ---- layer-boundary checkpoints ----------------------------------------------
+// On the device (ckpt[j]), or offloaded: checkpoint j lives in pinned host
+// memory and, while in use, in device slot j % 3. Forward streams each one out
+// as soon as it is written; backward streams block j-1's back in while block j
+// computes. The last three stay in their slots across the turn (no reload).
+#define CK_SLOTS 3
+
+static void *ckpt_dev(mt_engine *e, int j) { return e->ck_offload ? e->ck_dev[j % CK_SLOTS] : e->ckpt[j]; }
+
+// Before checkpoint j is written in forward: its slot's previous tenant must be out.
+static mt_status ckpt_before_write(mt_engine *e, int j) {
+    if (!e->ck_offload) return MT_OK;
+    return e->be->ops->stream_wait(e->be, MT_STREAM_COMPUTE, e->ev_ck_free[j % CK_SLOTS]);
+}
+
+// After checkpoint j's producer is enqueued: copy it out on the D2H stream.
+static mt_status ckpt_after_write(mt_engine *e, int j) {
+    if (!e->ck_offload) return MT_OK;
+    const mt_backend_ops *o = e->be->ops;
+    int k = j % CK_SLOTS, span;
+    size_t bytes = (size_t)e->d.N * e->d.C * e->act_size;
+    MT_TRY(o->event_record(e->be, e->ev_ck_ready, MT_STREAM_COMPUTE));
+    MT_TRY(o->stream_wait(e->be, e->d2h, e->ev_ck_ready));
+    MT_TRY(mt_trace_begin(e->trace, e->d2h, "checkpoint out", j, &span));
+    MT_TRY(o->copy(e->be, e->ck_host[j], e->ck_dev[k], bytes, MT_COPY_D2H, e->d2h));
+    MT_TRY(mt_trace_end(e->trace, span));
+    e->d2h_bytes += (double)bytes;
+    MT_TRY(o->event_record(e->be, e->ev_ck_out[k], e->d2h));
+    return o->event_record(e->be, e->ev_ck_free[k], e->d2h);
+}
+
+// Backward: starts bringing checkpoint j back into its slot (no-op when still there).
+static mt_status ckpt_prefetch(mt_engine *e, int j) {
+    if (!e->ck_offload || j < 0 || j >= e->n_ckpt - CK_SLOTS) return MT_OK;
+    const mt_backend_ops *o = e->be->ops;
+    int k = j % CK_SLOTS, span;
+    size_t bytes = (size_t)e->d.N * e->d.C * e->act_size;
+    MT_TRY(o->stream_wait(e->be, e->h2d, e->ev_ck_free[k])); // the slot's last reader is done
+    MT_TRY(o->stream_wait(e->be, e->h2d, e->ev_ck_out[k]));  // and its forward copy-out
+    MT_TRY(mt_trace_begin(e->trace, e->h2d, "checkpoint in", j, &span));
+    MT_TRY(o->copy(e->be, e->ck_dev[k], e->ck_host[j], bytes, MT_COPY_H2D, e->h2d));
+    MT_TRY(mt_trace_end(e->trace, span));
+    e->h2d_bytes += (double)bytes;
+    return o->event_record(e->be, e->ev_ck_in[k], e->h2d);
+}
+
+// Backward: block j's checkpoint must be in its slot before compute reads it.
+static mt_status ckpt_acquire(mt_engine *e, int j) {
+    if (!e->ck_offload || j >= e->n_ckpt - CK_SLOTS) return MT_OK;
+    return e->be->ops->stream_wait(e->be, MT_STREAM_COMPUTE, e->ev_ck_in[j % CK_SLOTS]);
+}
+
+static mt_status ckpt_release(mt_engine *e, int j) {
+    if (!e->ck_offload) return MT_OK;
+    return e->be->ops->event_record(e->be, e->ev_ck_free[j % CK_SLOTS], MT_STREAM_COMPUTE);
+}
+
 // Input / output buffers of layer i in the forward pass.
 static void *layer_input(mt_engine *e, int i) {
     if (e->o.schedule == MT_SCHED_RESIDENT) return e->ckpt[i];
-    return i % e->o.ckpt_interval == 0 ? e->ckpt[i / e->o.ckpt_interval] : e->x_tmp[i & 1];
+    return i % e->o.ckpt_interval == 0 ? ckpt_dev(e, i / e->o.ckpt_interval) : e->x_tmp[i & 1];
+}
+// The checkpoint index layer i's output becomes, or -1.
+static int output_ckpt(const mt_engine *e, int i) {
+    int K = e->o.ckpt_interval;
+    return e->o.schedule != MT_SCHED_RESIDENT && i + 1 < e->L && (i + 1) % K == 0 ? (i + 1) / K : -1;
 }
 static void *layer_output(mt_engine *e, int i) { return i + 1 == e->L ? e->x_final : layer_input(e, i + 1); }
 
@@ -127,16 +189,21 @@ static mt_status forward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) {
     if (mb == 0) MT_TRY(load_resident(e, mt_model_embed(e->m), e->embed_w, e->ev_embed_loaded, 0, st));
     const mt_view *ve = &e->m->lay_embed.t[MT_T_EMBED];
     int span;
+    MT_TRY(ckpt_before_write(e, 0));
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding", -1, &span));
     MT_TRY(o->embedding_fwd(be, layer_input(e, 0), e->d_ids,
                             (char *)e->embed_w + ve->offset * mt_dtype_size(e->m->wdt), e->m->wdt, e->d.N, e->d.C));
     MT_TRY(mt_trace_end(e->trace, span));
+    if (e->o.schedule != MT_SCHED_RESIDENT) MT_TRY(ckpt_after_write(e, 0));
     for (int i = 0; i < e->L; i++) {
         mt_layer_view w;
+        int j = output_ckpt(e, i);
         MT_TRY(acquire(e, *cursor, i, &w, st));
+        if (j >= 0) MT_TRY(ckpt_before_write(e, j));
         MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "forward", i, &span));
         MT_TRY(mt_layer_forward(be, &e->d, &w, acts_for(e, i), &e->scratch, layer_input(e, i), layer_output(e, i)));
         MT_TRY(mt_trace_end(e->trace, span));
+        if (j >= 0) MT_TRY(ckpt_after_write(e, j));
         e->acts_layer = i;
         MT_TRY(release(e, (*cursor)++));
     }
@@ -213,8 +280,10 @@ static mt_status backward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) 
         for (int i = e->L - 1; i >= 0; i--) MT_TRY(layer_backward(e, i, e->ckpt[i], mb, cursor, st));
     } else {
         for (int s = (e->L - 1) / K * K; s >= 0; s -= K) {
-            int end = s + K < e->L ? s + K : e->L;
-            e->blk_in[0] = e->ckpt[s / K];
+            int end = s + K < e->L ? s + K : e->L, j = s / K;
+            MT_TRY(ckpt_prefetch(e, j - 1)); // the next block's input streams in while this one computes
+            MT_TRY(ckpt_acquire(e, j));
+            e->blk_in[0] = ckpt_dev(e, j);
             for (int i = s; i < end - 1; i++) { // rebuild the inputs of the block's layers
                 mt_layer_view w;
                 MT_TRY(acquire(e, *cursor, i, &w, st));
@@ -225,6 +294,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) 
                 MT_TRY(release(e, (*cursor)++));
             }
             for (int i = end - 1; i >= s; i--) MT_TRY(layer_backward(e, i, e->blk_in[i - s], mb, cursor, st));
+            MT_TRY(ckpt_release(e, j));
         }
     }
 

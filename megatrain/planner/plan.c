@@ -39,6 +39,8 @@ static void from_engine(const mt_memory_plan *e, mt_plan_memory *out) {
     out->gpu_grads_bytes = e->grads_bytes;
     out->gpu_checkpoint_bytes = e->checkpoint_bytes;
     out->gpu_activation_bytes = e->activation_bytes;
+    out->checkpoint_host_bytes = e->checkpoint_host_bytes;
+    out->offload_checkpoints = e->offload_checkpoints;
 }
 
 mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt_plan_memory *out) {
@@ -46,9 +48,10 @@ mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt
     MT_TRY(mt_plan_input_validate(c, in));
     mt_engine_opts eo = {.schedule = in->schedule, .B = in->B, .T = in->T, .grad_accum = in->grad_accum,
                          .ckpt_interval = in->ckpt_interval, .weight_bufs = in->weight_bufs, .grad_slabs = in->grad_slabs, .mlp_rows = in->mlp_rows,
-                         .overlap_optimizer = in->schedule == MT_SCHED_MEGATRAIN, .zero3 = in->zero3};
+                         .overlap_optimizer = in->schedule == MT_SCHED_MEGATRAIN, .zero3 = in->zero3,
+                         .offload_checkpoints = in->schedule == MT_SCHED_ZERO3 ? 0 : in->offload_checkpoints};
     mt_dtype act = in->prec == MT_PREC_FP32 ? MT_F32 : MT_BF16;
-    mt_memory_plan e = mt_engine_memory_plan(c, in->prec, &eo, act);
+    mt_memory_plan e = mt_engine_memory_plan(c, in->prec, &eo, act, in->gpu_free_bytes);
     if (in->schedule == MT_SCHED_ZERO3) {
         mt_zero3_memory(c, in, out);
         out->engine_host_bytes = e.host_bytes;

@@ -13,34 +13,12 @@
 #include "engine/engine.h"
 #include "engine/host_state.h"
 #include "model/config.h"
+#include "model/hardware_profile.h"
 
 // ---------------------------------------------------------------------------
-// Hardware profiles (hardware_profile.c)
+// Hardware profiles: mt_hw_profile and its loader are model/hardware_profile.h;
+// the planner adds "measured" (measured_profile.c).
 
-typedef struct {
-    char name[64];
-    char source[1100];     // the file read, or "measured"
-    char description[256];
-    char gpu_name[128];
-    double peak_tflops[3]; // dense peak by compute precision: [0] bf16, [1] tf32, [2] fp32
-    double gemm_efficiency;
-    double hbm_gbps, hbm_bytes;
-    double h2d_gbps, d2h_gbps;                   // pinned, one direction alone
-    double h2d_pageable_gbps, d2h_pageable_gbps;
-    double duplex_factor;                        // each direction's share of its solo rate under duplex
-    double host_mem_bytes, host_mem_gbps;
-    int cpu_cores, numa_nodes;
-    double adamw_params_per_s[3];                // indexed by mt_precision (paper, mixed, fp32)
-    double pinned_limit_bytes;                   // page-lock limit below host memory (ulimit -l), 0 = none
-    int measured;                                // built from this machine
-    char measured_note[512];                     // what was read and what was assumed
-} mt_hw_profile;
-
-enum { MT_PEAK_BF16 = 0, MT_PEAK_TF32 = 1, MT_PEAK_FP32 = 2 };
-
-// Reads and validates a profile file; errors name the file and the key:
-//   "x.json: link.h2d_gbps.pinned: required number is missing".
-mt_status mt_hw_profile_load(const char *path, mt_hw_profile *out);
 // `spec` is "measured", a path (contains '/' or ends in .json) or a profile name
 // looked up in the profile directory; an unknown name lists the available ones.
 mt_status mt_hw_profile_resolve(const char *spec, mt_hw_profile *out);
@@ -48,11 +26,6 @@ mt_status mt_hw_profile_resolve(const char *spec, mt_hw_profile *out);
 // GPU memory from the CUDA backend when one is visible; every rate is taken from
 // a base profile (h100-128g, or h200-128g for an H200) and labelled assumed.
 mt_status mt_hw_profile_measured(mt_hw_profile *out);
-// The directory searched for NAME.json: $MT_HARDWARE_DIR, ./experiments/hardware,
-// then <exe>/../../experiments/hardware. NULL when none exists.
-const char *mt_hw_profile_dir(void);
-// Comma-separated names of the profiles in the directory (empty when none).
-void mt_hw_profile_list(char *buf, size_t cap);
 
 // ---------------------------------------------------------------------------
 // Memory (plan.c, zero3_memory.c)
@@ -66,6 +39,8 @@ typedef struct {
     int weight_bufs;       // device weight buffers (megatrain: 2 or 3; naive uses 1)
     int grad_slabs;        // pinned gradient slabs
     int mlp_rows;          // tokens per MLP chunk (0 = all)
+    int offload_checkpoints; // 1 on, 0 off, -1 auto (offload when the device plan exceeds gpu_free_bytes)
+    size_t gpu_free_bytes;   // for auto: the device memory available (0 = unknown: keep on the device)
     mt_zero3_knobs zero3;  // DeepSpeed's knobs for zero3 (mt_zero3_defaults: DeepSpeed's defaults)
 } mt_plan_input;
 
@@ -75,6 +50,8 @@ typedef struct {
     size_t engine_host_bytes;   // zero3: what our engine's zero3 schedule allocates (else = host_bytes)
     size_t host_staging_bytes;  // slabs, token staging, other buffers
     size_t gpu_weights_bytes, gpu_grads_bytes, gpu_checkpoint_bytes, gpu_activation_bytes;
+    size_t checkpoint_host_bytes; // offloaded layer checkpoints (in host and pinned bytes)
+    int offload_checkpoints;      // resolved: checkpoints live in host memory
     double host_bytes_per_param; // host_state_bytes / params
     const char *host_accounting; // one line: where the bytes per param come from
 } mt_plan_memory;

@@ -46,7 +46,7 @@ void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory
     mt_engine_opts eo = {.schedule = MT_SCHED_MEGATRAIN, .B = in->B, .T = in->T, .grad_accum = in->grad_accum,
                          .ckpt_interval = 1, .weight_bufs = 2, .grad_slabs = 1,
                          .mlp_rows = in->mlp_rows};
-    mt_memory_plan e = mt_engine_memory_plan(c, in->prec, &eo, fp32 ? MT_F32 : MT_BF16);
+    mt_memory_plan e = mt_engine_memory_plan(c, in->prec, &eo, fp32 ? MT_F32 : MT_BF16, 0);
 
     // Module sizes as DeepSpeed sees them (unpadded): a layer, the embedding, the head.
     size_t PL = (size_t)mt_config_params_per_layer(c), PE = (size_t)c->vocab_size * c->hidden_size;

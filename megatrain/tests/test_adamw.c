@@ -141,22 +141,6 @@ static void test_threads(void) {
 
 // ---- torch fixture ----
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = len >= 0 ? malloc((size_t)len + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[len] = 0;
-    fclose(f);
-    return buf;
-}
-
 // Copies a JSON array of numbers into x; returns its length (or -1 if not an array of numbers).
 static int json_floats(const cJSON *a, float *x, int cap) {
     if (!cJSON_IsArray(a)) return -1;
@@ -254,7 +238,7 @@ static void test_torch_fixture(void) {
         if (f) fclose(f);
         else snprintf(path, sizeof path, "megatrain/tests/fixtures/adamw_torch.json");
     }
-    char *text = read_text(path);
+    char *text = mt_test_read_text(path);
     CHECK(text != NULL, "%s: cannot read. HINT: run python3 megatrain/tests/fixtures/make_adamw_fixture.py", path);
     if (!text) return;
     cJSON *root = cJSON_Parse(text);

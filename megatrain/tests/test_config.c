@@ -2,7 +2,7 @@
 // (real configs, every field checked), parameter counts against the published
 // totals, save -> load roundtrips, and every bad config failing with one line that
 // names the file and the field.
-#define _POSIX_C_SOURCE 200809L // mkdtemp under -std=c11
+#define _POSIX_C_SOURCE 200809L // access under -std=c11
 
 #include <math.h>
 #include <stdio.h>
@@ -13,30 +13,8 @@
 #include "model/config.h"
 #include "tests/test_util.h"
 
-static char tmpdir[256];
-
-static const char *tpath(const char *name) {
-    static char buf[8][512];
-    static int k;
-    char *p = buf[k++ % 8];
-    snprintf(p, 512, "%s/%s", tmpdir, name);
-    return p;
-}
-
-static const char *write_cfg(const char *name, const char *text) {
-    const char *path = tpath(name);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        perror(path);
-        exit(1);
-    }
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
 static int load_ok(const char *name, const char *text, mt_config *c) {
-    mt_status s = mt_config_load(write_cfg(name, text), c);
+    mt_status s = mt_config_load(mt_test_write_tmp(name, text), c);
     CHECK(s == MT_OK, "%s: %s", name, mt_last_error());
     return s == MT_OK;
 }
@@ -212,7 +190,7 @@ static void test_roundtrip(void) {
         snprintf(out, sizeof out, "rt_out_%d.json", i);
         mt_config a, b;
         if (!load_ok(in, texts[i], &a)) continue;
-        const char *p = tpath(out);
+        const char *p = mt_test_path(out);
         CHECK(mt_config_save(&a, p) == MT_OK, "save %d: %s", i, mt_last_error());
         char tmp[600];
         snprintf(tmp, sizeof tmp, "%s.tmp", p);
@@ -223,8 +201,8 @@ static void test_roundtrip(void) {
     }
     // The saved file carries what transformers needs to pick the class.
     mt_config c;
-    if (load_ok("rt_q3.json", QWEN3_06B, &c) && mt_config_save(&c, tpath("saved_q3.json")) == MT_OK) {
-        FILE *f = fopen(tpath("saved_q3.json"), "rb");
+    if (load_ok("rt_q3.json", QWEN3_06B, &c) && mt_config_save(&c, mt_test_path("saved_q3.json")) == MT_OK) {
+        FILE *f = fopen(mt_test_path("saved_q3.json"), "rb");
         char buf[4096] = {0};
         size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
         if (f) fclose(f);
@@ -235,7 +213,8 @@ static void test_roundtrip(void) {
     }
     // Saving refuses an invalid config and an unwritable path, leaving nothing behind.
     c.num_kv_heads = 3;
-    CHECK(mt_config_save(&c, tpath("invalid.json")) == MT_ERR_SHAPE && access(tpath("invalid.json"), F_OK) != 0,
+    CHECK(mt_config_save(&c, mt_test_path("invalid.json")) == MT_ERR_SHAPE &&
+              access(mt_test_path("invalid.json"), F_OK) != 0,
           "save invalid: %s", mt_last_error());
     c.num_kv_heads = 8;
     const char *bad = "/proc/nonexistent/config.json";
@@ -276,7 +255,7 @@ static int nbad;
 static void expect_fail_text(const char *text, const char *needle, const char *what) {
     char name[64];
     snprintf(name, sizeof name, "bad_%02d.json", nbad++);
-    const char *path = write_cfg(name, text);
+    const char *path = mt_test_write_tmp(name, text);
     mt_config c;
     mt_status s = mt_config_load(path, &c);
     const char *e = mt_last_error();
@@ -299,10 +278,11 @@ static void test_bad(void) {
     make_variant(buf, sizeof buf, NULL, NULL);
     CHECK(load_ok("base.json", buf, &c), "base variant must load");
 
-    const char *missing = tpath("no_such_config.json");
+    const char *missing = mt_test_path("no_such_config.json");
     CHECK(mt_config_load(missing, &c) == MT_ERR_IO && strstr(mt_last_error(), missing), "missing file: %s",
           mt_last_error());
-    CHECK(mt_config_load(tmpdir, &c) != MT_OK && strstr(mt_last_error(), tmpdir), "directory: %s", mt_last_error());
+    CHECK(mt_config_load(mt_test_tmpdir(), &c) != MT_OK && strstr(mt_last_error(), mt_test_tmpdir()), "directory: %s",
+          mt_last_error());
     expect_fail_text("{\"model_type\": \"llama\",\n \"vocab_size\": 256,\n", "line", "malformed JSON");
     expect_fail_text("", NULL, "empty file");
     expect_fail_text("[1, 2]", "object", "top-level array");
@@ -376,18 +356,10 @@ static void test_bad(void) {
 }
 
 int main(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/mt_cfg_XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    mt_test_tmpdir_make("mt_cfg");
     test_llama();
     test_qwen();
     test_roundtrip();
     test_bad();
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", tmpdir);
     return mt_test_finish("test_config");
 }

@@ -2,8 +2,6 @@
 // the hardware-profile loader (good file, malformed JSON, missing or bad keys),
 // the zero3 (DeepSpeed) host accounting, and the analytic step-time formulas on
 // a round-number machine where the compute- and transfer-bound cases are simple.
-#define _POSIX_C_SOURCE 200809L // mkdtemp under -std=c11
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +10,6 @@
 
 #include "planner/planner.h"
 #include "tests/test_util.h"
-
-static char tmpdir[256];
 
 // A profile with round numbers: 100 TFLOP/s at efficiency 1 (1e14 FLOP/s),
 // links of H2D_GBPS both ways, full duplex, AdamW at 1e12 params/s.
@@ -29,25 +25,10 @@ static const char *PROFILE_FMT =
     "   \"adamw_params_per_s\": {\"fp32\": 1e12, \"paper\": 1e12, \"mixed\": 1e12}},"
     " \"sources\": {}}";
 
-static const char *write_file(const char *name, const char *text) {
-    static char buf[8][512];
-    static int k;
-    char *path = buf[k++ % 8];
-    snprintf(path, 512, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        perror(path);
-        exit(1);
-    }
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
 static const char *round_profile(const char *name, double gbps) {
     static char text[4096];
     snprintf(text, sizeof text, PROFILE_FMT, gbps, gbps / 2, gbps, gbps / 2);
-    return write_file(name, text);
+    return mt_test_write_tmp(name, text);
 }
 
 static int near(double a, double b, double rel) { return fabs(a - b) <= rel * fabs(b) + 1e-12; }
@@ -62,7 +43,7 @@ static void test_profile_loader(void) {
           "link/host");
     CHECK(hw.adamw_params_per_s[MT_PREC_MIXED] == 1e12, "adamw rate");
 
-    const char *bad = write_file("bad.json", "{\"schema\": \"megatrain.hardware/1\", \"name\": ");
+    const char *bad = mt_test_write_tmp("bad.json", "{\"schema\": \"megatrain.hardware/1\", \"name\": ");
     s = mt_hw_profile_load(bad, &hw);
     CHECK(s == MT_ERR_FORMAT && strstr(mt_last_error(), "bad.json") && strstr(mt_last_error(), "malformed"),
           "malformed JSON: %s", mt_last_error());
@@ -80,7 +61,7 @@ static void test_profile_loader(void) {
         // removing duplex_factor leaves a trailing comma before '}': fix it up
         char *fix = strstr(cut, ", }");
         if (fix) memmove(fix, fix + 1, strlen(fix));
-        s = mt_hw_profile_load(write_file("missing.json", cut), &hw);
+        s = mt_hw_profile_load(mt_test_write_tmp("missing.json", cut), &hw);
         char want[64];
         snprintf(want, sizeof want, "%.*s", (int)(strchr(keys[i] + 1, '"') - keys[i] - 1), keys[i] + 1);
         CHECK(s == MT_ERR_FORMAT && strstr(mt_last_error(), "missing.json") && strstr(mt_last_error(), want) &&
@@ -90,10 +71,10 @@ static void test_profile_loader(void) {
     // Out-of-range values.
     char text[4096];
     snprintf(text, sizeof text, PROFILE_FMT, -5.0, 50.0, 100.0, 50.0);
-    s = mt_hw_profile_load(write_file("neg.json", text), &hw);
+    s = mt_hw_profile_load(mt_test_write_tmp("neg.json", text), &hw);
     CHECK(s == MT_ERR_FORMAT && strstr(mt_last_error(), "link.h2d_gbps.pinned") && strstr(mt_last_error(), "positive"),
           "negative rate: %s", mt_last_error());
-    s = mt_hw_profile_load(write_file("schema.json", "{\"schema\": \"other/2\"}"), &hw);
+    s = mt_hw_profile_load(mt_test_write_tmp("schema.json", "{\"schema\": \"other/2\"}"), &hw);
     CHECK(s == MT_ERR_FORMAT && strstr(mt_last_error(), "schema"), "wrong schema: %s", mt_last_error());
     s = mt_hw_profile_load("/nonexistent/x.json", &hw);
     CHECK(s == MT_ERR_IO && strstr(mt_last_error(), "/nonexistent/x.json"), "missing file: %s", mt_last_error());
@@ -234,16 +215,9 @@ static void test_predict(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/mt_test_planner_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    mt_test_tmpdir_make("mt_test_planner");
     test_profile_loader();
     test_zero3_memory();
     test_predict();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", tmpdir);
     return mt_test_finish("test_planner");
 }

@@ -1,7 +1,7 @@
 // test_safetensors.c: safetensors write/read roundtrips (F32, BF16, F32 stored as
 // BF16, sharded), and every malformed input: each must fail with one line that
 // names the file, never crash. MT_TEST_LARGE=1 adds a > 2 GiB tensor roundtrip.
-#define _POSIX_C_SOURCE 200809L // mkdtemp, ftruncate, pwrite under -std=c11
+#define _POSIX_C_SOURCE 200809L // ftruncate, pwrite under -std=c11
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -14,36 +14,14 @@
 #include "model/safetensors.h"
 #include "tests/test_util.h"
 
-static char tmpdir[256];
-
-static const char *tpath(const char *name) {
-    static char buf[8][512];
-    static int k;
-    char *p = buf[k++ % 8];
-    snprintf(p, 512, "%s/%s", tmpdir, name);
-    return p;
-}
-
-static void write_bytes(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        perror(path);
-        exit(1);
-    }
-    if (n) fwrite(data, 1, n, f);
-    fclose(f);
-}
-
-static void write_text(const char *path, const char *text) { write_bytes(path, text, strlen(text)); }
-
 // A safetensors file with a hand-written header and `data_len` bytes of data.
 static const char *make_st(const char *name, const char *header, size_t data_len) {
-    const char *path = tpath(name);
+    const char *path = mt_test_path(name);
     size_t hlen = strlen(header);
     unsigned char *buf = calloc(1, 8 + hlen + data_len);
     for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
     memcpy(buf + 8, header, hlen);
-    write_bytes(path, buf, 8 + hlen + data_len);
+    mt_test_write_bytes(path, buf, 8 + hlen + data_len);
     free(buf);
     return path;
 }
@@ -87,10 +65,10 @@ static void test_roundtrip(void) {
         {.name = "quote\"name\\x", .dtype = MT_BF16, .file_dtype = MT_F32, .ndim = 1, .shape = {6}, .data = h},
     };
     int n = (int)(sizeof es / sizeof es[0]);
-    const char *path = tpath("rt.safetensors");
+    const char *path = mt_test_path("rt.safetensors");
     mt_status s = mt_st_write(path, es, n);
     CHECK(s == MT_OK, "write: %s", mt_last_error());
-    CHECK(!exists(tpath("rt.safetensors.tmp")), "tmp file left behind");
+    CHECK(!exists(mt_test_path("rt.safetensors.tmp")), "tmp file left behind");
 
     // Header: padded to 8 bytes, carries __metadata__.format = pt.
     FILE *f = fopen(path, "rb");
@@ -193,15 +171,15 @@ static void test_roundtrip(void) {
     mt_st_close(st);
 
     // A directory holding model.safetensors opens it.
-    mkdir(tpath("dir1"), 0755);
-    CHECK(mt_st_write(tpath("dir1/model.safetensors"), es, 2) == MT_OK, "write dir1: %s", mt_last_error());
-    s = mt_st_open(tpath("dir1"), &st);
+    mkdir(mt_test_path("dir1"), 0755);
+    CHECK(mt_st_write(mt_test_path("dir1/model.safetensors"), es, 2) == MT_OK, "write dir1: %s", mt_last_error());
+    s = mt_st_open(mt_test_path("dir1"), &st);
     CHECK(s == MT_OK && mt_st_count(st) == 2, "open dir: %s", mt_last_error());
     if (s == MT_OK) mt_st_close(st);
 
     // Zero tensors is a valid (header-only) file.
-    CHECK(mt_st_write(tpath("none.safetensors"), NULL, 0) == MT_OK, "write empty file");
-    s = mt_st_open(tpath("none.safetensors"), &st);
+    CHECK(mt_st_write(mt_test_path("none.safetensors"), NULL, 0) == MT_OK, "write empty file");
+    s = mt_st_open(mt_test_path("none.safetensors"), &st);
     CHECK(s == MT_OK && mt_st_count(st) == 0, "open empty: %s", mt_last_error());
     if (s == MT_OK) mt_st_close(st);
 }
@@ -211,7 +189,7 @@ static void test_truncated_after_open(void) {
     float x[64];
     mt_test_fill_uniform(x, 64, 9, 0, 1);
     mt_st_entry e = {.name = "x", .dtype = MT_F32, .file_dtype = MT_F32, .ndim = 1, .shape = {64}, .data = x};
-    const char *path = tpath("shrink.safetensors");
+    const char *path = mt_test_path("shrink.safetensors");
     CHECK(mt_st_write(path, &e, 1) == MT_OK, "write: %s", mt_last_error());
     mt_safetensors *st = NULL;
     CHECK(mt_st_open(path, &st) == MT_OK, "open: %s", mt_last_error());
@@ -227,7 +205,7 @@ static void test_truncated_after_open(void) {
 
 static void test_sharded(void) {
     float a[4] = {1, 2, 3, 4}, b[3] = {5, 6, 7}, c[2] = {8, 9};
-    mkdir(tpath("sh"), 0755);
+    mkdir(mt_test_path("sh"), 0755);
     mt_st_entry s1[] = {
         {.name = "model.embed_tokens.weight", .dtype = MT_F32, .file_dtype = MT_F32, .ndim = 2, .shape = {2, 2}, .data = a},
         {.name = "model.norm.weight", .dtype = MT_F32, .file_dtype = MT_BF16, .ndim = 1, .shape = {3}, .data = b},
@@ -235,14 +213,14 @@ static void test_sharded(void) {
     mt_st_entry s2[] = {
         {.name = "lm_head.weight", .dtype = MT_F32, .file_dtype = MT_F32, .ndim = 1, .shape = {2}, .data = c},
     };
-    CHECK(mt_st_write(tpath("sh/model-00001-of-00002.safetensors"), s1, 2) == MT_OK, "shard1: %s", mt_last_error());
-    CHECK(mt_st_write(tpath("sh/model-00002-of-00002.safetensors"), s2, 1) == MT_OK, "shard2: %s", mt_last_error());
-    write_text(tpath("sh/model.safetensors.index.json"),
+    CHECK(mt_st_write(mt_test_path("sh/model-00001-of-00002.safetensors"), s1, 2) == MT_OK, "shard1: %s", mt_last_error());
+    CHECK(mt_st_write(mt_test_path("sh/model-00002-of-00002.safetensors"), s2, 1) == MT_OK, "shard2: %s", mt_last_error());
+    mt_test_write_text(mt_test_path("sh/model.safetensors.index.json"),
                "{\"metadata\": {\"total_size\": 30}, \"weight_map\": {\n"
                "  \"lm_head.weight\": \"model-00002-of-00002.safetensors\",\n"
                "  \"model.embed_tokens.weight\": \"model-00001-of-00002.safetensors\",\n"
                "  \"model.norm.weight\": \"model-00001-of-00002.safetensors\"}}\n");
-    const char *opens[2] = {tpath("sh/model.safetensors.index.json"), tpath("sh")};
+    const char *opens[2] = {mt_test_path("sh/model.safetensors.index.json"), mt_test_path("sh")};
     for (int k = 0; k < 2; k++) {
         mt_safetensors *st = NULL;
         mt_status s = mt_st_open(opens[k], &st);
@@ -262,45 +240,45 @@ static void test_sharded(void) {
     }
 
     // Broken indexes.
-    write_text(tpath("sh/missing_shard.index.json"),
+    mt_test_write_text(mt_test_path("sh/missing_shard.index.json"),
                "{\"weight_map\": {\"lm_head.weight\": \"model-00009-of-00009.safetensors\"}}");
-    expect_open_fail(tpath("sh/missing_shard.index.json"), "model-00009-of-00009.safetensors", "missing shard");
-    write_text(tpath("sh/missing_tensor.index.json"),
+    expect_open_fail(mt_test_path("sh/missing_shard.index.json"), "model-00009-of-00009.safetensors", "missing shard");
+    mt_test_write_text(mt_test_path("sh/missing_tensor.index.json"),
                "{\"weight_map\": {\"lm_head.weight\": \"model-00002-of-00002.safetensors\","
                " \"model.layers.0.ghost\": \"model-00002-of-00002.safetensors\"}}");
-    expect_open_fail(tpath("sh/missing_tensor.index.json"), "missing_tensor.index.json", "tensor missing from shard");
+    expect_open_fail(mt_test_path("sh/missing_tensor.index.json"), "missing_tensor.index.json", "tensor missing from shard");
     CHECK(strstr(mt_last_error(), "model.layers.0.ghost") != NULL, "names the tensor: %s", mt_last_error());
-    write_text(tpath("sh/wrong_shard.index.json"),
+    mt_test_write_text(mt_test_path("sh/wrong_shard.index.json"),
                "{\"weight_map\": {\"lm_head.weight\": \"model-00001-of-00002.safetensors\","
                " \"model.norm.weight\": \"model-00002-of-00002.safetensors\"}}");
-    expect_open_fail(tpath("sh/wrong_shard.index.json"), "wrong_shard.index.json", "tensor in another shard");
-    CHECK(mt_st_write(tpath("sh/dup.safetensors"), s2, 1) == MT_OK, "dup shard");
-    write_text(tpath("sh/dup.index.json"),
+    expect_open_fail(mt_test_path("sh/wrong_shard.index.json"), "wrong_shard.index.json", "tensor in another shard");
+    CHECK(mt_st_write(mt_test_path("sh/dup.safetensors"), s2, 1) == MT_OK, "dup shard");
+    mt_test_write_text(mt_test_path("sh/dup.index.json"),
                "{\"weight_map\": {\"lm_head.weight\": \"model-00002-of-00002.safetensors\","
                " \"x\": \"dup.safetensors\"}}");
-    expect_open_fail(tpath("sh/dup.index.json"), "dup.index.json", "tensor in two shards");
+    expect_open_fail(mt_test_path("sh/dup.index.json"), "dup.index.json", "tensor in two shards");
     CHECK(strstr(mt_last_error(), "lm_head.weight") != NULL, "names the tensor: %s", mt_last_error());
-    write_text(tpath("sh/nomap.index.json"), "{\"metadata\": {}}");
-    expect_open_fail(tpath("sh/nomap.index.json"), "nomap.index.json", "index without weight_map");
-    write_text(tpath("sh/badjson.index.json"), "{\"weight_map\": {");
-    expect_open_fail(tpath("sh/badjson.index.json"), "badjson.index.json", "index malformed JSON");
-    write_text(tpath("sh/badval.index.json"), "{\"weight_map\": {\"a\": 3}}");
-    expect_open_fail(tpath("sh/badval.index.json"), "badval.index.json", "index non-string shard");
-    write_text(tpath("sh/escape.index.json"), "{\"weight_map\": {\"a\": \"../rt.safetensors\"}}");
-    expect_open_fail(tpath("sh/escape.index.json"), "escape.index.json", "index shard outside the directory");
+    mt_test_write_text(mt_test_path("sh/nomap.index.json"), "{\"metadata\": {}}");
+    expect_open_fail(mt_test_path("sh/nomap.index.json"), "nomap.index.json", "index without weight_map");
+    mt_test_write_text(mt_test_path("sh/badjson.index.json"), "{\"weight_map\": {");
+    expect_open_fail(mt_test_path("sh/badjson.index.json"), "badjson.index.json", "index malformed JSON");
+    mt_test_write_text(mt_test_path("sh/badval.index.json"), "{\"weight_map\": {\"a\": 3}}");
+    expect_open_fail(mt_test_path("sh/badval.index.json"), "badval.index.json", "index non-string shard");
+    mt_test_write_text(mt_test_path("sh/escape.index.json"), "{\"weight_map\": {\"a\": \"../rt.safetensors\"}}");
+    expect_open_fail(mt_test_path("sh/escape.index.json"), "escape.index.json", "index shard outside the directory");
 }
 
 static void test_bad_files(void) {
     const char *F32x2 = "\"dtype\":\"F32\",\"shape\":[2]";
     char hdr[512];
 
-    expect_open_fail(tpath("does_not_exist.safetensors"), "does_not_exist.safetensors", "missing file");
-    mkdir(tpath("emptydir"), 0755);
-    expect_open_fail(tpath("emptydir"), "emptydir", "directory without weights");
-    write_bytes(tpath("empty.safetensors"), "", 0);
-    expect_open_fail(tpath("empty.safetensors"), "empty.safetensors", "empty file");
-    write_bytes(tpath("short.safetensors"), "\x10\0\0\0\0", 5);
-    expect_open_fail(tpath("short.safetensors"), "short.safetensors", "file shorter than 8 bytes");
+    expect_open_fail(mt_test_path("does_not_exist.safetensors"), "does_not_exist.safetensors", "missing file");
+    mkdir(mt_test_path("emptydir"), 0755);
+    expect_open_fail(mt_test_path("emptydir"), "emptydir", "directory without weights");
+    mt_test_write_bytes(mt_test_path("empty.safetensors"), "", 0);
+    expect_open_fail(mt_test_path("empty.safetensors"), "empty.safetensors", "empty file");
+    mt_test_write_bytes(mt_test_path("short.safetensors"), "\x10\0\0\0\0", 5);
+    expect_open_fail(mt_test_path("short.safetensors"), "short.safetensors", "file shorter than 8 bytes");
 
     // A valid file cut inside its header.
     const char *good = make_st("good.safetensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8);
@@ -311,11 +289,11 @@ static void test_bad_files(void) {
     expect_open_fail(good, "good.safetensors", "truncated header");
 
     unsigned char huge_len[16] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, '{', '}'};
-    write_bytes(tpath("hlen.safetensors"), huge_len, 16);
-    expect_open_fail(tpath("hlen.safetensors"), "hlen.safetensors", "header length beyond file");
+    mt_test_write_bytes(mt_test_path("hlen.safetensors"), huge_len, 16);
+    expect_open_fail(mt_test_path("hlen.safetensors"), "hlen.safetensors", "header length beyond file");
     unsigned char zero_len[8] = {0};
-    write_bytes(tpath("zlen.safetensors"), zero_len, 8);
-    expect_open_fail(tpath("zlen.safetensors"), "zlen.safetensors", "zero header length");
+    mt_test_write_bytes(mt_test_path("zlen.safetensors"), zero_len, 8);
+    expect_open_fail(mt_test_path("zlen.safetensors"), "zlen.safetensors", "zero header length");
 
     expect_bad("malformed.safetensors", "{\"a\":{\"dtype\":\"F32\",", 0, "malformed JSON");
     expect_bad("notobj.safetensors", "[1, 2, 3]", 0, "non-object JSON");
@@ -384,8 +362,8 @@ static void test_write_failures(void) {
     float x[4] = {0};
     mt_st_entry e = {.name = "x", .dtype = MT_F32, .file_dtype = MT_F32, .ndim = 1, .shape = {4}, .data = x};
     const char *paths[2] = {"/proc/nonexistent/x.safetensors", NULL};
-    write_text(tpath("regular"), "not a directory");
-    paths[1] = tpath("regular/x.safetensors");
+    mt_test_write_text(mt_test_path("regular"), "not a directory");
+    paths[1] = mt_test_path("regular/x.safetensors");
     for (int i = 0; i < 2; i++) {
         mt_status s = mt_st_write(paths[i], &e, 1);
         CHECK(s == MT_ERR_IO, "unwritable %s: %s", paths[i], mt_status_name(s));
@@ -396,7 +374,7 @@ static void test_write_failures(void) {
         CHECK(!exists(paths[i]) && !exists(tmp), "no file left at %s", paths[i]);
     }
     // Bad entries are refused before anything is created.
-    const char *p = tpath("bad_entries.safetensors");
+    const char *p = mt_test_path("bad_entries.safetensors");
     mt_st_entry dup[2] = {e, e};
     CHECK(mt_st_write(p, dup, 2) == MT_ERR_ARG && strstr(mt_last_error(), "given twice"), "duplicate names: %s",
           mt_last_error());
@@ -415,8 +393,8 @@ static void test_write_failures(void) {
     CHECK(!exists(p), "nothing written for bad entries");
 
     // Overwriting an existing file replaces it whole.
-    const char *q = tpath("replace.safetensors");
-    write_text(q, "old junk");
+    const char *q = mt_test_path("replace.safetensors");
+    mt_test_write_text(q, "old junk");
     CHECK(mt_st_write(q, &e, 1) == MT_OK, "overwrite: %s", mt_last_error());
     mt_safetensors *st = NULL;
     CHECK(mt_st_open(q, &st) == MT_OK, "replaced file opens: %s", mt_last_error());
@@ -425,7 +403,7 @@ static void test_write_failures(void) {
 
 // Offsets beyond 4 GiB without using memory: a sparse file whose first tensor is 6 GiB.
 static void test_large_offsets(void) {
-    const char *path = tpath("sparse.safetensors");
+    const char *path = mt_test_path("sparse.safetensors");
     const uint64_t big = (uint64_t)3 << 31; // 3 x 2^30 BF16 = 6 GiB
     char hdr[256];
     snprintf(hdr, sizeof hdr,
@@ -471,7 +449,7 @@ static void test_large_tensor(void) {
     if (!x) return;
     for (size_t i = 0; i < n; i++) x[i] = (float)(i % 1000003) * 0.5f;
     mt_st_entry e = {.name = "w", .dtype = MT_F32, .file_dtype = MT_F32, .ndim = 1, .shape = {(int64_t)n}, .data = x};
-    const char *path = tpath("large.safetensors");
+    const char *path = mt_test_path("large.safetensors");
     CHECK(mt_st_write(path, &e, 1) == MT_OK, "write large: %s", mt_last_error());
     mt_safetensors *st = NULL;
     CHECK(mt_st_open(path, &st) == MT_OK, "open large: %s", mt_last_error());
@@ -490,19 +468,8 @@ static void test_large_tensor(void) {
     unlink(path);
 }
 
-static void remove_tree(const char *dir) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
-}
-
 int main(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/mt_st_XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    mt_test_tmpdir_make("mt_st");
     test_roundtrip();
     test_truncated_after_open();
     test_sharded();
@@ -510,6 +477,5 @@ int main(void) {
     test_write_failures();
     test_large_offsets();
     test_large_tensor();
-    remove_tree(tmpdir);
     return mt_test_finish("test_safetensors");
 }

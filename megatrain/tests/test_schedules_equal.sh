@@ -19,6 +19,7 @@ for model in "--model $FIX/tiny_qwen2" "--config $DATA/tiny5_llama.json --seed 7
     i=0
     for variant in "megatrain" "megatrain --weight-buffers 3" "megatrain --checkpoint-interval 2" \
                    "megatrain --checkpoint-interval 2 --weight-buffers 3" "megatrain --serial-optimizer --grad-slabs 1" "megatrain --bind copy" \
+                   "megatrain --offload-checkpoints true" "megatrain --offload-checkpoints true --weight-buffers 3" \
                    "naive" "naive --checkpoint-interval 2" "zero3" \
                    "zero3 --zero3-prefetch-bucket-size 1000 --zero3-overlap-comm false --zero3-pin-memory false" \
                    "zero3 --zero3-prefetch-bucket-size 1e9 --zero3-max-live-parameters 2e4 --grad-slabs 2"; do

@@ -20,17 +20,6 @@
 #include "model/config.h"
 #include "test_util.h"
 
-static char tmpdir[256];
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(text, f) < 0) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(1);
-    }
-    fclose(f);
-}
-
 // Round numbers so every expected time below is arithmetic on these figures.
 #define P_BF16 1000.0  // TFLOP/s
 #define P_FP32 100.0
@@ -54,7 +43,7 @@ static const char *test_profile_json(int omit_duplex) {
     return buf;
 }
 
-static char prof_path[300];
+static char prof_path[1024];
 
 static mt_backend *sim(mt_dtype act) {
     mt_backend *be = NULL;
@@ -316,9 +305,7 @@ static void test_memory_and_errors(void) {
     }
 
     // profile errors: one line naming the file and the key
-    char bad[300];
-    snprintf(bad, sizeof bad, "%s/no_duplex.json", tmpdir);
-    write_file(bad, test_profile_json(1));
+    const char *bad = mt_test_write_tmp("no_duplex.json", test_profile_json(1));
     mt_backend *x = NULL;
     s = mt_backend_sim_create(bad, MT_BF16, &x);
     CHECK(s == MT_ERR_FORMAT && strstr(mt_last_error(), "no_duplex.json") && strstr(mt_last_error(), "link.duplex_factor"),
@@ -481,13 +468,21 @@ static void report(const char *what, const run_result *r, int s, double params, 
             a->host_bytes_peak / 1073741824.0, r->real_s);
 }
 
+// A Qwen2-shaped config.json in the scratch directory: C hidden, F intermediate, L layers, NH/NKV heads.
+static void qwen2_cfg(char *path, size_t cap, const char *name, int C, int F, int L, int NH, int NKV) {
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"model_type\":\"qwen2\",\"vocab_size\":152064,\"hidden_size\":%d,\"intermediate_size\":%d,"
+             "\"num_hidden_layers\":%d,\"num_attention_heads\":%d,\"num_key_value_heads\":%d,"
+             "\"max_position_embeddings\":32768,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000.0,"
+             "\"tie_word_embeddings\":false}",
+             C, F, L, NH, NKV);
+    snprintf(path, cap, "%s", mt_test_write_tmp(name, json));
+}
+
 static void test_engine_120b(void) {
-    char cfg[300];
-    snprintf(cfg, sizeof cfg, "%s/dense120b.json", tmpdir);
-    write_file(cfg, "{\"model_type\":\"qwen2\",\"vocab_size\":152064,\"hidden_size\":10240,\"intermediate_size\":28672,"
-                    "\"num_hidden_layers\":96,\"num_attention_heads\":80,\"num_key_value_heads\":8,"
-                    "\"max_position_embeddings\":32768,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000.0,"
-                    "\"tie_word_embeddings\":false}");
+    char cfg[1024];
+    qwen2_cfg(cfg, sizeof cfg, "dense120b.json", 10240, 28672, 96, 80, 8);
     const int B = 16, T = 1024, steps = 3;
     run_result r = run_engine(cfg, "experiments/hardware/h200-1.5t.json", MT_PREC_PAPER, B, T, 1, 1, steps);
     CHECK(r.status == MT_OK, "120B on h200-1.5t: %s", mt_last_error());
@@ -496,21 +491,21 @@ static void test_engine_120b(void) {
     mt_config c;
     mt_config_load(cfg, &c);
     double params = (double)mt_config_params_total(&c), tokens = (double)B * T;
-    mt_sim_profile prof;
-    mt_sim_profile_load("experiments/hardware/h200-1.5t.json", &prof);
+    mt_hw_profile prof;
+    mt_hw_profile_load("experiments/hardware/h200-1.5t.json", &prof);
     for (int s = 0; s < steps; s++) report("120B paper h200-1.5t B16xT1024", &r, s, params, (long long)tokens);
     // steady step (2): at least its own compute, at most compute + every transfer + the whole optimizer pass
     const mt_sim_stats *b = &r.before[1], *a = &r.after[1];
     double compute = a->compute_busy_ms - b->compute_busy_ms;
     double xfer = (a->link_busy_ms[0] - b->link_busy_ms[0]) + (a->link_busy_ms[1] - b->link_busy_ms[1]);
-    double adamw = params / prof.adamw_params_per_s_paper * 1e3;
+    double adamw = params / prof.adamw_params_per_s[MT_ADAMW_PAPER] * 1e3;
     CHECK(r.step_ms[1] >= compute && r.step_ms[1] <= compute + xfer + adamw,
           "120B step %.1f ms outside [compute %.1f, compute + transfers %.1f + AdamW %.1f]", r.step_ms[1], compute, xfer,
           adamw);
     // the compute is what 8N FLOPs/token (forward, recompute, backward) at the large-GEMM rate predicts
     double flops = a->flops - b->flops, bound = 8.0 * params * tokens;
     CHECK(flops > 0.9 * bound && flops < 1.1 * bound, "120B: %.3g FLOPs per step vs 8 N tokens = %.3g", flops, bound);
-    double rate = prof.peak_bf16_tflops * 1e9 * prof.gemm_efficiency;
+    double rate = prof.peak_tflops[MT_PEAK_BF16] * 1e9 * prof.gemm_efficiency;
     CHECK(compute > 0.95 * flops / rate && compute < 1.3 * flops / rate, "120B: compute %.1f ms vs FLOPs at peak x eff %.1f ms",
           compute, flops / rate);
     // layer weights cross the link twice per step (forward, backward; the last layer is reused), the
@@ -523,12 +518,8 @@ static void test_engine_120b(void) {
 }
 
 static void test_engine_7b(void) {
-    char cfg[300];
-    snprintf(cfg, sizeof cfg, "%s/qwen25_7b.json", tmpdir);
-    write_file(cfg, "{\"model_type\":\"qwen2\",\"vocab_size\":152064,\"hidden_size\":3584,\"intermediate_size\":18944,"
-                    "\"num_hidden_layers\":28,\"num_attention_heads\":28,\"num_key_value_heads\":4,"
-                    "\"max_position_embeddings\":32768,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000.0,"
-                    "\"tie_word_embeddings\":false}");
+    char cfg[1024];
+    qwen2_cfg(cfg, sizeof cfg, "qwen25_7b.json", 3584, 18944, 28, 28, 4);
     // batch 150 x 1024 keeps every layer input (K=1) only with 84 GiB: a real OOM on an 80 GB H100
     run_result r = run_engine(cfg, "experiments/hardware/h100-128g.json", MT_PREC_PAPER, 150, 1024, 1, 1, 1);
     CHECK(r.status == MT_ERR_MEMORY && strstr(mt_last_error(), "GiB"), "7B B150 K=1 on 80 GB: %s", mt_last_error());
@@ -543,16 +534,10 @@ static void test_engine_7b(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/mt_test_sim_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    snprintf(prof_path, sizeof prof_path, "%s/test-round.json", tmpdir);
-    write_file(prof_path, test_profile_json(0));
-    char tiny[300];
-    snprintf(tiny, sizeof tiny, "%s/tiny5.json", tmpdir);
-    write_file(tiny, tiny_cfg);
+    mt_test_tmpdir_make("mt_test_sim");
+    snprintf(prof_path, sizeof prof_path, "%s", mt_test_write_tmp("test-round.json", test_profile_json(0)));
+    char tiny[1024];
+    snprintf(tiny, sizeof tiny, "%s", mt_test_write_tmp("tiny5.json", tiny_cfg));
 
     test_pure_compute();
     test_pure_transfer();
@@ -566,8 +551,5 @@ int main(void) {
     test_engine_120b();
     test_engine_7b();
 
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", tmpdir);
     return mt_test_finish("test_sim");
 }

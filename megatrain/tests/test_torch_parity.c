@@ -13,15 +13,13 @@
 // tried (decay groups, eps placement, clipping, bias correction) fails it.
 // Then --precision paper, G = 1: each step's loss within 3% of the fp32 torch loss.
 // Needs $MT_BIN/megatrain (CTest sets MT_BIN); runs from the repo root.
-#define _XOPEN_SOURCE 700 // mkdtemp, popen, nftw under -std=c11
+#define _XOPEN_SOURCE 700 // popen, access under -std=c11
 
 #include <cjson/cJSON.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,22 +41,6 @@ typedef struct {
     int seen[MAX_STEPS + 1];
 } trajectory;
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s) s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 static int json_num(const cJSON *o, const char *key, double *out) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!cJSON_IsNumber(v)) return 0;
@@ -69,7 +51,7 @@ static int json_num(const cJSON *o, const char *key, double *out) {
 // Reads expected_gG.json: hyper-parameters and the per-step loss / grad_norm.
 static int load_expected(const char *path, trajectory *t) {
     memset(t, 0, sizeof *t);
-    char *text = read_text(path);
+    char *text = mt_test_read_text(path);
     CHECK(text != NULL, "%s: cannot read. HINT: python3 %s/make_torch_fixtures.py", path, FIXTURES);
     if (!text) return 0;
     cJSON *j = cJSON_Parse(text);
@@ -97,11 +79,6 @@ static int load_expected(const char *path, trajectory *t) {
     CHECK(ok && t->nsteps > 0, "%s: missing keys (batch, seq_len, grad_accum, lr, ..., steps[{step,loss,grad_norm}])",
           path);
     return ok && t->nsteps > 0;
-}
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
 }
 
 // Runs `cmd` (stderr already redirected by the caller), parses stdout JSON lines
@@ -138,7 +115,7 @@ static int run_cli(const char *label, const char *cmd, const char *stderr_path, 
     int st = pclose(p);
     int ok = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
     if (!ok) {
-        char *err = read_text(stderr_path);
+        char *err = mt_test_read_text(stderr_path);
         size_t len = err ? strlen(err) : 0;
         CHECK(ok, "[%s] megatrain exited with status %d; its stderr (tail):\n%s", label,
               WIFEXITED(st) ? WEXITSTATUS(st) : -1, err ? err + (len > 3000 ? len - 3000 : 0) : "(none)");
@@ -257,7 +234,7 @@ done:
 
 // The saved config.json names the same architecture and tying as the fixture's.
 static void compare_config(const char *label, const char *got_path, const char *exp_path) {
-    char *gs = read_text(got_path), *es = read_text(exp_path);
+    char *gs = mt_test_read_text(got_path), *es = mt_test_read_text(exp_path);
     cJSON *g = gs ? cJSON_Parse(gs) : NULL, *e = es ? cJSON_Parse(es) : NULL;
     CHECK(g != NULL, "[%s] %s missing or not JSON", label, got_path);
     if (g && e) {
@@ -277,7 +254,7 @@ static void compare_config(const char *label, const char *got_path, const char *
 static int tied(const char *model_dir) {
     char path[512];
     snprintf(path, sizeof path, "%s/config.json", model_dir);
-    char *s = read_text(path);
+    char *s = mt_test_read_text(path);
     cJSON *j = s ? cJSON_Parse(s) : NULL;
     int t = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "tie_word_embeddings"));
     cJSON_Delete(j);
@@ -287,14 +264,14 @@ static int tied(const char *model_dir) {
 
 // One fp32 (and, for G = 1, one paper) run of one model against its fixture.
 static void check_model(const char *bin, const char *model, int G) {
-    char dir[256], path[512], exp_w[512], tmp[] = "/tmp/mt_parity_XXXXXX", label[64], cmd[2048];
+    char dir[256], path[512], exp_w[512], tmp[256], label[64], cmd[2048];
     snprintf(dir, sizeof dir, "%s/%s", FIXTURES, model);
     snprintf(label, sizeof label, "%s fp32 G=%d", model, G);
     snprintf(path, sizeof path, "%s/expected_g%d.json", dir, G);
     trajectory exp, got;
     if (!load_expected(path, &exp)) return;
     CHECK(exp.grad_accum == G, "%s: grad_accum %d, expected %d", path, exp.grad_accum, G);
-    if (!mkdtemp(tmp)) {
+    if (!mt_test_mkdtemp(tmp, sizeof tmp, "mt_parity")) {
         CHECK(0, "mkdtemp %s failed", tmp);
         return;
     }
@@ -337,7 +314,7 @@ static void check_model(const char *bin, const char *model, int G) {
         if (run_cli(label, cmd, path, &got)) compare_steps(label, &got, &exp, 0, PAPER_LOSS_RTOL);
     }
 
-    if (mt_test_failures == failures_before) nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (mt_test_failures == failures_before) mt_test_rmtree(tmp);
     else fprintf(stderr, "[%s] kept %s for inspection\n", model, tmp);
 }
 

@@ -1,7 +1,13 @@
 // test_util.c: helpers shared by the C tests.
+#define _POSIX_C_SOURCE 200809L // mkdtemp under -std=c11
+
 #include "test_util.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char scratch[512]; // mt_test_tmpdir_make's directory
 
 int mt_test_failures = 0, mt_test_checks = 0;
 
@@ -41,5 +47,68 @@ int mt_test_finish(const char *name) {
         return 1;
     }
     fprintf(stderr, "%s: %d passed, %d failed\n", name, passed, failed);
+    if (scratch[0]) mt_test_rmtree(scratch);
     return failed ? 1 : 0;
+}
+
+int mt_test_mkdtemp(char *dir, size_t cap, const char *prefix) {
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, cap, "%s/%s_XXXXXX", base && base[0] ? base : "/tmp", prefix);
+    if (mkdtemp(dir)) return 1;
+    perror(dir);
+    return 0;
+}
+
+void mt_test_rmtree(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+const char *mt_test_tmpdir_make(const char *prefix) {
+    if (!mt_test_mkdtemp(scratch, sizeof scratch, prefix)) exit(1);
+    return scratch;
+}
+
+const char *mt_test_tmpdir(void) { return scratch; }
+
+const char *mt_test_path(const char *name) {
+    static char buf[8][1024];
+    static int k;
+    char *p = buf[k++ % 8];
+    snprintf(p, sizeof buf[0], "%s/%s", scratch, name);
+    return p;
+}
+
+const char *mt_test_write_bytes(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f || (n && fwrite(data, 1, n, f) != n) || fclose(f) != 0) {
+        perror(path);
+        exit(1);
+    }
+    return path;
+}
+
+const char *mt_test_write_text(const char *path, const char *text) {
+    return mt_test_write_bytes(path, text, strlen(text));
+}
+
+const char *mt_test_write_tmp(const char *name, const char *text) {
+    return mt_test_write_text(mt_test_path(name), text);
+}
+
+char *mt_test_read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    if (s) s[n] = 0;
+    fclose(f);
+    return s;
 }

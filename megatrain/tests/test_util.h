@@ -25,7 +25,26 @@ double mt_test_nmse(const float *a, const float *b, size_t n);
 double mt_test_max_rel(const float *a, const float *b, size_t n, double floor);
 // Fills x with deterministic uniform values in [lo, hi).
 void mt_test_fill_uniform(float *x, size_t n, unsigned long long seed, float lo, float hi);
-// Prints "N passed, M failed" and returns the process exit code.
+// Prints "N passed, M failed", removes the scratch directory and returns the
+// process exit code.
 int mt_test_finish(const char *name);
+
+// ---- files: the writers and mt_test_tmpdir_make exit 1 with a message when they fail ----
+// A fresh directory $TMPDIR/PREFIX_XXXXXX (/tmp without TMPDIR) in dir[cap]; 0 on failure.
+int mt_test_mkdtemp(char *dir, size_t cap, const char *prefix);
+// rm -rf dir (a warning on stderr when that fails).
+void mt_test_rmtree(const char *dir);
+// Makes the test's scratch directory (removed by mt_test_finish) and returns it.
+const char *mt_test_tmpdir_make(const char *prefix);
+const char *mt_test_tmpdir(void);
+// The scratch directory's `name`; eight rotating buffers, so a path lives for seven more calls.
+const char *mt_test_path(const char *name);
+// Writes n bytes (a string) to path and returns path.
+const char *mt_test_write_bytes(const char *path, const void *data, size_t n);
+const char *mt_test_write_text(const char *path, const char *text);
+// Writes text to the scratch directory's `name`; returns its path (mt_test_path).
+const char *mt_test_write_tmp(const char *name, const char *text);
+// The whole file, NUL-terminated (caller frees); NULL when it cannot be read.
+char *mt_test_read_text(const char *path);
 
 #endif

@@ -40,6 +40,7 @@
 #include <stddef.h>
 
 #include "backend/backend.h"
+#include "model/hardware_profile.h"
 
 #define MT_SIM_LAUNCH_MS 0.005             // assumed: host cost of one async launch/copy call
 #define MT_SIM_KERNEL_MIN_MS 0.002         // assumed: shortest GPU op (launch-to-retire of an empty kernel)
@@ -50,31 +51,19 @@
 #define MT_SIM_HBM_EFF 0.8                 // assumed: streaming kernels reach ~80% of datasheet HBM bandwidth
 #define MT_SIM_MAX_LANES 16                // host thread lanes in stats and trace
 
-// The figures of a megatrain.hardware/1 profile the simulator uses
-// (experiments/hardware/README.md). Rates in decimal units as in the file.
-typedef struct {
-    char name[64], gpu_name[128], path[1024];
-    double peak_bf16_tflops, peak_fp32_tflops, gemm_efficiency;
-    double hbm_gbps, hbm_bytes;
-    double h2d_pinned_gbps, h2d_pageable_gbps, d2h_pinned_gbps, d2h_pageable_gbps, duplex_factor;
-    double host_mem_bytes, host_mem_gbps;
-    double adamw_params_per_s_fp32, adamw_params_per_s_paper, adamw_params_per_s_mixed;
-} mt_sim_profile;
-
-// Reads and validates a profile; a missing or non-positive figure gives one line
-// naming the file and the key ("x.json: link.duplex_factor: missing number").
-mt_status mt_sim_profile_load(const char *path, mt_sim_profile *out);
+// The simulator prices with a megatrain.hardware/1 profile (mt_hw_profile,
+// model/hardware_profile.h), loaded by mt_backend_sim_create.
 
 // ---- the cost model: pure functions (milliseconds) ----
-double mt_sim_gemm_eff(const mt_sim_profile *p, double M, double N, double K);
+double mt_sim_gemm_eff(const mt_hw_profile *p, double M, double N, double K);
 // C(M,N) = A(M,K) B(K,N); bytes = what the GEMM reads and writes (roofline).
-double mt_sim_gemm_ms(const mt_sim_profile *p, mt_dtype act, double M, double N, double K, double bytes);
-double mt_sim_attention_ms(const mt_sim_profile *p, mt_dtype act, int backward, int B, int T, int NH, int HD,
+double mt_sim_gemm_ms(const mt_hw_profile *p, mt_dtype act, double M, double N, double K, double bytes);
+double mt_sim_attention_ms(const mt_hw_profile *p, mt_dtype act, int backward, int B, int T, int NH, int HD,
                            double bytes);
-double mt_sim_hbm_ms(const mt_sim_profile *p, double bytes);
+double mt_sim_hbm_ms(const mt_hw_profile *p, double bytes);
 // One copy alone on the link: dir MT_COPY_H2D / MT_COPY_D2H.
-double mt_sim_link_ms(const mt_sim_profile *p, mt_copy_kind dir, int pinned, double bytes);
-double mt_sim_host_work_ms(const mt_sim_profile *p, mt_host_work kind, size_t n, mt_dtype wdt, int master);
+double mt_sim_link_ms(const mt_hw_profile *p, mt_copy_kind dir, int pinned, double bytes);
+double mt_sim_host_work_ms(const mt_hw_profile *p, mt_host_work kind, size_t n, mt_dtype wdt, int master);
 
 // ---- what was simulated (cumulative since creation; diff two snapshots for a step) ----
 typedef struct {
@@ -99,6 +88,6 @@ mt_status mt_sim_stats_get(mt_backend *be, mt_sim_stats *out);
 // "copy_d2d", "memset". Counts only what the trace kept (see n_trace_dropped).
 long long mt_sim_count_ops(mt_backend *be, int s, const char *name);
 // The profile a sim backend prices with (NULL for other backends).
-const mt_sim_profile *mt_sim_profile_of(mt_backend *be);
+const mt_hw_profile *mt_sim_profile_of(mt_backend *be);
 
 #endif

@@ -425,7 +425,7 @@ mt_status mt_backend_sim_create(const char *profile_path, mt_dtype act_dtype, mt
         free(c);
         return mt_fail(MT_ERR_MEMORY, "sim backend: cannot allocate its context");
     }
-    mt_status s = mt_sim_profile_load(profile_path, &c->prof);
+    mt_status s = mt_hw_profile_load(profile_path, &c->prof);
     if (s != MT_OK) {
         free(be);
         free(c);
@@ -452,7 +452,7 @@ static mt_sim_ctx *sim_ctx_checked(mt_backend *be) {
     return be && be->ops == &sim_ops ? be->ctx : NULL;
 }
 
-const mt_sim_profile *mt_sim_profile_of(mt_backend *be) {
+const mt_hw_profile *mt_sim_profile_of(mt_backend *be) {
     mt_sim_ctx *c = sim_ctx_checked(be);
     return c ? &c->prof : NULL;
 }

@@ -34,7 +34,7 @@ typedef struct {
 } mt_sim_block;
 
 typedef struct {
-    mt_sim_profile prof;
+    mt_hw_profile prof;
     mt_dtype act;
     pthread_mutex_t mu;
     pthread_t creator;

@@ -35,7 +35,7 @@ mt_status mt_sim_op_embedding_bwd(mt_backend *be, void *dwte, mt_dtype wdt, cons
 mt_status mt_sim_op_matmul_fwd(mt_backend *be, void *out, const void *inp, const void *w, const void *bias,
                                mt_dtype wdt, int N, int IC, int OC) {
     (void)out, (void)inp, (void)w;
-    const mt_sim_profile *p = &mt_sim_ctx_of(be)->prof;
+    const mt_hw_profile *p = &mt_sim_ctx_of(be)->prof;
     double as = as_of(be), ws = (double)mt_dtype_size(wdt);
     double bytes = (double)N * IC * as + (double)OC * IC * ws + (double)N * OC * as + (bias ? OC * ws : 0);
     return price(be, "matmul_fwd", mt_sim_gemm_ms(p, be->act_dtype, N, OC, IC, bytes), 2.0 * N * IC * OC, MT_SIM_FLOPS);
@@ -44,7 +44,7 @@ mt_status mt_sim_op_matmul_fwd(mt_backend *be, void *out, const void *inp, const
 mt_status mt_sim_op_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
                                const void *w, mt_dtype wdt, int N, int IC, int OC, int flags) {
     (void)dout, (void)inp, (void)w;
-    const mt_sim_profile *p = &mt_sim_ctx_of(be)->prof;
+    const mt_hw_profile *p = &mt_sim_ctx_of(be)->prof;
     double as = as_of(be), ws = (double)mt_dtype_size(wdt);
     double ms = 0, flops = 0;
     if (dinp) { // dinp(N,IC) = dout(N,OC) @ w(OC,IC)
@@ -111,7 +111,7 @@ mt_status mt_sim_op_rope_bwd(mt_backend *be, void *dinp, const void *dout, const
 mt_status mt_sim_op_attention_fwd(mt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int NH,
                                   int NKV, int HD) {
     (void)out, (void)lse, (void)qkv;
-    const mt_sim_profile *p = &mt_sim_ctx_of(be)->prof;
+    const mt_hw_profile *p = &mt_sim_ctx_of(be)->prof;
     double N = (double)B * T;
     double bytes = N * (NH + 2 * NKV) * HD * as_of(be) + N * NH * HD * as_of(be) + 4.0 * N * NH;
     double flops = 2.0 * B * NH * (double)T * T * HD;
@@ -121,7 +121,7 @@ mt_status mt_sim_op_attention_fwd(mt_backend *be, void *out, float *lse, const v
 mt_status mt_sim_op_attention_bwd(mt_backend *be, void *dqkv, const void *dout, const void *qkv, const void *out,
                                   const float *lse, int B, int T, int NH, int NKV, int HD) {
     (void)dqkv, (void)dout, (void)qkv, (void)out, (void)lse;
-    const mt_sim_profile *p = &mt_sim_ctx_of(be)->prof;
+    const mt_hw_profile *p = &mt_sim_ctx_of(be)->prof;
     double N = (double)B * T;
     // read qkv, out, dout, lse; write dqkv
     double bytes = 2.0 * N * (NH + 2 * NKV) * HD * as_of(be) + 2.0 * N * NH * HD * as_of(be) + 4.0 * N * NH;

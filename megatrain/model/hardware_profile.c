@@ -1,7 +1,9 @@
 // hardware_profile.c: reading and validating experiments/hardware/NAME.json
 // (schema megatrain.hardware/1, keys in experiments/hardware/README.md), and
-// building a "measured" profile from this machine.
-#define _DEFAULT_SOURCE // readlink, realpath under -std=c11
+// finding a profile by name.
+#define _DEFAULT_SOURCE // readlink, strdup under -std=c11
+
+#include "model/hardware_profile.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -10,15 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
-#include "planner/planner.h"
-
 #define SCHEMA "megatrain.hardware/1"
+#define MAX_BYTES (16u << 20) // far above any profile: a larger file is something else
 
+// Walks a dotted key ("link.h2d_gbps.pinned") from the root object.
 static const cJSON *dotted(const cJSON *root, const char *key) {
     char buf[128];
     snprintf(buf, sizeof buf, "%s", key);
@@ -35,7 +35,7 @@ static mt_status num(const char *path, const cJSON *root, const char *key, doubl
     if (!cJSON_IsNumber(v)) return mt_fail(MT_ERR_FORMAT, "%s: %s: expected a number", path, key);
     double d = v->valuedouble;
     if (!(d > 0)) return mt_fail(MT_ERR_FORMAT, "%s: %s: must be positive (got %g)", path, key, d);
-    if (max > 0 && d > max) return mt_fail(MT_ERR_FORMAT, "%s: %s: must be at most %g (got %g)", path, key, max, d);
+    if (max > 0 && d > max) return mt_fail(MT_ERR_FORMAT, "%s: %s: must be in (0, %g] (got %g)", path, key, max, d);
     *out = d;
     return MT_OK;
 }
@@ -43,7 +43,8 @@ static mt_status num(const char *path, const cJSON *root, const char *key, doubl
 static mt_status str(const char *path, const cJSON *root, const char *key, char *out, size_t cap) {
     const cJSON *v = dotted(root, key);
     if (!v) return mt_fail(MT_ERR_FORMAT, "%s: %s: required string is missing", path, key);
-    if (!cJSON_IsString(v)) return mt_fail(MT_ERR_FORMAT, "%s: %s: expected a string", path, key);
+    if (!cJSON_IsString(v) || !v->valuestring[0])
+        return mt_fail(MT_ERR_FORMAT, "%s: %s: expected a non-empty string", path, key);
     snprintf(out, cap, "%s", v->valuestring);
     return MT_OK;
 }
@@ -55,7 +56,9 @@ static mt_status parse(const char *path, const cJSON *j, mt_hw_profile *p) {
     if (strcmp(schema, SCHEMA))
         return mt_fail(MT_ERR_FORMAT, "%s: schema: expected \"%s\", found \"%s\"", path, SCHEMA, schema);
     MT_TRY(str(path, j, "name", p->name, sizeof p->name));
-    if (dotted(j, "description")) MT_TRY(str(path, j, "description", p->description, sizeof p->description));
+    const cJSON *d = dotted(j, "description");
+    if (cJSON_IsString(d)) snprintf(p->description, sizeof p->description, "%s", d->valuestring);
+    else if (d) return mt_fail(MT_ERR_FORMAT, "%s: description: expected a string", path);
     MT_TRY(str(path, j, "gpu.name", p->gpu_name, sizeof p->gpu_name));
     MT_TRY(num(path, j, "gpu.peak_tflops.bf16", 0, &p->peak_tflops[MT_PEAK_BF16]));
     MT_TRY(num(path, j, "gpu.peak_tflops.tf32", 0, &p->peak_tflops[MT_PEAK_TF32]));
@@ -75,46 +78,52 @@ static mt_status parse(const char *path, const cJSON *j, mt_hw_profile *p) {
     MT_TRY(num(path, j, "host.numa_nodes", 0, &numa));
     p->cpu_cores = (int)cores;
     p->numa_nodes = (int)numa;
-    // adamw_params_per_s is what the simulator charges; the planner charges the same.
-    MT_TRY(num(path, j, "host.adamw_params_per_s.paper", 0, &p->adamw_params_per_s[MT_PREC_PAPER]));
-    MT_TRY(num(path, j, "host.adamw_params_per_s.mixed", 0, &p->adamw_params_per_s[MT_PREC_MIXED]));
-    MT_TRY(num(path, j, "host.adamw_params_per_s.fp32", 0, &p->adamw_params_per_s[MT_PREC_FP32]));
+    // what the simulator charges for the optimizer; the planner charges the same
+    MT_TRY(num(path, j, "host.adamw_params_per_s.paper", 0, &p->adamw_params_per_s[MT_ADAMW_PAPER]));
+    MT_TRY(num(path, j, "host.adamw_params_per_s.mixed", 0, &p->adamw_params_per_s[MT_ADAMW_MIXED]));
+    MT_TRY(num(path, j, "host.adamw_params_per_s.fp32", 0, &p->adamw_params_per_s[MT_ADAMW_FP32]));
     return MT_OK;
 }
 
-mt_status mt_hw_profile_load(const char *path, mt_hw_profile *out) {
-    memset(out, 0, sizeof *out);
+// The whole file, NUL-terminated, in *out (caller frees); reads pipes too.
+static mt_status read_text(const char *path, char **out, size_t *len) {
+    *out = NULL;
     FILE *f = fopen(path, "rb");
-    if (!f) return mt_fail(MT_ERR_IO, "--hardware %s: cannot open: %s", path, strerror(errno));
+    if (!f) return mt_fail(MT_ERR_IO, "%s: cannot open the hardware profile: %s", path, strerror(errno));
     char *text = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
+    size_t n = 0, cap = 0, got;
+    do {
+        if (n + 4096 + 1 > cap) {
             cap = cap ? cap * 2 : 16384;
-            if (cap > (16u << 20)) {
-                free(text);
-                fclose(f);
-                return mt_fail(MT_ERR_FORMAT, "%s: larger than 16 MiB, not a hardware profile", path);
-            }
-            char *t = realloc(text, cap);
+            char *t = cap <= MAX_BYTES ? realloc(text, cap) : NULL;
             if (!t) {
                 free(text);
                 fclose(f);
-                return mt_fail(MT_ERR_MEMORY, "%s: cannot allocate a read buffer", path);
+                return cap > MAX_BYTES ? mt_fail(MT_ERR_FORMAT, "%s: larger than 16 MiB, not a hardware profile", path)
+                                       : mt_fail(MT_ERR_MEMORY, "%s: cannot allocate a read buffer", path);
             }
             text = t;
         }
-        size_t n = fread(text + len, 1, 4096, f);
-        len += n;
-        if (n < 4096) break;
-    }
+        got = fread(text + n, 1, 4096, f);
+        n += got;
+    } while (got == 4096);
     int rerr = ferror(f);
     fclose(f);
     if (rerr) {
         free(text);
         return mt_fail(MT_ERR_IO, "%s: read error", path);
     }
-    text[len] = 0;
+    text[n] = 0;
+    *out = text;
+    *len = n;
+    return MT_OK;
+}
+
+mt_status mt_hw_profile_load(const char *path, mt_hw_profile *out) {
+    memset(out, 0, sizeof *out);
+    char *text;
+    size_t len = 0;
+    MT_TRY(read_text(path, &text, &len));
     cJSON *j = cJSON_ParseWithLength(text, len);
     if (!j) {
         const char *at = cJSON_GetErrorPtr();
@@ -155,6 +164,10 @@ const char *mt_hw_profile_dir(void) {
             if (is_dir(buf)) return buf;
         }
     }
+#ifdef MT_SOURCE_DIR
+    snprintf(buf, sizeof buf, "%s/experiments/hardware", MT_SOURCE_DIR);
+    if (is_dir(buf)) return buf;
+#endif
     return NULL;
 }
 
@@ -184,86 +197,24 @@ void mt_hw_profile_list(char *buf, size_t cap) {
     }
 }
 
-mt_status mt_hw_profile_resolve(const char *spec, mt_hw_profile *out) {
-    if (!strcmp(spec, "measured")) return mt_hw_profile_measured(out);
+mt_status mt_hw_profile_find(const char *spec, char *path, size_t cap) {
     size_t len = strlen(spec);
-    if (strchr(spec, '/') || (len > 5 && !strcmp(spec + len - 5, ".json"))) return mt_hw_profile_load(spec, out);
+    if (strchr(spec, '/') || (len > 5 && !strcmp(spec + len - 5, ".json"))) {
+        snprintf(path, cap, "%s", spec);
+        return MT_OK;
+    }
     const char *dir = mt_hw_profile_dir();
     if (!dir)
         return mt_fail(MT_ERR_IO,
                        "--hardware %s: no profile directory found (looked for $MT_HARDWARE_DIR, ./experiments/hardware "
                        "and next to the binary); give a path to the JSON file",
                        spec);
-    char path[PATH_MAX + 128];
-    snprintf(path, sizeof path, "%s/%s.json", dir, spec);
+    snprintf(path, cap, "%s/%s.json", dir, spec);
     if (access(path, F_OK) != 0) {
         char names[2048];
         mt_hw_profile_list(names, sizeof names);
-        return mt_fail(MT_ERR_ARG, "--hardware %s: unknown profile (available in %s: %s; or 'measured', or a path)",
+        return mt_fail(MT_ERR_ARG, "--hardware %s: unknown profile (available in %s: %s; or a path)",
                        spec, dir, names[0] ? names : "none");
     }
-    return mt_hw_profile_load(path, out);
-}
-
-static double meminfo_bytes(const char *key) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256], fmt[64];
-    snprintf(fmt, sizeof fmt, "%s: %%lf kB", key);
-    double kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, fmt, &kb) == 1) break;
-    fclose(f);
-    return kb * 1024;
-}
-
-mt_status mt_hw_profile_measured(mt_hw_profile *out) {
-    double total = meminfo_bytes("MemTotal");
-    if (!(total > 0)) return mt_fail(MT_ERR_IO, "--hardware measured: cannot read MemTotal from /proc/meminfo");
-    // The GPU, when a CUDA device is visible: its name and memory are facts.
-    char gpu[128] = "";
-    double gpu_bytes = 0;
-#ifdef MT_HAVE_CUDA
-    if (mt_backend_cuda_available() == 1) {
-        mt_backend *be = NULL;
-        mt_device_info info;
-        if (mt_backend_create("cuda", MT_BF16, &be) == MT_OK && be->ops->device_info(be, &info) == MT_OK) {
-            snprintf(gpu, sizeof gpu, "%s", info.name);
-            gpu_bytes = (double)info.mem_total_bytes;
-        }
-        mt_backend_destroy(be);
-    }
-#endif
-    const char *base = strstr(gpu, "H200") ? "h200-128g" : "h100-128g";
-    mt_status s = mt_hw_profile_resolve(base, out);
-    if (s != MT_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", mt_last_error());
-        return mt_fail(s, "--hardware measured: the assumed rates come from profile %s, which failed: %s", base, why);
-    }
-    out->measured = 1;
-    snprintf(out->name, sizeof out->name, "measured");
-    snprintf(out->source, sizeof out->source, "measured");
-    snprintf(out->description, sizeof out->description, "this machine (memory measured, rates assumed from %s)", base);
-    out->host_mem_bytes = total;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cores > 0) out->cpu_cores = (int)cores;
-    struct rlimit rl; // root has CAP_IPC_LOCK and is not bound by the limit
-    if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && geteuid() != 0)
-        out->pinned_limit_bytes = (double)rl.rlim_cur;
-    if (gpu_bytes > 0) {
-        snprintf(out->gpu_name, sizeof out->gpu_name, "%s", gpu);
-        out->hbm_bytes = gpu_bytes;
-    } else {
-        char assumed[sizeof out->gpu_name + 16];
-        snprintf(assumed, sizeof assumed, "assumed: %s", out->gpu_name);
-        snprintf(out->gpu_name, sizeof out->gpu_name, "%.*s", (int)sizeof out->gpu_name - 1, assumed);
-    }
-    snprintf(out->measured_note, sizeof out->measured_note,
-             "measured: host.mem_bytes (/proc/meminfo MemTotal), host.cpu_cores (sysconf), the lock limit (ulimit -l)%s; assumed: every rate "
-             "(peak TFLOP/s, GEMM efficiency, link GB/s, duplex, AdamW rate)%s taken from profile %s, not measured "
-             "(run mt-microbench and write a profile to replace them)",
-             gpu_bytes > 0 ? ", gpu.name and gpu.hbm_bytes (CUDA device_info)" : "",
-             gpu_bytes > 0 ? "" : " and the GPU (none visible: gpu.name, gpu.hbm_bytes)", base);
     return MT_OK;
 }

@@ -1,0 +1,93 @@
+// measured_profile.c: the planner's view of a --hardware spec: a profile file
+// or name (model/hardware_profile.c), or "measured", a profile for this machine
+// built from /proc and sysconf with every rate taken from a base profile.
+#define _DEFAULT_SOURCE // geteuid under -std=c11
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "planner/planner.h"
+
+// The profile's AdamW rates are indexed by mt_precision.
+_Static_assert((int)MT_ADAMW_PAPER == (int)MT_PREC_PAPER && (int)MT_ADAMW_MIXED == (int)MT_PREC_MIXED &&
+                   (int)MT_ADAMW_FP32 == (int)MT_PREC_FP32,
+               "adamw_params_per_s index order");
+
+mt_status mt_hw_profile_resolve(const char *spec, mt_hw_profile *out) {
+    if (!strcmp(spec, "measured")) return mt_hw_profile_measured(out);
+    char path[PATH_MAX + 128];
+    mt_status s = mt_hw_profile_find(spec, path, sizeof path);
+    if (s == MT_ERR_ARG) { // an unknown name: say that this machine is a choice too
+        char why[2400];
+        snprintf(why, sizeof why, "%s", mt_last_error());
+        return mt_fail(s, "%s; 'measured' describes this machine", why);
+    }
+    return s != MT_OK ? s : mt_hw_profile_load(path, out);
+}
+
+static double meminfo_bytes(const char *key) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256], fmt[64];
+    snprintf(fmt, sizeof fmt, "%s: %%lf kB", key);
+    double kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, fmt, &kb) == 1) break;
+    fclose(f);
+    return kb * 1024;
+}
+
+mt_status mt_hw_profile_measured(mt_hw_profile *out) {
+    double total = meminfo_bytes("MemTotal");
+    if (!(total > 0)) return mt_fail(MT_ERR_IO, "--hardware measured: cannot read MemTotal from /proc/meminfo");
+    // The GPU, when a CUDA device is visible: its name and memory are facts.
+    char gpu[128] = "";
+    double gpu_bytes = 0;
+#ifdef MT_HAVE_CUDA
+    if (mt_backend_cuda_available() == 1) {
+        mt_backend *be = NULL;
+        mt_device_info info;
+        if (mt_backend_create("cuda", MT_BF16, &be) == MT_OK && be->ops->device_info(be, &info) == MT_OK) {
+            snprintf(gpu, sizeof gpu, "%s", info.name);
+            gpu_bytes = (double)info.mem_total_bytes;
+        }
+        mt_backend_destroy(be);
+    }
+#endif
+    const char *base = strstr(gpu, "H200") ? "h200-128g" : "h100-128g";
+    mt_status s = mt_hw_profile_resolve(base, out);
+    if (s != MT_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", mt_last_error());
+        return mt_fail(s, "--hardware measured: the assumed rates come from profile %s, which failed: %s", base, why);
+    }
+    out->measured = 1;
+    snprintf(out->name, sizeof out->name, "measured");
+    snprintf(out->source, sizeof out->source, "measured");
+    snprintf(out->description, sizeof out->description, "this machine (memory measured, rates assumed from %s)", base);
+    out->host_mem_bytes = total;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores > 0) out->cpu_cores = (int)cores;
+    struct rlimit rl; // root has CAP_IPC_LOCK and is not bound by the limit
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && geteuid() != 0)
+        out->pinned_limit_bytes = (double)rl.rlim_cur;
+    if (gpu_bytes > 0) {
+        snprintf(out->gpu_name, sizeof out->gpu_name, "%s", gpu);
+        out->hbm_bytes = gpu_bytes;
+    } else {
+        char assumed[sizeof out->gpu_name + 16];
+        snprintf(assumed, sizeof assumed, "assumed: %s", out->gpu_name);
+        snprintf(out->gpu_name, sizeof out->gpu_name, "%.*s", (int)sizeof out->gpu_name - 1, assumed);
+    }
+    snprintf(out->measured_note, sizeof out->measured_note,
+             "measured: host.mem_bytes (/proc/meminfo MemTotal), host.cpu_cores (sysconf), the lock limit (ulimit -l)%s; assumed: every rate "
+             "(peak TFLOP/s, GEMM efficiency, link GB/s, duplex, AdamW rate)%s taken from profile %s, not measured "
+             "(run mt-microbench and write a profile to replace them)",
+             gpu_bytes > 0 ? ", gpu.name and gpu.hbm_bytes (CUDA device_info)" : "",
+             gpu_bytes > 0 ? "" : " and the GPU (none visible: gpu.name, gpu.hbm_bytes)", base);
+    return MT_OK;
+}
