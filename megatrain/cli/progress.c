@@ -1,6 +1,7 @@
 // progress.c: stderr progress lines with an ETA from the mean step time so far.
 #include "cli/progress.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -23,7 +24,9 @@ void mt_progress_update(mt_progress *p, int step, double loss, double tokens_per
     p->t_last_print_ms = t;
     int done = step - p->first_step + 1, left = p->last_step - step;
     double eta_s = done > 0 ? (t - p->t_start_ms) / done * left / 1e3 : 0;
-    fprintf(stderr, "step %d/%d | loss %.4f | %.0f tok/s | ETA %02d:%02d\n", step, p->last_step, loss, tokens_per_s,
+    char loss_text[32] = "-"; // the sim backend has no data, hence no loss
+    if (!isnan(loss)) snprintf(loss_text, sizeof loss_text, "%.4f", loss);
+    fprintf(stderr, "step %d/%d | loss %s | %.0f tok/s | ETA %02d:%02d\n", step, p->last_step, loss_text, tokens_per_s,
             (int)(eta_s / 60), (int)eta_s % 60);
 }
 
