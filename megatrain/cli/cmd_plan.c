@@ -169,6 +169,7 @@ int mt_cmd_plan(mt_options *o) {
     if (in.schedule == MT_SCHED_ZERO3) {
         add_num(h, "deepspeed_estimator_bytes", 1.5 * (double)mt_zero3_host_bytes_per_param(in.prec) * (double)N);
         add_num(h, "engine_zero3_bytes", (double)mem.engine_host_bytes);
+        add_num(j, "deepspeed_gpu_bytes", (double)mem.deepspeed_gpu_bytes);
     }
     cJSON *g = cJSON_AddObjectToObject(j, "gpu");
     add_num(g, "weights_bytes", (double)mem.gpu_weights_bytes);

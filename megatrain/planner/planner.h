@@ -51,6 +51,7 @@ typedef struct {
     size_t host_staging_bytes;  // slabs, token staging, other buffers
     size_t gpu_weights_bytes, gpu_grads_bytes, gpu_checkpoint_bytes, gpu_activation_bytes;
     size_t checkpoint_host_bytes; // offloaded layer checkpoints (in host and pinned bytes)
+    size_t deepspeed_gpu_bytes;   // zero3: DeepSpeed's own GPU footprint model (gpu_bytes is our schedule's)
     int offload_checkpoints;      // resolved: checkpoints live in host memory
     double host_bytes_per_param; // host_state_bytes / params
     const char *host_accounting; // one line: where the bytes per param come from

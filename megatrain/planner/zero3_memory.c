@@ -42,10 +42,11 @@ void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory
     size_t ws = fp32 ? 4 : 2, bpp = (size_t)mt_zero3_host_bytes_per_param(in->prec);
     long long N = mt_config_params_total(c);
 
-    // Activations: the engine's own numbers with per-layer checkpointing.
-    mt_engine_opts eo = {.schedule = MT_SCHED_MEGATRAIN, .B = in->B, .T = in->T, .grad_accum = in->grad_accum,
-                         .ckpt_interval = 1, .weight_bufs = 2, .grad_slabs = 1,
-                         .mlp_rows = in->mlp_rows};
+    // GPU: what our zero3 schedule allocates (it is what runs); DeepSpeed's own
+    // footprint (persistent + live + prefetch bucket, reduce bucket) is reported beside it.
+    mt_engine_opts eo = {.schedule = MT_SCHED_ZERO3, .B = in->B, .T = in->T, .grad_accum = in->grad_accum,
+                         .ckpt_interval = 1, .weight_bufs = 2, .grad_slabs = in->grad_slabs,
+                         .mlp_rows = in->mlp_rows, .zero3 = in->zero3};
     mt_memory_plan e = mt_engine_memory_plan(c, in->prec, &eo, fp32 ? MT_F32 : MT_BF16, 0);
 
     // Module sizes as DeepSpeed sees them (unpadded): a layer, the embedding, the head.
@@ -59,8 +60,10 @@ void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory
                         persistent_numel(&lh, k->param_persistence_threshold);
     size_t reduce = N < k->reduce_bucket_size ? (size_t)N : (size_t)k->reduce_bucket_size;
 
-    out->gpu_weights_bytes = (persistent + live + (size_t)k->prefetch_bucket_size) * ws;
-    out->gpu_grads_bytes = (reduce + largest) * ws;
+    out->deepspeed_gpu_bytes = (persistent + live + (size_t)k->prefetch_bucket_size) * ws + (reduce + largest) * ws +
+                               e.checkpoint_bytes + e.activation_bytes;
+    out->gpu_weights_bytes = e.weights_bytes;
+    out->gpu_grads_bytes = e.grads_bytes;
     out->gpu_checkpoint_bytes = e.checkpoint_bytes;
     out->gpu_activation_bytes = e.activation_bytes;
     out->gpu_bytes = out->gpu_weights_bytes + out->gpu_grads_bytes + out->gpu_checkpoint_bytes + out->gpu_activation_bytes;

@@ -113,12 +113,19 @@ static void test_zero3_memory(void) {
     CHECK(mt_plan_memory_compute(&c, &in, &m) == MT_OK, "%s", mt_last_error());
     CHECK(m.host_state_bytes == (size_t)N * 18, "zero3 bf16: 18 B/param (%zu)", m.host_state_bytes);
     CHECK(m.host_bytes == m.host_state_bytes + m.host_staging_bytes && m.pinned_bytes == m.host_bytes, "pinned all");
-    // GPU weights: persistent (ln1, ln2 of 10 layers + final norm, all < 1e5) + live (a layer, 7,002,000)
-    // + prefetch bucket 5e7, in bf16.
+    // DeepSpeed's GPU footprint: weights = persistent (ln1, ln2 of 10 layers + final norm, all < 1e5)
+    // + live (a layer, 7,002,000) + prefetch bucket 5e7; grads = reduce bucket min(5e8, N) = N plus the
+    // largest module's full gradient; all bf16; plus the same checkpoints and activations.
     size_t persistent = 10 * 2000 + 1000;
-    CHECK(m.gpu_weights_bytes == (persistent + 7002000 + 50000000) * 2, "weights %zu", m.gpu_weights_bytes);
-    // Grads: reduce bucket min(5e8, N) = N, plus the largest module's full gradient.
-    CHECK(m.gpu_grads_bytes == ((size_t)N + 7002000) * 2, "grads %zu", m.gpu_grads_bytes);
+    size_t ds_weights = (persistent + 7002000 + 50000000) * 2, ds_grads = ((size_t)N + 7002000) * 2;
+    CHECK(m.deepspeed_gpu_bytes == ds_weights + ds_grads + m.gpu_checkpoint_bytes + m.gpu_activation_bytes,
+          "deepspeed gpu %zu", m.deepspeed_gpu_bytes);
+    // What runs is our zero3 schedule: gpu_bytes is the engine's own accounting of it.
+    mt_engine_opts eo = {.schedule = MT_SCHED_ZERO3, .B = 1, .T = 1000, .grad_accum = 1, .ckpt_interval = 1,
+                         .weight_bufs = 2, .grad_slabs = 4, .zero3 = mt_zero3_defaults()};
+    mt_memory_plan ep = mt_engine_memory_plan(&c, MT_PREC_PAPER, &eo, MT_BF16, 0);
+    CHECK(m.gpu_bytes == ep.device_bytes && m.gpu_weights_bytes == ep.weights_bytes && m.gpu_grads_bytes == ep.grads_bytes,
+          "zero3 gpu %zu vs engine %zu", m.gpu_bytes, ep.device_bytes);
 
     in.prec = MT_PREC_FP32;
     CHECK(mt_plan_memory_compute(&c, &in, &m) == MT_OK && m.host_state_bytes == (size_t)N * 16, "zero3 fp32: 16 B/param");
