@@ -17,6 +17,7 @@
 #include "data/dataloader.h"
 #include "engine/engine.h"
 #include "engine/model_io.h"
+#include "topology.h"
 
 static volatile sig_atomic_t interrupted = 0;
 static void on_signal(int sig) {
@@ -138,6 +139,15 @@ int mt_cmd_train(mt_options *o, int is_default) {
         data.cursor = resume_state.data_cursor < data.n ? resume_state.data_cursor : 0;
     }
     if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be))) goto fail;
+    // Host threads (created from here on: drain, optimizer, OpenMP) and the pinned
+    // state they first touch go to the GPU's NUMA node.
+    mt_device_info near;
+    if (be->ops->device_info(be, &near) == MT_OK && near.numa_node >= 0) {
+        if (mt_topology_bind_to_node(near.numa_node) == MT_OK)
+            fprintf(stderr, "megatrain: host threads and memory bound to NUMA node %d (the GPU's)\n", near.numa_node);
+        else
+            fprintf(stderr, "megatrain: note: could not bind to NUMA node %d: %s\n", near.numa_node, mt_last_error());
+    }
 
     int pinned = !(sched == MT_SCHED_ZERO3 && !o->zero3_pin_memory);
     if ((s = mt_model_alloc_ex(&model, &cfg, prec, be, pinned))) goto fail;

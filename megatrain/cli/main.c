@@ -15,7 +15,7 @@ static const char *usage =
     "                 [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X] [--grad-clip X|0]\n"
     "                 [--lr-schedule constant|cosine] [--warmup N] [--precision paper|mixed|fp32]\n"
     "                 [--backend auto|cpu|cuda|sim] [--schedule megatrain|zero3|naive|resident]\n"
-    "                 [--checkpoint-interval K] [--weight-buffers 2|3] [--grad-slabs S] [--serial-optimizer]\n"
+    "                 [--checkpoint-interval K] [--weight-buffers 1|2|3] [--grad-slabs S] [--serial-optimizer]\n"
     "                 [--mlp-chunk TOKENS] [--offload-checkpoints true|false|auto] [--bind pointer|copy] [--hardware PROFILE] [--trace FILE.json] [--zero3-* (baselines/ZERO3.md)]\n"
     "                 [--save DIR] [--save-every N] [--log FILE.jsonl] [--dump-grads FILE]\n"
     "       megatrain eval --model DIR --data FILE --batch B --seq-len T [--steps N]\n"

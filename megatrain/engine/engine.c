@@ -151,8 +151,8 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     if (o->ckpt_interval <= 0 || o->ckpt_interval > c->num_layers)
         return mt_fail(MT_ERR_ARG, "--checkpoint-interval: must be in 1..%d (the layer count), got %d", c->num_layers,
                        o->ckpt_interval);
-    if (o->weight_bufs < 2 || o->weight_bufs > 3)
-        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 2 or 3 (got %d)", o->weight_bufs);
+    if (o->weight_bufs < 1 || o->weight_bufs > 3) // 1 = no prefetch (the ablation's floor)
+        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 1, 2 or 3 (got %d)", o->weight_bufs);
     if (o->grad_slabs < 1 || o->grad_slabs > 64)
         return mt_fail(MT_ERR_ARG, "--grad-slabs: must be in 1..64 (got %d)", o->grad_slabs);
     if ((long long)o->B * o->T > 1LL << 30)

@@ -38,7 +38,7 @@ typedef struct {
     mt_schedule schedule;
     int B, T, grad_accum;  // micro-batch rows, sequence length, micro-batches per step
     int ckpt_interval;     // K: keep the input of every K-th layer, recompute the rest
-    int weight_bufs;       // device weight buffers in the ring (2 or 3)
+    int weight_bufs;       // device weight buffers in the ring (1: no prefetch, 2 or 3)
     int grad_slabs;        // pinned host slabs gradients stream through
     int overlap_optimizer; // update layer i while the next step already streams
     int offload_checkpoints; // 1: layer-boundary checkpoints live in pinned host memory, 3 device slots

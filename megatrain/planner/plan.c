@@ -22,8 +22,8 @@ mt_status mt_plan_input_validate(const mt_config *c, const mt_plan_input *in) {
     if (in->ckpt_interval <= 0 || in->ckpt_interval > c->num_layers)
         return mt_fail(MT_ERR_ARG, "--checkpoint-interval: must be in 1..%d (the layer count), got %d", c->num_layers,
                        in->ckpt_interval);
-    if (in->schedule == MT_SCHED_MEGATRAIN && (in->weight_bufs < 2 || in->weight_bufs > 3))
-        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 2 or 3 (got %d)", in->weight_bufs);
+    if (in->schedule == MT_SCHED_MEGATRAIN && (in->weight_bufs < 1 || in->weight_bufs > 3))
+        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 1, 2 or 3 (got %d)", in->weight_bufs);
     if (in->grad_slabs < 1 || in->grad_slabs > 64)
         return mt_fail(MT_ERR_ARG, "--grad-slabs: must be in 1..64 (got %d)", in->grad_slabs);
     return MT_OK;

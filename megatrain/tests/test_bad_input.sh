@@ -72,6 +72,9 @@ expect_error "unknown backend" "--backend" train --model $model --data $FIX/toke
 expect_error "unknown lr schedule" "--lr-schedule" train --model $model "${base[@]}" --lr-schedule linear
 expect_error "checkpoint interval > layers" "--checkpoint-interval" train --model $model "${base[@]}" --checkpoint-interval 9
 expect_error "unknown command" "fly" fly
+expect_error "weight buffers out of range" "--weight-buffers" train --model $model "${base[@]}" --weight-buffers 4
+# The budget check refuses before allocating, with the numbers (a 110B model on this machine's RAM).
+expect_error "host memory budget" "host memory" train --config experiments/models/dense-120b.json --data synthetic --batch 1 --seq-len 16 --backend cpu
 expect_error "zero3 bucket not a number" "--zero3-prefetch-bucket-size" train --model $model "${base[@]}" --schedule zero3 --zero3-prefetch-bucket-size lots
 expect_error "zero3 bool not a bool" "--zero3-pin-memory" train --model $model "${base[@]}" --schedule zero3 --zero3-pin-memory maybe
 expect_error "zero3 zero bucket" "--zero3" train --model $model "${base[@]}" --schedule zero3 --zero3-prefetch-bucket-size 0

@@ -18,7 +18,7 @@ for model in "--model $FIX/tiny_qwen2" "--config $DATA/tiny5_llama.json --seed 7
     check "resident run ($model, $prec)" run "$ref" $model --precision $prec --schedule resident
     i=0
     for variant in "megatrain" "megatrain --weight-buffers 3" "megatrain --checkpoint-interval 2" \
-                   "megatrain --checkpoint-interval 2 --weight-buffers 3" "megatrain --serial-optimizer --grad-slabs 1" "megatrain --bind copy" \
+                   "megatrain --checkpoint-interval 2 --weight-buffers 3" "megatrain --serial-optimizer --grad-slabs 1" "megatrain --bind copy" "megatrain --weight-buffers 1" \
                    "megatrain --offload-checkpoints true" "megatrain --offload-checkpoints true --weight-buffers 3" \
                    "naive" "naive --checkpoint-interval 2" "zero3" \
                    "zero3 --zero3-prefetch-bucket-size 1000 --zero3-overlap-comm false --zero3-pin-memory false" \
