@@ -22,6 +22,8 @@ typedef struct {
 struct mt_trace {
     mt_backend *be;
     int keep_all, step, step_first;
+    int n_at_end; // spans pushed before the last step_end; later ones (the optimizer's
+                  // update, which runs after a step's gradients) count in the next step
     span *spans;
     int n, cap;
     mt_event **pool;
@@ -92,9 +94,13 @@ static mt_status pooled_event(mt_trace *t, int *idx) {
 
 mt_status mt_trace_step_begin(mt_trace *t, int step) {
     pthread_mutex_lock(&t->mu);
-    if (!t->keep_all) t->n = 0;
+    if (!t->keep_all) { // drop the finished step, keep what arrived after it ended
+        memmove(t->spans, t->spans + t->n_at_end, sizeof *t->spans * (size_t)(t->n - t->n_at_end));
+        t->n -= t->n_at_end;
+        t->n_at_end = 0;
+    }
     t->step = step;
-    t->step_first = t->n;
+    t->step_first = t->n_at_end;
     t->pool_used = 0;
     pthread_mutex_unlock(&t->mu);
     MT_TRY(t->be->ops->event_record(t->be, t->base, MT_STREAM_COMPUTE));
@@ -168,6 +174,7 @@ mt_status mt_trace_step_end(mt_trace *t, mt_phase_times *out) {
         out->step_ms = hi - lo;
     }
     free(copy);
+    t->n_at_end = t->n;
     pthread_mutex_unlock(&t->mu);
     return s;
 }
