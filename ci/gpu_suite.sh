@@ -52,6 +52,11 @@ for lab in attention rmsnorm; do
   cat "$LOGS/lab_$lab.txt" >> "$LOGS/summary.txt"
 done
 
+step "PyTorch on the same shapes (cuBLAS GEMMs, SDPA attention) for the ratios"
+for T in 4096 8192 16384 32768; do "$BIN/attention" 1 $T 28 4 128 >> "$LOGS/lab_attention_7b.txt" 2>&1 || fail=1; done
+python3 megatrain/backends/cuda/lab/torch_reference.py > "$LOGS/torch_reference.jsonl" 2>&1 || fail=1
+tail -20 "$LOGS/torch_reference.jsonl" >> "$LOGS/summary.txt"
+
 step "microbenchmarks: host<->device copies, GEMMs, host AdamW, triad"
 "$BIN/mt-microbench" --benchmark_min_time=0.2 --benchmark_out="$LOGS/microbench.json" \
   --benchmark_out_format=json > "$LOGS/microbench.txt" 2>&1 || fail=1

@@ -7,8 +7,8 @@ do for [FMT in "png svg"] {
   set output OUT.NAME.".".FMT
   set title "Ablations: step time relative to the default megatrain schedule (2 weight buffers, K=1, pointer bind, overlapped optimizer)\n{/*0.85 lower is better; one bar colour per series (legend): projected by the sim backend at GPU scale, or measured on CPU (small model: copies are memcpy, a machinery check)}"
   set ylabel "step time / baseline step time"
-  set xtics rotate by -30 ("baseline" 0, "1 buffer (naive)" 1, "3 buffers" 2, "ckpt K=2" 3, "ckpt K=4" 4, "bind=copy (C5)" 5, "serial optimizer" 6, "grad slabs 2" 7, "grad slabs 12" 8, "zero3" 9)
-  set xrange [-0.5:9.5]
+  set xtics rotate by -30 ("baseline" 0, "1 buffer" 1, "naive schedule" 2, "3 buffers" 3, "ckpt K=2" 4, "ckpt K=4" 5, "bind=copy (C5)" 6, "serial optimizer" 7, "grad slabs 2" 8, "grad slabs 12" 9, "zero3" 10)
+  set xrange [-0.5:10.5]
   set yrange [0:*]
   set key top left
   set boxwidth 0.35

@@ -174,7 +174,7 @@ def export(rows, out, results_dir):
 
     # ablations: step time relative to the baseline row of the same experiment
     f = Figure("ablations", ["variant_index", "rel_step_time", "variant", "step_ms"])
-    order = ["baseline", "buffers=1 (naive)", "buffers=3", "ckpt K=2", "ckpt K=4", "bind=copy",
+    order = ["baseline", "buffers=1", "naive schedule", "buffers=3", "ckpt K=2", "ckpt K=4", "bind=copy",
              "serial-optimizer", "grad-slabs=2", "grad-slabs=12", "zero3"]
     for exp in ("ablations_cpu", "ablations_gh200"):
         rs = [r for r in rows if r.get("experiment") == exp and ok(r)]

@@ -30,6 +30,7 @@ typedef struct {
     void *lt_workspace; // 32 MiB, used by every GEMM (all on the compute stream)
     size_t lt_workspace_bytes;
     struct mt_cuda_gemm_cache *gemm_cache;
+    cublasHandle_t blas; // classic cuBLAS, created on first use: the GEMM fallback when cuBLASLt has no algorithm
     // Growable device scratch for ops that need temporaries (dtype conversion in
     // mixed GEMMs, dw partial sums, attention row stats). Stream-ordered on the
     // compute stream, so consecutive ops can reuse it.

@@ -37,11 +37,13 @@ typedef struct {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, ld;
     cublasLtMatmulAlgo_t algo;
+    int fallback; // no cuBLASLt algorithm for this key: cublasGemmEx (classic cuBLAS) instead
 } gemm_entry;
 
 struct mt_cuda_gemm_cache {
     gemm_entry e[MT_GEMM_CACHE_SIZE];
     unsigned long long clock;
+    int force_fallback; // MT_GEMM_FALLBACK=1: every GEMM on the fallback (tests exercise it this way)
 };
 
 static void entry_release(gemm_entry *e) {
@@ -55,10 +57,14 @@ static void entry_release(gemm_entry *e) {
 mt_status mt_cuda_gemm_init(mt_cuda_ctx *ctx) {
     ctx->gemm_cache = (struct mt_cuda_gemm_cache *)calloc(1, sizeof *ctx->gemm_cache);
     if (!ctx->gemm_cache) return mt_fail(MT_ERR_MEMORY, "cuda: out of host memory for the GEMM cache");
+    const char *fb = getenv("MT_GEMM_FALLBACK");
+    ctx->gemm_cache->force_fallback = fb && fb[0] == '1';
     return MT_OK;
 }
 
 void mt_cuda_gemm_destroy(mt_cuda_ctx *ctx) {
+    if (ctx->blas) cublasDestroy(ctx->blas);
+    ctx->blas = NULL;
     if (!ctx->gemm_cache) return;
     for (int i = 0; i < MT_GEMM_CACHE_SIZE; i++)
         if (ctx->gemm_cache->e[i].used) entry_release(&ctx->gemm_cache->e[i]);
@@ -144,13 +150,21 @@ static mt_status gemm_plan(mt_cuda_ctx *ctx, const gemm_key *key, gemm_entry **o
     cublasLtMatmulHeuristicResult_t res;
     memset(&res, 0, sizeof res);
     int found = 0;
-    if (st == CUBLAS_STATUS_SUCCESS)
+    if (st == CUBLAS_STATUS_SUCCESS && !c->force_fallback)
         st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, e->desc, e->la, e->lb, e->ld, e->ld, pref, 1, &res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    if (st == CUBLAS_STATUS_NOT_SUPPORTED) found = 0; // no algorithm: reported below as MT_ERR_UNSUPPORTED
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED) found = 0; // no algorithm: fallback below
     else PLAN_CHECK(st);
 #undef PLAN_CHECK
-    if (found < 1 || res.state != CUBLAS_STATUS_SUCCESS) {
+    if ((found < 1 || res.state != CUBLAS_STATUS_SUCCESS) && epi == CUBLASLT_EPILOGUE_DEFAULT) {
+        // Fix: no algorithm (an odd shape/alignment) used to fail the whole run;
+        // now the plain GEMM runs on classic cuBLAS (cached, so asked once).
+        e->fallback = 1;
+        e->last_use = c->clock;
+        *out = e;
+        return MT_OK;
+    }
+    if (found < 1 || res.state != CUBLAS_STATUS_SUCCESS) { // fused bias: the caller retries without it
         entry_release(e);
         return mt_fail(MT_ERR_UNSUPPORTED,
                        "cuda: cuBLASLt has no algorithm for m=%lld n=%lld k=%lld trans=%d%d %s->%s epilogue=%d "
@@ -165,8 +179,31 @@ static mt_status gemm_plan(mt_cuda_ctx *ctx, const gemm_key *key, gemm_entry **o
     return MT_OK;
 }
 
+// The same product on classic cuBLAS (cublasGemmEx, any alignment), on the
+// compute stream with the cuBLASLt workspace (stream-ordered, so shared safely).
+// CUBLAS_COMPUTE_32F: f32 inputs stay true FP32 (no TF32), bf16 accumulate in f32.
+static mt_status gemm_fallback(mt_cuda_ctx *ctx, const gemm_key *key, const void *A, const void *B, void *D,
+                               float beta) {
+    if (!ctx->blas) {
+        MT_CUDA_CHECK(cublasCreate(&ctx->blas));
+        MT_CUDA_CHECK(cublasSetWorkspace(ctx->blas, ctx->lt_workspace, ctx->lt_workspace_bytes));
+    }
+    MT_CUDA_CHECK(cublasSetStream(ctx->blas, ctx->stream[MT_STREAM_COMPUTE]));
+    if (key->m > INT32_MAX || key->n > INT32_MAX || key->k > INT32_MAX)
+        return mt_fail(MT_ERR_UNSUPPORTED, "cuda: GEMM fallback: m=%lld n=%lld k=%lld exceeds int", (long long)key->m,
+                       (long long)key->n, (long long)key->k);
+    int m = (int)key->m, n = (int)key->n, k = (int)key->k;
+    int lda = key->transa ? k : m, ldb = key->transb ? n : k;
+    float alpha = 1.0f;
+    MT_CUDA_CHECK(cublasGemmEx(ctx->blas, key->transa ? CUBLAS_OP_T : CUBLAS_OP_N, key->transb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                               m, n, k, &alpha, A, (cudaDataType)key->ab_type, lda, B, (cudaDataType)key->ab_type, ldb,
+                               &beta, D, (cudaDataType)key->d_type, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return MT_OK;
+}
+
 // D(m,n) = alpha op(A) op(B) + beta D (+ bias(m)), column-major, C aliases D.
-// Returns MT_ERR_UNSUPPORTED (without side effects) when no algorithm exists.
+// With a bias, returns MT_ERR_UNSUPPORTED (without side effects) when no fused
+// algorithm exists; without one, falls back to classic cuBLAS.
 static mt_status gemm(mt_backend *be, int transa, int transb, int64_t m, int64_t n, int64_t k, const void *A,
                       const void *B, void *D, cudaDataType abt, cudaDataType dt, float beta, const void *bias) {
     mt_cuda_ctx *ctx = mt_cuda_ctx_of(be);
@@ -185,6 +222,7 @@ static mt_status gemm(mt_backend *be, int transa, int transb, int64_t m, int64_t
     key.align_d = ptr_align(D);
     gemm_entry *e = NULL;
     MT_TRY(gemm_plan(ctx, &key, &e));
+    if (e->fallback) return gemm_fallback(ctx, &key, A, B, D, beta);
     if (bias)
         MT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     float alpha = 1.0f;
@@ -193,6 +231,10 @@ static mt_status gemm(mt_backend *be, int transa, int transb, int64_t m, int64_t
     if (st == CUBLAS_STATUS_NOT_SUPPORTED && bias) // e.g. a bias pointer the fused epilogue cannot take
         return mt_fail(MT_ERR_UNSUPPORTED, "cuda: cuBLASLt rejected the fused bias for m=%lld n=%lld k=%lld",
                        (long long)m, (long long)n, (long long)k);
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED) { // rejected at run time: remember, and use the fallback
+        e->fallback = 1;
+        return gemm_fallback(ctx, &key, A, B, D, beta);
+    }
     MT_CUDA_CHECK(st);
     return MT_OK;
 }
