@@ -61,6 +61,7 @@ step "microbenchmarks: host<->device copies, GEMMs, host AdamW, triad"
 "$BIN/mt-microbench" --benchmark_min_time=0.2 --benchmark_out="$LOGS/microbench.json" \
   --benchmark_out_format=json > "$LOGS/microbench.txt" 2>&1 || fail=1
 tail -40 "$LOGS/microbench.txt" >> "$LOGS/summary.txt"
+step "calibrate the profile from microbench.json (harness/calibrate_profile.py)"; b=h100-128g; grep -qs H200 "$LOGS/nvidia-smi.txt" && b=h200-128g; python3 harness/calibrate_profile.py "experiments/hardware/$b.json" "$LOGS/microbench.json" --out "$LOGS/$b.json" 2>&1 | tee -a "$LOGS/summary.txt"; [ "${PIPESTATUS[0]}" = 0 ] || fail=1
 
 step "result: $([ $fail = 0 ] && echo PASS || echo FAIL)"
 exit $fail

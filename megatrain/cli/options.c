@@ -35,7 +35,7 @@ static const opt_spec specs[] = {
     {"--data", OPT_STR, F(data), G(data), "te"},
     {"--batch", OPT_POS_INT, F(batch), G(batch), "tep"},
     {"--seq-len", OPT_POS_INT, F(seq_len), G(seq_len), "tep"},
-    {"--steps", OPT_POS_INT, F(steps), NG, "te"},
+    {"--steps", OPT_POS_INT, F(steps), G(steps), "te"},
     {"--grad-accum", OPT_POS_INT, F(grad_accum), G(grad_accum), "tp"},
     {"--lr", OPT_NONNEG_FLOAT, F(lr), G(lr), "t"},
     {"--weight-decay", OPT_NONNEG_FLOAT, F(weight_decay), G(weight_decay), "t"},

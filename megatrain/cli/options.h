@@ -22,7 +22,7 @@ typedef struct {
     float lr, weight_decay, beta1, beta2, eps, grad_clip;
     // which options were given explicitly (resume fills the others from train_state.json)
     struct {
-        int batch, seq_len, grad_accum, lr, weight_decay, beta1, beta2, eps, grad_clip, lr_schedule, warmup,
+        int steps, batch, seq_len, grad_accum, lr, weight_decay, beta1, beta2, eps, grad_clip, lr_schedule, warmup,
             precision, data, seed;
     } given;
 } mt_options;

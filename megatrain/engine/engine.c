@@ -76,15 +76,14 @@ mt_status mt_engine_dev_alloc(mt_engine *e, size_t bytes, void **out) {
 
 static size_t al(size_t b) { return (b + 255) / 256 * 256; }
 
-// Loss-head rows per chunk: at most 64 MiB of logits at a time.
+// Loss-head rows per chunk: at most 256 MiB of logits at a time. Fewer chunks
+// also means fewer roundings of the head's bf16 gradient, which accumulates
+// across chunks (in paper/mixed precision the gradient itself is bf16).
 static int loss_chunk_rows(const mt_config *c, int N, size_t act_size) {
-    size_t rows = (64u << 20) / ((size_t)c->vocab_size * act_size);
+    size_t rows = (256u << 20) / ((size_t)c->vocab_size * act_size);
     return (int)(rows < 1 ? 1 : rows > (size_t)N ? (size_t)N : rows);
 }
 
-// Device checkpoint slots when checkpoints are offloaded: one being written, one
-// streaming out (forward) or in (backward), one being read.
-#define MT_CKPT_SLOTS 3
 
 static mt_memory_plan memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
                                   int offload);

@@ -83,7 +83,27 @@ struct mt_engine {
     int step_done;        // steps completed
 };
 
+#define MT_UNIT_OF_LAYER(i) (1 + (i))
+// Device checkpoint slots when checkpoints are offloaded: one being written, one
+// streaming out (forward) or in (backward), one being read.
+#define MT_CKPT_SLOTS 3
+
 mt_status mt_plan_build(mt_engine *e);
+
+// weight_stream.c: plan entry idx (layer `layer`) ready on the compute stream, bound to w.
+mt_status mt_weights_acquire(mt_engine *e, int idx, int layer, mt_layer_view *w, mt_step_stats *st);
+mt_status mt_weights_release(mt_engine *e, int idx);
+// Embedding or head: copied to the device once per step, after its update.
+mt_status mt_weights_load_resident(mt_engine *e, mt_unit *u, void *dst, mt_event *ev, int unit_index,
+                                   mt_step_stats *st);
+
+// checkpoints.c: checkpoint j's device buffer, and the offload hooks (no-ops when on the device).
+void *mt_ckpt_dev(mt_engine *e, int j);
+mt_status mt_ckpt_before_write(mt_engine *e, int j);
+mt_status mt_ckpt_after_write(mt_engine *e, int j);
+mt_status mt_ckpt_prefetch(mt_engine *e, int j);
+mt_status mt_ckpt_acquire(mt_engine *e, int j);
+mt_status mt_ckpt_release(mt_engine *e, int j);
 mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float dscale);
 mt_status mt_engine_dev_alloc(mt_engine *e, size_t bytes, void **out);
 

@@ -11,166 +11,10 @@
 #include "core/vclock.h"
 #include "engine/engine_internal.h"
 
-#define MT_UNIT_OF_LAYER(i) (1 + (i))
-
-// Weight loads are issued piece by piece: one piece per layer, except under
-// zero3, which fetches each submodule (norm, qkv, o, norm, gate+up, down) as
-// its own copy, as DeepSpeed's per-module parameter fetch does.
-static void piece_range(const mt_engine *e, int piece, size_t *off, size_t *n) {
-    *off = e->pieces[piece];
-    *n = e->pieces[piece + 1] - e->pieces[piece];
-}
-
-static mt_status issue_piece(mt_engine *e, mt_step_stats *st) {
-    const mt_plan_entry *p = &e->plan[e->issued];
-    if (!p->load) {
-        e->issued++;
-        return MT_OK;
-    }
-    const mt_backend_ops *o = e->be->ops;
-    size_t ws = mt_dtype_size(e->m->wdt), off, n;
-    mt_unit *u = mt_model_layer(e->m, p->layer);
-    if (e->issued_piece == 0) {
-        st->opt_wait_ms += mt_opt_worker_wait_unit(e->opt, MT_UNIT_OF_LAYER(p->layer));
-        MT_TRY(o->stream_wait(e->be, e->h2d, e->ev_free[p->buf]));
-        MT_TRY(mt_trace_begin(e->trace, e->h2d, "weights in", p->layer, &e->load_span));
-    }
-    piece_range(e, e->issued_piece, &off, &n);
-    MT_TRY(o->copy(e->be, (char *)e->wbuf[p->buf] + off * ws, (char *)u->param + off * ws, n * ws, MT_COPY_H2D, e->h2d));
-    e->h2d_bytes += (double)(n * ws);
-    if (++e->issued_piece == e->n_pieces) {
-        MT_TRY(mt_trace_end(e->trace, e->load_span));
-        MT_TRY(o->event_record(e->be, e->ev_loaded[p->buf], e->h2d));
-        e->issued_piece = 0;
-        e->issued++;
-    }
-    return MT_OK;
-}
-
-// Elements already issued for plan entries after `upto` (zero3's bucket accounting).
-static long long elems_ahead(const mt_engine *e, int upto) {
-    long long n = 0;
-    for (int i = upto + 1; i <= e->issued && i < e->n_plan; i++) {
-        if (!e->plan[i].load) continue;
-        int pieces = i < e->issued ? e->n_pieces : e->issued_piece;
-        n += (long long)(e->pieces[pieces] - e->pieces[0]);
-    }
-    return n;
-}
-
-// Issues every load the compute of entry `upto` needs, then prefetches ahead:
-// up to `lookahead` entries (the ring), and under zero3 no more than the
-// prefetch bucket's worth of elements.
-static mt_status issue_loads(mt_engine *e, int upto, mt_step_stats *st) {
-    while (e->issued <= upto) MT_TRY(issue_piece(e, st));
-    long long budget = e->o.schedule == MT_SCHED_ZERO3 ? e->o.zero3.prefetch_bucket_size - elems_ahead(e, upto) : -1;
-    while (e->issued < e->n_plan && e->issued <= upto + e->lookahead) {
-        if (budget >= 0 && e->plan[e->issued].load) {
-            size_t off, n;
-            piece_range(e, e->issued_piece, &off, &n);
-            if ((long long)n > budget) break;
-            budget -= (long long)n;
-        }
-        MT_TRY(issue_piece(e, st));
-    }
-    return MT_OK;
-}
-
-// Makes plan entry `idx` (which must use layer `layer`) ready on the compute stream.
-static mt_status acquire(mt_engine *e, int idx, int layer, mt_layer_view *w, mt_step_stats *st) {
-    if (idx >= e->n_plan || e->plan[idx].layer != layer)
-        return mt_fail(MT_ERR_BACKEND, "internal: weight plan out of step at entry %d (layer %d)", idx, layer);
-    MT_TRY(issue_loads(e, idx, st));
-    MT_TRY(e->be->ops->stream_wait(e->be, MT_STREAM_COMPUTE, e->ev_loaded[e->plan[idx].buf]));
-    void *weights = e->wbuf[e->plan[idx].buf];
-    if (e->template_buf) { // ablation: a device-to-device copy into the template, as the official code binds
-        size_t bytes = e->m->lay_layer.numel * mt_dtype_size(e->m->wdt);
-        MT_TRY(e->be->ops->copy(e->be, e->template_buf, weights, bytes, MT_COPY_D2D, MT_STREAM_COMPUTE));
-        weights = e->template_buf;
-    }
-    mt_layer_bind(&e->m->lay_layer, weights, e->m->wdt, w); // pointer arithmetic only
-    return MT_OK;
-}
-
-static mt_status release(mt_engine *e, int idx) {
-    return e->be->ops->event_record(e->be, e->ev_free[e->plan[idx].buf], MT_STREAM_COMPUTE);
-}
-
-// Copies a resident unit (embedding or head) to the device once per step.
-static mt_status load_resident(mt_engine *e, mt_unit *u, void *dst, mt_event *ev, int unit_index, mt_step_stats *st) {
-    const mt_backend_ops *o = e->be->ops;
-    st->opt_wait_ms += mt_opt_worker_wait_unit(e->opt, unit_index);
-    size_t bytes = u->lay->numel * mt_dtype_size(e->m->wdt);
-    int span;
-    MT_TRY(mt_trace_begin(e->trace, e->h2d, unit_index == 0 ? "embedding in" : "head in", -1, &span));
-    MT_TRY(o->copy(e->be, dst, u->param, bytes, MT_COPY_H2D, e->h2d));
-    MT_TRY(mt_trace_end(e->trace, span));
-    e->h2d_bytes += (double)bytes;
-    MT_TRY(o->event_record(e->be, ev, e->h2d));
-    return o->stream_wait(e->be, MT_STREAM_COMPUTE, ev);
-}
-
-// ---- layer-boundary checkpoints ----------------------------------------------
-// On the device (ckpt[j]), or offloaded: checkpoint j lives in pinned host
-// memory and, while in use, in device slot j % 3. Forward streams each one out
-// as soon as it is written; backward streams block j-1's back in while block j
-// computes. The last three stay in their slots across the turn (no reload).
-#define CK_SLOTS 3
-
-static void *ckpt_dev(mt_engine *e, int j) { return e->ck_offload ? e->ck_dev[j % CK_SLOTS] : e->ckpt[j]; }
-
-// Before checkpoint j is written in forward: its slot's previous tenant must be out.
-static mt_status ckpt_before_write(mt_engine *e, int j) {
-    if (!e->ck_offload) return MT_OK;
-    return e->be->ops->stream_wait(e->be, MT_STREAM_COMPUTE, e->ev_ck_free[j % CK_SLOTS]);
-}
-
-// After checkpoint j's producer is enqueued: copy it out on the D2H stream.
-static mt_status ckpt_after_write(mt_engine *e, int j) {
-    if (!e->ck_offload) return MT_OK;
-    const mt_backend_ops *o = e->be->ops;
-    int k = j % CK_SLOTS, span;
-    size_t bytes = (size_t)e->d.N * e->d.C * e->act_size;
-    MT_TRY(o->event_record(e->be, e->ev_ck_ready, MT_STREAM_COMPUTE));
-    MT_TRY(o->stream_wait(e->be, e->d2h, e->ev_ck_ready));
-    MT_TRY(mt_trace_begin(e->trace, e->d2h, "checkpoint out", j, &span));
-    MT_TRY(o->copy(e->be, e->ck_host[j], e->ck_dev[k], bytes, MT_COPY_D2H, e->d2h));
-    MT_TRY(mt_trace_end(e->trace, span));
-    e->d2h_bytes += (double)bytes;
-    MT_TRY(o->event_record(e->be, e->ev_ck_out[k], e->d2h));
-    return o->event_record(e->be, e->ev_ck_free[k], e->d2h);
-}
-
-// Backward: starts bringing checkpoint j back into its slot (no-op when still there).
-static mt_status ckpt_prefetch(mt_engine *e, int j) {
-    if (!e->ck_offload || j < 0 || j >= e->n_ckpt - CK_SLOTS) return MT_OK;
-    const mt_backend_ops *o = e->be->ops;
-    int k = j % CK_SLOTS, span;
-    size_t bytes = (size_t)e->d.N * e->d.C * e->act_size;
-    MT_TRY(o->stream_wait(e->be, e->h2d, e->ev_ck_free[k])); // the slot's last reader is done
-    MT_TRY(o->stream_wait(e->be, e->h2d, e->ev_ck_out[k]));  // and its forward copy-out
-    MT_TRY(mt_trace_begin(e->trace, e->h2d, "checkpoint in", j, &span));
-    MT_TRY(o->copy(e->be, e->ck_dev[k], e->ck_host[j], bytes, MT_COPY_H2D, e->h2d));
-    MT_TRY(mt_trace_end(e->trace, span));
-    e->h2d_bytes += (double)bytes;
-    return o->event_record(e->be, e->ev_ck_in[k], e->h2d);
-}
-
-// Backward: block j's checkpoint must be in its slot before compute reads it.
-static mt_status ckpt_acquire(mt_engine *e, int j) {
-    if (!e->ck_offload || j >= e->n_ckpt - CK_SLOTS) return MT_OK;
-    return e->be->ops->stream_wait(e->be, MT_STREAM_COMPUTE, e->ev_ck_in[j % CK_SLOTS]);
-}
-
-static mt_status ckpt_release(mt_engine *e, int j) {
-    if (!e->ck_offload) return MT_OK;
-    return e->be->ops->event_record(e->be, e->ev_ck_free[j % CK_SLOTS], MT_STREAM_COMPUTE);
-}
-
 // Input / output buffers of layer i in the forward pass.
 static void *layer_input(mt_engine *e, int i) {
     if (e->o.schedule == MT_SCHED_RESIDENT) return e->ckpt[i];
-    return i % e->o.ckpt_interval == 0 ? ckpt_dev(e, i / e->o.ckpt_interval) : e->x_tmp[i & 1];
+    return i % e->o.ckpt_interval == 0 ? mt_ckpt_dev(e, i / e->o.ckpt_interval) : e->x_tmp[i & 1];
 }
 // The checkpoint index layer i's output becomes, or -1.
 static int output_ckpt(const mt_engine *e, int i) {
@@ -186,28 +30,28 @@ static mt_status forward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) {
     mt_backend *be = e->be;
     MT_TRY(o->copy(be, e->d_ids, e->h_ids + (size_t)mb * e->d.N, (size_t)e->d.N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     MT_TRY(o->copy(be, e->d_tgt, e->h_tgt + (size_t)mb * e->d.N, (size_t)e->d.N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
-    if (mb == 0) MT_TRY(load_resident(e, mt_model_embed(e->m), e->embed_w, e->ev_embed_loaded, 0, st));
+    if (mb == 0) MT_TRY(mt_weights_load_resident(e, mt_model_embed(e->m), e->embed_w, e->ev_embed_loaded, 0, st));
     const mt_view *ve = &e->m->lay_embed.t[MT_T_EMBED];
     int span;
-    MT_TRY(ckpt_before_write(e, 0));
+    MT_TRY(mt_ckpt_before_write(e, 0));
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding", -1, &span));
     MT_TRY(o->embedding_fwd(be, layer_input(e, 0), e->d_ids,
                             (char *)e->embed_w + ve->offset * mt_dtype_size(e->m->wdt), e->m->wdt, e->d.N, e->d.C));
     MT_TRY(mt_trace_end(e->trace, span));
-    if (e->o.schedule != MT_SCHED_RESIDENT) MT_TRY(ckpt_after_write(e, 0));
+    if (e->o.schedule != MT_SCHED_RESIDENT) MT_TRY(mt_ckpt_after_write(e, 0));
     for (int i = 0; i < e->L; i++) {
         mt_layer_view w;
         int j = output_ckpt(e, i);
-        MT_TRY(acquire(e, *cursor, i, &w, st));
-        if (j >= 0) MT_TRY(ckpt_before_write(e, j));
+        MT_TRY(mt_weights_acquire(e, *cursor, i, &w, st));
+        if (j >= 0) MT_TRY(mt_ckpt_before_write(e, j));
         MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "forward", i, &span));
         MT_TRY(mt_layer_forward(be, &e->d, &w, acts_for(e, i), &e->scratch, layer_input(e, i), layer_output(e, i)));
         MT_TRY(mt_trace_end(e->trace, span));
-        if (j >= 0) MT_TRY(ckpt_after_write(e, j));
+        if (j >= 0) MT_TRY(mt_ckpt_after_write(e, j));
         e->acts_layer = i;
-        MT_TRY(release(e, (*cursor)++));
+        MT_TRY(mt_weights_release(e, (*cursor)++));
     }
-    if (mb == 0) MT_TRY(load_resident(e, mt_model_head(e->m), e->head_w, e->ev_head_loaded, e->m->n_units - 1, st));
+    if (mb == 0) MT_TRY(mt_weights_load_resident(e, mt_model_head(e->m), e->head_w, e->ev_head_loaded, e->m->n_units - 1, st));
     return MT_OK;
 }
 
@@ -237,7 +81,7 @@ static mt_status offload(mt_engine *e, int unit_index, const void *dev_grad, mt_
 static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cursor, mt_step_stats *st) {
     mt_backend *be = e->be;
     mt_layer_view w, g;
-    MT_TRY(acquire(e, *cursor, i, &w, st));
+    MT_TRY(mt_weights_acquire(e, *cursor, i, &w, st));
     mt_layer_acts *a = acts_for(e, i);
     int span;
     if (e->n_acts == 1 && e->acts_layer != i) {
@@ -253,7 +97,7 @@ static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cu
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "backward", i, &span));
     MT_TRY(mt_layer_backward(be, &e->d, &w, &g, a, &e->scratch, x_in, e->dx));
     MT_TRY(mt_trace_end(e->trace, span));
-    MT_TRY(release(e, (*cursor)++));
+    MT_TRY(mt_weights_release(e, (*cursor)++));
     return offload(e, MT_UNIT_OF_LAYER(i), e->gbuf[k], e->ev_gfree[k], mb);
 }
 
@@ -281,20 +125,20 @@ static mt_status backward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) 
     } else {
         for (int s = (e->L - 1) / K * K; s >= 0; s -= K) {
             int end = s + K < e->L ? s + K : e->L, j = s / K;
-            MT_TRY(ckpt_prefetch(e, j - 1)); // the next block's input streams in while this one computes
-            MT_TRY(ckpt_acquire(e, j));
-            e->blk_in[0] = ckpt_dev(e, j);
+            MT_TRY(mt_ckpt_prefetch(e, j - 1)); // the next block's input streams in while this one computes
+            MT_TRY(mt_ckpt_acquire(e, j));
+            e->blk_in[0] = mt_ckpt_dev(e, j);
             for (int i = s; i < end - 1; i++) { // rebuild the inputs of the block's layers
                 mt_layer_view w;
-                MT_TRY(acquire(e, *cursor, i, &w, st));
+                MT_TRY(mt_weights_acquire(e, *cursor, i, &w, st));
                 MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "recompute", i, &span));
                 MT_TRY(mt_layer_forward(be, &e->d, &w, &e->acts[0], &e->scratch, e->blk_in[i - s], e->blk_in[i - s + 1]));
                 MT_TRY(mt_trace_end(e->trace, span));
                 e->acts_layer = i;
-                MT_TRY(release(e, (*cursor)++));
+                MT_TRY(mt_weights_release(e, (*cursor)++));
             }
             for (int i = end - 1; i >= s; i--) MT_TRY(layer_backward(e, i, e->blk_in[i - s], mb, cursor, st));
-            MT_TRY(ckpt_release(e, j));
+            MT_TRY(mt_ckpt_release(e, j));
         }
     }
 
@@ -373,12 +217,15 @@ mt_status mt_engine_eval(mt_engine *e, const int32_t *inputs, const int32_t *tar
     memcpy(e->h_ids, inputs, (size_t)N * 4);
     memcpy(e->h_tgt, targets, (size_t)N * 4);
     e->issued = e->issued_piece = 0;
+    MT_TRY(mt_trace_step_begin(e->trace, 0)); // also recycles the trace's events, eval after eval
     int cursor = 0;
     MT_TRY(forward(e, 0, &cursor, &st));
     MT_TRY(mt_head_forward_backward(e, 0, 0, 1.0f));
     MT_TRY(e->be->ops->copy(e->be, e->h_losses, e->losses, (size_t)N * 4, MT_COPY_D2H, MT_STREAM_COMPUTE));
     MT_TRY(e->be->ops->stream_sync(e->be, MT_STREAM_COMPUTE));
     MT_TRY(e->be->ops->stream_sync(e->be, MT_STREAM_H2D));
+    mt_phase_times ph;
+    MT_TRY(mt_trace_step_end(e->trace, &ph));
     double s = 0;
     for (int i = 0; i < N; i++) s += e->h_losses[i];
     *loss_sum = s;

@@ -306,6 +306,190 @@ static void test_embedding(mt_dtype act, mt_dtype wdt, int V, int N, int C) {
     tp_free(&wte), tp_free(&out), tp_free(&dout), tp_free(&dwte);
 }
 
+// ---- what the engine does (engine/layer.c, head.c, step.c) ----
+
+// Device pointer `elems` elements into x (row-offset views, as the engine makes them).
+static void *dev_at(const tp *x, size_t elems) { return (char *)x->d + elems * mt_dtype_size(x->t); }
+
+// The MLP / loss-head pattern: chunks of rows through row-offset pointers, dW
+// accumulated (MT_ACC_DW) after the first chunk, dbias NULL; against one full
+// cpu call. `off` shifts every activation by that many elements (off = 1 gives
+// 2- or 4-byte aligned pointers: cuBLASLt alignment keys / the GEMM fallback).
+static void test_matmul_chunked(mt_dtype act, mt_dtype wdt, int N, int IC, int OC, int R, int off) {
+    char cfg[128];
+    snprintf(cfg, sizeof cfg, "act=%s w=%s %dx%dx%d R=%d off=%d", mt_dtype_name(act), mt_dtype_name(wdt), N, IC, OC, R,
+             off);
+    size_t o = (size_t)off;
+    tp inp = tp_rand(o + (size_t)N * IC, act), w = tp_rand((size_t)OC * IC, wdt), out = tp_rand(o + (size_t)N * OC, act);
+    tp dout = tp_rand(o + (size_t)N * OC, act), dinp = tp_rand(o + (size_t)N * IC, act), dw = tp_rand((size_t)OC * IC, wdt);
+    die_on(cpu->ops->matmul_fwd(cpu, out.h + o, inp.h + o, w.h, NULL, MT_F32, N, IC, OC), "cpu matmul_fwd");
+    die_on(cpu->ops->matmul_bwd(cpu, dinp.h + o, dw.h, NULL, dout.h + o, inp.h + o, w.h, MT_F32, N, IC, OC, 0),
+           "cpu matmul_bwd");
+    for (int r0 = 0; r0 < N; r0 += R) {
+        int n = N - r0 < R ? N - r0 : R;
+        die_on(gpu->ops->matmul_fwd(gpu, dev_at(&out, o + (size_t)r0 * OC), dev_at(&inp, o + (size_t)r0 * IC), w.d, NULL,
+                                    wdt, n, IC, OC),
+               "cuda matmul_fwd chunk");
+        die_on(gpu->ops->matmul_bwd(gpu, dev_at(&dinp, o + (size_t)r0 * IC), dw.d, NULL, dev_at(&dout, o + (size_t)r0 * OC),
+                                    dev_at(&inp, o + (size_t)r0 * IC), w.d, wdt, n, IC, OC, r0 > 0 ? MT_ACC_DW : 0),
+               "cuda matmul_bwd chunk");
+    }
+    cmp("matmul_fwd chunked", cfg, &out, tol_for(act, 1e-10, 1e-4));
+    cmp("matmul_bwd chunked dinp", cfg, &dinp, tol_for(act, 1e-10, 1e-4));
+    cmp("matmul_bwd chunked dw (ACC_DW)", cfg, &dw, wdt == MT_F32 && act == MT_F32 ? 1e-10 : 2e-4);
+    tp_free(&inp), tp_free(&w), tp_free(&out), tp_free(&dout), tp_free(&dinp), tp_free(&dw);
+}
+
+// Loss head: xent on chunks of rows with the losses/targets pointers offset.
+static void test_xent_chunked(mt_dtype act, int n, int V, int R) {
+    char cfg[96];
+    snprintf(cfg, sizeof cfg, "act=%s n=%d V=%d R=%d", mt_dtype_name(act), n, V, R);
+    tp logits = tp_new((size_t)n * V, act, -8.f, 8.f), losses = tp_rand(n, MT_F32);
+    int32_t *tg = malloc((size_t)n * 4);
+    for (int i = 0; i < n; i++) tg[i] = (int32_t)(((unsigned)i * 2654435761u) % (unsigned)V);
+    int32_t *tgd = dev_i32(tg, n);
+    float dscale = 1.0f / n;
+    die_on(cpu->ops->xent_fwd_bwd(cpu, logits.h, losses.h, tg, n, V, dscale), "cpu xent");
+    for (int r0 = 0; r0 < n; r0 += R) {
+        int m = n - r0 < R ? n - r0 : R;
+        die_on(gpu->ops->xent_fwd_bwd(gpu, dev_at(&logits, (size_t)r0 * V), (float *)losses.d + r0, tgd + r0, m, V, dscale),
+               "cuda xent chunk");
+    }
+    cmp("xent chunked losses", cfg, &losses, 1e-10);
+    cmp("xent chunked dlogits", cfg, &logits, tol_for(act, 1e-9, 1e-4));
+    gpu->ops->dev_free(gpu, tgd);
+    free(tg);
+    tp_free(&logits), tp_free(&losses);
+}
+
+// rope_bwd in place (dinp == dout), as layer.c calls it, vs the cpu out of place.
+static void test_rope_bwd_inplace(mt_dtype act, int B, int T, int NH, int NKV, int HD) {
+    char cfg[96];
+    snprintf(cfg, sizeof cfg, "act=%s B=%d T=%d %d/%d/%d", mt_dtype_name(act), B, T, NH, NKV, HD);
+    int half = HD / 2;
+    tp cs = tp_rand((size_t)T * half, MT_F32), sn = tp_rand((size_t)T * half, MT_F32);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < half; i++) {
+            double inv = pow(10000.0, -2.0 * i / HD);
+            cs.h[t * half + i] = (float)cos(t * inv);
+            sn.h[t * half + i] = (float)sin(t * inv);
+        }
+    upload(&cs), upload(&sn);
+    size_t n = (size_t)B * T * (NH + 2 * NKV) * HD;
+    tp d = tp_rand(n, act);
+    float *ref = host_f32(n);
+    die_on(cpu->ops->rope_bwd(cpu, ref, d.h, cs.h, sn.h, B, T, NH, NKV, HD), "cpu rope_bwd");
+    die_on(gpu->ops->rope_bwd(gpu, d.d, d.d, (const float *)cs.d, (const float *)sn.d, B, T, NH, NKV, HD), "rope_bwd");
+    memcpy(d.h, ref, n * sizeof(float));
+    cmp("rope_bwd in place", cfg, &d, tol_for(act, 1e-12, 1e-4));
+    free(ref);
+    tp_free(&cs), tp_free(&sn), tp_free(&d);
+}
+
+// Embedding backward with many repeats of few ids (a frequent token): the sum of
+// a run must round once (the cpu does), and C > 256 columns, not a multiple.
+// untied: the engine zeroes dwte with memset_zero on the compute stream first;
+// tied: dwte already holds the LM head's gradient.
+static void test_embedding_repeats(mt_dtype act, mt_dtype wdt, int V, int N, int C, int tied) {
+    char cfg[96];
+    snprintf(cfg, sizeof cfg, "act=%s w=%s V=%d N=%d C=%d %s", mt_dtype_name(act), mt_dtype_name(wdt), V, N, C,
+             tied ? "tied" : "zeroed");
+    int32_t *ids = malloc((size_t)N * 4);
+    for (int i = 0; i < N; i++) ids[i] = (int32_t)(((unsigned)i * 2654435761u >> 7) % (unsigned)V);
+    int32_t *idd = dev_i32(ids, N);
+    tp dout = tp_rand((size_t)N * C, act), dwte = tp_rand((size_t)V * C, wdt);
+    if (!tied) {
+        memset(dwte.h, 0, (size_t)V * C * sizeof(float));
+        die_on(gpu->ops->memset_zero(gpu, dwte.d, (size_t)V * C * mt_dtype_size(wdt), MT_STREAM_COMPUTE), "memset_zero");
+    }
+    RUN2(cpu->ops->embedding_bwd(cpu, dwte.h, MT_F32, ids, dout.h, N, C),
+         gpu->ops->embedding_bwd(gpu, dwte.d, wdt, idd, dout.d, N, C));
+    // one bf16 rounding of an f32 sum: nmse ~1e-6; per-add bf16 rounding is ~1e-3
+    cmp("embedding_bwd repeats", cfg, &dwte, wdt == MT_F32 ? 1e-14 : 2e-5);
+    gpu->ops->dev_free(gpu, idd);
+    free(ids);
+    tp_free(&dout), tp_free(&dwte);
+}
+
+// A kernel that uses the backend's scratch, then (no host sync between) one that
+// needs a larger scratch: the growth must not free memory still being read.
+// Run on a fresh backend (empty scratch); compute-sanitizer memcheck watches it.
+static void test_scratch_growth(mt_dtype act) {
+    char cfg[64];
+    snprintf(cfg, sizeof cfg, "act=%s", mt_dtype_name(act));
+    int R = 300, D = 64, V = 11, N = 200000, C = 32; // 3 N int32 > the first 1 MiB scratch
+    tp inp = tp_new((size_t)R * D, act, -2.f, 2.f), w = tp_new(D, MT_F32, 0.5f, 1.5f), rstd = tp_rand(R, MT_F32);
+    tp out = tp_rand((size_t)R * D, act), dout = tp_rand((size_t)R * D, act), dinp = tp_rand((size_t)R * D, act);
+    tp dw = tp_rand(D, MT_F32);
+    RUN2(cpu->ops->rmsnorm_fwd(cpu, out.h, rstd.h, inp.h, w.h, MT_F32, R, D, 1e-6f),
+         gpu->ops->rmsnorm_fwd(gpu, out.d, (float *)rstd.d, inp.d, w.d, MT_F32, R, D, 1e-6f));
+    int32_t *ids = malloc((size_t)N * 4);
+    for (int i = 0; i < N; i++) ids[i] = (int32_t)((unsigned)i * 7919u % (unsigned)V);
+    int32_t *idd = dev_i32(ids, N);
+    tp edout = tp_rand((size_t)N * C, act), dwte = tp_rand((size_t)V * C, MT_F32);
+    RUN2(cpu->ops->rmsnorm_bwd(cpu, dinp.h, dw.h, dout.h, inp.h, w.h, rstd.h, MT_F32, R, D),
+         gpu->ops->rmsnorm_bwd(gpu, dinp.d, dw.d, dout.d, inp.d, w.d, (const float *)rstd.d, MT_F32, R, D));
+    RUN2(cpu->ops->embedding_bwd(cpu, dwte.h, MT_F32, ids, edout.h, N, C), // grows the scratch
+         gpu->ops->embedding_bwd(gpu, dwte.d, MT_F32, idd, edout.d, N, C));
+    cmp("scratch growth: rmsnorm_bwd dw", cfg, &dw, 1e-9);
+    cmp("scratch growth: embedding_bwd", cfg, &dwte, 1e-12);
+    gpu->ops->dev_free(gpu, idd);
+    free(ids);
+    tp_free(&inp), tp_free(&w), tp_free(&rstd), tp_free(&out), tp_free(&dout), tp_free(&dinp), tp_free(&dw);
+    tp_free(&edout), tp_free(&dwte);
+}
+
+// Streams and events as the engine uses them: waits on never-recorded events
+// are no-ops (first step), elapsed time between events of different streams,
+// memset/copy on every stream, casts of odd lengths (a whole unit's numel).
+static void test_streams_events(mt_dtype act) {
+    mt_event *never, *a, *b;
+    die_on(gpu->ops->event_create(gpu, &never), "event_create");
+    die_on(gpu->ops->event_create(gpu, &a), "event_create");
+    die_on(gpu->ops->event_create(gpu, &b), "event_create");
+    for (int s = 0; s < MT_NUM_STREAMS; s++)
+        CHECK(gpu->ops->stream_wait(gpu, (mt_stream_id)s, never) == MT_OK, "wait on a never-recorded event (stream %d)",
+              s);
+    CHECK(gpu->ops->event_sync(gpu, never) == MT_OK, "event_sync on a never-recorded event returns at once");
+    size_t n = 1001; // not a multiple of any vector width
+    tp x = tp_rand(n, act), y = tp_rand(n, act);
+    for (int s = 0; s < MT_NUM_STREAMS; s++) {
+        die_on(gpu->ops->memset_zero(gpu, x.d, n * mt_dtype_size(act), (mt_stream_id)s), "memset_zero");
+        die_on(gpu->ops->stream_sync(gpu, (mt_stream_id)s), "stream_sync");
+        memset(x.h, 0, n * sizeof(float));
+        char what[48];
+        snprintf(what, sizeof what, "memset_zero on stream %d", s);
+        cmp(what, mt_dtype_name(act), &x, 0.0);
+        die_on(gpu->ops->copy(gpu, x.d, y.d, n * mt_dtype_size(act), MT_COPY_D2D, (mt_stream_id)s), "copy d2d");
+        die_on(gpu->ops->stream_sync(gpu, (mt_stream_id)s), "stream_sync");
+        memcpy(x.h, y.h, n * sizeof(float));
+        snprintf(what, sizeof what, "copy d2d on stream %d", s);
+        cmp(what, mt_dtype_name(act), &x, 0.0);
+    }
+    die_on(gpu->ops->event_record(gpu, a, MT_STREAM_COMPUTE), "record");
+    die_on(gpu->ops->copy(gpu, x.d, y.d, n * mt_dtype_size(act), MT_COPY_D2D, MT_STREAM_H2D), "copy");
+    die_on(gpu->ops->event_record(gpu, b, MT_STREAM_D2H), "record");
+    die_on(gpu->ops->event_sync(gpu, b), "event_sync");
+    die_on(gpu->ops->stream_sync(gpu, MT_STREAM_COMPUTE), "stream_sync");
+    float ms = -1;
+    mt_status st = gpu->ops->event_elapsed_ms(gpu, a, b, &ms);
+    CHECK(st == MT_OK && isfinite(ms), "elapsed between events on different streams (%s)", mt_last_error());
+    size_t lens[] = {1, 7, 1001, 65537};
+    for (int i = 0; i < 4; i++) {
+        tp src = tp_rand(lens[i], MT_F32), mid = tp_rand(lens[i], MT_BF16), back = tp_rand(lens[i], MT_F32);
+        die_on(gpu->ops->cast(gpu, mid.d, MT_BF16, src.d, MT_F32, lens[i]), "cast");
+        die_on(gpu->ops->cast(gpu, back.d, MT_F32, mid.d, MT_BF16, lens[i]), "cast back");
+        memcpy(back.h, src.h, lens[i] * sizeof(float));
+        round_to(back.h, lens[i], MT_BF16);
+        char cfg[32];
+        snprintf(cfg, sizeof cfg, "n=%zu", lens[i]);
+        cmp("cast f32->bf16->f32 odd n", cfg, &back, 0.0);
+        tp_free(&src), tp_free(&mid), tp_free(&back);
+    }
+    gpu->ops->event_destroy(gpu, never), gpu->ops->event_destroy(gpu, a), gpu->ops->event_destroy(gpu, b);
+    tp_free(&x), tp_free(&y);
+}
+
 static void test_runtime(void) {
     mt_device_info info;
     die_on(gpu->ops->device_info(gpu, &info), "device_info");
@@ -354,7 +538,9 @@ int main(void) {
         mt_dtype act = ai ? MT_BF16 : MT_F32;
         die_on(mt_backend_cuda_create(act, &gpu), "create cuda backend");
         fprintf(stderr, "test_cuda_ops: activations %s\n", mt_dtype_name(act));
+        test_scratch_growth(act); // first: needs the fresh backend's empty scratch
         if (ai == 0) test_runtime();
+        test_streams_events(act);
         for (int wi = 0; wi < 2; wi++) {
             mt_dtype wdt = wi ? MT_BF16 : MT_F32;
             test_matmul(act, wdt, 96, 80, 136);
@@ -362,8 +548,30 @@ int main(void) {
             test_rmsnorm(act, wdt, 37, 200);
             test_qk_norm(act, wdt, 19, 4, 2, 64);
             test_embedding(act, wdt, 50, 40, 72);
+            test_embedding_repeats(act, wdt, 7, 3000, 300, 0);
+            test_embedding_repeats(act, wdt, 13, 2048, 64, 1);
+            test_matmul_chunked(act, wdt, 50, 64, 96, 16, 0); // MLP chunks: 16,16,16,2
+            test_matmul_chunked(act, wdt, 37, 64, 40, 10, 1); // misaligned row pointers
         }
-        if (act == MT_F32) test_matmul(act, MT_F32, 33, 17, 29); // odd shapes, unaligned rows
+        test_matmul(act, MT_F32, 33, 17, 29); // odd shapes, unaligned rows (bf16: may need the GEMM fallback)
+        test_matmul(act, MT_BF16, 33, 17, 29);
+        {   // every GEMM through the classic-cuBLAS fallback
+            mt_backend *keep = gpu;
+            setenv("MT_GEMM_FALLBACK", "1", 1);
+            die_on(mt_backend_cuda_create(act, &gpu), "create cuda backend (GEMM fallback)");
+            unsetenv("MT_GEMM_FALLBACK");
+            fprintf(stderr, "test_cuda_ops: GEMM fallback (MT_GEMM_FALLBACK=1)\n");
+            test_matmul(act, act, 96, 80, 136);
+            test_matmul(act, MT_BF16, 33, 17, 29);
+            test_matmul_chunked(act, act, 37, 64, 40, 10, 1);
+            mt_backend_destroy(gpu);
+            gpu = keep;
+        }
+        test_xent_chunked(act, 10, 5003, 3);
+        test_rope_bwd_inplace(act, 3, 13, 4, 2, 32);
+        test_attention(act, 3, 45, 4, 1, 64);   // B > 1, odd T, rep 4 (mma for bf16)
+        test_attention(act, 2, 67, 2, 2, 128);  // B > 1, T = one tile + 3
+        test_attention(act, 3, 19, 4, 2, 32);   // B > 1, T < tile
         test_rope(act, 2, 13, 4, 2, 32);
         test_attention(act, 2, 77, 4, 2, 64);   // GQA, tail tile, mma path for bf16
         test_attention(act, 1, 130, 2, 1, 128); // HD 128, T not a multiple of 64

@@ -121,7 +121,9 @@ static mt_status cuda_event_create(mt_backend *be, mt_event **out) {
     *out = NULL;
     mt_event *ev = (mt_event *)calloc(1, sizeof *ev);
     if (!ev) return mt_fail(MT_ERR_MEMORY, "cuda: out of host memory for an event");
-    cudaError_t e = cudaEventCreateWithFlags(&ev->ev, cudaEventDefault); // timing enabled
+    // Timing enabled; blocking sync so the drain thread's waits sleep instead of
+    // spinning on a core the host AdamW needs.
+    cudaError_t e = cudaEventCreateWithFlags(&ev->ev, cudaEventBlockingSync);
     if (e != cudaSuccess) {
         free(ev);
         return mt_cuda_check_impl(e, "cudaEventCreateWithFlags", __FILE__, __LINE__);

@@ -184,11 +184,11 @@ static mt_status gemm_plan(mt_cuda_ctx *ctx, const gemm_key *key, gemm_entry **o
 // CUBLAS_COMPUTE_32F: f32 inputs stay true FP32 (no TF32), bf16 accumulate in f32.
 static mt_status gemm_fallback(mt_cuda_ctx *ctx, const gemm_key *key, const void *A, const void *B, void *D,
                                float beta) {
-    if (!ctx->blas) {
+    if (!ctx->blas) { // the stream never changes; cublasSetStream resets the workspace, so it goes first
         MT_CUDA_CHECK(cublasCreate(&ctx->blas));
+        MT_CUDA_CHECK(cublasSetStream(ctx->blas, ctx->stream[MT_STREAM_COMPUTE]));
         MT_CUDA_CHECK(cublasSetWorkspace(ctx->blas, ctx->lt_workspace, ctx->lt_workspace_bytes));
     }
-    MT_CUDA_CHECK(cublasSetStream(ctx->blas, ctx->stream[MT_STREAM_COMPUTE]));
     if (key->m > INT32_MAX || key->n > INT32_MAX || key->k > INT32_MAX)
         return mt_fail(MT_ERR_UNSUPPORTED, "cuda: GEMM fallback: m=%lld n=%lld k=%lld exceeds int", (long long)key->m,
                        (long long)key->n, (long long)key->k);

@@ -1,0 +1,481 @@
+#!/usr/bin/env python3
+"""calibrate_profile.py: a hardware profile calibrated from mt-microbench.
+
+usage: calibrate_profile.py BASE_PROFILE.json MICROBENCH.json [--name NAME] [--out FILE] [--no-env]
+
+Writes BASE_PROFILE (experiments/hardware/README.md, schema megatrain.hardware/1)
+with every figure that MICROBENCH.json (Google Benchmark JSON from build/bin/
+mt-microbench, harness/README.md) measured replaced by the measurement, and that
+figure's `sources` entry set to
+    "measured: mt-microbench <benchmark>, <utc of the run>, <gpu_name>"
+(utc and gpu_name from the env block, the JSON string .context.mt_env). Figures it
+did not measure keep their value and source. A figure measured in several
+repetitions (--benchmark_repetitions) takes the median of the repetitions, or
+Google Benchmark's `median` aggregate when only aggregates were reported; rows
+with error_occurred are ignored.
+
+figure                              from
+link.{h2d,d2h}_gbps.{pinned,pageable}  copy/cuda/<mode>/<dir>/<N>, counter gbps (the median
+                                       sample), at the largest N measured (1 GiB; < 256 MiB warns)
+link.duplex_factor                  h2d_gbps of copy/cuda/pinned/bidir/N / gbps of
+                                    copy/cuda/pinned/h2d/N, the same largest N: each direction's
+                                    rate while the other copies too, as a fraction of its solo
+                                    rate (the README's definition; the sim slows the overlapped
+                                    part of a copy to factor x rate, plan charges W/(f*h2d));
+                                    capped at 1.0
+host.mem_gbps                       triad/<n> bytes_per_second (STREAM convention, 24 B/element);
+                                    without a triad row, 2 x memcpy/<largest> bytes_per_second
+                                    (memcpy's counter counts the bytes copied, the traffic is 2x)
+host.adamw_gbps.<mode>              adamw/<mode>/<n> bytes_per_second, mode fp32|paper|mixed
+host.adamw_params_per_s.<mode>      derived from the above: adamw_gbps*1e9/adamw_bytes_per_param
+gpu.gemm_efficiency                 gemm/cuda/bf16/<N>/<IC>/<OC> tflops at the largest shape
+                                    (2*N*IC*OC; ties: the mean over them) / gpu.peak_tflops.bf16,
+                                    divided by the sim's size factor at that shape
+                                    (MT_SIM_GEMM_HALF_MACS / MT_SIM_GEMM_FULL_DIM, sim.h; 0.998 at
+                                    the 7B MLP shapes), so the sim prices that GEMM at the measured
+                                    rate; capped at 1.0
+host.cpu_cores, host.numa_nodes,    the env block (mt-env: topology, nvidia-smi), unless --no-env
+host.mem_bytes, link.theory_gbps    (theory_gbps = pcie_gbps, only for a pcie link)
+
+copy/cpu/* and gemm/cpu/* are the cpu backend, not the GPU link or GPU GEMMs: never used.
+The name is NAME, else the --out file's name without .json, else the base's.
+A summary table (figure, old, new, change %) and warnings go to stderr; the profile goes
+to --out (written atomically) or stdout. Bad input: one line on stderr, exit 1.
+Python 3 standard library only (it runs on the GPU machine too).
+"""
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import sys
+
+SCHEMA = "megatrain.hardware/1"
+PROG = "calibrate_profile"
+MODES = ("fp32", "paper", "mixed")
+NUM_PATHS = (["gpu.peak_tflops.bf16", "gpu.peak_tflops.tf32", "gpu.peak_tflops.fp32", "gpu.gemm_efficiency",
+              "gpu.hbm_gbps", "gpu.hbm_bytes", "link.theory_gbps", "link.h2d_gbps.pinned", "link.h2d_gbps.pageable",
+              "link.d2h_gbps.pinned", "link.d2h_gbps.pageable", "link.duplex_factor", "host.mem_bytes",
+              "host.mem_gbps", "host.cpu_cores", "host.numa_nodes"] +
+             ["host.%s.%s" % (k, m) for k in ("adamw_bytes_per_param", "adamw_gbps", "adamw_params_per_s")
+              for m in MODES])
+STR_PATHS = ["name", "gpu.name", "link.kind"]
+BIG_COPY = 256 << 20  # smaller copies understate the link (enqueue latency, no spin kernel)
+# The sim's GEMM size factor (megatrain/backends/sim/sim.h); read from there when present.
+SIM_H = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "megatrain", "backends", "sim",
+                     "sim.h")
+SIM_DEFAULTS = {"MT_SIM_GEMM_HALF_MACS": 1073741824.0, "MT_SIM_GEMM_FULL_DIM": 64.0}
+SUFFIX = re.compile(r"^(real_time|manual_time|process_time|iterations:\d+|repeats:\d+|threads:\d+|"
+                    r"min_time:[^/]*|min_warmup_time:[^/]*)$")
+
+
+class InputError(Exception):
+    pass
+
+
+def die(msg):
+    print("%s: %s" % (PROG, msg), file=sys.stderr)
+    sys.exit(1)
+
+
+def warn(msg):
+    print("%s: WARNING: %s" % (PROG, msg), file=sys.stderr)
+
+
+def load_json(path, what):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise InputError("%s: cannot read %s: %s" % (path, what, e.strerror or e))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError("%s: %s is not valid JSON: %s" % (path, what, e))
+
+
+def get(obj, dotted):
+    for k in dotted.split("."):
+        if not isinstance(obj, dict) or k not in obj:
+            return None
+        obj = obj[k]
+    return obj
+
+
+def put(obj, dotted, value):
+    keys = dotted.split(".")
+    for k in keys[:-1]:
+        obj = obj[k]
+    obj[keys[-1]] = value
+
+
+def is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def check_profile(path, p):
+    if not isinstance(p, dict):
+        raise InputError("%s: expected a JSON object (a hardware profile)" % path)
+    if p.get("schema") != SCHEMA:
+        raise InputError("%s: schema: expected \"%s\", found %s" % (path, SCHEMA, json.dumps(p.get("schema"))))
+    for k in STR_PATHS:
+        v = get(p, k)
+        if not isinstance(v, str) or not v:
+            raise InputError("%s: %s: required string is missing" % (path, k))
+    for k in NUM_PATHS:
+        v = get(p, k)
+        if v is None:
+            raise InputError("%s: %s: required number is missing" % (path, k))
+        if not is_num(v) or v <= 0:
+            raise InputError("%s: %s: expected a positive number, found %s" % (path, k, json.dumps(v)))
+    if not isinstance(p.get("sources"), dict):
+        raise InputError("%s: sources: required object is missing" % path)
+
+
+def check_microbench(path, mb):
+    if not isinstance(mb, dict):
+        raise InputError("%s: expected a JSON object (Google Benchmark output of mt-microbench)" % path)
+    ctx = mb.get("context")
+    if not isinstance(ctx, dict):
+        raise InputError("%s: context: required object is missing" % path)
+    env_s = ctx.get("mt_env")
+    if not isinstance(env_s, str):
+        raise InputError("%s: context.mt_env: required string is missing (not an mt-microbench run?)" % path)
+    try:
+        env = json.loads(env_s)
+    except json.JSONDecodeError as e:
+        raise InputError("%s: context.mt_env is not valid JSON: %s" % (path, e))
+    if not isinstance(env, dict):
+        raise InputError("%s: context.mt_env: expected a JSON object" % path)
+    for k in ("utc", "gpu_name"):
+        if k not in env:
+            raise InputError("%s: context.mt_env.%s: required key is missing" % (path, k))
+    if not isinstance(env["utc"], str) or not env["utc"]:
+        raise InputError("%s: context.mt_env.utc: expected a non-empty string" % path)
+    rows = mb.get("benchmarks")
+    if not isinstance(rows, list):
+        raise InputError("%s: benchmarks: required array is missing" % path)
+    for i, r in enumerate(rows):
+        if not isinstance(r, dict) or not isinstance(r.get("name"), str):
+            raise InputError("%s: benchmarks[%d]: expected an object with a string name" % (path, i))
+    return env, rows
+
+
+def base_name(row):
+    """copy/cuda/pinned/h2d/1073741824/iterations:1/manual_time -> copy/cuda/pinned/h2d/1073741824"""
+    name = row.get("run_name") if isinstance(row.get("run_name"), str) else None
+    if name is None:
+        name = row["name"]
+        if row.get("run_type") == "aggregate" and isinstance(row.get("aggregate_name"), str):
+            suffix = "_" + row["aggregate_name"]
+            if name.endswith(suffix):
+                name = name[:-len(suffix)]
+    parts = name.split("/")
+    while parts and SUFFIX.match(parts[-1]):
+        parts.pop()
+    return "/".join(parts)
+
+
+class Runs:
+    """The rows of one microbench file, by base name; value() = median over repetitions."""
+
+    def __init__(self, rows):
+        self.iters, self.medians, self.errors = {}, {}, []
+        for r in rows:
+            b = base_name(r)
+            if r.get("error_occurred"):
+                self.errors.append("%s (%s)" % (b, r.get("error_message", "error")))
+            elif r.get("run_type") == "aggregate":
+                if r.get("aggregate_name") == "median":
+                    self.medians[b] = r
+            else:
+                self.iters.setdefault(b, []).append(r)
+
+    def names(self):
+        return set(self.iters) | set(self.medians)
+
+    def value(self, name, counter):
+        vals = [r[counter] for r in self.iters.get(name, []) if is_num(r.get(counter))]
+        if vals:
+            return statistics.median(vals)
+        agg = self.medians.get(name)
+        if agg is not None and is_num(agg.get(counter)):
+            return agg[counter]
+        return None
+
+    def reps(self, name):
+        n = len(self.iters.get(name, []))
+        return n if n else (1 if name in self.medians else 0)
+
+    def family(self, prefix, nargs, counter):
+        """{(int args...): value} for rows prefix/<a1>/.../<an> that have `counter`."""
+        out = {}
+        for name in self.names():
+            if not name.startswith(prefix + "/"):
+                continue
+            args = name[len(prefix) + 1:].split("/")
+            if len(args) != nargs or not all(a.isdigit() for a in args):
+                continue
+            v = self.value(name, counter)
+            if v is not None and v > 0:
+                out[tuple(int(a) for a in args)] = v
+        return out
+
+
+def sim_constants():
+    consts, note = dict(SIM_DEFAULTS), None
+    try:
+        with open(SIM_H, encoding="utf-8") as f:
+            text = f.read()
+        for k in consts:
+            m = re.search(r"#define\s+%s\s+([0-9.eE+-]+)" % k, text)
+            if m:
+                consts[k] = float(m.group(1))
+            else:
+                note = "%s not found in %s: using %g" % (k, SIM_H, consts[k])
+    except OSError:
+        note = "%s not readable: using the sim's GEMM constants as of writing" % SIM_H
+    return consts, note
+
+
+def gbps_of(runs, name):
+    v = runs.value(name, "gbps")
+    if v is None:
+        v = runs.value(name, "bytes_per_second")
+        v = v / 1e9 if v is not None else None
+    return v
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, int) or (abs(v) >= 1e6 and float(v).is_integer()):
+        return "%.4g" % v if abs(v) >= 1e7 else "%d" % v
+    return "%.4g" % v
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="calibrate_profile.py",
+                                 description="A hardware profile with the figures mt-microbench measured.")
+    ap.add_argument("base", metavar="BASE_PROFILE.json")
+    ap.add_argument("microbench", metavar="MICROBENCH.json")
+    ap.add_argument("--name", help="the profile's name (default: the --out file name, else the base's)")
+    ap.add_argument("--out", help="write here (default: stdout)")
+    ap.add_argument("--no-env", action="store_true",
+                    help="keep host.cpu_cores/numa_nodes/mem_bytes and link.theory_gbps from the base")
+    a = ap.parse_args(argv)
+
+    try:
+        prof = load_json(a.base, "the base profile")
+        check_profile(a.base, prof)
+        mb = load_json(a.microbench, "the microbench output")
+        env, rows = check_microbench(a.microbench, mb)
+    except InputError as e:
+        die(str(e))
+
+    runs = Runs(rows)
+    utc = env["utc"]
+    gpu = env.get("gpu_name") or "no GPU"
+    old = json.loads(json.dumps(prof))
+    new = prof
+    src = new["sources"]
+    changed = []  # (figure, old, new)
+    notes = []
+
+    def measured(what):
+        return "measured: mt-microbench %s, %s, %s" % (what, utc, gpu)
+
+    def set_fig(path, value, source):
+        put(new, path, value)
+        src[path] = source
+        changed.append((path, get(old, path), value))
+
+    # --- the link: copy/cuda/<mode>/<dir>/<bytes>
+    for d in ("h2d", "d2h"):
+        for mode in ("pinned", "pageable"):
+            fam = runs.family("copy/cuda/%s/%s" % (mode, d), 1, "gbps")
+            if not fam:
+                fam = {k: v / 1e9 for k, v in runs.family("copy/cuda/%s/%s" % (mode, d), 1,
+                                                           "bytes_per_second").items()}
+            if not fam:
+                continue
+            n = max(fam)[0]
+            name = "copy/cuda/%s/%s/%d" % (mode, d, n)
+            if n < BIG_COPY:
+                warn("%s: the largest copy measured is %d MiB (< 256 MiB): it understates the link" %
+                     (name, n >> 20))
+            reps = runs.reps(name)
+            set_fig("link.%s_gbps.%s" % (d, mode), round(fam[(n,)], 2),
+                    measured(name + (" (median of %d repetitions)" % reps if reps > 1 else "")))
+
+    bidir = runs.family("copy/cuda/pinned/bidir", 1, "h2d_gbps")
+    solo = {k: gbps_of(runs, "copy/cuda/pinned/h2d/%d" % k[0]) for k in bidir}
+    both = sorted(k for k in bidir if solo[k])
+    if both:
+        n = both[-1][0]
+        bname, sname = "copy/cuda/pinned/bidir/%d" % n, "copy/cuda/pinned/h2d/%d" % n
+        f = bidir[(n,)] / solo[(n,)]
+        how = "%s h2d_gbps / %s gbps" % (bname, sname)
+        if f > 1.0:
+            how += " (%.3f, capped at 1)" % f
+            f = 1.0
+        set_fig("link.duplex_factor", round(f, 3), measured(how))
+        d2h_b = runs.value(bname, "d2h_gbps")
+        d2h_s = gbps_of(runs, "copy/cuda/pinned/d2h/%d" % n)
+        agg = gbps_of(runs, bname)
+        if d2h_b and d2h_s:
+            notes.append("duplex, d2h side: %s d2h_gbps / d2h solo = %.3f (the profile uses the h2d side)" %
+                         (bname, d2h_b / d2h_s))
+        if agg and d2h_s:
+            notes.append("duplex, aggregate: %s gbps / (h2d + d2h solo) = %.3f" % (bname, agg / (solo[(n,)] + d2h_s)))
+    elif bidir:
+        warn("copy/cuda/pinned/bidir measured without a copy/cuda/pinned/h2d run of the same size: "
+             "link.duplex_factor kept")
+
+    # --- host memory: triad (STREAM convention), else memcpy x 2
+    triad = runs.family("triad", 1, "bytes_per_second")
+    memcpy = runs.family("memcpy", 1, "bytes_per_second")
+    if triad:
+        n = max(triad)[0]
+        set_fig("host.mem_gbps", round(triad[(n,)] / 1e9, 2), measured("triad/%d bytes_per_second" % n))
+    elif memcpy:
+        n = max(memcpy)[0]
+        set_fig("host.mem_gbps", round(2 * memcpy[(n,)] / 1e9, 2),
+                measured("memcpy/%d, 2 x bytes_per_second (read + write traffic; no triad row)" % n))
+    if memcpy and triad:
+        n = max(memcpy)[0]
+        notes.append("memcpy/%d: %.2f GB/s copied = %.2f GB/s of traffic (triad: %.2f)" %
+                     (n, memcpy[(n,)] / 1e9, 2 * memcpy[(n,)] / 1e9, get(new, "host.mem_gbps")))
+
+    # --- host AdamW per mode
+    for m in MODES:
+        fam = runs.family("adamw/" + m, 1, "bytes_per_second")
+        if not fam:
+            continue
+        n = max(fam)[0]
+        name = "adamw/%s/%d" % (m, n)
+        bpp = get(new, "host.adamw_bytes_per_param." + m)
+        bpp_mb = runs.value(name, "bytes_per_param")
+        if bpp_mb is not None and abs(bpp_mb - bpp) > 1e-9:
+            warn("%s counts %g bytes/param, the profile %g: params/s derived with the profile's" % (name, bpp_mb, bpp))
+        gbps = round(fam[(n,)] / 1e9, 2)
+        set_fig("host.adamw_gbps." + m, gbps, measured(name + " bytes_per_second"))
+        pps = runs.value(name, "params_per_s")
+        set_fig("host.adamw_params_per_s." + m, int(round(gbps * 1e9 / bpp)),
+                measured(name + " params_per_s%s = adamw_gbps * 1e9 / adamw_bytes_per_param" %
+                         (" %.4g" % pps if pps else "")))
+
+    # --- GEMM efficiency: bf16 at the largest shape, against the dense peak
+    gemm = runs.family("gemm/cuda/bf16", 3, "tflops")
+    if gemm:
+        consts, note = sim_constants()
+        if note:
+            notes.append(note)
+        flops = {k: 2.0 * k[0] * k[1] * k[2] for k in gemm}
+        top = max(flops.values())
+        shapes = sorted(k for k in gemm if flops[k] == top)
+        peak = get(new, "gpu.peak_tflops.bf16")
+
+        def sim_factor(k):
+            w = float(k[0]) * k[1] * k[2]
+            return w / (w + consts["MT_SIM_GEMM_HALF_MACS"]) * min(1.0, min(k) / consts["MT_SIM_GEMM_FULL_DIM"])
+
+        eff = statistics.mean(gemm[k] / (peak * sim_factor(k)) for k in shapes)
+        names = " and ".join("gemm/cuda/bf16/%d/%d/%d" % k for k in shapes)
+        tf = statistics.mean(gemm[k] for k in shapes)
+        how = "%s: %.1f TFLOP/s%s / peak_tflops.bf16 %g / sim size factor %.4f" % (
+            names, tf, " (mean)" if len(shapes) > 1 else "", peak, statistics.mean(sim_factor(k) for k in shapes))
+        if eff > 1.0:
+            how += " (%.3f, capped at 1)" % eff
+            eff = 1.0
+        set_fig("gpu.gemm_efficiency", round(eff, 4), measured(how))
+        for k in sorted(gemm):
+            notes.append("gemm/cuda/bf16/%d/%d/%d: %.1f TFLOP/s = %.3f of the bf16 peak" % (k + (gemm[k], gemm[k] / peak)))
+        f32 = runs.family("gemm/cuda/f32", 3, "tflops")
+        for k in sorted(f32):
+            notes.append("gemm/cuda/f32/%d/%d/%d: %.1f TFLOP/s = %.3f of the fp32 peak %g (not in the profile)" %
+                         (k + (f32[k], f32[k] / get(new, "gpu.peak_tflops.fp32"), get(new, "gpu.peak_tflops.fp32"))))
+
+    # --- the env block
+    if not a.no_env:
+        def env_src(key, extra=""):
+            return "measured: mt-microbench context.mt_env %s%s, %s, %s" % (key, extra, utc, gpu)
+        for path, key, extra in (("host.cpu_cores", "cpu_cores", " (topology)"),
+                                 ("host.numa_nodes", "numa_nodes", " (topology)"),
+                                 ("host.mem_bytes", "host_mem_bytes", " (topology: total host memory)")):
+            v = env.get(key)
+            if is_num(v) and v > 0:
+                set_fig(path, int(v), env_src(key, extra))
+        v = env.get("pcie_gbps")
+        if is_num(v) and v > 0 and new["link"]["kind"].startswith("pcie"):
+            set_fig("link.theory_gbps", round(v, 1), env_src("pcie_gbps", " (nvidia-smi max link gen x width, "
+                                                             "after encoding)"))
+
+    if not changed:
+        die("%s: no benchmark in it measures a profile figure (copy/cuda, gemm/cuda/bf16, triad, memcpy, adamw)"
+            % a.microbench)
+
+    # A parent source ("host.adamw_gbps") that no longer covers any figure goes.
+    for k in list(src):
+        leaves = [p for p in NUM_PATHS if p.startswith(k + ".")]
+        if leaves and all(p in src for p in leaves):
+            del src[k]
+
+    name = a.name or (os.path.basename(a.out)[:-5] if a.out and a.out.endswith(".json") else None) or new["name"]
+    new["name"] = name
+    desc = re.sub(r"\s*\(calibrated: [^)]*\)$", "", new.get("description") or "")
+    new["description"] = "%s (calibrated: mt-microbench %s, %s)" % (desc, utc, gpu)
+
+    # --- warnings about what the profile now says
+    pg = (get(old, "gpu.name") or "").lower()
+    if env.get("gpu_name") and env["gpu_name"].lower() not in pg:
+        warn("the microbench ran on '%s' but the base profile is for '%s': peaks (and gemm_efficiency against them) "
+             "may be the wrong variant's" % (env["gpu_name"], get(old, "gpu.name")))
+    if not env.get("gpu_name"):
+        if any(c[0].startswith(("link.", "gpu.")) for c in changed):
+            warn("GPU figures measured but the env block names no GPU")
+        else:
+            warn("no GPU in this run: only host figures were calibrated, and they describe %s (%s cores), "
+                 "not necessarily the host of '%s'" % (env.get("cpu_model") or "this host", env.get("cpu_cores"),
+                                                      get(old, "name")))
+    for d in ("h2d", "d2h"):
+        l = new["link"]
+        if l[d + "_gbps"]["pageable"] > l[d + "_gbps"]["pinned"]:
+            warn("link.%s_gbps: pageable %g > pinned %g" % (d, l[d + "_gbps"]["pageable"], l[d + "_gbps"]["pinned"]))
+        if l[d + "_gbps"]["pinned"] > l["theory_gbps"]:
+            warn("link.%s_gbps.pinned %g > link.theory_gbps %g" % (d, l[d + "_gbps"]["pinned"], l["theory_gbps"]))
+    measured_link = any(c[0].startswith("link.") and c[0] != "link.theory_gbps" for c in changed)
+    if not measured_link and "copy/cuda/*" in str(mb["context"].get("skipped", "")):
+        notes.append("no copy/cuda rows (%s): link figures kept" % mb["context"]["skipped"])
+    for e in runs.errors:
+        warn("ignored, error_occurred: %s" % e)
+
+    # --- summary table on stderr
+    w = max(len(c[0]) for c in changed)
+    lines = ["%s: %s <- %s (%s, %s)" % (PROG, name, os.path.basename(a.base), utc, gpu),
+             "%-*s  %14s  %14s  %8s" % (w, "figure", "old", "new", "change")]
+    for path, o, n in changed:
+        ch = "%+.1f%%" % (100.0 * (n - o) / o) if is_num(o) and o else "-"
+        lines.append("%-*s  %14s  %14s  %8s" % (w, path, fmt(o), fmt(n), ch))
+    kept = [p for p in NUM_PATHS if p not in {c[0] for c in changed}]
+    lines.append("kept from the base (not measured): %s" % (", ".join(kept) if kept else "none"))
+    for n in notes:
+        lines.append("note: " + n)
+    print("\n".join(lines), file=sys.stderr)
+
+    text = json.dumps(new, indent=2, ensure_ascii=False) + "\n"
+    if a.out:
+        tmp = a.out + ".tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, a.out)
+        except OSError as e:
+            die("%s: cannot write: %s" % (a.out, e.strerror or e))
+        print("%s: wrote %s" % (PROG, a.out), file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# harness/calibrate_profile.py on hand-made mt-microbench JSON (harness/tests/data/
+# calibrate/): microbench_h100.json has cuda copy and GEMM rows as the GPU machine
+# prints them (a triad with 3 repetitions + aggregates, an error row, cpu-backend
+# copies that must not count); microbench_cpu.json is a cut of results/
+# microbench_vm.json (no cuda). Checks every replaced figure and its source, that
+# unmeasured figures and sources stay, the profile invariants of
+# test_hardware_profiles.sh, that `megatrain plan --hardware FILE` fits and
+# `train --backend sim --hardware FILE` runs 2 steps on the result, and one-line
+# errors (exit 1) for bad input. Skips (77) without python3, jq or build/bin/megatrain.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
+command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
+BIN=${MT_BIN:-$(pwd)/build/bin}
+[ -x "$BIN/megatrain" ] || { echo "skipped: no $BIN/megatrain"; exit 77; }
+CAL="python3 harness/calibrate_profile.py"
+DATA=harness/tests/data/calibrate
+BASE=experiments/hardware/h100-128g.json
+CFG=megatrain/tests/data/tiny5_llama.json
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+pass() { echo "ok   $*"; }
+# check NAME FILE [JQ-ARGS...] JQ-EXPR: passes when the expression is true
+check() {
+  local name=$1 file=$2; shift 2
+  if jq -e "$@" "$file" >/dev/null 2>&1; then pass "$name"; else fail "$name: ${*: -1}"; fi
+}
+
+# The invariants test_hardware_profiles.sh checks, for one file.
+invariants() {
+  jq -r --arg name "$2" '
+    def num_paths: ["gpu.peak_tflops.bf16","gpu.peak_tflops.tf32","gpu.peak_tflops.fp32","gpu.gemm_efficiency",
+      "gpu.hbm_gbps","gpu.hbm_bytes","link.theory_gbps","link.h2d_gbps.pinned","link.h2d_gbps.pageable",
+      "link.d2h_gbps.pinned","link.d2h_gbps.pageable","link.duplex_factor","host.mem_bytes","host.mem_gbps",
+      "host.cpu_cores","host.numa_nodes",
+      (["adamw_bytes_per_param","adamw_gbps","adamw_params_per_s"][] as $k | ["fp32","paper","mixed"][] | "host.\($k).\(.)")];
+    def sourced($p): ($p | split(".")) as $s | .sources as $src
+      | [range(1; ($s | length) + 1) as $n | $s[0:$n] | join(".")] | any(.[]; . as $k | $src | has($k));
+    . as $root |
+    [ (if .schema != "megatrain.hardware/1" then "schema" else empty end),
+      (if .name != $name then "name \(.name) != \($name)" else empty end),
+      (num_paths[] as $p | ($root | getpath($p | split("."))) as $v
+        | if ($v | type) != "number" or $v <= 0 then "\($p) not positive"
+          elif ($root | sourced($p) | not) then "\($p) unsourced" else empty end),
+      (if .gpu.gemm_efficiency > 1 or .link.duplex_factor > 1 then "factor above 1" else empty end),
+      (["fp32","paper","mixed"][] as $m | $root.host
+        | (.adamw_gbps[$m] * 1e9 / .adamw_bytes_per_param[$m]) as $want
+        | if ((.adamw_params_per_s[$m] - $want) | fabs) > 0.01 * $want then "params_per_s.\($m)" else empty end),
+      (.link as $l | ["h2d_gbps","d2h_gbps"][] as $d
+        | if $l[$d].pageable > $l[$d].pinned or $l[$d].pinned > $l.theory_gbps then "\($d) order" else empty end)
+    ] | .[]' "$1"
+}
+
+loads() { # FILE: plan fits, the sim runs 2 steps
+  local f=$1 tag=$2
+  if "$BIN/megatrain" plan --config "$CFG" --batch 2 --seq-len 32 --precision paper --hardware "$f" \
+      > "$tmp/plan_$tag.json" 2> "$tmp/plan_$tag.err"; then
+    check "$tag: plan --hardware fits, predicts a step" "$tmp/plan_$tag.json" '.fits == true and .step_ms > 0'
+  else fail "$tag: plan --hardware $f: $(cat "$tmp/plan_$tag.err")"; fi
+  if "$BIN/megatrain" train --config "$CFG" --backend sim --hardware "$f" --steps 2 --batch 2 --seq-len 32 \
+      --precision paper > "$tmp/sim_$tag.jsonl" 2> "$tmp/sim_$tag.err"; then
+    if [ "$(jq -s 'length == 2 and all(.step_ms > 0)' "$tmp/sim_$tag.jsonl" 2>/dev/null)" = true ]; then
+      pass "$tag: sim runs 2 steps"
+    else fail "$tag: sim output: $(cat "$tmp/sim_$tag.jsonl")"; fi
+  else fail "$tag: train --backend sim --hardware $f: $(cat "$tmp/sim_$tag.err")"; fi
+}
+
+# ---- the GPU machine's microbench
+out=$tmp/h100-cal.json
+if $CAL "$BASE" "$DATA/microbench_h100.json" --out "$out" 2> "$tmp/err"; then pass "gpu: exit 0"
+else fail "gpu: exit $?: $(cat "$tmp/err")"; fi
+[ -f "$out" ] || { echo "FAIL no output"; exit 1; }
+grep -q '^figure .*old .*new .*change' "$tmp/err" && pass "gpu: summary table on stderr" || fail "gpu: no summary table"
+grep -q 'link.duplex_factor .*0.8 .*0.832 .*+4.0%' "$tmp/err" && pass "gpu: table row old/new/change" ||
+  fail "gpu: table row for duplex_factor: $(grep duplex "$tmp/err")"
+problems=$(invariants "$out" h100-cal)
+[ -z "$problems" ] && pass "gpu: profile invariants (name from --out)" || fail "gpu: invariants: $problems"
+U='2026-12-01T10:00:00Z, NVIDIA H100 80GB HBM3'
+check "gpu: link at the largest size, cuda only (not 64 MiB, not copy/cpu)" "$out" \
+  '.link.h2d_gbps.pinned == 53.6 and .link.d2h_gbps.pinned == 54.9'
+check "gpu: pageable at its largest size (256 MiB)" "$out" '.link.h2d_gbps.pageable == 21.4 and .link.d2h_gbps.pageable == 18.6'
+check "gpu: duplex = bidir h2d_gbps / solo h2d gbps" "$out" '.link.duplex_factor == 0.832'
+check "gpu: triad = median of 3 repetitions (not the mean)" "$out" '.host.mem_gbps == 44.2'
+check "gpu: adamw GB/s per mode" "$out" '.host.adamw_gbps == {"fp32":31.2,"paper":30.5,"mixed":32}'
+check "gpu: adamw params/s = GB/s / bytes per param" "$out" \
+  '.host.adamw_params_per_s.paper == 1386363636 and .host.adamw_params_per_s.fp32 == 1114285714'
+check "gpu: gemm_efficiency = mean of the largest bf16 shapes / peak / sim size factor" "$out" \
+  '(.gpu.gemm_efficiency - (605.2 / 989 / (5.562e11 / (5.562e11 + 1073741824)))) | fabs < 2e-4'
+check "gpu: env figures" "$out" '.host.mem_bytes == 135089602560 and .host.cpu_cores == 16 and .link.theory_gbps == 63'
+check "gpu: sources of replaced figures" "$out" --arg u "$U" \
+  '.sources as $s | ($s["link.h2d_gbps.pinned"] == "measured: mt-microbench copy/cuda/pinned/h2d/1073741824, \($u)")
+   and ($s["link.d2h_gbps.pageable"] == "measured: mt-microbench copy/cuda/pageable/d2h/268435456, \($u)")
+   and ($s["host.mem_gbps"] | startswith("measured: mt-microbench triad/16777216") and endswith($u))
+   and ($s["link.duplex_factor"] | startswith("measured: mt-microbench copy/cuda/pinned/bidir/1073741824"))
+   and ($s["gpu.gemm_efficiency"] | startswith("measured: mt-microbench gemm/cuda/bf16/8192/3584/18944"))
+   and ([$s["host.adamw_gbps.\(("fp32","paper","mixed"))"] | startswith("measured: mt-microbench adamw/")] | all)
+   and ($s | has("host.adamw_gbps") | not)'
+jq -e --arg u "$U" '.sources["link.duplex_factor"] | endswith($u)' "$out" >/dev/null &&
+  pass "gpu: source ends with utc, gpu" || fail "gpu: source suffix"
+check "gpu: unmeasured figures and sources kept" "$out" --slurpfile b "$BASE" \
+  '$b[0] as $b | .gpu.peak_tflops == $b.gpu.peak_tflops and .gpu.hbm_gbps == $b.gpu.hbm_gbps
+   and .gpu.hbm_bytes == $b.gpu.hbm_bytes and .gpu.name == $b.gpu.name and .host.adamw_bytes_per_param == $b.host.adamw_bytes_per_param
+   and .sources["gpu.peak_tflops"] == $b.sources["gpu.peak_tflops"] and .sources["gpu.hbm_gbps"] == $b.sources["gpu.hbm_gbps"]'
+grep -q 'ignored, error_occurred: copy/cuda/pinned/h2d/4194304' "$tmp/err" && pass "gpu: error row reported and ignored" ||
+  fail "gpu: error row not reported"
+loads "$out" gpu
+check "gpu: plan uses the calibrated figures" "$tmp/plan_gpu.json" \
+  '.prediction.gemm_efficiency == 0.6131 and .hardware.name == "h100-cal" and .host.mem_bytes == 135089602560'
+# calibrating again does not stack the description note; --name and stdout
+if $CAL "$out" "$DATA/microbench_h100.json" --name again > "$tmp/again.json" 2>/dev/null; then
+  check "gpu: stdout, --name, description not stacked" "$tmp/again.json" \
+    '.name == "again" and (.description | [match("calibrated:"; "g")] | length == 1)'
+else fail "gpu: stdout run"; fi
+$CAL "$BASE" "$DATA/microbench_h100.json" --no-env --out "$tmp/noenv.json" 2>/dev/null
+check "gpu: --no-env keeps the env figures" "$tmp/noenv.json" \
+  '.host.mem_bytes == 137438953472 and (.sources["host.mem_bytes"] | startswith("measured") | not)'
+
+# ---- a cpu-only run: host figures only
+out=$tmp/vm.json
+if $CAL "$BASE" "$DATA/microbench_cpu.json" --out "$out" 2> "$tmp/err"; then pass "cpu: exit 0"
+else fail "cpu: exit $?: $(cat "$tmp/err")"; fi
+problems=$(invariants "$out" vm)
+[ -z "$problems" ] && pass "cpu: profile invariants" || fail "cpu: invariants: $problems"
+check "cpu: link and GPU figures kept (copy/cpu is not the link)" "$out" --slurpfile b "$BASE" \
+  '$b[0] as $b | .link == $b.link and .gpu == $b.gpu'
+check "cpu: link and GPU sources kept" "$out" --slurpfile b "$BASE" \
+  '$b[0].sources as $bs | [.sources | to_entries[] | select(.key | startswith("link.") or startswith("gpu."))
+   | .value == $bs[.key]] | all'
+check "cpu: host figures measured" "$out" \
+  '.host.mem_gbps == 24.71 and .host.adamw_gbps.fp32 == 40.9 and (.sources["host.mem_gbps"] | endswith("2026-11-22T07:13:05Z, no GPU"))'
+grep -q 'no GPU in this run' "$tmp/err" && pass "cpu: warns that only host figures came" || fail "cpu: no warning"
+loads "$out" cpu
+
+# ---- bad input: one line on stderr, exit 1, no output file
+expect_error() { # NAME PATTERN ARGS...
+  local name=$1 pat=$2; shift 2
+  rm -f "$tmp/bad_out.json"
+  $CAL "$@" --out "$tmp/bad_out.json" > /dev/null 2> "$tmp/bad_err"
+  local rc=$?
+  if [ $rc = 1 ] && [ "$(wc -l < "$tmp/bad_err")" = 1 ] && grep -q -- "$pat" "$tmp/bad_err" && [ ! -e "$tmp/bad_out.json" ]
+  then pass "error: $name"
+  else fail "error: $name: rc=$rc stderr: $(cat "$tmp/bad_err")"; fi
+}
+echo '{"context": {' > "$tmp/trunc.json"
+expect_error "truncated microbench JSON" "not valid JSON" "$BASE" "$tmp/trunc.json"
+expect_error "truncated profile JSON" "not valid JSON" "$tmp/trunc.json" "$DATA/microbench_h100.json"
+expect_error "missing file" "cannot read" "$BASE" "$tmp/nope.json"
+jq 'del(.link.duplex_factor)' "$BASE" > "$tmp/p_nodup.json"
+expect_error "profile without link.duplex_factor" "link.duplex_factor: required number is missing" \
+  "$tmp/p_nodup.json" "$DATA/microbench_h100.json"
+jq '.schema = "other/1"' "$BASE" > "$tmp/p_schema.json"
+expect_error "profile with another schema" "schema" "$tmp/p_schema.json" "$DATA/microbench_h100.json"
+jq 'del(.context.mt_env)' "$DATA/microbench_h100.json" > "$tmp/m_noenv.json"
+expect_error "microbench without context.mt_env" "context.mt_env" "$BASE" "$tmp/m_noenv.json"
+jq 'del(.benchmarks)' "$DATA/microbench_h100.json" > "$tmp/m_nobench.json"
+expect_error "microbench without benchmarks" "benchmarks" "$BASE" "$tmp/m_nobench.json"
+jq '.benchmarks |= map(select(.name | startswith("gemm/cpu")))' "$DATA/microbench_cpu.json" > "$tmp/m_none.json"
+expect_error "microbench measuring no figure" "no benchmark in it measures" "$BASE" "$tmp/m_none.json" --no-env
+
+[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all checks passed"
