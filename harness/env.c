@@ -159,8 +159,11 @@ static void add_git(cJSON *o) {
     }
     if (have_tree && !getenv("MT_ENV_NO_GIT") && shell_safe(wt)) {
         // --no-optional-locks: never take index.lock (others may be committing in this tree).
-        char cmd[1300], out[256];
-        snprintf(cmd, sizeof cmd, "git -C '%s' --no-optional-locks status --porcelain --untracked-files=no 2>/dev/null",
+        // results/ and plots/ are what a run writes, not the code it ran: they do not count.
+        char cmd[1400], out[256];
+        snprintf(cmd, sizeof cmd,
+                 "git -C '%s' --no-optional-locks status --porcelain --untracked-files=no -- . "
+                 "':(exclude)results' ':(exclude)plots' 2>/dev/null",
                  wt);
         int rc = run_capture(cmd, out, sizeof out);
         if (rc == 0) {
