@@ -73,12 +73,6 @@ int mt_cmd_eval(mt_options *o) {
 fail:
     fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
 done:
-    free(inputs);
-    free(targets);
-    mt_sink_close(&sink);
-    if (eng) mt_engine_destroy(eng);
-    mt_model_free(&model);
-    if (be) mt_backend_destroy(be);
-    mt_data_free(&data);
+    mt_run_release(&(mt_run_parts){be, &model, eng, &data, &sink, inputs, targets});
     return rc;
 }

@@ -241,13 +241,7 @@ fail:
     fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
     rc = (s == MT_ERR_INTERRUPTED) ? 130 : 1;
 done:
-    free(inputs);
-    free(targets);
-    mt_sink_close(&sink);
-    if (eng) mt_engine_destroy(eng);
-    mt_model_free(&model);
-    if (be) mt_backend_destroy(be);
-    mt_data_free(&data);
+    mt_run_release(&(mt_run_parts){be, &model, eng, &data, &sink, inputs, targets});
     for (int i = 0; i < 3; i++) free(resume_strings[i]);
     return rc;
 }

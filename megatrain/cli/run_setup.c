@@ -2,6 +2,7 @@
 #include "cli/run_setup.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/hardware_profile.h"
@@ -76,4 +77,14 @@ void mt_sink_line(mt_sink *s, const char *json) {
 void mt_sink_close(mt_sink *s) {
     if (s->log) fclose(s->log);
     s->log = NULL;
+}
+
+void mt_run_release(const mt_run_parts *p) {
+    free(p->inputs);
+    free(p->targets);
+    if (p->sink) mt_sink_close(p->sink);
+    if (p->eng) mt_engine_destroy(p->eng);
+    if (p->model) mt_model_free(p->model);
+    if (p->be) mt_backend_destroy(p->be);
+    if (p->data) mt_data_free(p->data);
 }

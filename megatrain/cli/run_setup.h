@@ -8,6 +8,8 @@
 
 #include "backend/backend.h"
 #include "cli/options.h"
+#include "data/dataloader.h"
+#include "engine/engine.h"
 #include "engine/host_state.h"
 
 // The embedded default model: a tiny byte-level Llama.
@@ -25,5 +27,17 @@ typedef struct {
 mt_status mt_sink_open(mt_sink *s, const char *log_path, int append);
 void mt_sink_line(mt_sink *s, const char *json);
 void mt_sink_close(mt_sink *s);
+
+// Everything a train or eval run holds, released in reverse order of creation
+// (NULL / zeroed members are skipped).
+typedef struct {
+    mt_backend *be;
+    mt_model *model;
+    mt_engine *eng;
+    mt_data *data;
+    mt_sink *sink;
+    void *inputs, *targets;
+} mt_run_parts;
+void mt_run_release(const mt_run_parts *p);
 
 #endif
