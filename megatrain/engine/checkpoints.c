@@ -23,7 +23,7 @@ mt_status mt_ckpt_after_write(mt_engine *e, int j) {
     size_t bytes = (size_t)e->d.N * e->d.C * e->act_size;
     MT_TRY(o->event_record(e->be, e->ev_ck_ready, MT_STREAM_COMPUTE));
     MT_TRY(o->stream_wait(e->be, e->d2h, e->ev_ck_ready));
-    MT_TRY(mt_trace_begin(e->trace, e->d2h, "checkpoint out", j, &span));
+    MT_TRY(mt_trace_begin_lane(e->trace, e->d2h, MT_LANE_D2H, "checkpoint out", j, &span));
     MT_TRY(o->copy(e->be, e->ck_host[j], e->ck_dev[k], bytes, MT_COPY_D2H, e->d2h));
     MT_TRY(mt_trace_end(e->trace, span));
     e->d2h_bytes += (double)bytes;
@@ -39,7 +39,7 @@ mt_status mt_ckpt_prefetch(mt_engine *e, int j) {
     size_t bytes = (size_t)e->d.N * e->d.C * e->act_size;
     MT_TRY(o->stream_wait(e->be, e->h2d, e->ev_ck_free[k])); // the slot's last reader is done
     MT_TRY(o->stream_wait(e->be, e->h2d, e->ev_ck_out[k]));  // and its forward copy-out
-    MT_TRY(mt_trace_begin(e->trace, e->h2d, "checkpoint in", j, &span));
+    MT_TRY(mt_trace_begin_lane(e->trace, e->h2d, MT_LANE_H2D, "checkpoint in", j, &span));
     MT_TRY(o->copy(e->be, e->ck_dev[k], e->ck_host[j], bytes, MT_COPY_H2D, e->h2d));
     MT_TRY(mt_trace_end(e->trace, span));
     e->h2d_bytes += (double)bytes;

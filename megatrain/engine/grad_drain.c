@@ -153,7 +153,7 @@ mt_status mt_drain_offload(mt_drain *d, const mt_offload *of) {
     const mt_backend_ops *o = d->be->ops;
     MT_TRY(o->stream_wait(d->be, of->stream, of->ready));
     int span = -1;
-    if (d->trace) MT_TRY(mt_trace_begin(d->trace, of->stream, "grads out", of->u->layer, &span));
+    if (d->trace) MT_TRY(mt_trace_begin_lane(d->trace, of->stream, MT_LANE_D2H, "grads out", of->u->layer, &span));
     MT_TRY(o->copy(d->be, d->slabs[k], of->dev_grad, bytes, MT_COPY_D2H, of->stream));
     if (d->trace) MT_TRY(mt_trace_end(d->trace, span));
     if (d->bytes_out) *d->bytes_out += (double)bytes;

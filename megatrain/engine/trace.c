@@ -14,7 +14,7 @@
 
 typedef struct {
     char name[24];
-    int layer, lane, step, device;
+    int layer, lane, stream, step, device;
     int ev0, ev1;   // pool indices (device spans)
     double t0, t1;  // ms on the engine clock, once resolved
 } span;
@@ -109,12 +109,16 @@ mt_status mt_trace_step_begin(mt_trace *t, int step) {
 }
 
 mt_status mt_trace_begin(mt_trace *t, mt_stream_id s, const char *name, int layer, int *id) {
+    return mt_trace_begin_lane(t, s, (mt_lane)s, name, layer, id);
+}
+
+mt_status mt_trace_begin_lane(mt_trace *t, mt_stream_id s, mt_lane lane, const char *name, int layer, int *id) {
     int e0 = 0, e1 = 0;
     MT_TRY(pooled_event(t, &e0));
     MT_TRY(pooled_event(t, &e1));
     pthread_mutex_lock(&t->mu);
-    int i = push(t, name, layer, (int)s);
-    if (i >= 0) t->spans[i].device = 1, t->spans[i].ev0 = e0, t->spans[i].ev1 = e1;
+    int i = push(t, name, layer, (int)lane);
+    if (i >= 0) t->spans[i].device = 1, t->spans[i].stream = (int)s, t->spans[i].ev0 = e0, t->spans[i].ev1 = e1;
     pthread_mutex_unlock(&t->mu);
     if (i < 0) return mt_fail(MT_ERR_MEMORY, "host memory: trace spans");
     *id = i;
@@ -124,7 +128,7 @@ mt_status mt_trace_begin(mt_trace *t, mt_stream_id s, const char *name, int laye
 mt_status mt_trace_end(mt_trace *t, int id) {
     pthread_mutex_lock(&t->mu);
     mt_event *ev = t->pool[t->spans[id].ev1];
-    mt_stream_id s = (mt_stream_id)t->spans[id].lane;
+    mt_stream_id s = (mt_stream_id)t->spans[id].stream;
     pthread_mutex_unlock(&t->mu);
     return t->be->ops->event_record(t->be, ev, s);
 }

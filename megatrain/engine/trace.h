@@ -25,7 +25,11 @@ double mt_trace_host_now(const mt_trace *t);
 
 mt_status mt_trace_step_begin(mt_trace *t, int step);
 // Device span on stream s: begin records an event now, end records another.
+// The span counts in the lane of stream s ...
 mt_status mt_trace_begin(mt_trace *t, mt_stream_id s, const char *name, int layer, int *span);
+// ... or in `lane` (a copy issued on the compute stream, as the naive schedule
+// does, is still link time, not compute time).
+mt_status mt_trace_begin_lane(mt_trace *t, mt_stream_id s, mt_lane lane, const char *name, int layer, int *span);
 mt_status mt_trace_end(mt_trace *t, int span);
 // Host span (any thread) between two mt_trace_host_now() readings.
 void mt_trace_host(mt_trace *t, mt_lane lane, const char *name, int layer, double t0_ms, double t1_ms);

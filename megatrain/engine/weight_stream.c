@@ -24,7 +24,7 @@ static mt_status issue_piece(mt_engine *e, mt_step_stats *st) {
     if (e->issued_piece == 0) {
         st->opt_wait_ms += mt_opt_worker_wait_unit(e->opt, MT_UNIT_OF_LAYER(p->layer));
         MT_TRY(o->stream_wait(e->be, e->h2d, e->ev_free[p->buf]));
-        MT_TRY(mt_trace_begin(e->trace, e->h2d, "weights in", p->layer, &e->load_span));
+        MT_TRY(mt_trace_begin_lane(e->trace, e->h2d, MT_LANE_H2D, "weights in", p->layer, &e->load_span));
     }
     piece_range(e, e->issued_piece, &off, &n);
     MT_TRY(o->copy(e->be, (char *)e->wbuf[p->buf] + off * ws, (char *)u->param + off * ws, n * ws, MT_COPY_H2D, e->h2d));
@@ -93,7 +93,7 @@ mt_status mt_weights_load_resident(mt_engine *e, mt_unit *u, void *dst, mt_event
     st->opt_wait_ms += mt_opt_worker_wait_unit(e->opt, unit_index);
     size_t bytes = u->lay->numel * mt_dtype_size(e->m->wdt);
     int span;
-    MT_TRY(mt_trace_begin(e->trace, e->h2d, unit_index == 0 ? "embedding in" : "head in", -1, &span));
+    MT_TRY(mt_trace_begin_lane(e->trace, e->h2d, MT_LANE_H2D, unit_index == 0 ? "embedding in" : "head in", -1, &span));
     MT_TRY(o->copy(e->be, dst, u->param, bytes, MT_COPY_H2D, e->h2d));
     MT_TRY(mt_trace_end(e->trace, span));
     e->h2d_bytes += (double)bytes;
