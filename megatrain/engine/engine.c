@@ -124,7 +124,7 @@ static mt_memory_plan memory_plan(const mt_config *c, mt_precision p, const mt_e
     m.state_bytes = mt_model_host_bytes(c, p);
     m.staging_bytes = (size_t)o->grad_slabs * slab * ls + 3 * (size_t)o->grad_accum * d.N * 4;
     m.host_bytes = m.state_bytes + m.staging_bytes + m.checkpoint_host_bytes;
-    m.pinned_bytes = m.host_bytes; // every host block and slab is pinned
+    m.pinned_bytes = mt_model_pinned_bytes(c, p) + m.staging_bytes + m.checkpoint_host_bytes; // moments are pageable
     return m;
 }
 

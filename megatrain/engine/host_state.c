@@ -27,17 +27,24 @@ mt_dtype mt_precision_wdt(mt_precision p) { return p == MT_PREC_FP32 ? MT_F32 : 
 
 size_t mt_precision_bytes_per_param(mt_precision p) { return p == MT_PREC_PAPER ? 12 : 16; }
 
-size_t mt_unit_block_bytes(const mt_unit_layout *lay, mt_precision p) {
-    size_t n = lay->numel, w = mt_dtype_size(mt_precision_wdt(p));
-    size_t bytes = 2 * page_up(n * w) + 2 * page_up(n * 4);
-    if (p == MT_PREC_MIXED) bytes += page_up(n * 4);
-    return bytes;
+size_t mt_unit_link_bytes(const mt_unit_layout *lay, mt_precision p) {
+    return 2 * page_up(lay->numel * mt_dtype_size(mt_precision_wdt(p)));
 }
 
-size_t mt_model_host_bytes(const mt_config *c, mt_precision p) {
+size_t mt_unit_state_bytes(const mt_unit_layout *lay, mt_precision p) {
+    return (p == MT_PREC_MIXED ? 3 : 2) * page_up(lay->numel * 4);
+}
+
+static size_t model_bytes(const mt_config *c, mt_precision p, size_t (*unit)(const mt_unit_layout *, mt_precision)) {
     mt_unit_layout e, l, h;
     mt_layout_build(c, &e, &l, &h);
-    return mt_unit_block_bytes(&e, p) + (size_t)c->num_layers * mt_unit_block_bytes(&l, p) + mt_unit_block_bytes(&h, p);
+    return unit(&e, p) + (size_t)c->num_layers * unit(&l, p) + unit(&h, p);
+}
+
+size_t mt_model_pinned_bytes(const mt_config *c, mt_precision p) { return model_bytes(c, p, mt_unit_link_bytes); }
+
+size_t mt_model_host_bytes(const mt_config *c, mt_precision p) {
+    return mt_model_pinned_bytes(c, p) + model_bytes(c, p, mt_unit_state_bytes);
 }
 
 mt_status mt_host_budget_check(size_t need, size_t avail, int pinned, const char *what) {
@@ -80,8 +87,11 @@ mt_status mt_model_alloc_ex(mt_model *m, const mt_config *c, mt_precision p, mt_
              mt_config_params_total(c), mt_precision_bytes_per_param(p), mt_precision_name(p));
     mt_device_info info;
     MT_TRY(be->ops->device_info(be, &info));
+    MT_TRY(mt_host_budget_check(mt_model_host_bytes(c, p), info.host_mem_avail_bytes, 0, what));
     int locked = m->pinned && strcmp(be->ops->name, "cpu") != 0 && !mt_backend_is_virtual(be);
-    MT_TRY(mt_host_budget_check(mt_model_host_bytes(c, p), info.host_mem_avail_bytes, locked, what));
+    if (locked)
+        MT_TRY(mt_host_budget_check(mt_model_pinned_bytes(c, p), info.host_mem_avail_bytes, 1,
+                                    "the pinned parameters and gradients"));
 
     m->n_units = c->num_layers + 2;
     m->units = calloc((size_t)m->n_units, sizeof *m->units);
@@ -91,19 +101,28 @@ mt_status mt_model_alloc_ex(mt_model *m, const mt_config *c, mt_precision p, mt_
         mt_unit *u = &m->units[i];
         u->lay = i == 0 ? &m->lay_embed : i == m->n_units - 1 ? &m->lay_head : &m->lay_layer;
         u->layer = (i == 0 || i == m->n_units - 1) ? -1 : i - 1;
-        u->block_bytes = mt_unit_block_bytes(u->lay, p);
-        mt_status s = m->pinned ? be->ops->host_alloc(be, u->block_bytes, &u->block) : pageable_alloc(u->block_bytes, &u->block);
+        u->link_bytes = mt_unit_link_bytes(u->lay, p);
+        u->state_bytes = mt_unit_state_bytes(u->lay, p);
+        // sim: its host_alloc reserves address space without touching it, for both blocks
+        mt_status s = m->pinned ? be->ops->host_alloc(be, u->link_bytes, &u->link_block)
+                                : pageable_alloc(u->link_bytes, &u->link_block);
+        if (s == MT_OK)
+            s = mt_backend_is_virtual(be) ? be->ops->host_alloc(be, u->state_bytes, &u->state_block)
+                                          : pageable_alloc(u->state_bytes, &u->state_block);
         if (s != MT_OK) {
             mt_model_free(m);
             return s;
         }
-        if (!mt_backend_is_virtual(be)) memset(u->block, 0, u->block_bytes); // sim: untouched, unbacked
+        if (!mt_backend_is_virtual(be)) {
+            memset(u->link_block, 0, u->link_bytes);
+            memset(u->state_block, 0, u->state_bytes);
+        }
         size_t n = u->lay->numel;
-        char *b = u->block;
+        char *b = u->link_block;
         u->param = b;
         b += page_up(n * ws);
         u->grad = b;
-        b += page_up(n * ws);
+        b = u->state_block;
         u->m = (float *)b;
         b += page_up(n * 4);
         u->v = (float *)b;
@@ -115,9 +134,14 @@ mt_status mt_model_alloc_ex(mt_model *m, const mt_config *c, mt_precision p, mt_
 
 void mt_model_free(mt_model *m) {
     if (m->units) {
-        for (int i = 0; i < m->n_units; i++)
-            if (m->units[i].block && m->pinned) m->be->ops->host_free(m->be, m->units[i].block, m->units[i].block_bytes);
-            else free(m->units[i].block);
+        int virt = mt_backend_is_virtual(m->be);
+        for (int i = 0; i < m->n_units; i++) {
+            mt_unit *u = &m->units[i];
+            if (u->link_block && m->pinned) m->be->ops->host_free(m->be, u->link_block, u->link_bytes);
+            else free(u->link_block);
+            if (u->state_block && virt) m->be->ops->host_free(m->be, u->state_block, u->state_bytes);
+            else free(u->state_block);
+        }
         free(m->units);
     }
     m->units = NULL;

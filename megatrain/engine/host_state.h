@@ -1,7 +1,9 @@
 // host_state.h: the host-authoritative model state. Each unit (embedding,
-// layer, head) owns one contiguous block of page-aligned host memory (pinned
-// by the backend) with named regions: the parameters as streamed to the device,
-// their gradients, the Adam moments, and the f32 master weights in mixed mode.
+// layer, head) owns two page-aligned host blocks with named regions: a pinned
+// one with what crosses the link (the parameters as streamed, their gradients)
+// and a pageable one with what never does (the Adam moments, the f32 master in
+// mixed mode). Pinning only the link's bytes keeps page-locked memory at 4 of
+// the 12 bytes per parameter (paper) and every pin bounded by one unit's weights.
 //
 //   precision  param   grad   m,v     master   bytes/param
 //   paper      bf16    bf16   f32x2   -        12
@@ -25,8 +27,9 @@ size_t mt_precision_bytes_per_param(mt_precision p);
 typedef struct {
     const mt_unit_layout *lay;
     int layer;        // transformer layer index, -1 for embedding/head
-    void *block;
-    size_t block_bytes;
+    void *link_block;  // pinned: param, grad
+    void *state_block; // pageable: m, v, master
+    size_t link_bytes, state_bytes;
     void *param;      // wdt, lay->numel elements: what crosses the link
     void *grad;       // wdt, accumulated over micro-batches
     float *m, *v;     // Adam moments
@@ -41,17 +44,19 @@ typedef struct {
     int n_units;      // L + 2: [embed, layer 0 .. L-1, head]
     mt_unit *units;
     mt_backend *be;   // owner of the (pinned) blocks
-    int pinned;       // blocks from be->ops->host_alloc (1) or plain page-aligned memory (0)
+    int pinned;       // link blocks from be->ops->host_alloc (1) or plain page-aligned memory (0)
 } mt_model;
 
 static inline mt_unit *mt_model_embed(mt_model *m) { return &m->units[0]; }
 static inline mt_unit *mt_model_layer(mt_model *m, int i) { return &m->units[1 + i]; }
 static inline mt_unit *mt_model_head(mt_model *m) { return &m->units[m->n_units - 1]; }
 
-// Bytes of one unit's block (regions page-aligned).
-size_t mt_unit_block_bytes(const mt_unit_layout *lay, mt_precision p);
-// Host bytes of the whole model state in precision p.
+// Bytes of one unit's pinned (link) and pageable (state) blocks, regions page-aligned.
+size_t mt_unit_link_bytes(const mt_unit_layout *lay, mt_precision p);
+size_t mt_unit_state_bytes(const mt_unit_layout *lay, mt_precision p);
+// Host bytes of the whole model state in precision p, and the pinned part of it.
 size_t mt_model_host_bytes(const mt_config *c, mt_precision p);
+size_t mt_model_pinned_bytes(const mt_config *c, mt_precision p);
 // Refuses with the numbers when `need_bytes` exceeds `avail_bytes` (0 = unknown)
 // or, when `pinned`, the locked-memory limit (ulimit -l).
 mt_status mt_host_budget_check(size_t need_bytes, size_t avail_bytes, int pinned, const char *what);
