@@ -14,7 +14,7 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMT_HWLOC=OFF > /dev/null
 cmake --build "$BUILD" -j "$(nproc)"
 rm -rf "$B"
 mkdir -p "$B/bin" "$B/lib"
-for exe in megatrain mt-env mt-topology mt-microbench test_cuda_ops; do cp "$BUILD/bin/$exe" "$B/bin/"; done
+for exe in megatrain mt-env mt-topology mt-microbench test_cuda_ops test_torch_parity; do cp "$BUILD/bin/$exe" "$B/bin/"; done
 make -C megatrain/backends/cuda/lab BIN="$PWD/$B/bin" > /dev/null
 strip --strip-unneeded "$B"/bin/* 2> /dev/null || true
 # Shared libraries outside glibc/libstdc++ and CUDA (which the GPU machine has).

@@ -46,6 +46,18 @@ else
   fail=1
 fi
 
+step "whole model on CUDA vs PyTorch/HF (tiny Llama/Qwen2/Qwen3, fp32 and paper, G=1,2)"
+MT_PARITY_BACKEND=cuda "$BIN/test_torch_parity" > "$LOGS/parity_cuda.log" 2>&1 || fail=1
+tail -2 "$LOGS/parity_cuda.log" | tee -a "$LOGS/summary.txt"
+
+step "throughput smoke: Qwen2.5-7B width, 4 layers, batch 16 x 1024, paper, each schedule"
+python3 -c "import json; c=json.load(open('experiments/models/qwen2.5-7b.json')); c['num_hidden_layers']=4; json.dump(c, open('/tmp/q7b4.json','w'))"
+for sched in megatrain zero3 naive; do
+  "$BIN/megatrain" train --config /tmp/q7b4.json --data synthetic --backend cuda --precision paper --batch 16 \
+    --seq-len 1024 --steps 8 --schedule $sched > "$LOGS/smoke_$sched.jsonl" 2> "$LOGS/smoke_$sched.err" || fail=1
+  tail -1 "$LOGS/smoke_$sched.jsonl" | cut -c1-400 | tee -a "$LOGS/summary.txt"
+done
+
 step "kernel labs (each version vs a CPU reference, timed)"
 for lab in attention rmsnorm; do
   "$BIN/$lab" > "$LOGS/lab_$lab.txt" 2>&1 || fail=1

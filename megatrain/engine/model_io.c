@@ -70,20 +70,30 @@ static unsigned long long splitmix(unsigned long long *s) {
 }
 static double uniform01(unsigned long long *s) { return ((splitmix(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
 
+// Each 64K-element chunk of each tensor draws from its own stream, seeded by
+// (seed, unit, tensor, chunk): threaded, and the same values for any thread count.
+#define INIT_CHUNK 65536
+
 void mt_model_init_random(mt_model *m, unsigned long long seed) {
-    unsigned long long rng = seed;
     for (int ui = 0; ui < m->n_units; ui++) {
         mt_unit *u = &m->units[ui];
         for (int t = 0; t < MT_T_COUNT; t++) {
             const mt_view *v = &u->lay->t[t];
             if (!v->present) continue;
             int is_bias = t == MT_T_QB || t == MT_T_KB || t == MT_T_VB;
-            for (size_t i = 0; i < v->numel; i++) {
-                float x;
-                if (v->ndim == 1) x = is_bias ? 0.0f : 1.0f;
-                else x = (float)(0.02 * sqrt(-2 * log(uniform01(&rng))) * cos(2 * M_PI * uniform01(&rng)));
-                if (u->master) u->master[v->offset + i] = x;
-                mt_store_f32(u->param, m->wdt, v->offset + i, x);
+            long long chunks = (long long)((v->numel + INIT_CHUNK - 1) / INIT_CHUNK);
+#pragma omp parallel for schedule(static)
+            for (long long c = 0; c < chunks; c++) {
+                unsigned long long rng = seed ^ ((unsigned long long)ui << 48) ^ ((unsigned long long)t << 40) ^
+                                         (unsigned long long)c * 0xD1B54A32D192ED03ull;
+                size_t end = (size_t)(c + 1) * INIT_CHUNK < v->numel ? (size_t)(c + 1) * INIT_CHUNK : v->numel;
+                for (size_t i = (size_t)c * INIT_CHUNK; i < end; i++) {
+                    float x;
+                    if (v->ndim == 1) x = is_bias ? 0.0f : 1.0f;
+                    else x = (float)(0.02 * sqrt(-2 * log(uniform01(&rng))) * cos(2 * M_PI * uniform01(&rng)));
+                    if (u->master) u->master[v->offset + i] = x;
+                    mt_store_f32(u->param, m->wdt, v->offset + i, x);
+                }
             }
         }
     }

@@ -278,9 +278,11 @@ static void check_model(const char *bin, const char *model, int G) {
     int failures_before = mt_test_failures;
     const char *common = "'%s/megatrain' train --model %s --data " FIXTURES "/tokens.bin --batch %d --seq-len %d "
                          "--steps %d --grad-accum %d --lr %.17g --weight-decay %.17g --beta1 %.17g --beta2 %.17g "
-                         "--eps %.17g --grad-clip %.17g --backend cpu --schedule megatrain";
+                         "--eps %.17g --grad-clip %.17g --backend %s --schedule megatrain";
+    // MT_PARITY_BACKEND=cuda runs the same checks on the GPU (ci/gpu_suite.sh); CI uses the CPU.
+    const char *backend = getenv("MT_PARITY_BACKEND") ? getenv("MT_PARITY_BACKEND") : "cpu";
     int n = snprintf(cmd, sizeof cmd, common, bin, dir, exp.batch, exp.seq_len, exp.nsteps, G, exp.lr,
-                     exp.weight_decay, exp.beta1, exp.beta2, exp.eps, exp.grad_clip);
+                     exp.weight_decay, exp.beta1, exp.beta2, exp.eps, exp.grad_clip, backend);
     n += snprintf(cmd + n, sizeof cmd - n, " --precision fp32 --save %s/out", tmp);
     if (G == 1) n += snprintf(cmd + n, sizeof cmd - n, " --dump-grads %s/grads.safetensors", tmp);
     snprintf(cmd + n, sizeof cmd - n, " 2>%s/stderr.txt", tmp);
@@ -309,7 +311,7 @@ static void check_model(const char *bin, const char *model, int G) {
     if (G == 1) { // bf16 storage and compute: the fp32 torch losses within 3%
         snprintf(label, sizeof label, "%s paper G=1", model);
         n = snprintf(cmd, sizeof cmd, common, bin, dir, exp.batch, exp.seq_len, exp.nsteps, G, exp.lr,
-                     exp.weight_decay, exp.beta1, exp.beta2, exp.eps, exp.grad_clip);
+                     exp.weight_decay, exp.beta1, exp.beta2, exp.eps, exp.grad_clip, backend);
         snprintf(cmd + n, sizeof cmd - n, " --precision paper 2>%s/stderr.txt", tmp);
         if (run_cli(label, cmd, path, &got)) compare_steps(label, &got, &exp, 0, PAPER_LOSS_RTOL);
     }
