@@ -19,7 +19,14 @@ if [ ! -f .device/bundle.tar.xz ]; then
 fi
 BUNDLE=/tmp/mt_bundle
 rm -rf "$BUNDLE" && mkdir -p "$BUNDLE" && tar -C "$BUNDLE" --strip-components=1 -xJf .device/bundle.tar.xz
-export LD_LIBRARY_PATH="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# CUDA's own libraries come from the machine's toolkit (or PyTorch's nvidia wheels).
+cuda_libs=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | tr '\n' ':')
+export LD_LIBRARY_PATH="$BUNDLE/lib:${cuda_libs}${LD_LIBRARY_PATH:-}"
+if ldd "$BUNDLE/bin/megatrain" | grep -q "not found"; then
+  wheel_libs=$(python3 -c "import glob,os,nvidia; print(':'.join(sorted({os.path.dirname(p) for p in glob.glob(os.path.join(os.path.dirname(nvidia.__path__[0]), 'nvidia', '*', 'lib', '*.so*'))})))" 2>/dev/null)
+  export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$wheel_libs"
+fi
+ldd "$BUNDLE/bin/megatrain" | grep "not found" | tee -a "$LOGS/summary.txt"
 export MT_BIN="$BUNDLE/bin" MT_GIT_SHA=$(cat "$BUNDLE/GIT_SHA") MT_GIT_DIRTY=$(cat "$BUNDLE/GIT_DIRTY")
 BIN=$BUNDLE/bin
 
