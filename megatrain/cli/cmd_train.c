@@ -230,6 +230,11 @@ int mt_cmd_train(mt_options *o, int is_default) {
     }
     if ((s = mt_engine_finish(eng))) goto fail;
     if (o->trace && (s = mt_engine_write_trace(eng, o->trace))) goto fail;
+    if (o->trace && be->ops->trace_write) { // sim: every kernel and copy too, beside the engine's layer view
+        char ops_path[1100];
+        snprintf(ops_path, sizeof ops_path, "%s.ops.json", o->trace);
+        if ((s = be->ops->trace_write(be, ops_path))) goto fail;
+    }
     mt_progress_end(&prog);
     if (is_default)
         fprintf(stderr, "megatrain: loss %.4f -> %.4f over %d steps on the embedded corpus\n", first_loss, last_loss,
