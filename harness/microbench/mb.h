@@ -53,6 +53,7 @@ void mt_mb_register_host(void);   // host_mem.c: memcpy, triad
 void mt_mb_register_adamw(void);  // adamw.c
 void mt_mb_register_gemm(void);   // gemm.c
 void mt_mb_register_copy(void);   // copy.c
+void mt_mb_register_layer(void);  // layer.c
 void mt_mb_backends_release(void);
 
 // Shared by the backend benchmarks (backends.c): a backend created once per

@@ -84,6 +84,7 @@ int main(int argc, char **argv) {
     mt_mb_register_adamw();
     mt_mb_register_gemm();
     mt_mb_register_copy();
+    mt_mb_register_layer();
 
     char *env = listing ? nullptr : mt_env_json_string(NULL);
     benchmark::AddCustomContext("mt_schema", "megatrain.microbench/1");
