@@ -168,7 +168,9 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     }
     if (cursor != e->n_plan) return mt_fail(MT_ERR_BACKEND, "internal: weight plan has %d entries, used %d", e->n_plan, cursor);
     MT_TRY(mt_drain_wait_all(e->drain));
-    MT_TRY(e->be->ops->stream_sync(e->be, MT_STREAM_COMPUTE));
+    // Every stream, not just compute: the trace reads all the step's events, and a
+    // checkpoint's copy-out on the D2H stream has no later reader to wait for it.
+    for (int s = 0; s < MT_NUM_STREAMS; s++) MT_TRY(e->be->ops->stream_sync(e->be, (mt_stream_id)s));
     st->drain_wait_ms = mt_drain_take_wait_ms(e->drain);
     mt_phase_times ph;
     MT_TRY(mt_trace_step_end(e->trace, &ph));
@@ -222,8 +224,7 @@ mt_status mt_engine_eval(mt_engine *e, const int32_t *inputs, const int32_t *tar
     MT_TRY(forward(e, 0, &cursor, &st));
     MT_TRY(mt_head_forward_backward(e, 0, 0, 1.0f));
     MT_TRY(e->be->ops->copy(e->be, e->h_losses, e->losses, (size_t)N * 4, MT_COPY_D2H, MT_STREAM_COMPUTE));
-    MT_TRY(e->be->ops->stream_sync(e->be, MT_STREAM_COMPUTE));
-    MT_TRY(e->be->ops->stream_sync(e->be, MT_STREAM_H2D));
+    for (int s = 0; s < MT_NUM_STREAMS; s++) MT_TRY(e->be->ops->stream_sync(e->be, (mt_stream_id)s));
     mt_phase_times ph;
     MT_TRY(mt_trace_step_end(e->trace, &ph));
     double s = 0;
