@@ -117,7 +117,9 @@ static mt_memory_plan memory_plan(const mt_config *c, mt_precision p, const mt_e
     m.offload_checkpoints = offload && n_ckpt > MT_CKPT_SLOTS;
     m.checkpoint_bytes = (size_t)(m.offload_checkpoints ? MT_CKPT_SLOTS : n_ckpt) * x;
     m.checkpoint_host_bytes = m.offload_checkpoints ? (size_t)n_ckpt * x : 0;
-    m.activation_bytes = (size_t)((K - 1) + 2 + 4) * x + (size_t)n_acts * mt_layer_acts_bytes(&d, act) +
+    // x buffers: K-1 block inputs and 2 non-checkpoint outputs (K > 1 only), plus the last
+    // layer's output and the flowing gradient (the head borrows the layer scratch).
+    m.activation_bytes = (size_t)((K - 1) + (K > 1 ? 2 : 0) + 2) * x + (size_t)n_acts * mt_layer_acts_bytes(&d, act) +
                          mt_layer_scratch_bytes(&d, act) + al((size_t)loss_chunk_rows(c, d.N, as) * c->vocab_size * as) +
                          4 * al((size_t)d.N * 4) + 2 * al((size_t)d.T * d.HD / 2 * 4);
     m.device_bytes = m.weights_bytes + m.grads_bytes + m.checkpoint_bytes + m.activation_bytes;
@@ -262,11 +264,11 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
         for (int i = 0; i < e->n_ckpt; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->ckpt[i]));
     }
     for (int i = 1; i < e->o.ckpt_interval; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->blk_in[i]));
-    for (int i = 0; i < 2; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->x_tmp[i]));
+    if (e->o.ckpt_interval > 1) // outputs that are not checkpoints exist only with K > 1
+        for (int i = 0; i < 2; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->x_tmp[i]));
     MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->x_final));
     MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->dx));
-    MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->xn));
-    MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->dxn));
+
     for (int i = 0; i < e->n_acts; i++) {
         void *mem;
         MT_TRY(mt_engine_dev_alloc(e, mt_layer_acts_bytes(&e->d, e->act), &mem));
@@ -275,6 +277,10 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     void *smem;
     MT_TRY(mt_engine_dev_alloc(e, mt_layer_scratch_bytes(&e->d, e->act), &smem));
     mt_layer_scratch_carve(&e->d, e->act, smem, &e->scratch);
+    // The loss head runs while no layer does: its normed input and that input's
+    // gradient borrow the layers' (N, C) scratch.
+    e->xn = e->scratch.dtmp;
+    e->dxn = e->scratch.dln;
     MT_TRY(mt_engine_dev_alloc(e, (size_t)e->chunk_rows * c->vocab_size * e->act_size, &e->logits));
     MT_TRY(mt_engine_dev_alloc(e, (size_t)e->d.N * 4, (void **)&e->rstd_final));
     MT_TRY(mt_engine_dev_alloc(e, (size_t)e->d.N * 4, (void **)&e->losses));
