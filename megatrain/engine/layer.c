@@ -36,7 +36,10 @@ typedef struct {
 
 static acts_sizes sizes_of(const mt_dims *d) {
     size_t N = (size_t)d->N, qkv = N * (size_t)d->QKV * d->HD;
-    acts_sizes s = {{N * d->C, qkv, d->qk_norm ? qkv : 0, qkv, N * (size_t)d->NH * d->HD, N * d->C, N * d->C},
+    // qkv_pre and qkv_n are kept only for the q/k-norm backward; without q/k norm the
+    // projection writes straight into qkv and RoPE rotates it in place.
+    acts_sizes s = {{N * d->C, d->qk_norm ? qkv : 0, d->qk_norm ? qkv : 0, qkv, N * (size_t)d->NH * d->HD, N * d->C,
+                     N * d->C},
                     {N, d->qk_norm ? N * (size_t)(d->NH + d->NKV) : 0, (size_t)d->B * d->NH * d->T, N}};
     return s;
 }
@@ -95,12 +98,14 @@ mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_view
     const mt_backend_ops *o = be->ops;
     const int N = d->N, C = d->C, QD = d->QKV * d->HD;
     MT_TRY(o->rmsnorm_fwd(be, a->ln1, a->rstd1, x_in, w->ln1, d->wdt, N, C, d->eps));
-    MT_TRY(o->matmul_fwd(be, a->qkv_pre, a->ln1, w->qkv_w, w->qkv_b, d->wdt, N, C, QD));
-    const void *pre_rope = a->qkv_pre;
+    const void *pre_rope = a->qkv; // no q/k norm: project into qkv, rotate in place
     if (d->qk_norm) {
+        MT_TRY(o->matmul_fwd(be, a->qkv_pre, a->ln1, w->qkv_w, w->qkv_b, d->wdt, N, C, QD));
         MT_TRY(o->qk_norm_fwd(be, a->qkv_n, a->rstd_qk, a->qkv_pre, w->q_norm, w->k_norm, d->wdt, N, d->NH, d->NKV,
                               d->HD, d->eps));
         pre_rope = a->qkv_n;
+    } else {
+        MT_TRY(o->matmul_fwd(be, a->qkv, a->ln1, w->qkv_w, w->qkv_b, d->wdt, N, C, QD));
     }
     MT_TRY(o->rope_fwd(be, a->qkv, pre_rope, d->rope_cos, d->rope_sin, d->B, d->T, d->NH, d->NKV, d->HD));
     MT_TRY(o->attention_fwd(be, a->att, a->lse, a->qkv, d->B, d->T, d->NH, d->NKV, d->HD));

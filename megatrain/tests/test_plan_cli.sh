@@ -65,8 +65,8 @@ plan_ok "14b zero3" --config $M/qwen2.5-14b.json "${std[@]}" --hardware gh200-48
 z3_ms=$(jq .step_ms "$TMP/plan.json")
 want "14b zero3 fits gh200" '.fits == true'
 check "megatrain ($mt_ms ms) faster than zero3 ($z3_ms ms)" awk -v a="$mt_ms" -v b="$z3_ms" 'BEGIN { exit !(a < b) }'
-plan_ok "14b resident" --config $M/qwen2.5-14b.json "${std[@]}" --hardware gh200-480g --schedule resident
-want "14b resident does not fit the GPU" '.fits == false and any(.short[]; .resource == "gpu")'
+plan_ok "32b resident" --config $M/qwen2.5-32b.json "${std[@]}" --hardware gh200-480g --schedule resident
+want "32b resident (65 GB of bf16 weights alone) does not fit the GPU" '.fits == false and any(.short[]; .resource == "gpu")'
 
 # --- a huge context never errors: it is a result
 plan_ok "7b 512k x 64 context" --config $M/qwen2.5-7b.json --batch 64 --seq-len 524288 --precision paper --hardware gh200-480g
