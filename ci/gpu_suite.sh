@@ -66,7 +66,7 @@ for sched in megatrain zero3 naive; do
 done
 
 step "kernel labs (each version vs a CPU reference, timed)"
-for lab in attention rmsnorm; do
+for lab in attention rmsnorm xent rope swiglu embedding; do
   "$BIN/$lab" > "$LOGS/lab_$lab.txt" 2>&1 || fail=1
   cat "$LOGS/lab_$lab.txt" >> "$LOGS/summary.txt"
 done

@@ -1,7 +1,9 @@
 // rmsnorm.cu: RMSNorm forward lab. v1 = one thread per row (first version);
 // v2 = one warp per row (the backend's kernel shape, cuda_norm.cu). CPU check, then
-// CUDA-event timing and effective bandwidth. usage: ./rmsnorm [R D]
+// CUDA-event timing and effective bandwidth. Then the backward (dinp and dw; see
+// "backward" below), checked and timed the same way. usage: ./rmsnorm [R D]
 #include "lab_common.h"
+#include "lab_device.h"
 
 __global__ void rmsnorm_v1(float *out, float *rstd, const float *inp, const float *w, int R, int D, float eps) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -24,6 +26,243 @@ __global__ void rmsnorm_v2(float *out, float *rstd, const float *inp, const floa
     float rs = rsqrtf(ss / D + eps);
     for (int i = lane; i < D; i += 32) out[(size_t)r * D + i] = x[i] * rs * w[i];
     if (lane == 0) rstd[r] = rs;
+}
+
+// ======================= backward =======================
+// dinp = rstd * (dy*w) - x * rstd^3 * mean(dy*w*x);  dw = sum over rows of dy * x * rstd
+// (overwritten). Versions, checked against a double CPU reference, A = W = f32 and bf16:
+//   v1  dx: one thread per row; dw: one thread per column, rows in order (deterministic)
+//   v2  the backend's (cuda_norm.cu norm_bwd_group): dx one warp per row; dw as row-chunk
+//       partials (block 32x8, fixed order) then a fixed-order sum over the chunks.
+// v2 is also checked to be bitwise repeatable and bitwise the same with dinp == dout.
+// GB/s counts the minimum traffic: dx reads dy, x and writes dx; dw reads dy, x again.
+
+// ---- bwd v1 ----
+template <typename A, typename W>
+__global__ void rmsnorm_bwd_dx_v1(A *dinp, const A *dout, const A *inp, const W *w, const float *rstd, int R, int D) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= R) return;
+    size_t base = (size_t)r * D;
+    float rs = rstd[r], dot = 0.f;
+    for (int i = 0; i < D; i++) dot += mt_ld(dout, base + i) * mt_ld(w, (size_t)i) * mt_ld(inp, base + i);
+    float c = rs * rs * rs * dot / (float)D;
+    for (int i = 0; i < D; i++)
+        mt_st(dinp, base + i, rs * mt_ld(dout, base + i) * mt_ld(w, (size_t)i) - mt_ld(inp, base + i) * c);
+}
+template <typename A, typename W>
+__global__ void rmsnorm_bwd_dw_v1(W *dw, const A *dout, const A *inp, const float *rstd, int R, int D) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= D) return;
+    float s = 0.f;
+    for (int r = 0; r < R; r++) s += mt_ld(dout, (size_t)r * D + c) * mt_ld(inp, (size_t)r * D + c) * rstd[r];
+    mt_st(dw, (size_t)c, s);
+}
+
+// ---- bwd v2: the backend's kernels (cuda_norm.cu: row_map, rm_base, rm_rstd,
+// rmsnorm_bwd_dx_kernel, rmsnorm_dw_partial_kernel, dw_final_kernel, dw_chunks; keep in sync) ----
+typedef struct {
+    int hig, ho, hpt;
+    size_t tok_stride;
+} row_map;
+
+__device__ __forceinline__ size_t rm_base(row_map m, size_t r, int D) {
+    size_t n = r / (size_t)m.hig;
+    int hh = m.ho + (int)(r % (size_t)m.hig);
+    return n * m.tok_stride + (size_t)hh * D;
+}
+__device__ __forceinline__ size_t rm_rstd(row_map m, size_t r) {
+    size_t n = r / (size_t)m.hig;
+    return n * (size_t)m.hpt + (size_t)(m.ho + (int)(r % (size_t)m.hig));
+}
+
+// dx = rstd * (dy*w) - x * rstd^3 * mean(dy*w*x). Reads a row fully before
+// writing it, so dinp may alias dout.
+template <typename A, typename W>
+__global__ void rmsnorm_bwd_dx_kernel(A *dinp, const A *dout, const A *inp, const W *w, const float *rstd, row_map m,
+                                      size_t R, int D) {
+    size_t r = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    if (r >= R) return;
+    size_t base = rm_base(m, r, D);
+    float rs = rstd[rm_rstd(m, r)];
+    float dot = 0.f;
+    for (int i = lane; i < D; i += 32) dot += mt_ld(dout, base + i) * mt_ld(w, (size_t)i) * mt_ld(inp, base + i);
+    dot = mt_warp_sum(dot);
+    float c = rs * rs * rs * dot / (float)D;
+    for (int i = lane; i < D; i += 32) {
+        float dy = mt_ld(dout, base + i), x = mt_ld(inp, base + i);
+        mt_st(dinp, base + i, rs * dy * mt_ld(w, (size_t)i) - x * c);
+    }
+}
+
+// partial[chunk][c] = sum over the chunk's rows of dy*x*rstd; block (32, 8).
+template <typename A>
+__global__ void rmsnorm_dw_partial_kernel(float *partial, const A *dout, const A *inp, const float *rstd, row_map m,
+                                          size_t R, int D, size_t rows_per_chunk) {
+    __shared__ float sh[8][33];
+    int c = blockIdx.x * 32 + threadIdx.x;
+    size_t r0 = (size_t)blockIdx.y * rows_per_chunk;
+    size_t r1 = r0 + rows_per_chunk < R ? r0 + rows_per_chunk : R;
+    float acc = 0.f;
+    if (c < D)
+        for (size_t r = r0 + threadIdx.y; r < r1; r += 8) {
+            size_t i = rm_base(m, r, D) + c;
+            acc += mt_ld(dout, i) * mt_ld(inp, i) * rstd[rm_rstd(m, r)];
+        }
+    sh[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < D) {
+        float s = 0.f;
+        for (int y = 0; y < 8; y++) s += sh[y][threadIdx.x];
+        partial[(size_t)blockIdx.y * D + c] = s;
+    }
+}
+
+template <typename W> __global__ void dw_final_kernel(W *dw, const float *partial, int nchunk, int D) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= D) return;
+    float s = 0.f;
+    for (int i = 0; i < nchunk; i++) s += partial[(size_t)i * D + c];
+    mt_st(dw, (size_t)c, s);
+}
+
+static const int NORM_WARPS = 8;
+
+static int dw_chunks(size_t R) {
+    size_t c = (R + 127) / 128;
+    return c < 1 ? 1 : c > 256 ? 256 : (int)c;
+}
+
+// v2: the launch sequence of norm_bwd_group for plain RMSNorm (dw first, so dinp may
+// alias dout); partial holds dw_chunks(R) * D floats (the backend's scratch).
+template <typename A, typename W>
+static void rmsnorm_bwd_run(int ver, A *dinp, W *dw, const A *dout, const A *inp, const W *w, const float *rstd,
+                            float *partial, int R, int D) {
+    if (ver == 1) {
+        rmsnorm_bwd_dw_v1<A, W><<<(D + 255) / 256, 256>>>(dw, dout, inp, rstd, R, D);
+        rmsnorm_bwd_dx_v1<A, W><<<(R + 127) / 128, 128>>>(dinp, dout, inp, w, rstd, R, D);
+        return;
+    }
+    row_map m = {1, 0, 1, (size_t)D};
+    int nchunk = dw_chunks((size_t)R);
+    size_t rpc = ((size_t)R + nchunk - 1) / nchunk;
+    dim3 grid((unsigned)((D + 31) / 32), (unsigned)nchunk), block(32, 8);
+    rmsnorm_dw_partial_kernel<A><<<grid, block>>>(partial, dout, inp, rstd, m, (size_t)R, D, rpc);
+    dw_final_kernel<W><<<(D + 255) / 256, 256>>>(dw, partial, nchunk, D);
+    size_t blocks = ((size_t)R + NORM_WARPS - 1) / NORM_WARPS;
+    rmsnorm_bwd_dx_kernel<A, W><<<(unsigned)blocks, NORM_WARPS * 32>>>(dinp, dout, inp, w, rstd, m, (size_t)R, D);
+}
+
+// ---- CPU reference (double), from the same f32 rstd the kernels get ----
+static void ref_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd,
+                            int R, int D) {
+    double *acc = (double *)calloc((size_t)D, sizeof(double));
+    for (int r = 0; r < R; r++) {
+        const float *g = dy + (size_t)r * D, *xr = x + (size_t)r * D;
+        double rs = rstd[r], dot = 0;
+        for (int i = 0; i < D; i++) dot += (double)g[i] * w[i] * xr[i];
+        double c = rs * rs * rs * dot / D;
+        for (int i = 0; i < D; i++) {
+            dx[(size_t)r * D + i] = (float)(rs * g[i] * w[i] - xr[i] * c);
+            acc[i] += (double)g[i] * xr[i] * rs;
+        }
+    }
+    for (int i = 0; i < D; i++) dw[i] = (float)acc[i];
+    free(acc);
+}
+
+template <typename A, typename W>
+static void bwd_check_dtype(const char *dn, const float *x, const float *dy, const float *w, const float *rstd,
+                            const float *rdx, const float *rdw, int R, int D, double tol) {
+    size_t n = (size_t)R * D;
+    float *hx = (float *)malloc(n * 4), *hw = (float *)malloc((size_t)D * 4), *hx2 = (float *)malloc(n * 4),
+          *hw2 = (float *)malloc((size_t)D * 4);
+    A *dx = lab_upload<A>(x, n), *ddy = lab_upload<A>(dy, n), *din;
+    W *dwt = lab_upload<W>(w, (size_t)D), *ddw;
+    float *drs = lab_upload<float>(rstd, (size_t)R), *part;
+    LAB_CHECK(cudaMalloc(&din, n * sizeof(A)));
+    LAB_CHECK(cudaMalloc(&ddw, (size_t)D * sizeof(W)));
+    LAB_CHECK(cudaMalloc(&part, (size_t)dw_chunks((size_t)R) * D * 4));
+    char what[96];
+    for (int ver = 1; ver <= 2; ver++) {
+        LAB_CHECK(cudaMemset(din, 0xff, n * sizeof(A))); // NaN where a kernel fails to write
+        LAB_CHECK(cudaMemset(ddw, 0xff, (size_t)D * sizeof(W)));
+        rmsnorm_bwd_run<A, W>(ver, din, ddw, ddy, dx, dwt, drs, part, R, D);
+        LAB_CHECK(cudaDeviceSynchronize());
+        lab_download(hx, din, n);
+        lab_download(hw, ddw, (size_t)D);
+        snprintf(what, sizeof what, "bwd v%d %s R=%d D=%d dinp nmse", ver, dn, R, D);
+        lab_report(what, lab_nmse(hx, rdx, n), tol);
+        snprintf(what, sizeof what, "bwd v%d %s R=%d D=%d dw nmse", ver, dn, R, D);
+        lab_report(what, lab_nmse(hw, rdw, (size_t)D), tol);
+    }
+    // v2 again, with dinp == dout (in place): the same bits as the run above
+    LAB_CHECK(cudaMemcpy(din, ddy, n * sizeof(A), cudaMemcpyDeviceToDevice));
+    rmsnorm_bwd_run<A, W>(2, din, ddw, din, dx, dwt, drs, part, R, D);
+    LAB_CHECK(cudaDeviceSynchronize());
+    lab_download(hx2, din, n);
+    lab_download(hw2, ddw, (size_t)D);
+    snprintf(what, sizeof what, "bwd v2 %s rerun, dinp==dout: mismatches", dn);
+    lab_report(what, (double)(lab_mismatches(hx2, hx, n) + lab_mismatches(hw2, hw, (size_t)D)), 0);
+    cudaFree(dx), cudaFree(ddy), cudaFree(din), cudaFree(dwt), cudaFree(ddw), cudaFree(drs), cudaFree(part);
+    free(hx), free(hw), free(hx2), free(hw2);
+}
+
+static void rmsnorm_bwd_check(int R, int D) {
+    size_t n = (size_t)R * D;
+    float *x = (float *)malloc(n * 4), *dy = (float *)malloc(n * 4), *w = (float *)malloc((size_t)D * 4);
+    float *rstd = (float *)malloc((size_t)R * 4), *rdx = (float *)malloc(n * 4), *rdw = (float *)malloc((size_t)D * 4);
+    lab_fill(x, n, 11, -2, 2);
+    lab_fill(dy, n, 12, -1, 1);
+    lab_fill(w, (size_t)D, 13, 0.5f, 1.5f);
+    lab_round_bf16(x, n); // one input set for both precisions
+    lab_round_bf16(dy, n);
+    lab_round_bf16(w, (size_t)D);
+    for (int r = 0; r < R; r++) {
+        double ss = 0;
+        for (int i = 0; i < D; i++) ss += (double)x[(size_t)r * D + i] * x[(size_t)r * D + i];
+        rstd[r] = (float)(1.0 / sqrt(ss / D + 1e-6));
+    }
+    ref_rmsnorm_bwd(rdx, rdw, dy, x, w, rstd, R, D);
+    bwd_check_dtype<float, float>("f32", x, dy, w, rstd, rdx, rdw, R, D, 1e-10);
+    bwd_check_dtype<mt_bf16, mt_bf16>("bf16", x, dy, w, rstd, rdx, rdw, R, D, 1e-4);
+    free(x), free(dy), free(w), free(rstd), free(rdx), free(rdw);
+}
+
+template <typename A> static void rmsnorm_bwd_bench(const char *dn, int R, int D) {
+    size_t n = (size_t)R * D;
+    A *x, *dy, *din, *w, *dw;
+    float *rs, *part;
+    LAB_CHECK(cudaMalloc(&x, n * sizeof(A)));
+    LAB_CHECK(cudaMalloc(&dy, n * sizeof(A)));
+    LAB_CHECK(cudaMalloc(&din, n * sizeof(A)));
+    LAB_CHECK(cudaMalloc(&w, (size_t)D * sizeof(A)));
+    LAB_CHECK(cudaMalloc(&dw, (size_t)D * sizeof(A)));
+    LAB_CHECK(cudaMalloc(&rs, (size_t)R * 4));
+    LAB_CHECK(cudaMalloc(&part, (size_t)dw_chunks((size_t)R) * D * 4));
+    lab_fill_dev<A>(x, n, 1, -2, 2);
+    lab_fill_dev<A>(dy, n, 2, -1, 1);
+    lab_fill_dev<A>(w, (size_t)D, 3, 0.5f, 1.5f);
+    lab_fill_dev<float>(rs, (size_t)R, 4, 0.5f, 1.5f);
+    double gb = 5.0 * n * sizeof(A) / 1e9;
+    for (int ver = 1; ver <= 2; ver++) {
+        float ms = lab_time_ms([&] { rmsnorm_bwd_run<A, A>(ver, din, dw, dy, x, w, rs, part, R, D); });
+        printf("bwd v%d %-4s R=%d D=%d  %.3f ms  %.0f GB/s\n", ver, dn, R, D, ms, gb / ms * 1e3);
+    }
+    cudaFree(x), cudaFree(dy), cudaFree(din), cudaFree(w), cudaFree(dw), cudaFree(rs), cudaFree(part);
+}
+
+// The backward section: returns the number of failed checks.
+static int rmsnorm_bwd_lab(int R, int D) {
+    printf("# backward check\n");
+    rmsnorm_bwd_check(R, D);
+    rmsnorm_bwd_check(37, 1000); // D not a multiple of 32, one dw chunk
+    rmsnorm_bwd_check(1001, 96); // 8 dw chunks of 126 rows, the last one 119
+    printf("# backward bench\n");
+    rmsnorm_bwd_bench<float>("f32", R, D);
+    rmsnorm_bwd_bench<mt_bf16>("bf16", R, D);
+    LAB_CHECK(cudaGetLastError());
+    return lab_failures;
 }
 
 int main(int argc, char **argv) {
@@ -57,5 +296,6 @@ int main(int argc, char **argv) {
                gb / ms * 1e3);
         if (!(e < 1e-10)) fails++;
     }
+    fails += rmsnorm_bwd_lab(R, D);
     return fails ? 1 : 0;
 }
