@@ -1,6 +1,8 @@
 // train_state.c: JSON in and out with cJSON.
 #include "cli/train_state.h"
 
+#include "core/file_io.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -38,23 +40,13 @@ mt_status mt_train_state_save(const char *dir, const mt_train_state *s, const mt
     cJSON_Delete(j);
     if (!text) return mt_fail(MT_ERR_MEMORY, "%s/train_state.json: cannot format", dir);
 
-    char path[1100], tmp[1110];
+    char path[1100];
     snprintf(path, sizeof path, "%s/train_state.json", dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        free(text);
-        return mt_fail(MT_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
-    }
-    int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = (fclose(f) == 0) && ok;
+    size_t tlen = strlen(text);
+    text[tlen] = '\n'; // the terminating NUL's byte becomes the file's final newline
+    mt_status st = mt_file_write_atomic(path, text, tlen + 1);
     free(text);
-    if (!ok || rename(tmp, path) != 0) {
-        mt_status s2 = mt_fail(MT_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-        unlink(tmp);
-        return s2;
-    }
-    return MT_OK;
+    return st;
 }
 
 static mt_status num(const cJSON *obj, const char *key, const char *path, double *out) {
@@ -74,23 +66,9 @@ static mt_status str(const cJSON *obj, const char *key, const char *path, const 
 mt_status mt_train_state_load(const char *dir, mt_train_state *s, mt_options *o, char **strings, int n_strings) {
     char path[1100];
     snprintf(path, sizeof path, "%s/train_state.json", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) return mt_fail(MT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (len <= 0 || len > (1 << 20)) {
-        fclose(f);
-        return mt_fail(MT_ERR_FORMAT, "%s: empty or too large", path);
-    }
-    char *text = malloc((size_t)len + 1);
-    size_t got = text ? fread(text, 1, (size_t)len, f) : 0;
-    fclose(f);
-    if (!text || got != (size_t)len) {
-        free(text);
-        return mt_fail(MT_ERR_IO, "%s: cannot read", path);
-    }
-    text[len] = 0;
+    char *text;
+    size_t len;
+    MT_TRY(mt_file_read_text(path, "a megatrain train state", 1 << 20, &text, &len));
     cJSON *j = cJSON_Parse(text);
     free(text);
     if (!cJSON_IsObject(j)) {

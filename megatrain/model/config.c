@@ -4,6 +4,8 @@
 #define _POSIX_C_SOURCE 200809L // pread, fsync, O_CLOEXEC under -std=c11
 #include "model/config.h"
 
+#include "core/file_io.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
@@ -223,29 +225,9 @@ static mt_status parse_config(const char *path, const cJSON *root, mt_config *c)
 
 mt_status mt_config_load(const char *path, mt_config *out) {
     if (!path || !out) return mt_fail(MT_ERR_ARG, "mt_config_load: NULL argument");
-    FILE *f = fopen(path, "rb");
-    if (!f) return mt_fail(MT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return mt_fail(MT_ERR_IO, "%s: not a regular file (expected an HF config.json)", path);
-    }
-    if (sb.st_size > MT_CONFIG_MAX_BYTES) {
-        fclose(f);
-        return mt_fail(MT_ERR_FORMAT, "%s: %lld bytes is too large for a config.json", path, (long long)sb.st_size);
-    }
-    char *text = NULL;
-    long n = (long)sb.st_size;
-    text = malloc((size_t)n + 1);
-    size_t got = text ? fread(text, 1, (size_t)n, f) : 0;
-    int err = ferror(f);
-    fclose(f);
-    if (!text) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
-    if (err || got != (size_t)n) {
-        free(text);
-        return mt_fail(MT_ERR_IO, "%s: read failed", path);
-    }
-    text[n] = 0;
+    char *text;
+    size_t n;
+    MT_TRY(mt_file_read_text(path, "an HF config.json", MT_CONFIG_MAX_BYTES, &text, &n));
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, (size_t)n, &end, 0);
     // cJSON stops after the first value; anything but whitespace after it is garbage.
@@ -410,24 +392,9 @@ mt_status mt_config_save(const mt_config *c, const char *path) {
     cJSON_Delete(o);
     if (!text) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
 
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 5);
-    if (!tmp) {
-        cJSON_free(text);
-        return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
-    }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
-    mt_status s = MT_OK;
-    FILE *f = fopen(tmp, "wb");
-    if (!f) s = mt_fail(MT_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-    if (s == MT_OK && (fputs(text, f) < 0 || fputc('\n', f) == EOF || fflush(f) != 0 || fsync(fileno(f)) != 0))
-        s = mt_fail(MT_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-    if (f && fclose(f) != 0 && s == MT_OK) s = mt_fail(MT_ERR_IO, "%s: close failed: %s", path, strerror(errno));
-    if (s == MT_OK && rename(tmp, path) != 0)
-        s = mt_fail(MT_ERR_IO, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
-    if (s != MT_OK && f) unlink(tmp);
-    free(tmp);
+    size_t tlen = strlen(text);
+    text[tlen] = '\n'; // the terminating NUL's byte becomes the file's final newline
+    mt_status s = mt_file_write_atomic(path, text, tlen + 1);
     cJSON_free(text);
     return s;
 }

@@ -5,6 +5,8 @@
 
 #include "model/hardware_profile.h"
 
+#include "core/file_io.h"
+
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
@@ -85,45 +87,11 @@ static mt_status parse(const char *path, const cJSON *j, mt_hw_profile *p) {
     return MT_OK;
 }
 
-// The whole file, NUL-terminated, in *out (caller frees); reads pipes too.
-static mt_status read_text(const char *path, char **out, size_t *len) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return mt_fail(MT_ERR_IO, "%s: cannot open the hardware profile: %s", path, strerror(errno));
-    char *text = NULL;
-    size_t n = 0, cap = 0, got;
-    do {
-        if (n + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 16384;
-            char *t = cap <= MAX_BYTES ? realloc(text, cap) : NULL;
-            if (!t) {
-                free(text);
-                fclose(f);
-                return cap > MAX_BYTES ? mt_fail(MT_ERR_FORMAT, "%s: larger than 16 MiB, not a hardware profile", path)
-                                       : mt_fail(MT_ERR_MEMORY, "%s: cannot allocate a read buffer", path);
-            }
-            text = t;
-        }
-        got = fread(text + n, 1, 4096, f);
-        n += got;
-    } while (got == 4096);
-    int rerr = ferror(f);
-    fclose(f);
-    if (rerr) {
-        free(text);
-        return mt_fail(MT_ERR_IO, "%s: read error", path);
-    }
-    text[n] = 0;
-    *out = text;
-    *len = n;
-    return MT_OK;
-}
-
 mt_status mt_hw_profile_load(const char *path, mt_hw_profile *out) {
     memset(out, 0, sizeof *out);
     char *text;
     size_t len = 0;
-    MT_TRY(read_text(path, &text, &len));
+    MT_TRY(mt_file_read_text(path, "the hardware profile", MAX_BYTES, &text, &len));
     cJSON *j = cJSON_ParseWithLength(text, len);
     if (!j) {
         const char *at = cJSON_GetErrorPtr();

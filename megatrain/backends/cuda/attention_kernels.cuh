@@ -1,5 +1,5 @@
 // attention_kernels.cuh: causal GQA flash attention kernels (device code only),
-// shared by cuda_attention.cu (the backend) and lab/attention_bench.cu.
+// shared by cuda_attention.cu (the backend) and lab/attention.cu.
 //
 // Layout: packed qkv rows (B,T,(NH+2*NKV)*HD) = [q NH*HD | k NKV*HD | v NKV*HD]
 // per token; q head h reads kv head h / (NH/NKV) (HF repeat_kv); out (B,T,NH*HD);
@@ -23,14 +23,8 @@
 #include <math.h>
 #include <stdint.h>
 
-#ifndef MT_ATTN_BF16_DEFINED
-#define MT_ATTN_BF16_DEFINED
-typedef __nv_bfloat16 attn_bf16;
-__device__ __forceinline__ float attn_ld(const float *p, size_t i) { return p[i]; }
-__device__ __forceinline__ float attn_ld(const attn_bf16 *p, size_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void attn_st(float *p, size_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void attn_st(attn_bf16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
-#endif
+#include "cuda_device.cuh" // mt_bf16, mt_ld/mt_st, mt_warp_sum/max
+
 
 typedef struct {
     int B, T, NH, NKV, HD;
@@ -56,15 +50,6 @@ __device__ __forceinline__ size_t attn_lse_off(const attn_params &p, int b, int 
     return ((size_t)b * p.NH + h) * p.T + t;
 }
 
-__device__ __forceinline__ float attn_warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-__device__ __forceinline__ float attn_warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-
 // ---------------------------------------------------------------------------
 // D[b,h,t] = sum_d dO[b,t,h,d] * O[b,t,h,d]   (one warp per (token, head))
 template <typename A>
@@ -78,8 +63,8 @@ __global__ void attn_bwd_dot_kernel(float *Dst, const A *dout, const A *out, att
     int t = (int)(tok % p.T), b = (int)(tok / p.T);
     size_t o = attn_o_off(p, b, t, h);
     float acc = 0.f;
-    for (int d = lane; d < p.HD; d += 32) acc += attn_ld(dout, o + d) * attn_ld(out, o + d);
-    acc = attn_warp_sum(acc);
+    for (int d = lane; d < p.HD; d += 32) acc += mt_ld(dout, o + d) * mt_ld(out, o + d);
+    acc = mt_warp_sum(acc);
     if (lane == 0) Dst[attn_lse_off(p, b, h, t)] = acc;
 }
 
@@ -103,7 +88,7 @@ __global__ void __launch_bounds__(ATTN_SW * 32) attn_fwd_simple_kernel(A *out, f
     int q0 = (gridDim.x - 1 - blockIdx.x) * ATTN_SW; // longest rows first
     int i = q0 + warp;
     bool row_ok = i < p.T;
-    for (int d = lane; d < HD; d += 32) Qs[warp * HD + d] = row_ok ? attn_ld(qkv, attn_q_off(p, b, i, h) + d) : 0.f;
+    for (int d = lane; d < HD; d += 32) Qs[warp * HD + d] = row_ok ? mt_ld(qkv, attn_q_off(p, b, i, h) + d) : 0.f;
     float o[NC];
 #pragma unroll
     for (int c = 0; c < NC; c++) o[c] = 0.f;
@@ -114,8 +99,8 @@ __global__ void __launch_bounds__(ATTN_SW * 32) attn_fwd_simple_kernel(A *out, f
         for (int idx = threadIdx.x; idx < ATTN_ST * HD; idx += blockDim.x) {
             int r = idx / HD, d = idx % HD, key = kt + r;
             bool ok = key < p.T;
-            Ks[r * KLD + d] = ok ? attn_ld(qkv, attn_k_off(p, b, key, kvh) + d) : 0.f;
-            Vs[r * HD + d] = ok ? attn_ld(qkv, attn_v_off(p, b, key, kvh) + d) : 0.f;
+            Ks[r * KLD + d] = ok ? mt_ld(qkv, attn_k_off(p, b, key, kvh) + d) : 0.f;
+            Vs[r * HD + d] = ok ? mt_ld(qkv, attn_v_off(p, b, key, kvh) + d) : 0.f;
         }
         __syncthreads();
         if (!row_ok || kt > i) continue; // warp-uniform; no barrier below
@@ -127,10 +112,10 @@ __global__ void __launch_bounds__(ATTN_SW * 32) attn_fwd_simple_kernel(A *out, f
             for (int d = 0; d < HD; d++) acc += q[d] * k[d];
             s = acc * p.scale;
         }
-        float m_new = fmaxf(m, attn_warp_max(s)); // finite: key kt <= i is in this tile
+        float m_new = fmaxf(m, mt_warp_max(s)); // finite: key kt <= i is in this tile
         float pj = j <= i ? __expf(s - m_new) : 0.f;
         float alpha = __expf(m - m_new); // m = -inf on the first tile -> 0
-        l = l * alpha + attn_warp_sum(pj);
+        l = l * alpha + mt_warp_sum(pj);
 #pragma unroll
         for (int c = 0; c < NC; c++) o[c] *= alpha;
         int jn = min(ATTN_ST, i - kt + 1);
@@ -150,7 +135,7 @@ __global__ void __launch_bounds__(ATTN_SW * 32) attn_fwd_simple_kernel(A *out, f
 #pragma unroll
     for (int c = 0; c < NC; c++) {
         int d = lane + 32 * c;
-        if (d < HD) attn_st(out, oo + d, o[c] * inv);
+        if (d < HD) mt_st(out, oo + d, o[c] * inv);
     }
     if (lane == 0) lse[attn_lse_off(p, b, h, i)] = m + __logf(l);
 }
@@ -173,8 +158,8 @@ __global__ void __launch_bounds__(ATTN_SW * 32)
     int i = q0 + warp;
     bool row_ok = i < p.T;
     for (int d = lane; d < HD; d += 32) {
-        Qs[warp * HD + d] = row_ok ? attn_ld(qkv, attn_q_off(p, b, i, h) + d) : 0.f;
-        dOs[warp * HD + d] = row_ok ? attn_ld(dout, attn_o_off(p, b, i, h) + d) : 0.f;
+        Qs[warp * HD + d] = row_ok ? mt_ld(qkv, attn_q_off(p, b, i, h) + d) : 0.f;
+        dOs[warp * HD + d] = row_ok ? mt_ld(dout, attn_o_off(p, b, i, h) + d) : 0.f;
     }
     float lse_i = row_ok ? lse[attn_lse_off(p, b, h, i)] : 0.f;
     float D_i = row_ok ? Dd[attn_lse_off(p, b, h, i)] : 0.f;
@@ -187,8 +172,8 @@ __global__ void __launch_bounds__(ATTN_SW * 32)
         for (int idx = threadIdx.x; idx < ATTN_ST * HD; idx += blockDim.x) {
             int r = idx / HD, d = idx % HD, key = kt + r;
             bool ok = key < p.T;
-            Ks[r * KLD + d] = ok ? attn_ld(qkv, attn_k_off(p, b, key, kvh) + d) : 0.f;
-            Vs[r * KLD + d] = ok ? attn_ld(qkv, attn_v_off(p, b, key, kvh) + d) : 0.f;
+            Ks[r * KLD + d] = ok ? mt_ld(qkv, attn_k_off(p, b, key, kvh) + d) : 0.f;
+            Vs[r * KLD + d] = ok ? mt_ld(qkv, attn_v_off(p, b, key, kvh) + d) : 0.f;
         }
         __syncthreads();
         if (!row_ok || kt > i) continue;
@@ -219,7 +204,7 @@ __global__ void __launch_bounds__(ATTN_SW * 32)
 #pragma unroll
     for (int c = 0; c < NC; c++) {
         int d = lane + 32 * c;
-        if (d < HD) attn_st(dqkv, qo + d, dq[c] * p.scale);
+        if (d < HD) mt_st(dqkv, qo + d, dq[c] * p.scale);
     }
 }
 
@@ -242,8 +227,8 @@ __global__ void __launch_bounds__(ATTN_SW * 32)
     int j = k0 + warp;
     bool key_ok = j < p.T;
     for (int d = lane; d < HD; d += 32) {
-        Ks[warp * HD + d] = key_ok ? attn_ld(qkv, attn_k_off(p, b, j, kvh) + d) : 0.f;
-        Vs[warp * HD + d] = key_ok ? attn_ld(qkv, attn_v_off(p, b, j, kvh) + d) : 0.f;
+        Ks[warp * HD + d] = key_ok ? mt_ld(qkv, attn_k_off(p, b, j, kvh) + d) : 0.f;
+        Vs[warp * HD + d] = key_ok ? mt_ld(qkv, attn_v_off(p, b, j, kvh) + d) : 0.f;
     }
     float dk[NC], dv[NC];
 #pragma unroll
@@ -255,8 +240,8 @@ __global__ void __launch_bounds__(ATTN_SW * 32)
             for (int idx = threadIdx.x; idx < ATTN_ST * HD; idx += blockDim.x) {
                 int r = idx / HD, d = idx % HD, q = it + r;
                 bool ok = q < p.T;
-                Qs[r * QLD + d] = ok ? attn_ld(qkv, attn_q_off(p, b, q, h) + d) : 0.f;
-                dOs[r * QLD + d] = ok ? attn_ld(dout, attn_o_off(p, b, q, h) + d) : 0.f;
+                Qs[r * QLD + d] = ok ? mt_ld(qkv, attn_q_off(p, b, q, h) + d) : 0.f;
+                dOs[r * QLD + d] = ok ? mt_ld(dout, attn_o_off(p, b, q, h) + d) : 0.f;
             }
             if (threadIdx.x < ATTN_ST) {
                 int q = it + threadIdx.x;
@@ -297,8 +282,8 @@ __global__ void __launch_bounds__(ATTN_SW * 32)
     for (int c = 0; c < NC; c++) {
         int d = lane + 32 * c;
         if (d < HD) {
-            attn_st(dqkv, ko + d, dk[c] * p.scale);
-            attn_st(dqkv, vo + d, dv[c]);
+            mt_st(dqkv, ko + d, dk[c] * p.scale);
+            mt_st(dqkv, vo + d, dv[c]);
         }
     }
 }
@@ -327,15 +312,15 @@ __device__ __forceinline__ uint32_t attn_pack(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); // .x = lo -> low 16 bits
     return *reinterpret_cast<uint32_t *>(&v);
 }
-__device__ __forceinline__ uint32_t attn_ld32(const attn_bf16 *s) { return *reinterpret_cast<const uint32_t *>(s); }
+__device__ __forceinline__ uint32_t attn_ld32(const mt_bf16 *s) { return *reinterpret_cast<const uint32_t *>(s); }
 // Two bf16 from consecutive rows (same column): a B fragment read "down" a row-major tile.
-__device__ __forceinline__ uint32_t attn_ld2rows(const attn_bf16 *s, int ld) {
+__device__ __forceinline__ uint32_t attn_ld2rows(const mt_bf16 *s, int ld) {
     uint32_t lo = *reinterpret_cast<const unsigned short *>(s);
     uint32_t hi = *reinterpret_cast<const unsigned short *>(s + ld);
     return lo | (hi << 16);
 }
 // A fragment of rows r0..r0+15, k columns k0..k0+15 of a row-major smem tile.
-__device__ __forceinline__ void attn_ld_a(uint32_t a[4], const attn_bf16 *s, int ld, int r0, int k0, int lane) {
+__device__ __forceinline__ void attn_ld_a(uint32_t a[4], const mt_bf16 *s, int ld, int r0, int k0, int lane) {
     int g = lane >> 2, t = lane & 3;
     a[0] = attn_ld32(s + (r0 + g) * ld + k0 + 2 * t);
     a[1] = attn_ld32(s + (r0 + g + 8) * ld + k0 + 2 * t);
@@ -347,7 +332,7 @@ __device__ __forceinline__ void attn_ld_a(uint32_t a[4], const attn_bf16 *s, int
 // global memory, starting at base_off) into a smem tile with row pitch ld; rows
 // >= T are zero (their products must not turn into NaN). 16-byte vectors.
 template <int HD>
-__device__ __forceinline__ void attn_load_tile(attn_bf16 *dst, int ld, const attn_bf16 *src, size_t base_off,
+__device__ __forceinline__ void attn_load_tile(mt_bf16 *dst, int ld, const mt_bf16 *src, size_t base_off,
                                                size_t stride, int r_begin, int nrows, int T) {
     constexpr int VPR = HD / 8; // 16-byte vectors per row
     for (int idx = threadIdx.x; idx < nrows * VPR; idx += blockDim.x) {
@@ -359,15 +344,15 @@ __device__ __forceinline__ void attn_load_tile(attn_bf16 *dst, int ld, const att
 }
 
 template <int HD> static inline size_t attn_mma_fwd_smem() {
-    return sizeof(attn_bf16) * (size_t)(ATTN_MQ + 2 * ATTN_MK) * (HD + 8);
+    return sizeof(mt_bf16) * (size_t)(ATTN_MQ + 2 * ATTN_MK) * (HD + 8);
 }
 
 template <int HD>
 __global__ void __launch_bounds__(ATTN_MW * 32)
-    attn_fwd_mma_kernel(attn_bf16 *out, float *lse, const attn_bf16 *qkv, attn_params p) {
+    attn_fwd_mma_kernel(mt_bf16 *out, float *lse, const mt_bf16 *qkv, attn_params p) {
     constexpr int LD = HD + 8, KS = HD / 16, DT = HD / 8, NT = ATTN_MK / 8;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    attn_bf16 *Qs = reinterpret_cast<attn_bf16 *>(smem_raw), *Ks = Qs + ATTN_MQ * LD, *Vs = Ks + ATTN_MK * LD;
+    mt_bf16 *Qs = reinterpret_cast<mt_bf16 *>(smem_raw), *Ks = Qs + ATTN_MQ * LD, *Vs = Ks + ATTN_MK * LD;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     int h = blockIdx.y, b = blockIdx.z, kvh = h / p.rep;
     int q0 = (gridDim.x - 1 - blockIdx.x) * ATTN_MQ;
@@ -397,7 +382,7 @@ __global__ void __launch_bounds__(ATTN_MW * 32)
             attn_ld_a(a, Qs, LD, warp * 16, kk * 16, lane);
 #pragma unroll
             for (int n = 0; n < NT; n++) {
-                const attn_bf16 *kr = Ks + (n * 8 + g) * LD + kk * 16 + 2 * t;
+                const mt_bf16 *kr = Ks + (n * 8 + g) * LD + kk * 16 + 2 * t;
                 attn_mma(s[n], a, attn_ld32(kr), attn_ld32(kr + 8));
             }
         }
@@ -451,7 +436,7 @@ __global__ void __launch_bounds__(ATTN_MW * 32)
             a[1] = attn_pack(s[2 * kk][2], s[2 * kk][3]);
             a[2] = attn_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
             a[3] = attn_pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-            const attn_bf16 *vr = Vs + (kk * 16 + 2 * t) * LD + g;
+            const mt_bf16 *vr = Vs + (kk * 16 + 2 * t) * LD + g;
 #pragma unroll
             for (int i = 0; i < DT; i++)
                 attn_mma(o[i], a, attn_ld2rows(vr + i * 8, LD), attn_ld2rows(vr + 8 * LD + i * 8, LD));
@@ -464,7 +449,7 @@ __global__ void __launch_bounds__(ATTN_MW * 32)
     const float LN2 = 0.6931471805599453f;
     if (row0 < p.T) {
         float inv = 1.f / l0;
-        attn_bf16 *orow = out + attn_o_off(p, b, row0, h) + 2 * t;
+        mt_bf16 *orow = out + attn_o_off(p, b, row0, h) + 2 * t;
 #pragma unroll
         for (int i = 0; i < DT; i++)
             *reinterpret_cast<uint32_t *>(orow + i * 8) = attn_pack(o[i][0] * inv, o[i][1] * inv);
@@ -472,7 +457,7 @@ __global__ void __launch_bounds__(ATTN_MW * 32)
     }
     if (row1 < p.T) {
         float inv = 1.f / l1;
-        attn_bf16 *orow = out + attn_o_off(p, b, row1, h) + 2 * t;
+        mt_bf16 *orow = out + attn_o_off(p, b, row1, h) + 2 * t;
 #pragma unroll
         for (int i = 0; i < DT; i++)
             *reinterpret_cast<uint32_t *>(orow + i * 8) = attn_pack(o[i][2] * inv, o[i][3] * inv);
@@ -481,18 +466,18 @@ __global__ void __launch_bounds__(ATTN_MW * 32)
 }
 
 template <int HD> static inline size_t attn_mma_dq_smem() {
-    return sizeof(attn_bf16) * (size_t)(2 * ATTN_MQ + 2 * ATTN_MK) * (HD + 8);
+    return sizeof(mt_bf16) * (size_t)(2 * ATTN_MQ + 2 * ATTN_MK) * (HD + 8);
 }
 
 // dq for 64 query rows: S = Q K^T, P = exp(S*scale - lse), dP = dO V^T,
 // dS = P (dP - D), dQ += dS K; dq = scale * dQ.
 template <int HD>
-__global__ void __launch_bounds__(ATTN_MW * 32) attn_dq_mma_kernel(attn_bf16 *dqkv, const attn_bf16 *dout,
-                                                                  const attn_bf16 *qkv, const float *lse,
+__global__ void __launch_bounds__(ATTN_MW * 32) attn_dq_mma_kernel(mt_bf16 *dqkv, const mt_bf16 *dout,
+                                                                  const mt_bf16 *qkv, const float *lse,
                                                                   const float *Dd, attn_params p) {
     constexpr int LD = HD + 8, KS = HD / 16, DT = HD / 8, NT = ATTN_MK / 8;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    attn_bf16 *Qs = reinterpret_cast<attn_bf16 *>(smem_raw), *dOs = Qs + ATTN_MQ * LD, *Ks = dOs + ATTN_MQ * LD,
+    mt_bf16 *Qs = reinterpret_cast<mt_bf16 *>(smem_raw), *dOs = Qs + ATTN_MQ * LD, *Ks = dOs + ATTN_MQ * LD,
               *Vs = Ks + ATTN_MK * LD;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     int h = blockIdx.y, b = blockIdx.z, kvh = h / p.rep;
@@ -530,8 +515,8 @@ __global__ void __launch_bounds__(ATTN_MW * 32) attn_dq_mma_kernel(attn_bf16 *dq
             attn_ld_a(ag, dOs, LD, warp * 16, kk * 16, lane);
 #pragma unroll
             for (int n = 0; n < NT; n++) {
-                const attn_bf16 *kr = Ks + (n * 8 + g) * LD + kk * 16 + 2 * t;
-                const attn_bf16 *vr = Vs + (n * 8 + g) * LD + kk * 16 + 2 * t;
+                const mt_bf16 *kr = Ks + (n * 8 + g) * LD + kk * 16 + 2 * t;
+                const mt_bf16 *vr = Vs + (n * 8 + g) * LD + kk * 16 + 2 * t;
                 attn_mma(s[n], aq, attn_ld32(kr), attn_ld32(kr + 8));
                 attn_mma(dp[n], ag, attn_ld32(vr), attn_ld32(vr + 8));
             }
@@ -552,20 +537,20 @@ __global__ void __launch_bounds__(ATTN_MW * 32) attn_dq_mma_kernel(attn_bf16 *dq
             a[1] = attn_pack(s[2 * kk][2], s[2 * kk][3]);
             a[2] = attn_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
             a[3] = attn_pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-            const attn_bf16 *kr = Ks + (kk * 16 + 2 * t) * LD + g;
+            const mt_bf16 *kr = Ks + (kk * 16 + 2 * t) * LD + g;
 #pragma unroll
             for (int i = 0; i < DT; i++)
                 attn_mma(dq[i], a, attn_ld2rows(kr + i * 8, LD), attn_ld2rows(kr + 8 * LD + i * 8, LD));
         }
     }
     if (row0 < p.T) {
-        attn_bf16 *r = dqkv + attn_q_off(p, b, row0, h) + 2 * t;
+        mt_bf16 *r = dqkv + attn_q_off(p, b, row0, h) + 2 * t;
 #pragma unroll
         for (int i = 0; i < DT; i++)
             *reinterpret_cast<uint32_t *>(r + i * 8) = attn_pack(dq[i][0] * p.scale, dq[i][1] * p.scale);
     }
     if (row1 < p.T) {
-        attn_bf16 *r = dqkv + attn_q_off(p, b, row1, h) + 2 * t;
+        mt_bf16 *r = dqkv + attn_q_off(p, b, row1, h) + 2 * t;
 #pragma unroll
         for (int i = 0; i < DT; i++)
             *reinterpret_cast<uint32_t *>(r + i * 8) = attn_pack(dq[i][2] * p.scale, dq[i][3] * p.scale);
@@ -573,7 +558,7 @@ __global__ void __launch_bounds__(ATTN_MW * 32) attn_dq_mma_kernel(attn_bf16 *dq
 }
 
 template <int HD> static inline size_t attn_mma_dkv_smem() {
-    return sizeof(attn_bf16) * (size_t)(2 * ATTN_MK + 2 * ATTN_MQ2) * (HD + 8) + sizeof(float) * 2 * ATTN_MQ2;
+    return sizeof(mt_bf16) * (size_t)(2 * ATTN_MK + 2 * ATTN_MQ2) * (HD + 8) + sizeof(float) * 2 * ATTN_MQ2;
 }
 
 // dk/dv for 64 key rows of kv head kvh (16 per warp), over the group's q heads and
@@ -581,12 +566,12 @@ template <int HD> static inline size_t attn_mma_dkv_smem() {
 // dV += P^T dO, dK += dS^T Q; dk = scale * dK. Key rows are the M dimension, so
 // every product stays inside one warp.
 template <int HD>
-__global__ void __launch_bounds__(ATTN_MW * 32) attn_dkv_mma_kernel(attn_bf16 *dqkv, const attn_bf16 *dout,
-                                                                   const attn_bf16 *qkv, const float *lse,
+__global__ void __launch_bounds__(ATTN_MW * 32) attn_dkv_mma_kernel(mt_bf16 *dqkv, const mt_bf16 *dout,
+                                                                   const mt_bf16 *qkv, const float *lse,
                                                                    const float *Dd, attn_params p) {
     constexpr int LD = HD + 8, KS = HD / 16, DT = HD / 8, NT = ATTN_MQ2 / 8;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    attn_bf16 *Ks = reinterpret_cast<attn_bf16 *>(smem_raw), *Vs = Ks + ATTN_MK * LD, *Qs = Vs + ATTN_MK * LD,
+    mt_bf16 *Ks = reinterpret_cast<mt_bf16 *>(smem_raw), *Vs = Ks + ATTN_MK * LD, *Qs = Vs + ATTN_MK * LD,
               *dOs = Qs + ATTN_MQ2 * LD;
     float *lse_s = reinterpret_cast<float *>(dOs + ATTN_MQ2 * LD), *D_s = lse_s + ATTN_MQ2;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
@@ -629,8 +614,8 @@ __global__ void __launch_bounds__(ATTN_MW * 32) attn_dkv_mma_kernel(attn_bf16 *d
                 attn_ld_a(av, Vs, LD, warp * 16, kk * 16, lane);
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
-                    const attn_bf16 *qr = Qs + (n * 8 + g) * LD + kk * 16 + 2 * t;
-                    const attn_bf16 *gr = dOs + (n * 8 + g) * LD + kk * 16 + 2 * t;
+                    const mt_bf16 *qr = Qs + (n * 8 + g) * LD + kk * 16 + 2 * t;
+                    const mt_bf16 *gr = dOs + (n * 8 + g) * LD + kk * 16 + 2 * t;
                     attn_mma(s[n], ak, attn_ld32(qr), attn_ld32(qr + 8));
                     attn_mma(dp[n], av, attn_ld32(gr), attn_ld32(gr + 8));
                 }
@@ -657,8 +642,8 @@ __global__ void __launch_bounds__(ATTN_MW * 32) attn_dkv_mma_kernel(attn_bf16 *d
                 as[1] = attn_pack(dp[2 * kk][2], dp[2 * kk][3]);
                 as[2] = attn_pack(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
                 as[3] = attn_pack(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
-                const attn_bf16 *gr = dOs + (kk * 16 + 2 * t) * LD + g;
-                const attn_bf16 *qr = Qs + (kk * 16 + 2 * t) * LD + g;
+                const mt_bf16 *gr = dOs + (kk * 16 + 2 * t) * LD + g;
+                const mt_bf16 *qr = Qs + (kk * 16 + 2 * t) * LD + g;
 #pragma unroll
                 for (int i = 0; i < DT; i++) {
                     attn_mma(dv[i], ap, attn_ld2rows(gr + i * 8, LD), attn_ld2rows(gr + 8 * LD + i * 8, LD));
@@ -668,7 +653,7 @@ __global__ void __launch_bounds__(ATTN_MW * 32) attn_dkv_mma_kernel(attn_bf16 *d
         }
     }
     if (key0 < p.T) {
-        attn_bf16 *kr = dqkv + attn_k_off(p, b, key0, kvh) + 2 * t, *vr = dqkv + attn_v_off(p, b, key0, kvh) + 2 * t;
+        mt_bf16 *kr = dqkv + attn_k_off(p, b, key0, kvh) + 2 * t, *vr = dqkv + attn_v_off(p, b, key0, kvh) + 2 * t;
 #pragma unroll
         for (int i = 0; i < DT; i++) {
             *reinterpret_cast<uint32_t *>(kr + i * 8) = attn_pack(dk[i][0] * p.scale, dk[i][1] * p.scale);
@@ -676,7 +661,7 @@ __global__ void __launch_bounds__(ATTN_MW * 32) attn_dkv_mma_kernel(attn_bf16 *d
         }
     }
     if (key1 < p.T) {
-        attn_bf16 *kr = dqkv + attn_k_off(p, b, key1, kvh) + 2 * t, *vr = dqkv + attn_v_off(p, b, key1, kvh) + 2 * t;
+        mt_bf16 *kr = dqkv + attn_k_off(p, b, key1, kvh) + 2 * t, *vr = dqkv + attn_v_off(p, b, key1, kvh) + 2 * t;
 #pragma unroll
         for (int i = 0; i < DT; i++) {
             *reinterpret_cast<uint32_t *>(kr + i * 8) = attn_pack(dk[i][2] * p.scale, dk[i][3] * p.scale);

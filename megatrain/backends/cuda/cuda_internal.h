@@ -1,6 +1,7 @@
 // cuda_internal.h: the CUDA backend's private context, the per-op host entry
-// points (one .cu file per layer family defines them), and the small device
-// helpers (f32/bf16 load/store, dtype dispatch) the kernels share.
+// points (one .cu file per layer family defines them) and the dtype dispatch.
+// The device helpers the kernels share live in cuda_device.cuh (included here);
+// each family's kernels in its *_kernels.cuh.
 #ifndef MT_CUDA_INTERNAL_H
 #define MT_CUDA_INTERNAL_H
 
@@ -15,6 +16,7 @@ extern "C" {
 #include "core/sysinfo.h"
 }
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_device.cuh" // mt_bf16, mt_ld/mt_st, mt_warp_sum/max, mt_cuda_blocks
 
 struct mt_event {
     cudaEvent_t ev;
@@ -86,23 +88,6 @@ mt_status mt_cuda_convert(cudaStream_t s, void *dst, mt_dtype dt, const void *sr
 mt_status mt_cuda_xent_fwd_bwd(mt_backend *be, void *logits, float *losses, const int32_t *targets, int n, int V,
                                float dscale);
 
-// ---- device helpers ----
-typedef __nv_bfloat16 mt_bf16;
-
-__device__ __forceinline__ float mt_ld(const float *p, size_t i) { return p[i]; }
-__device__ __forceinline__ float mt_ld(const mt_bf16 *p, size_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void mt_st(float *p, size_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void mt_st(mt_bf16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
-
-__device__ __forceinline__ float mt_warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-__device__ __forceinline__ float mt_warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-
 // Calls f(A{}) with A = float or mt_bf16 per dtype (f is a generic lambda).
 template <typename Fn> static inline mt_status mt_cuda_dispatch1(mt_dtype a, Fn f) {
     if (a == MT_F32) return f(float());
@@ -116,13 +101,6 @@ template <typename Fn> static inline mt_status mt_cuda_dispatch2(mt_dtype a, mt_
     }
     if (w == MT_F32) return f(mt_bf16(), float());
     return f(mt_bf16(), mt_bf16());
-}
-
-// Grid size for a grid-stride loop over n items with `threads` per block.
-static inline unsigned mt_cuda_blocks(size_t n, int threads) {
-    size_t b = (n + (size_t)threads - 1) / (size_t)threads;
-    if (b > 65535u * 16u) b = 65535u * 16u; // grid-stride loops cover the rest
-    return (unsigned)(b ? b : 1);
 }
 
 #endif

@@ -4,71 +4,7 @@
 // dscale * (softmax - onehot). A target outside [0,V) gets loss 0 and a zero
 // gradient row (ignore-index semantics; the data loader rejects such ids).
 #include "backends/cuda/cuda_internal.h"
-
-#include <math.h>
-
-static const int XENT_THREADS = 512;
-
-__device__ __forceinline__ void online_merge(float &m, float &s, float m2, float s2) {
-    if (m2 == -INFINITY) return;
-    if (m == -INFINITY) {
-        m = m2;
-        s = s2;
-        return;
-    }
-    float mn = fmaxf(m, m2);
-    s = s * expf(m - mn) + s2 * expf(m2 - mn);
-    m = mn;
-}
-
-template <typename A>
-__global__ void __launch_bounds__(XENT_THREADS) xent_kernel(A *logits, float *losses, const int32_t *targets, int V,
-                                                            float dscale) {
-    __shared__ float sm[32], ss[32];
-    __shared__ float row_lse;
-    size_t row = blockIdx.x;
-    A *x = logits + row * (size_t)V;
-    float m = -INFINITY, s = 0.f;
-    for (int v = threadIdx.x; v < V; v += blockDim.x) {
-        float xv = mt_ld(x, (size_t)v);
-        if (xv > m) {
-            s = (m == -INFINITY ? 0.f : s * expf(m - xv)) + 1.f;
-            m = xv;
-        } else if (xv != -INFINITY) { // (-inf) - (-inf) would be NaN
-            s += expf(xv - m);
-        }
-    }
-    // warp merge, then across warps
-    for (int o = 16; o > 0; o >>= 1) {
-        float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
-        online_merge(m, s, m2, s2);
-    }
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = blockDim.x / 32;
-    if (lane == 0) {
-        sm[warp] = m;
-        ss[warp] = s;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        m = lane < nw ? sm[lane] : -INFINITY;
-        s = lane < nw ? ss[lane] : 0.f;
-        for (int o = 16; o > 0; o >>= 1) {
-            float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
-            online_merge(m, s, m2, s2);
-        }
-        if (lane == 0) row_lse = m + logf(s);
-    }
-    __syncthreads();
-    float lse = row_lse;
-    int tgt = targets[row];
-    bool valid = tgt >= 0 && tgt < V;
-    if (threadIdx.x == 0) losses[row] = valid ? lse - mt_ld(x, (size_t)tgt) : 0.f;
-    __syncthreads(); // the loss reads x[tgt] before any thread overwrites it
-    for (int v = threadIdx.x; v < V; v += blockDim.x) {
-        float p = valid ? expf(mt_ld(x, (size_t)v) - lse) : 0.f;
-        mt_st(x, (size_t)v, dscale * (p - (v == tgt ? 1.f : 0.f)));
-    }
-}
+#include "backends/cuda/xent_kernels.cuh"
 
 mt_status mt_cuda_xent_fwd_bwd(mt_backend *be, void *logits, float *losses, const int32_t *targets, int n, int V,
                                float dscale) {

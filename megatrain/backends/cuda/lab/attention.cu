@@ -19,13 +19,13 @@ template <typename A> __global__ void attn_fwd_naive(A *out, float *lse, const A
     float m = -INFINITY;
     for (int j = 0; j <= i; j++) {
         float s = 0.f;
-        for (int d = 0; d < p.HD; d++) s += attn_ld(qkv, qo + d) * attn_ld(qkv, attn_k_off(p, b, j, kvh) + d);
+        for (int d = 0; d < p.HD; d++) s += mt_ld(qkv, qo + d) * mt_ld(qkv, attn_k_off(p, b, j, kvh) + d);
         m = fmaxf(m, s * p.scale);
     }
     float l = 0.f;
     for (int j = 0; j <= i; j++) {
         float s = 0.f;
-        for (int d = 0; d < p.HD; d++) s += attn_ld(qkv, qo + d) * attn_ld(qkv, attn_k_off(p, b, j, kvh) + d);
+        for (int d = 0; d < p.HD; d++) s += mt_ld(qkv, qo + d) * mt_ld(qkv, attn_k_off(p, b, j, kvh) + d);
         l += expf(s * p.scale - m);
     }
     size_t oo = attn_o_off(p, b, i, h);
@@ -33,10 +33,10 @@ template <typename A> __global__ void attn_fwd_naive(A *out, float *lse, const A
         float acc = 0.f;
         for (int j = 0; j <= i; j++) {
             float s = 0.f;
-            for (int e = 0; e < p.HD; e++) s += attn_ld(qkv, qo + e) * attn_ld(qkv, attn_k_off(p, b, j, kvh) + e);
-            acc += expf(s * p.scale - m) * attn_ld(qkv, attn_v_off(p, b, j, kvh) + d);
+            for (int e = 0; e < p.HD; e++) s += mt_ld(qkv, qo + e) * mt_ld(qkv, attn_k_off(p, b, j, kvh) + e);
+            acc += expf(s * p.scale - m) * mt_ld(qkv, attn_v_off(p, b, j, kvh) + d);
         }
-        attn_st(out, oo + d, acc / l);
+        mt_st(out, oo + d, acc / l);
     }
     lse[attn_lse_off(p, b, h, i)] = m + logf(l);
 }
@@ -115,7 +115,7 @@ template <typename A, int NC> static void run_v2_fwd(A *o, float *l, const A *q,
     dim3 g((p.T + ATTN_SW - 1) / ATTN_SW, p.NH, p.B);
     attn_fwd_simple_kernel<A, NC><<<g, ATTN_SW * 32, sm>>>(o, l, q, p);
 }
-template <int HD> static void run_v3_fwd(attn_bf16 *o, float *l, const attn_bf16 *q, attn_params p) {
+template <int HD> static void run_v3_fwd(mt_bf16 *o, float *l, const mt_bf16 *q, attn_params p) {
     size_t sm = attn_mma_fwd_smem<HD>();
     LAB_CHECK(cudaFuncSetAttribute(attn_fwd_mma_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm));
     dim3 g((p.T + ATTN_MQ - 1) / ATTN_MQ, p.NH, p.B);
@@ -136,9 +136,9 @@ static void run_v2_bwd(A *dqkv, const A *g, const A *q, const A *o, const float 
     attn_dkv_simple_kernel<A, NC><<<gk, ATTN_SW * 32, s2>>>(dqkv, g, q, l, D, p);
 }
 template <int HD>
-static void run_v3_bwd(attn_bf16 *dqkv, const attn_bf16 *g, const attn_bf16 *q, const attn_bf16 *o, const float *l,
+static void run_v3_bwd(mt_bf16 *dqkv, const mt_bf16 *g, const mt_bf16 *q, const mt_bf16 *o, const float *l,
                        float *D, attn_params p) {
-    run_dot<attn_bf16>(D, g, o, p);
+    run_dot<mt_bf16>(D, g, o, p);
     size_t s1 = attn_mma_dq_smem<HD>(), s2 = attn_mma_dkv_smem<HD>();
     LAB_CHECK(cudaFuncSetAttribute(attn_dq_mma_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)s1));
     LAB_CHECK(cudaFuncSetAttribute(attn_dkv_mma_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)s2));
@@ -193,10 +193,10 @@ template <int HD> static void check(int B, int T, int NH, int NKV) {
         cudaFree(q), cudaFree(gg), cudaFree(o), cudaFree(dq);
     }
     { // bf16
-        attn_bf16 *q = lab_upload<attn_bf16>(qkv, nq), *gg = lab_upload<attn_bf16>(g, no), *o, *dq;
+        mt_bf16 *q = lab_upload<mt_bf16>(qkv, nq), *gg = lab_upload<mt_bf16>(g, no), *o, *dq;
         LAB_CHECK(cudaMalloc(&o, no * 2));
         LAB_CHECK(cudaMalloc(&dq, nq * 2));
-        run_v2_fwd<attn_bf16, HD / 32>(o, dl, q, p);
+        run_v2_fwd<mt_bf16, HD / 32>(o, dl, q, p);
         LAB_CHECK(cudaDeviceSynchronize());
         lab_download(ho, o, no);
         report("v2 simple fwd bf16 out", lab_nmse(ho, ro, no), 1e-4);
@@ -239,7 +239,7 @@ template <int HD> static void bench(int B, int T, int NH, int NKV) {
         cudaFree(q), cudaFree(o), cudaFree(dq);
     }
     {
-        attn_bf16 *q = lab_upload<attn_bf16>(h, nq), *o, *dq;
+        mt_bf16 *q = lab_upload<mt_bf16>(h, nq), *o, *dq;
         LAB_CHECK(cudaMalloc(&o, no * 2));
         LAB_CHECK(cudaMalloc(&dq, nq * 2));
         float ms = lab_time_ms([&] { run_v3_fwd<HD>(o, l, q, p); });

@@ -3,12 +3,13 @@
 //   bwd: dwte(V,C) += scatter of dout(N,C) by ids (accumulates; an id < 0 is skipped)
 // for activations A and table W each f32 or bf16. Versions:
 //   fwd v1  one block per token row
-//   fwd v2  grid-stride over N*C (the backend's: cuda_elementwise.cu embedding_fwd_kernel)
+//   fwd v2  grid-stride over N*C (the backend's embedding_fwd_kernel)
 //   bwd v1  one atomicAdd per element: order-dependent, and a bf16 table rounds after
 //           every add (a token repeated k times loses ~log2(k) bits)
-//   bwd v2  deterministic (the backend's: cuda_elementwise.cu iota_kernel, CUB stable
-//           radix sort of (id, position), embedding_bwd_sorted_kernel): each id's rows
-//           are summed onto dwte[id] in f32 in ascending token order, rounded once
+//   bwd v2  deterministic (the backend's: iota_kernel, CUB stable radix sort of
+//           (id, position) by emb_sort_pairs, embedding_bwd_sorted_kernel): each id's
+//           rows are summed onto dwte[id] in f32 in ascending token order, rounded once
+// The v2 kernels and the sort come from ../elementwise_kernels.cuh (the backend's header).
 // Checks: fwd bitwise; bwd v2 BITWISE against the CPU's sequential f32 sum in ascending
 // n (what the cpu backend computes), rounded once to bf16 for bf16 tables; v1 by nmse.
 // Each check case has one id repeated on 30% of the tokens (runs longer than a block).
@@ -17,8 +18,7 @@
 // usage: ./embedding [N C V]   (benchmark shape; default 16384 3584 152064, Qwen2.5-7B)
 #include "lab_common.h"
 #include "lab_device.h"
-
-#include <cub/device/device_radix_sort.cuh>
+#include "../elementwise_kernels.cuh"
 
 // ---- fwd v1: one block per token row ----
 template <typename A, typename W> __global__ void embedding_fwd_v1(A *out, const int32_t *ids, const W *wte, int C) {
@@ -39,45 +39,8 @@ template <typename A, typename W> __global__ void embedding_bwd_v1(W *dwte, cons
     for (int c = threadIdx.x; c < C; c += blockDim.x) lab_atomic_add(dwte + (size_t)id * C + c, mt_ld(dout, n * C + c));
 }
 
-// ---- v2: the backend's kernels (cuda_elementwise.cu: embedding_fwd_kernel, iota_kernel,
-// embedding_bwd_sorted_kernel; keep in sync) ----
-template <typename A, typename W>
-__global__ void embedding_fwd_kernel(A *out, const int32_t *ids, const W *wte, size_t N, int C) {
-    size_t total = N * (size_t)C;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        size_t n = i / (size_t)C, c = i % (size_t)C;
-        int id = ids[n];
-        mt_st(out, i, id >= 0 ? mt_ld(wte, (size_t)id * C + c) : 0.0f);
-    }
-}
-
-static const int EMB_COLS = 256;
-
-__global__ void iota_kernel(int32_t *p, int n) {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = i;
-}
-
-template <typename A, typename W>
-__global__ void __launch_bounds__(EMB_COLS)
-    embedding_bwd_sorted_kernel(W *dwte, const int32_t *sid, const int32_t *spos, const A *dout, int N, int C) {
-    __shared__ int32_t s_pos[EMB_COLS];
-    int i = blockIdx.x, id = sid[i];
-    if (id < 0 || (i > 0 && sid[i - 1] == id)) return; // not a run start (block-uniform)
-    int c = blockIdx.y * EMB_COLS + threadIdx.x;
-    size_t row = (size_t)id * C + c;
-    float acc = c < C ? mt_ld(dwte, row) : 0.f;
-    for (int k0 = i; k0 < N; k0 += EMB_COLS) {
-        int k = k0 + threadIdx.x;
-        bool in = k < N && sid[k] == id; // the run is contiguous: `in` holds for a prefix
-        s_pos[threadIdx.x] = in ? spos[k] : 0;
-        int cnt = __syncthreads_count(in); // also the barrier that publishes s_pos
-        if (c < C)
-            for (int j = 0; j < cnt; j++) acc += mt_ld(dout, (size_t)s_pos[j] * C + c);
-        __syncthreads(); // s_pos is rewritten next round
-        if (cnt < EMB_COLS) break;
-    }
-    if (c < C) mt_st(dwte, row, acc);
-}
+// ---- v2: the backend's kernels: embedding_fwd_kernel, EMB_COLS, iota_kernel,
+// embedding_bwd_sorted_kernel, emb_sort_pairs (../elementwise_kernels.cuh) ----
 
 // Scratch for bwd v2 (the backend takes it from mt_cuda_scratch): sorted ids | positions |
 // sorted positions | CUB temp.
@@ -90,8 +53,7 @@ typedef struct {
 static emb_scratch scratch_new(int N) {
     emb_scratch s;
     s.temp_bytes = 0;
-    LAB_CHECK(cub::DeviceRadixSort::SortPairs(NULL, s.temp_bytes, (const int32_t *)NULL, (int32_t *)NULL,
-                                              (const int32_t *)NULL, (int32_t *)NULL, N, 0, 32));
+    LAB_CHECK(emb_sort_pairs(NULL, s.temp_bytes, NULL, NULL, NULL, NULL, N, 0));
     LAB_CHECK(cudaMalloc(&s.sid, (size_t)N * 4));
     LAB_CHECK(cudaMalloc(&s.pos, (size_t)N * 4));
     LAB_CHECK(cudaMalloc(&s.spos, (size_t)N * 4));
@@ -114,7 +76,7 @@ static void run_bwd(int ver, W *dwte, const int32_t *ids, const A *dout, int N, 
         return;
     }
     iota_kernel<<<mt_cuda_blocks((size_t)N, 256), 256>>>(s->pos, N);
-    LAB_CHECK(cub::DeviceRadixSort::SortPairs(s->temp, s->temp_bytes, ids, s->sid, s->pos, s->spos, N, 0, 32));
+    LAB_CHECK(emb_sort_pairs(s->temp, s->temp_bytes, ids, s->sid, s->pos, s->spos, N, 0));
     dim3 grid((unsigned)N, (unsigned)((C + EMB_COLS - 1) / EMB_COLS));
     embedding_bwd_sorted_kernel<A, W><<<grid, EMB_COLS>>>(dwte, s->sid, s->spos, dout, N, C);
 }

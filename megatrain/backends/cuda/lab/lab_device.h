@@ -1,39 +1,16 @@
-// lab_device.h: the CUDA backend's small device helpers, copied verbatim from
-// cuda_internal.h (mt_bf16, mt_ld, mt_st, mt_warp_sum, mt_warp_max, mt_cuda_blocks),
-// so that each lab's "backend version" kernel is the backend's text unchanged.
-// cuda_internal.h itself pulls in backend.h and cuBLAS, which the standalone labs
-// do not link. Keep in sync with cuda_internal.h. Also: a device-side fill for
-// benchmark buffers too large to fill and upload from the host.
+// lab_device.h: the CUDA backend's device helpers for the labs, from the backend's
+// own dependency-free header ../cuda_device.cuh (mt_bf16, mt_ld, mt_st, mt_warp_sum,
+// mt_warp_max, mt_cuda_blocks; cuda_internal.h, which pulls in backend.h and cuBLAS,
+// includes the same header), plus lab-only helpers: a device-side fill for benchmark
+// buffers too large to fill and upload from the host, exact-match counting, an
+// integer hash, and the PASS/FAIL report line.
 #pragma once
 #include "lab_common.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-// ---- copied from cuda_internal.h ----
-typedef __nv_bfloat16 mt_bf16;
-
-__device__ __forceinline__ float mt_ld(const float *p, size_t i) { return p[i]; }
-__device__ __forceinline__ float mt_ld(const mt_bf16 *p, size_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void mt_st(float *p, size_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void mt_st(mt_bf16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
-
-__device__ __forceinline__ float mt_warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-__device__ __forceinline__ float mt_warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-
-// Grid size for a grid-stride loop over n items with `threads` per block.
-static inline unsigned mt_cuda_blocks(size_t n, int threads) {
-    size_t b = (n + (size_t)threads - 1) / (size_t)threads;
-    if (b > 65535u * 16u) b = 65535u * 16u; // grid-stride loops cover the rest
-    return (unsigned)(b ? b : 1);
-}
-// ---- end of the copy ----
+#include "../cuda_device.cuh"
 
 // x[i] = lo + (hi - lo) * u, u in [0,1) from a hash of (seed, i). Benchmark data only
 // (the values differ from lab_fill's); checks use lab_fill on the host.

@@ -4,6 +4,7 @@
 // "backward" below), checked and timed the same way. usage: ./rmsnorm [R D]
 #include "lab_common.h"
 #include "lab_device.h"
+#include "../norm_kernels.cuh"
 
 __global__ void rmsnorm_v1(float *out, float *rstd, const float *inp, const float *w, int R, int D, float eps) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -32,8 +33,9 @@ __global__ void rmsnorm_v2(float *out, float *rstd, const float *inp, const floa
 // dinp = rstd * (dy*w) - x * rstd^3 * mean(dy*w*x);  dw = sum over rows of dy * x * rstd
 // (overwritten). Versions, checked against a double CPU reference, A = W = f32 and bf16:
 //   v1  dx: one thread per row; dw: one thread per column, rows in order (deterministic)
-//   v2  the backend's (cuda_norm.cu norm_bwd_group): dx one warp per row; dw as row-chunk
-//       partials (block 32x8, fixed order) then a fixed-order sum over the chunks.
+//   v2  the backend's (../norm_kernels.cuh, launched as cuda_norm.cu norm_bwd_group does):
+//       dx one warp per row; dw as row-chunk partials (block 32x8, fixed order) then a
+//       fixed-order sum over the chunks.
 // v2 is also checked to be bitwise repeatable and bitwise the same with dinp == dout.
 // GB/s counts the minimum traffic: dx reads dy, x and writes dx; dw reads dy, x again.
 
@@ -58,80 +60,8 @@ __global__ void rmsnorm_bwd_dw_v1(W *dw, const A *dout, const A *inp, const floa
     mt_st(dw, (size_t)c, s);
 }
 
-// ---- bwd v2: the backend's kernels (cuda_norm.cu: row_map, rm_base, rm_rstd,
-// rmsnorm_bwd_dx_kernel, rmsnorm_dw_partial_kernel, dw_final_kernel, dw_chunks; keep in sync) ----
-typedef struct {
-    int hig, ho, hpt;
-    size_t tok_stride;
-} row_map;
-
-__device__ __forceinline__ size_t rm_base(row_map m, size_t r, int D) {
-    size_t n = r / (size_t)m.hig;
-    int hh = m.ho + (int)(r % (size_t)m.hig);
-    return n * m.tok_stride + (size_t)hh * D;
-}
-__device__ __forceinline__ size_t rm_rstd(row_map m, size_t r) {
-    size_t n = r / (size_t)m.hig;
-    return n * (size_t)m.hpt + (size_t)(m.ho + (int)(r % (size_t)m.hig));
-}
-
-// dx = rstd * (dy*w) - x * rstd^3 * mean(dy*w*x). Reads a row fully before
-// writing it, so dinp may alias dout.
-template <typename A, typename W>
-__global__ void rmsnorm_bwd_dx_kernel(A *dinp, const A *dout, const A *inp, const W *w, const float *rstd, row_map m,
-                                      size_t R, int D) {
-    size_t r = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    int lane = threadIdx.x % 32;
-    if (r >= R) return;
-    size_t base = rm_base(m, r, D);
-    float rs = rstd[rm_rstd(m, r)];
-    float dot = 0.f;
-    for (int i = lane; i < D; i += 32) dot += mt_ld(dout, base + i) * mt_ld(w, (size_t)i) * mt_ld(inp, base + i);
-    dot = mt_warp_sum(dot);
-    float c = rs * rs * rs * dot / (float)D;
-    for (int i = lane; i < D; i += 32) {
-        float dy = mt_ld(dout, base + i), x = mt_ld(inp, base + i);
-        mt_st(dinp, base + i, rs * dy * mt_ld(w, (size_t)i) - x * c);
-    }
-}
-
-// partial[chunk][c] = sum over the chunk's rows of dy*x*rstd; block (32, 8).
-template <typename A>
-__global__ void rmsnorm_dw_partial_kernel(float *partial, const A *dout, const A *inp, const float *rstd, row_map m,
-                                          size_t R, int D, size_t rows_per_chunk) {
-    __shared__ float sh[8][33];
-    int c = blockIdx.x * 32 + threadIdx.x;
-    size_t r0 = (size_t)blockIdx.y * rows_per_chunk;
-    size_t r1 = r0 + rows_per_chunk < R ? r0 + rows_per_chunk : R;
-    float acc = 0.f;
-    if (c < D)
-        for (size_t r = r0 + threadIdx.y; r < r1; r += 8) {
-            size_t i = rm_base(m, r, D) + c;
-            acc += mt_ld(dout, i) * mt_ld(inp, i) * rstd[rm_rstd(m, r)];
-        }
-    sh[threadIdx.y][threadIdx.x] = acc;
-    __syncthreads();
-    if (threadIdx.y == 0 && c < D) {
-        float s = 0.f;
-        for (int y = 0; y < 8; y++) s += sh[y][threadIdx.x];
-        partial[(size_t)blockIdx.y * D + c] = s;
-    }
-}
-
-template <typename W> __global__ void dw_final_kernel(W *dw, const float *partial, int nchunk, int D) {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= D) return;
-    float s = 0.f;
-    for (int i = 0; i < nchunk; i++) s += partial[(size_t)i * D + c];
-    mt_st(dw, (size_t)c, s);
-}
-
-static const int NORM_WARPS = 8;
-
-static int dw_chunks(size_t R) {
-    size_t c = (R + 127) / 128;
-    return c < 1 ? 1 : c > 256 ? 256 : (int)c;
-}
+// ---- bwd v2: the backend's kernels: row_map, rmsnorm_bwd_dx_kernel, rmsnorm_dw_partial_kernel,
+// dw_final_kernel, NORM_WARPS, dw_chunks (../norm_kernels.cuh) ----
 
 // v2: the launch sequence of norm_bwd_group for plain RMSNorm (dw first, so dinp may
 // alias dout); partial holds dw_chunks(R) * D floats (the backend's scratch).

@@ -6,12 +6,14 @@
 // against a double-precision CPU reference, f32 and bf16:
 //   v1  one thread per (token, head): loops over the pairs of its head, copies a v head
 //   v2  one thread per (token, head, pair), grid-stride, plus a v-copy kernel when out
-//       != inp (the backend's: cuda_rope.cu rope_kernel, rope_copy_v_kernel, rope())
+//       != inp (the backend's: rope_kernel, rope_copy_v_kernel from ../rope_kernels.cuh,
+//       launched as cuda_rope.cu rope() launches them)
 // Then CUDA-event timing; GB/s counts one read and one write of what each case touches
 // (all heads out of place, q and k heads in place; the cos/sin tables are not counted).
 // usage: ./rope [B T NH NKV HD]   (benchmark shape; default 1 4096 28 4 128, Qwen2.5-7B)
 #include "lab_common.h"
 #include "lab_device.h"
+#include "../rope_kernels.cuh"
 
 // ---- v1: one thread per (token, head) ----
 template <typename A, int DIR>
@@ -36,38 +38,7 @@ __global__ void rope_v1(A *out, const A *inp, const float *cos_t, const float *s
     }
 }
 
-// ---- v2: the backend's kernels (cuda_rope.cu: rope_kernel, rope_copy_v_kernel; keep in sync) ----
-template <typename A, int DIR>
-__global__ void rope_kernel(A *out, const A *inp, const float *cos_t, const float *sin_t, size_t BT, int T, int NQK,
-                            int HD, size_t stride) {
-    int half = HD / 2;
-    size_t total = BT * (size_t)NQK * half;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        int p = (int)(i % (size_t)half);
-        size_t th = i / (size_t)half;
-        int hh = (int)(th % (size_t)NQK);
-        size_t tok = th / (size_t)NQK;
-        int t = (int)(tok % (size_t)T);
-        size_t o = tok * stride + (size_t)hh * HD + p;
-        float c = cos_t[(size_t)t * half + p], s = sin_t[(size_t)t * half + p];
-        float x1 = mt_ld(inp, o), x2 = mt_ld(inp, o + half);
-        if (DIR == 0) {
-            mt_st(out, o, x1 * c - x2 * s);
-            mt_st(out, o + half, x2 * c + x1 * s);
-        } else {
-            mt_st(out, o, x1 * c + x2 * s);
-            mt_st(out, o + half, x2 * c - x1 * s);
-        }
-    }
-}
-
-template <typename A> __global__ void rope_copy_v_kernel(A *dst, const A *src, size_t BT, int off, int per, size_t stride) {
-    size_t total = BT * (size_t)per;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        size_t j = (i / per) * stride + off + i % per;
-        dst[j] = src[j];
-    }
-}
+// ---- v2: the backend's kernels: rope_kernel, rope_copy_v_kernel (../rope_kernels.cuh) ----
 
 typedef struct {
     int B, T, NH, NKV, HD;

@@ -3,8 +3,8 @@
 //   fwd: h = silu(g) * u,   bwd: dg = dh * u * sig(g) * (1 + g (1 - sig(g))),  du = dh * silu(g)
 // Versions, each checked against a double-precision CPU reference, f32 and bf16:
 //   v1  one thread per element on a (column-block, row) grid
-//   v2  grid-stride, one element per thread (the backend's: cuda_elementwise.cu
-//       swiglu_fwd_kernel, swiglu_bwd_kernel, restated verbatim)
+//   v2  grid-stride, one element per thread (the backend's: swiglu_fwd_kernel,
+//       swiglu_bwd_kernel from ../elementwise_kernels.cuh, included)
 //   v3  16-byte vector loads/stores, 16/sizeof(A) columns per thread (a lab candidate,
 //       not in the backend; needs F % (16/sizeof(A)) == 0, else it is skipped)
 // Then CUDA-event timing; GB/s counts the minimum traffic (fwd: read 2NF, write NF;
@@ -12,6 +12,7 @@
 // usage: ./swiglu [N F]   (benchmark shape; default 4096 18944, Qwen2.5-7B's F)
 #include "lab_common.h"
 #include "lab_device.h"
+#include "../elementwise_kernels.cuh"
 
 // ---- v1: one thread per element ----
 template <typename A> __global__ void swiglu_fwd_v1(A *h, const A *gu, int F) {
@@ -31,31 +32,7 @@ template <typename A> __global__ void swiglu_bwd_v1(A *dgu, const A *dh, const A
     mt_st(dgu, n * 2 * F + F + f, d * g * sig);
 }
 
-// ---- v2: the backend's kernels (cuda_elementwise.cu: swiglu_fwd_kernel, swiglu_bwd_kernel; keep in sync) ----
-template <typename A> __global__ void swiglu_fwd_kernel(A *h, const A *gu, size_t N, int F) {
-    size_t total = N * (size_t)F;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        size_t n = i / (size_t)F, f = i % (size_t)F;
-        size_t row = n * 2 * (size_t)F;
-        float g = mt_ld(gu, row + f), u = mt_ld(gu, row + F + f);
-        float sig = 1.0f / (1.0f + expf(-g));
-        mt_st(h, i, g * sig * u);
-    }
-}
-
-template <typename A> __global__ void swiglu_bwd_kernel(A *dgu, const A *dh, const A *gu, size_t N, int F) {
-    size_t total = N * (size_t)F;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        size_t n = i / (size_t)F, f = i % (size_t)F;
-        size_t row = n * 2 * (size_t)F;
-        float g = mt_ld(gu, row + f), u = mt_ld(gu, row + F + f), d = mt_ld(dh, i);
-        float sig = 1.0f / (1.0f + expf(-g));
-        float silu = g * sig;
-        // d silu / dg = sig * (1 + g * (1 - sig))
-        mt_st(dgu, row + f, d * u * sig * (1.0f + g * (1.0f - sig)));
-        mt_st(dgu, row + F + f, d * silu);
-    }
-}
+// ---- v2: the backend's kernels: swiglu_fwd_kernel, swiglu_bwd_kernel (../elementwise_kernels.cuh) ----
 
 // ---- v3: 16-byte vectors (llm.c's Packed128 idea) ----
 template <typename A> struct pack16 {

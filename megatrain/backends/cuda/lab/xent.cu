@@ -6,12 +6,13 @@
 //   v1  two-pass: one block per row; block max, then block sum of exp(x - max),
 //       then the write pass (the first, obviously-correct version)
 //   v2  online: one block per row, one read for (max, sum) merged online, then the
-//       write pass (the backend's: cuda_xent.cu xent_kernel, restated verbatim)
+//       write pass (the backend's: xent_kernel from ../xent_kernels.cuh, included)
 // Then CUDA-event timing for V = 152064 (Qwen2), 128256 (Llama 3) and 256 at 128 and
 // n rows. GB/s counts the minimum traffic: one read and one write of the logits.
 // usage: ./xent [n]   (benchmark rows; default 4096)
 #include "lab_common.h"
 #include "lab_device.h"
+#include "../xent_kernels.cuh"
 
 // ---- v1: two passes over the row for (max, sum), then the write pass ----
 static const int V1_THREADS = 256;
@@ -54,69 +55,7 @@ template <typename A> __global__ void xent_v1(A *logits, float *losses, const in
     }
 }
 
-// ---- v2: the backend's kernel (cuda_xent.cu: online_merge, xent_kernel; keep in sync) ----
-static const int XENT_THREADS = 512;
-
-__device__ __forceinline__ void online_merge(float &m, float &s, float m2, float s2) {
-    if (m2 == -INFINITY) return;
-    if (m == -INFINITY) {
-        m = m2;
-        s = s2;
-        return;
-    }
-    float mn = fmaxf(m, m2);
-    s = s * expf(m - mn) + s2 * expf(m2 - mn);
-    m = mn;
-}
-
-template <typename A>
-__global__ void __launch_bounds__(XENT_THREADS) xent_kernel(A *logits, float *losses, const int32_t *targets, int V,
-                                                            float dscale) {
-    __shared__ float sm[32], ss[32];
-    __shared__ float row_lse;
-    size_t row = blockIdx.x;
-    A *x = logits + row * (size_t)V;
-    float m = -INFINITY, s = 0.f;
-    for (int v = threadIdx.x; v < V; v += blockDim.x) {
-        float xv = mt_ld(x, (size_t)v);
-        if (xv > m) {
-            s = (m == -INFINITY ? 0.f : s * expf(m - xv)) + 1.f;
-            m = xv;
-        } else if (xv != -INFINITY) { // (-inf) - (-inf) would be NaN
-            s += expf(xv - m);
-        }
-    }
-    // warp merge, then across warps
-    for (int o = 16; o > 0; o >>= 1) {
-        float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
-        online_merge(m, s, m2, s2);
-    }
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = blockDim.x / 32;
-    if (lane == 0) {
-        sm[warp] = m;
-        ss[warp] = s;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        m = lane < nw ? sm[lane] : -INFINITY;
-        s = lane < nw ? ss[lane] : 0.f;
-        for (int o = 16; o > 0; o >>= 1) {
-            float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
-            online_merge(m, s, m2, s2);
-        }
-        if (lane == 0) row_lse = m + logf(s);
-    }
-    __syncthreads();
-    float lse = row_lse;
-    int tgt = targets[row];
-    bool valid = tgt >= 0 && tgt < V;
-    if (threadIdx.x == 0) losses[row] = valid ? lse - mt_ld(x, (size_t)tgt) : 0.f;
-    __syncthreads(); // the loss reads x[tgt] before any thread overwrites it
-    for (int v = threadIdx.x; v < V; v += blockDim.x) {
-        float p = valid ? expf(mt_ld(x, (size_t)v) - lse) : 0.f;
-        mt_st(x, (size_t)v, dscale * (p - (v == tgt ? 1.f : 0.f)));
-    }
-}
+// ---- v2: the backend's kernel: xent_kernel, XENT_THREADS (../xent_kernels.cuh) ----
 
 template <typename A> static void run_xent(int ver, A *x, float *loss, const int32_t *t, int n, int V, float dscale) {
     if (ver == 1) xent_v1<A><<<(unsigned)n, V1_THREADS>>>(x, loss, t, V, dscale);

@@ -1,0 +1,18 @@
+// file_io.h: whole-file reads and crash-safe writes for the small text files
+// (config.json, train_state.json, hardware profiles). Errors name the path.
+#ifndef MT_FILE_IO_H
+#define MT_FILE_IO_H
+
+#include <stddef.h>
+
+#include "core/status.h"
+
+// Reads a regular file (or a pipe) of at most max_bytes into a NUL-terminated
+// buffer the caller frees. `what` names the expected content in errors:
+// "PATH: cannot open WHAT: ...", "PATH: not a regular file (expected WHAT)".
+mt_status mt_file_read_text(const char *path, const char *what, size_t max_bytes, char **out, size_t *len);
+// Writes len bytes to PATH.tmp, fsyncs, renames it over PATH: PATH is either the
+// old file or the complete new one, never a partial one.
+mt_status mt_file_write_atomic(const char *path, const void *data, size_t len);
+
+#endif
