@@ -31,6 +31,18 @@ mt_status mt_make_dir(const char *dir, const char *option) {
 
 static void *elem(void *base, mt_dtype t, size_t off) { return (char *)base + off * mt_dtype_size(t); }
 
+// Finds the HF tensor of view t of unit u (name + suffix) in st and checks its shape.
+static mt_status find_view(const mt_safetensors *st, const mt_unit *u, int t, const char *suffix,
+                           const mt_st_tensor **out) {
+    char name[300];
+    mt_layout_hf_name(u->lay, (mt_tensor_id)t, u->layer, name, 256);
+    strcat(name, suffix);
+    *out = mt_st_find(st, name);
+    if (!*out) return mt_fail(MT_ERR_SHAPE, "%s: missing tensor %s", mt_st_path(st, 0), name);
+    const mt_view *v = &u->lay->t[t];
+    return mt_st_expect_shape(st, *out, v->ndim, v->shape);
+}
+
 mt_status mt_model_load_weights(mt_model *m, const char *path) {
     mt_safetensors *st;
     MT_TRY(mt_st_open(path, &st));
@@ -39,16 +51,8 @@ mt_status mt_model_load_weights(mt_model *m, const char *path) {
         mt_unit *u = &m->units[ui];
         for (int t = 0; t < MT_T_COUNT && s == MT_OK; t++) {
             const mt_view *v = &u->lay->t[t];
-            if (!v->present) continue;
-            char name[256];
-            mt_layout_hf_name(u->lay, (mt_tensor_id)t, u->layer, name, sizeof name);
-            const mt_st_tensor *ti = mt_st_find(st, name);
-            if (!ti) {
-                s = mt_fail(MT_ERR_SHAPE, "%s: missing tensor %s (required by config.json)", mt_st_path(st, 0), name);
-                break;
-            }
-            s = mt_st_expect_shape(st, ti, v->ndim, v->shape);
-            if (s != MT_OK) break;
+            const mt_st_tensor *ti;
+            if (!v->present || (s = find_view(st, u, t, "", &ti)) != MT_OK) continue;
             if (u->master) {
                 s = mt_st_read(st, ti, u->master + v->offset, MT_F32);
                 if (s == MT_OK) mt_convert(elem(u->param, m->wdt, v->offset), m->wdt, u->master + v->offset, MT_F32, v->numel);
@@ -181,12 +185,8 @@ mt_status mt_model_load_optimizer(mt_model *m, const char *dir) {
             const mt_view *v = &u->lay->t[t];
             if (!v->present) continue;
             for (int k = 0; k < 2 && s == MT_OK; k++) {
-                char name[300];
-                mt_layout_hf_name(u->lay, (mt_tensor_id)t, u->layer, name, 256);
-                strcat(name, k == 0 ? ".exp_avg" : ".exp_avg_sq");
-                const mt_st_tensor *ti = mt_st_find(st, name);
-                if (!ti) s = mt_fail(MT_ERR_FORMAT, "%s: missing tensor %s", path, name);
-                else s = mt_st_expect_shape(st, ti, v->ndim, v->shape);
+                const mt_st_tensor *ti;
+                s = find_view(st, u, t, k == 0 ? ".exp_avg" : ".exp_avg_sq", &ti);
                 if (s == MT_OK) s = mt_st_read(st, ti, (k == 0 ? u->m : u->v) + v->offset, MT_F32);
             }
         }

@@ -126,20 +126,27 @@ static void qk_norm_bwd(float *dinp, double *red, const float *dout, const float
     }
 }
 
+// The q and k norm weights as f32: themselves, or widened into scratch when bf16.
+static mt_status qk_weights_f32(mt_backend *be, const void *qw, const void *kw, mt_dtype wdt, int HD,
+                                const float **qf, const float **kf) {
+    *qf = qw, *kf = kw;
+    if (wdt != MT_BF16) return MT_OK;
+    void *p;
+    MT_TRY(mt_cpu_scratch(be, MT_CPU_SCR_W, 2 * (size_t)HD * sizeof(float), &p));
+    mt_cpu_bf16_to_f32(p, qw, HD);
+    mt_cpu_bf16_to_f32((float *)p + HD, kw, HD);
+    *qf = p;
+    *kf = (float *)p + HD;
+    return MT_OK;
+}
+
 mt_status mt_cpu_op_qk_norm_fwd(mt_backend *be, void *out, float *rstd, const void *inp, const void *qw, const void *kw,
                                 mt_dtype wdt, int N, int NH, int NKV, int HD, float eps) {
     MT_TRY(mt_cpu_check_wdt(wdt, "qk_norm_fwd"));
     if (N < 0 || NH <= 0 || NKV <= 0 || HD <= 0)
         return mt_fail(MT_ERR_SHAPE, "cpu qk_norm_fwd: bad shape N=%d NH=%d NKV=%d HD=%d", N, NH, NKV, HD);
-    const float *qf = qw, *kf = kw;
-    if (wdt == MT_BF16) {
-        void *p;
-        MT_TRY(mt_cpu_scratch(be, MT_CPU_SCR_W, 2 * (size_t)HD * sizeof(float), &p));
-        mt_cpu_bf16_to_f32(p, qw, HD);
-        mt_cpu_bf16_to_f32((float *)p + HD, kw, HD);
-        qf = p;
-        kf = (float *)p + HD;
-    }
+    const float *qf, *kf;
+    MT_TRY(qk_weights_f32(be, qw, kw, wdt, HD, &qf, &kf));
     qk_norm_fwd(out, rstd, inp, qf, kf, N, NH, NKV, HD, eps);
     return MT_OK;
 }
@@ -150,15 +157,8 @@ mt_status mt_cpu_op_qk_norm_bwd(mt_backend *be, void *dinp, void *dqw, void *dkw
     MT_TRY(mt_cpu_check_wdt(wdt, "qk_norm_bwd"));
     if (N < 0 || NH <= 0 || NKV <= 0 || HD <= 0)
         return mt_fail(MT_ERR_SHAPE, "cpu qk_norm_bwd: bad shape N=%d NH=%d NKV=%d HD=%d", N, NH, NKV, HD);
-    const float *qf = qw, *kf = kw;
-    if (wdt == MT_BF16) {
-        void *p;
-        MT_TRY(mt_cpu_scratch(be, MT_CPU_SCR_W, 2 * (size_t)HD * sizeof(float), &p));
-        mt_cpu_bf16_to_f32(p, qw, HD);
-        mt_cpu_bf16_to_f32((float *)p + HD, kw, HD);
-        qf = p;
-        kf = (float *)p + HD;
-    }
+    const float *qf, *kf;
+    MT_TRY(qk_weights_f32(be, qw, kw, wdt, HD, &qf, &kf));
     int rb = mt_cpu_block_rows(N), nb = (N + rb - 1) / rb;
     void *red;
     MT_TRY(mt_cpu_scratch(be, MT_CPU_SCR_RED, (size_t)(nb > 0 ? nb : 1) * 2 * HD * sizeof(double), &red));
