@@ -434,6 +434,22 @@ class ModelSpec:
     layers_model: int
 
 
+
+def report(a, prog: str, system: str, spec, n_params: int, times, peak_gpu: int) -> dict:
+    """One timed configuration of a peer: the results row, appended to a.out (if set),
+    printed on stdout, and summarized on stderr."""
+    row = make_row(
+        experiment=a.experiment, system=system, model=spec.name, params=n_params,
+        layers_run=spec.layers_run, layers_model=spec.layers_model, batch=a.batch,
+        seq_len=a.seq_len, precision=a.precision, step_times_s=times,
+        peak_gpu=peak_gpu, peak_host=peak_host_bytes(), env=collect_env())
+    if a.out:
+        append_jsonl(a.out, row)
+    print(json.dumps(row), flush=True)
+    log("%s: median %.1f ms, %.1f TFLOP/s, mfu %s" % (prog, row["step_ms"]["median"], row["tflops"],
+                                                     "%.3f" % row["mfu"] if row["mfu"] else "-"))
+    return row
+
 def load_config(path: str, layers: Optional[int] = None) -> ModelSpec:
     """Reads an HF config.json (or a directory holding one); --layers N overrides
     num_hidden_layers for the run while layers_model keeps the file's value."""

@@ -213,17 +213,7 @@ def main(argv=None) -> int:
 
     times, _ = common.run_timed(make_step(engine), batches, warmup=a.warmup, steps=a.steps,
                                 device=torch.device("cuda", 0), label=PROG)
-    row = common.make_row(
-        experiment=a.experiment, system=system_name(a), model=spec.name, params=n_params,
-        layers_run=spec.layers_run, layers_model=spec.layers_model, batch=a.batch,
-        seq_len=a.seq_len, precision=a.precision, step_times_s=times,
-        peak_gpu=int(torch.cuda.max_memory_allocated()), peak_host=common.peak_host_bytes(),
-        env=common.collect_env())
-    if a.out:
-        common.append_jsonl(a.out, row)
-    print(common.json.dumps(row), flush=True)
-    log("%s: median %.1f ms, %.1f TFLOP/s, mfu %s" % (PROG, row["step_ms"]["median"], row["tflops"],
-                                                     "%.3f" % row["mfu"] if row["mfu"] else "-"))
+    common.report(a, PROG, system_name(a), spec, n_params, times, int(torch.cuda.max_memory_allocated()))
     try:
         engine.destroy()
     except Exception:  # noqa: BLE001 - teardown only

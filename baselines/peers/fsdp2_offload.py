@@ -132,17 +132,7 @@ def main(argv=None) -> int:
         system = PROG if a.adam == "default" else "%s_%sadam" % (PROG, a.adam)
         if a.no_checkpointing:
             system += "_noac"
-        row = common.make_row(
-            experiment=a.experiment, system=system, model=spec.name, params=n_params,
-            layers_run=spec.layers_run, layers_model=spec.layers_model, batch=a.batch,
-            seq_len=a.seq_len, precision=a.precision, step_times_s=times,
-            peak_gpu=int(torch.cuda.max_memory_allocated()), peak_host=common.peak_host_bytes(),
-            env=common.collect_env())
-        if a.out:
-            common.append_jsonl(a.out, row)
-        print(common.json.dumps(row), flush=True)
-        log("%s: median %.1f ms, %.1f TFLOP/s, mfu %s" % (PROG, row["step_ms"]["median"], row["tflops"],
-                                                         "%.3f" % row["mfu"] if row["mfu"] else "-"))
+        common.report(a, PROG, system, spec, n_params, times, int(torch.cuda.max_memory_allocated()))
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
