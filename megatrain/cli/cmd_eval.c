@@ -21,7 +21,7 @@ int mt_cmd_eval(mt_options *o) {
     int32_t *inputs = NULL, *targets = NULL;
     int rc = 1;
     mt_precision prec;
-    mt_schedule sched;
+    const mt_schedule_desc *sched;
 
     if (!o->model) {
         s = mt_fail(MT_ERR_ARG, "eval: --model DIR is required");
@@ -32,7 +32,7 @@ int mt_cmd_eval(mt_options *o) {
         goto fail;
     }
     if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, o->model))) goto fail;
-    if ((s = mt_precision_parse(o->precision, &prec)) || (s = mt_schedule_parse(o->schedule, &sched))) goto fail;
+    if ((s = mt_precision_parse(o->precision, &prec)) || (s = mt_schedule_find(o->schedule, &sched))) goto fail;
     if (!strcmp(o->data, "synthetic")) s = mt_data_synthetic(&data, o->seed, cfg.vocab_size, (size_t)o->batch * o->seq_len * 16 + 1);
     else s = mt_data_open_file(&data, o->data, cfg.vocab_size, o->batch, o->seq_len);
     if (s) goto fail;
@@ -41,9 +41,10 @@ int mt_cmd_eval(mt_options *o) {
     int steps = o->given.steps && (size_t)o->steps < windows ? o->steps : (int)windows;
     if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_model_alloc(&model, &cfg, prec, be))) goto fail;
     if ((s = mt_model_load_weights(&model, o->model))) goto fail;
-    mt_engine_opts eo = {.schedule = sched, .B = o->batch, .T = o->seq_len, .grad_accum = 1, .ckpt_interval = 1,
-                         .weight_bufs = o->weight_bufs, .grad_slabs = 1, .overlap_optimizer = 0,
-                         .mlp_rows = o->mlp_chunk, .offload_checkpoints = o->offload_checkpoints};
+    mt_engine_opts eo = {.schedule = sched, .B = o->batch, .T = o->seq_len, .grad_accum = 1, .grad_slabs = 1,
+                         .mlp_rows = o->mlp_chunk,
+                         .sched = {.weight_bufs = o->weight_bufs, .ckpt_interval = 1, .serial_optimizer = 1,
+                                   .offload_checkpoints = o->offload_checkpoints}};
     if ((s = mt_engine_create(&model, be, &eo, &eng)) || (s = mt_sink_open(&sink, o->log, 0))) goto fail;
     size_t n = (size_t)o->batch * o->seq_len;
     inputs = malloc(n * 4);

@@ -50,12 +50,12 @@ static void this_machine(mt_hw_profile *hw) {
 static int max_context(const mt_config *c, mt_plan_input in, const mt_hw_profile *hw, int gpu_known) {
     mt_plan_memory m;
     mt_plan_fit f;
-    long long cap = (1LL << 30) / in.B;
+    long long cap = (1LL << 30) / in.eng.B;
     if (cap > (1LL << 24)) cap = 1LL << 24;
     long long lo = 0, hi = cap + 1; // fits(lo) (lo = 0: nothing yet), !fits(hi)
     while (hi - lo > 1) {
         long long mid = (lo + hi) / 2;
-        in.T = (int)mid;
+        in.eng.T = (int)mid;
         if (mt_plan_memory_compute(c, &in, &m) != MT_OK) {
             hi = mid;
             continue;
@@ -76,16 +76,16 @@ int mt_cmd_plan(mt_options *o) {
     const char *cfg_src = o->model ? o->model : o->config;
     if (!cfg_src) return fail(mt_fail(MT_ERR_ARG, "plan: --model DIR or --config FILE is required"));
     if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, cfg_src))) return fail(s);
-    mt_plan_input in = {.B = o->batch, .T = o->seq_len, .grad_accum = o->grad_accum, .ckpt_interval = o->ckpt_interval,
-                        .weight_bufs = o->weight_bufs, .grad_slabs = o->grad_slabs, .mlp_rows = o->mlp_chunk,
-                        .offload_checkpoints = o->offload_checkpoints, .zero3 = mt_zero3_defaults()};
-    in.zero3.pin_memory = o->zero3_pin_memory;
-    in.zero3.overlap_comm = o->zero3_overlap_comm;
-    in.zero3.prefetch_bucket_size = o->zero3_prefetch_bucket_size;
-    in.zero3.param_persistence_threshold = o->zero3_param_persistence_threshold;
-    in.zero3.reduce_bucket_size = o->zero3_reduce_bucket_size;
-    in.zero3.max_live_parameters = o->zero3_max_live_parameters;
-    if ((s = mt_precision_parse(o->precision, &in.prec)) || (s = mt_schedule_parse(o->schedule, &in.schedule))) return fail(s);
+    mt_plan_input in = {.eng = {.B = o->batch, .T = o->seq_len, .grad_accum = o->grad_accum, .grad_slabs = o->grad_slabs,
+                                .mlp_rows = o->mlp_chunk,
+                                .sched = {.weight_bufs = o->weight_bufs, .ckpt_interval = o->ckpt_interval,
+                                          .offload_checkpoints = o->offload_checkpoints,
+                                          .zero3 = {o->zero3_pin_memory, o->zero3_overlap_comm,
+                                                    o->zero3_prefetch_bucket_size, o->zero3_param_persistence_threshold,
+                                                    o->zero3_reduce_bucket_size, o->zero3_max_live_parameters}}}};
+    if ((s = mt_precision_parse(o->precision, &in.prec)) || (s = mt_schedule_find(o->schedule, &in.eng.schedule)))
+        return fail(s);
+    const mt_schedule_desc *sd = in.eng.schedule;
 
     mt_hw_profile hw;
     int have_rates = o->hardware != NULL;
@@ -121,14 +121,14 @@ int mt_cmd_plan(mt_options *o) {
     add_num(j, "params", (double)N);
     add_num(j, "params_per_layer", (double)mt_config_params_per_layer(&cfg));
     add_num(j, "layers", cfg.num_layers);
-    cJSON_AddStringToObject(j, "schedule", mt_schedule_name(in.schedule));
+    cJSON_AddStringToObject(j, "schedule", sd->name);
     cJSON_AddStringToObject(j, "precision", mt_precision_name(in.prec));
-    add_num(j, "batch", in.B);
-    add_num(j, "seq_len", in.T);
-    add_num(j, "grad_accum", in.grad_accum);
-    if (in.schedule == MT_SCHED_MEGATRAIN || in.schedule == MT_SCHED_NAIVE) add_num(j, "checkpoint_interval", in.ckpt_interval);
-    if (in.schedule == MT_SCHED_MEGATRAIN) add_num(j, "weight_buffers", in.weight_bufs);
-    add_num(j, "tokens_per_step", (double)in.B * in.T * in.grad_accum);
+    add_num(j, "batch", in.eng.B);
+    add_num(j, "seq_len", in.eng.T);
+    add_num(j, "grad_accum", in.eng.grad_accum);
+    if (sd->takes & MT_TAKES_CKPT_INTERVAL) add_num(j, "checkpoint_interval", in.eng.sched.ckpt_interval);
+    if (sd->takes & MT_TAKES_WEIGHT_BUFS) add_num(j, "weight_buffers", in.eng.sched.weight_bufs);
+    add_num(j, "tokens_per_step", (double)in.eng.B * in.eng.T * in.eng.grad_accum);
 
     cJSON_AddBoolToObject(j, "fits", fit.fits);
     add_num(j, "host_bytes", (double)mem.host_bytes);
@@ -166,8 +166,8 @@ int mt_cmd_plan(mt_options *o) {
     add_num(h, "mem_bytes", hw.host_mem_bytes);
     add_num(h, "reserve_fraction", MT_PLAN_HOST_RESERVE);
     add_num(h, "have_bytes", fit.host_have_bytes);
-    if (in.schedule == MT_SCHED_ZERO3) {
-        add_num(h, "deepspeed_estimator_bytes", 1.5 * (double)mt_zero3_host_bytes_per_param(in.prec) * (double)N);
+    if (sd->host_bytes_per_param[in.prec]) { // the real system's own accounting, beside what our schedule allocates
+        add_num(h, "deepspeed_estimator_bytes", 1.5 * (double)sd->host_bytes_per_param[in.prec] * (double)N);
         add_num(h, "engine_zero3_bytes", (double)mem.engine_host_bytes);
         add_num(j, "deepspeed_gpu_bytes", (double)mem.deepspeed_gpu_bytes);
     }
@@ -185,14 +185,15 @@ int mt_cmd_plan(mt_options *o) {
         add_num(g, "have_bytes", fit.gpu_have_bytes);
     }
     cJSON_AddBoolToObject(g, "checked", gpu_known);
-    if (in.schedule == MT_SCHED_ZERO3) {
+    if (sd->takes & MT_TAKES_ZERO3) {
+        const mt_zero3_knobs *zk = &in.eng.sched.zero3;
         cJSON *z = cJSON_AddObjectToObject(j, "zero3");
-        cJSON_AddBoolToObject(z, "pin_memory", in.zero3.pin_memory);
-        cJSON_AddBoolToObject(z, "overlap_comm", in.zero3.overlap_comm);
-        add_num(z, "stage3_prefetch_bucket_size", (double)in.zero3.prefetch_bucket_size);
-        add_num(z, "stage3_param_persistence_threshold", (double)in.zero3.param_persistence_threshold);
-        add_num(z, "reduce_bucket_size", (double)in.zero3.reduce_bucket_size);
-        add_num(z, "stage3_max_live_parameters", (double)in.zero3.max_live_parameters);
+        cJSON_AddBoolToObject(z, "pin_memory", zk->pin_memory);
+        cJSON_AddBoolToObject(z, "overlap_comm", zk->overlap_comm);
+        add_num(z, "stage3_prefetch_bucket_size", (double)zk->prefetch_bucket_size);
+        add_num(z, "stage3_param_persistence_threshold", (double)zk->param_persistence_threshold);
+        add_num(z, "reduce_bucket_size", (double)zk->reduce_bucket_size);
+        add_num(z, "stage3_max_live_parameters", (double)zk->max_live_parameters);
     }
 
     cJSON *hwj = cJSON_AddObjectToObject(j, "hardware");

@@ -123,8 +123,8 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if ((s = mt_setup_config(o, &cfg, is_default))) goto fail;
     if ((s = mt_config_validate(&cfg, o->model ? o->model : o->config ? o->config : "default model"))) goto fail;
     mt_precision prec;
-    mt_schedule sched;
-    if ((s = mt_precision_parse(o->precision, &prec)) || (s = mt_schedule_parse(o->schedule, &sched))) goto fail;
+    const mt_schedule_desc *sched;
+    if ((s = mt_precision_parse(o->precision, &prec)) || (s = mt_schedule_find(o->schedule, &sched))) goto fail;
     if (o->seq_len > cfg.max_position_embeddings)
         fprintf(stderr, "megatrain: note: --seq-len %d exceeds max_position_embeddings %d\n", o->seq_len,
                 cfg.max_position_embeddings);
@@ -149,8 +149,18 @@ int mt_cmd_train(mt_options *o, int is_default) {
             fprintf(stderr, "megatrain: note: could not bind to NUMA node %d: %s\n", near.numa_node, mt_last_error());
     }
 
-    int pinned = !(sched == MT_SCHED_ZERO3 && !o->zero3_pin_memory);
-    if ((s = mt_model_alloc_ex(&model, &cfg, prec, be, pinned))) goto fail;
+    mt_engine_opts eo = {.schedule = sched, .B = o->batch, .T = o->seq_len, .grad_accum = o->grad_accum,
+                         .grad_slabs = o->grad_slabs, .keep_trace = o->trace != NULL, .mlp_rows = o->mlp_chunk,
+                         .sched = {.weight_bufs = o->weight_bufs, .ckpt_interval = o->ckpt_interval,
+                                   .serial_optimizer = o->serial_optimizer,
+                                   .offload_checkpoints = o->offload_checkpoints,
+                                   .bind = !strcmp(o->bind, "copy") ? MT_BIND_COPY : MT_BIND_POINTER,
+                                   .zero3 = {o->zero3_pin_memory, o->zero3_overlap_comm, o->zero3_prefetch_bucket_size,
+                                             o->zero3_param_persistence_threshold, o->zero3_reduce_bucket_size,
+                                             o->zero3_max_live_parameters}}};
+    mt_schedule_desc resolved;
+    mt_schedule_resolve(sched, &eo.sched, &cfg, &resolved);
+    if ((s = mt_model_alloc_ex(&model, &cfg, prec, be, resolved.host_pinned))) goto fail;
     int virtual_run = mt_backend_is_virtual(be);
     if (virtual_run && (o->save || o->resume || o->dump_grads)) {
         s = mt_fail(MT_ERR_ARG, "--backend sim: simulates timing only; --save, --resume and --dump-grads need data");
@@ -165,14 +175,6 @@ int mt_cmd_train(mt_options *o, int is_default) {
     } else {
         mt_model_init_random(&model, o->seed);
     }
-    mt_engine_opts eo = {.schedule = sched, .B = o->batch, .T = o->seq_len, .grad_accum = o->grad_accum,
-                         .ckpt_interval = o->ckpt_interval, .weight_bufs = o->weight_bufs,
-                         .grad_slabs = o->grad_slabs, .overlap_optimizer = !o->serial_optimizer,
-                         .copy_bind = !strcmp(o->bind, "copy"), .keep_trace = o->trace != NULL,
-                         .mlp_rows = o->mlp_chunk, .offload_checkpoints = o->offload_checkpoints,
-                         .zero3 = {o->zero3_pin_memory, o->zero3_overlap_comm, o->zero3_prefetch_bucket_size,
-                                   o->zero3_param_persistence_threshold, o->zero3_reduce_bucket_size,
-                                   o->zero3_max_live_parameters}};
     if ((s = mt_engine_create(&model, be, &eo, &eng))) goto fail;
     if ((s = mt_sink_open(&sink, o->log, o->resume != NULL))) goto fail;
 

@@ -6,65 +6,26 @@
 #include "engine/engine_internal.h"
 #include "engine/rope_table.h"
 
-static const char *schedule_names[] = {"megatrain", "resident", "zero3", "naive"};
-
-mt_status mt_schedule_parse(const char *s, mt_schedule *out) {
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(s, schedule_names[i])) {
-            *out = (mt_schedule)i;
-            return MT_OK;
-        }
-    return mt_fail(MT_ERR_ARG, "--schedule: unknown value '%s' (expected megatrain, zero3, naive or resident)", s);
-}
-
-const char *mt_schedule_name(mt_schedule s) { return schedule_names[s]; }
-
-mt_zero3_knobs mt_zero3_defaults(void) {
-    return (mt_zero3_knobs){.pin_memory = 1, .overlap_comm = 1, .prefetch_bucket_size = 50000000LL,
-                            .param_persistence_threshold = 100000LL, .reduce_bucket_size = 500000000LL,
-                            .max_live_parameters = 1000000000LL};
-}
-
-// The schedule's resolved shape: buffers, prefetch depth, checkpointing, streams.
+// The schedule's resolved shape: the descriptor with the options it takes,
+// plus what follows from it (checkpoints kept, layer internals kept, streams).
 typedef struct {
-    int n_wbuf, lookahead, K, n_ckpt, n_acts, overlap_optimizer;
+    mt_schedule_desc s;
+    int K, n_ckpt, n_acts;
     mt_stream_id h2d, d2h;
     mt_dtype link_dtype; // gradients crossing the link
 } schedule_shape;
 
 static schedule_shape shape_of(const mt_config *c, mt_precision p, const mt_engine_opts *o) {
     int L = c->num_layers;
-    schedule_shape s = {.n_wbuf = o->weight_bufs, .K = o->ckpt_interval, .overlap_optimizer = o->overlap_optimizer,
-                        .h2d = MT_STREAM_H2D, .d2h = MT_STREAM_D2H, .link_dtype = mt_precision_wdt(p)};
-    switch (o->schedule) {
-    case MT_SCHED_MEGATRAIN: break;
-    case MT_SCHED_RESIDENT:
-        s.n_wbuf = L, s.K = 1, s.overlap_optimizer = 0;
-        break;
-    case MT_SCHED_NAIVE:
-        s.n_wbuf = 1, s.overlap_optimizer = 0, s.h2d = s.d2h = MT_STREAM_COMPUTE;
-        break;
-    case MT_SCHED_ZERO3: {
-        // Whole layers ahead as the prefetch bucket allows (at least the next one,
-        // whose fetch the bucket then covers only in part), bounded by max live params.
-        mt_unit_layout le, ll, lh;
-        mt_layout_build(c, &le, &ll, &lh);
-        long long layer = (long long)ll.numel, ahead = (o->zero3.prefetch_bucket_size + layer - 1) / layer;
-        long long live = o->zero3.max_live_parameters / layer;
-        if (ahead > 2) ahead = 2;
-        if (ahead > live - 1) ahead = live - 1;
-        if (ahead < 1) ahead = 1;
-        s.n_wbuf = 1 + (int)ahead, s.K = 1, s.overlap_optimizer = 0, s.link_dtype = MT_F32;
-        if (!o->zero3.overlap_comm) s.d2h = MT_STREAM_COMPUTE;
-        break;
-    }
-    }
-    if (s.n_wbuf > L) s.n_wbuf = L;
-    int resident = o->schedule == MT_SCHED_RESIDENT;
-    s.lookahead = s.n_wbuf - 1;
-    s.n_ckpt = resident ? L : (L + s.K - 1) / s.K;
-    s.n_acts = resident ? L : 1;
-    return s;
+    schedule_shape sh;
+    mt_schedule_resolve(o->schedule, &o->sched, c, &sh.s);
+    sh.K = sh.s.ckpt_interval;
+    sh.h2d = mt_schedule_h2d_stream(&sh.s);
+    sh.d2h = mt_schedule_d2h_stream(&sh.s);
+    sh.link_dtype = mt_schedule_grad_wire(&sh.s, mt_precision_wdt(p));
+    sh.n_ckpt = sh.s.keep_activations ? L : (L + sh.K - 1) / sh.K;
+    sh.n_acts = sh.s.keep_activations ? L : 1;
+    return sh;
 }
 
 mt_status mt_engine_dev_alloc(mt_engine *e, size_t bytes, void **out) {
@@ -90,9 +51,9 @@ static mt_memory_plan memory_plan(const mt_config *c, mt_precision p, const mt_e
 
 mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
                                      size_t device_free) {
-    int offload = o->offload_checkpoints > 0 && o->schedule != MT_SCHED_RESIDENT;
-    if (o->offload_checkpoints < 0 && o->schedule != MT_SCHED_RESIDENT && device_free)
-        offload = memory_plan(c, p, o, act, 0).device_bytes > device_free;
+    schedule_shape sh = shape_of(c, p, o);
+    int offload = sh.s.offload_checkpoints > 0;
+    if (sh.s.offload_checkpoints < 0 && device_free) offload = memory_plan(c, p, o, act, 0).device_bytes > device_free;
     return memory_plan(c, p, o, act, offload);
 }
 
@@ -107,9 +68,9 @@ static mt_memory_plan memory_plan(const mt_config *c, mt_precision p, const mt_e
                  .NH = c->num_heads, .NKV = c->num_kv_heads, .HD = c->head_dim,
                  .QKV = c->num_heads + 2 * c->num_kv_heads, .qk_norm = c->qk_norm, .mlp_rows = o->mlp_rows};
     size_t x = al((size_t)d.N * d.C * as);
-    int n_wbuf = sh.n_wbuf, n_ckpt = sh.n_ckpt, n_acts = sh.n_acts;
+    int n_wbuf = sh.s.weight_bufs, n_ckpt = sh.n_ckpt, n_acts = sh.n_acts;
     mt_memory_plan m = {0};
-    m.weights_bytes = (size_t)(n_wbuf + (o->copy_bind ? 1 : 0)) * al(ll.numel * ws) + al(le.numel * ws) + al(lh.numel * ws);
+    m.weights_bytes = (size_t)(n_wbuf + (sh.s.bind == MT_BIND_COPY ? 1 : 0)) * al(ll.numel * ws) + al(le.numel * ws) + al(lh.numel * ws);
     size_t slab = ll.numel > le.numel ? ll.numel : le.numel;
     if (lh.numel > slab) slab = lh.numel;
     m.grads_bytes = 2 * al(ll.numel * ws) + al(le.numel * ws) + al(lh.numel * ws);
@@ -136,7 +97,7 @@ static void layer_pieces(mt_engine *e) {
     const mt_unit_layout *l = &e->m->lay_layer;
     e->n_pieces = 0;
     e->pieces[e->n_pieces++] = 0;
-    if (e->o.schedule == MT_SCHED_ZERO3) {
+    if (e->s.submodule_fetch) {
         const mt_tensor_id starts[] = {MT_T_Q, MT_T_QB, MT_T_QNORM, MT_T_KNORM, MT_T_O, MT_T_LN2, MT_T_GATE, MT_T_DOWN};
         for (size_t i = 0; i < sizeof starts / sizeof *starts; i++)
             if (l->t[starts[i]].present) e->pieces[e->n_pieces++] = l->t[starts[i]].offset;
@@ -149,11 +110,11 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     if (o->B <= 0) return mt_fail(MT_ERR_ARG, "--batch: must be positive (got %d)", o->B);
     if (o->T <= 0) return mt_fail(MT_ERR_ARG, "--seq-len: must be positive (got %d)", o->T);
     if (o->grad_accum <= 0) return mt_fail(MT_ERR_ARG, "--grad-accum: must be positive (got %d)", o->grad_accum);
-    if (o->ckpt_interval <= 0 || o->ckpt_interval > c->num_layers)
+    if (o->sched.ckpt_interval <= 0 || o->sched.ckpt_interval > c->num_layers)
         return mt_fail(MT_ERR_ARG, "--checkpoint-interval: must be in 1..%d (the layer count), got %d", c->num_layers,
-                       o->ckpt_interval);
-    if (o->weight_bufs < 1 || o->weight_bufs > 3) // 1 = no prefetch (the ablation's floor)
-        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 1, 2 or 3 (got %d)", o->weight_bufs);
+                       o->sched.ckpt_interval);
+    if (o->sched.weight_bufs < 1 || o->sched.weight_bufs > 3) // 1 = no prefetch (the ablation's floor)
+        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 1, 2 or 3 (got %d)", o->sched.weight_bufs);
     if (o->grad_slabs < 1 || o->grad_slabs > 64)
         return mt_fail(MT_ERR_ARG, "--grad-slabs: must be in 1..64 (got %d)", o->grad_slabs);
     if ((long long)o->B * o->T > 1LL << 30)
@@ -173,19 +134,19 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
                      .NH = c->num_heads, .NKV = c->num_kv_heads, .HD = c->head_dim,
                      .QKV = c->num_heads + 2 * c->num_kv_heads, .eps = c->rms_norm_eps, .qk_norm = c->qk_norm,
                      .bias = c->attention_bias, .mlp_rows = o->mlp_rows, .wdt = m->wdt};
-    if (o->schedule == MT_SCHED_ZERO3) {
-        const mt_zero3_knobs *z = &o->zero3;
+    if (o->schedule->takes & MT_TAKES_ZERO3) {
+        const mt_zero3_knobs *z = &o->sched.zero3;
         if (z->prefetch_bucket_size <= 0 || z->param_persistence_threshold < 0 || z->reduce_bucket_size <= 0 ||
             z->max_live_parameters <= 0)
             return mt_fail(MT_ERR_ARG, "--zero3-*: bucket sizes and max live parameters must be positive");
     }
     schedule_shape sh = shape_of(c, m->prec, o);
-    e->o.ckpt_interval = sh.K;
-    e->o.overlap_optimizer = sh.overlap_optimizer;
-    e->n_wbuf = sh.n_wbuf;
+    e->s = sh.s;
+    e->K = sh.K;
+    e->n_wbuf = sh.s.weight_bufs;
     e->n_ckpt = sh.n_ckpt;
     e->n_acts = sh.n_acts;
-    e->lookahead = sh.lookahead;
+    e->lookahead = sh.s.lookahead;
     e->h2d = sh.h2d;
     e->d2h = sh.d2h;
     e->link_dtype = sh.link_dtype;
@@ -200,7 +161,7 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
         return mt_fail(MT_ERR_MEMORY,
                        "device memory: batch %d x seq %d with the %s schedule needs %.2f GiB but %s has %.2f GiB free; "
                        "lower --batch or --seq-len",
-                       o->B, o->T, mt_schedule_name(o->schedule), need / 1073741824.0, info.name,
+                       o->B, o->T, e->s.name, need / 1073741824.0, info.name,
                        info.mem_free_bytes / 1073741824.0);
 
     e->dev_allocs = calloc(64 + (size_t)e->n_wbuf + (size_t)e->n_ckpt + (size_t)e->n_acts, sizeof(void *));
@@ -208,7 +169,7 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     e->ev_loaded = calloc((size_t)e->n_wbuf, sizeof(mt_event *));
     e->ev_free = calloc((size_t)e->n_wbuf, sizeof(mt_event *));
     e->ckpt = calloc((size_t)e->n_ckpt, sizeof(void *));
-    e->blk_in = calloc((size_t)e->o.ckpt_interval, sizeof(void *));
+    e->blk_in = calloc((size_t)e->K, sizeof(void *));
     e->acts = calloc((size_t)e->n_acts, sizeof(mt_layer_acts));
     e->sumsq = calloc((size_t)m->n_units, sizeof(double));
     if (!e->dev_allocs || !e->wbuf || !e->ev_loaded || !e->ev_free || !e->ckpt || !e->blk_in || !e->acts || !e->sumsq)
@@ -233,7 +194,7 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
             MT_TRY(bo->event_create(be, &e->ev_link_free[i]));
         }
     }
-    if (o->copy_bind) MT_TRY(mt_engine_dev_alloc(e, m->lay_layer.numel * ws, &e->template_buf));
+    if (e->s.bind == MT_BIND_COPY) MT_TRY(mt_engine_dev_alloc(e, m->lay_layer.numel * ws, &e->template_buf));
     layer_pieces(e);
     MT_TRY(mt_engine_dev_alloc(e, m->lay_embed.numel * ws, &e->embed_w));
     MT_TRY(mt_engine_dev_alloc(e, m->lay_embed.numel * ws, &e->embed_g));
@@ -263,8 +224,8 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     } else {
         for (int i = 0; i < e->n_ckpt; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->ckpt[i]));
     }
-    for (int i = 1; i < e->o.ckpt_interval; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->blk_in[i]));
-    if (e->o.ckpt_interval > 1) // outputs that are not checkpoints exist only with K > 1
+    for (int i = 1; i < e->K; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->blk_in[i]));
+    if (e->K > 1) // outputs that are not checkpoints exist only with K > 1
         for (int i = 0; i < 2; i++) MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->x_tmp[i]));
     MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->x_final));
     MT_TRY(mt_engine_dev_alloc(e, x_bytes, &e->dx));

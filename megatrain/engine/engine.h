@@ -9,45 +9,18 @@
 
 #include "backend/backend.h"
 #include "engine/host_state.h"
-
-typedef enum {
-    MT_SCHED_MEGATRAIN = 0, // stream layers through a ring of device buffers, recompute, overlapped optimizer
-    MT_SCHED_RESIDENT = 1,  // every layer resident, all activations kept, optimizer after backward
-    MT_SCHED_ZERO3 = 2,     // DeepSpeed ZeRO-3 + CPU offload, as a schedule (see baselines/ZERO3.md)
-    MT_SCHED_NAIVE = 3,     // one stream: copy in, compute, copy out; no prefetch; optimizer after backward
-} mt_schedule;
-
-// DeepSpeed's ZeRO-3 knobs under DeepSpeed's names and defaults. They change
-// timing, never results (every schedule computes the same numbers).
-typedef struct {
-    int pin_memory;                    // host state page-locked (1) or pageable (0)
-    int overlap_comm;                  // gradient offload on its own stream (1) or the compute stream (0)
-    long long prefetch_bucket_size;    // stage3_prefetch_bucket_size: elements fetched ahead of use
-    long long param_persistence_threshold; // stage3_param_persistence_threshold
-    long long reduce_bucket_size;      // reduce_bucket_size (elements)
-    long long max_live_parameters;     // stage3_max_live_parameters
-} mt_zero3_knobs;
-
-// DeepSpeed's defaults: pin_memory true, overlap_comm true, 5e7, 1e5, 5e8, 1e9.
-mt_zero3_knobs mt_zero3_defaults(void);
-
-mt_status mt_schedule_parse(const char *s, mt_schedule *out);
-const char *mt_schedule_name(mt_schedule s);
+#include "engine/schedule.h"
 
 typedef struct {
-    mt_schedule schedule;
+    const mt_schedule_desc *schedule; // a table entry (mt_schedule_find); resolved against the options here
     int B, T, grad_accum;  // micro-batch rows, sequence length, micro-batches per step
-    int ckpt_interval;     // K: keep the input of every K-th layer, recompute the rest
-    int weight_bufs;       // device weight buffers in the ring (1: no prefetch, 2 or 3)
     int grad_slabs;        // pinned host slabs gradients stream through
-    int overlap_optimizer; // update layer i while the next step already streams
-    int offload_checkpoints; // 1: layer-boundary checkpoints live in pinned host memory, 3 device slots
-                             // stream them out in forward and back in backward; 0: on the device;
-                             // -1 (auto): offload only when the device plan does not fit
     int mlp_rows;          // tokens per MLP chunk (0 = all at once); bounds the largest activations
     int keep_trace;        // keep every step's timeline for mt_engine_write_trace (--trace)
-    int copy_bind;         // ablation: bind by copying into a fixed template buffer (the official code's way)
-    mt_zero3_knobs zero3;  // used by MT_SCHED_ZERO3
+    mt_schedule_opts sched; // what the schedule may take from the options: weight buffers, K (keep the input
+                            // of every K-th layer, recompute the rest), serial optimizer, checkpoint offload
+                            // (1: layer-boundary checkpoints in pinned host memory, 3 device slots; 0: on the
+                            // device; -1 auto: offload only when the device plan does not fit), bind, ZeRO-3 knobs
 } mt_engine_opts;
 
 typedef struct {

@@ -21,6 +21,8 @@ struct mt_engine {
     mt_model *m;
     mt_backend *be;
     mt_engine_opts o;
+    mt_schedule_desc s;   // the resolved schedule
+    int K;                // checkpoint interval (s.ckpt_interval)
     mt_dims d;
     mt_dtype act;
     size_t act_size;

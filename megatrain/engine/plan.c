@@ -8,13 +8,12 @@
 #include "engine/engine_internal.h"
 
 static int micro_batch_sequence(const mt_engine *e, int *seq) {
-    int n = 0, L = e->L, K = e->o.ckpt_interval;
-    int resident = e->o.schedule == MT_SCHED_RESIDENT;
+    int n = 0, L = e->L, K = e->K;
     for (int i = 0; i < L; i++) seq[n++] = i;
     // (zero3 and naive checkpoint like megatrain; zero3 with K = 1, as DeepSpeed's per-layer checkpointing)
     for (int s = (L - 1) / K * K; s >= 0; s -= K) {
         int end = s + K < L ? s + K : L;
-        if (!resident)
+        if (!e->s.keep_activations)
             for (int i = s; i < end - 1; i++) seq[n++] = i; // rebuild the block's layer inputs
         for (int i = end - 1; i >= s; i--) seq[n++] = i;
     }
@@ -30,7 +29,7 @@ mt_status mt_plan_build(mt_engine *e) {
         return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the weight plan");
     }
     int n_seq = micro_batch_sequence(e, seq);
-    int resident = e->o.schedule == MT_SCHED_RESIDENT;
+    int resident = e->s.weights_resident;
     int *loaded = calloc((size_t)e->L, sizeof(int));
     int n = 0, ring = 0, prev = -1, prev_buf = -1;
     for (int g = 0; g < e->o.grad_accum; g++) {

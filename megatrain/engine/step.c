@@ -13,13 +13,13 @@
 
 // Input / output buffers of layer i in the forward pass.
 static void *layer_input(mt_engine *e, int i) {
-    if (e->o.schedule == MT_SCHED_RESIDENT) return e->ckpt[i];
-    return i % e->o.ckpt_interval == 0 ? mt_ckpt_dev(e, i / e->o.ckpt_interval) : e->x_tmp[i & 1];
+    if (e->s.keep_activations) return e->ckpt[i];
+    return i % e->K == 0 ? mt_ckpt_dev(e, i / e->K) : e->x_tmp[i & 1];
 }
 // The checkpoint index layer i's output becomes, or -1.
 static int output_ckpt(const mt_engine *e, int i) {
-    int K = e->o.ckpt_interval;
-    return e->o.schedule != MT_SCHED_RESIDENT && i + 1 < e->L && (i + 1) % K == 0 ? (i + 1) / K : -1;
+    int K = e->K;
+    return !e->s.keep_activations && i + 1 < e->L && (i + 1) % K == 0 ? (i + 1) / K : -1;
 }
 static void *layer_output(mt_engine *e, int i) { return i + 1 == e->L ? e->x_final : layer_input(e, i + 1); }
 
@@ -38,7 +38,7 @@ static mt_status forward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) {
     MT_TRY(o->embedding_fwd(be, layer_input(e, 0), e->d_ids,
                             (char *)e->embed_w + ve->offset * mt_dtype_size(e->m->wdt), e->m->wdt, e->d.N, e->d.C));
     MT_TRY(mt_trace_end(e->trace, span));
-    if (e->o.schedule != MT_SCHED_RESIDENT) MT_TRY(mt_ckpt_after_write(e, 0));
+    if (!e->s.keep_activations) MT_TRY(mt_ckpt_after_write(e, 0));
     for (int i = 0; i < e->L; i++) {
         mt_layer_view w;
         int j = output_ckpt(e, i);
@@ -119,8 +119,8 @@ static mt_status backward(mt_engine *e, int mb, int *cursor, mt_step_stats *st) 
                    MT_STREAM_COMPUTE));
     MT_TRY(offload(e, m->n_units - 1, e->head_g, e->ev_head_gfree, mb));
 
-    const int K = e->o.ckpt_interval;
-    if (e->o.schedule == MT_SCHED_RESIDENT) {
+    const int K = e->K;
+    if (e->s.keep_activations) {
         for (int i = e->L - 1; i >= 0; i--) MT_TRY(layer_backward(e, i, e->ckpt[i], mb, cursor, st));
     } else {
         for (int s = (e->L - 1) / K * K; s >= 0; s -= K) {
@@ -198,7 +198,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     mt_adamw_hparams h = {.lr = lr, .beta1 = hp->beta1, .beta2 = hp->beta2, .eps = hp->eps,
                           .grad_scale = (float)st->clip_factor, .step = step};
     mt_opt_worker_start(e->opt, &h, hp->weight_decay);
-    if (!e->o.overlap_optimizer) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
+    if (!e->s.optimizer_overlapped) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
     e->step_done++;
     return MT_OK;
 }

@@ -54,7 +54,7 @@ static long long elems_ahead(const mt_engine *e, int upto) {
 // prefetch bucket's worth of elements.
 static mt_status issue_loads(mt_engine *e, int upto, mt_step_stats *st) {
     while (e->issued <= upto) MT_TRY(issue_piece(e, st));
-    long long budget = e->o.schedule == MT_SCHED_ZERO3 ? e->o.zero3.prefetch_bucket_size - elems_ahead(e, upto) : -1;
+    long long budget = e->s.prefetch_elems >= 0 ? e->s.prefetch_elems - elems_ahead(e, upto) : -1;
     while (e->issued < e->n_plan && e->issued <= upto + e->lookahead) {
         if (budget >= 0 && e->plan[e->issued].load) {
             size_t off, n;

@@ -12,18 +12,19 @@
 #include "engine/engine.h"
 #include "planner/planner.h"
 
-mt_status mt_plan_input_validate(const mt_config *c, const mt_plan_input *in) {
+mt_status mt_plan_input_validate(const mt_config *c, const mt_plan_input *pi) {
+    const mt_engine_opts *in = &pi->eng;
     if (in->B <= 0) return mt_fail(MT_ERR_ARG, "--batch: must be positive (got %d)", in->B);
     if (in->T <= 0) return mt_fail(MT_ERR_ARG, "--seq-len: must be positive (got %d)", in->T);
     if (in->grad_accum <= 0) return mt_fail(MT_ERR_ARG, "--grad-accum: must be positive (got %d)", in->grad_accum);
     if ((long long)in->B * in->T > 1LL << 30)
         return mt_fail(MT_ERR_ARG, "--batch x --seq-len: %lld tokens per micro-batch is too many (the engine's limit is 2^30)",
                        (long long)in->B * in->T);
-    if (in->ckpt_interval <= 0 || in->ckpt_interval > c->num_layers)
+    if (in->sched.ckpt_interval <= 0 || in->sched.ckpt_interval > c->num_layers)
         return mt_fail(MT_ERR_ARG, "--checkpoint-interval: must be in 1..%d (the layer count), got %d", c->num_layers,
-                       in->ckpt_interval);
-    if (in->schedule == MT_SCHED_MEGATRAIN && (in->weight_bufs < 1 || in->weight_bufs > 3))
-        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 1, 2 or 3 (got %d)", in->weight_bufs);
+                       in->sched.ckpt_interval);
+    if ((in->schedule->takes & MT_TAKES_WEIGHT_BUFS) && (in->sched.weight_bufs < 1 || in->sched.weight_bufs > 3))
+        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 1, 2 or 3 (got %d)", in->sched.weight_bufs);
     if (in->grad_slabs < 1 || in->grad_slabs > 64)
         return mt_fail(MT_ERR_ARG, "--grad-slabs: must be in 1..64 (got %d)", in->grad_slabs);
     return MT_OK;
@@ -46,13 +47,11 @@ static void from_engine(const mt_memory_plan *e, mt_plan_memory *out) {
 mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt_plan_memory *out) {
     memset(out, 0, sizeof *out);
     MT_TRY(mt_plan_input_validate(c, in));
-    mt_engine_opts eo = {.schedule = in->schedule, .B = in->B, .T = in->T, .grad_accum = in->grad_accum,
-                         .ckpt_interval = in->ckpt_interval, .weight_bufs = in->weight_bufs, .grad_slabs = in->grad_slabs, .mlp_rows = in->mlp_rows,
-                         .overlap_optimizer = in->schedule == MT_SCHED_MEGATRAIN, .zero3 = in->zero3,
-                         .offload_checkpoints = in->schedule == MT_SCHED_ZERO3 ? 0 : in->offload_checkpoints};
+    mt_engine_opts eo = in->eng;
+    eo.sched.bind = MT_BIND_POINTER; // the plan has never counted --bind copy's template buffer
     mt_dtype act = in->prec == MT_PREC_FP32 ? MT_F32 : MT_BF16;
     mt_memory_plan e = mt_engine_memory_plan(c, in->prec, &eo, act, in->gpu_free_bytes);
-    if (in->schedule == MT_SCHED_ZERO3) {
+    if (in->eng.schedule->host_bytes_per_param[in->prec]) {
         mt_zero3_memory(c, in, out);
         out->engine_host_bytes = e.host_bytes;
         return MT_OK;

@@ -30,18 +30,12 @@ mt_status mt_hw_profile_measured(mt_hw_profile *out);
 // ---------------------------------------------------------------------------
 // Memory (plan.c, zero3_memory.c)
 
-// Schedules are the engine's (mt_schedule, mt_schedule_parse).
+// The engine's options (schedule, batch, K, buffers, slabs, ...) plus what only
+// the planner needs.
 typedef struct {
-    mt_schedule schedule;
+    mt_engine_opts eng;
     mt_precision prec;
-    int B, T, grad_accum;  // micro-batch rows, sequence length, micro-batches per step
-    int ckpt_interval;     // K (megatrain, naive)
-    int weight_bufs;       // device weight buffers (megatrain: 2 or 3; naive uses 1)
-    int grad_slabs;        // pinned gradient slabs
-    int mlp_rows;          // tokens per MLP chunk (0 = all)
-    int offload_checkpoints; // 1 on, 0 off, -1 auto (offload when the device plan exceeds gpu_free_bytes)
-    size_t gpu_free_bytes;   // for auto: the device memory available (0 = unknown: keep on the device)
-    mt_zero3_knobs zero3;  // DeepSpeed's knobs for zero3 (mt_zero3_defaults: DeepSpeed's defaults)
+    size_t gpu_free_bytes;   // for --offload-checkpoints auto: the device memory available (0 = unknown: keep on the device)
 } mt_plan_input;
 
 typedef struct {
@@ -61,10 +55,9 @@ typedef struct {
 mt_status mt_plan_input_validate(const mt_config *c, const mt_plan_input *in);
 // Memory of the configuration under in->schedule.
 mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt_plan_memory *out);
-// The zero3 part (zero3_memory.c).
+// DeepSpeed ZeRO-3 offload's own accounting (zero3_memory.c), for a schedule that
+// states host bytes per parameter (mt_schedule_desc.host_bytes_per_param) and takes the ZeRO-3 knobs.
 void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory *out);
-// Bytes per parameter DeepSpeed ZeRO-3 offload keeps on the host: 18 (bf16), 16 (fp32).
-int mt_zero3_host_bytes_per_param(mt_precision p);
 
 // ---------------------------------------------------------------------------
 // Feasibility (plan.c)

@@ -32,21 +32,18 @@ static size_t persistent_numel(const mt_unit_layout *lay, long long threshold) {
     return n;
 }
 
-int mt_zero3_host_bytes_per_param(mt_precision p) { return p == MT_PREC_FP32 ? 16 : 18; }
-
 void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory *out) {
     mt_unit_layout le, ll, lh;
     mt_layout_build(c, &le, &ll, &lh);
     int fp32 = in->prec == MT_PREC_FP32;
-    const mt_zero3_knobs *k = &in->zero3;
-    size_t ws = fp32 ? 4 : 2, bpp = (size_t)mt_zero3_host_bytes_per_param(in->prec);
+    const mt_zero3_knobs *k = &in->eng.sched.zero3;
+    size_t ws = fp32 ? 4 : 2, bpp = (size_t)in->eng.schedule->host_bytes_per_param[in->prec];
     long long N = mt_config_params_total(c);
 
     // GPU: what our zero3 schedule allocates (it is what runs); DeepSpeed's own
     // footprint (persistent + live + prefetch bucket, reduce bucket) is reported beside it.
-    mt_engine_opts eo = {.schedule = MT_SCHED_ZERO3, .B = in->B, .T = in->T, .grad_accum = in->grad_accum,
-                         .ckpt_interval = 1, .weight_bufs = 2, .grad_slabs = in->grad_slabs,
-                         .mlp_rows = in->mlp_rows, .zero3 = in->zero3};
+    mt_engine_opts eo = in->eng;
+    eo.sched.bind = MT_BIND_POINTER;
     mt_memory_plan e = mt_engine_memory_plan(c, in->prec, &eo, fp32 ? MT_F32 : MT_BF16, 0);
 
     // Module sizes as DeepSpeed sees them (unpadded): a layer, the embedding, the head.
@@ -69,9 +66,9 @@ void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory
     out->gpu_bytes = out->gpu_weights_bytes + out->gpu_grads_bytes + out->gpu_checkpoint_bytes + out->gpu_activation_bytes;
 
     out->host_state_bytes = (size_t)N * bpp;
-    out->host_staging_bytes = 3 * (size_t)in->grad_accum * (size_t)in->B * in->T * 4; // token staging, as the engine
+    out->host_staging_bytes = 3 * (size_t)in->eng.grad_accum * (size_t)in->eng.B * in->eng.T * 4; // token staging, as the engine
     out->host_bytes = out->host_state_bytes + out->host_staging_bytes;
-    out->pinned_bytes = k->pin_memory ? out->host_bytes : 0;
+    out->pinned_bytes = k->pin_memory ? out->host_bytes : 0; // all of it or nothing, as pin_memory says
     out->host_bytes_per_param = (double)bpp;
     out->host_accounting =
         fp32 ? "zero3 (DeepSpeed ZeRO-3 offload, fp32): params 4 + m 4 + v 4 + fp32 grads 4 = 16 B/param"
