@@ -168,17 +168,17 @@ int mt_cmd_plan(mt_options *o) {
     add_num(h, "have_bytes", fit.host_have_bytes);
     if (sd->host_bytes_per_param[in.prec]) { // the real system's own accounting, beside what our schedule allocates
         add_num(h, "deepspeed_estimator_bytes", 1.5 * (double)sd->host_bytes_per_param[in.prec] * (double)N);
-        add_num(h, "engine_zero3_bytes", (double)mem.engine_host_bytes);
+        add_num(h, "engine_zero3_bytes", (double)mem.engine.host_bytes);
         add_num(j, "deepspeed_gpu_bytes", (double)mem.deepspeed_gpu_bytes);
     }
     cJSON *g = cJSON_AddObjectToObject(j, "gpu");
-    add_num(g, "weights_bytes", (double)mem.gpu_weights_bytes);
-    add_num(g, "grads_bytes", (double)mem.gpu_grads_bytes);
-    add_num(g, "checkpoint_bytes", (double)mem.gpu_checkpoint_bytes);
-    add_num(g, "activation_bytes", (double)mem.gpu_activation_bytes);
+    add_num(g, "weights_bytes", (double)mem.engine.weights.device);
+    add_num(g, "grads_bytes", (double)mem.engine.grads.device);
+    add_num(g, "checkpoint_bytes", (double)mem.engine.checkpoints.device);
+    add_num(g, "activation_bytes", (double)mem.engine.activations.device);
     // Layer-boundary checkpoints: on the device, or offloaded to pinned host memory (3 device slots).
-    cJSON_AddStringToObject(g, "checkpoints", mem.offload_checkpoints ? "host" : "device");
-    if (mem.offload_checkpoints) add_num(h, "checkpoint_bytes", (double)mem.checkpoint_host_bytes);
+    cJSON_AddStringToObject(g, "checkpoints", mem.engine.offload_checkpoints ? "host" : "device");
+    if (mem.engine.offload_checkpoints) add_num(h, "checkpoint_bytes", (double)mem.engine.checkpoints.host);
     if (gpu_known) {
         add_num(g, "mem_bytes", hw.hbm_bytes);
         add_num(g, "reserve_bytes", (double)MT_PLAN_GPU_RESERVE_BYTES);

@@ -41,24 +41,29 @@ typedef struct {
 
 typedef struct mt_engine mt_engine;
 
-// What a configuration needs, without allocating it (the planner's source of truth).
+// What one part of the engine occupies (parts.h).
 typedef struct {
-    size_t device_bytes;     // = weights + grads + checkpoints + activations
-    size_t weights_bytes;    // layer weight buffers + resident embedding/head
-    size_t grads_bytes;      // device gradient buffers
-    size_t checkpoint_bytes; // saved layer inputs
-    size_t activation_bytes; // one layer's internals (all layers' when resident), scratch, loss head
-    size_t state_bytes;      // host model state (params, grads, moments, master)
-    size_t staging_bytes;    // pinned gradient slabs and token staging
-    size_t host_bytes;       // state + staging
-    size_t pinned_bytes;     // host bytes that are page-locked
-    size_t checkpoint_host_bytes; // offloaded checkpoints (part of host and pinned bytes)
-    int offload_checkpoints;      // the resolved choice (auto resolved against device_free)
-} mt_memory_plan;
+    size_t device; // device memory
+    size_t host;   // host memory (pinned or not)
+    size_t pinned; // the part of `host` that is page-locked
+} mt_part_bytes;
+
+// What a configuration occupies, part by part, without allocating anything:
+// the planner's source of truth, and what mt_engine_create allocates (checked).
+typedef struct {
+    mt_part_bytes state;       // host model state: parameters, gradients, moments, f32 master
+    mt_part_bytes weights;     // device weight ring (+ the copy-bind template) and resident embedding/head
+    mt_part_bytes grads;       // device gradient buffers and wire staging; pinned gradient slabs
+    mt_part_bytes checkpoints; // saved layer inputs: on the device, or pinned host + 3 device slots
+    mt_part_bytes activations; // layer internals, scratch, loss head, RoPE tables; pinned token staging
+    mt_part_bytes optimizer;   // the optimizer worker's own buffers
+    size_t device_bytes, host_bytes, pinned_bytes; // the sums
+    int offload_checkpoints;   // the resolved choice (auto resolved against device_free)
+} mt_engine_footprint;
 
 // offload_checkpoints = -1 is resolved against device_free (0 = unknown: keep on the device).
-mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
-                                     size_t device_free);
+mt_engine_footprint mt_engine_footprint_of(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
+                                           size_t device_free);
 
 // Validates the options against the model and allocates device buffers.
 mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o, mt_engine **out);

@@ -32,8 +32,9 @@ struct mt_drain {
     mt_status error;
     char error_msg[512];
     double wait_ms;
-    mt_trace *trace;
-    double *bytes_out;
+    mt_link *lk;
+    mt_drain_final_fn on_final;
+    void *on_final_ctx;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
@@ -59,17 +60,18 @@ static void *drain_main(void *arg) {
         const mt_offload *o = &t.o;
         size_t n = o->u->lay->numel;
         mt_status s = d->be->ops->event_sync(d->be, d->slab_ev[t.slab]);
-        double t0 = d->trace ? mt_trace_host_now(d->trace) : 0;
+        mt_trace *tr = d->lk->trace;
+        double t0 = mt_trace_host_now(tr);
         if (s == MT_OK && mt_backend_is_virtual(d->be)) {
-            mt_vclock_advance(d->be->ops->host_work_ms(d->be, MT_HOST_GRAD_ACCUMULATE, n, o->link_dtype, 0));
-            if (o->last) *o->sumsq = 0;
+            mt_vclock_advance(d->be->ops->host_work_ms(d->be, MT_HOST_GRAD_ACCUMULATE, n, o->wire, 0));
+            if (o->last && d->on_final) d->on_final(d->on_final_ctx, o->unit, 0);
         } else if (s == MT_OK) {
             // f32 -> bf16 in place, front to back: exact, the values were bf16 on the device
-            if (o->link_dtype != o->wdt) mt_convert(d->slabs[t.slab], o->wdt, d->slabs[t.slab], o->link_dtype, n);
+            if (o->wire != o->wdt) mt_convert(d->slabs[t.slab], o->wdt, d->slabs[t.slab], o->wire, n);
             mt_grad_accumulate(o->u->grad, d->slabs[t.slab], o->wdt, n, o->first);
-            if (o->last) *o->sumsq = mt_grad_sumsq(o->u->grad, o->wdt, n);
+            if (o->last && d->on_final) d->on_final(d->on_final_ctx, o->unit, mt_grad_sumsq(o->u->grad, o->wdt, n));
         }
-        if (d->trace) mt_trace_host(d->trace, MT_LANE_DRAIN, "accumulate", o->u->layer, t0, mt_trace_host_now(d->trace));
+        mt_trace_host(tr, MT_LANE_DRAIN, "accumulate", o->u->layer, t0, mt_trace_host_now(tr));
 
         pthread_mutex_lock(&d->mu);
         if (s != MT_OK && d->error == MT_OK) {
@@ -86,10 +88,11 @@ static void *drain_main(void *arg) {
     return NULL;
 }
 
-mt_status mt_drain_create(mt_backend *be, int n_slabs, size_t slab_bytes, mt_drain **out) {
+mt_status mt_drain_create(mt_backend *be, mt_link *lk, int n_slabs, size_t slab_bytes, mt_drain **out) {
     mt_drain *d = calloc(1, sizeof *d);
     if (!d) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient drain");
     d->be = be;
+    d->lk = lk;
     d->n_slabs = n_slabs;
     d->slab_bytes = slab_bytes;
     d->slabs = calloc((size_t)n_slabs, sizeof *d->slabs);
@@ -136,7 +139,7 @@ void mt_drain_destroy(mt_drain *d) {
 }
 
 mt_status mt_drain_offload(mt_drain *d, const mt_offload *of) {
-    size_t bytes = of->u->lay->numel * mt_dtype_size(of->link_dtype);
+    size_t bytes = of->u->lay->numel * mt_dtype_size(of->wire);
     if (bytes > d->slab_bytes) return mt_fail(MT_ERR_SHAPE, "gradient slab too small (%zu < %zu bytes)", d->slab_bytes, bytes);
     // Slabs are used round-robin so the FIFO order of tasks matches slab order.
     int k = d->next_slab;
@@ -152,11 +155,8 @@ mt_status mt_drain_offload(mt_drain *d, const mt_offload *of) {
 
     const mt_backend_ops *o = d->be->ops;
     MT_TRY(o->stream_wait(d->be, of->stream, of->ready));
-    int span = -1;
-    if (d->trace) MT_TRY(mt_trace_begin_lane(d->trace, of->stream, MT_LANE_D2H, "grads out", of->u->layer, &span));
-    MT_TRY(o->copy(d->be, d->slabs[k], of->dev_grad, bytes, MT_COPY_D2H, of->stream));
-    if (d->trace) MT_TRY(mt_trace_end(d->trace, span));
-    if (d->bytes_out) *d->bytes_out += (double)bytes;
+    MT_TRY(mt_link_traced_copy(d->lk, MT_LANE_D2H, "grads out", of->u->layer, d->slabs[k], of->dev_grad, bytes,
+                               MT_COPY_D2H, of->stream));
     MT_TRY(o->event_record(d->be, d->slab_ev[k], of->stream));
     if (of->dev_free) MT_TRY(o->event_record(d->be, of->dev_free, of->stream));
 
@@ -183,9 +183,9 @@ mt_status mt_drain_wait_all(mt_drain *d) {
     return MT_OK;
 }
 
-void mt_drain_set_trace(mt_drain *d, mt_trace *t, double *bytes) {
-    d->trace = t;
-    d->bytes_out = bytes;
+void mt_drain_on_final(mt_drain *d, mt_drain_final_fn fn, void *ctx) {
+    d->on_final = fn;
+    d->on_final_ctx = ctx;
 }
 
 double mt_drain_take_wait_ms(mt_drain *d) {

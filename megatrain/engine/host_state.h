@@ -50,6 +50,7 @@ typedef struct {
 static inline mt_unit *mt_model_embed(mt_model *m) { return &m->units[0]; }
 static inline mt_unit *mt_model_layer(mt_model *m, int i) { return &m->units[1 + i]; }
 static inline mt_unit *mt_model_head(mt_model *m) { return &m->units[m->n_units - 1]; }
+#define MT_UNIT_OF_LAYER(i) (1 + (i)) // unit index of transformer layer i
 
 // Bytes of one unit's pinned (link) and pageable (state) blocks, regions page-aligned.
 size_t mt_unit_link_bytes(const mt_unit_layout *lay, mt_precision p);

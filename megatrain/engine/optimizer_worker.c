@@ -23,6 +23,11 @@ struct mt_opt_worker {
     int thread_started;
 };
 
+mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh) {
+    (void)sh;
+    return (mt_part_bytes){0, 0, 0};
+}
+
 void mt_opt_update_unit(mt_model *m, mt_unit *u, const mt_adamw_hparams *h, float weight_decay) {
     size_t ws = mt_dtype_size(m->wdt);
     if (mt_backend_is_virtual(m->be)) { // price the pass instead of doing it

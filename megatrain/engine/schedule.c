@@ -36,20 +36,20 @@ static const mt_schedule_desc table[] = {
      .summary = "stream layers through a ring of device buffers, checkpoint every K-th input and recompute, "
                 "optimizer overlapped with the next step",
      .takes = MT_TAKES_WEIGHT_BUFS | MT_TAKES_CKPT_INTERVAL | MT_TAKES_SERIAL_OPT | MT_TAKES_OFFLOAD_CKPT,
-     .weight_bufs = 2, .weight_passes = 2, .prefetch_elems = -1, .ckpt_interval = 1, .host_pinned = 1,
+     .weight_bufs = 2, .prefetch_elems = -1, .ckpt_interval = 1, .host_pinned = 1,
      .optimizer_overlapped = 1},
     {.name = "resident",
      .summary = "every layer resident on the device, all activations kept, optimizer after backward (reference)",
-     .weights_resident = 1, .weight_passes = 1, .prefetch_elems = -1, .keep_activations = 1, .ckpt_interval = 1,
+     .weights_resident = 1, .prefetch_elems = -1, .keep_activations = 1, .ckpt_interval = 1,
      .host_pinned = 1},
     {.name = "zero3",
      .summary = "DeepSpeed ZeRO-3 + CPU offload as a schedule: per-submodule fetch within a prefetch bucket, fp32 "
                 "gradients out, per-layer checkpoints, CPU Adam after backward (baselines/ZERO3.md)",
-     .takes = MT_TAKES_ZERO3, .weight_passes = 2, .submodule_fetch = 1, .ckpt_interval = 1, .grad_wire_f32 = 1,
+     .takes = MT_TAKES_ZERO3, .submodule_fetch = 1, .ckpt_interval = 1, .grad_wire_f32 = 1,
      .optimizer_master = 1, .host_bytes_per_param = {18, 18, 16}, .derive = zero3_derive},
     {.name = "naive",
      .summary = "one stream: copy a layer in, compute, copy its gradients out; no prefetch; optimizer after backward",
-     .takes = MT_TAKES_CKPT_INTERVAL | MT_TAKES_OFFLOAD_CKPT, .weight_bufs = 1, .weight_passes = 2,
+     .takes = MT_TAKES_CKPT_INTERVAL | MT_TAKES_OFFLOAD_CKPT, .weight_bufs = 1,
      .prefetch_elems = -1, .ckpt_interval = 1, .serial_link = 1, .host_pinned = 1},
 };
 #define N_SCHEDULES (int)(sizeof table / sizeof *table)

@@ -58,8 +58,6 @@ struct mt_schedule_desc {
     int weights_resident;    // 1: one device buffer per layer, loaded once per step (no streaming)
     int weight_bufs;         // device buffers in the ring (resolved: L when resident)
     int lookahead;           // resolved: uses of the weight plan loaded ahead of the compute (ring - 1)
-    int weight_passes;       // times a streamed layer's weights load per micro-batch: 2 = forward, then
-                             // once for its block's recompute and backward together (1 when resident)
     mt_bind_mode bind;       // the template points into the buffer, or the buffer is copied into it
     int submodule_fetch;     // a layer loads as one copy per submodule (mt_layout_submodules), as ZeRO-3 fetches
     long long prefetch_elems;// elements loaded ahead of use beyond what the compute needs (-1: the ring alone)

@@ -41,6 +41,12 @@ typedef struct {
 
 // Layouts for the three unit kinds of a config (all layers share one layout).
 void mt_layout_build(const mt_config *c, mt_unit_layout *embed, mt_unit_layout *layer, mt_unit_layout *head);
+// Where ZeRO-3 cuts a layer into submodules (the modules whose parameters it
+// fetches as one): input norm, QKV weights, QKV biases, q norm, k norm (those
+// three when present), output projection, post-attention norm, gate+up, down. Writes the piece
+// boundaries in elements (n + 1 of them, from 0 to layer->numel) and returns n.
+#define MT_MAX_SUBMODULES 16
+int mt_layout_submodules(const mt_unit_layout *layer, size_t bounds[MT_MAX_SUBMODULES + 1]);
 // HF tensor name of view `id` in unit (layer index for layers, else ignored).
 void mt_layout_hf_name(const mt_unit_layout *u, mt_tensor_id id, int layer, char *out, size_t cap);
 

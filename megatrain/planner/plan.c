@@ -30,41 +30,30 @@ mt_status mt_plan_input_validate(const mt_config *c, const mt_plan_input *pi) {
     return MT_OK;
 }
 
-static void from_engine(const mt_memory_plan *e, mt_plan_memory *out) {
-    out->host_bytes = e->host_bytes;
-    out->pinned_bytes = e->pinned_bytes;
-    out->gpu_bytes = e->device_bytes;
-    out->host_state_bytes = e->state_bytes;
-    out->host_staging_bytes = e->staging_bytes;
-    out->gpu_weights_bytes = e->weights_bytes;
-    out->gpu_grads_bytes = e->grads_bytes;
-    out->gpu_checkpoint_bytes = e->checkpoint_bytes;
-    out->gpu_activation_bytes = e->activation_bytes;
-    out->checkpoint_host_bytes = e->checkpoint_host_bytes;
-    out->offload_checkpoints = e->offload_checkpoints;
-}
-
 mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt_plan_memory *out) {
     memset(out, 0, sizeof *out);
     MT_TRY(mt_plan_input_validate(c, in));
     mt_engine_opts eo = in->eng;
     eo.sched.bind = MT_BIND_POINTER; // the plan has never counted --bind copy's template buffer
     mt_dtype act = in->prec == MT_PREC_FP32 ? MT_F32 : MT_BF16;
-    mt_memory_plan e = mt_engine_memory_plan(c, in->prec, &eo, act, in->gpu_free_bytes);
+    out->engine = mt_engine_footprint_of(c, in->prec, &eo, act, in->gpu_free_bytes);
+    const mt_engine_footprint *e = &out->engine;
+    out->gpu_bytes = e->device_bytes;
     if (in->eng.schedule->host_bytes_per_param[in->prec]) {
         mt_zero3_memory(c, in, out);
-        out->engine_host_bytes = e.host_bytes;
         return MT_OK;
     }
-    from_engine(&e, out);
-    out->engine_host_bytes = out->host_bytes;
+    out->host_bytes = e->host_bytes;
+    out->pinned_bytes = e->pinned_bytes;
+    out->host_state_bytes = e->state.host;
+    out->host_staging_bytes = e->grads.host + e->activations.host;
     out->host_bytes_per_param = (double)out->host_state_bytes / (double)mt_config_params_total(c);
     out->host_accounting =
-        in->prec == MT_PREC_PAPER ? "engine (mt_engine_memory_plan), paper: bf16 params 2 + bf16 grads 2 + f32 m 4 + v 4 "
+        in->prec == MT_PREC_PAPER ? "engine (mt_engine_footprint_of), paper: bf16 params 2 + bf16 grads 2 + f32 m 4 + v 4 "
                                     "= 12 B/param (regions page-aligned), + pinned grad slabs and token staging"
-        : in->prec == MT_PREC_MIXED ? "engine (mt_engine_memory_plan), mixed: bf16 params 2 + bf16 grads 2 + f32 m 4 + v 4 "
+        : in->prec == MT_PREC_MIXED ? "engine (mt_engine_footprint_of), mixed: bf16 params 2 + bf16 grads 2 + f32 m 4 + v 4 "
                                       "+ f32 master 4 = 16 B/param, + pinned grad slabs and token staging"
-                                    : "engine (mt_engine_memory_plan), fp32: f32 params 4 + grads 4 + m 4 + v 4 = 16 "
+                                    : "engine (mt_engine_footprint_of), fp32: f32 params 4 + grads 4 + m 4 + v 4 = 16 "
                                       "B/param, + pinned grad slabs and token staging";
     return MT_OK;
 }

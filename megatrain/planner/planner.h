@@ -39,16 +39,15 @@ typedef struct {
 } mt_plan_input;
 
 typedef struct {
+    mt_engine_footprint engine;   // what our engine allocates for this configuration, part by part
+    // What the plan reports: the engine's sums, or, for a schedule that states the
+    // real system's host bytes per parameter (zero3: DeepSpeed's), that system's host side.
     size_t host_bytes, pinned_bytes, gpu_bytes;
-    size_t host_state_bytes;    // params, grads, moments, master (what scales with N)
-    size_t engine_host_bytes;   // zero3: what our engine's zero3 schedule allocates (else = host_bytes)
-    size_t host_staging_bytes;  // slabs, token staging, other buffers
-    size_t gpu_weights_bytes, gpu_grads_bytes, gpu_checkpoint_bytes, gpu_activation_bytes;
-    size_t checkpoint_host_bytes; // offloaded layer checkpoints (in host and pinned bytes)
+    size_t host_state_bytes;      // params, grads, moments, master (what scales with N)
+    size_t host_staging_bytes;    // slabs, token staging, other buffers
     size_t deepspeed_gpu_bytes;   // zero3: DeepSpeed's own GPU footprint model (gpu_bytes is our schedule's)
-    int offload_checkpoints;      // resolved: checkpoints live in host memory
-    double host_bytes_per_param; // host_state_bytes / params
-    const char *host_accounting; // one line: where the bytes per param come from
+    double host_bytes_per_param;  // host_state_bytes / params
+    const char *host_accounting;  // one line: where the bytes per param come from
 } mt_plan_memory;
 
 // Checks the input against the model (one stderr-ready line on error).

@@ -40,11 +40,9 @@ void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory
     size_t ws = fp32 ? 4 : 2, bpp = (size_t)in->eng.schedule->host_bytes_per_param[in->prec];
     long long N = mt_config_params_total(c);
 
-    // GPU: what our zero3 schedule allocates (it is what runs); DeepSpeed's own
-    // footprint (persistent + live + prefetch bucket, reduce bucket) is reported beside it.
-    mt_engine_opts eo = in->eng;
-    eo.sched.bind = MT_BIND_POINTER;
-    mt_memory_plan e = mt_engine_memory_plan(c, in->prec, &eo, fp32 ? MT_F32 : MT_BF16, 0);
+    // GPU: what our zero3 schedule allocates (it is what runs, out->engine); DeepSpeed's
+    // own footprint (persistent + live + prefetch bucket, reduce bucket) is reported beside it.
+    const mt_engine_footprint *e = &out->engine;
 
     // Module sizes as DeepSpeed sees them (unpadded): a layer, the embedding, the head.
     size_t PL = (size_t)mt_config_params_per_layer(c), PE = (size_t)c->vocab_size * c->hidden_size;
@@ -58,12 +56,7 @@ void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory
     size_t reduce = N < k->reduce_bucket_size ? (size_t)N : (size_t)k->reduce_bucket_size;
 
     out->deepspeed_gpu_bytes = (persistent + live + (size_t)k->prefetch_bucket_size) * ws + (reduce + largest) * ws +
-                               e.checkpoint_bytes + e.activation_bytes;
-    out->gpu_weights_bytes = e.weights_bytes;
-    out->gpu_grads_bytes = e.grads_bytes;
-    out->gpu_checkpoint_bytes = e.checkpoint_bytes;
-    out->gpu_activation_bytes = e.activation_bytes;
-    out->gpu_bytes = out->gpu_weights_bytes + out->gpu_grads_bytes + out->gpu_checkpoint_bytes + out->gpu_activation_bytes;
+                               e->checkpoints.device + e->activations.device;
 
     out->host_state_bytes = (size_t)N * bpp;
     out->host_staging_bytes = 3 * (size_t)in->eng.grad_accum * (size_t)in->eng.B * in->eng.T * 4; // token staging, as the engine

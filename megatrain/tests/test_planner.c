@@ -124,11 +124,12 @@ static void test_zero3_memory(void) {
     // largest module's full gradient; all bf16; plus the same checkpoints and activations.
     size_t persistent = 10 * 2000 + 1000;
     size_t ds_weights = (persistent + 7002000 + 50000000) * 2, ds_grads = ((size_t)N + 7002000) * 2;
-    CHECK(m.deepspeed_gpu_bytes == ds_weights + ds_grads + m.gpu_checkpoint_bytes + m.gpu_activation_bytes,
+    CHECK(m.deepspeed_gpu_bytes == ds_weights + ds_grads + m.engine.checkpoints.device + m.engine.activations.device,
           "deepspeed gpu %zu", m.deepspeed_gpu_bytes);
     // What runs is our zero3 schedule: gpu_bytes is the engine's own accounting of it.
-    mt_memory_plan ep = mt_engine_memory_plan(&c, MT_PREC_PAPER, &in.eng, MT_BF16, 0);
-    CHECK(m.gpu_bytes == ep.device_bytes && m.gpu_weights_bytes == ep.weights_bytes && m.gpu_grads_bytes == ep.grads_bytes,
+    mt_engine_footprint ep = mt_engine_footprint_of(&c, MT_PREC_PAPER, &in.eng, MT_BF16, 0);
+    CHECK(m.gpu_bytes == ep.device_bytes && m.engine.weights.device == ep.weights.device &&
+              m.engine.grads.device == ep.grads.device,
           "zero3 gpu %zu vs engine %zu", m.gpu_bytes, ep.device_bytes);
 
     in.prec = MT_PREC_FP32;
