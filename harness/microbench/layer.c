@@ -103,7 +103,7 @@ static void bm_layer(mt_mb_state *s, const int64_t *args, const void *user) {
         mt_layer_scratch_carve(&d, cfg->dt, scr_mem, &sc);
         if (mt_layer_forward(be, &d, &wv, &a, &sc, x, y)) fail = mt_last_error(); // internals for backward
     }
-    const int manual = strcmp(cfg->backend, "cpu") != 0;
+    const int manual = mt_backend_has(be, MT_CAP_ASYNC); // async streams: time with events, not the host clock
     while (!fail && mt_mb_keep_running(s)) {
         if (cfg->backward) { // backward works in place on dx: restore it first, outside the timing
             if (!manual) mt_mb_pause(s);

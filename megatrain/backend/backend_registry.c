@@ -34,6 +34,21 @@ void mt_backend_destroy(mt_backend *be) {
     if (be && be->ops && be->ops->destroy) be->ops->destroy(be);
 }
 
+unsigned mt_backend_caps_of(const char *name) {
+    if (!name || !strcmp(name, "auto")) {
+#ifdef MT_HAVE_CUDA
+        if (mt_backend_cuda_available() == 1) return mt_backend_cuda_caps();
+#endif
+        return mt_backend_cpu_caps();
+    }
+    if (!strcmp(name, "cpu")) return mt_backend_cpu_caps();
+#ifdef MT_HAVE_CUDA
+    if (!strcmp(name, "cuda")) return mt_backend_cuda_caps();
+#endif
+    if (!strcmp(name, "sim")) return mt_backend_sim_caps();
+    return 0;
+}
+
 int mt_backend_list(const char **names, int max) {
     static const char *const compiled[] = {
         "cpu",

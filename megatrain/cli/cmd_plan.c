@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend_call.h"
 #include "cli/commands.h"
 #include "cli/run_setup.h"
 #include "planner/planner.h"
@@ -36,7 +37,7 @@ static void this_machine(mt_hw_profile *hw) {
     if (mt_backend_cuda_available() == 1) {
         mt_backend *be = NULL;
         mt_device_info info;
-        if (mt_backend_create("cuda", MT_BF16, &be) == MT_OK && be->ops->device_info(be, &info) == MT_OK) {
+        if (mt_backend_create("cuda", MT_BF16, &be) == MT_OK && mt_backend_device_info(be, &info) == MT_OK) {
             snprintf(hw->gpu_name, sizeof hw->gpu_name, "%s", info.name);
             hw->hbm_bytes = (double)info.mem_total_bytes;
         }

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/backend_call.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/run_setup.h"
@@ -142,7 +143,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     // Host threads (created from here on: drain, optimizer, OpenMP) and the pinned
     // state they first touch go to the GPU's NUMA node.
     mt_device_info near;
-    if (be->ops->device_info(be, &near) == MT_OK && near.numa_node >= 0) {
+    if (mt_backend_device_info(be, &near) == MT_OK && near.numa_node >= 0) {
         if (mt_topology_bind_to_node(near.numa_node) == MT_OK)
             fprintf(stderr, "megatrain: host threads and memory bound to NUMA node %d (the GPU's)\n", near.numa_node);
         else
@@ -161,9 +162,10 @@ int mt_cmd_train(mt_options *o, int is_default) {
     mt_schedule_desc resolved;
     mt_schedule_resolve(sched, &eo.sched, &cfg, &resolved);
     if ((s = mt_model_alloc_ex(&model, &cfg, prec, be, resolved.host_pinned))) goto fail;
-    int virtual_run = mt_backend_is_virtual(be);
+    int virtual_run = !mt_backend_has(be, MT_CAP_TENSOR_DATA);
     if (virtual_run && (o->save || o->resume || o->dump_grads)) {
-        s = mt_fail(MT_ERR_ARG, "--backend sim: simulates timing only; --save, --resume and --dump-grads need data");
+        s = mt_fail(MT_ERR_ARG, "--backend %s: simulates timing only; --save, --resume and --dump-grads need data",
+                    mt_backend_name(be));
         goto fail;
     }
     if (virtual_run) {
@@ -189,10 +191,10 @@ int mt_cmd_train(mt_options *o, int is_default) {
     signal(SIGTERM, on_signal);
 
     mt_device_info info;
-    be->ops->device_info(be, &info);
+    mt_backend_device_info(be, &info);
     double params = (double)mt_config_params_total(&cfg);
     fprintf(stderr, "megatrain: %s %.2fM params, %d layers | %s precision | %s schedule | backend %s (%s) | data %s\n",
-            mt_arch_model_type(cfg.arch), params / 1e6, cfg.num_layers, o->precision, o->schedule, be->ops->name,
+            mt_arch_model_type(cfg.arch), params / 1e6, cfg.num_layers, o->precision, o->schedule, mt_backend_name(be),
             info.name, data.source);
     mt_progress prog;
     int first_step = resume_state.step + 1;
@@ -232,10 +234,10 @@ int mt_cmd_train(mt_options *o, int is_default) {
     }
     if ((s = mt_engine_finish(eng))) goto fail;
     if (o->trace && (s = mt_engine_write_trace(eng, o->trace))) goto fail;
-    if (o->trace && be->ops->trace_write) { // sim: every kernel and copy too, beside the engine's layer view
+    if (o->trace && mt_backend_supports(be, MT_OP_TRACE_WRITE)) { // a backend that records every kernel and copy (sim), beside the layer view
         char ops_path[1100];
         snprintf(ops_path, sizeof ops_path, "%s.ops.json", o->trace);
-        if ((s = be->ops->trace_write(be, ops_path))) goto fail;
+        if ((s = mt_backend_trace_write(be, ops_path))) goto fail;
     }
     mt_progress_end(&prog);
     if (is_default)

@@ -24,7 +24,6 @@ mt_part_bytes mt_activations_bytes(const mt_engine_shape *sh) {
 
 // RoPE tables: computed once on the host, copied once.
 static mt_status rope_tables(const mt_engine_shape *sh, mt_activations *a, mt_devmem *dm) {
-    const mt_backend_ops *bo = a->be->ops;
     size_t rope_n = (size_t)sh->d.T * sh->d.HD / 2;
     float *hc = malloc(rope_n * 4), *hs = malloc(rope_n * 4);
     if (!hc || !hs) {
@@ -35,9 +34,9 @@ static mt_status rope_tables(const mt_engine_shape *sh, mt_activations *a, mt_de
     mt_rope_tables(&sh->c, sh->d.T, hc, hs);
     mt_status s = mt_devmem_alloc(dm, rope_n * 4, (void **)&a->rope_cos);
     if (s == MT_OK) s = mt_devmem_alloc(dm, rope_n * 4, (void **)&a->rope_sin);
-    if (s == MT_OK) s = bo->copy(a->be, a->rope_cos, hc, rope_n * 4, MT_COPY_H2D, MT_STREAM_COMPUTE);
-    if (s == MT_OK) s = bo->copy(a->be, a->rope_sin, hs, rope_n * 4, MT_COPY_H2D, MT_STREAM_COMPUTE);
-    if (s == MT_OK) s = bo->stream_sync(a->be, MT_STREAM_COMPUTE);
+    if (s == MT_OK) s = mt_backend_copy(a->be, a->rope_cos, hc, rope_n * 4, MT_COPY_H2D, MT_STREAM_COMPUTE);
+    if (s == MT_OK) s = mt_backend_copy(a->be, a->rope_sin, hs, rope_n * 4, MT_COPY_H2D, MT_STREAM_COMPUTE);
+    if (s == MT_OK) s = mt_backend_stream_sync(a->be, MT_STREAM_COMPUTE);
     free(hc);
     free(hs);
     return s;
@@ -86,16 +85,16 @@ mt_status mt_activations_create(const mt_engine_shape *sh, mt_backend *be, mt_de
     d->rope_cos = a->rope_cos;
     d->rope_sin = a->rope_sin;
     a->stage_bytes = (size_t)sh->G * sh->d.N * 4;
-    MT_TRY(be->ops->host_alloc(be, a->stage_bytes, (void **)&a->h_ids));
-    MT_TRY(be->ops->host_alloc(be, a->stage_bytes, (void **)&a->h_tgt));
-    return be->ops->host_alloc(be, a->stage_bytes, (void **)&a->h_losses);
+    MT_TRY(mt_backend_host_alloc(be, a->stage_bytes, (void **)&a->h_ids));
+    MT_TRY(mt_backend_host_alloc(be, a->stage_bytes, (void **)&a->h_tgt));
+    return mt_backend_host_alloc(be, a->stage_bytes, (void **)&a->h_losses);
 }
 
 void mt_activations_destroy(mt_activations *a) {
     if (!a) return;
-    if (a->h_ids) a->be->ops->host_free(a->be, a->h_ids, a->stage_bytes);
-    if (a->h_tgt) a->be->ops->host_free(a->be, a->h_tgt, a->stage_bytes);
-    if (a->h_losses) a->be->ops->host_free(a->be, a->h_losses, a->stage_bytes);
+    if (a->h_ids) mt_backend_host_free(a->be, a->h_ids, a->stage_bytes);
+    if (a->h_tgt) mt_backend_host_free(a->be, a->h_tgt, a->stage_bytes);
+    if (a->h_losses) mt_backend_host_free(a->be, a->h_losses, a->stage_bytes);
     free(a->blk_in);
     free(a->acts);
     free(a);

@@ -43,16 +43,15 @@ mt_status mt_ckpt_store_create(const mt_engine_shape *sh, mt_backend *be, mt_lin
     for (int i = 0; i < n_dev; i++) MT_TRY(mt_devmem_alloc(dm, ck->bytes, &ck->dev[i]));
     MT_TRY(mt_part_check("checkpoint store", mt_ckpt_store_bytes(sh).device, dm->bytes - before));
     if (!ck->offload) return MT_OK;
-    const mt_backend_ops *bo = be->ops;
     ck->host = calloc((size_t)ck->n, sizeof *ck->host);
     if (!ck->host) return mt_fail(MT_ERR_MEMORY, "host memory: the checkpoint table");
-    for (int i = 0; i < ck->n; i++) MT_TRY(bo->host_alloc(be, ck->host_bytes, &ck->host[i]));
+    for (int i = 0; i < ck->n; i++) MT_TRY(mt_backend_host_alloc(be, ck->host_bytes, &ck->host[i]));
     for (int i = 0; i < MT_CKPT_SLOTS; i++) {
-        MT_TRY(bo->event_create(be, &ck->ev_free[i]));
-        MT_TRY(bo->event_create(be, &ck->ev_out[i]));
-        MT_TRY(bo->event_create(be, &ck->ev_in[i]));
+        MT_TRY(mt_backend_event_create(be, &ck->ev_free[i]));
+        MT_TRY(mt_backend_event_create(be, &ck->ev_out[i]));
+        MT_TRY(mt_backend_event_create(be, &ck->ev_in[i]));
     }
-    return bo->event_create(be, &ck->ev_ready);
+    return mt_backend_event_create(be, &ck->ev_ready);
 }
 
 void mt_ckpt_store_destroy(mt_ckpt_store *ck) {
@@ -61,12 +60,12 @@ void mt_ckpt_store_destroy(mt_ckpt_store *ck) {
     for (int i = 0; i < MT_CKPT_SLOTS; i++) {
         mt_event *evs[] = {ck->ev_free[i], ck->ev_out[i], ck->ev_in[i]};
         for (int k = 0; k < 3; k++)
-            if (evs[k]) be->ops->event_destroy(be, evs[k]);
+            if (evs[k]) mt_backend_event_destroy(be, evs[k]);
     }
-    if (ck->ev_ready) be->ops->event_destroy(be, ck->ev_ready);
+    if (ck->ev_ready) mt_backend_event_destroy(be, ck->ev_ready);
     if (ck->host) {
         for (int i = 0; i < ck->n; i++)
-            if (ck->host[i]) be->ops->host_free(be, ck->host[i], ck->host_bytes);
+            if (ck->host[i]) mt_backend_host_free(be, ck->host[i], ck->host_bytes);
         free(ck->host);
     }
     free(ck->dev);
@@ -79,38 +78,36 @@ void *mt_ckpt_dev(mt_ckpt_store *ck, int j) { return ck->offload ? ck->dev[j % S
 
 mt_status mt_ckpt_before_write(mt_ckpt_store *ck, int j) {
     if (!ck->offload) return MT_OK;
-    return ck->be->ops->stream_wait(ck->be, MT_STREAM_COMPUTE, ck->ev_free[j % SLOTS]);
+    return mt_backend_stream_wait(ck->be, MT_STREAM_COMPUTE, ck->ev_free[j % SLOTS]);
 }
 
 mt_status mt_ckpt_after_write(mt_ckpt_store *ck, int j) {
     if (!ck->offload) return MT_OK;
-    const mt_backend_ops *o = ck->be->ops;
     int k = j % SLOTS;
-    MT_TRY(o->event_record(ck->be, ck->ev_ready, MT_STREAM_COMPUTE));
-    MT_TRY(o->stream_wait(ck->be, ck->d2h, ck->ev_ready));
+    MT_TRY(mt_backend_event_record(ck->be, ck->ev_ready, MT_STREAM_COMPUTE));
+    MT_TRY(mt_backend_stream_wait(ck->be, ck->d2h, ck->ev_ready));
     MT_TRY(mt_link_traced_copy(ck->lk, MT_LANE_D2H, "checkpoint out", j, ck->host[j], ck->dev[k], ck->bytes, MT_COPY_D2H,
                                ck->d2h));
-    MT_TRY(o->event_record(ck->be, ck->ev_out[k], ck->d2h));
-    return o->event_record(ck->be, ck->ev_free[k], ck->d2h);
+    MT_TRY(mt_backend_event_record(ck->be, ck->ev_out[k], ck->d2h));
+    return mt_backend_event_record(ck->be, ck->ev_free[k], ck->d2h);
 }
 
 mt_status mt_ckpt_prefetch(mt_ckpt_store *ck, int j) {
     if (!ck->offload || j < 0 || j >= ck->n - SLOTS) return MT_OK;
-    const mt_backend_ops *o = ck->be->ops;
     int k = j % SLOTS;
-    MT_TRY(o->stream_wait(ck->be, ck->h2d, ck->ev_free[k])); // the slot's last reader is done
-    MT_TRY(o->stream_wait(ck->be, ck->h2d, ck->ev_out[k]));  // and its forward copy-out
+    MT_TRY(mt_backend_stream_wait(ck->be, ck->h2d, ck->ev_free[k])); // the slot's last reader is done
+    MT_TRY(mt_backend_stream_wait(ck->be, ck->h2d, ck->ev_out[k]));  // and its forward copy-out
     MT_TRY(mt_link_traced_copy(ck->lk, MT_LANE_H2D, "checkpoint in", j, ck->dev[k], ck->host[j], ck->bytes, MT_COPY_H2D,
                                ck->h2d));
-    return o->event_record(ck->be, ck->ev_in[k], ck->h2d);
+    return mt_backend_event_record(ck->be, ck->ev_in[k], ck->h2d);
 }
 
 mt_status mt_ckpt_acquire(mt_ckpt_store *ck, int j) {
     if (!ck->offload || j >= ck->n - SLOTS) return MT_OK;
-    return ck->be->ops->stream_wait(ck->be, MT_STREAM_COMPUTE, ck->ev_in[j % SLOTS]);
+    return mt_backend_stream_wait(ck->be, MT_STREAM_COMPUTE, ck->ev_in[j % SLOTS]);
 }
 
 mt_status mt_ckpt_release(mt_ckpt_store *ck, int j) {
     if (!ck->offload) return MT_OK;
-    return ck->be->ops->event_record(ck->be, ck->ev_free[j % SLOTS], MT_STREAM_COMPUTE);
+    return mt_backend_event_record(ck->be, ck->ev_free[j % SLOTS], MT_STREAM_COMPUTE);
 }

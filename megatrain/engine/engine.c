@@ -28,7 +28,7 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     }
 
     mt_device_info info;
-    MT_TRY(be->ops->device_info(be, &info));
+    MT_TRY(mt_backend_device_info(be, &info));
     mt_engine *e = calloc(1, sizeof *e);
     if (!e) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the engine");
     *out = e;
@@ -49,7 +49,7 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
         MT_TRY(mt_host_budget_check(fp.checkpoints.host + fp.state.host, info.host_mem_avail_bytes, 0,
                                     "offloaded checkpoints with the model state"));
 
-    MT_TRY(mt_trace_create(be, o->keep_trace, &e->trace));
+    MT_TRY(mt_trace_create(be, &m->host, o->keep_trace, &e->trace));
     e->link = (mt_link){.be = be, .trace = e->trace};
     MT_TRY(mt_opt_worker_create(m, &e->opt));
     mt_opt_worker_set_trace(e->opt, e->trace);
@@ -64,7 +64,7 @@ void mt_engine_destroy(mt_engine *e) {
     if (!e) return;
     mt_backend *be = e->be;
     if (e->opt) mt_opt_worker_destroy(e->opt);
-    for (int s = 0; s < MT_NUM_STREAMS; s++) be->ops->stream_sync(be, (mt_stream_id)s);
+    for (int s = 0; s < MT_NUM_STREAMS; s++) mt_backend_stream_sync(be, (mt_stream_id)s);
     mt_grad_offload_destroy(e->g); // its drain thread before the trace it writes to
     mt_trace_destroy(e->trace);
     mt_devmem_free_all(&e->dev);

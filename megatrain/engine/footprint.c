@@ -94,14 +94,14 @@ mt_status mt_devmem_alloc(mt_devmem *dm, size_t bytes, void **out) {
         dm->cap = cap;
     }
     size_t rounded = mt_dev_round(bytes);
-    MT_TRY(dm->be->ops->dev_alloc(dm->be, rounded, out));
+    MT_TRY(mt_backend_dev_alloc(dm->be, rounded, out));
     dm->ptrs[dm->n++] = *out;
     dm->bytes += rounded;
     return MT_OK;
 }
 
 void mt_devmem_free_all(mt_devmem *dm) {
-    for (int i = 0; i < dm->n; i++) dm->be->ops->dev_free(dm->be, dm->ptrs[i]);
+    for (int i = 0; i < dm->n; i++) mt_backend_dev_free(dm->be, dm->ptrs[i]);
     free(dm->ptrs);
     dm->ptrs = NULL;
     dm->n = dm->cap = 0;

@@ -13,8 +13,10 @@
 
 typedef struct mt_drain mt_drain;
 
-// The copies go through `lk` (traced on the D2H lane, counted); host drains are traced too.
-mt_status mt_drain_create(mt_backend *be, mt_link *lk, int n_slabs, size_t slab_bytes, mt_drain **out);
+// The copies go through `lk` (traced on the D2H lane, counted); the drains are
+// the host work `h` (real or priced) and traced too.
+mt_status mt_drain_create(mt_backend *be, mt_link *lk, const mt_host_work *h, int n_slabs, size_t slab_bytes,
+                          mt_drain **out);
 void mt_drain_destroy(mt_drain *d);
 
 // One unit's gradients leaving the device.
@@ -41,7 +43,7 @@ typedef void (*mt_drain_final_fn)(void *ctx, int unit, double sumsq);
 void mt_drain_on_final(mt_drain *d, mt_drain_final_fn fn, void *ctx);
 // Waits until every queued drain finished; returns the first error a drain met.
 mt_status mt_drain_wait_all(mt_drain *d);
-// Host milliseconds the caller spent waiting for a free slab since the last call.
+// Milliseconds (the host work's clock) the caller spent waiting for a free slab since the last call.
 double mt_drain_take_wait_ms(mt_drain *d);
 
 #endif

@@ -51,16 +51,15 @@ mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_link
     g->d2h = mt_schedule_d2h_stream(&sh->s);
     g->sumsq = calloc((size_t)m->n_units, sizeof *g->sumsq);
     if (!g->sumsq) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient offload");
-    const mt_backend_ops *bo = g->be->ops;
     size_t before = dm->bytes, ws = sh->ws;
     for (int i = 0; i < 2; i++) {
         MT_TRY(mt_devmem_alloc(dm, sh->ll.numel * ws, &g->layer_buf[i]));
-        MT_TRY(bo->event_create(g->be, &g->ev_layer_free[i]));
+        MT_TRY(mt_backend_event_create(g->be, &g->ev_layer_free[i]));
     }
     if (stage_elems(sh))
         for (int i = 0; i < 2; i++) {
             MT_TRY(mt_devmem_alloc(dm, stage_elems(sh) * mt_dtype_size(sh->wire), &g->stage[i]));
-            MT_TRY(bo->event_create(g->be, &g->ev_stage_free[i]));
+            MT_TRY(mt_backend_event_create(g->be, &g->ev_stage_free[i]));
         }
     MT_TRY(mt_devmem_alloc(dm, sh->le.numel * ws, &g->embed));
     MT_TRY(mt_devmem_alloc(dm, sh->lh.numel * ws, &g->head));
@@ -69,10 +68,10 @@ mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_link
     // offloaded gradients (and their norm) see zeros there.
     void *gz[] = {g->layer_buf[0], g->layer_buf[1], g->embed, g->head};
     size_t gzb[] = {sh->ll.numel * ws, sh->ll.numel * ws, sh->le.numel * ws, sh->lh.numel * ws};
-    for (int i = 0; i < 4; i++) MT_TRY(bo->memset_zero(g->be, gz[i], gzb[i], MT_STREAM_COMPUTE));
+    for (int i = 0; i < 4; i++) MT_TRY(mt_backend_memset_zero(g->be, gz[i], gzb[i], MT_STREAM_COMPUTE));
     mt_event **evs[] = {&g->ev_embed_free, &g->ev_head_free, &g->ev_ready};
-    for (size_t i = 0; i < sizeof evs / sizeof *evs; i++) MT_TRY(bo->event_create(g->be, evs[i]));
-    MT_TRY(mt_drain_create(g->be, lk, sh->grad_slabs, sh->slab_elems * mt_dtype_size(sh->wire), &g->drain));
+    for (size_t i = 0; i < sizeof evs / sizeof *evs; i++) MT_TRY(mt_backend_event_create(g->be, evs[i]));
+    MT_TRY(mt_drain_create(g->be, lk, &m->host, sh->grad_slabs, sh->slab_elems * mt_dtype_size(sh->wire), &g->drain));
     mt_drain_on_final(g->drain, on_final, g);
     return MT_OK;
 }
@@ -83,7 +82,7 @@ void mt_grad_offload_destroy(mt_grad_offload *g) {
     mt_event *evs[] = {g->ev_layer_free[0], g->ev_layer_free[1], g->ev_stage_free[0], g->ev_stage_free[1],
                        g->ev_embed_free, g->ev_head_free, g->ev_ready};
     for (size_t i = 0; i < sizeof evs / sizeof *evs; i++)
-        if (evs[i]) g->be->ops->event_destroy(g->be, evs[i]);
+        if (evs[i]) mt_backend_event_destroy(g->be, evs[i]);
     free(g->sumsq);
     free(g);
 }
@@ -94,33 +93,32 @@ void *mt_grad_offload_head(const mt_grad_offload *g) { return g->head; }
 mt_status mt_grad_offload_layer_buffer(mt_grad_offload *g, void **buf, int *slot) {
     int k = g->next;
     g->next ^= 1;
-    MT_TRY(g->be->ops->stream_wait(g->be, MT_STREAM_COMPUTE, g->ev_layer_free[k]));
+    MT_TRY(mt_backend_stream_wait(g->be, MT_STREAM_COMPUTE, g->ev_layer_free[k]));
     *buf = g->layer_buf[k];
     *slot = k;
     return MT_OK;
 }
 
 mt_status mt_grad_offload_resident_free(mt_grad_offload *g) {
-    MT_TRY(g->be->ops->stream_wait(g->be, MT_STREAM_COMPUTE, g->ev_head_free));
-    return g->be->ops->stream_wait(g->be, MT_STREAM_COMPUTE, g->ev_embed_free);
+    MT_TRY(mt_backend_stream_wait(g->be, MT_STREAM_COMPUTE, g->ev_head_free));
+    return mt_backend_stream_wait(g->be, MT_STREAM_COMPUTE, g->ev_embed_free);
 }
 
 // Sends a unit's device gradients to the drain. An f32 wire casts them first
 // (DeepSpeed offloads fp32 gradients: twice the bytes, the same values).
 static mt_status send(mt_grad_offload *g, int unit_index, const void *dev_grad, mt_event *dev_free, int mb) {
-    const mt_backend_ops *o = g->be->ops;
     mt_unit *u = &g->m->units[unit_index];
     const void *src = dev_grad;
     if (g->wire != g->m->wdt) {
         int k = g->stage_next;
         g->stage_next ^= 1;
-        MT_TRY(o->stream_wait(g->be, MT_STREAM_COMPUTE, g->ev_stage_free[k]));
-        MT_TRY(o->cast(g->be, g->stage[k], g->wire, dev_grad, g->m->wdt, u->lay->numel));
-        if (dev_free) MT_TRY(o->event_record(g->be, dev_free, MT_STREAM_COMPUTE));
+        MT_TRY(mt_backend_stream_wait(g->be, MT_STREAM_COMPUTE, g->ev_stage_free[k]));
+        MT_TRY(mt_backend_cast(g->be, g->stage[k], g->wire, dev_grad, g->m->wdt, u->lay->numel));
+        if (dev_free) MT_TRY(mt_backend_event_record(g->be, dev_free, MT_STREAM_COMPUTE));
         src = g->stage[k];
         dev_free = g->ev_stage_free[k];
     }
-    MT_TRY(o->event_record(g->be, g->ev_ready, MT_STREAM_COMPUTE));
+    MT_TRY(mt_backend_event_record(g->be, g->ev_ready, MT_STREAM_COMPUTE));
     mt_offload of = {.u = u, .unit = unit_index, .wdt = g->m->wdt, .dev_grad = src, .wire = g->wire,
                      .ready = g->ev_ready, .dev_free = dev_free, .stream = g->d2h, .first = mb == 0,
                      .last = mb == g->G - 1};

@@ -5,7 +5,6 @@
 
 mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float dscale) {
     mt_backend *be = e->be;
-    const mt_backend_ops *o = be->ops;
     const mt_model *m = e->m;
     mt_activations *a = e->a;
     const int N = e->d.N, C = e->d.C, V = m->cfg.vocab_size;
@@ -20,16 +19,16 @@ mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float d
     void *dnorm = head_g + vn->offset * ws, *dW = gbase + vw->offset * ws;
     (void)mb;
 
-    MT_TRY(o->rmsnorm_fwd(be, a->xn, a->rstd_final, a->x_final, norm_w, m->wdt, N, C, e->d.eps));
+    MT_TRY(mt_backend_rmsnorm_fwd(be, a->xn, a->rstd_final, a->x_final, norm_w, m->wdt, N, C, e->d.eps));
     for (int r0 = 0; r0 < N; r0 += a->chunk_rows) {
         int n = N - r0 < a->chunk_rows ? N - r0 : a->chunk_rows;
         const char *xn = (const char *)a->xn + (size_t)r0 * C * as;
-        MT_TRY(o->matmul_fwd(be, a->logits, xn, W, NULL, m->wdt, n, C, V));
-        MT_TRY(o->xent_fwd_bwd(be, a->logits, a->losses + r0, a->d_tgt + r0, n, V, dscale));
+        MT_TRY(mt_backend_matmul_fwd(be, a->logits, xn, W, NULL, m->wdt, n, C, V));
+        MT_TRY(mt_backend_xent_fwd_bwd(be, a->logits, a->losses + r0, a->d_tgt + r0, n, V, dscale));
         if (want_grads)
-            MT_TRY(o->matmul_bwd(be, (char *)a->dxn + (size_t)r0 * C * as, dW, NULL, a->logits, xn, W, m->wdt, n, C, V,
+            MT_TRY(mt_backend_matmul_bwd(be, (char *)a->dxn + (size_t)r0 * C * as, dW, NULL, a->logits, xn, W, m->wdt, n, C, V,
                                  r0 > 0 ? MT_ACC_DW : 0));
     }
     if (!want_grads) return MT_OK;
-    return o->rmsnorm_bwd(be, a->dx, dnorm, a->dxn, a->x_final, norm_w, a->rstd_final, m->wdt, N, C);
+    return mt_backend_rmsnorm_bwd(be, a->dx, dnorm, a->dxn, a->x_final, norm_w, a->rstd_final, m->wdt, N, C);
 }

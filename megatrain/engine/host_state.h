@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "backend/backend.h"
+#include "engine/host_work.h"
 #include "model/layout.h"
 
 typedef enum { MT_PREC_PAPER = 0, MT_PREC_MIXED = 1, MT_PREC_FP32 = 2 } mt_precision;
@@ -24,7 +25,7 @@ const char *mt_precision_name(mt_precision p);
 mt_dtype mt_precision_wdt(mt_precision p);     // dtype of streamed params and of grads
 size_t mt_precision_bytes_per_param(mt_precision p);
 
-typedef struct {
+typedef struct mt_unit {
     const mt_unit_layout *lay;
     int layer;        // transformer layer index, -1 for embedding/head
     void *link_block;  // pinned: param, grad
@@ -36,7 +37,7 @@ typedef struct {
     float *master;    // f32 master weights (mixed) or NULL
 } mt_unit;
 
-typedef struct {
+typedef struct mt_model {
     mt_config cfg;
     mt_precision prec;
     mt_dtype wdt;
@@ -44,7 +45,8 @@ typedef struct {
     int n_units;      // L + 2: [embed, layer 0 .. L-1, head]
     mt_unit *units;
     mt_backend *be;   // owner of the (pinned) blocks
-    int pinned;       // link blocks from be->ops->host_alloc (1) or plain page-aligned memory (0)
+    mt_host_work host; // the host-side work on this state: real, or priced under virtual time
+    int pinned;       // link blocks page-locked (1) or pageable (0)
 } mt_model;
 
 static inline mt_unit *mt_model_embed(mt_model *m) { return &m->units[0]; }

@@ -4,7 +4,7 @@
 #ifndef MT_LAYER_H
 #define MT_LAYER_H
 
-#include "backend/backend.h"
+#include "backend/backend_call.h"
 #include "model/layout.h"
 
 typedef struct {

@@ -6,7 +6,7 @@ mt_status mt_link_begin(mt_link *lk, mt_stream_id s, mt_lane lane, const char *w
 }
 
 mt_status mt_link_copy(mt_link *lk, void *dst, const void *src, size_t bytes, mt_copy_kind kind, mt_stream_id s) {
-    MT_TRY(lk->be->ops->copy(lk->be, dst, src, bytes, kind, s));
+    MT_TRY(mt_backend_copy(lk->be, dst, src, bytes, kind, s));
     lk->bytes[kind == MT_COPY_D2H] += (double)bytes;
     return MT_OK;
 }

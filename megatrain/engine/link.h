@@ -6,7 +6,7 @@
 #ifndef MT_LINK_H
 #define MT_LINK_H
 
-#include "backend/backend.h"
+#include "backend/backend_call.h"
 #include "engine/trace.h"
 
 typedef struct {

@@ -38,18 +38,17 @@ static mt_status layer_forward(mt_engine *e, const char *what, int i, const mt_l
 }
 
 static mt_status forward(mt_engine *e, int mb, int *cursor) {
-    const mt_backend_ops *o = e->be->ops;
     mt_backend *be = e->be;
     mt_activations *a = e->a;
     const int N = e->d.N;
-    MT_TRY(o->copy(be, a->d_ids, a->h_ids + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
-    MT_TRY(o->copy(be, a->d_tgt, a->h_tgt + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
+    MT_TRY(mt_backend_copy(be, a->d_ids, a->h_ids + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
+    MT_TRY(mt_backend_copy(be, a->d_tgt, a->h_tgt + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     if (mb == 0) MT_TRY(mt_weight_ring_load_resident(e->w, 0));
     const mt_view *ve = &e->m->lay_embed.t[MT_T_EMBED];
     int span;
     MT_TRY(mt_ckpt_before_write(e->ck, 0));
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding", -1, &span));
-    MT_TRY(o->embedding_fwd(be, layer_input(e, 0), a->d_ids,
+    MT_TRY(mt_backend_embedding_fwd(be, layer_input(e, 0), a->d_ids,
                             (char *)mt_weight_ring_embed(e->w) + ve->offset * mt_dtype_size(e->m->wdt), e->m->wdt, N,
                             e->d.C));
     MT_TRY(mt_trace_end(e->trace, span));
@@ -87,7 +86,6 @@ static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cu
 
 static mt_status backward(mt_engine *e, int mb, int *cursor) {
     mt_backend *be = e->be;
-    const mt_backend_ops *o = be->ops;
     const mt_model *m = e->m;
     mt_activations *a = e->a;
     const int L = e->sh.L, K = e->s->ckpt_interval, N = e->d.N;
@@ -99,7 +97,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "loss head", -1, &span));
     MT_TRY(mt_head_forward_backward(e, mb, 1, dscale));
     MT_TRY(mt_trace_end(e->trace, span));
-    MT_TRY(o->copy(be, a->h_losses + (size_t)mb * N, a->losses, (size_t)N * 4, MT_COPY_D2H, MT_STREAM_COMPUTE));
+    MT_TRY(mt_backend_copy(be, a->h_losses + (size_t)mb * N, a->losses, (size_t)N * 4, MT_COPY_D2H, MT_STREAM_COMPUTE));
     MT_TRY(mt_grad_offload_send_resident(e->g, m->n_units - 1, mb));
 
     if (e->s->keep_activations) {
@@ -126,8 +124,8 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     size_t ws = mt_dtype_size(m->wdt);
     void *embed_g = mt_grad_offload_embed(e->g);
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding backward", -1, &span));
-    if (!m->cfg.tie_word_embeddings) MT_TRY(o->memset_zero(be, embed_g, m->lay_embed.numel * ws, MT_STREAM_COMPUTE));
-    MT_TRY(o->embedding_bwd(be, (char *)embed_g + ve->offset * ws, m->wdt, a->d_ids, a->dx, N, e->d.C));
+    if (!m->cfg.tie_word_embeddings) MT_TRY(mt_backend_memset_zero(be, embed_g, m->lay_embed.numel * ws, MT_STREAM_COMPUTE));
+    MT_TRY(mt_backend_embedding_bwd(be, (char *)embed_g + ve->offset * ws, m->wdt, a->d_ids, a->dx, N, e->d.C));
     MT_TRY(mt_trace_end(e->trace, span));
     return mt_grad_offload_send_resident(e->g, 0, mb);
 }
@@ -154,7 +152,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     MT_TRY(mt_grad_offload_finish(e->g, &st->drain_wait_ms, &sq));
     // Every stream, not just compute: the trace reads all the step's events, and a
     // checkpoint's copy-out on the D2H stream has no later reader to wait for it.
-    for (int s = 0; s < MT_NUM_STREAMS; s++) MT_TRY(e->be->ops->stream_sync(e->be, (mt_stream_id)s));
+    for (int s = 0; s < MT_NUM_STREAMS; s++) MT_TRY(mt_backend_stream_sync(e->be, (mt_stream_id)s));
     mt_phase_times ph;
     MT_TRY(mt_trace_step_end(e->trace, &ph));
     st->compute_ms = ph.busy_ms[MT_LANE_COMPUTE];
@@ -167,9 +165,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     st->d2h_bytes = e->link.bytes[1];
     st->opt_wait_ms = mt_weight_ring_take_opt_wait(e->w);
 
-    double loss = 0;
-    for (size_t i = 0; i < (size_t)G * N; i++) loss += a->h_losses[i];
-    st->loss = mt_backend_is_virtual(e->be) ? NAN : loss / ((double)G * N); // sim: no data, no loss
+    st->loss = e->m->host.mean_loss(&e->m->host, a->h_losses, (size_t)G * N); // NaN where no data exists
     st->grad_norm = sqrt(sq);
     st->tokens = (long long)G * N;
     // torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to 1.
@@ -205,8 +201,8 @@ mt_status mt_engine_eval(mt_engine *e, const int32_t *inputs, const int32_t *tar
     int cursor = 0;
     MT_TRY(forward(e, 0, &cursor));
     MT_TRY(mt_head_forward_backward(e, 0, 0, 1.0f));
-    MT_TRY(e->be->ops->copy(e->be, a->h_losses, a->losses, (size_t)N * 4, MT_COPY_D2H, MT_STREAM_COMPUTE));
-    for (int s = 0; s < MT_NUM_STREAMS; s++) MT_TRY(e->be->ops->stream_sync(e->be, (mt_stream_id)s));
+    MT_TRY(mt_backend_copy(e->be, a->h_losses, a->losses, (size_t)N * 4, MT_COPY_D2H, MT_STREAM_COMPUTE));
+    for (int s = 0; s < MT_NUM_STREAMS; s++) MT_TRY(mt_backend_stream_sync(e->be, (mt_stream_id)s));
     mt_phase_times ph;
     MT_TRY(mt_trace_step_end(e->trace, &ph));
     double s = 0;

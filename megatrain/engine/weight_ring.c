@@ -49,19 +49,18 @@ mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link 
     r->ev_loaded = calloc((size_t)r->n_buf, sizeof *r->ev_loaded);
     r->ev_free = calloc((size_t)r->n_buf, sizeof *r->ev_free);
     if (!r->buf || !r->ev_loaded || !r->ev_free) return mt_fail(MT_ERR_MEMORY, "host memory: the weight ring's tables");
-    const mt_backend_ops *bo = r->be->ops;
     size_t before = dm->bytes;
     for (int i = 0; i < r->n_buf; i++) {
         MT_TRY(mt_devmem_alloc(dm, sh->ll.numel * sh->ws, &r->buf[i]));
-        MT_TRY(bo->event_create(r->be, &r->ev_loaded[i]));
-        MT_TRY(bo->event_create(r->be, &r->ev_free[i]));
+        MT_TRY(mt_backend_event_create(r->be, &r->ev_loaded[i]));
+        MT_TRY(mt_backend_event_create(r->be, &r->ev_free[i]));
     }
     if (sh->s.bind == MT_BIND_COPY) MT_TRY(mt_devmem_alloc(dm, sh->ll.numel * sh->ws, &r->template_buf));
     MT_TRY(mt_devmem_alloc(dm, sh->le.numel * sh->ws, &r->embed));
     MT_TRY(mt_devmem_alloc(dm, sh->lh.numel * sh->ws, &r->head));
     MT_TRY(mt_part_check("weight ring", mt_weight_ring_bytes(sh).device, dm->bytes - before));
-    MT_TRY(bo->event_create(r->be, &r->ev_embed_loaded));
-    MT_TRY(bo->event_create(r->be, &r->ev_head_loaded));
+    MT_TRY(mt_backend_event_create(r->be, &r->ev_embed_loaded));
+    MT_TRY(mt_backend_event_create(r->be, &r->ev_head_loaded));
     r->n_pieces = 1;
     r->pieces[0] = 0;
     r->pieces[1] = sh->ll.numel;
@@ -74,11 +73,11 @@ mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link 
 void mt_weight_ring_destroy(mt_weight_ring *r) {
     if (!r) return;
     for (int i = 0; i < r->n_buf; i++) {
-        if (r->ev_loaded && r->ev_loaded[i]) r->be->ops->event_destroy(r->be, r->ev_loaded[i]);
-        if (r->ev_free && r->ev_free[i]) r->be->ops->event_destroy(r->be, r->ev_free[i]);
+        if (r->ev_loaded && r->ev_loaded[i]) mt_backend_event_destroy(r->be, r->ev_loaded[i]);
+        if (r->ev_free && r->ev_free[i]) mt_backend_event_destroy(r->be, r->ev_free[i]);
     }
-    if (r->ev_embed_loaded) r->be->ops->event_destroy(r->be, r->ev_embed_loaded);
-    if (r->ev_head_loaded) r->be->ops->event_destroy(r->be, r->ev_head_loaded);
+    if (r->ev_embed_loaded) mt_backend_event_destroy(r->be, r->ev_embed_loaded);
+    if (r->ev_head_loaded) mt_backend_event_destroy(r->be, r->ev_head_loaded);
     free(r->buf);
     free(r->ev_loaded);
     free(r->ev_free);
@@ -113,7 +112,7 @@ static mt_status issue_piece(mt_weight_ring *r) {
     mt_unit *u = mt_model_layer(r->m, p->layer);
     if (r->issued_piece == 0) {
         r->opt_wait_ms += mt_opt_worker_wait_unit(r->opt, MT_UNIT_OF_LAYER(p->layer));
-        MT_TRY(r->be->ops->stream_wait(r->be, r->h2d, r->ev_free[p->buf]));
+        MT_TRY(mt_backend_stream_wait(r->be, r->h2d, r->ev_free[p->buf]));
         MT_TRY(mt_link_begin(r->lk, r->h2d, MT_LANE_H2D, "weights in", p->layer, &r->load_span));
     }
     piece_range(r, r->issued_piece, &off, &n);
@@ -121,7 +120,7 @@ static mt_status issue_piece(mt_weight_ring *r) {
                         r->h2d));
     if (++r->issued_piece == r->n_pieces) {
         MT_TRY(mt_link_end(r->lk, r->load_span));
-        MT_TRY(r->be->ops->event_record(r->be, r->ev_loaded[p->buf], r->h2d));
+        MT_TRY(mt_backend_event_record(r->be, r->ev_loaded[p->buf], r->h2d));
         r->issued_piece = 0;
         r->issued++;
     }
@@ -160,11 +159,11 @@ mt_status mt_weight_ring_acquire(mt_weight_ring *r, int idx, int layer, mt_layer
     if (idx >= r->n_uses || r->uses[idx].layer != layer)
         return mt_fail(MT_ERR_BACKEND, "internal: weight plan out of step at entry %d (layer %d)", idx, layer);
     MT_TRY(issue_loads(r, idx));
-    MT_TRY(r->be->ops->stream_wait(r->be, MT_STREAM_COMPUTE, r->ev_loaded[r->uses[idx].buf]));
+    MT_TRY(mt_backend_stream_wait(r->be, MT_STREAM_COMPUTE, r->ev_loaded[r->uses[idx].buf]));
     void *weights = r->buf[r->uses[idx].buf];
     if (r->template_buf) { // a device-to-device copy into the template, as the official code binds
         size_t bytes = r->m->lay_layer.numel * mt_dtype_size(r->m->wdt);
-        MT_TRY(r->be->ops->copy(r->be, r->template_buf, weights, bytes, MT_COPY_D2D, MT_STREAM_COMPUTE));
+        MT_TRY(mt_backend_copy(r->be, r->template_buf, weights, bytes, MT_COPY_D2D, MT_STREAM_COMPUTE));
         weights = r->template_buf;
     }
     mt_layer_bind(&r->m->lay_layer, weights, r->m->wdt, w); // pointer arithmetic only
@@ -172,7 +171,7 @@ mt_status mt_weight_ring_acquire(mt_weight_ring *r, int idx, int layer, mt_layer
 }
 
 mt_status mt_weight_ring_release(mt_weight_ring *r, int idx) {
-    return r->be->ops->event_record(r->be, r->ev_free[r->uses[idx].buf], MT_STREAM_COMPUTE);
+    return mt_backend_event_record(r->be, r->ev_free[r->uses[idx].buf], MT_STREAM_COMPUTE);
 }
 
 mt_status mt_weight_ring_load_resident(mt_weight_ring *r, int unit_index) {
@@ -183,6 +182,6 @@ mt_status mt_weight_ring_load_resident(mt_weight_ring *r, int unit_index) {
     size_t bytes = u->lay->numel * mt_dtype_size(r->m->wdt);
     MT_TRY(mt_link_traced_copy(r->lk, MT_LANE_H2D, head ? "head in" : "embedding in", -1, head ? r->head : r->embed,
                                u->param, bytes, MT_COPY_H2D, r->h2d));
-    MT_TRY(r->be->ops->event_record(r->be, ev, r->h2d));
-    return r->be->ops->stream_wait(r->be, MT_STREAM_COMPUTE, ev);
+    MT_TRY(mt_backend_event_record(r->be, ev, r->h2d));
+    return mt_backend_stream_wait(r->be, MT_STREAM_COMPUTE, ev);
 }

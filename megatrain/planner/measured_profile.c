@@ -9,7 +9,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
+#include "backend/backend_call.h"
 #include "planner/planner.h"
 
 // The profile's AdamW rates are indexed by mt_precision.
@@ -51,7 +51,7 @@ mt_status mt_hw_profile_measured(mt_hw_profile *out) {
     if (mt_backend_cuda_available() == 1) {
         mt_backend *be = NULL;
         mt_device_info info;
-        if (mt_backend_create("cuda", MT_BF16, &be) == MT_OK && be->ops->device_info(be, &info) == MT_OK) {
+        if (mt_backend_create("cuda", MT_BF16, &be) == MT_OK && mt_backend_device_info(be, &info) == MT_OK) {
             snprintf(gpu, sizeof gpu, "%s", info.name);
             gpu_bytes = (double)info.mem_total_bytes;
         }

@@ -209,6 +209,7 @@ mt_status mt_cuda_scratch(mt_backend *be, size_t bytes, void **out) {
 
 static const mt_backend_ops cuda_ops = {
     /*name*/ "cuda",
+    /*caps*/ MT_CAP_TENSOR_DATA | MT_CAP_PAGE_LOCKED | MT_CAP_BF16 | MT_CAP_ASYNC,
     cuda_destroy,
     cuda_device_info,
     cuda_dev_alloc,
@@ -278,6 +279,8 @@ static mt_status cuda_init(mt_cuda_ctx *ctx) {
     MT_TRY(mt_cuda_gemm_init(ctx));
     return MT_OK;
 }
+
+extern "C" unsigned mt_backend_cuda_caps(void) { return cuda_ops.caps; }
 
 extern "C" mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out) {
     *out = NULL;
