@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "topology.h"
 
+#include "core/sysinfo.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -123,24 +125,6 @@ static void sysfs_cpu_model(mt_topology *t, const char *root) {
     fclose(f);
 }
 
-static size_t sysfs_meminfo_total(const char *path, const char *key) {
-    char line[256];
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t kb = 0;
-    while (fgets(line, sizeof line, f)) {
-        char *p = strstr(line, key);
-        if (p) {
-            p += strlen(key);
-            while (*p == ' ' || *p == ':') p++;
-            kb = strtoull(p, NULL, 10);
-            break;
-        }
-    }
-    fclose(f);
-    return kb * 1024;
-}
-
 // Physical cores = distinct (package, core_id) pairs over the online CPUs.
 static int sysfs_count_cores(const char *root, int pus) {
     char path[512];
@@ -186,7 +170,7 @@ static void sysfs_nodes(mt_topology *t, const char *root) {
             int c = mt_cpulist_count(nd->cpulist);
             nd->cpus = c > 0 ? c : 0;
             snprintf(path, sizeof path, "%s/%s/meminfo", dirpath, e->d_name);
-            nd->mem_bytes = sysfs_meminfo_total(path, "MemTotal");
+            nd->mem_bytes = mt_meminfo_bytes(path, "MemTotal");
             if (nd->cpus || nd->mem_bytes) t->n_nodes++;
         }
         closedir(d);
@@ -263,7 +247,7 @@ mt_status mt_topology_detect_sysfs(mt_topology *t, const char *root) {
     snprintf(t->source, sizeof t->source, "sysfs");
     sysfs_cpu_model(t, root);
     join(path, sizeof path, root, "proc/meminfo");
-    t->host_mem_bytes = sysfs_meminfo_total(path, "MemTotal");
+    t->host_mem_bytes = mt_meminfo_bytes(path, "MemTotal");
     join(path, sizeof path, root, "sys/devices/system/cpu/online");
     if (!read_line(path, buf, sizeof buf)) t->pus = mt_cpulist_count(buf);
     if (t->pus <= 0 && root[0] == '/' && root[1] == 0) t->pus = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -357,7 +341,7 @@ mt_status mt_topology_detect(mt_topology *t) {
             if (!t->cpu_model[0]) sysfs_cpu_model(t, "/");
             // Host memory is what the OS can allocate (/proc/meminfo); hwloc sums the
             // nodes' meminfo, which some VMs report short of it.
-            size_t mem = sysfs_meminfo_total("/proc/meminfo", "MemTotal");
+            size_t mem = mt_host_mem_total_bytes();
             if (mem) t->host_mem_bytes = mem;
             return MT_OK;
         }
@@ -368,45 +352,8 @@ mt_status mt_topology_detect(mt_topology *t) {
 
 // ---------------------------------------------------------------- binding
 
-#ifndef MPOL_PREFERRED
-#define MPOL_PREFERRED 1
-#endif
-
-static mt_status bind_sysfs(int node) {
-    char path[128], list[4096];
-    snprintf(path, sizeof path, "/sys/devices/system/node/node%d/cpulist", node);
-    if (read_line(path, list, sizeof list)) {
-        if (node != 0) return mt_fail(MT_ERR_ARG, "NUMA node %d: %s not readable", node, path);
-        if (read_line("/sys/devices/system/cpu/online", list, sizeof list))
-            return mt_fail(MT_ERR_IO, "NUMA node 0: neither %s nor the online CPU list is readable", path);
-    }
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    int n = 0;
-    for (const char *s = list; *s;) {
-        char *end;
-        long a = strtol(s, &end, 10), b;
-        if (end == s) break;
-        b = a;
-        s = end;
-        if (*s == '-') {
-            b = strtol(s + 1, &end, 10);
-            s = end;
-        }
-        for (long c = a; c <= b && c < CPU_SETSIZE; c++) CPU_SET((int)c, &set), n++;
-        if (*s == ',') s++;
-    }
-    if (n == 0) return mt_fail(MT_ERR_ARG, "NUMA node %d has no CPUs to bind to", node);
-    if (sched_setaffinity(0, sizeof set, &set))
-        return mt_fail(MT_ERR_BACKEND, "sched_setaffinity to NUMA node %d (cpus %s): %s", node, list, strerror(errno));
-    // Prefer (not require) the node for this thread's allocations; ignored where forbidden.
-    unsigned long mask[16] = {0};
-    if (node >= 0 && node < (int)(sizeof mask * 8)) {
-        mask[node / (8 * sizeof(unsigned long))] |= 1ul << (node % (8 * sizeof(unsigned long)));
-        (void)syscall(SYS_set_mempolicy, MPOL_PREFERRED, mask, (unsigned long)(sizeof mask * 8));
-    }
-    return MT_OK;
-}
+// Without hwloc: the engine's own sysfs binding (megatrain/core/sysinfo.c).
+static mt_status bind_sysfs(int node) { return mt_numa_bind_node(node); }
 
 mt_status mt_topology_bind_to_node(int node) {
     if (node < 0) return mt_fail(MT_ERR_ARG, "NUMA node %d: must be >= 0", node);

@@ -10,11 +10,8 @@
 #include "backend/backend_call.h"
 #include "cli/commands.h"
 #include "cli/run_setup.h"
+#include "core/sysinfo.h"
 #include "planner/planner.h"
-
-#ifdef MT_HAVE_CUDA
-#include "backend/backend.h"
-#endif
 
 static int fail(mt_status s) {
     fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
@@ -26,24 +23,8 @@ static void this_machine(mt_hw_profile *hw) {
     memset(hw, 0, sizeof *hw);
     snprintf(hw->name, sizeof hw->name, "this-machine");
     snprintf(hw->source, sizeof hw->source, "/proc/meminfo");
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[256];
-    double kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemTotal: %lf kB", &kb) == 1) break;
-    if (f) fclose(f);
-    hw->host_mem_bytes = kb * 1024;
-#ifdef MT_HAVE_CUDA
-    if (mt_backend_cuda_available() == 1) {
-        mt_backend *be = NULL;
-        mt_device_info info;
-        if (mt_backend_create("cuda", MT_BF16, &be) == MT_OK && mt_backend_device_info(be, &info) == MT_OK) {
-            snprintf(hw->gpu_name, sizeof hw->gpu_name, "%s", info.name);
-            hw->hbm_bytes = (double)info.mem_total_bytes;
-        }
-        mt_backend_destroy(be);
-    }
-#endif
+    hw->host_mem_bytes = (double)mt_host_mem_total_bytes();
+    mt_this_machine_gpu(hw->gpu_name, sizeof hw->gpu_name, &hw->hbm_bytes);
 }
 
 // Longest T (multiple of 1024, or below 1024 when even that does not fit) at

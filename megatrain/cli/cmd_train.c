@@ -15,10 +15,11 @@
 #include "cli/progress.h"
 #include "cli/run_setup.h"
 #include "cli/train_state.h"
+#include "core/metrics.h"
+#include "core/sysinfo.h"
 #include "data/dataloader.h"
 #include "engine/engine.h"
 #include "engine/model_io.h"
-#include "topology.h"
 
 static volatile sig_atomic_t interrupted = 0;
 static void on_signal(int sig) {
@@ -74,17 +75,17 @@ static void emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr
     cJSON_AddNumberToObject(j, "clip", st->clip_factor);
     cJSON_AddNumberToObject(j, "tokens", (double)st->tokens);
     cJSON_AddNumberToObject(j, "step_ms", step_ms);
-    cJSON_AddNumberToObject(j, "tokens_per_s", st->tokens / (step_ms / 1e3));
-    cJSON_AddNumberToObject(j, "tflops", 6.0 * params * st->tokens / (step_ms / 1e3) / 1e12);
+    cJSON_AddNumberToObject(j, "tokens_per_s", mt_metric_tokens_per_s((double)st->tokens, step_ms));
+    cJSON_AddNumberToObject(j, "tflops", mt_metric_tflops(params, (double)st->tokens, step_ms));
     // Per-phase busy time from the engine's events (union of spans per stream / host thread).
     cJSON_AddNumberToObject(j, "compute_ms", st->compute_ms);
     cJSON_AddNumberToObject(j, "h2d_ms", st->h2d_ms);
     cJSON_AddNumberToObject(j, "d2h_ms", st->d2h_ms);
     cJSON_AddNumberToObject(j, "drain_ms", st->drain_ms);
     cJSON_AddNumberToObject(j, "optimizer_ms", st->optimizer_ms);
-    cJSON_AddNumberToObject(j, "gpu_busy_frac", step_ms > 0 ? st->compute_ms / step_ms : 0);
-    cJSON_AddNumberToObject(j, "h2d_gbps", st->h2d_ms > 0 ? st->h2d_bytes / (st->h2d_ms * 1e6) : 0);
-    cJSON_AddNumberToObject(j, "d2h_gbps", st->d2h_ms > 0 ? st->d2h_bytes / (st->d2h_ms * 1e6) : 0);
+    cJSON_AddNumberToObject(j, "gpu_busy_frac", mt_metric_busy_frac(st->compute_ms, step_ms));
+    cJSON_AddNumberToObject(j, "h2d_gbps", mt_metric_gbps(st->h2d_bytes, st->h2d_ms));
+    cJSON_AddNumberToObject(j, "d2h_gbps", mt_metric_gbps(st->d2h_bytes, st->d2h_ms));
     cJSON_AddNumberToObject(j, "opt_wait_ms", st->opt_wait_ms);
     cJSON_AddNumberToObject(j, "drain_wait_ms", st->drain_wait_ms);
     struct rusage ru;
@@ -144,7 +145,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     // state they first touch go to the GPU's NUMA node.
     mt_device_info near;
     if (mt_backend_device_info(be, &near) == MT_OK && near.numa_node >= 0) {
-        if (mt_topology_bind_to_node(near.numa_node) == MT_OK)
+        if (mt_numa_bind_node(near.numa_node) == MT_OK)
             fprintf(stderr, "megatrain: host threads and memory bound to NUMA node %d (the GPU's)\n", near.numa_node);
         else
             fprintf(stderr, "megatrain: note: could not bind to NUMA node %d: %s\n", near.numa_node, mt_last_error());
@@ -219,7 +220,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
         emit_step(&sink, step, &st, lr, step_ms, params);
         if (isnan(first_loss)) first_loss = st.loss;
         last_loss = st.loss;
-        mt_progress_update(&prog, step, st.loss, st.tokens / (step_ms / 1e3));
+        mt_progress_update(&prog, step, st.loss, mt_metric_tokens_per_s((double)st.tokens, step_ms));
         int last = step == o->steps;
         if (o->save && (last || interrupted || (o->save_every && step % o->save_every == 0))) {
             if ((s = save_checkpoint(o->save, &model, eng, o, step, &data))) goto fail;

@@ -26,6 +26,8 @@ mt_status mt_hw_profile_resolve(const char *spec, mt_hw_profile *out);
 // GPU memory from the CUDA backend when one is visible; every rate is taken from
 // a base profile (h100-128g, or h200-128g for an H200) and labelled assumed.
 mt_status mt_hw_profile_measured(mt_hw_profile *out);
+// This machine's GPU as CUDA sees it: name and memory ("" and 0 when none is visible).
+void mt_this_machine_gpu(char *name, size_t cap, double *mem_bytes);
 
 // ---------------------------------------------------------------------------
 // Memory (plan.c, zero3_memory.c)

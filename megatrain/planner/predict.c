@@ -36,11 +36,12 @@
 //   serial (naive)  step = G * (c_f + c_b + 2*W/h2d + Wg/d2h) + (P_E+P_H)*ws*(1/h2d + 1/d2h) + opt
 //   resident  step = G * (c_f + max(c_b, Wg/d2h)) + P_L*ws/d2h + opt + N*ws/h2d (no recompute;
 //              grads still go to the host optimizer and the updated weights come back)
-// Metrics: tflops = 6*N*G*n / step (DESIGN.md), mfu = tflops / bf16 dense peak,
-// hfu = executed FLOPs / step / bf16 peak. `bound` = the resource that set the
+// Metrics (core/METRICS.md, core/metrics.c): tflops = 6*N*G*n / step, mfu = tflops /
+// bf16 dense peak, hfu = executed FLOPs / step / bf16 peak. `bound` = the resource that set the
 // longest share of the step (each max() credits its winner; serial terms their own).
 #include <string.h>
 
+#include "core/metrics.h"
 #include "planner/planner.h"
 
 enum { R_COMPUTE, R_H2D, R_D2H, R_OPT, R_COUNT };
@@ -241,11 +242,11 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     out->optimizer_ms = opt;
     out->exposed_ms = step - out->compute_ms;
     out->step_ms = step;
-    out->tokens_per_s = (double)out->tokens / (step / 1e3);
-    out->tflops = out->flops_6n / (step / 1e3) / 1e12;
-    out->mfu = out->tflops / peak_bf16;
-    out->hfu = out->flops_executed / (step / 1e3) / 1e12 / peak_bf16;
-    out->days_per_billion_tokens = 1e9 / out->tokens_per_s / 86400.0;
+    out->tokens_per_s = mt_metric_tokens_per_s((double)out->tokens, step);
+    out->tflops = mt_metric_tflops(N, (double)out->tokens, step);
+    out->mfu = mt_metric_mfu(out->tflops, peak_bf16);
+    out->hfu = mt_metric_hfu(out->flops_executed, step, peak_bf16);
+    out->days_per_billion_tokens = mt_metric_days_per_billion_tokens(out->tokens_per_s);
     out->bound = res_names[w];
     return MT_OK;
 }
