@@ -1,9 +1,8 @@
-// plan.c: the memory side of a plan: which accounting each schedule uses and
-// whether the result fits a machine.
-//   megatrain, resident: mt_engine_memory_plan, the engine's own numbers
-//     (activations bf16 for paper/mixed, f32 for fp32: the CUDA backend's choice).
-//   naive: the same engine accounting (one device weight buffer).
-//   zero3: DeepSpeed's accounting (zero3_memory.c).
+// plan.c: the memory side of a plan and whether it fits a machine.
+//   GPU: the engine's footprint, part by part (activations bf16 for paper/mixed,
+//     f32 for fp32: the CUDA backend's choice), for every schedule.
+//   host: the engine's footprint too, unless the schedule's descriptor states the
+//     real system's host bytes per parameter (zero3: DeepSpeed's, zero3_memory.c).
 // Fits: host_bytes <= (1 - 5%) of host memory (the rest is left to the OS),
 //       pinned_bytes <= the same or the lock limit (ulimit -l, measured only), gpu_bytes <= GPU memory - 1 GiB (CUDA context,
 //       cuBLAS workspace, allocator slack).

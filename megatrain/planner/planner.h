@@ -1,9 +1,10 @@
 // planner.h: `megatrain plan`: what a configuration needs in host, pinned and
 // GPU memory under each schedule, whether it fits a machine described by a
 // hardware profile (experiments/hardware/NAME.json, schema megatrain.hardware/1),
-// and an analytic prediction of its step time. The megatrain and resident
-// memory figures come from the engine's own accounting (mt_engine_memory_plan),
-// so a plan and a run agree; zero3 and naive have their own models here.
+// and an analytic prediction of its step time. Memory is the engine's own
+// footprint (mt_engine_footprint_of: the sum of what its parts allocate), so a
+// plan and a run agree; a schedule that states the real system's host bytes per
+// parameter (zero3) reports that system's host side beside it.
 #ifndef MT_PLANNER_H
 #define MT_PLANNER_H
 
