@@ -19,6 +19,7 @@ static void cuda_destroy(mt_backend *be) {
         for (int s = 0; s < MT_NUM_STREAMS; s++)
             if (ctx->stream[s]) cudaStreamSynchronize(ctx->stream[s]);
         mt_cuda_gemm_destroy(ctx);
+        mt_cuda_attention_destroy(ctx);
         if (ctx->lt) cublasLtDestroy(ctx->lt);
         if (ctx->lt_workspace) cudaFree(ctx->lt_workspace);
         if (ctx->scratch) cudaFree(ctx->scratch);

@@ -23,6 +23,7 @@ struct mt_event {
 };
 
 struct mt_cuda_gemm_cache; // cuda_matmul.cu
+struct mt_cudnn_attn;      // cudnn_attention.c (NULL until cuDNN's attention is chosen)
 
 typedef struct {
     int device;
@@ -38,6 +39,11 @@ typedef struct {
     // compute stream, so consecutive ops can reuse it.
     void *scratch;
     size_t scratch_bytes;
+    // Attention implementation (cuda_attention.cu): MT_ATTN_AUTO until the first attention
+    // call resolves it; attn_explicit = chosen by --attention, so cuDNN failures are errors
+    // rather than a fallback to the native kernels.
+    int attn, attn_explicit;
+    struct mt_cudnn_attn *cudnn;
 } mt_cuda_ctx;
 
 static inline mt_cuda_ctx *mt_cuda_ctx_of(mt_backend *be) { return (mt_cuda_ctx *)be->ctx; }
@@ -69,7 +75,8 @@ mt_status mt_cuda_rope_fwd(mt_backend *be, void *out, const void *inp, const flo
                            int NH, int NKV, int HD);
 mt_status mt_cuda_rope_bwd(mt_backend *be, void *dinp, const void *dout, const float *cos, const float *sin, int B, int T,
                            int NH, int NKV, int HD);
-// cuda_attention.cu
+// cuda_attention.cu (also: mt_backend_cuda_set_attention, and the teardown of cuDNN's handle)
+void mt_cuda_attention_destroy(mt_cuda_ctx *ctx);
 mt_status mt_cuda_attention_fwd(mt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int NH, int NKV,
                                 int HD);
 mt_status mt_cuda_attention_bwd(mt_backend *be, void *dqkv, const void *dout, const void *qkv, const void *out,
