@@ -116,6 +116,16 @@ typedef struct mt_backend_ops {
                               float dscale);
     // dst(n) = src(n) converted between dtypes (device).
     mt_status (*cast)(mt_backend *be, void *dst, mt_dtype dt, const void *src, mt_dtype st, size_t n);
+    // Residual add fused with the RMSNorm after it (one pass instead of add + rmsnorm_fwd, the
+    // same values): sum(R,D) = a + b (sum may alias a or b; stored as an activation), then
+    // out(R,D) = rmsnorm(sum) * w and rstd(R) as rmsnorm_fwd.
+    mt_status (*add_rmsnorm_fwd)(mt_backend *be, void *sum, void *out, float *rstd, const void *a, const void *b,
+                                 const void *w, mt_dtype wdt, int R, int D, float eps);
+    // rmsnorm_bwd whose input gradient is added into dacc(R,D) (the residual stream's gradient)
+    // instead of overwriting a buffer: the same values as rmsnorm_bwd into a temporary then add.
+    // dacc may not alias dout or inp; dw(D) is overwritten.
+    mt_status (*rmsnorm_bwd_add)(mt_backend *be, void *dacc, void *dw, const void *dout, const void *inp,
+                                 const void *w, const float *rstd, mt_dtype wdt, int R, int D);
 
     // ---- virtual time (sim only; NULL on backends that compute) ----
     // Milliseconds the host would spend on `kind` over n elements of gradient type

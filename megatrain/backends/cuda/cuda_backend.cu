@@ -242,6 +242,8 @@ static const mt_backend_ops cuda_ops = {
     mt_cuda_add,
     mt_cuda_xent_fwd_bwd,
     mt_cuda_cast,
+    mt_cuda_add_rmsnorm_fwd,
+    mt_cuda_rmsnorm_bwd_add,
 };
 
 extern "C" int mt_backend_cuda_available(void) {
