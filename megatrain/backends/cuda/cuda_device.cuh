@@ -50,17 +50,26 @@ template <typename T, int V> __device__ __forceinline__ void mt_ldv(float (&f)[V
         for (int k = 0; k < V; k++) f[k] = mt_ld(p, (size_t)k);
     }
 }
+// Two floats as two bf16 in one 32-bit word (lo in the low half), or one float's bits.
+__device__ __forceinline__ uint32_t mt_pack_word(const float *f, const mt_bf16 *) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(f[0], f[1]);
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return u;
+}
+__device__ __forceinline__ uint32_t mt_pack_word(const float *f, const float *) { return __float_as_uint(f[0]); }
+
 template <typename T, int V> __device__ __forceinline__ void mt_stv(T *p, const float (&f)[V]) {
-    constexpr int BYTES = V * (int)sizeof(T), PER = 16 / (int)sizeof(T);
+    constexpr int BYTES = V * (int)sizeof(T), PER = 16 / (int)sizeof(T), EPW = 4 / (int)sizeof(T);
     if constexpr (BYTES % 16 == 0) {
+        // Built from 32-bit words and stored with __stwb (st.global.wb.v4, default caching):
+        // a plain int4 store was split into 32- or 16-bit stores in some kernels.
 #pragma unroll
         for (int c = 0; c < BYTES / 16; c++) {
-            T t[PER];
+            uint32_t w[4];
 #pragma unroll
-            for (int k = 0; k < PER; k++) mt_st(t, (size_t)k, f[c * PER + k]);
-            int4 bits;
-            memcpy(&bits, t, 16);
-            reinterpret_cast<int4 *>(p)[c] = bits;
+            for (int q = 0; q < 4; q++) w[q] = mt_pack_word(f + c * PER + q * EPW, (const T *)nullptr);
+            __stwb(reinterpret_cast<uint4 *>(p) + c, make_uint4(w[0], w[1], w[2], w[3]));
         }
     } else {
 #pragma unroll
@@ -71,6 +80,22 @@ template <typename T, int V> __device__ __forceinline__ void mt_stv(T *p, const 
 __device__ __forceinline__ float mt_round_as(float x, const float *) { return x; }
 __device__ __forceinline__ float mt_round_as(float x, const mt_bf16 *) {
     return __bfloat162float(__float2bfloat16_rn(x));
+}
+
+// Copies `per` = PV * V elements at offset `off` of each of N rows `stride` apart: the
+// v part of packed qkv rows (per = NKV*HD at (NH+NKV)*HD), which q/k-norm and RoPE pass
+// through; V elements a thread (per, off, stride multiples of V and the pointers
+// aligned when V > 1). Rows along grid.y, grid-stride (see mt_cuda_rows_grid).
+template <typename A, int V>
+__global__ void copy_rows_part_kernel(A *dst, const A *src, int N, size_t stride, size_t off, int PV) {
+    for (int n = blockIdx.y; n < N; n += gridDim.y) {
+        size_t row = (size_t)n * stride + off;
+        for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < PV; c += gridDim.x * blockDim.x) {
+            float f[V];
+            mt_ldv<A, V>(f, src + row + (size_t)c * V);
+            mt_stv<A, V>(dst + row + (size_t)c * V, f);
+        }
+    }
 }
 
 // Elements of T per 16-byte vector: 8 bf16, 4 f32.

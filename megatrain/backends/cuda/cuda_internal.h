@@ -99,6 +99,21 @@ mt_status mt_cuda_convert(cudaStream_t s, void *dst, mt_dtype dt, const void *sr
 mt_status mt_cuda_xent_fwd_bwd(mt_backend *be, void *logits, float *losses, const int32_t *targets, int n, int V,
                                float dscale);
 
+// The v heads of packed qkv rows (N tokens, (NH+2*NKV)*HD each), which q/k-norm and
+// RoPE pass through unchanged, copied from src to dst (copy_rows_part_kernel).
+template <typename A>
+static mt_status mt_cuda_copy_v(cudaStream_t s, A *dst, const A *src, int N, int NH, int NKV, int HD) {
+    const size_t stride = (size_t)(NH + 2 * NKV) * HD, off = (size_t)(NH + NKV) * HD;
+    const int per = NKV * HD;
+    constexpr int V = mt_vec_of<A>();
+    if (HD % V == 0 && mt_cuda_aligned16(dst, src)) // then stride, off and per are multiples of V too
+        copy_rows_part_kernel<A, V><<<mt_cuda_rows_grid(N, per / V, 256), 256, 0, s>>>(dst, src, N, stride, off, per / V);
+    else
+        copy_rows_part_kernel<A, 1><<<mt_cuda_rows_grid(N, per, 256), 256, 0, s>>>(dst, src, N, stride, off, per);
+    MT_CUDA_CHECK_LAUNCH();
+    return MT_OK;
+}
+
 // Calls f(A{}) with A = float or mt_bf16 per dtype (f is a generic lambda).
 template <typename Fn> static inline mt_status mt_cuda_dispatch1(mt_dtype a, Fn f) {
     if (a == MT_F32) return f(float());

@@ -121,20 +121,6 @@ mt_status mt_cuda_rmsnorm_bwd_add(mt_backend *be, void *dacc, void *dw, const vo
     });
 }
 
-// The v heads of packed qkv rows pass through the q/k norm unchanged.
-template <typename A>
-static mt_status copy_v(cudaStream_t s, A *dst, const A *src, int N, int NH, int NKV, int HD) {
-    const size_t stride = (size_t)(NH + 2 * NKV) * HD, off = (size_t)(NH + NKV) * HD;
-    const int per = NKV * HD;
-    constexpr int V = mt_vec_of<A>();
-    if (HD % V == 0 && mt_cuda_aligned16(dst, src)) // stride, off, per: multiples of HD
-        copy_rows_part_kernel<A, V><<<mt_cuda_rows_grid(N, per / V, 256), 256, 0, s>>>(dst, src, N, stride, off, per / V);
-    else
-        copy_rows_part_kernel<A, 1><<<mt_cuda_rows_grid(N, per, 256), 256, 0, s>>>(dst, src, N, stride, off, per);
-    MT_CUDA_CHECK_LAUNCH();
-    return MT_OK;
-}
-
 static mt_status check_qk(const char *op, int N, int NH, int NKV, int HD) {
     if (N < 0 || NH <= 0 || NKV <= 0 || HD <= 0)
         return mt_fail(MT_ERR_SHAPE, "cuda %s: bad shape N=%d NH=%d NKV=%d HD=%d", op, N, NH, NKV, HD);
@@ -155,7 +141,7 @@ mt_status mt_cuda_qk_norm_fwd(mt_backend *be, void *out, float *rstd, const void
                                             (size_t)N * NH, HD, eps)));
         MT_TRY((norm_fwd_group<A, W, false>(s, (A *)out, rstd, NULL, (const A *)inp, NULL, (const W *)kw, mk,
                                             (size_t)N * NKV, HD, eps)));
-        if (out != inp) return copy_v<A>(s, (A *)out, (const A *)inp, N, NH, NKV, HD);
+        if (out != inp) return mt_cuda_copy_v<A>(s, (A *)out, (const A *)inp, N, NH, NKV, HD);
         return MT_OK;
     });
 }
@@ -174,7 +160,7 @@ mt_status mt_cuda_qk_norm_bwd(mt_backend *be, void *dinp, void *dqw, void *dkw, 
                                             rstd, mq, (size_t)N * NH, HD)));
         MT_TRY((norm_bwd_group<A, W, false>(be, (A *)dinp, (W *)dkw, (const A *)dout, (const A *)inp, (const W *)kw,
                                             rstd, mk, (size_t)N * NKV, HD)));
-        if (dinp && dinp != dout && N > 0) return copy_v<A>(s, (A *)dinp, (const A *)dout, N, NH, NKV, HD);
+        if (dinp && dinp != dout && N > 0) return mt_cuda_copy_v<A>(s, (A *)dinp, (const A *)dout, N, NH, NKV, HD);
         return MT_OK;
     });
 }

@@ -144,20 +144,6 @@ template <typename W> __global__ void dw_final_kernel(W *dw, const float *partia
     mt_st(dw, (size_t)c, s);
 }
 
-// Copies `per` = PV * V elements at offset `off` of each of N rows `stride` apart (the
-// v part of packed qkv rows: per = NKV*HD at (NH+NKV)*HD); V elements a thread (per,
-// off, stride multiples of V and the pointers aligned when V > 1).
-template <typename A, int V>
-__global__ void copy_rows_part_kernel(A *dst, const A *src, int N, size_t stride, size_t off, int PV) {
-    for (int n = blockIdx.y; n < N; n += gridDim.y) {
-        size_t row = (size_t)n * stride + off;
-        for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < PV; c += gridDim.x * blockDim.x) {
-            float f[V];
-            mt_ldv<A, V>(f, src + row + (size_t)c * V);
-            mt_stv<A, V>(dst + row + (size_t)c * V, f);
-        }
-    }
-}
 
 static const int NORM_WARPS = 8; // rows (warps) per block of the fwd and dx kernels
 
