@@ -69,6 +69,12 @@ static mt_cudnn_attn *pick_cudnn(mt_backend *be, int HD, const void *const *ptrs
     if (ctx->attn == MT_ATTN_AUTO) { // first attention call of a backend left on auto
         static int said;
         char msg[1024];
+        if (be->act_dtype != MT_BF16) { // no point loading cuDNN: its fused attention is bf16
+            static int said_f32;
+            ctx->attn = MT_ATTN_NATIVE;
+            say_once(&said_f32, "attention: native (f32 activations; cuDNN's fused attention takes bf16)");
+            return NULL;
+        }
         if (mt_cudnn_attn_create(mt_cuda_compute(be), &ctx->cudnn) == MT_OK) {
             ctx->attn = MT_ATTN_CUDNN;
             snprintf(msg, sizeof msg, "attention: cudnn, %s (default; --attention native for the native kernels)",
