@@ -38,6 +38,7 @@ enum {
     MT_CAP_PAGE_LOCKED = 1u << 2,  // host_alloc page-locks memory (it counts against ulimit -l)
     MT_CAP_BF16 = 1u << 3,         // bf16 activations (else f32 only)
     MT_CAP_ASYNC = 1u << 4,        // streams run apart from the host: time work with events, not the host clock
+    MT_CAP_DEVICE_MEMORY = 1u << 5, // dev_alloc is a device's own memory, not host RAM: what is free may be spent
 };
 
 // Host-side work the engine does between device operations; a virtual-time
@@ -127,6 +128,16 @@ typedef struct mt_backend_ops {
                               float dscale);
     // dst(n) = src(n) converted between dtypes (device).
     mt_status (*cast)(mt_backend *be, void *dst, mt_dtype dt, const void *src, mt_dtype st, size_t n);
+    // Residual add fused with the RMSNorm after it (one pass instead of add + rmsnorm_fwd, the
+    // same values): sum(R,D) = a + b (sum may alias a or b; stored as an activation), then
+    // out(R,D) = rmsnorm(sum) * w and rstd(R) as rmsnorm_fwd.
+    mt_status (*add_rmsnorm_fwd)(mt_backend *be, void *sum, void *out, float *rstd, const void *a, const void *b,
+                                 const void *w, mt_dtype wdt, int R, int D, float eps);
+    // rmsnorm_bwd whose input gradient is added into dacc(R,D) (the residual stream's gradient)
+    // instead of overwriting a buffer: the same values as rmsnorm_bwd into a temporary then add.
+    // dacc may not alias dout or inp; dw(D) is overwritten.
+    mt_status (*rmsnorm_bwd_add)(mt_backend *be, void *dacc, void *dw, const void *dout, const void *inp,
+                                 const void *w, const float *rstd, mt_dtype wdt, int R, int D);
 
     // ---- virtual time (MT_CAP_VIRTUAL_TIME only; NULL on backends that compute) ----
     // Milliseconds the host would spend on `kind` over n elements of gradient type
@@ -135,6 +146,10 @@ typedef struct mt_backend_ops {
     double (*host_work_ms)(mt_backend *be, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master);
     // Writes the Chrome/Perfetto trace of everything simulated so far (may be NULL).
     mt_status (*trace_write)(mt_backend *be, const char *path);
+
+    // ---- choices (NULL: the backend has one way) ----
+    // Picks the attention implementation (mt_attn_impl, below): cuda's native kernels or cuDNN.
+    mt_status (*set_attention)(mt_backend *be, int impl);
 } mt_backend_ops;
 
 
@@ -156,6 +171,22 @@ int mt_backend_list(const char **names, int max);
 // "auto" is the one it would pick).
 unsigned mt_backend_caps_of(const char *name);
 
+// Attention implementations (--attention). The cuda backend has two: "native", its own
+// kernels (backends/cuda/attention_kernels.cuh), and "cudnn", cuDNN's fused flash
+// attention (backends/cuda/cudnn_attention.c), compiled where the cuDNN headers are and
+// used where libcudnn.so.9 loads at run time. AUTO: cudnn when it loads, else native; the
+// cuda backend says which on stderr at its first attention call. cpu and sim have one
+// implementation each and accept auto and native (sim also cudnn: it prices attention
+// from its hardware profile either way).
+typedef enum { MT_ATTN_AUTO = 0, MT_ATTN_NATIVE = 1, MT_ATTN_CUDNN = 2 } mt_attn_impl;
+// Parses "auto", "native" or "cudnn" (the --attention values).
+mt_status mt_attn_impl_parse(const char *name, mt_attn_impl *out);
+// Picks the attention implementation of a created backend (an explicit cudnn that cannot
+// load fails here, naming why; AUTO falls back to native).
+mt_status mt_backend_set_attention(mt_backend *be, mt_attn_impl impl);
+// Names of the attention implementations compiled in, e.g. {"native","cudnn"}; returns count.
+int mt_attention_list(const char **names, int max);
+
 // Backend constructors (each defined in its backends/<name>/ directory).
 mt_status mt_backend_cpu_create(mt_dtype act_dtype, mt_backend **out);
 mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out);
@@ -167,5 +198,6 @@ int mt_backend_cuda_available(void); // 1 when a CUDA device can be opened
 unsigned mt_backend_cpu_caps(void);
 unsigned mt_backend_cuda_caps(void);
 unsigned mt_backend_sim_caps(void);
+mt_status mt_backend_cuda_set_attention(mt_backend *be, mt_attn_impl impl); // see mt_backend_set_attention
 
 #endif

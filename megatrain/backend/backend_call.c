@@ -23,8 +23,9 @@ static const struct {
     E(MT_OP_ATTENTION_FWD, attention_fwd), E(MT_OP_ATTENTION_BWD, attention_bwd),
     E(MT_OP_SWIGLU_FWD, swiglu_fwd),       E(MT_OP_SWIGLU_BWD, swiglu_bwd),
     E(MT_OP_ADD, add),                     E(MT_OP_XENT_FWD_BWD, xent_fwd_bwd),
-    E(MT_OP_CAST, cast),                   E(MT_OP_HOST_WORK_MS, host_work_ms),
-    E(MT_OP_TRACE_WRITE, trace_write),
+    E(MT_OP_CAST, cast),                   E(MT_OP_ADD_RMSNORM_FWD, add_rmsnorm_fwd),
+    E(MT_OP_RMSNORM_BWD_ADD, rmsnorm_bwd_add), E(MT_OP_HOST_WORK_MS, host_work_ms),
+    E(MT_OP_TRACE_WRITE, trace_write),     E(MT_OP_SET_ATTENTION, set_attention),
 #undef E
 };
 
@@ -163,6 +164,14 @@ mt_status mt_backend_xent_fwd_bwd(mt_backend *be, void *logits, float *losses, c
 }
 mt_status mt_backend_cast(mt_backend *be, void *dst, mt_dtype dt, const void *src, mt_dtype st, size_t n) {
     CALL(MT_OP_CAST, cast, dst, dt, src, st, n);
+}
+mt_status mt_backend_add_rmsnorm_fwd(mt_backend *be, void *sum, void *out, float *rstd, const void *a, const void *b,
+                                     const void *w, mt_dtype wdt, int R, int D, float eps) {
+    CALL(MT_OP_ADD_RMSNORM_FWD, add_rmsnorm_fwd, sum, out, rstd, a, b, w, wdt, R, D, eps);
+}
+mt_status mt_backend_rmsnorm_bwd_add(mt_backend *be, void *dacc, void *dw, const void *dout, const void *inp,
+                                     const void *w, const float *rstd, mt_dtype wdt, int R, int D) {
+    CALL(MT_OP_RMSNORM_BWD_ADD, rmsnorm_bwd_add, dacc, dw, dout, inp, w, rstd, wdt, R, D);
 }
 mt_status mt_backend_trace_write(mt_backend *be, const char *path) { PLAIN(MT_OP_TRACE_WRITE, trace_write, path); }
 double mt_backend_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master) {

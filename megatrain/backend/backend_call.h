@@ -19,8 +19,9 @@ typedef enum {
     MT_OP_STREAM_SYNC, MT_OP_EVENT_ELAPSED_MS, MT_OP_COPY, MT_OP_MEMSET_ZERO,
     MT_OP_EMBEDDING_FWD, MT_OP_EMBEDDING_BWD, MT_OP_MATMUL_FWD, MT_OP_MATMUL_BWD, MT_OP_RMSNORM_FWD, MT_OP_RMSNORM_BWD,
     MT_OP_QK_NORM_FWD, MT_OP_QK_NORM_BWD, MT_OP_ROPE_FWD, MT_OP_ROPE_BWD, MT_OP_ATTENTION_FWD, MT_OP_ATTENTION_BWD,
-    MT_OP_SWIGLU_FWD, MT_OP_SWIGLU_BWD, MT_OP_ADD, MT_OP_XENT_FWD_BWD, MT_OP_CAST,
-    MT_OP_HOST_WORK_MS, MT_OP_TRACE_WRITE,
+    MT_OP_SWIGLU_FWD, MT_OP_SWIGLU_BWD, MT_OP_ADD, MT_OP_XENT_FWD_BWD, MT_OP_CAST, MT_OP_ADD_RMSNORM_FWD,
+    MT_OP_RMSNORM_BWD_ADD,
+    MT_OP_HOST_WORK_MS, MT_OP_TRACE_WRITE, MT_OP_SET_ATTENTION,
     MT_OP_COUNT
 } mt_op;
 
@@ -77,6 +78,10 @@ mt_status mt_backend_add(mt_backend *be, void *out, const void *a, const void *b
 mt_status mt_backend_xent_fwd_bwd(mt_backend *be, void *logits, float *losses, const int32_t *targets, int n, int V,
                                   float dscale);
 mt_status mt_backend_cast(mt_backend *be, void *dst, mt_dtype dt, const void *src, mt_dtype st, size_t n);
+mt_status mt_backend_add_rmsnorm_fwd(mt_backend *be, void *sum, void *out, float *rstd, const void *a, const void *b,
+                                     const void *w, mt_dtype wdt, int R, int D, float eps);
+mt_status mt_backend_rmsnorm_bwd_add(mt_backend *be, void *dacc, void *dw, const void *dout, const void *inp,
+                                     const void *w, const float *rstd, mt_dtype wdt, int R, int D);
 // Virtual time only (MT_CAP_VIRTUAL_TIME): what host work of `kind` would cost, in ms.
 double mt_backend_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master);
 // The backend's name, for messages (decisions ask its capabilities).

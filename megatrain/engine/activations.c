@@ -12,12 +12,16 @@ static int n_x(const mt_engine_shape *sh) {
     return (K - 1) + (K > 1 ? 2 : 0) + 2;
 }
 
+size_t mt_activations_layer_bytes(const mt_engine_shape *sh) {
+    const mt_dims *d = &sh->d;
+    return (size_t)n_x(sh) * sh->x_bytes + (size_t)sh->n_acts * mt_dev_round(mt_layer_acts_bytes(d, sh->act)) +
+           mt_dev_round(mt_layer_scratch_bytes(d, sh->act));
+}
+
 mt_part_bytes mt_activations_bytes(const mt_engine_shape *sh) {
     const mt_dims *d = &sh->d;
-    size_t dev = (size_t)n_x(sh) * sh->x_bytes + (size_t)sh->n_acts * mt_dev_round(mt_layer_acts_bytes(d, sh->act)) +
-                 mt_dev_round(mt_layer_scratch_bytes(d, sh->act)) +
-                 mt_dev_round((size_t)sh->chunk_rows * sh->c.vocab_size * sh->as) + 4 * mt_dev_round((size_t)d->N * 4) +
-                 2 * mt_dev_round((size_t)d->T * d->HD / 2 * 4);
+    size_t dev = mt_activations_layer_bytes(sh) + mt_dev_round((size_t)sh->chunk_rows * sh->c.vocab_size * sh->as) +
+                 4 * mt_dev_round((size_t)d->N * 4) + 2 * mt_dev_round((size_t)d->T * d->HD / 2 * 4);
     size_t stage = 3 * (size_t)sh->G * d->N * 4;
     return (mt_part_bytes){.device = dev, .host = stage, .pinned = stage};
 }

@@ -31,6 +31,8 @@ typedef struct {
 } mt_activations;
 
 mt_part_bytes mt_activations_bytes(const mt_engine_shape *sh);
+// The device bytes allocated before the loss head's (the layers' buffers and scratch).
+size_t mt_activations_layer_bytes(const mt_engine_shape *sh);
 // Also copies the RoPE tables in (compute stream) and points sh-derived dims at them (d->rope_*).
 mt_status mt_activations_create(const mt_engine_shape *sh, mt_backend *be, mt_devmem *dm, mt_dims *d,
                                 mt_activations **out);

@@ -34,11 +34,12 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     *out = e;
     e->m = m;
     e->be = be;
-    mt_engine_shape_init(&e->sh, c, m->prec, be->act_dtype, o, info.mem_free_bytes);
+    mt_engine_shape_init(&e->sh, c, m->prec, be->act_dtype, o, info.mem_free_bytes, be->ops->caps);
     e->s = &e->sh.s;
     e->d = e->sh.d;
     e->dev.be = be;
-    mt_engine_footprint fp = mt_engine_footprint_of(c, m->prec, o, be->act_dtype, info.mem_free_bytes);
+    // What the configuration needs (the loss head at its floor) must fit; the head then grows into what is left.
+    mt_engine_footprint fp = mt_engine_footprint_of(c, m->prec, o, be->act_dtype, info.mem_free_bytes, 0);
     if (info.mem_free_bytes && fp.device_bytes > info.mem_free_bytes)
         return mt_fail(MT_ERR_MEMORY,
                        "device memory: batch %d x seq %d with the %s schedule needs %.2f GiB but %s has %.2f GiB free; "

@@ -62,8 +62,10 @@ typedef struct {
 } mt_engine_footprint;
 
 // offload_checkpoints = -1 is resolved against device_free (0 = unknown: keep on the device).
+// backend_caps: 0 for what the configuration needs (the plan); a backend's caps for
+// what its engine allocates (on a device the loss head's chunk grows into free memory).
 mt_engine_footprint mt_engine_footprint_of(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
-                                           size_t device_free);
+                                           size_t device_free, unsigned backend_caps);
 
 // Validates the options against the model and allocates device buffers.
 mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o, mt_engine **out);

@@ -40,8 +40,27 @@ static mt_engine_footprint sum_parts(const mt_engine_shape *sh) {
     return f;
 }
 
+// The loss head's chunk on a device: the floor (<= 256 MiB of logits) grows into
+// the memory left once everything allocated before the head is: each chunk's
+// weight-gradient GEMM re-reads and re-writes the whole V x C gradient (174 passes
+// of 1 GB per step for Qwen2.5-7B at batch 150 with the floor alone), and each
+// chunk rounds a bf16 gradient once more. The reserve covers what backends
+// allocate lazily after this point: attention workspaces (cuDNN's f32 dQ
+// accumulator and row sums, the native kernels' row sums), the GEMM and
+// embedding-sort scratch, lazily loaded kernels. A cpu backend keeps the floor:
+// its results must not depend on how much RAM happens to be free.
+static int grown_chunk_rows(const mt_engine_shape *sh, size_t device_free) {
+    const mt_dims *d = &sh->d;
+    size_t before = mt_weight_ring_bytes(sh).device + mt_grad_offload_bytes(sh).device +
+                    mt_ckpt_store_bytes(sh).device + mt_activations_layer_bytes(sh);
+    size_t left = device_free > before ? device_free - before : 0;
+    size_t reserve = ((size_t)1 << 30) + (size_t)d->B * d->T * d->NH * (d->HD + 2) * 4 + (size_t)d->N * 16;
+    size_t budget = left > reserve ? left - reserve : 0;
+    return mt_head_chunk_rows(d->N, sh->c.vocab_size, sh->as, budget, sh->chunk_rows);
+}
+
 void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision p, mt_dtype act,
-                          const mt_engine_opts *o, size_t device_free) {
+                          const mt_engine_opts *o, size_t device_free, unsigned caps) {
     mt_engine_shape z = {0};
     *sh = z;
     sh->c = *c;
@@ -76,12 +95,13 @@ void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision 
         offload = sum_parts(sh).device_bytes > device_free;
     }
     sh->s.offload_checkpoints = offload && sh->n_ckpt > MT_CKPT_SLOTS;
+    if ((caps & MT_CAP_DEVICE_MEMORY) && device_free) sh->chunk_rows = grown_chunk_rows(sh, device_free);
 }
 
 mt_engine_footprint mt_engine_footprint_of(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
-                                           size_t device_free) {
+                                           size_t device_free, unsigned backend_caps) {
     mt_engine_shape sh;
-    mt_engine_shape_init(&sh, c, p, act, o, device_free);
+    mt_engine_shape_init(&sh, c, p, act, o, device_free, backend_caps);
     return sum_parts(&sh);
 }
 

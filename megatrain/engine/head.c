@@ -1,7 +1,15 @@
 // head.c: final RMSNorm + LM head + cross-entropy, in chunks of rows so the
-// full (N, V) logits never exist; each chunk's logits buffer is turned into
-// d(logits) in place and consumed by the head's backward right away.
+// full (N, V) logits need not exist; each chunk's logits buffer is turned into
+// d(logits) in place and consumed by the head's backward right away. The chunk
+// is sized with the plan (mt_engine_shape_init): a floor, grown into the device
+// memory the other parts leave where the backend's memory is a device's.
 #include "engine/engine_internal.h"
+
+int mt_head_chunk_rows(int N, int V, size_t act_size, size_t budget_bytes, int floor_rows) {
+    size_t row = (size_t)V * act_size, rows = row ? budget_bytes / row : 0;
+    if (rows < (size_t)floor_rows) rows = (size_t)floor_rows;
+    return (int)(rows > (size_t)N ? (size_t)N : rows < 1 ? 1 : rows);
+}
 
 mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float dscale) {
     mt_backend *be = e->be;

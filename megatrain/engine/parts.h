@@ -28,15 +28,20 @@ typedef struct {
     mt_schedule_desc s;      // resolved; s.offload_checkpoints resolved to 0 or 1 (mt_engine_shape_init)
     int n_ckpt;              // layer inputs kept: every K-th (L when activations are kept)
     int n_acts;              // layer-internals sets: 1, or L when activations are kept
-    int chunk_rows;          // loss-head rows per chunk (never the full N x V logits)
+    int chunk_rows;          // loss-head rows per chunk (mt_engine_shape_init says how many)
     size_t x_bytes;          // one (N, C) activation, allocation-rounded
     size_t slab_elems;       // the largest unit: what one gradient slab holds
 } mt_engine_shape;
 
-// Shape of a run; offload_checkpoints = -1 (auto) is resolved against
-// device_free (0 = unknown: keep them on the device).
+// Shape of a run on a backend with capabilities `caps` (0: no backend, what the
+// configuration needs). offload_checkpoints = -1 (auto) is resolved against
+// device_free (0 = unknown: keep them on the device) with the loss-head chunk at
+// its floor; where the backend's memory is a device's (MT_CAP_DEVICE_MEMORY) the
+// chunk then grows into what the other parts leave of device_free.
 void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision p, mt_dtype act,
-                          const mt_engine_opts *o, size_t device_free);
+                          const mt_engine_opts *o, size_t device_free, unsigned caps);
+// head.c: rows per loss-head chunk for `budget_bytes` of logits: at least floor_rows, at most N.
+int mt_head_chunk_rows(int N, int V, size_t act_size, size_t budget_bytes, int floor_rows);
 
 // The host model state (host_state.h) as a part: every unit's blocks, the link
 // side page-locked when the schedule pins it.

@@ -127,7 +127,7 @@ static void test_zero3_memory(void) {
     CHECK(m.deepspeed_gpu_bytes == ds_weights + ds_grads + m.engine.checkpoints.device + m.engine.activations.device,
           "deepspeed gpu %zu", m.deepspeed_gpu_bytes);
     // What runs is our zero3 schedule: gpu_bytes is the engine's own accounting of it.
-    mt_engine_footprint ep = mt_engine_footprint_of(&c, MT_PREC_PAPER, &in.eng, MT_BF16, 0);
+    mt_engine_footprint ep = mt_engine_footprint_of(&c, MT_PREC_PAPER, &in.eng, MT_BF16, 0, 0);
     CHECK(m.gpu_bytes == ep.device_bytes && m.engine.weights.device == ep.weights.device &&
               m.engine.grads.device == ep.grads.device,
           "zero3 gpu %zu vs engine %zu", m.gpu_bytes, ep.device_bytes);

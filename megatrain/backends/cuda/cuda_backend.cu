@@ -19,6 +19,7 @@ static void cuda_destroy(mt_backend *be) {
         for (int s = 0; s < MT_NUM_STREAMS; s++)
             if (ctx->stream[s]) cudaStreamSynchronize(ctx->stream[s]);
         mt_cuda_gemm_destroy(ctx);
+        mt_cuda_attention_destroy(ctx);
         if (ctx->lt) cublasLtDestroy(ctx->lt);
         if (ctx->lt_workspace) cudaFree(ctx->lt_workspace);
         if (ctx->scratch) cudaFree(ctx->scratch);
@@ -207,9 +208,13 @@ mt_status mt_cuda_scratch(mt_backend *be, size_t bytes, void **out) {
     return MT_OK;
 }
 
+static mt_status cuda_set_attention(mt_backend *be, int impl) {
+    return mt_backend_cuda_set_attention(be, (mt_attn_impl)impl);
+}
+
 static const mt_backend_ops cuda_ops = {
     /*name*/ "cuda",
-    /*caps*/ MT_CAP_TENSOR_DATA | MT_CAP_PAGE_LOCKED | MT_CAP_BF16 | MT_CAP_ASYNC,
+    /*caps*/ MT_CAP_TENSOR_DATA | MT_CAP_PAGE_LOCKED | MT_CAP_BF16 | MT_CAP_ASYNC | MT_CAP_DEVICE_MEMORY,
     cuda_destroy,
     cuda_device_info,
     cuda_dev_alloc,
@@ -242,6 +247,11 @@ static const mt_backend_ops cuda_ops = {
     mt_cuda_add,
     mt_cuda_xent_fwd_bwd,
     mt_cuda_cast,
+    mt_cuda_add_rmsnorm_fwd,
+    mt_cuda_rmsnorm_bwd_add,
+    /*host_work_ms*/ NULL,
+    /*trace_write*/ NULL,
+    /*set_attention*/ cuda_set_attention,
 };
 
 extern "C" int mt_backend_cuda_available(void) {

@@ -377,7 +377,7 @@ static double sim_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n,
 
 static const mt_backend_ops sim_ops = {
     .name = "sim",
-    .caps = MT_CAP_VIRTUAL_TIME | MT_CAP_BF16 | MT_CAP_ASYNC, // no tensor data; host memory is unbacked
+    .caps = MT_CAP_VIRTUAL_TIME | MT_CAP_BF16 | MT_CAP_ASYNC | MT_CAP_DEVICE_MEMORY, // no tensor data; host unbacked
     .destroy = sim_destroy,
     .device_info = sim_device_info,
     .dev_alloc = sim_dev_alloc,
@@ -408,6 +408,8 @@ static const mt_backend_ops sim_ops = {
     .swiglu_fwd = mt_sim_op_swiglu_fwd,
     .swiglu_bwd = mt_sim_op_swiglu_bwd,
     .add = mt_sim_op_add,
+    .add_rmsnorm_fwd = mt_sim_op_add_rmsnorm_fwd,
+    .rmsnorm_bwd_add = mt_sim_op_rmsnorm_bwd_add,
     .xent_fwd_bwd = mt_sim_op_xent_fwd_bwd,
     .cast = mt_sim_op_cast,
     .host_work_ms = sim_host_work_ms,
