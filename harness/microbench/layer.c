@@ -93,7 +93,7 @@ static void bm_layer(mt_mb_state *s, const int64_t *args, const void *user) {
                   op->dev_alloc(be, mt_layer_scratch_bytes(&d, cfg->dt), &scr_mem) ||
                   op->event_create(be, &e0) || op->event_create(be, &e1)))
         fail = mt_last_error();
-    mt_layer_view wv, gv;
+    mt_layer_ptrs wv, gv;
     mt_layer_acts a;
     mt_layer_scratch sc;
     if (!fail) {

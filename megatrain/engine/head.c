@@ -20,8 +20,8 @@ mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float d
     const int tied = m->cfg.tie_word_embeddings;
     char *embed_w = mt_weight_ring_embed(e->w), *head_w = mt_weight_ring_head(e->w);
     char *embed_g = mt_grad_offload_embed(e->g), *head_g = mt_grad_offload_head(e->g);
-    const mt_view *vn = &m->lay_head.t[MT_T_NORM];
-    const mt_view *vw = tied ? &m->lay_embed.t[MT_T_EMBED] : &m->lay_head.t[MT_T_LM_HEAD];
+    const mt_tensor_slot *vn = &m->lay_head.t[MT_T_NORM];
+    const mt_tensor_slot *vw = tied ? &m->lay_embed.t[MT_T_EMBED] : &m->lay_head.t[MT_T_LM_HEAD];
     char *wbase = tied ? embed_w : head_w, *gbase = tied ? embed_g : head_g;
     const void *norm_w = head_w + vn->offset * ws, *W = wbase + vw->offset * ws;
     void *dnorm = head_g + vn->offset * ws, *dW = gbase + vw->offset * ws;

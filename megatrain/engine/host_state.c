@@ -27,11 +27,11 @@ mt_dtype mt_precision_wdt(mt_precision p) { return p == MT_PREC_FP32 ? MT_F32 : 
 
 size_t mt_precision_bytes_per_param(mt_precision p) { return p == MT_PREC_PAPER ? 12 : 16; }
 
-size_t mt_unit_link_bytes(const mt_unit_layout *lay, mt_precision p) {
+size_t mt_unit_param_bytes(const mt_unit_layout *lay, mt_precision p) {
     return 2 * page_up(lay->numel * mt_dtype_size(mt_precision_wdt(p)));
 }
 
-size_t mt_unit_state_bytes(const mt_unit_layout *lay, mt_precision p) {
+size_t mt_unit_optim_bytes(const mt_unit_layout *lay, mt_precision p) {
     return (p == MT_PREC_MIXED ? 3 : 2) * page_up(lay->numel * 4);
 }
 
@@ -41,10 +41,10 @@ static size_t model_bytes(const mt_config *c, mt_precision p, size_t (*unit)(con
     return unit(&e, p) + (size_t)c->num_layers * unit(&l, p) + unit(&h, p);
 }
 
-size_t mt_model_pinned_bytes(const mt_config *c, mt_precision p) { return model_bytes(c, p, mt_unit_link_bytes); }
+size_t mt_model_pinned_bytes(const mt_config *c, mt_precision p) { return model_bytes(c, p, mt_unit_param_bytes); }
 
 size_t mt_model_host_bytes(const mt_config *c, mt_precision p) {
-    return mt_model_pinned_bytes(c, p) + model_bytes(c, p, mt_unit_state_bytes);
+    return mt_model_pinned_bytes(c, p) + model_bytes(c, p, mt_unit_optim_bytes);
 }
 
 mt_status mt_host_budget_check(size_t need, size_t avail, int pinned, const char *what) {
@@ -95,20 +95,20 @@ mt_status mt_model_alloc_ex(mt_model *m, const mt_config *c, mt_precision p, mt_
         mt_unit *u = &m->units[i];
         u->lay = i == 0 ? &m->lay_embed : i == m->n_units - 1 ? &m->lay_head : &m->lay_layer;
         u->layer = (i == 0 || i == m->n_units - 1) ? -1 : i - 1;
-        u->link_bytes = mt_unit_link_bytes(u->lay, p);
-        u->state_bytes = mt_unit_state_bytes(u->lay, p);
-        mt_status s = m->host.alloc(&m->host, u->link_bytes, m->pinned, &u->link_block);
-        if (s == MT_OK) s = m->host.alloc(&m->host, u->state_bytes, 0, &u->state_block);
+        u->param_bytes = mt_unit_param_bytes(u->lay, p);
+        u->optim_bytes = mt_unit_optim_bytes(u->lay, p);
+        mt_status s = m->host.alloc(&m->host, u->param_bytes, m->pinned, &u->param_block);
+        if (s == MT_OK) s = m->host.alloc(&m->host, u->optim_bytes, 0, &u->optim_block);
         if (s != MT_OK) {
             mt_model_free(m);
             return s;
         }
         size_t n = u->lay->numel;
-        char *b = u->link_block;
+        char *b = u->param_block;
         u->param = b;
         b += page_up(n * ws);
         u->grad = b;
-        b = u->state_block;
+        b = u->optim_block;
         u->m = (float *)b;
         b += page_up(n * 4);
         u->v = (float *)b;
@@ -122,8 +122,8 @@ void mt_model_free(mt_model *m) {
     if (m->units) {
         for (int i = 0; i < m->n_units; i++) {
             mt_unit *u = &m->units[i];
-            m->host.free(&m->host, u->link_block, u->link_bytes, m->pinned);
-            m->host.free(&m->host, u->state_block, u->state_bytes, 0);
+            m->host.free(&m->host, u->param_block, u->param_bytes, m->pinned);
+            m->host.free(&m->host, u->optim_block, u->optim_bytes, 0);
         }
         free(m->units);
     }

@@ -20,7 +20,7 @@ static void real_adamw(const mt_host_work *h, const mt_model *m, mt_unit *u, con
     (void)h;
     size_t ws = mt_dtype_size(m->wdt);
     for (int t = 0; t < MT_T_COUNT; t++) {
-        const mt_view *v = &u->lay->t[t];
+        const mt_tensor_slot *v = &u->lay->t[t];
         if (!v->present) continue;
         float wd = v->ndim >= 2 ? weight_decay : 0.0f; // no decay on norms and biases (as torch param groups)
         mt_adamw_update(u->master ? u->master + v->offset : NULL, (char *)u->param + v->offset * ws, m->wdt,

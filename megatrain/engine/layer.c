@@ -11,11 +11,11 @@
 
 #include <stdint.h>
 
-static void *at(void *base, const mt_view *v, size_t wsize) {
+static void *at(void *base, const mt_tensor_slot *v, size_t wsize) {
     return v->present ? (char *)base + v->offset * wsize : NULL;
 }
 
-void mt_layer_bind(const mt_unit_layout *lay, void *base, mt_dtype wdt, mt_layer_view *o) {
+void mt_layer_bind(const mt_unit_layout *lay, void *base, mt_dtype wdt, mt_layer_ptrs *o) {
     size_t ws = mt_dtype_size(wdt);
     o->ln1 = at(base, &lay->t[MT_T_LN1], ws);
     o->qkv_w = at(base, &lay->t[MT_T_Q], ws);
@@ -93,7 +93,7 @@ void mt_layer_scratch_carve(const mt_dims *d, mt_dtype act, void *mem, mt_layer_
     s->dh = p;
 }
 
-mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_view *w, mt_layer_acts *a,
+mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_ptrs *w, mt_layer_acts *a,
                            mt_layer_scratch *s, const void *x_in, void *x_out) {
     const int N = d->N, C = d->C, QD = d->QKV * d->HD;
     MT_TRY(mt_backend_rmsnorm_fwd(be, a->ln1, a->rstd1, x_in, w->ln1, d->wdt, N, C, d->eps));
@@ -123,7 +123,7 @@ mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_view
     return mt_backend_add(be, x_out, x_out, a->x_mid, (size_t)N * C);
 }
 
-mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_view *w, const mt_layer_view *g,
+mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_ptrs *w, const mt_layer_ptrs *g,
                             const mt_layer_acts *a, mt_layer_scratch *s, const void *x_in, void *dx) {
     const int N = d->N, C = d->C, QD = d->QKV * d->HD, AD = d->NH * d->HD;
     // MLP branch, chunk by chunk: dx is dL/dx_out = dL/d(mlp out) and (residual) part of dL/dx_mid.

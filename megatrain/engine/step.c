@@ -27,7 +27,7 @@ static void *layer_output(mt_engine *e, int i) { return i + 1 == e->sh.L ? e->a-
 static mt_layer_acts *acts_for(mt_engine *e, int i) { return &e->a->acts[e->a->n_acts == 1 ? 0 : i]; }
 
 // A layer's forward in a trace span on the compute stream (x_out NULL: internals only).
-static mt_status layer_forward(mt_engine *e, const char *what, int i, const mt_layer_view *w, mt_layer_acts *a,
+static mt_status layer_forward(mt_engine *e, const char *what, int i, const mt_layer_ptrs *w, mt_layer_acts *a,
                                const void *x_in, void *x_out) {
     int span;
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, what, i, &span));
@@ -44,7 +44,7 @@ static mt_status forward(mt_engine *e, int mb, int *cursor) {
     MT_TRY(mt_backend_copy(be, a->d_ids, a->h_ids + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     MT_TRY(mt_backend_copy(be, a->d_tgt, a->h_tgt + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     if (mb == 0) MT_TRY(mt_weight_ring_load_resident(e->w, 0));
-    const mt_view *ve = &e->m->lay_embed.t[MT_T_EMBED];
+    const mt_tensor_slot *ve = &e->m->lay_embed.t[MT_T_EMBED];
     int span;
     MT_TRY(mt_ckpt_before_write(e->ck, 0));
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding", -1, &span));
@@ -54,7 +54,7 @@ static mt_status forward(mt_engine *e, int mb, int *cursor) {
     MT_TRY(mt_trace_end(e->trace, span));
     if (!e->s->keep_activations) MT_TRY(mt_ckpt_after_write(e->ck, 0));
     for (int i = 0; i < e->sh.L; i++) {
-        mt_layer_view w;
+        mt_layer_ptrs w;
         int j = output_ckpt(e, i);
         MT_TRY(mt_weight_ring_acquire(e->w, *cursor, i, &w));
         if (j >= 0) MT_TRY(mt_ckpt_before_write(e->ck, j));
@@ -68,7 +68,7 @@ static mt_status forward(mt_engine *e, int mb, int *cursor) {
 
 // Backward of layer i from its saved input; dx holds dL/d(output of i).
 static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cursor) {
-    mt_layer_view w, g;
+    mt_layer_ptrs w, g;
     MT_TRY(mt_weight_ring_acquire(e->w, *cursor, i, &w));
     mt_layer_acts *a = acts_for(e, i);
     if (e->a->n_acts == 1 && e->a->acts_layer != i)
@@ -109,7 +109,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
             MT_TRY(mt_ckpt_acquire(e->ck, j));
             a->blk_in[0] = mt_ckpt_dev(e->ck, j);
             for (int i = s; i < end - 1; i++) { // rebuild the inputs of the block's layers
-                mt_layer_view w;
+                mt_layer_ptrs w;
                 MT_TRY(mt_weight_ring_acquire(e->w, *cursor, i, &w));
                 MT_TRY(layer_forward(e, "recompute", i, &w, &a->acts[0], a->blk_in[i - s], a->blk_in[i - s + 1]));
                 MT_TRY(mt_weight_ring_release(e->w, (*cursor)++));
@@ -120,7 +120,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     }
 
     // Embedding: scatter-add dx into the embedding gradient (after the tied head's part).
-    const mt_view *ve = &m->lay_embed.t[MT_T_EMBED];
+    const mt_tensor_slot *ve = &m->lay_embed.t[MT_T_EMBED];
     size_t ws = mt_dtype_size(m->wdt);
     void *embed_g = mt_grad_offload_embed(e->g);
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding backward", -1, &span));

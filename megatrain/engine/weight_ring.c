@@ -155,7 +155,7 @@ static mt_status issue_loads(mt_weight_ring *r, int upto) {
     return MT_OK;
 }
 
-mt_status mt_weight_ring_acquire(mt_weight_ring *r, int idx, int layer, mt_layer_view *w) {
+mt_status mt_weight_ring_acquire(mt_weight_ring *r, int idx, int layer, mt_layer_ptrs *w) {
     if (idx >= r->n_uses || r->uses[idx].layer != layer)
         return mt_fail(MT_ERR_BACKEND, "internal: weight plan out of step at entry %d (layer %d)", idx, layer);
     MT_TRY(issue_loads(r, idx));

@@ -30,7 +30,7 @@ void mt_weight_ring_destroy(mt_weight_ring *r);
 void mt_weight_ring_rewind(mt_weight_ring *r);
 int mt_weight_ring_n_uses(const mt_weight_ring *r);
 // Use `idx` (which must be of layer `layer`) ready on the compute stream, the template bound to it.
-mt_status mt_weight_ring_acquire(mt_weight_ring *r, int idx, int layer, mt_layer_view *w);
+mt_status mt_weight_ring_acquire(mt_weight_ring *r, int idx, int layer, mt_layer_ptrs *w);
 // The compute of use `idx` is enqueued: its buffer is free once that has run.
 mt_status mt_weight_ring_release(mt_weight_ring *r, int idx);
 // The embedding (unit 0) or head (last unit) copied in after its update; the compute stream waits for it.

@@ -13,7 +13,7 @@ static size_t align_up(size_t x) { return (x + MT_GROUP_ALIGN - 1) / MT_GROUP_AL
 // Appends a view at *cursor; group_start aligns the cursor first.
 static void add(mt_unit_layout *u, mt_tensor_id id, const char *suffix, int64_t d0, int64_t d1, size_t *cursor,
                 int group_start) {
-    mt_view *v = &u->t[id];
+    mt_tensor_slot *v = &u->t[id];
     if (group_start) *cursor = align_up(*cursor);
     v->present = 1;
     v->suffix = suffix;

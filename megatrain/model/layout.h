@@ -24,6 +24,8 @@ typedef enum {
 
 typedef enum { MT_UNIT_EMBED = 0, MT_UNIT_LAYER = 1, MT_UNIT_HEAD = 2 } mt_unit_kind;
 
+// Where one tensor lives in its unit's block (the same in every block of the unit:
+// parameters, gradients, moments): offset, size and shape, and its HF name.
 typedef struct {
     int present;
     const char *suffix;   // HF name after "model.layers.{i}." (or the full name)
@@ -31,11 +33,11 @@ typedef struct {
     int64_t shape[2];
     size_t offset;        // element offset inside the unit
     size_t numel;
-} mt_view;
+} mt_tensor_slot;
 
 typedef struct {
     mt_unit_kind kind;
-    mt_view t[MT_T_COUNT];
+    mt_tensor_slot t[MT_T_COUNT];
     size_t numel;         // elements, padded between groups
 } mt_unit_layout;
 
