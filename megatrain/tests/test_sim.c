@@ -381,7 +381,7 @@ out:
     return r;
 }
 
-// What engine/plan.c + step.c issue per step for L layers, checkpoint interval
+// What engine/weight_uses.c + step.c issue per step for L layers, checkpoint interval
 // K, G micro-batches, 2 weight buffers (derivation):
 //   uses per micro-batch: forward 0..L-1; per block [s,e) (last first) rebuild
 //   s..e-2, backward e-1..s. A use loads unless it repeats the previous layer:
