@@ -5,27 +5,45 @@
 
 #include "engine/engine_internal.h"
 
-mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o, mt_engine **out) {
-    const mt_config *c = &m->cfg;
-    *out = NULL;
+void mt_engine_opts_defaults(mt_engine_opts *o) {
+    mt_engine_opts d = {.B = 4, .T = 64, .grad_accum = 1, .grad_slabs = 4, .mlp_rows = 8192,
+                        .sched = {.weight_bufs = 2, .ckpt_interval = 1, .offload_checkpoints = -1,
+                                  .bind = MT_BIND_POINTER, .zero3 = mt_zero3_defaults()}};
+    mt_schedule_find("megatrain", &d.schedule);
+    *o = d;
+}
+
+mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c) {
+    if (!o->schedule) return mt_fail(MT_ERR_ARG, "--schedule: none given");
     if (o->B <= 0) return mt_fail(MT_ERR_ARG, "--batch: must be positive (got %d)", o->B);
     if (o->T <= 0) return mt_fail(MT_ERR_ARG, "--seq-len: must be positive (got %d)", o->T);
     if (o->grad_accum <= 0) return mt_fail(MT_ERR_ARG, "--grad-accum: must be positive (got %d)", o->grad_accum);
+    if ((long long)o->B * o->T > 1LL << 30)
+        return mt_fail(MT_ERR_ARG, "--batch x --seq-len: %lld tokens per micro-batch is too many (the engine's limit is 2^30)",
+                       (long long)o->B * o->T);
     if (o->sched.ckpt_interval <= 0 || o->sched.ckpt_interval > c->num_layers)
         return mt_fail(MT_ERR_ARG, "--checkpoint-interval: must be in 1..%d (the layer count), got %d", c->num_layers,
                        o->sched.ckpt_interval);
-    if (o->sched.weight_bufs < 1 || o->sched.weight_bufs > 3) // 1 = no prefetch (the ablation's floor)
-        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 1, 2 or 3 (got %d)", o->sched.weight_bufs);
+    if ((o->schedule->takes & MT_TAKES_WEIGHT_BUFS) && (o->sched.weight_bufs < 1 || o->sched.weight_bufs > 3))
+        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 1, 2 or 3 (got %d)", o->sched.weight_bufs); // 1: no prefetch
     if (o->grad_slabs < 1 || o->grad_slabs > 64)
         return mt_fail(MT_ERR_ARG, "--grad-slabs: must be in 1..64 (got %d)", o->grad_slabs);
-    if ((long long)o->B * o->T > 1LL << 30)
-        return mt_fail(MT_ERR_ARG, "--batch x --seq-len: %lld tokens per micro-batch is too many", (long long)o->B * o->T);
+    if (o->mlp_rows < 0) return mt_fail(MT_ERR_ARG, "--mlp-chunk: must be >= 0 (got %d)", o->mlp_rows);
+    if (o->sched.offload_checkpoints < -1 || o->sched.offload_checkpoints > 1)
+        return mt_fail(MT_ERR_ARG, "--offload-checkpoints: expected true, false or auto");
     if (o->schedule->takes & MT_TAKES_ZERO3) {
         const mt_zero3_knobs *z = &o->sched.zero3;
         if (z->prefetch_bucket_size <= 0 || z->param_persistence_threshold < 0 || z->reduce_bucket_size <= 0 ||
             z->max_live_parameters <= 0)
             return mt_fail(MT_ERR_ARG, "--zero3-*: bucket sizes and max live parameters must be positive");
     }
+    return MT_OK;
+}
+
+mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o, mt_engine **out) {
+    const mt_config *c = &m->cfg;
+    *out = NULL;
+    MT_TRY(mt_engine_opts_validate(o, c));
 
     mt_device_info info;
     MT_TRY(mt_backend_device_info(be, &info));

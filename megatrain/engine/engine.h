@@ -23,6 +23,14 @@ typedef struct {
                             // device; -1 auto: offload only when the device plan does not fit), bind, ZeRO-3 knobs
 } mt_engine_opts;
 
+// The one set of defaults (DESIGN.md's CLI contract): the megatrain schedule, batch 4
+// x 64 tokens, no accumulation, K = 1, 2 weight buffers, 4 gradient slabs, 8k-token MLP
+// chunks, checkpoint offload auto, pointer bind, DeepSpeed's ZeRO-3 knobs.
+void mt_engine_opts_defaults(mt_engine_opts *o);
+// The one validation, against the model: what train, eval, plan and the planner
+// accept (one line naming the option).
+mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c);
+
 typedef struct {
     float lr, weight_decay, beta1, beta2, eps, grad_clip; // grad_clip 0 = off
 } mt_optim_hparams;

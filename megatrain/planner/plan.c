@@ -11,22 +11,8 @@
 #include "engine/engine.h"
 #include "planner/planner.h"
 
-mt_status mt_plan_input_validate(const mt_config *c, const mt_plan_input *pi) {
-    const mt_engine_opts *in = &pi->eng;
-    if (in->B <= 0) return mt_fail(MT_ERR_ARG, "--batch: must be positive (got %d)", in->B);
-    if (in->T <= 0) return mt_fail(MT_ERR_ARG, "--seq-len: must be positive (got %d)", in->T);
-    if (in->grad_accum <= 0) return mt_fail(MT_ERR_ARG, "--grad-accum: must be positive (got %d)", in->grad_accum);
-    if ((long long)in->B * in->T > 1LL << 30)
-        return mt_fail(MT_ERR_ARG, "--batch x --seq-len: %lld tokens per micro-batch is too many (the engine's limit is 2^30)",
-                       (long long)in->B * in->T);
-    if (in->sched.ckpt_interval <= 0 || in->sched.ckpt_interval > c->num_layers)
-        return mt_fail(MT_ERR_ARG, "--checkpoint-interval: must be in 1..%d (the layer count), got %d", c->num_layers,
-                       in->sched.ckpt_interval);
-    if ((in->schedule->takes & MT_TAKES_WEIGHT_BUFS) && (in->sched.weight_bufs < 1 || in->sched.weight_bufs > 3))
-        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 1, 2 or 3 (got %d)", in->sched.weight_bufs);
-    if (in->grad_slabs < 1 || in->grad_slabs > 64)
-        return mt_fail(MT_ERR_ARG, "--grad-slabs: must be in 1..64 (got %d)", in->grad_slabs);
-    return MT_OK;
+mt_status mt_plan_input_validate(const mt_config *c, const mt_plan_input *in) {
+    return mt_engine_opts_validate(&in->eng, c); // the engine's own, so a plan and a run accept the same
 }
 
 mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt_plan_memory *out) {
