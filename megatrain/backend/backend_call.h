@@ -84,6 +84,8 @@ mt_status mt_backend_rmsnorm_bwd_add(mt_backend *be, void *dacc, void *dw, const
                                      const void *w, const float *rstd, mt_dtype wdt, int R, int D);
 // Virtual time only (MT_CAP_VIRTUAL_TIME): what host work of `kind` would cost, in ms.
 double mt_backend_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master);
+// The backend's capabilities (MT_CAP_*).
+static inline unsigned mt_backend_caps(const mt_backend *be) { return be->ops->caps; }
 // The backend's name, for messages (decisions ask its capabilities).
 static inline const char *mt_backend_name(const mt_backend *be) { return be->ops->name; }
 // Only where the backend records a timeline of its own (mt_backend_supports(be, MT_OP_TRACE_WRITE)).

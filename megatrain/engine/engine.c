@@ -52,7 +52,7 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     *out = e;
     e->m = m;
     e->be = be;
-    mt_engine_shape_init(&e->sh, c, m->prec, be->act_dtype, o, info.mem_free_bytes, be->ops->caps);
+    mt_engine_shape_init(&e->sh, c, m->prec, be->act_dtype, o, info.mem_free_bytes, mt_backend_caps(be));
     e->s = &e->sh.s;
     e->d = e->sh.d;
     e->dev.be = be;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend_call.h"
 #include "backends/sim/sim.h"
 #include "engine/engine.h"
 #include "model/config.h"
@@ -79,7 +80,7 @@ static void check_one(const char *cfg_path, mt_precision p, const variant *v, in
     mt_schedule_resolve(o.schedule, &o.sched, &c, &sd);
     mt_device_info info;
     be->ops->device_info(be, &info);
-    mt_engine_footprint fp = mt_engine_footprint_of(&c, p, &o, act, info.mem_free_bytes, be->ops->caps);
+    mt_engine_footprint fp = mt_engine_footprint_of(&c, p, &o, act, info.mem_free_bytes, mt_backend_caps(be));
 
     char what[512];
     snprintf(what, sizeof what, "%s %s %s wbuf %d K %d G %d offload %d bind %d mlp %d slabs %d bucket %lld", cfg_path,
