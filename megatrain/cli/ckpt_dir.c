@@ -43,10 +43,15 @@ static int is_ckpt_file(const char *name) {
     return 0;
 }
 
-// ".NAME.tmp-" or ".NAME.old-": a staging or moved-aside directory of DIR.
+// ".NAME.tmp-PID-XXXXXXXX" or ".NAME.old-PID-XXXXXXXX" (unique_name's pattern):
+// a staging or moved-aside directory of DIR.
 static int is_temp_of(const char *entry, const char *name, const char *kind) {
     size_t n = strlen(name);
-    return entry[0] == '.' && !strncmp(entry + 1, name, n) && entry[1 + n] == '.' && !strncmp(entry + 2 + n, kind, 4);
+    if (entry[0] != '.' || strncmp(entry + 1, name, n) || entry[1 + n] != '.' || strncmp(entry + 2 + n, kind, 4))
+        return 0;
+    const char *p = entry + 6 + n, *dash = strchr(p, '-');
+    return dash && dash > p && strspn(p, "0123456789") == (size_t)(dash - p) && strlen(dash + 1) == 8 &&
+           strspn(dash + 1, "0123456789abcdef") == 8;
 }
 
 // out = dir/name ("" when it does not fit: every caller's buffer holds a path plus a name).

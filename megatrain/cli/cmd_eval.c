@@ -54,6 +54,7 @@ int mt_cmd_eval(mt_options *o) {
         mt_data_next(&data, o->batch, o->seq_len, inputs, targets);
         if ((s = mt_engine_eval(eng, inputs, targets, &part))) goto fail;
         sum += part;
+        if (!isfinite(sum)) break; // reported below; the rest cannot change it
         fprintf(stderr, "eval %d/%d\r", i + 1, steps);
     }
     fprintf(stderr, "\n");

@@ -94,6 +94,11 @@ hf2=$TMP/hf2; cp -r $FIX/tiny_llama "$hf2"
 poke "$hf2/model.safetensors" model.norm.weight 5 3.4e38 # finite in f32, infinite in bf16
 expect 1 "tensor model.norm.weight (rounded to bf16): inf at element 5" train --model "$hf2" "${data[@]}" --steps 1 --precision paper
 expect 1 "tensor model.norm.weight (rounded to bf16): inf at element 5" train --model "$hf2" "${data[@]}" --steps 1 --precision mixed
+# Finite weights that overflow in the forward pass: eval exits 1, not {"loss": null}.
+hf3=$TMP/hf3; cp -r $FIX/tiny_llama "$hf3"
+for i in 0 1 2 3; do poke "$hf3/model.safetensors" model.norm.weight $i 3e38; done
+expect 1 "eval: the loss of $hf3 on $FIX/tokens.bin is nan: its weights overflow in the forward pass" eval --model "$hf3" "${data[@]}"
+check "eval printed no loss" test ! -s "$TMP/out"
 d=$(copy nan_opt); poke "$d/optimizer.safetensors" model.norm.weight.exp_avg 3 inf; resign "$d" optimizer.safetensors
 expect 1 "$d/optimizer.safetensors: tensor model.norm.weight.exp_avg: inf at element 3 is not finite" train --resume "$d" --steps 3
 d=$(copy neg_v); poke "$d/optimizer.safetensors" model.norm.weight.exp_avg_sq 3 -1; resign "$d" optimizer.safetensors
