@@ -130,7 +130,8 @@ static mt_status file_entry(const char *mpath, const char *dir, const cJSON *fil
         return mt_fail(MT_ERR_FORMAT, "%s: files.%s: missing, or without a whole number of bytes", mpath, name);
     struct stat sb;
     if (stat(path, &sb) != 0)
-        return mt_fail(MT_ERR_IO, "%s: missing (checkpoint.json lists it): a partial checkpoint: %s", path, strerror(errno));
+        return mt_fail(MT_ERR_IO, "%s: missing (checkpoint.json lists it): a partial checkpoint: %s", path,
+                       strerror(errno));
     if ((double)sb.st_size != bytes)
         return mt_fail(MT_ERR_FORMAT, "%s: %lld bytes, but checkpoint.json records %.0f: %s", path,
                        (long long)sb.st_size, bytes, EDITED);
@@ -177,7 +178,9 @@ static mt_status parse_tensors(const char *mpath, const char *dir, const cJSON *
                            mpath, name, t->string);
         if (!strcmp(dt->valuestring, "F32")) x->dtype = MT_F32;
         else if (!strcmp(dt->valuestring, "BF16")) x->dtype = MT_BF16;
-        else return mt_fail(MT_ERR_FORMAT, "%s: files.%s.tensors.%s.dtype: '%s' (F32 or BF16)", mpath, name, t->string, dt->valuestring);
+        else
+            return mt_fail(MT_ERR_FORMAT, "%s: files.%s.tensors.%s.dtype: '%s' (F32 or BF16)", mpath, name, t->string,
+                           dt->valuestring);
         x->ndim = nd;
         int d = 0;
         for (const cJSON *v = shape->child; v; v = v->next, d++) {
@@ -248,7 +251,8 @@ mt_status mt_checkpoint_load_model(mt_model *m, const char *dir) {
     if (s != MT_OK && strstr(mt_last_error(), "checkpoint.json records")) { // a mismatch, not a damaged file
         char why[1024];
         snprintf(why, sizeof why, "%s", mt_last_error());
-        s = mt_fail(s, "%s (a directory edited on purpose loads as a plain HF model once its checkpoint.json is removed)", why);
+        s = mt_fail(s, "%s (a directory edited on purpose loads as a plain HF model once its checkpoint.json is "
+                       "removed)", why);
     }
     return s;
 }

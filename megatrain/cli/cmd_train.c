@@ -178,7 +178,8 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if (o->resume) {
         if ((s = mt_checkpoint_open(o->resume, &man)) || (s = mt_train_state_load(o->resume, &rs, o))) goto fail;
         if (rs.step != man.step) {
-            s = mt_fail(MT_ERR_FORMAT, "%s/train_state.json: step %d, but checkpoint.json records step %d: a mixed checkpoint",
+            s = mt_fail(MT_ERR_FORMAT,
+                        "%s/train_state.json: step %d, but checkpoint.json records step %d: a mixed checkpoint",
                         o->resume, rs.step, man.step);
             goto fail;
         }

@@ -126,7 +126,8 @@ static mt_status check(const mt_options *o, io_set *s) {
     if (o->data && strcmp(o->data, "synthetic") && strcmp(o->data, "embedded")) MT_TRY(add_input(s, "--data", o->data));
     if (o->resume) MT_TRY(add_input_tree(s, "--resume", o->resume));
     char hw[P];
-    if (sim && o->hardware && mt_hw_profile_find(o->hardware, hw, sizeof hw) == MT_OK) MT_TRY(add_input(s, "--hardware", hw));
+    if (sim && o->hardware && mt_hw_profile_find(o->hardware, hw, sizeof hw) == MT_OK)
+        MT_TRY(add_input(s, "--hardware", hw));
 
     char ops[P];
     const char *outs[4][2] = {{"--log", o->log}, {"--trace", o->trace}, {"--dump-grads", o->dump_grads}, {0, 0}};

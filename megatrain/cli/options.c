@@ -264,7 +264,8 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
     if (eval && !strcmp(o->backend, "sim"))
         return mt_fail(MT_ERR_ARG, "eval --backend sim: the sim backend times operations without data, so it has "
                                    "no loss to report; use cpu or cuda");
-    if ((train || eval) && (long long)o->batch * o->seq_len > 1LL << 30) // the engine's limit, checked before sizes derive from it
+    // The engine's limit, checked before any size is derived from it.
+    if ((train || eval) && (long long)o->batch * o->seq_len > 1LL << 30)
         return mt_fail(MT_ERR_ARG, "--batch x --seq-len: %lld tokens per micro-batch is too many (at most 2^30)",
                        (long long)o->batch * o->seq_len);
     if (train && !strcmp(o->backend, "sim") && (o->save || o->resume || o->dump_grads))

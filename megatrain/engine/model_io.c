@@ -93,7 +93,8 @@ mt_status mt_model_check_finite(const mt_model *m) {
             const mt_view *v = &u->lay->t[t];
             if (!v->present) continue;
             mt_layout_hf_name(u->lay, (mt_tensor_id)t, u->layer, name, 256);
-            if (u->master) MT_TRY(check_finite(u->master + v->offset, MT_F32, v->numel, NULL, name, " (f32 master weights)"));
+            if (u->master)
+                MT_TRY(check_finite(u->master + v->offset, MT_F32, v->numel, NULL, name, " (f32 master weights)"));
             MT_TRY(check_finite(elem(u->param, m->wdt, v->offset), m->wdt, v->numel, NULL, name, " (weights)"));
             MT_TRY(check_finite(u->m + v->offset, MT_F32, v->numel, NULL, name, " (Adam exp_avg)"));
             MT_TRY(check_finite(u->v + v->offset, MT_F32, v->numel, NULL, name, " (Adam exp_avg_sq)"));
@@ -143,7 +144,9 @@ static mt_status read_checked(const mt_safetensors *st, const mt_st_tensor *ti, 
     const mt_tensor_record *r = NULL;
     if (expect) {
         r = mt_tensor_records_find(expect, ti->name);
-        if (!r) return mt_fail(MT_ERR_FORMAT, "%s: tensor %s is not recorded in checkpoint.json: %s", file, ti->name, FOREIGN_HINT);
+        if (!r)
+            return mt_fail(MT_ERR_FORMAT, "%s: tensor %s is not recorded in checkpoint.json: %s", file, ti->name,
+                           FOREIGN_HINT);
         int same = r->dtype == ti->dtype && r->ndim == ti->ndim;
         for (int d = 0; same && d < r->ndim; d++) same = r->shape[d] == ti->shape[d];
         if (!same)
@@ -156,7 +159,8 @@ static mt_status read_checked(const mt_safetensors *st, const mt_st_tensor *ti, 
         return mt_fail(MT_ERR_FORMAT, "%s: tensor %s: CRC-32 %08x, but checkpoint.json records %08x: %s", file,
                        ti->name, (unsigned)crc, (unsigned)r->crc32, FOREIGN_HINT);
     // An f32 value above bf16's largest finite one becomes infinite on the way in.
-    return check_finite(dst, dt, ti->numel, file, ti->name, dt == MT_BF16 && ti->dtype != MT_BF16 ? " (rounded to bf16)" : "");
+    const char *what = dt == MT_BF16 && ti->dtype != MT_BF16 ? " (rounded to bf16)" : "";
+    return check_finite(dst, dt, ti->numel, file, ti->name, what);
 }
 
 // ----------------------------------------------------------------------------

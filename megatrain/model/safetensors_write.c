@@ -197,7 +197,9 @@ static mt_status write_body(int fd, const char *path, const mt_st_entry *es, con
     return s;
 }
 
-mt_status mt_st_write(const char *path, const mt_st_entry *entries, int n) { return mt_st_write_sums(path, entries, n, NULL); }
+mt_status mt_st_write(const char *path, const mt_st_entry *entries, int n) {
+    return mt_st_write_sums(path, entries, n, NULL);
+}
 
 mt_status mt_st_write_sums(const char *path, const mt_st_entry *entries, int n, uint32_t *crcs) {
     if (!path || n < 0 || (n > 0 && !entries)) return mt_fail(MT_ERR_ARG, "mt_st_write: bad argument");
