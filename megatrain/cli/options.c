@@ -4,6 +4,8 @@
 // both go through it, so a saved state is checked exactly like typed input.
 #include "cli/options.h"
 
+#include "backend/backend.h"
+
 #include <errno.h>
 #include <float.h>
 #include <limits.h>
@@ -52,6 +54,7 @@ static const opt_spec specs[] = {
     {"--warmup", OPT_NONNEG_INT, F(warmup), G(warmup), "t"},
     {"--precision", OPT_STR, F(precision), G(precision), "tep"},
     {"--backend", OPT_STR, F(backend), NG, "tep"},
+    {"--attention", OPT_STR, F(attention), NG, "te"},
     {"--schedule", OPT_STR, F(schedule), NG, "tep"},
     {"--checkpoint-interval", OPT_POS_INT, F(ckpt_interval), NG, "tp"},
     {"--weight-buffers", OPT_POS_INT, F(weight_bufs), NG, "tp"},
@@ -112,6 +115,7 @@ void mt_options_defaults(mt_options *o) {
     o->lr_schedule = "constant";
     o->precision = "fp32";
     o->backend = "auto";
+    o->attention = "auto";
     o->schedule = "megatrain";
     o->bind = "pointer";
     o->mlp_chunk = 8192; // MLP internals of at most 8k tokens at a time
@@ -254,6 +258,8 @@ mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv
 
 mt_status mt_options_check(const mt_options *o, const char *cmd) {
     int train = !strcmp(cmd, "train"), eval = !strcmp(cmd, "eval");
+    mt_attn_impl attn;
+    MT_TRY(mt_attn_impl_parse(o->attention, &attn));
     if (o->model && o->config) return mt_fail(MT_ERR_ARG, "--model and --config: give one, not both");
     if (o->resume && (o->model || o->config))
         return mt_fail(MT_ERR_ARG, "--resume: takes the model from the checkpoint; drop --model/--config");
