@@ -448,6 +448,8 @@ def run_sweep(R, s, cs, args):
             old[r["config_key"]] = r  # the last row of a key wins (files from before ownership)
         else:
             dropped += 1
+            if r.get("trace") and os.path.exists(os.path.join(args.out_dir, r["trace"])):
+                os.remove(os.path.join(args.out_dir, r["trace"]))  # its trace goes with it
     todo = [c for c in cs if (not args.only or args.only in label(c))]
     skip = [c for c in todo if config_key(c) in old and not args.force]
     todo = [c for c in todo if c not in skip]
