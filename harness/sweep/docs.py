@@ -48,6 +48,16 @@ def machine(env):
     return f"{env.get('cpu_model') or 'CPU'}, {env.get('cpu_cores')} cores (CPU backend)"
 
 
+def load(rows):
+    """The host load the measured rows ran under (other jobs share a small machine)."""
+    ls = [x for r in rows for x in (r.get("host_load") or []) if x is not None]
+    if not ls:
+        return ""
+    cores = (rows[0].get("env") or {}).get("cpu_cores")
+    return (f", 1-minute load average {min(ls):.1f}–{max(ls):.1f}"
+            + (f" on {cores} cores" if cores else "") + " during the run")
+
+
 class Ctx:
     def __init__(self, results, allow_dirty):
         self.results = results
@@ -82,7 +92,8 @@ def block_measured(ctx):
         lines.append(f"| `build/bin/megatrain` with no arguments: a tiny Llama ({r['params'] / 1e6:.2f}M params) on the "
                      f"embedded KJV corpus as bytes, {r['steps_run']} steps | loss {r['loss_first']:.2f} at step 1 → "
                      f"{r['loss_last']:.2f} at step {r['steps_run']}; {r['wall_s']:.0f} s wall; step {fmt_ms(s)} | "
-                     f"measured, {machine(r['env'])}, `{rel(os.path.join(ctx.results, 'default_cpu.jsonl'))}` |")
+                     f"measured, {machine(r['env'])}{load([r])}, "
+                     f"`{rel(os.path.join(ctx.results, 'default_cpu.jsonl'))}` |")
     for p, d, env in ctx.side("microbench_*.json"):
         b = {x["name"].split("/real_time")[0]: x for x in d.get("benchmarks", [])}
         a, t = b.get("adamw/fp32/16777216"), b.get("triad/16777216")
@@ -91,11 +102,13 @@ def block_measured(ctx):
         l3 = [c["size"] for c in (d["context"].get("caches") or []) if c.get("level") == 3]
         cache = (f"; the machine reports a {l3[0] / 2**20:.0f} MiB L3, so part of the 16M-parameter working set "
                  f"may be cache-resident") if l3 else ""
-        lines.append(f"| Host AdamW, fp32 ({a.get('bytes_per_param', 28)} B/param moved), 16M params | "
+        la = (d["context"].get("load_avg") or [None])[0]
+        la = f", 1-minute load average {la:.1f} at the start" if la is not None else ""
+        lines.append(f"| Host AdamW, fp32 ({a.get('bytes_per_param', 28):.0f} B/param moved), 16M params | "
                      f"{a['bytes_per_second'] / 1e9:.1f} GB/s = {a['params_per_s'] / 1e9:.2f} G params/s vs STREAM "
                      f"triad {t['bytes_per_second'] / 1e9:.1f} GB/s in the same run "
-                     f"({a['bytes_per_second'] / t['bytes_per_second']:.1f}×) | measured, {machine(env)}, "
-                     f"`mt-microbench` (Google Benchmark, mean over {a['iterations']} iterations), "
+                     f"({a['bytes_per_second'] / t['bytes_per_second']:.1f}×) | measured, {machine(env)}{la}, "
+                     f"`mt-microbench` (Google Benchmark, mean over {a['iterations']} iteration(s)), "
                      f"`{rel(p)}`{cache} |")
     for r in ctx.by.get("extrapolation_cpu", []):
         m = [x for x in ctx.by.get("c2_cpu", []) if x["system"] == r["system"] and x["batch"] == r["batch"]]
@@ -108,7 +121,7 @@ def block_measured(ctx):
                      f"{r['step_ms']['median']:.0f} ms ±{100 * E:.0f}% (held-out {f['holdout']['depth']} layers: "
                      f"{100 * f['holdout']['err_frac']:+.0f}%) vs {m[0]['step_ms']['median']:.0f} ms measured at "
                      f"{r['layers_model']}: {100 * err:+.0f}%, {'inside' if abs(err) <= E else 'OUTSIDE'} the bar | "
-                     f"extrapolated and measured, {machine(r['env'])} |")
+                     f"extrapolated and measured, {machine(r['env'])}{load([r, m[0]])} |")
     return "\n".join(lines)
 
 
@@ -147,10 +160,13 @@ def block_status(ctx):
 
 
 def block_sweep_times(ctx):
-    lines = ["| sweep | rows | wall time of its rows here | machine |", "|---|---|---|---|"]
+    lines = ["| sweep | rows | wall time of its rows here | machine | host load (1-min average) |",
+             "|---|---|---|---|---|"]
     for exp, rs in ctx.by.items():
         w = sum(r.get("wall_s") or 0 for r in rs)
-        lines.append(f"| `{exp}` | {len(rs)} | {w:.0f} s | {machine(rs[0]['env'])} |")
+        ls = [x for r in rs for x in (r.get("host_load") or []) if x is not None]
+        la = f"{min(ls):.1f}–{max(ls):.1f}" if ls else "-"
+        lines.append(f"| `{exp}` | {len(rs)} | {w:.0f} s | {machine(rs[0]['env'])} | {la} |")
     return "\n".join(lines)
 
 

@@ -33,7 +33,7 @@ from common import REPO, die  # noqa: E402
 KIND = {"measured": 1, "extrapolated": 2, "projected": 3}
 COLUMNS = {"relative": ["variant_index", "rel_step_time", "variant", "step_ms"],
            "largest_fit": ["host_mem_GB", "largest_params_B", "model", "bound_params_B"],
-           "pairs": ["measured_ms", "predicted_ms", "label"],
+           "pairs": ["measured_ms", "predicted_ms", "label", "predicted_lo_ms", "predicted_hi_ms"],
            "timeline": ["lane", "start_ms", "end_ms", "category", "name"]}
 
 
@@ -181,7 +181,8 @@ def k_largest_fit(fig, spec, rows, ctx):
 
 def k_pairs(fig, spec, rows, ctx):
     """Each extrapolated or projected row of this sweep beside the measured row of the
-    same configuration (in the experiments named by `against`)."""
+    same configuration (in the experiments named by `against`), with the predicted
+    row's min..max (an extrapolated row's error band)."""
     match = spec.get("match", ["model", "system", "batch", "seq_len", "precision", "variant", "layers_run"])
     meas = [m for e in spec["against"] for m in ctx["by"].get(e, []) if m["mode"] == "measured" and ok(m)]
     for r in rows:
@@ -197,7 +198,8 @@ def k_pairs(fig, spec, rows, ctx):
             what = "depth extrapolation" if r["mode"] == "extrapolated" else f"sim ({r.get('hardware')})"
             dev = "cpu" if m.get("backend") == "cpu" else ((m.get("env") or {}).get("gpu_name") or "gpu")
             fig.add(f"{what} vs measured on {dev}", KIND[r["mode"]],
-                    [m["step_ms"]["median"], r["step_ms"]["median"], f"{r['system']} b{r['batch']}"])
+                    [m["step_ms"]["median"], r["step_ms"]["median"], f"{r['system']} b{r['batch']}",
+                     r["step_ms"]["min"], r["step_ms"]["max"]])
 
 
 def same_gpu(proj, meas):

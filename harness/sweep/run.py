@@ -390,6 +390,15 @@ def short_text(plan):
 
 
 # ---------------------------------------------------------------- main
+def host_load():
+    """The host's 1-minute load average (/proc/loadavg), None where unknown."""
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def fmt_s(s):
     s = int(s)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
@@ -460,6 +469,7 @@ def run_sweep(R, s, cs, args):
     failed, t_start = 0, time.time()
     for i, c in enumerate(todo, 1):
         t0 = time.time()
+        load0 = host_load()
         try:
             row = run_config(R, exp, c, sweep_file, override)
         except (RunError, KeyError, ValueError, ZeroDivisionError, OSError) as e:
@@ -468,6 +478,8 @@ def run_sweep(R, s, cs, args):
             row["error"] = str(e) if isinstance(e, RunError) else f"{type(e).__name__}: {e}"
             failed += 1
         row["wall_s"] = round(time.time() - t0, 3)
+        # the 1-minute load average before and after: how much else ran beside a measured row
+        row["host_load"] = [load0, host_load()] if load0 is not None else None
         old[row["config_key"]] = row
         common.write_jsonl(out, [old[k] for k in keys if k in old])
         el = time.time() - t_start

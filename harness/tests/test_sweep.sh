@@ -35,6 +35,7 @@ common='
   and ([.env | has("git_sha","git_dirty","gpu_name","gpu_mem_bytes","driver","cuda","host_mem_bytes",
                    "cpu_model","cpu_cores","numa_nodes","gpu_numa_node","pcie_gbps","hardware_profile","utc")] | all)
   and (.config_key | type == "string") and (.sweep.file | type == "string")
+  and (.host_load == null or ((.host_load | length) == 2 and (.host_load[0] | num)))
   and (.step_ms == null or ((.step_ms.median | num) and (.step_ms.min | num) and (.step_ms.max | num)
        and .step_ms.min <= .step_ms.median and .step_ms.median <= .step_ms.max and .step_ms.min >= 0))
   and (.step_ms == null or .tokens_per_s == null
