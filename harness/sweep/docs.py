@@ -41,11 +41,15 @@ def fmt_ms(s):
     return f"{s['median']:.0f} ms (min {s['min']:.0f}, max {s['max']:.0f}, n {s['n']})"
 
 
+def host(env):
+    return f"{env.get('cpu_model') or 'CPU'}, {env.get('cpu_cores')} cores"
+
+
 def machine(env):
     """A short name for the machine a row was measured on."""
     if env.get("gpu_name"):
         return env["gpu_name"]
-    return f"{env.get('cpu_model') or 'CPU'}, {env.get('cpu_cores')} cores (CPU backend)"
+    return host(env) + " (CPU backend)"
 
 
 def load(rows):
@@ -154,19 +158,19 @@ def block_status(ctx):
     for p, d, env in runs:
         w = int(d["wall_s"])
         out.append(f"`bash experiments/reproduce.sh` ({d['path']} path) took **{w // 60}:{w % 60:02d}** wall on "
-                   f"{machine(env)} at commit `{env.get('git_sha')}`, with {d['failed_steps']} failed step(s) "
+                   f"{host(env)} at commit `{env.get('git_sha')}`, with {d['failed_steps']} failed step(s) "
                    f"(`{rel(p)}`); a clean `make build` before it adds 1–3 minutes.")
     return "\n".join(out)
 
 
 def block_sweep_times(ctx):
-    lines = ["| sweep | rows | wall time of its rows here | machine | host load (1-min average) |",
+    lines = ["| sweep | rows | wall time of its rows here | host that ran it | host load (1-min average) |",
              "|---|---|---|---|---|"]
     for exp, rs in ctx.by.items():
         w = sum(r.get("wall_s") or 0 for r in rs)
         ls = [x for r in rs for x in (r.get("host_load") or []) if x is not None]
         la = f"{min(ls):.1f}–{max(ls):.1f}" if ls else "-"
-        lines.append(f"| `{exp}` | {len(rs)} | {w:.0f} s | {machine(rs[0]['env'])} | {la} |")
+        lines.append(f"| `{exp}` | {len(rs)} | {w:.0f} s | {host(rs[0]['env'])} | {la} |")
     return "\n".join(lines)
 
 
