@@ -35,6 +35,10 @@ def hfu(flops_executed: float, step_ms: float, peak_tflops: float) -> float:
     return flops_executed / (step_ms / 1e3) / 1e12 / peak_tflops
 
 
+def days_per_billion_tokens(tokens_per_s_: float) -> float:
+    return 1e9 / tokens_per_s_ / 86400.0
+
+
 def gbps(nbytes: float, ms: float) -> float:
     """Decimal GB/s over the time the bytes took; 0 when no time was spent."""
     return nbytes / (ms * 1e6) if ms > 0 else 0.0

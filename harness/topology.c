@@ -352,10 +352,14 @@ mt_status mt_topology_detect(mt_topology *t) {
 
 // ---------------------------------------------------------------- binding
 
-// Without hwloc: the engine's own sysfs binding (megatrain/core/sysinfo.c).
-static mt_status bind_sysfs(int node) { return mt_numa_bind_node(node); }
+// The sysfs path (no hwloc) and the policy read-back are the engine's own
+// (megatrain/core/sysinfo.c), so the binary that trains binds the same way.
+static mt_status bind_sysfs(int node, mt_numa_binding *b) { return mt_numa_bind_node(node, b); }
 
-mt_status mt_topology_bind_to_node(int node) {
+mt_status mt_topology_bind_to_node(int node, mt_numa_binding *out) {
+    mt_numa_binding b = {0};
+    if (!out) out = &b;
+    memset(out, 0, sizeof *out);
     if (node < 0) return mt_fail(MT_ERR_ARG, "NUMA node %d: must be >= 0", node);
 #ifdef MT_HAVE_HWLOC
     const char *src = getenv("MT_TOPOLOGY_SOURCE");
@@ -368,14 +372,22 @@ mt_status mt_topology_bind_to_node(int node) {
             st = mt_fail(MT_ERR_ARG, "NUMA node %d has no CPUs to bind to (memory-only node)", node);
         else if (hwloc_set_cpubind(topo, o->cpuset, HWLOC_CPUBIND_THREAD))
             st = mt_fail(MT_ERR_BACKEND, "hwloc_set_cpubind to NUMA node %d: %s", node, strerror(errno));
-        else // BIND without STRICT is MPOL_PREFERRED on Linux: falls back when the node is full.
-            (void)hwloc_set_membind(topo, o->nodeset, HWLOC_MEMBIND_BIND,
-                                    HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET);
+        else {
+            out->cpus = hwloc_bitmap_weight(o->cpuset);
+            // BIND without STRICT is MPOL_PREFERRED on Linux: falls back when the node is full.
+            int mode;
+            if (hwloc_set_membind(topo, o->nodeset, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET))
+                snprintf(out->mem_how, sizeof out->mem_how, "hwloc_set_membind to node %d: %s", node, strerror(errno));
+            else if ((mode = mt_numa_mempolicy_prefers(node, out)))
+                out->memory = 1, snprintf(out->mem_how, sizeof out->mem_how,
+                                          "hwloc_set_membind(BIND, not strict) to node %d; read back %s", node,
+                                          mt_numa_mpol_name(mode));
+        }
         hwloc_topology_destroy(topo);
         return st;
     }
 #endif
-    return bind_sysfs(node);
+    return bind_sysfs(node, out);
 }
 
 // ---------------------------------------------------------------- JSON

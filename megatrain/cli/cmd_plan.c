@@ -62,6 +62,7 @@ int mt_cmd_plan(mt_options *o) {
                                 .mlp_rows = o->mlp_chunk,
                                 .sched = {.weight_bufs = o->weight_bufs, .ckpt_interval = o->ckpt_interval,
                                           .offload_checkpoints = o->offload_checkpoints,
+                                          .bind = !strcmp(o->bind, "copy") ? MT_BIND_COPY : MT_BIND_POINTER,
                                           .zero3 = {o->zero3_pin_memory, o->zero3_overlap_comm,
                                                     o->zero3_prefetch_bucket_size, o->zero3_param_persistence_threshold,
                                                     o->zero3_reduce_bucket_size, o->zero3_max_live_parameters}}}};
@@ -110,6 +111,7 @@ int mt_cmd_plan(mt_options *o) {
     add_num(j, "grad_accum", in.eng.grad_accum);
     if (sd->takes & MT_TAKES_CKPT_INTERVAL) add_num(j, "checkpoint_interval", in.eng.sched.ckpt_interval);
     if (sd->takes & MT_TAKES_WEIGHT_BUFS) add_num(j, "weight_buffers", in.eng.sched.weight_bufs);
+    cJSON_AddStringToObject(j, "bind", in.eng.sched.bind == MT_BIND_COPY ? "copy" : "pointer");
     add_num(j, "tokens_per_step", (double)in.eng.B * in.eng.T * in.eng.grad_accum);
 
     cJSON_AddBoolToObject(j, "fits", fit.fits);

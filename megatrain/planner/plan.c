@@ -19,7 +19,6 @@ mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt
     memset(out, 0, sizeof *out);
     MT_TRY(mt_plan_input_validate(c, in));
     mt_engine_opts eo = in->eng;
-    eo.sched.bind = MT_BIND_POINTER; // the plan has never counted --bind copy's template buffer
     mt_dtype act = in->prec == MT_PREC_FP32 ? MT_F32 : MT_BF16;
     out->engine = mt_engine_footprint_of(c, in->prec, &eo, act, in->gpu_free_bytes, 0); // what it needs: no backend
     const mt_engine_footprint *e = &out->engine;
