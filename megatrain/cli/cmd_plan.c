@@ -58,16 +58,8 @@ int mt_cmd_plan(mt_options *o) {
     const char *cfg_src = o->model ? o->model : o->config;
     if (!cfg_src) return fail(mt_fail(MT_ERR_ARG, "plan: --model DIR or --config FILE is required"));
     if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, cfg_src))) return fail(s);
-    mt_plan_input in = {.eng = {.B = o->batch, .T = o->seq_len, .grad_accum = o->grad_accum, .grad_slabs = o->grad_slabs,
-                                .mlp_rows = o->mlp_chunk,
-                                .sched = {.weight_bufs = o->weight_bufs, .ckpt_interval = o->ckpt_interval,
-                                          .offload_checkpoints = o->offload_checkpoints,
-                                          .bind = !strcmp(o->bind, "copy") ? MT_BIND_COPY : MT_BIND_POINTER,
-                                          .zero3 = {o->zero3_pin_memory, o->zero3_overlap_comm,
-                                                    o->zero3_prefetch_bucket_size, o->zero3_param_persistence_threshold,
-                                                    o->zero3_reduce_bucket_size, o->zero3_max_live_parameters}}}};
-    if ((s = mt_precision_parse(o->precision, &in.prec)) || (s = mt_schedule_find(o->schedule, &in.eng.schedule)))
-        return fail(s);
+    mt_plan_input in = {.eng = o->eng}; // the same options struct train and eval hand the engine
+    if ((s = mt_precision_parse(o->precision, &in.prec))) return fail(s);
     const mt_schedule_desc *sd = in.eng.schedule;
 
     mt_hw_profile hw;

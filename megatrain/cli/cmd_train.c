@@ -45,17 +45,17 @@ static float lr_at(const mt_options *o, int step) {
 
 static mt_status open_data(const mt_options *o, const mt_config *c, mt_data *d) {
     if (!strcmp(o->data, "synthetic")) {
-        size_t n = (size_t)o->batch * o->seq_len * 64 + 1;
+        size_t n = (size_t)o->eng.B * o->eng.T * 64 + 1;
         return mt_data_synthetic(d, o->seed, c->vocab_size, n);
     }
     if (!strcmp(o->data, "embedded")) {
         if (c->vocab_size < 256)
             return mt_fail(MT_ERR_ARG, "--data embedded: byte tokens need vocab_size >= 256 (model has %d)", c->vocab_size);
-        if (mt_corpus_kjv_len < (size_t)o->batch * o->seq_len + 1)
+        if (mt_corpus_kjv_len < (size_t)o->eng.B * o->eng.T + 1)
             return mt_fail(MT_ERR_ARG, "--data embedded: the corpus is shorter than one batch");
         return mt_data_from_bytes(d, mt_corpus_kjv, mt_corpus_kjv_len, "embedded");
     }
-    return mt_data_open_file(d, o->data, c->vocab_size, o->batch, o->seq_len);
+    return mt_data_open_file(d, o->data, c->vocab_size, o->eng.B, o->eng.T);
 }
 
 // "ckpt keeps step 4" / "nothing was saved before", for messages about a save not made.
@@ -190,10 +190,9 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if ((s = mt_setup_config(o, &cfg, is_default))) goto fail;
     if ((s = mt_config_validate(&cfg, o->model ? o->model : o->config ? o->config : "default model"))) goto fail;
     mt_precision prec;
-    const mt_schedule_desc *sched;
-    if ((s = mt_precision_parse(o->precision, &prec)) || (s = mt_schedule_find(o->schedule, &sched))) goto fail;
-    if (o->seq_len > cfg.max_position_embeddings)
-        fprintf(stderr, "megatrain: note: --seq-len %d exceeds max_position_embeddings %d\n", o->seq_len,
+    if ((s = mt_precision_parse(o->precision, &prec))) goto fail;
+    if (o->eng.T > cfg.max_position_embeddings)
+        fprintf(stderr, "megatrain: note: --seq-len %d exceeds max_position_embeddings %d\n", o->eng.T,
                 cfg.max_position_embeddings);
     if ((s = open_data(o, &cfg, &data))) goto fail;
     if (o->resume) {
@@ -217,17 +216,10 @@ int mt_cmd_train(mt_options *o, int is_default) {
             fprintf(stderr, "megatrain: note: could not bind to NUMA node %d: %s\n", near.numa_node, mt_last_error());
     }
 
-    mt_engine_opts eo = {.schedule = sched, .B = o->batch, .T = o->seq_len, .grad_accum = o->grad_accum,
-                         .grad_slabs = o->grad_slabs, .keep_trace = o->trace != NULL, .mlp_rows = o->mlp_chunk,
-                         .sched = {.weight_bufs = o->weight_bufs, .ckpt_interval = o->ckpt_interval,
-                                   .serial_optimizer = o->serial_optimizer,
-                                   .offload_checkpoints = o->offload_checkpoints,
-                                   .bind = !strcmp(o->bind, "copy") ? MT_BIND_COPY : MT_BIND_POINTER,
-                                   .zero3 = {o->zero3_pin_memory, o->zero3_overlap_comm, o->zero3_prefetch_bucket_size,
-                                             o->zero3_param_persistence_threshold, o->zero3_reduce_bucket_size,
-                                             o->zero3_max_live_parameters}}};
+    mt_engine_opts eo = o->eng; // the one options struct: the engine takes it as parsed
+    eo.keep_trace = o->trace != NULL;
     mt_schedule_desc resolved;
-    mt_schedule_resolve(sched, &eo.sched, &cfg, &resolved);
+    mt_schedule_resolve(eo.schedule, &eo.sched, &cfg, &resolved);
     if ((s = mt_model_alloc_ex(&model, &cfg, prec, be, resolved.host_pinned))) goto fail;
     int virtual_run = !mt_backend_has(be, MT_CAP_TENSOR_DATA);
     if (virtual_run) {
@@ -244,7 +236,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if ((s = mt_engine_create(&model, be, &eo, &eng))) goto fail;
     if ((s = mt_sink_open(&sink, o->log, o->resume != NULL))) goto fail;
 
-    size_t per_step = (size_t)o->grad_accum * o->batch * o->seq_len;
+    size_t per_step = (size_t)o->eng.grad_accum * o->eng.B * o->eng.T;
     inputs = malloc(per_step * 4);
     targets = malloc(per_step * 4);
     if (!inputs || !targets) {
@@ -258,7 +250,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     mt_backend_device_info(be, &info);
     double params = (double)mt_config_params_total(&cfg);
     fprintf(stderr, "megatrain: %s %.2fM params, %d layers | %s precision | %s schedule | backend %s (%s) | data %s\n",
-            mt_arch_model_type(cfg.arch), params / 1e6, cfg.num_layers, o->precision, o->schedule, mt_backend_name(be),
+            mt_arch_model_type(cfg.arch), params / 1e6, cfg.num_layers, o->precision, o->eng.schedule->name, mt_backend_name(be),
             info.name, data.source);
     int first_step = rs.step + 1;
     if (first_step > o->steps) { // a resume already at --steps: nothing to train
@@ -279,9 +271,9 @@ int mt_cmd_train(mt_options *o, int is_default) {
     double first_loss = NAN, last_loss = NAN;
     int saved_last = 0;
     for (int step = first_step; step <= o->steps; step++) {
-        for (int g = 0; g < o->grad_accum; g++)
-            mt_data_next(&data, o->batch, o->seq_len, inputs + (size_t)g * o->batch * o->seq_len,
-                         targets + (size_t)g * o->batch * o->seq_len);
+        for (int g = 0; g < o->eng.grad_accum; g++)
+            mt_data_next(&data, o->eng.B, o->eng.T, inputs + (size_t)g * o->eng.B * o->eng.T,
+                         targets + (size_t)g * o->eng.B * o->eng.T);
         float lr = lr_at(o, step);
         mt_optim_hparams hp = {o->lr, o->weight_decay, o->beta1, o->beta2, o->eps, o->grad_clip};
         mt_step_stats st;

@@ -19,8 +19,9 @@ static const char *usage =
     "                 [--mlp-chunk TOKENS] [--offload-checkpoints true|false|auto] [--bind pointer|copy] [--hardware PROFILE] [--trace FILE.json] [--zero3-* (baselines/ZERO3.md)]\n"
     "                 [--save DIR] [--save-every N] [--log FILE.jsonl] [--dump-grads FILE]\n"
     "       megatrain eval --model DIR --data FILE --batch B --seq-len T [--steps N]\n"
+    "                 [--schedule S] and the schedule's knobs train takes (forward only)\n"
     "       megatrain plan --model DIR | --config FILE --batch B --seq-len T --precision P [--grad-accum G]\n"
-    "                 [--hardware NAME|FILE.json|measured] [--schedule megatrain|zero3|naive|resident]\n"
+    "                 [--hardware NAME|FILE.json|measured] [--schedule megatrain|zero3|naive|resident] and its knobs\n"
     "                 [--host-mem-gb X] [--max-context]   (one JSON object: memory, fits, predicted speed)\n"
     "       megatrain --version\n"
     "Stdout carries JSON lines only; progress and errors go to stderr.\n";
@@ -48,8 +49,8 @@ int main(int argc, char **argv) {
     mt_options_defaults(&o);
     if (argc == 1) {
         o.data = "embedded";
-        o.batch = 8;
-        o.seq_len = 128;
+        o.eng.B = 8;
+        o.eng.T = 128;
         o.steps = 150;
         o.lr = 2e-3f;
         o.lr_schedule = "cosine";

@@ -26,10 +26,10 @@ mt_status mt_train_state_save(const char *dir, const mt_train_state *s, const mt
     cJSON_AddStringToObject(j, "data", s->data);
     cJSON_AddStringToObject(j, "seed", seed);
     cJSON_AddStringToObject(j, "precision", o->precision);
-    cJSON_AddStringToObject(j, "schedule", o->schedule);
-    cJSON_AddNumberToObject(j, "batch", o->batch);
-    cJSON_AddNumberToObject(j, "seq_len", o->seq_len);
-    cJSON_AddNumberToObject(j, "grad_accum", o->grad_accum);
+    cJSON_AddStringToObject(j, "schedule", o->eng.schedule->name);
+    cJSON_AddNumberToObject(j, "batch", o->eng.B);
+    cJSON_AddNumberToObject(j, "seq_len", o->eng.T);
+    cJSON_AddNumberToObject(j, "grad_accum", o->eng.grad_accum);
     cJSON_AddNumberToObject(j, "total_steps", o->steps);
     cJSON *h = cJSON_AddObjectToObject(j, "hparams");
     cJSON_AddNumberToObject(h, "lr", o->lr);
@@ -161,9 +161,9 @@ static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_o
     if (!o->given.precision) o->precision = saved.precision;
     if (!o->given.lr_schedule) o->lr_schedule = saved.lr_schedule;
     if (!o->given.seed) o->seed = saved.seed;
-    if (!o->given.batch) o->batch = saved.batch;
-    if (!o->given.seq_len) o->seq_len = saved.seq_len;
-    if (!o->given.grad_accum) o->grad_accum = saved.grad_accum;
+    if (!o->given.batch) o->eng.B = saved.eng.B;
+    if (!o->given.seq_len) o->eng.T = saved.eng.T;
+    if (!o->given.grad_accum) o->eng.grad_accum = saved.eng.grad_accum;
     if (!o->given.steps) o->steps = saved.steps;
     if (!o->given.lr) o->lr = saved.lr;
     if (!o->given.weight_decay) o->weight_decay = saved.weight_decay;
