@@ -277,6 +277,9 @@ mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv
 
 mt_status mt_options_check(const mt_options *o, const char *cmd) {
     int train = !strcmp(cmd, "train"), eval = !strcmp(cmd, "eval");
+    // What the chosen backend can do, from its capabilities (0: not in this binary; its own error later).
+    unsigned caps = mt_backend_caps_of(o->backend);
+    int no_data = caps && !(caps & MT_CAP_TENSOR_DATA), virtual_time = (caps & MT_CAP_VIRTUAL_TIME) != 0;
     mt_attn_impl attn;
     MT_TRY(mt_attn_impl_parse(o->attention, &attn));
     if (o->model && o->config) return mt_fail(MT_ERR_ARG, "--model and --config: give one, not both");
@@ -286,16 +289,18 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
         return mt_fail(MT_ERR_ARG, "train: missing --model DIR, --config FILE or --resume DIR");
     if (eval && !o->model) return mt_fail(MT_ERR_ARG, "eval: --model DIR is required");
     if (eval && !o->given.data) return mt_fail(MT_ERR_ARG, "eval: --data FILE is required");
-    if (eval && !strcmp(o->backend, "sim"))
-        return mt_fail(MT_ERR_ARG, "eval --backend sim: the sim backend times operations without data, so it has "
-                                   "no loss to report; use cpu or cuda");
+    if (eval && no_data)
+        return mt_fail(MT_ERR_ARG, "eval --backend %s: the %s backend times operations without data, so it has "
+                                   "no loss to report; use cpu or cuda",
+                       o->backend, o->backend);
     // The engine's limit, checked before any size is derived from it.
     if ((train || eval) && (long long)o->eng.B * o->eng.T > 1LL << 30)
         return mt_fail(MT_ERR_ARG, "--batch x --seq-len: %lld tokens per micro-batch is too many (at most 2^30)",
                        (long long)o->eng.B * o->eng.T);
-    if (train && !strcmp(o->backend, "sim") && (o->save || o->resume || o->dump_grads))
-        return mt_fail(MT_ERR_ARG, "--backend sim: simulates timing only; --save, --resume and --dump-grads need data");
-    if ((train || eval) && o->hardware && strcmp(o->backend, "sim"))
+    if (train && no_data && (o->save || o->resume || o->dump_grads))
+        return mt_fail(MT_ERR_ARG, "--backend %s: simulates timing only; --save, --resume and --dump-grads need data",
+                       o->backend);
+    if ((train || eval) && o->hardware && !virtual_time)
         return mt_fail(MT_ERR_ARG, "--hardware %s: only --backend sim uses a hardware profile (--backend %s runs on "
                                    "this machine); drop --hardware or add --backend sim",
                        o->hardware, o->backend);
