@@ -83,5 +83,5 @@ void mt_schedule_resolve(const mt_schedule_desc *entry, const mt_schedule_opts *
     int L = c->num_layers;
     if (d->weights_resident) d->weight_bufs = L;
     if (d->weight_bufs > L) d->weight_bufs = L;
-    d->lookahead = d->weight_bufs - 1; // resident: the weight plan raises it to every use (all loads up front)
+    d->lookahead = d->weight_bufs - 1; // resident: the weight ring raises it to every use (all loads up front)
 }

@@ -57,7 +57,7 @@ struct mt_schedule_desc {
     // ---- layer weights on the device
     int weights_resident;    // 1: one device buffer per layer, loaded once per step (no streaming)
     int weight_bufs;         // device buffers in the ring (resolved: L when resident)
-    int lookahead;           // resolved: uses of the weight plan loaded ahead of the compute (ring - 1)
+    int lookahead;           // resolved: weight uses loaded ahead of the compute (ring - 1)
     mt_bind_mode bind;       // the template points into the buffer, or the buffer is copied into it
     int submodule_fetch;     // a layer loads as one copy per submodule (mt_layout_submodules), as ZeRO-3 fetches
     long long prefetch_elems;// elements loaded ahead of use beyond what the compute needs (-1: the ring alone)

@@ -147,7 +147,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
         MT_TRY(backward(e, mb, &cursor));
     }
     int n_uses = mt_weight_ring_n_uses(e->w);
-    if (cursor != n_uses) return mt_fail(MT_ERR_BACKEND, "internal: weight plan has %d entries, used %d", n_uses, cursor);
+    if (cursor != n_uses) return mt_fail(MT_ERR_BACKEND, "internal: the step has %d weight uses, walked %d", n_uses, cursor);
     double sq;
     MT_TRY(mt_grad_offload_finish(e->g, &st->drain_wait_ms, &sq));
     // Every stream, not just compute: the trace reads all the step's events, and a

@@ -157,7 +157,7 @@ static mt_status issue_loads(mt_weight_ring *r, int upto) {
 
 mt_status mt_weight_ring_acquire(mt_weight_ring *r, int idx, int layer, mt_layer_ptrs *w) {
     if (idx >= r->n_uses || r->uses[idx].layer != layer)
-        return mt_fail(MT_ERR_BACKEND, "internal: weight plan out of step at entry %d (layer %d)", idx, layer);
+        return mt_fail(MT_ERR_BACKEND, "internal: weight uses out of step at use %d (layer %d)", idx, layer);
     MT_TRY(issue_loads(r, idx));
     MT_TRY(mt_backend_stream_wait(r->be, MT_STREAM_COMPUTE, r->ev_loaded[r->uses[idx].buf]));
     void *weights = r->buf[r->uses[idx].buf];

@@ -30,7 +30,7 @@ mt_status mt_weight_uses_build(const mt_engine_shape *sh, mt_weight_use **out, i
         free(seq);
         free(uses);
         free(loaded);
-        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the weight plan");
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the weight uses");
     }
     int n_seq = micro_batch_sequence(sh, seq);
     int resident = sh->s.weights_resident;
