@@ -4,9 +4,13 @@
 # through CMAKE_CROSSCOMPILING_EMULATOR (qemu-user); natively it is bin/ itself.
 # Include before the subdirectories (they read MT_TEST_BIN), and call
 # mt_cross_test_wrappers() after them.
+# MT_TEST_TIMEOUT: each test's limit in seconds, four times longer under emulation
+# (qemu-user runs this code 30-100x slower than the host).
 set(MT_TEST_BIN ${CMAKE_BINARY_DIR}/bin)
+set(MT_TEST_TIMEOUT 900)
 if(CMAKE_CROSSCOMPILING AND CMAKE_CROSSCOMPILING_EMULATOR)
   set(MT_TEST_BIN ${CMAKE_BINARY_DIR}/emu-bin)
+  set(MT_TEST_TIMEOUT 3600)
 endif()
 
 function(mt_cross_test_wrappers)
