@@ -14,11 +14,15 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMT_HWLOC=OFF > /dev/null
 cmake --build "$BUILD" -j "$(nproc)"
 rm -rf "$B"
 mkdir -p "$B/bin" "$B/lib"
-for exe in megatrain mt-env mt-topology mt-microbench test_cuda_ops test_torch_parity; do cp "$BUILD/bin/$exe" "$B/bin/"; done
-make -C megatrain/backends/cuda/lab BIN="$PWD/$B/bin" > /dev/null
-strip --strip-unneeded "$B"/bin/* 2> /dev/null || true
-# Shared libraries outside glibc/libstdc++ and CUDA (which the GPU machine has).
-for f in "$B"/bin/*; do ldd "$f" 2> /dev/null | awk '/=>/ {print $3}'; done | sort -u |
+for exe in megatrain mt-env mt-topology mt-microbench test_cuda_ops test_cudnn_graph test_torch_parity; do
+  cp "$BUILD/bin/$exe" "$B/bin/"
+done
+mkdir -p "$B/bin/lab" && cp "$BUILD"/bin/lab/* "$B/bin/lab/" # the kernel labs (CMake builds them)
+strip --strip-unneeded "$B"/bin/* "$B"/bin/lab/* 2> /dev/null || true
+# Shared libraries outside glibc/libstdc++ and CUDA (which the GPU machine has). cuDNN is
+# not among them: it is loaded at run time (megatrain/backends/cuda/cudnn_api.h) and
+# ci/gpu_suite.sh finds the one PyTorch's wheel brings there.
+for f in "$B"/bin/* "$B"/bin/lab/*; do [ -f "$f" ] && ldd "$f" 2> /dev/null | awk '/=>/ {print $3}'; done | sort -u |
   grep -E 'libcjson|libopenblas|libgfortran|libquadmath|libgomp|libbenchmark' | while read -r lib; do
   cp -L "$lib" "$B/lib/"
 done

@@ -116,6 +116,16 @@ typedef struct mt_backend_ops {
                               float dscale);
     // dst(n) = src(n) converted between dtypes (device).
     mt_status (*cast)(mt_backend *be, void *dst, mt_dtype dt, const void *src, mt_dtype st, size_t n);
+    // Residual add fused with the RMSNorm after it (one pass instead of add + rmsnorm_fwd, the
+    // same values): sum(R,D) = a + b (sum may alias a or b; stored as an activation), then
+    // out(R,D) = rmsnorm(sum) * w and rstd(R) as rmsnorm_fwd.
+    mt_status (*add_rmsnorm_fwd)(mt_backend *be, void *sum, void *out, float *rstd, const void *a, const void *b,
+                                 const void *w, mt_dtype wdt, int R, int D, float eps);
+    // rmsnorm_bwd whose input gradient is added into dacc(R,D) (the residual stream's gradient)
+    // instead of overwriting a buffer: the same values as rmsnorm_bwd into a temporary then add.
+    // dacc may not alias dout or inp; dw(D) is overwritten.
+    mt_status (*rmsnorm_bwd_add)(mt_backend *be, void *dacc, void *dw, const void *dout, const void *inp,
+                                 const void *w, const float *rstd, mt_dtype wdt, int R, int D);
 
     // ---- virtual time (sim only; NULL on backends that compute) ----
     // Milliseconds the host would spend on `kind` over n elements of gradient type
@@ -142,6 +152,22 @@ void mt_backend_destroy(mt_backend *be);
 // Names of backends compiled into this binary, e.g. {"cpu","cuda","sim"}; returns count.
 int mt_backend_list(const char **names, int max);
 
+// Attention implementations (--attention). The cuda backend has two: "native", its own
+// kernels (backends/cuda/attention_kernels.cuh), and "cudnn", cuDNN's fused flash
+// attention (backends/cuda/cudnn_attention.c), compiled where the cuDNN headers are and
+// used where libcudnn.so.9 loads at run time. AUTO: cudnn when it loads, else native; the
+// cuda backend says which on stderr at its first attention call. cpu and sim have one
+// implementation each and accept auto and native (sim also cudnn: it prices attention
+// from its hardware profile either way).
+typedef enum { MT_ATTN_AUTO = 0, MT_ATTN_NATIVE = 1, MT_ATTN_CUDNN = 2 } mt_attn_impl;
+// Parses "auto", "native" or "cudnn" (the --attention values).
+mt_status mt_attn_impl_parse(const char *name, mt_attn_impl *out);
+// Picks the attention implementation of a created backend (an explicit cudnn that cannot
+// load fails here, naming why; AUTO falls back to native).
+mt_status mt_backend_set_attention(mt_backend *be, mt_attn_impl impl);
+// Names of the attention implementations compiled in, e.g. {"native","cudnn"}; returns count.
+int mt_attention_list(const char **names, int max);
+
 // Backend constructors (each defined in its backends/<name>/ directory).
 mt_status mt_backend_cpu_create(mt_dtype act_dtype, mt_backend **out);
 mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out);
@@ -149,5 +175,6 @@ mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out);
 // (experiments/hardware/NAME.json).
 mt_status mt_backend_sim_create(const char *profile_path, mt_dtype act_dtype, mt_backend **out);
 int mt_backend_cuda_available(void); // 1 when a CUDA device can be opened
+mt_status mt_backend_cuda_set_attention(mt_backend *be, mt_attn_impl impl); // see mt_backend_set_attention
 
 #endif

@@ -46,3 +46,34 @@ int mt_backend_list(const char **names, int max) {
     for (int i = 0; i < n && i < max; i++) names[i] = compiled[i];
     return n;
 }
+
+mt_status mt_attn_impl_parse(const char *name, mt_attn_impl *out) {
+    if (!name || !strcmp(name, "auto")) *out = MT_ATTN_AUTO;
+    else if (!strcmp(name, "native")) *out = MT_ATTN_NATIVE;
+    else if (!strcmp(name, "cudnn")) *out = MT_ATTN_CUDNN;
+    else return mt_fail(MT_ERR_ARG, "--attention %s: unknown implementation (expected auto, native or cudnn)", name);
+    return MT_OK;
+}
+
+mt_status mt_backend_set_attention(mt_backend *be, mt_attn_impl impl) {
+#ifdef MT_HAVE_CUDA
+    if (!strcmp(be->ops->name, "cuda")) return mt_backend_cuda_set_attention(be, impl);
+#endif
+    if (impl == MT_ATTN_CUDNN && !mt_backend_is_virtual(be))
+        return mt_fail(MT_ERR_ARG, "--attention cudnn: needs --backend cuda (the %s backend has one attention "
+                                   "implementation, its own)",
+                       be->ops->name);
+    return MT_OK;
+}
+
+int mt_attention_list(const char **names, int max) {
+    static const char *const compiled[] = {
+        "native",
+#ifdef MT_HAVE_CUDNN
+        "cudnn",
+#endif
+    };
+    int n = (int)(sizeof compiled / sizeof compiled[0]);
+    for (int i = 0; i < n && i < max; i++) names[i] = compiled[i];
+    return n;
+}

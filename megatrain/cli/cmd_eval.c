@@ -39,7 +39,9 @@ int mt_cmd_eval(mt_options *o) {
     // Default: every full, non-overlapping batch window of the file once.
     size_t windows = (data.n - 1) / ((size_t)o->batch * o->seq_len);
     int steps = o->given.steps && (size_t)o->steps < windows ? o->steps : (int)windows;
-    if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_model_alloc(&model, &cfg, prec, be))) goto fail;
+    if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention)) ||
+        (s = mt_model_alloc(&model, &cfg, prec, be)))
+        goto fail;
     if ((s = mt_model_load_weights(&model, o->model))) goto fail;
     mt_engine_opts eo = {.schedule = sched, .B = o->batch, .T = o->seq_len, .grad_accum = 1, .ckpt_interval = 1,
                          .weight_bufs = o->weight_bufs, .grad_slabs = 1, .overlap_optimizer = 0,

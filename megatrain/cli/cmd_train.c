@@ -138,7 +138,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
         }
         data.cursor = resume_state.data_cursor < data.n ? resume_state.data_cursor : 0;
     }
-    if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be))) goto fail;
+    if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention))) goto fail;
     // Host threads (created from here on: drain, optimizer, OpenMP) and the pinned
     // state they first touch go to the GPU's NUMA node.
     mt_device_info near;

@@ -14,7 +14,7 @@ static const char *usage =
     "                 --data FILE|synthetic|embedded --batch B --seq-len T --steps N [--grad-accum G]\n"
     "                 [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X] [--grad-clip X|0]\n"
     "                 [--lr-schedule constant|cosine] [--warmup N] [--precision paper|mixed|fp32]\n"
-    "                 [--backend auto|cpu|cuda|sim] [--schedule megatrain|zero3|naive|resident]\n"
+    "                 [--backend auto|cpu|cuda|sim] [--attention auto|native|cudnn] [--schedule megatrain|zero3|naive|resident]\n"
     "                 [--checkpoint-interval K] [--weight-buffers 1|2|3] [--grad-slabs S] [--serial-optimizer]\n"
     "                 [--mlp-chunk TOKENS] [--offload-checkpoints true|false|auto] [--bind pointer|copy] [--hardware PROFILE] [--trace FILE.json] [--zero3-* (baselines/ZERO3.md)]\n"
     "                 [--save DIR] [--save-every N] [--log FILE.jsonl] [--dump-grads FILE]\n"
@@ -32,6 +32,9 @@ int mt_cmd_version(void) {
     const char *names[8];
     int n = mt_backend_list(names, 8);
     cJSON *arr = cJSON_AddArrayToObject(j, "backends");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, cJSON_CreateString(names[i]));
+    n = mt_attention_list(names, 8);
+    arr = cJSON_AddArrayToObject(j, "attention");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, cJSON_CreateString(names[i]));
     char *s = cJSON_PrintUnformatted(j);
     printf("%s\n", s);

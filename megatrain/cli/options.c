@@ -1,6 +1,8 @@
 // options.c: a table-driven parser; each option knows its kind and its field.
 #include "cli/options.h"
 
+#include "backend/backend.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -47,6 +49,7 @@ static const opt_spec specs[] = {
     {"--warmup", OPT_NONNEG_INT, F(warmup), G(warmup), "t"},
     {"--precision", OPT_STR, F(precision), G(precision), "tep"},
     {"--backend", OPT_STR, F(backend), NG, "tep"},
+    {"--attention", OPT_STR, F(attention), NG, "te"},
     {"--schedule", OPT_STR, F(schedule), NG, "tep"},
     {"--checkpoint-interval", OPT_POS_INT, F(ckpt_interval), NG, "tp"},
     {"--weight-buffers", OPT_POS_INT, F(weight_bufs), NG, "tp"},
@@ -89,6 +92,7 @@ void mt_options_defaults(mt_options *o) {
     o->lr_schedule = "constant";
     o->precision = "fp32";
     o->backend = "auto";
+    o->attention = "auto";
     o->schedule = "megatrain";
     o->bind = "pointer";
     o->mlp_chunk = 8192; // MLP internals of at most 8k tokens at a time
@@ -187,6 +191,8 @@ mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv
         return mt_fail(MT_ERR_ARG, "--lr-schedule: unknown value '%s' (expected constant or cosine)", o->lr_schedule);
     if (strcmp(o->bind, "pointer") && strcmp(o->bind, "copy"))
         return mt_fail(MT_ERR_ARG, "--bind: unknown value '%s' (expected pointer or copy)", o->bind);
+    mt_attn_impl attn;
+    MT_TRY(mt_attn_impl_parse(o->attention, &attn));
     if (strcmp(o->init, "random")) return mt_fail(MT_ERR_ARG, "--init: unknown value '%s' (expected random)", o->init);
     if (o->model && o->config) return mt_fail(MT_ERR_ARG, "--model and --config: give one, not both");
     if (o->resume && (o->model || o->config))

@@ -8,6 +8,7 @@
 typedef struct {
     const char *model, *config, *init, *data, *save, *resume, *log, *trace, *dump_grads;
     const char *precision, *backend, *schedule, *lr_schedule, *hardware, *bind;
+    const char *attention; // --attention auto|native|cudnn (backend.h mt_attn_impl)
     unsigned long long seed;
     int batch, seq_len, steps, grad_accum, warmup, ckpt_interval, weight_bufs, grad_slabs, save_every;
     int serial_optimizer;

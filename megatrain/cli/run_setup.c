@@ -57,6 +57,12 @@ mt_status mt_setup_backend(const char *name, const char *hardware, mt_precision 
     return mt_backend_create(resolved, act, out);
 }
 
+mt_status mt_setup_attention(mt_backend *be, const char *attention) {
+    mt_attn_impl impl;
+    MT_TRY(mt_attn_impl_parse(attention, &impl));
+    return mt_backend_set_attention(be, impl);
+}
+
 mt_status mt_sink_open(mt_sink *s, const char *log_path, int append) {
     s->log = NULL;
     if (!log_path) return MT_OK;

@@ -19,6 +19,8 @@ mt_status mt_setup_config(const mt_options *o, mt_config *c, int allow_default);
 // Backend by name; activations bf16 on CUDA (and sim) unless precision is fp32.
 // `hardware` names the profile the sim backend prices ops with.
 mt_status mt_setup_backend(const char *name, const char *hardware, mt_precision p, mt_backend **out);
+// --attention auto|native|cudnn on the created backend (backend.h mt_backend_set_attention).
+mt_status mt_setup_attention(mt_backend *be, const char *attention);
 
 // JSON-lines sink: stdout plus an optional log file.
 typedef struct {

@@ -281,6 +281,7 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     // gradient borrow the layers' (N, C) scratch.
     e->xn = e->scratch.dtmp;
     e->dxn = e->scratch.dln;
+    MT_TRY(mt_head_size_chunk(e)); // the plan's chunk is the floor; a device grows it into free memory
     MT_TRY(mt_engine_dev_alloc(e, (size_t)e->chunk_rows * c->vocab_size * e->act_size, &e->logits));
     MT_TRY(mt_engine_dev_alloc(e, (size_t)e->d.N * 4, (void **)&e->rstd_final));
     MT_TRY(mt_engine_dev_alloc(e, (size_t)e->d.N * 4, (void **)&e->losses));

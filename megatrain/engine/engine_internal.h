@@ -105,6 +105,10 @@ mt_status mt_ckpt_prefetch(mt_engine *e, int j);
 mt_status mt_ckpt_acquire(mt_engine *e, int j);
 mt_status mt_ckpt_release(mt_engine *e, int j);
 mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float dscale);
+// Rows per loss-head chunk for `budget_bytes` of logits: at least floor_rows, at most N.
+int mt_head_chunk_rows(int N, int V, size_t act_size, size_t budget_bytes, int floor_rows);
+// Sets e->chunk_rows once everything else is allocated (head.c says how).
+mt_status mt_head_size_chunk(mt_engine *e);
 mt_status mt_engine_dev_alloc(mt_engine *e, size_t bytes, void **out);
 
 #endif

@@ -1,7 +1,36 @@
 // head.c: final RMSNorm + LM head + cross-entropy, in chunks of rows so the
-// full (N, V) logits never exist; each chunk's logits buffer is turned into
-// d(logits) in place and consumed by the head's backward right away.
+// full (N, V) logits need not exist; each chunk's logits buffer is turned into
+// d(logits) in place and consumed by the head's backward right away. The chunk
+// is sized from the device memory left (mt_head_size_chunk).
 #include "engine/engine_internal.h"
+
+#include <string.h>
+
+int mt_head_chunk_rows(int N, int V, size_t act_size, size_t budget_bytes, int floor_rows) {
+    size_t row = (size_t)V * act_size, rows = row ? budget_bytes / row : 0;
+    if (rows < (size_t)floor_rows) rows = (size_t)floor_rows;
+    return (int)(rows > (size_t)N ? (size_t)N : rows < 1 ? 1 : rows);
+}
+
+// The chunk the memory plan counted (<= 256 MiB of logits) is the floor. On a device
+// (cuda, and the sim, which prices what cuda would run) the chunk grows into the memory
+// left once everything else is allocated: each chunk's weight-gradient GEMM re-reads and
+// re-writes the whole V x C gradient (174 passes of 1 GB per step for Qwen2.5-7B at
+// batch 150 with the floor alone), and each chunk rounds a bf16 gradient once more. The
+// reserve covers what backends allocate lazily after this point: attention workspaces
+// (cuDNN's f32 dQ accumulator and row sums, the native kernels' row sums), the GEMM and
+// embedding-sort scratch, lazily loaded kernels. The cpu backend keeps the floor: its
+// results must not depend on how much RAM happens to be free.
+mt_status mt_head_size_chunk(mt_engine *e) {
+    if (!strcmp(e->be->ops->name, "cpu")) return MT_OK;
+    mt_device_info info;
+    MT_TRY(e->be->ops->device_info(e->be, &info));
+    const mt_dims *d = &e->d;
+    size_t reserve = ((size_t)1 << 30) + (size_t)d->B * d->T * d->NH * (d->HD + 2) * 4 + (size_t)d->N * 16;
+    size_t budget = info.mem_free_bytes > reserve ? info.mem_free_bytes - reserve : 0;
+    e->chunk_rows = mt_head_chunk_rows(d->N, e->m->cfg.vocab_size, e->act_size, budget, e->chunk_rows);
+    return MT_OK;
+}
 
 mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float dscale) {
     mt_backend *be = e->be;

@@ -110,8 +110,8 @@ mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_view
     MT_TRY(o->rope_fwd(be, a->qkv, pre_rope, d->rope_cos, d->rope_sin, d->B, d->T, d->NH, d->NKV, d->HD));
     MT_TRY(o->attention_fwd(be, a->att, a->lse, a->qkv, d->B, d->T, d->NH, d->NKV, d->HD));
     MT_TRY(o->matmul_fwd(be, a->x_mid, a->att, w->o_w, NULL, d->wdt, N, d->NH * d->HD, C));
-    MT_TRY(o->add(be, a->x_mid, a->x_mid, x_in, (size_t)N * C));
-    MT_TRY(o->rmsnorm_fwd(be, a->ln2, a->rstd2, a->x_mid, w->ln2, d->wdt, N, C, d->eps));
+    // x_mid += x_in and ln2 = rms(x_mid) in one pass
+    MT_TRY(o->add_rmsnorm_fwd(be, a->x_mid, a->ln2, a->rstd2, a->x_mid, x_in, w->ln2, d->wdt, N, C, d->eps));
     if (!x_out) return MT_OK; // recompute for backward: the MLP is recomputed chunk by chunk there
     const size_t as = mt_dtype_size(be->act_dtype);
     for (int r0 = 0, R = mt_layer_mlp_rows(d); r0 < N; r0 += R) {
@@ -142,8 +142,8 @@ mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_vie
         MT_TRY(o->matmul_bwd(be, (char *)s->dln + row, g->gu_w, NULL, s->dgu, ln2, w->gu_w, d->wdt, n, C, 2 * d->F,
                              acc));
     }
-    MT_TRY(o->rmsnorm_bwd(be, s->dtmp, g->ln2, s->dln, a->x_mid, w->ln2, a->rstd2, d->wdt, N, C));
-    MT_TRY(o->add(be, dx, dx, s->dtmp, (size_t)N * C)); // dx = dL/dx_mid
+    // dx = dL/dx_mid: the residual's gradient plus the ln2 branch's, added in the norm's pass
+    MT_TRY(o->rmsnorm_bwd_add(be, dx, g->ln2, s->dln, a->x_mid, w->ln2, a->rstd2, d->wdt, N, C));
     // Attention branch.
     MT_TRY(o->matmul_bwd(be, s->datt, g->o_w, NULL, dx, a->att, w->o_w, d->wdt, N, AD, C, 0));
     MT_TRY(o->attention_bwd(be, s->dqkv, s->datt, a->qkv, a->att, a->lse, d->B, d->T, d->NH, d->NKV, d->HD));
@@ -155,6 +155,5 @@ mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_vie
         dqkv_pre = s->dqkv_pre;
     }
     MT_TRY(o->matmul_bwd(be, s->dln, g->qkv_w, g->qkv_b, dqkv_pre, a->ln1, w->qkv_w, d->wdt, N, C, QD, 0));
-    MT_TRY(o->rmsnorm_bwd(be, s->dtmp, g->ln1, s->dln, x_in, w->ln1, a->rstd1, d->wdt, N, C));
-    return o->add(be, dx, dx, s->dtmp, (size_t)N * C); // dx = dL/dx_in
+    return o->rmsnorm_bwd_add(be, dx, g->ln1, s->dln, x_in, w->ln1, a->rstd1, d->wdt, N, C); // dx = dL/dx_in
 }

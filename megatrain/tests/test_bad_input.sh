@@ -69,6 +69,8 @@ expect_error "missing value" "--steps" train --model $model --steps
 expect_error "unknown precision" "--precision" train --model $model "${base[@]}" --precision fp8
 expect_error "unknown schedule" "--schedule" train --model $model "${base[@]}" --schedule pipelined
 expect_error "unknown backend" "--backend" train --model $model --data $FIX/tokens.bin --batch 2 --seq-len 16 --backend tpu
+expect_error "unknown attention" "--attention" train --model $model "${base[@]}" --attention flash
+expect_error "cudnn attention on cpu" "--attention cudnn" train --model $model "${base[@]}" --attention cudnn
 expect_error "unknown lr schedule" "--lr-schedule" train --model $model "${base[@]}" --lr-schedule linear
 expect_error "checkpoint interval > layers" "--checkpoint-interval" train --model $model "${base[@]}" --checkpoint-interval 9
 expect_error "unknown command" "fly" fly

@@ -223,6 +223,39 @@ static void test_rmsnorm(int R, int D) {
     free(dw32); free(dw32b);
 }
 
+// The fused residual forms give the unfused pair's values: add_rmsnorm_fwd = add then
+// rmsnorm_fwd, rmsnorm_bwd_add = rmsnorm_bwd into a temporary then add (bitwise on x86-64,
+// where nothing contracts a*b+c into an FMA); the pair itself is checked above.
+static void test_fused_residual_norm(int R, int D) {
+    float eps = 1e-5f;
+    size_t n = (size_t)R * D;
+    float *a = rnd(n, -2, 2), *b = rnd(n, -2, 2), *w = rnd(D, 0.5f, 1.5f), *g = rnd(n, -1, 1), *acc = rnd(n, -1, 1);
+    float *sum1 = malloc(sizeof(float) * n), *y1 = malloc(sizeof(float) * n), *rs1 = malloc(sizeof(float) * R);
+    float *y2 = malloc(sizeof(float) * n), *rs2 = malloc(sizeof(float) * R), *sum2 = dup(a, n);
+    OK(be->ops->add(be, sum1, a, b, n));
+    OK(be->ops->rmsnorm_fwd(be, y1, rs1, sum1, w, MT_F32, R, D, eps));
+    OK(be->ops->add_rmsnorm_fwd(be, sum2, y2, rs2, sum2, b, w, MT_F32, R, D, eps)); // sum aliases a, as layer.c
+    float *dx1 = malloc(sizeof(float) * n), *dw1 = malloc(sizeof(float) * D), *dw2 = rnd(D, -1, 1);
+    float *acc1 = dup(acc, n), *acc2 = dup(acc, n);
+    OK(be->ops->rmsnorm_bwd(be, dx1, dw1, g, sum1, w, rs1, MT_F32, R, D));
+    OK(be->ops->add(be, acc1, acc1, dx1, n));
+    OK(be->ops->rmsnorm_bwd_add(be, acc2, dw2, g, sum1, w, rs1, MT_F32, R, D));
+#if defined(__x86_64__)
+    expect_same("add_rmsnorm_fwd sum", sum2, sum1, sizeof(float) * n);
+    expect_same("add_rmsnorm_fwd out", y2, y1, sizeof(float) * n);
+    expect_same("add_rmsnorm_fwd rstd", rs2, rs1, sizeof(float) * R);
+    expect_same("rmsnorm_bwd_add dacc", acc2, acc1, sizeof(float) * n);
+    expect_same("rmsnorm_bwd_add dw", dw2, dw1, sizeof(float) * D);
+#else
+    CHECK(mt_test_nmse(y2, y1, n) < 1e-12 && mt_test_nmse(acc2, acc1, n) < 1e-12 && mt_test_nmse(dw2, dw1, D) < 1e-12,
+          "fused residual norms differ from the unfused pair");
+#endif
+    CHECK(be->ops->rmsnorm_bwd_add(be, acc2, dw2, acc2, sum1, w, rs1, MT_F32, R, D) == MT_ERR_ARG,
+          "rmsnorm_bwd_add refuses dacc aliasing dout");
+    free(a); free(b); free(w); free(g); free(acc); free(sum1); free(y1); free(rs1); free(y2); free(rs2); free(sum2);
+    free(dx1); free(dw1); free(dw2); free(acc1); free(acc2);
+}
+
 // ---------------------------------------------------------------- qk_norm
 
 static void test_qk_norm(int N, int NH, int NKV, int HD) {
@@ -723,6 +756,8 @@ int main(void) {
     test_matmul(130, 64, 200);
     test_rmsnorm(37, 96);
     test_rmsnorm(2000, 64); // more rows than reduction blocks
+    test_fused_residual_norm(37, 96);
+    test_fused_residual_norm(2000, 70);
     test_qk_norm(37, 4, 2, 16);
     test_qk_norm(74, 4, 2, 32);
     test_rope(2, 37, 4, 2, 16);

@@ -1,8 +1,15 @@
 // test_cuda_ops.c: every CUDA backend op against the cpu backend (the oracle) by
-// normalized MSE, with f32 and bf16 activations and f32/bf16 weights. Inputs are
+// normalized MSE, with f32 and bf16 activations and f32/bf16 weights, on shapes that
+// take both the 128-bit and the scalar instantiation of each kernel. Inputs are
 // rounded to the GPU dtype first, so both sides see identical values and only
-// compute/rounding differs. Exit 77 (skipped) without CUDA or a device.
-// Env: MT_TEST_VERBOSE=1 prints every comparison.
+// compute/rounding differs. Both attention implementations: the native kernels and
+// cuDNN's fused flash attention (causal GQA/MHA, head dims 64 and 128, odd lengths).
+// Exit 77 (skipped) without CUDA or a device.
+// Usage: test_cuda_ops [--no-deliberate-errors]   (the flag leaves out the checks that
+// provoke CUDA API errors on purpose, e.g. a 1 PiB cudaMalloc, so that
+// compute-sanitizer's report holds only real errors; ci/gpu_suite.sh runs it so there.)
+// Env: MT_TEST_VERBOSE=1 prints every comparison; MT_REQUIRE_CUDNN=1 fails (instead of
+// skipping the cuDNN part) when libcudnn does not load.
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -93,6 +100,9 @@ static float *download(const tp *x) {
     free(tmp);
     return out;
 }
+
+// Device pointer `elems` elements into x (row-offset views, as the engine makes them).
+static void *dev_at(const tp *x, size_t elems) { return (char *)x->d + elems * mt_dtype_size(x->t); }
 
 // Compares the GPU result in x.d with the CPU result in x.h.
 static void cmp(const char *what, const char *cfg, const tp *x, double tol) {
@@ -244,6 +254,94 @@ static void test_attention(mt_dtype act, int B, int T, int NH, int NKV, int HD) 
     tp_free(&qkv), tp_free(&out), tp_free(&lse), tp_free(&dout), tp_free(&dqkv);
 }
 
+// The same attention through cuDNN (--attention cudnn on this backend) against the cpu.
+// Then the cross-check of the lse contract: cuDNN's forward (out, lse) into the native
+// backward of a second backend (native), which must match the cpu as well.
+static void test_attention_cudnn(int B, int T, int NH, int NKV, int HD) {
+    char cfg[96];
+    snprintf(cfg, sizeof cfg, "cudnn B=%d T=%d %d/%d/%d", B, T, NH, NKV, HD);
+    size_t nq = (size_t)B * T * (NH + 2 * NKV) * HD, no = (size_t)B * T * NH * HD;
+    tp qkv = tp_new(nq, MT_BF16, -2.f, 2.f), out = tp_rand(no, MT_BF16), lse = tp_rand((size_t)B * NH * T, MT_F32);
+    RUN2(cpu->ops->attention_fwd(cpu, out.h, lse.h, qkv.h, B, T, NH, NKV, HD),
+         gpu->ops->attention_fwd(gpu, out.d, (float *)lse.d, qkv.d, B, T, NH, NKV, HD));
+    cmp("attention_fwd out", cfg, &out, 5e-4);
+    cmp("attention_fwd lse", cfg, &lse, 1e-6);
+    tp dout = tp_rand(no, MT_BF16), dqkv = tp_rand(nq, MT_BF16), dnat = tp_rand(nq, MT_BF16);
+    RUN2(cpu->ops->attention_bwd(cpu, dqkv.h, dout.h, qkv.h, out.h, lse.h, B, T, NH, NKV, HD),
+         gpu->ops->attention_bwd(gpu, dqkv.d, dout.d, qkv.d, out.d, (const float *)lse.d, B, T, NH, NKV, HD));
+    cmp("attention_bwd dqkv", cfg, &dqkv, 2e-3);
+    mt_backend *nat = NULL;
+    die_on(mt_backend_cuda_create(MT_BF16, &nat), "create cuda backend (native attention)");
+    die_on(mt_backend_set_attention(nat, MT_ATTN_NATIVE), "--attention native");
+    die_on(gpu->ops->stream_sync(gpu, MT_STREAM_COMPUTE), "sync");
+    die_on(nat->ops->attention_bwd(nat, dnat.d, dout.d, qkv.d, out.d, (const float *)lse.d, B, T, NH, NKV, HD),
+           "native attention_bwd from cuDNN's forward");
+    die_on(nat->ops->stream_sync(nat, MT_STREAM_COMPUTE), "sync");
+    memcpy(dnat.h, dqkv.h, nq * sizeof(float));
+    cmp("native attention_bwd after cuDNN's fwd", cfg, &dnat, 2e-3);
+    mt_backend_destroy(nat);
+    tp_free(&qkv), tp_free(&out), tp_free(&lse), tp_free(&dout), tp_free(&dqkv), tp_free(&dnat);
+}
+
+// cuDNN's deterministic backward (MT_CUDNN_DETERMINISTIC=1: no f32 dQ accumulator):
+// correct, and bitwise the same on a second run.
+static void test_attention_cudnn_deterministic(int B, int T, int NH, int NKV, int HD) {
+    char cfg[96];
+    snprintf(cfg, sizeof cfg, "cudnn deterministic B=%d T=%d %d/%d/%d", B, T, NH, NKV, HD);
+    mt_backend *det = NULL;
+    setenv("MT_CUDNN_DETERMINISTIC", "1", 1);
+    die_on(mt_backend_cuda_create(MT_BF16, &det), "create cuda backend");
+    mt_status s = mt_backend_set_attention(det, MT_ATTN_CUDNN);
+    unsetenv("MT_CUDNN_DETERMINISTIC");
+    die_on(s, "--attention cudnn (deterministic)");
+    size_t nq = (size_t)B * T * (NH + 2 * NKV) * HD, no = (size_t)B * T * NH * HD;
+    tp qkv = tp_new(nq, MT_BF16, -2.f, 2.f), out = tp_rand(no, MT_BF16), lse = tp_rand((size_t)B * NH * T, MT_F32);
+    tp dout = tp_rand(no, MT_BF16), d1 = tp_rand(nq, MT_BF16);
+    die_on(cpu->ops->attention_fwd(cpu, out.h, lse.h, qkv.h, B, T, NH, NKV, HD), "cpu attention_fwd");
+    die_on(cpu->ops->attention_bwd(cpu, d1.h, dout.h, qkv.h, out.h, lse.h, B, T, NH, NKV, HD), "cpu attention_bwd");
+    die_on(det->ops->attention_fwd(det, out.d, (float *)lse.d, qkv.d, B, T, NH, NKV, HD), "cudnn attention_fwd");
+    die_on(det->ops->attention_bwd(det, d1.d, dout.d, qkv.d, out.d, (const float *)lse.d, B, T, NH, NKV, HD),
+           "cudnn attention_bwd");
+    die_on(det->ops->stream_sync(det, MT_STREAM_COMPUTE), "sync");
+    cmp("attention_bwd dqkv", cfg, &d1, 2e-3);
+    float *first = download(&d1);
+    die_on(det->ops->attention_bwd(det, d1.d, dout.d, qkv.d, out.d, (const float *)lse.d, B, T, NH, NKV, HD),
+           "cudnn attention_bwd (again)");
+    die_on(det->ops->stream_sync(det, MT_STREAM_COMPUTE), "sync");
+    float *second = download(&d1);
+    CHECK(memcmp(first, second, nq * sizeof(float)) == 0, "[%s] the deterministic backward differs run to run", cfg);
+    free(first), free(second);
+    mt_backend_destroy(det);
+    tp_free(&qkv), tp_free(&out), tp_free(&lse), tp_free(&dout), tp_free(&d1);
+}
+
+// The fused residual forms against the cpu: sum = a + b, out = rmsnorm(sum) (sum aliasing
+// a, as the layer does) and dacc += rmsnorm_bwd. off shifts the activations by that many
+// elements (off = 1: misaligned rows, the scalar instantiation).
+static void test_fused_residual_norm(mt_dtype act, mt_dtype wdt, int R, int D, int off) {
+    char cfg[96];
+    snprintf(cfg, sizeof cfg, "act=%s w=%s R=%d D=%d off=%d", mt_dtype_name(act), mt_dtype_name(wdt), R, D, off);
+    size_t n = (size_t)R * D, o = (size_t)off;
+    tp a = tp_new(o + n, act, -2.f, 2.f), b = tp_new(o + n, act, -2.f, 2.f), w = tp_new(D, wdt, 0.5f, 1.5f);
+    tp out = tp_rand(o + n, act), rstd = tp_rand(R, MT_F32);
+    RUN2(cpu->ops->add_rmsnorm_fwd(cpu, a.h + o, out.h + o, rstd.h, a.h + o, b.h + o, w.h, MT_F32, R, D, 1e-6f),
+         gpu->ops->add_rmsnorm_fwd(gpu, dev_at(&a, o), dev_at(&out, o), (float *)rstd.d, dev_at(&a, o), dev_at(&b, o),
+                                   w.d, wdt, R, D, 1e-6f));
+    cmp("add_rmsnorm_fwd sum", cfg, &a, tol_for(act, 1e-14, 1e-5));
+    cmp("add_rmsnorm_fwd out", cfg, &out, tol_for(act, 1e-10, 1e-4));
+    cmp("add_rmsnorm_fwd rstd", cfg, &rstd, tol_for(act, 1e-10, 1e-8));
+    // backward from the cpu's own sum (rounded to the activation type) and rstd on both sides
+    round_to(a.h, a.n, act);
+    upload(&a), upload(&rstd);
+    tp dout = tp_rand(o + n, act), dacc = tp_rand(o + n, act), dw = tp_rand(D, wdt);
+    RUN2(cpu->ops->rmsnorm_bwd_add(cpu, dacc.h + o, dw.h, dout.h + o, a.h + o, w.h, rstd.h, MT_F32, R, D),
+         gpu->ops->rmsnorm_bwd_add(gpu, dev_at(&dacc, o), dw.d, dev_at(&dout, o), dev_at(&a, o), w.d,
+                                   (const float *)rstd.d, wdt, R, D));
+    cmp("rmsnorm_bwd_add dacc", cfg, &dacc, tol_for(act, 1e-10, 1e-4));
+    cmp("rmsnorm_bwd_add dw", cfg, &dw, wdt == MT_F32 ? 1e-9 : 1e-4);
+    tp_free(&a), tp_free(&b), tp_free(&w), tp_free(&out), tp_free(&rstd), tp_free(&dout), tp_free(&dacc), tp_free(&dw);
+}
+
 static void test_swiglu_add_cast(mt_dtype act, int N, int F) {
     char cfg[96];
     snprintf(cfg, sizeof cfg, "act=%s N=%d F=%d", mt_dtype_name(act), N, F);
@@ -307,9 +405,6 @@ static void test_embedding(mt_dtype act, mt_dtype wdt, int V, int N, int C) {
 }
 
 // ---- what the engine does (engine/layer.c, head.c, step.c) ----
-
-// Device pointer `elems` elements into x (row-offset views, as the engine makes them).
-static void *dev_at(const tp *x, size_t elems) { return (char *)x->d + elems * mt_dtype_size(x->t); }
 
 // The MLP / loss-head pattern: chunks of rows through row-offset pointers, dW
 // accumulated (MT_ACC_DW) after the first chunk, dbias NULL; against one full
@@ -490,7 +585,7 @@ static void test_streams_events(mt_dtype act) {
     tp_free(&x), tp_free(&y);
 }
 
-static void test_runtime(void) {
+static void test_runtime(int deliberate_errors) {
     mt_device_info info;
     die_on(gpu->ops->device_info(gpu, &info), "device_info");
     fprintf(stderr, "test_cuda_ops: %s, %.1f GiB (%.1f free), NUMA node %d\n", info.name,
@@ -519,15 +614,27 @@ static void test_runtime(void) {
     die_on(gpu->ops->event_elapsed_ms(gpu, e0, e1, &ms), "elapsed");
     CHECK(ms >= 0, "event timing %.3f ms", ms);
     CHECK(((unsigned char *)hp)[12345] == 0x5a, "h2d then d2h round trip across streams");
-    void *huge = NULL;
-    mt_status s = gpu->ops->dev_alloc(gpu, (size_t)1 << 50, &huge);
-    CHECK(s == MT_ERR_MEMORY && huge == NULL, "a 1 PiB dev_alloc fails cleanly (%s)", mt_last_error());
+    if (deliberate_errors) { // a cudaMalloc error on purpose: left out under compute-sanitizer (see the top)
+        void *huge = NULL;
+        mt_status s = gpu->ops->dev_alloc(gpu, (size_t)1 << 50, &huge);
+        CHECK(s == MT_ERR_MEMORY && huge == NULL, "a 1 PiB dev_alloc fails cleanly (%s)", mt_last_error());
+    }
     gpu->ops->event_destroy(gpu, e0), gpu->ops->event_destroy(gpu, e1), gpu->ops->event_destroy(gpu, e2);
     gpu->ops->dev_free(gpu, dp);
     gpu->ops->host_free(gpu, hp, 3 << 20);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    int deliberate_errors = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--no-deliberate-errors")) {
+            deliberate_errors = 0;
+        } else {
+            fprintf(stderr, "test_cuda_ops: unknown argument '%s' (usage: test_cuda_ops [--no-deliberate-errors])\n",
+                    argv[i]);
+            return 2;
+        }
+    }
     verbose = getenv("MT_TEST_VERBOSE") != NULL;
     if (!mt_backend_cuda_available()) {
         fprintf(stderr, "test_cuda_ops: skipped (no CUDA device)\n");
@@ -539,7 +646,9 @@ int main(void) {
         die_on(mt_backend_cuda_create(act, &gpu), "create cuda backend");
         fprintf(stderr, "test_cuda_ops: activations %s\n", mt_dtype_name(act));
         test_scratch_growth(act); // first: needs the fresh backend's empty scratch
-        if (ai == 0) test_runtime();
+        if (ai == 0) test_runtime(deliberate_errors);
+        // the native kernels unless this run is about cuDNN (below)
+        die_on(mt_backend_set_attention(gpu, MT_ATTN_NATIVE), "--attention native");
         test_streams_events(act);
         for (int wi = 0; wi < 2; wi++) {
             mt_dtype wdt = wi ? MT_BF16 : MT_F32;
@@ -579,12 +688,43 @@ int main(void) {
         test_attention(act, 2, 5, 2, 1, 32);    // T shorter than a tile
         test_attention(act, 1, 33, 3, 3, 40);   // odd head size: simple path for both dtypes
         test_attention(act, 1, 300, 2, 2, 80);  // simple path, several tiles
+        for (int wi = 0; wi < 2; wi++) {
+            mt_dtype wdt = wi ? MT_BF16 : MT_F32;
+            test_fused_residual_norm(act, wdt, 37, 200, 0); // D a multiple of 8: 128-bit rows
+            test_fused_residual_norm(act, wdt, 19, 100, 0); // bf16: D % 8 != 0, scalar rows
+            test_fused_residual_norm(act, wdt, 23, 64, 1);  // misaligned rows: scalar
+        }
         test_swiglu_add_cast(act, 21, 300);
+        test_swiglu_add_cast(act, 13, 256); // F a multiple of 8: 128-bit rows for both dtypes
+        test_rope(act, 2, 9, 2, 1, 20);     // HD/2 = 10: the scalar RoPE
+        test_embedding(act, MT_F32, 40, 33, 64);
+        test_embedding(act, MT_BF16, 40, 33, 64);
         test_xent(act, 7, 5003);
         test_xent(act, 3, 151936);
         mt_backend_destroy(gpu);
         gpu = NULL;
     }
+    // cuDNN's fused attention (bf16 only), explicitly chosen: a failure to plan is an error.
+    die_on(mt_backend_cuda_create(MT_BF16, &gpu), "create cuda backend");
+    mt_status s = mt_backend_set_attention(gpu, MT_ATTN_CUDNN);
+    const char *req = getenv("MT_REQUIRE_CUDNN");
+    if (s != MT_OK) {
+        fprintf(stderr, "test_cuda_ops: cuDNN attention %s: %s\n", req && req[0] == '1' ? "FAILED" : "skipped",
+                mt_last_error());
+        CHECK(!(req && req[0] == '1'), "MT_REQUIRE_CUDNN=1 but cuDNN's attention is unavailable");
+    } else {
+        fprintf(stderr, "test_cuda_ops: attention through cuDNN\n");
+        test_attention_cudnn(2, 77, 4, 2, 64);   // GQA, odd T
+        test_attention_cudnn(1, 130, 8, 2, 128); // HD 128, rep 4, T just past a 128 tile
+        test_attention_cudnn(3, 45, 4, 1, 64);   // MQA, B > 1
+        test_attention_cudnn(1, 257, 4, 4, 128); // MHA, odd T
+        test_attention_cudnn(2, 512, 8, 2, 64);  // T a multiple of 128
+        test_attention_cudnn(1, 1000, 4, 2, 128); // several tiles, T % 128 != 0
+        test_attention_cudnn(2, 5, 2, 1, 64);    // T shorter than any tile
+        test_attention_cudnn_deterministic(2, 77, 4, 2, 64);
+    }
+    mt_backend_destroy(gpu);
+    gpu = NULL;
     mt_backend_destroy(cpu);
     return mt_test_finish("test_cuda_ops");
 }

@@ -225,6 +225,8 @@ static const mt_backend_ops cpu_ops = {
     .swiglu_fwd = mt_cpu_op_swiglu_fwd,
     .swiglu_bwd = mt_cpu_op_swiglu_bwd,
     .add = mt_cpu_op_add,
+    .add_rmsnorm_fwd = mt_cpu_op_add_rmsnorm_fwd,
+    .rmsnorm_bwd_add = mt_cpu_op_rmsnorm_bwd_add,
     .xent_fwd_bwd = mt_cpu_op_xent_fwd_bwd,
     .cast = mt_cpu_op_cast,
 };

@@ -86,6 +86,58 @@ mt_status mt_cpu_op_rmsnorm_bwd(mt_backend *be, void *dinp, void *dw, const void
     return MT_OK;
 }
 
+// Residual add fused with the norm after it: sum(R,D) = a + b (sum may alias a or b),
+// out = rmsnorm(sum); the same floats as mt_cpu_op_add then rmsnorm_fwd.
+mt_status mt_cpu_op_add_rmsnorm_fwd(mt_backend *be, void *sum, void *out, float *rstd, const void *a, const void *b,
+                                    const void *w, mt_dtype wdt, int R, int D, float eps) {
+    MT_TRY(mt_cpu_check_wdt(wdt, "add_rmsnorm_fwd"));
+    if (R < 0 || D <= 0) return mt_fail(MT_ERR_SHAPE, "cpu add_rmsnorm_fwd: bad shape R=%d D=%d", R, D);
+    const float *wf;
+    MT_TRY(mt_cpu_weights_f32(be, MT_CPU_SCR_W, w, wdt, (size_t)D, &wf));
+    float *s = sum, *o = out;
+    const float *x = a, *y = b;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < R; r++) {
+        size_t off = (size_t)r * D;
+        for (int i = 0; i < D; i++) s[off + i] = x[off + i] + y[off + i];
+        rstd[r] = rms_row_fwd(o + off, s + off, wf, D, eps);
+    }
+    return MT_OK;
+}
+
+// rmsnorm_bwd adding into dacc (the residual gradient): each row's dx goes to a
+// per-thread row buffer first, then dacc += it, the same floats as rmsnorm_bwd into a
+// temporary then add.
+mt_status mt_cpu_op_rmsnorm_bwd_add(mt_backend *be, void *dacc, void *dw, const void *dout, const void *inp,
+                                    const void *w, const float *rstd, mt_dtype wdt, int R, int D) {
+    MT_TRY(mt_cpu_check_wdt(wdt, "rmsnorm_bwd_add"));
+    if (R < 0 || D <= 0) return mt_fail(MT_ERR_SHAPE, "cpu rmsnorm_bwd_add: bad shape R=%d D=%d", R, D);
+    if (dacc == dout || dacc == inp)
+        return mt_fail(MT_ERR_ARG, "cpu rmsnorm_bwd_add: the accumulated gradient may not alias dout or inp");
+    const float *wf;
+    MT_TRY(mt_cpu_weights_f32(be, MT_CPU_SCR_W, w, wdt, (size_t)D, &wf));
+    int rb = mt_cpu_block_rows(R), nb = (R + rb - 1) / rb;
+    void *red, *rows;
+    MT_TRY(mt_cpu_scratch(be, MT_CPU_SCR_RED, (size_t)(nb > 0 ? nb : 1) * D * sizeof(double), &red));
+    MT_TRY(mt_cpu_scratch(be, MT_CPU_SCR_ROWS, (size_t)(nb > 0 ? nb : 1) * D * sizeof(float), &rows));
+    float *acc = dacc;
+    const float *g = dout, *x = inp;
+#pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < nb; blk++) {
+        double *dwb = (double *)red + (size_t)blk * D;
+        float *tmp = (float *)rows + (size_t)blk * D;
+        for (int i = 0; i < D; i++) dwb[i] = 0.0;
+        int r1 = (blk + 1) * rb < R ? (blk + 1) * rb : R;
+        for (int r = blk * rb; r < r1; r++) {
+            size_t o = (size_t)r * D;
+            rms_row_bwd(tmp, dwb, g + o, x + o, wf, rstd[r], D);
+            for (int i = 0; i < D; i++) acc[o + i] = acc[o + i] + tmp[i];
+        }
+    }
+    reduce_blocks(dw, wdt, red, nb, (size_t)D, D);
+    return MT_OK;
+}
+
 // Packed qkv rows (N, QKV*HD), QKV = NH + 2*NKV: q heads normalized with qw(HD),
 // k heads with kw(HD), v heads copied; rstd(N, NH+NKV).
 static void qk_norm_fwd(float *out, float *rstd, const float *inp, const float *qw, const float *kw, int N, int NH,

@@ -1,13 +1,118 @@
-// cuda_attention.cu: attention_fwd / attention_bwd entry points. Picks the
-// tensor-core (mma.sync bf16) kernels for bf16 activations with HD in
-// {32,64,96,128} and 16-byte aligned buffers, else the simple f32-math kernels
-// (the fp32 mode and odd head sizes, HD <= 256). Kernels: attention_kernels.cuh;
-// earlier versions and the benchmark live in lab/.
+// cuda_attention.cu: attention_fwd / attention_bwd entry points and the choice
+// of implementation (--attention):
+//  * cudnn: cuDNN's fused flash attention (cudnn_attention.c) for bf16
+//    activations, head dims that are multiples of 8 up to 128, 16-byte aligned
+//    buffers; other calls (the fp32 mode, odd head sizes) take the native kernels.
+//  * native: the tensor-core (mma.sync bf16) kernels for bf16 activations with HD
+//    in {32,64,96,128} and 16-byte aligned buffers, else the simple f32-math
+//    kernels (the fp32 mode and odd head sizes, HD <= 256). Kernels:
+//    attention_kernels.cuh; earlier versions and the benchmark live in lab/.
+// Auto (the default) takes cudnn when libcudnn loads, else native, and says which
+// on stderr; in auto a shape cuDNN has no engine for falls back to native (said once).
 #include "backends/cuda/cuda_internal.h"
 #include "backends/cuda/attention_kernels.cuh"
+#ifdef MT_HAVE_CUDNN
+#include "backends/cuda/cudnn_attention.h"
+#endif
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+
+// ---- implementation choice ----
+
+// Once per process per message: the choice is the same for every backend a process creates.
+static void say_once(int *said, const char *msg) {
+    if (__atomic_exchange_n(said, 1, __ATOMIC_RELAXED)) return;
+    fprintf(stderr, "megatrain: %s\n", msg);
+}
+
+void mt_cuda_attention_destroy(mt_cuda_ctx *ctx) {
+#ifdef MT_HAVE_CUDNN
+    mt_cudnn_attn_destroy(ctx->cudnn);
+#endif
+    ctx->cudnn = NULL;
+}
+
+extern "C" mt_status mt_backend_cuda_set_attention(mt_backend *be, mt_attn_impl impl) {
+    mt_cuda_ctx *ctx = mt_cuda_ctx_of(be);
+    if (impl == MT_ATTN_CUDNN) {
+#ifdef MT_HAVE_CUDNN
+        if (!ctx->cudnn) {
+            mt_status s = mt_cudnn_attn_create(mt_cuda_compute(be), &ctx->cudnn);
+            if (s != MT_OK) {
+                char why[1024];
+                snprintf(why, sizeof why, "%s", mt_last_error()); // mt_fail writes the same buffer
+                return mt_fail(s, "--attention cudnn: %s", why);
+            }
+        }
+        static int said;
+        char msg[768];
+        snprintf(msg, sizeof msg, "attention: cudnn, %s (--attention cudnn)", mt_cudnn_attn_describe(ctx->cudnn));
+        say_once(&said, msg);
+#else
+        return mt_fail(MT_ERR_UNSUPPORTED, "--attention cudnn: this binary was built without the cuDNN headers "
+                                           "(cudnn_graph.h was not found at configure time); use --attention native");
+#endif
+    } else if (impl == MT_ATTN_NATIVE) {
+        mt_cuda_attention_destroy(ctx); // the handle and workspace are not needed
+    }
+    ctx->attn = impl;
+    ctx->attn_explicit = impl != MT_ATTN_AUTO;
+    return MT_OK;
+}
+
+#ifdef MT_HAVE_CUDNN
+// cuDNN's attention object for this call, or NULL for the native kernels.
+static mt_cudnn_attn *pick_cudnn(mt_backend *be, int HD, const void *const *ptrs, int n) {
+    mt_cuda_ctx *ctx = mt_cuda_ctx_of(be);
+    if (ctx->attn == MT_ATTN_AUTO) { // first attention call of a backend left on auto
+        static int said;
+        char msg[1024];
+        if (be->act_dtype != MT_BF16) { // no point loading cuDNN: its fused attention is bf16
+            static int said_f32;
+            ctx->attn = MT_ATTN_NATIVE;
+            say_once(&said_f32, "attention: native (f32 activations; cuDNN's fused attention takes bf16)");
+            return NULL;
+        }
+        if (mt_cudnn_attn_create(mt_cuda_compute(be), &ctx->cudnn) == MT_OK) {
+            ctx->attn = MT_ATTN_CUDNN;
+            snprintf(msg, sizeof msg, "attention: cudnn, %s (default; --attention native for the native kernels)",
+                     mt_cudnn_attn_describe(ctx->cudnn));
+        } else {
+            ctx->attn = MT_ATTN_NATIVE;
+            snprintf(msg, sizeof msg, "attention: native (cuDNN unavailable: %s)", mt_last_error());
+        }
+        say_once(&said, msg);
+    }
+    if (ctx->attn != MT_ATTN_CUDNN) return NULL;
+    const char *why = mt_cudnn_attn_unsupported(be->act_dtype == MT_BF16, HD, ptrs, n);
+    if (why) {
+        static int said;
+        char msg[384];
+        snprintf(msg, sizeof msg, "attention: cuDNN %s (head dim %d, %s activations): these calls use the native "
+                                  "kernels",
+                 why, HD, mt_dtype_name(be->act_dtype));
+        say_once(&said, msg);
+        return NULL;
+    }
+    return ctx->cudnn;
+}
+
+// After a cuDNN call: its status, or MT_OK with *fallback = 1 where auto may take the native
+// kernels instead (cuDNN has no engine for the shape; said once).
+static mt_status cudnn_result(mt_backend *be, mt_status s, int *fallback) {
+    *fallback = 0;
+    if (s == MT_OK || mt_cuda_ctx_of(be)->attn_explicit || s != MT_ERR_UNSUPPORTED) return s;
+    static int said;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "attention: cuDNN has no plan for a shape, the native kernels run it: %s",
+             mt_last_error());
+    say_once(&said, msg);
+    *fallback = 1;
+    return MT_OK;
+}
+#endif
 
 static mt_status check_shape(const char *op, int B, int T, int NH, int NKV, int HD) {
     if (B < 0 || T <= 0 || NH <= 0 || NKV <= 0 || HD <= 0 || NH % NKV)
@@ -75,6 +180,14 @@ mt_status mt_cuda_attention_fwd(mt_backend *be, void *out, float *lse, const voi
                                 int HD) {
     MT_TRY(check_shape("attention_fwd", B, T, NH, NKV, HD));
     if (B == 0) return MT_OK;
+#ifdef MT_HAVE_CUDNN
+    const void *ptrs[] = {out, lse, qkv};
+    if (mt_cudnn_attn *c = pick_cudnn(be, HD, ptrs, 3)) {
+        int fallback;
+        mt_status s = cudnn_result(be, mt_cudnn_attn_fwd(c, out, lse, qkv, B, T, NH, NKV, HD), &fallback);
+        if (!fallback) return s;
+    }
+#endif
     attn_params p = make_params(B, T, NH, NKV, HD);
     if (use_mma(be, HD, out, qkv, NULL)) {
         mt_bf16 *o = (mt_bf16 *)out;
@@ -133,6 +246,14 @@ mt_status mt_cuda_attention_bwd(mt_backend *be, void *dqkv, const void *dout, co
                                 const float *lse, int B, int T, int NH, int NKV, int HD) {
     MT_TRY(check_shape("attention_bwd", B, T, NH, NKV, HD));
     if (B == 0) return MT_OK;
+#ifdef MT_HAVE_CUDNN
+    const void *ptrs[] = {dqkv, dout, qkv, out, lse};
+    if (mt_cudnn_attn *c = pick_cudnn(be, HD, ptrs, 5)) {
+        int fallback;
+        mt_status s = cudnn_result(be, mt_cudnn_attn_bwd(c, dqkv, dout, qkv, out, lse, B, T, NH, NKV, HD), &fallback);
+        if (!fallback) return s;
+    }
+#endif
     attn_params p = make_params(B, T, NH, NKV, HD);
     cudaStream_t s = mt_cuda_compute(be);
     // D = rowsum(dO * O), (B,NH,T) f32 in scratch.

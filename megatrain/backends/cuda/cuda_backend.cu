@@ -19,6 +19,7 @@ static void cuda_destroy(mt_backend *be) {
         for (int s = 0; s < MT_NUM_STREAMS; s++)
             if (ctx->stream[s]) cudaStreamSynchronize(ctx->stream[s]);
         mt_cuda_gemm_destroy(ctx);
+        mt_cuda_attention_destroy(ctx);
         if (ctx->lt) cublasLtDestroy(ctx->lt);
         if (ctx->lt_workspace) cudaFree(ctx->lt_workspace);
         if (ctx->scratch) cudaFree(ctx->scratch);
@@ -241,6 +242,8 @@ static const mt_backend_ops cuda_ops = {
     mt_cuda_add,
     mt_cuda_xent_fwd_bwd,
     mt_cuda_cast,
+    mt_cuda_add_rmsnorm_fwd,
+    mt_cuda_rmsnorm_bwd_add,
 };
 
 extern "C" int mt_backend_cuda_available(void) {

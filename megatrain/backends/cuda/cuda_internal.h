@@ -23,6 +23,7 @@ struct mt_event {
 };
 
 struct mt_cuda_gemm_cache; // cuda_matmul.cu
+struct mt_cudnn_attn;      // cudnn_attention.c (NULL until cuDNN's attention is chosen)
 
 typedef struct {
     int device;
@@ -38,6 +39,11 @@ typedef struct {
     // compute stream, so consecutive ops can reuse it.
     void *scratch;
     size_t scratch_bytes;
+    // Attention implementation (cuda_attention.cu): MT_ATTN_AUTO until the first attention
+    // call resolves it; attn_explicit = chosen by --attention, so cuDNN failures are errors
+    // rather than a fallback to the native kernels.
+    int attn, attn_explicit;
+    struct mt_cudnn_attn *cudnn;
 } mt_cuda_ctx;
 
 static inline mt_cuda_ctx *mt_cuda_ctx_of(mt_backend *be) { return (mt_cuda_ctx *)be->ctx; }
@@ -59,6 +65,10 @@ mt_status mt_cuda_rmsnorm_fwd(mt_backend *be, void *out, float *rstd, const void
                               int D, float eps);
 mt_status mt_cuda_rmsnorm_bwd(mt_backend *be, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
                               const float *rstd, mt_dtype wdt, int R, int D);
+mt_status mt_cuda_add_rmsnorm_fwd(mt_backend *be, void *sum, void *out, float *rstd, const void *a, const void *b,
+                                  const void *w, mt_dtype wdt, int R, int D, float eps);
+mt_status mt_cuda_rmsnorm_bwd_add(mt_backend *be, void *dacc, void *dw, const void *dout, const void *inp,
+                                  const void *w, const float *rstd, mt_dtype wdt, int R, int D);
 mt_status mt_cuda_qk_norm_fwd(mt_backend *be, void *out, float *rstd, const void *inp, const void *qw, const void *kw,
                               mt_dtype wdt, int N, int NH, int NKV, int HD, float eps);
 mt_status mt_cuda_qk_norm_bwd(mt_backend *be, void *dinp, void *dqw, void *dkw, const void *dout, const void *inp,
@@ -69,7 +79,8 @@ mt_status mt_cuda_rope_fwd(mt_backend *be, void *out, const void *inp, const flo
                            int NH, int NKV, int HD);
 mt_status mt_cuda_rope_bwd(mt_backend *be, void *dinp, const void *dout, const float *cos, const float *sin, int B, int T,
                            int NH, int NKV, int HD);
-// cuda_attention.cu
+// cuda_attention.cu (also: mt_backend_cuda_set_attention, and the teardown of cuDNN's handle)
+void mt_cuda_attention_destroy(mt_cuda_ctx *ctx);
 mt_status mt_cuda_attention_fwd(mt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int NH, int NKV,
                                 int HD);
 mt_status mt_cuda_attention_bwd(mt_backend *be, void *dqkv, const void *dout, const void *qkv, const void *out,
@@ -87,6 +98,21 @@ mt_status mt_cuda_convert(cudaStream_t s, void *dst, mt_dtype dt, const void *sr
 // cuda_xent.cu
 mt_status mt_cuda_xent_fwd_bwd(mt_backend *be, void *logits, float *losses, const int32_t *targets, int n, int V,
                                float dscale);
+
+// The v heads of packed qkv rows (N tokens, (NH+2*NKV)*HD each), which q/k-norm and
+// RoPE pass through unchanged, copied from src to dst (copy_rows_part_kernel).
+template <typename A>
+static mt_status mt_cuda_copy_v(cudaStream_t s, A *dst, const A *src, int N, int NH, int NKV, int HD) {
+    const size_t stride = (size_t)(NH + 2 * NKV) * HD, off = (size_t)(NH + NKV) * HD;
+    const int per = NKV * HD;
+    constexpr int V = mt_vec_of<A>();
+    if (HD % V == 0 && mt_cuda_aligned16(dst, src)) // then stride, off and per are multiples of V too
+        copy_rows_part_kernel<A, V><<<mt_cuda_rows_grid(N, per / V, 256), 256, 0, s>>>(dst, src, N, stride, off, per / V);
+    else
+        copy_rows_part_kernel<A, 1><<<mt_cuda_rows_grid(N, per, 256), 256, 0, s>>>(dst, src, N, stride, off, per);
+    MT_CUDA_CHECK_LAUNCH();
+    return MT_OK;
+}
 
 // Calls f(A{}) with A = float or mt_bf16 per dtype (f is a generic lambda).
 template <typename Fn> static inline mt_status mt_cuda_dispatch1(mt_dtype a, Fn f) {

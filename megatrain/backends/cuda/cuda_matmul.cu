@@ -243,11 +243,13 @@ static cudaDataType cuda_type(mt_dtype t) { return t == MT_F32 ? CUDA_R_32F : CU
 
 // ---- small kernels: bias add (fallback), dbias column sums, dw accumulate ----
 
-template <typename A, typename W>
-__global__ void add_bias_kernel(A *out, const W *bias, size_t N, int OC) {
-    size_t total = N * (size_t)OC;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x)
-        mt_st(out, i, mt_ld(out, i) + mt_ld(bias, i % (size_t)OC));
+// out(N,OC) += bias(OC): rows along grid.y, columns along x (no per-element division).
+template <typename A, typename W> __global__ void add_bias_kernel(A *out, const W *bias, int N, int OC) {
+    for (int n = blockIdx.y; n < N; n += gridDim.y)
+        for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < OC; c += gridDim.x * blockDim.x) {
+            size_t i = (size_t)n * OC + c;
+            mt_st(out, i, mt_ld(out, i) + mt_ld(bias, (size_t)c));
+        }
 }
 
 // partial[chunk][c] = sum of dout[n][c] over the chunk's rows; block (32, 8).
@@ -342,8 +344,7 @@ mt_status mt_cuda_matmul_fwd(mt_backend *be, void *out, const void *inp, const v
         else MT_TRY(st);
         return mt_cuda_dispatch1(act, [&](auto a) -> mt_status {
             using A = decltype(a);
-            size_t total = (size_t)N * OC;
-            add_bias_kernel<A, A><<<mt_cuda_blocks(total, 256), 256, 0, s>>>((A *)out, (const A *)bk, (size_t)N, OC);
+            add_bias_kernel<A, A><<<mt_cuda_rows_grid(N, OC, 256), 256, 0, s>>>((A *)out, (const A *)bk, N, OC);
             MT_CUDA_CHECK_LAUNCH();
             return MT_OK;
         });

@@ -2,7 +2,7 @@
 // (B,T,(NH+2*NKV)*HD); v is copied. Element i pairs with i + HD/2:
 //   fwd: y1 = x1 cos - x2 sin, y2 = x2 cos + x1 sin
 //   bwd: dx1 = dy1 cos + dy2 sin, dx2 = dy2 cos - dy1 sin   (the inverse rotation)
-// One thread per (token, head, pair); it reads both halves before writing, so in place is safe.
+// Kernel shape and vector contract: rope_kernels.cuh.
 #include "backends/cuda/cuda_internal.h"
 #include "backends/cuda/rope_kernels.cuh"
 
@@ -13,21 +13,22 @@ static mt_status rope(mt_backend *be, void *out, const void *inp, const float *c
         return mt_fail(MT_ERR_SHAPE, "cuda rope: bad shape B=%d T=%d NH=%d NKV=%d HD=%d (HD must be even)", B, T, NH, NKV,
                        HD);
     if (B == 0) return MT_OK;
+    if ((long long)B * T > 0x7fffffffLL) return mt_fail(MT_ERR_SHAPE, "cuda rope: B*T = %lld tokens", (long long)B * T);
     cudaStream_t s = mt_cuda_compute(be);
-    size_t BT = (size_t)B * T, stride = (size_t)(NH + 2 * NKV) * HD;
-    int NQK = NH + NKV;
+    const size_t stride = (size_t)(NH + 2 * NKV) * HD;
+    const int NQK = NH + NKV, half = HD / 2;
     return mt_cuda_dispatch1(be->act_dtype, [&](auto a) -> mt_status {
         using A = decltype(a);
-        size_t total = BT * NQK * (HD / 2);
-        rope_kernel<A, DIR><<<mt_cuda_blocks(total, 256), 256, 0, s>>>((A *)out, (const A *)inp, cos_t, sin_t, BT, T, NQK,
-                                                                       HD, stride);
+        constexpr int V = mt_vec_of<A>();
+        dim3 grid = rope_grid(B, T);
+        if (half % V == 0 && mt_cuda_aligned16(out, inp, cos_t, sin_t)) // every row and table row aligned too
+            rope_kernel<A, DIR, V><<<grid, rope_block(half / V), 0, s>>>((A *)out, (const A *)inp, cos_t, sin_t, B, T,
+                                                                         NQK, half, half / V, stride);
+        else
+            rope_kernel<A, DIR, 1><<<grid, rope_block(half), 0, s>>>((A *)out, (const A *)inp, cos_t, sin_t, B, T, NQK,
+                                                                     half, half, stride);
         MT_CUDA_CHECK_LAUNCH();
-        if (out != inp) {
-            size_t tv = BT * NKV * HD;
-            rope_copy_v_kernel<A><<<mt_cuda_blocks(tv, 256), 256, 0, s>>>((A *)out, (const A *)inp, BT, NQK * HD,
-                                                                          NKV * HD, stride);
-            MT_CUDA_CHECK_LAUNCH();
-        }
+        if (out != inp) return mt_cuda_copy_v<A>(s, (A *)out, (const A *)inp, B * T, NH, NKV, HD);
         return MT_OK;
     });
 }

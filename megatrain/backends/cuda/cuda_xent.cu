@@ -13,7 +13,11 @@ mt_status mt_cuda_xent_fwd_bwd(mt_backend *be, void *logits, float *losses, cons
     cudaStream_t s = mt_cuda_compute(be);
     return mt_cuda_dispatch1(be->act_dtype, [&](auto a) -> mt_status {
         using A = decltype(a);
-        xent_kernel<A><<<(unsigned)n, XENT_THREADS, 0, s>>>((A *)logits, losses, targets, V, dscale);
+        constexpr int VEC = mt_vec_of<A>();
+        if (V % VEC == 0 && mt_cuda_aligned16(logits))
+            xent_kernel<A, VEC><<<(unsigned)n, XENT_THREADS, 0, s>>>((A *)logits, losses, targets, V, dscale);
+        else
+            xent_kernel<A, 1><<<(unsigned)n, XENT_THREADS, 0, s>>>((A *)logits, losses, targets, V, dscale);
         MT_CUDA_CHECK_LAUNCH();
         return MT_OK;
     });

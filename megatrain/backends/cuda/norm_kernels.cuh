@@ -1,8 +1,10 @@
 // norm_kernels.cuh: the RMSNorm and per-head q/k RMSNorm kernels (device code only),
-// shared by cuda_norm.cu (the backend) and lab/rmsnorm.cu. One warp per row (f32
-// math, NORM_WARPS rows a block); the weight gradient is a deterministic two-stage
-// column reduction: rmsnorm_dw_partial_kernel writes dw_chunks(R) row-chunk partials,
-// dw_final_kernel sums them in a fixed order.
+// shared by cuda_norm.cu (the backend) and lab/rmsnorm.cu, lab/add_rmsnorm.cu. One warp
+// per row (f32 math, NORM_WARPS rows a block), 128-bit accesses where the shapes allow;
+// the forward can fuse the residual add before it, the dx pass can add into the
+// residual gradient. The weight gradient is a deterministic two-stage column reduction:
+// rmsnorm_dw_partial_kernel writes dw_chunks(R) row-chunk partials, dw_final_kernel
+// sums them in a fixed order.
 //
 // Both ops share one "row map": virtual row r of a group is head hh = ho + r % hig
 // of token n = r / hig; its D elements start at n*tok_stride + hh*D and its rstd
@@ -28,26 +30,54 @@ __device__ __forceinline__ size_t rm_rstd(row_map m, size_t r) {
     return n * (size_t)m.hpt + (size_t)(m.ho + (int)(r % (size_t)m.hig));
 }
 
-template <typename A, typename W>
-__global__ void rmsnorm_fwd_kernel(A *out, float *rstd, const A *inp, const W *w, row_map m, size_t R, int D, float eps) {
+// One warp per row, V elements a lane per access (V = 16/sizeof(A) for 128-bit
+// accesses; the host takes V = 1 unless D, the token stride and every pointer allow
+// it: then each row base, a multiple of D, is aligned too). The row is read twice (the
+// second read hits L1/L2); f32 math.
+//
+// RES (the fused residual add of add_rmsnorm_fwd): the row normalized is
+// x = inp + res, stored to sum as A; the norm is taken of the stored (rounded) values,
+// exactly what a separate add then rmsnorm computes. sum may alias inp or res.
+template <typename A, typename W, int V, bool RES>
+__global__ void rmsnorm_fwd_kernel(A *out, float *rstd, A *sum, const A *inp, const A *res, const W *w, row_map m,
+                                   size_t R, int D, float eps) {
     size_t r = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     int lane = threadIdx.x % 32;
     if (r >= R) return; // warp-uniform
     size_t base = rm_base(m, r, D);
     float ss = 0.f;
-    for (int i = lane; i < D; i += 32) {
-        float x = mt_ld(inp, base + i);
-        ss += x * x;
+    for (int i = lane * V; i < D; i += 32 * V) {
+        float x[V];
+        mt_ldv<A, V>(x, inp + base + i);
+        if constexpr (RES) {
+            float y[V];
+            mt_ldv<A, V>(y, res + base + i);
+#pragma unroll
+            for (int k = 0; k < V; k++) x[k] = mt_round_as(x[k] + y[k], (const A *)nullptr);
+            mt_stv<A, V>(sum + base + i, x);
+        }
+#pragma unroll
+        for (int k = 0; k < V; k++) ss += x[k] * x[k];
     }
     ss = mt_warp_sum(ss);
     float rs = rsqrtf(ss / (float)D + eps);
-    for (int i = lane; i < D; i += 32) mt_st(out, base + i, mt_ld(inp, base + i) * rs * mt_ld(w, (size_t)i));
+    const A *xs = RES ? sum : inp; // with RES: this lane's own writes, visible to its reads
+    for (int i = lane * V; i < D; i += 32 * V) {
+        float x[V], g[V];
+        mt_ldv<A, V>(x, xs + base + i);
+        mt_ldv<W, V>(g, w + i);
+#pragma unroll
+        for (int k = 0; k < V; k++) x[k] = x[k] * rs * g[k];
+        mt_stv<A, V>(out + base + i, x);
+    }
     if (lane == 0) rstd[rm_rstd(m, r)] = rs;
 }
 
-// dx = rstd * (dy*w) - x * rstd^3 * mean(dy*w*x). Reads a row fully before
-// writing it, so dinp may alias dout.
-template <typename A, typename W>
+// dx = rstd * (dy*w) - x * rstd^3 * mean(dy*w*x). Reads a row fully before writing
+// it, so dinp may alias dout. ACC (rmsnorm_bwd_add): dinp += dx instead (dx rounded to
+// A first, as a separate rmsnorm_bwd then add would): the residual stream's gradient
+// joins in the same pass. With ACC, dinp must not alias dout or inp.
+template <typename A, typename W, int V, bool ACC>
 __global__ void rmsnorm_bwd_dx_kernel(A *dinp, const A *dout, const A *inp, const W *w, const float *rstd, row_map m,
                                       size_t R, int D) {
     size_t r = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -56,12 +86,30 @@ __global__ void rmsnorm_bwd_dx_kernel(A *dinp, const A *dout, const A *inp, cons
     size_t base = rm_base(m, r, D);
     float rs = rstd[rm_rstd(m, r)];
     float dot = 0.f;
-    for (int i = lane; i < D; i += 32) dot += mt_ld(dout, base + i) * mt_ld(w, (size_t)i) * mt_ld(inp, base + i);
+    for (int i = lane * V; i < D; i += 32 * V) {
+        float dy[V], x[V], g[V];
+        mt_ldv<A, V>(dy, dout + base + i);
+        mt_ldv<A, V>(x, inp + base + i);
+        mt_ldv<W, V>(g, w + i);
+#pragma unroll
+        for (int k = 0; k < V; k++) dot += dy[k] * g[k] * x[k];
+    }
     dot = mt_warp_sum(dot);
     float c = rs * rs * rs * dot / (float)D;
-    for (int i = lane; i < D; i += 32) {
-        float dy = mt_ld(dout, base + i), x = mt_ld(inp, base + i);
-        mt_st(dinp, base + i, rs * dy * mt_ld(w, (size_t)i) - x * c);
+    for (int i = lane * V; i < D; i += 32 * V) {
+        float dy[V], x[V], g[V];
+        mt_ldv<A, V>(dy, dout + base + i);
+        mt_ldv<A, V>(x, inp + base + i);
+        mt_ldv<W, V>(g, w + i);
+#pragma unroll
+        for (int k = 0; k < V; k++) dy[k] = rs * dy[k] * g[k] - x[k] * c;
+        if constexpr (ACC) {
+            float acc[V];
+            mt_ldv<A, V>(acc, dinp + base + i);
+#pragma unroll
+            for (int k = 0; k < V; k++) dy[k] = acc[k] + mt_round_as(dy[k], (const A *)nullptr);
+        }
+        mt_stv<A, V>(dinp + base + i, dy);
     }
 }
 
@@ -96,15 +144,6 @@ template <typename W> __global__ void dw_final_kernel(W *dw, const float *partia
     mt_st(dw, (size_t)c, s);
 }
 
-// Copies the v part (NKV*HD per token at offset (NH+NKV)*HD) of packed rows.
-template <typename A> __global__ void copy_v_kernel(A *dst, const A *src, size_t N, int NH, int NKV, int HD) {
-    size_t per = (size_t)NKV * HD, total = N * per, stride = (size_t)(NH + 2 * NKV) * HD;
-    size_t off = (size_t)(NH + NKV) * HD;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        size_t j = (i / per) * stride + off + i % per;
-        dst[j] = src[j];
-    }
-}
 
 static const int NORM_WARPS = 8; // rows (warps) per block of the fwd and dx kernels
 

@@ -76,6 +76,10 @@ mt_status mt_sim_op_rmsnorm_fwd(mt_backend *be, void *out, float *rstd, const vo
                                 int R, int D, float eps);
 mt_status mt_sim_op_rmsnorm_bwd(mt_backend *be, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
                                 const float *rstd, mt_dtype wdt, int R, int D);
+mt_status mt_sim_op_add_rmsnorm_fwd(mt_backend *be, void *sum, void *out, float *rstd, const void *a, const void *b,
+                                    const void *w, mt_dtype wdt, int R, int D, float eps);
+mt_status mt_sim_op_rmsnorm_bwd_add(mt_backend *be, void *dacc, void *dw, const void *dout, const void *inp,
+                                    const void *w, const float *rstd, mt_dtype wdt, int R, int D);
 mt_status mt_sim_op_qk_norm_fwd(mt_backend *be, void *out, float *rstd, const void *inp, const void *qw,
                                 const void *kw, mt_dtype wdt, int N, int NH, int NKV, int HD, float eps);
 mt_status mt_sim_op_qk_norm_bwd(mt_backend *be, void *dinp, void *dqw, void *dkw, const void *dout, const void *inp,

@@ -74,6 +74,20 @@ mt_status mt_sim_op_rmsnorm_bwd(mt_backend *be, void *dinp, void *dw, const void
     return price_bytes(be, "rmsnorm_bwd", 3.0 * R * D * as_of(be) + 2.0 * D * mt_dtype_size(wdt) + 4.0 * R);
 }
 
+mt_status mt_sim_op_add_rmsnorm_fwd(mt_backend *be, void *sum, void *out, float *rstd, const void *a, const void *b,
+                                    const void *w, mt_dtype wdt, int R, int D, float eps) {
+    (void)sum, (void)out, (void)rstd, (void)a, (void)b, (void)w, (void)eps;
+    // read a and b, write sum and out (the second read of sum hits the cache)
+    return price_bytes(be, "add_rmsnorm_fwd", 4.0 * R * D * as_of(be) + (double)D * mt_dtype_size(wdt) + 4.0 * R);
+}
+
+mt_status mt_sim_op_rmsnorm_bwd_add(mt_backend *be, void *dacc, void *dw, const void *dout, const void *inp,
+                                    const void *w, const float *rstd, mt_dtype wdt, int R, int D) {
+    (void)dacc, (void)dw, (void)dout, (void)inp, (void)w, (void)rstd;
+    // read dout and inp, read-modify-write dacc; dw reduced over rows
+    return price_bytes(be, "rmsnorm_bwd_add", 4.0 * R * D * as_of(be) + 2.0 * D * mt_dtype_size(wdt) + 4.0 * R);
+}
+
 mt_status mt_sim_op_qk_norm_fwd(mt_backend *be, void *out, float *rstd, const void *inp, const void *qw,
                                 const void *kw, mt_dtype wdt, int N, int NH, int NKV, int HD, float eps) {
     (void)out, (void)rstd, (void)inp, (void)qw, (void)kw, (void)eps;

@@ -4,11 +4,39 @@
 //       first, obviously-correct GPU version)
 //   v2  simple: warp per row, K/V tiles in shared memory, online softmax, f32 math
 //       (the backend's fp32 path; attention_kernels.cuh)
-//   v3  mma: FlashAttention-2 style, mma.sync m16n8k16 bf16 (the backend's bf16 path)
-// Backward: v2 (f32) and v3 (bf16) dq + dk/dv kernels.
+//   v3  mma: FlashAttention-2 style, mma.sync m16n8k16 bf16 (the backend's native bf16 path)
+//   v4  cuDNN's fused flash attention through its graph API (the backend's
+//       --attention cudnn: ../cudnn_attention.c), when libcudnn.so.9 loads
+// Backward: v2 (f32), v3 and v4 (bf16).
 // usage: ./attention [B T NH NKV HD]   (benchmark shape; default 1 4096 32 8 128)
+//        ./attention --sweep [NH NKV HD] (native v3 vs cuDNN v4, forward + backward, B = 1 at
+//        T = 1k, 2k, ..., 128k; default 28 4 128, Qwen2.5-7B's attention; one JSON line per
+//        implementation and length, "bench" named as torch_reference.py names SDPA's)
 #include "lab_common.h"
+#include "lab_device.h"
 #include "../attention_kernels.cuh"
+#ifndef MT_LAB_NO_CUDNN
+#include "../cudnn_attention.h"
+#else // built where the cuDNN headers are missing: v4 reports itself skipped
+#include "core/status.h"
+typedef struct mt_cudnn_attn mt_cudnn_attn;
+static mt_status mt_cudnn_attn_create(cudaStream_t, mt_cudnn_attn **out) {
+    *out = NULL;
+    return mt_fail(MT_ERR_UNSUPPORTED, "built without the cuDNN headers");
+}
+static void mt_cudnn_attn_destroy(mt_cudnn_attn *) {}
+static const char *mt_cudnn_attn_describe(const mt_cudnn_attn *) { return ""; }
+static const char *mt_cudnn_attn_unsupported(int, int, const void *const *, int) { return "no cuDNN"; }
+static mt_status mt_cudnn_attn_fwd(mt_cudnn_attn *, void *, float *, const void *, int, int, int, int, int) {
+    return MT_ERR_UNSUPPORTED;
+}
+static mt_status mt_cudnn_attn_bwd(mt_cudnn_attn *, void *, const void *, const void *, const void *, const float *, int,
+                                   int, int, int, int) {
+    return MT_ERR_UNSUPPORTED;
+}
+#endif
+
+static mt_cudnn_attn *g_cudnn; // NULL: cuDNN did not load (v4 skipped, said once)
 
 // ---- v1: naive ----
 template <typename A> __global__ void attn_fwd_naive(A *out, float *lse, const A *qkv, attn_params p) {
@@ -210,6 +238,29 @@ template <int HD> static void check(int B, int T, int NH, int NKV) {
         LAB_CHECK(cudaDeviceSynchronize());
         lab_download(hd, dq, nq);
         report("v3 mma bwd bf16 dqkv", lab_nmse(hd, rd, nq), 2e-3);
+        const void *bufs[] = {q, o, dq, gg};
+        if (g_cudnn && !mt_cudnn_attn_unsupported(1, HD, bufs, 4)) {
+            LAB_CHECK(cudaMemset(o, 0xff, no * 2));
+            if (mt_cudnn_attn_fwd(g_cudnn, o, dl, q, B, T, NH, NKV, HD) != MT_OK) {
+                report("v4 cudnn fwd (failed to run)", INFINITY, 0);
+                fprintf(stderr, "attention lab: %s\n", mt_last_error());
+            } else {
+                LAB_CHECK(cudaDeviceSynchronize());
+                lab_download(ho, o, no);
+                lab_download(hl, dl, nl);
+                report("v4 cudnn fwd bf16 out", lab_nmse(ho, ro, no), 5e-4);
+                report("v4 cudnn fwd bf16 lse", lab_nmse(hl, rl, nl), 1e-6);
+                LAB_CHECK(cudaMemset(dq, 0xff, nq * 2));
+                if (mt_cudnn_attn_bwd(g_cudnn, dq, gg, q, o, dl, B, T, NH, NKV, HD) != MT_OK) {
+                    report("v4 cudnn bwd (failed to run)", INFINITY, 0);
+                    fprintf(stderr, "attention lab: %s\n", mt_last_error());
+                } else {
+                    LAB_CHECK(cudaDeviceSynchronize());
+                    lab_download(hd, dq, nq);
+                    report("v4 cudnn bwd bf16 dqkv", lab_nmse(hd, rd, nq), 2e-3);
+                }
+            }
+        }
         cudaFree(q), cudaFree(gg), cudaFree(o), cudaFree(dq);
     }
     cudaFree(dl), cudaFree(dD);
@@ -246,13 +297,86 @@ template <int HD> static void bench(int B, int T, int NH, int NKV) {
         printf("  v3 mma fwd bf16     %9.3f ms  %7.1f TFLOP/s\n", ms, fwd_flop / ms / 1e9);
         ms = lab_time_ms([&] { run_v3_bwd<HD>(dq, o, q, o, l, D, p); });
         printf("  v3 mma bwd bf16     %9.3f ms  %7.1f TFLOP/s\n", ms, bwd_flop / ms / 1e9);
+        if (g_cudnn) {
+            ms = lab_time_ms([&] { (void)mt_cudnn_attn_fwd(g_cudnn, o, l, q, B, T, NH, NKV, HD); });
+            printf("  v4 cudnn fwd bf16   %9.3f ms  %7.1f TFLOP/s\n", ms, fwd_flop / ms / 1e9);
+            ms = lab_time_ms([&] { (void)mt_cudnn_attn_bwd(g_cudnn, dq, o, q, o, l, B, T, NH, NKV, HD); });
+            printf("  v4 cudnn bwd bf16   %9.3f ms  %7.1f TFLOP/s\n", ms, bwd_flop / ms / 1e9);
+        }
         cudaFree(q), cudaFree(o), cudaFree(dq);
     }
     cudaFree(l), cudaFree(D);
     free(h);
 }
 
+// Native (v3) and cuDNN (v4) forward + backward at T = 1k..128k, B = 1: one JSON line per
+// implementation and length (median of 3 timed runs at T >= 32k, 10 below, after 2 warm-ups).
+template <int HD> static void sweep(int NH, int NKV) {
+    printf("# sweep NH=%d NKV=%d HD=%d, B=1, causal; flops: fwd 2*2*NH*(T^2/2)*HD, bwd 2.5x fwd\n", NH, NKV, HD);
+    for (int T = 1024; T <= 131072; T *= 2) {
+        attn_params p = mkp(1, T, NH, NKV, HD);
+        size_t nq = (size_t)T * p.qkv_stride, no = (size_t)T * p.o_stride, nl = (size_t)NH * T;
+        mt_bf16 *q, *o, *g, *dq;
+        float *l, *D;
+        LAB_CHECK(cudaMalloc(&q, nq * 2));
+        LAB_CHECK(cudaMalloc(&dq, nq * 2));
+        LAB_CHECK(cudaMalloc(&o, no * 2));
+        LAB_CHECK(cudaMalloc(&g, no * 2));
+        LAB_CHECK(cudaMalloc(&l, nl * 4));
+        LAB_CHECK(cudaMalloc(&D, nl * 4));
+        lab_fill_dev<mt_bf16>(q, nq, 3, -2, 2);
+        lab_fill_dev<mt_bf16>(g, no, 4, -1, 1);
+        const int reps = T >= 32768 ? 3 : 10;
+        double fwd_flop = 2.0 * 2.0 * NH * ((double)T * T / 2) * HD, bwd_flop = 2.5 * fwd_flop;
+        for (int impl = 0; impl < 2; impl++) {
+            if (impl == 1 && !g_cudnn) continue;
+            mt_status st = MT_OK;
+            auto fwd = [&] {
+                if (impl == 0) run_v3_fwd<HD>(o, l, q, p);
+                else if (st == MT_OK) st = mt_cudnn_attn_fwd(g_cudnn, o, l, q, 1, T, NH, NKV, HD);
+            };
+            auto bwd = [&] {
+                if (impl == 0) run_v3_bwd<HD>(dq, g, q, o, l, D, p);
+                else if (st == MT_OK) st = mt_cudnn_attn_bwd(g_cudnn, dq, g, q, o, l, 1, T, NH, NKV, HD);
+            };
+            float fms = lab_time_ms(fwd, reps), bms = lab_time_ms(bwd, reps);
+            if (st != MT_OK) {
+                fprintf(stderr, "attention lab: cuDNN at T=%d: %s\n", T, mt_last_error());
+                failures++;
+                continue;
+            }
+            const char *name = impl ? "cudnn" : "native";
+            printf("{\"bench\":\"attention/%s/fwd_bwd\",\"B\":1,\"T\":%d,\"NH\":%d,\"NKV\":%d,\"HD\":%d,"
+                   "\"fwd_ms\":%.4f,\"bwd_ms\":%.4f,\"ms\":%.4f,\"tflops\":%.1f}\n",
+                   name, T, NH, NKV, HD, fms, bms, fms + bms, (fwd_flop + bwd_flop) / (fms + bms) / 1e9);
+            fflush(stdout);
+        }
+        cudaFree(q), cudaFree(dq), cudaFree(o), cudaFree(g), cudaFree(l), cudaFree(D);
+    }
+}
+
+static void open_cudnn(void) {
+    if (mt_cudnn_attn_create(0, &g_cudnn) == MT_OK)
+        printf("# v4: %s\n", mt_cudnn_attn_describe(g_cudnn));
+    else
+        printf("# v4 skipped: %s\n", mt_last_error());
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "--sweep")) {
+        int NH = argc >= 5 ? atoi(argv[2]) : 28, NKV = argc >= 5 ? atoi(argv[3]) : 4, HD = argc >= 5 ? atoi(argv[4]) : 128;
+        if ((argc != 2 && argc != 5) || NH <= 0 || NKV <= 0 || NH % NKV || (HD != 64 && HD != 128)) {
+            fprintf(stderr, "usage: ./attention --sweep [NH NKV HD]   (HD 64 or 128, NH a multiple of NKV)\n");
+            return 2;
+        }
+        open_cudnn();
+        if (HD == 64) sweep<64>(NH, NKV);
+        else sweep<128>(NH, NKV);
+        mt_cudnn_attn_destroy(g_cudnn);
+        LAB_CHECK(cudaGetLastError());
+        return failures ? 1 : 0;
+    }
+    open_cudnn();
     int B = 1, T = 4096, NH = 32, NKV = 8, HD = 128;
     if (argc == 6) B = atoi(argv[1]), T = atoi(argv[2]), NH = atoi(argv[3]), NKV = atoi(argv[4]), HD = atoi(argv[5]);
     if ((HD != 64 && HD != 128) || NH % NKV) {
@@ -262,8 +386,11 @@ int main(int argc, char **argv) {
     check<64>(2, 150, 4, 2);
     check<128>(1, 200, 6, 2);
     check<128>(1, 7, 2, 1);
+    check<64>(2, 77, 4, 2);  // GQA, odd T (T % 128 != 0: cuDNN's padding-mask workaround where it applies)
+    check<128>(1, 256, 4, 4); // MHA, T a multiple of 128
     if (HD == 64) bench<64>(B, T, NH, NKV);
     else bench<128>(B, T, NH, NKV);
+    mt_cudnn_attn_destroy(g_cudnn);
     LAB_CHECK(cudaGetLastError());
     printf("# %s\n", failures ? "SOME CHECKS WRONG" : "all checks ok");
     return failures ? 1 : 0;

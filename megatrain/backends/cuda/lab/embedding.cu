@@ -3,13 +3,15 @@
 //   bwd: dwte(V,C) += scatter of dout(N,C) by ids (accumulates; an id < 0 is skipped)
 // for activations A and table W each f32 or bf16. Versions:
 //   fwd v1  one block per token row
-//   fwd v2  grid-stride over N*C (the backend's embedding_fwd_kernel)
+//   fwd v2  grid-stride over N*C, a 64-bit division per element (the backend's until issue 16)
+//   fwd v3  the backend's embedding_fwd_kernel: 16-byte vectors of A (the table read as
+//           the same number of W elements), rows along grid.y; scalar where C % vec != 0
 //   bwd v1  one atomicAdd per element: order-dependent, and a bf16 table rounds after
 //           every add (a token repeated k times loses ~log2(k) bits)
 //   bwd v2  deterministic (the backend's: iota_kernel, CUB stable radix sort of
 //           (id, position) by emb_sort_pairs, embedding_bwd_sorted_kernel): each id's
 //           rows are summed onto dwte[id] in f32 in ascending token order, rounded once
-// The v2 kernels and the sort come from ../elementwise_kernels.cuh (the backend's header).
+// fwd v3, bwd v2 and the sort come from ../elementwise_kernels.cuh (the backend's header).
 // Checks: fwd bitwise; bwd v2 BITWISE against the CPU's sequential f32 sum in ascending
 // n (what the cpu backend computes), rounded once to bf16 for bf16 tables; v1 by nmse.
 // Each check case has one id repeated on 30% of the tokens (runs longer than a block).
@@ -26,6 +28,16 @@ template <typename A, typename W> __global__ void embedding_fwd_v1(A *out, const
     int id = ids[n];
     for (int c = threadIdx.x; c < C; c += blockDim.x)
         mt_st(out, n * C + c, id >= 0 ? mt_ld(wte, (size_t)id * C + c) : 0.f);
+}
+
+// ---- fwd v2: grid-stride over N*C (the backend's until issue 16) ----
+template <typename A, typename W> __global__ void embedding_fwd_v2(A *out, const int32_t *ids, const W *wte, size_t N, int C) {
+    size_t total = N * (size_t)C;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        size_t n = i / (size_t)C, c = i % (size_t)C;
+        int id = ids[n];
+        mt_st(out, i, id >= 0 ? mt_ld(wte, (size_t)id * C + c) : 0.0f);
+    }
 }
 
 // ---- bwd v1: atomics ----
@@ -63,9 +75,13 @@ static emb_scratch scratch_new(int N) {
 static void scratch_free(emb_scratch s) { cudaFree(s.sid), cudaFree(s.pos), cudaFree(s.spos), cudaFree(s.temp); }
 
 template <typename A, typename W> static void run_fwd(int ver, A *out, const int32_t *ids, const W *wte, int N, int C) {
+    constexpr int V = mt_vec_of<A>();
     if (ver == 1) embedding_fwd_v1<A, W><<<(unsigned)N, 256>>>(out, ids, wte, C);
+    else if (ver == 2) embedding_fwd_v2<A, W><<<mt_cuda_blocks((size_t)N * C, 256), 256>>>(out, ids, wte, (size_t)N, C);
+    else if (C % V == 0 && mt_cuda_aligned16(out, wte)) // as mt_cuda_embedding_fwd launches it
+        embedding_fwd_kernel<A, W, V><<<mt_cuda_rows_grid(N, C / V, 256), 256>>>(out, ids, wte, N, C, C / V);
     else
-        embedding_fwd_kernel<A, W><<<mt_cuda_blocks((size_t)N * C, 256), 256>>>(out, ids, wte, (size_t)N, C);
+        embedding_fwd_kernel<A, W, 1><<<mt_cuda_rows_grid(N, C, 256), 256>>>(out, ids, wte, N, C, C);
 }
 
 // v2: the sequence of mt_cuda_embedding_bwd (iota, stable sort, one block per (run, 256 columns)).
@@ -123,7 +139,7 @@ static void check_pair(const float *wte, const float *dout, const int32_t *ids, 
     A *dd = lab_upload<A>(dout, no), *dout_buf;
     LAB_CHECK(cudaMalloc(&dout_buf, no * sizeof(A)));
     emb_scratch s = scratch_new(N);
-    for (int ver = 1; ver <= 2; ver++) { // fwd: a copy, so bitwise (inputs are bf16-representable)
+    for (int ver = 1; ver <= 3; ver++) { // fwd: a copy, so bitwise (inputs are bf16-representable)
         LAB_CHECK(cudaMemset(dout_buf, 0xff, no * sizeof(A)));
         run_fwd<A, W>(ver, dout_buf, dids, dw, N, C);
         LAB_CHECK(cudaDeviceSynchronize());
@@ -191,7 +207,7 @@ template <typename A, typename W> static void bench_pair(int N, int C, int V, in
     double gf = (double)no * (sizeof(A) + sizeof(W)) / 1e9;
     double gb = ((double)no * sizeof(A) + 2.0 * U * C * sizeof(W)) / 1e9;
     const char *tag = heavy ? "30% one id" : "uniform";
-    for (int ver = 1; ver <= 2; ver++) {
+    for (int ver = 1; ver <= 3; ver++) {
         float ms = lab_time_ms([&] { run_fwd<A, W>(ver, out, dids, dw, N, C); });
         printf("  fwd v%d A=%-4s W=%-4s %-10s  %9.3f ms  %7.1f GB/s\n", ver, dname(A()), dname(W()), tag, ms,
                gf / ms * 1e3);

@@ -1,7 +1,9 @@
-// rmsnorm.cu: RMSNorm forward lab. v1 = one thread per row (first version);
-// v2 = one warp per row (the backend's kernel shape, cuda_norm.cu). CPU check, then
-// CUDA-event timing and effective bandwidth. Then the backward (dinp and dw; see
-// "backward" below), checked and timed the same way. usage: ./rmsnorm [R D]
+// rmsnorm.cu: RMSNorm forward lab (f32). v1 = one thread per row (first version);
+// v2 = one warp per row, scalar accesses (the backend's until issue 16); v3 = the
+// backend's rmsnorm_fwd_kernel (../norm_kernels.cuh): one warp per row, 16-byte
+// accesses. CPU check, then CUDA-event timing and effective bandwidth. Then the
+// backward (dinp and dw; see "backward" below), checked and timed the same way.
+// The fused residual forms are in add_rmsnorm.cu. usage: ./rmsnorm [R D]
 #include "lab_common.h"
 #include "lab_device.h"
 #include "../norm_kernels.cuh"
@@ -33,10 +35,11 @@ __global__ void rmsnorm_v2(float *out, float *rstd, const float *inp, const floa
 // dinp = rstd * (dy*w) - x * rstd^3 * mean(dy*w*x);  dw = sum over rows of dy * x * rstd
 // (overwritten). Versions, checked against a double CPU reference, A = W = f32 and bf16:
 //   v1  dx: one thread per row; dw: one thread per column, rows in order (deterministic)
-//   v2  the backend's (../norm_kernels.cuh, launched as cuda_norm.cu norm_bwd_group does):
-//       dx one warp per row; dw as row-chunk partials (block 32x8, fixed order) then a
-//       fixed-order sum over the chunks.
-// v2 is also checked to be bitwise repeatable and bitwise the same with dinp == dout.
+//   v2  dx one warp per row, scalar accesses; dw as row-chunk partials (block 32x8,
+//       fixed order) then a fixed-order sum over the chunks (the backend's dw)
+//   v3  the backend's (launched as cuda_norm.cu norm_bwd_group does): v2 with 16-byte
+//       accesses in dx where D is a multiple of the vector
+// v3 is also checked to be bitwise repeatable and bitwise the same with dinp == dout.
 // GB/s counts the minimum traffic: dx reads dy, x and writes dx; dw reads dy, x again.
 
 // ---- bwd v1 ----
@@ -60,8 +63,28 @@ __global__ void rmsnorm_bwd_dw_v1(W *dw, const A *dout, const A *inp, const floa
     mt_st(dw, (size_t)c, s);
 }
 
-// ---- bwd v2: the backend's kernels: row_map, rmsnorm_bwd_dx_kernel, rmsnorm_dw_partial_kernel,
-// dw_final_kernel, NORM_WARPS, dw_chunks (../norm_kernels.cuh) ----
+// ---- bwd v2: dx one warp per row with scalar accesses (the backend's until issue 16) ----
+template <typename A, typename W>
+__global__ void rmsnorm_bwd_dx_v2(A *dinp, const A *dout, const A *inp, const W *w, const float *rstd, row_map m,
+                                  size_t R, int D) {
+    size_t r = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    if (r >= R) return;
+    size_t base = rm_base(m, r, D);
+    float rs = rstd[rm_rstd(m, r)];
+    float dot = 0.f;
+    for (int i = lane; i < D; i += 32) dot += mt_ld(dout, base + i) * mt_ld(w, (size_t)i) * mt_ld(inp, base + i);
+    dot = mt_warp_sum(dot);
+    float c = rs * rs * rs * dot / (float)D;
+    for (int i = lane; i < D; i += 32) {
+        float dy = mt_ld(dout, base + i), x = mt_ld(inp, base + i);
+        mt_st(dinp, base + i, rs * dy * mt_ld(w, (size_t)i) - x * c);
+    }
+}
+
+// ---- bwd v2/v3 share the backend's dw reduction: row_map, rmsnorm_dw_partial_kernel,
+// dw_final_kernel, NORM_WARPS, dw_chunks (../norm_kernels.cuh); v3's dx is the backend's
+// rmsnorm_bwd_dx_kernel (16-byte accesses where D allows, as norm_bwd_group picks) ----
 
 // v2: the launch sequence of norm_bwd_group for plain RMSNorm (dw first, so dinp may
 // alias dout); partial holds dw_chunks(R) * D floats (the backend's scratch).
@@ -80,7 +103,15 @@ static void rmsnorm_bwd_run(int ver, A *dinp, W *dw, const A *dout, const A *inp
     rmsnorm_dw_partial_kernel<A><<<grid, block>>>(partial, dout, inp, rstd, m, (size_t)R, D, rpc);
     dw_final_kernel<W><<<(D + 255) / 256, 256>>>(dw, partial, nchunk, D);
     size_t blocks = ((size_t)R + NORM_WARPS - 1) / NORM_WARPS;
-    rmsnorm_bwd_dx_kernel<A, W><<<(unsigned)blocks, NORM_WARPS * 32>>>(dinp, dout, inp, w, rstd, m, (size_t)R, D);
+    constexpr int V = mt_vec_of<A>();
+    if (ver == 2)
+        rmsnorm_bwd_dx_v2<A, W><<<(unsigned)blocks, NORM_WARPS * 32>>>(dinp, dout, inp, w, rstd, m, (size_t)R, D);
+    else if (D % V == 0 && mt_cuda_aligned16(dinp, dout, inp, w))
+        rmsnorm_bwd_dx_kernel<A, W, V, false>
+            <<<(unsigned)blocks, NORM_WARPS * 32>>>(dinp, dout, inp, w, rstd, m, (size_t)R, D);
+    else
+        rmsnorm_bwd_dx_kernel<A, W, 1, false>
+            <<<(unsigned)blocks, NORM_WARPS * 32>>>(dinp, dout, inp, w, rstd, m, (size_t)R, D);
 }
 
 // ---- CPU reference (double), from the same f32 rstd the kernels get ----
@@ -114,7 +145,7 @@ static void bwd_check_dtype(const char *dn, const float *x, const float *dy, con
     LAB_CHECK(cudaMalloc(&ddw, (size_t)D * sizeof(W)));
     LAB_CHECK(cudaMalloc(&part, (size_t)dw_chunks((size_t)R) * D * 4));
     char what[96];
-    for (int ver = 1; ver <= 2; ver++) {
+    for (int ver = 1; ver <= 3; ver++) {
         LAB_CHECK(cudaMemset(din, 0xff, n * sizeof(A))); // NaN where a kernel fails to write
         LAB_CHECK(cudaMemset(ddw, 0xff, (size_t)D * sizeof(W)));
         rmsnorm_bwd_run<A, W>(ver, din, ddw, ddy, dx, dwt, drs, part, R, D);
@@ -126,13 +157,13 @@ static void bwd_check_dtype(const char *dn, const float *x, const float *dy, con
         snprintf(what, sizeof what, "bwd v%d %s R=%d D=%d dw nmse", ver, dn, R, D);
         lab_report(what, lab_nmse(hw, rdw, (size_t)D), tol);
     }
-    // v2 again, with dinp == dout (in place): the same bits as the run above
+    // v3 again, with dinp == dout (in place): the same bits as the run above
     LAB_CHECK(cudaMemcpy(din, ddy, n * sizeof(A), cudaMemcpyDeviceToDevice));
-    rmsnorm_bwd_run<A, W>(2, din, ddw, din, dx, dwt, drs, part, R, D);
+    rmsnorm_bwd_run<A, W>(3, din, ddw, din, dx, dwt, drs, part, R, D);
     LAB_CHECK(cudaDeviceSynchronize());
     lab_download(hx2, din, n);
     lab_download(hw2, ddw, (size_t)D);
-    snprintf(what, sizeof what, "bwd v2 %s rerun, dinp==dout: mismatches", dn);
+    snprintf(what, sizeof what, "bwd v3 %s rerun, dinp==dout: mismatches", dn);
     lab_report(what, (double)(lab_mismatches(hx2, hx, n) + lab_mismatches(hw2, hw, (size_t)D)), 0);
     cudaFree(dx), cudaFree(ddy), cudaFree(din), cudaFree(dwt), cudaFree(ddw), cudaFree(drs), cudaFree(part);
     free(hx), free(hw), free(hx2), free(hw2);
@@ -175,7 +206,7 @@ template <typename A> static void rmsnorm_bwd_bench(const char *dn, int R, int D
     lab_fill_dev<A>(w, (size_t)D, 3, 0.5f, 1.5f);
     lab_fill_dev<float>(rs, (size_t)R, 4, 0.5f, 1.5f);
     double gb = 5.0 * n * sizeof(A) / 1e9;
-    for (int ver = 1; ver <= 2; ver++) {
+    for (int ver = 1; ver <= 3; ver++) {
         float ms = lab_time_ms([&] { rmsnorm_bwd_run<A, A>(ver, din, dw, dy, x, w, rs, part, R, D); });
         printf("bwd v%d %-4s R=%d D=%d  %.3f ms  %.0f GB/s\n", ver, dn, R, D, ms, gb / ms * 1e3);
     }
@@ -212,10 +243,17 @@ int main(int argc, char **argv) {
     LAB_CHECK(cudaMalloc(&drs, R * 4));
     int fails = 0;
     double gb = 2.0 * n * 4 / 1e9;
-    for (int v = 1; v <= 2; v++) {
+    row_map m = {1, 0, 1, (size_t)D};
+    for (int v = 1; v <= 3; v++) {
         auto run = [&] {
             if (v == 1) rmsnorm_v1<<<(R + 127) / 128, 128>>>(dout, drs, dx, dw, R, D, 1e-6f);
-            else rmsnorm_v2<<<(R + 7) / 8, 256>>>(dout, drs, dx, dw, R, D, 1e-6f);
+            else if (v == 2) rmsnorm_v2<<<(R + 7) / 8, 256>>>(dout, drs, dx, dw, R, D, 1e-6f);
+            else if (D % 4 == 0) // the backend's, as norm_fwd_group picks it for f32
+                rmsnorm_fwd_kernel<float, float, 4, false><<<(R + NORM_WARPS - 1) / NORM_WARPS, NORM_WARPS * 32>>>(
+                    dout, drs, NULL, dx, NULL, dw, m, (size_t)R, D, 1e-6f);
+            else
+                rmsnorm_fwd_kernel<float, float, 1, false><<<(R + NORM_WARPS - 1) / NORM_WARPS, NORM_WARPS * 32>>>(
+                    dout, drs, NULL, dx, NULL, dw, m, (size_t)R, D, 1e-6f);
         };
         run();
         LAB_CHECK(cudaDeviceSynchronize());

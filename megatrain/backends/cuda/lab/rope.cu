@@ -5,9 +5,11 @@
 // Out of place and in place (out == inp, what the engine uses). Versions, each checked
 // against a double-precision CPU reference, f32 and bf16:
 //   v1  one thread per (token, head): loops over the pairs of its head, copies a v head
-//   v2  one thread per (token, head, pair), grid-stride, plus a v-copy kernel when out
-//       != inp (the backend's: rope_kernel, rope_copy_v_kernel from ../rope_kernels.cuh,
-//       launched as cuda_rope.cu rope() launches them)
+//   v2  one thread per (token, head, pair), grid-stride with four 64-bit divisions per
+//       pair, plus a v-copy kernel when out != inp (the backend's until issue 16)
+//   v3  the backend's (rope_kernel from ../rope_kernels.cuh, copy_rows_part_kernel from
+//       ../cuda_device.cuh, launched as cuda_rope.cu rope() launches them): tokens on the
+//       grid, heads x groups of 16-byte vectors in the block, no index division
 // Then CUDA-event timing; GB/s counts one read and one write of what each case touches
 // (all heads out of place, q and k heads in place; the cos/sin tables are not counted).
 // usage: ./rope [B T NH NKV HD]   (benchmark shape; default 1 4096 28 4 128, Qwen2.5-7B)
@@ -38,13 +40,45 @@ __global__ void rope_v1(A *out, const A *inp, const float *cos_t, const float *s
     }
 }
 
-// ---- v2: the backend's kernels: rope_kernel, rope_copy_v_kernel (../rope_kernels.cuh) ----
+// ---- v2: one thread per (token, head, pair) (the backend's until issue 16) ----
+template <typename A, int DIR>
+__global__ void rope_v2(A *out, const A *inp, const float *cos_t, const float *sin_t, size_t BT, int T, int NQK, int HD,
+                        size_t stride) {
+    int half = HD / 2;
+    size_t total = BT * (size_t)NQK * half;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int p = (int)(i % (size_t)half);
+        size_t th = i / (size_t)half;
+        int hh = (int)(th % (size_t)NQK);
+        size_t tok = th / (size_t)NQK;
+        int t = (int)(tok % (size_t)T);
+        size_t o = tok * stride + (size_t)hh * HD + p;
+        float c = cos_t[(size_t)t * half + p], s = sin_t[(size_t)t * half + p];
+        float x1 = mt_ld(inp, o), x2 = mt_ld(inp, o + half);
+        if (DIR == 0) {
+            mt_st(out, o, x1 * c - x2 * s);
+            mt_st(out, o + half, x2 * c + x1 * s);
+        } else {
+            mt_st(out, o, x1 * c + x2 * s);
+            mt_st(out, o + half, x2 * c - x1 * s);
+        }
+    }
+}
+template <typename A> __global__ void rope_copy_v_v2(A *dst, const A *src, size_t BT, int off, int per, size_t stride) {
+    size_t total = BT * (size_t)per;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        size_t j = (i / per) * stride + off + i % per;
+        dst[j] = src[j];
+    }
+}
+
+// ---- v3: the backend's kernels (../rope_kernels.cuh, ../cuda_device.cuh) ----
 
 typedef struct {
     int B, T, NH, NKV, HD;
 } rope_shape;
 
-// The host side of cuda_rope.cu rope<DIR>() for v2; v1's launch.
+// The launches of v1, v2, and (v3) the host side of cuda_rope.cu rope<DIR>().
 template <typename A, int DIR>
 static void run_rope(int ver, A *out, const A *inp, const float *cos_t, const float *sin_t, rope_shape sh) {
     size_t BT = (size_t)sh.B * sh.T, stride = (size_t)(sh.NH + 2 * sh.NKV) * sh.HD;
@@ -54,11 +88,31 @@ static void run_rope(int ver, A *out, const A *inp, const float *cos_t, const fl
         rope_v1<A, DIR><<<(items + 127) / 128, 128>>>(out, inp, cos_t, sin_t, (int)BT, sh.T, sh.NH, sh.NKV, sh.HD);
         return;
     }
-    size_t total = BT * NQK * (sh.HD / 2);
-    rope_kernel<A, DIR><<<mt_cuda_blocks(total, 256), 256>>>(out, inp, cos_t, sin_t, BT, sh.T, NQK, sh.HD, stride);
+    if (ver == 2) {
+        size_t total = BT * NQK * (sh.HD / 2);
+        rope_v2<A, DIR><<<mt_cuda_blocks(total, 256), 256>>>(out, inp, cos_t, sin_t, BT, sh.T, NQK, sh.HD, stride);
+        if (out != inp) {
+            size_t tv = BT * sh.NKV * sh.HD;
+            rope_copy_v_v2<A><<<mt_cuda_blocks(tv, 256), 256>>>(out, inp, BT, NQK * sh.HD, sh.NKV * sh.HD, stride);
+        }
+        return;
+    }
+    constexpr int V = mt_vec_of<A>();
+    const int half = sh.HD / 2;
+    dim3 grid = rope_grid(sh.B, sh.T);
+    const int vec = half % V == 0 && mt_cuda_aligned16(out, inp, cos_t, sin_t);
+    if (vec)
+        rope_kernel<A, DIR, V><<<grid, rope_block(half / V)>>>(out, inp, cos_t, sin_t, sh.B, sh.T, NQK, half, half / V,
+                                                              stride);
+    else
+        rope_kernel<A, DIR, 1><<<grid, rope_block(half)>>>(out, inp, cos_t, sin_t, sh.B, sh.T, NQK, half, half, stride);
     if (out != inp) {
-        size_t tv = BT * sh.NKV * sh.HD;
-        rope_copy_v_kernel<A><<<mt_cuda_blocks(tv, 256), 256>>>(out, inp, BT, NQK * sh.HD, sh.NKV * sh.HD, stride);
+        const int per = sh.NKV * sh.HD, N = (int)BT;
+        const size_t off = (size_t)NQK * sh.HD;
+        if (sh.HD % V == 0 && mt_cuda_aligned16(out, inp))
+            copy_rows_part_kernel<A, V><<<mt_cuda_rows_grid(N, per / V, 256), 256>>>(out, inp, N, stride, off, per / V);
+        else
+            copy_rows_part_kernel<A, 1><<<mt_cuda_rows_grid(N, per, 256), 256>>>(out, inp, N, stride, off, per);
     }
 }
 
@@ -108,7 +162,7 @@ static void check_dtype(const char *dn, const float *x, const float *ref[2], con
     float *h = (float *)malloc(n * 4);
     A *din = lab_upload<A>(x, n), *dout;
     LAB_CHECK(cudaMalloc(&dout, n * sizeof(A)));
-    for (int ver = 1; ver <= 2; ver++)
+    for (int ver = 1; ver <= 3; ver++)
         for (int dir = 0; dir < 2; dir++)
             for (int inplace = 0; inplace < 2; inplace++) {
                 A *o = dout;
@@ -166,7 +220,7 @@ template <typename A> static void bench_dtype(const char *dn, rope_shape sh, con
     LAB_CHECK(cudaMalloc(&b, n * sizeof(A)));
     lab_fill_dev<A>(a, n, 3, -2, 2);
     double gb_out = 2.0 * n * sizeof(A) / 1e9, gb_in = 2.0 * BT * NQK * sh.HD * sizeof(A) / 1e9;
-    for (int ver = 1; ver <= 2; ver++) {
+    for (int ver = 1; ver <= 3; ver++) {
         float ms = lab_time_ms([&] { run_rope<A, 0>(ver, b, a, dcos, dsin, sh); });
         printf("  v%d %-4s fwd out-of-place  %9.3f ms  %7.1f GB/s\n", ver, dn, ms, gb_out / ms * 1e3);
         ms = lab_time_ms([&] { run_rope<A, 0>(ver, a, a, dcos, dsin, sh); });

@@ -3,10 +3,15 @@
 //   fwd: h = silu(g) * u,   bwd: dg = dh * u * sig(g) * (1 + g (1 - sig(g))),  du = dh * silu(g)
 // Versions, each checked against a double-precision CPU reference, f32 and bf16:
 //   v1  one thread per element on a (column-block, row) grid
-//   v2  grid-stride, one element per thread (the backend's: swiglu_fwd_kernel,
-//       swiglu_bwd_kernel from ../elementwise_kernels.cuh, included)
-//   v3  16-byte vector loads/stores, 16/sizeof(A) columns per thread (a lab candidate,
-//       not in the backend; needs F % (16/sizeof(A)) == 0, else it is skipped)
+//   v2  grid-stride over N*F, one element per thread, a 64-bit division and modulo per
+//       element (the backend's until issue 16)
+//   v3  16-byte vector loads/stores, 16/sizeof(A) columns per thread, one block row per
+//       token (the first vector candidate; grid.y = N, so N <= 65535)
+//   v4  the backend's (swiglu_fwd_kernel, swiglu_bwd_kernel from ../elementwise_kernels.cuh):
+//       v3's vectors with rows grid-stride along grid.y and columns along x, and the
+//       same code with V = 1 where F is not a multiple of the vector (scalar rows)
+// v3 and v4's vector path need F % (16/sizeof(A)) == 0; v3 is skipped otherwise, v4
+// takes its scalar instantiation, as mt_cuda_swiglu_fwd/bwd do.
 // Then CUDA-event timing; GB/s counts the minimum traffic (fwd: read 2NF, write NF;
 // bwd: read 3NF, write 2NF elements).
 // usage: ./swiglu [N F]   (benchmark shape; default 4096 18944, Qwen2.5-7B's F)
@@ -32,7 +37,30 @@ template <typename A> __global__ void swiglu_bwd_v1(A *dgu, const A *dh, const A
     mt_st(dgu, n * 2 * F + F + f, d * g * sig);
 }
 
-// ---- v2: the backend's kernels: swiglu_fwd_kernel, swiglu_bwd_kernel (../elementwise_kernels.cuh) ----
+// ---- v2: grid-stride over N*F (the backend's until issue 16) ----
+template <typename A> __global__ void swiglu_fwd_v2(A *h, const A *gu, size_t N, int F) {
+    size_t total = N * (size_t)F;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        size_t n = i / (size_t)F, f = i % (size_t)F;
+        size_t row = n * 2 * (size_t)F;
+        float g = mt_ld(gu, row + f), u = mt_ld(gu, row + F + f);
+        float sig = 1.0f / (1.0f + expf(-g));
+        mt_st(h, i, g * sig * u);
+    }
+}
+template <typename A> __global__ void swiglu_bwd_v2(A *dgu, const A *dh, const A *gu, size_t N, int F) {
+    size_t total = N * (size_t)F;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        size_t n = i / (size_t)F, f = i % (size_t)F;
+        size_t row = n * 2 * (size_t)F;
+        float g = mt_ld(gu, row + f), u = mt_ld(gu, row + F + f), d = mt_ld(dh, i);
+        float sig = 1.0f / (1.0f + expf(-g));
+        mt_st(dgu, row + f, d * u * sig * (1.0f + g * (1.0f - sig)));
+        mt_st(dgu, row + F + f, d * g * sig);
+    }
+}
+
+// ---- v4: the backend's kernels: swiglu_fwd_kernel, swiglu_bwd_kernel (../elementwise_kernels.cuh) ----
 
 // ---- v3: 16-byte vectors (llm.c's Packed128 idea) ----
 template <typename A> struct pack16 {
@@ -89,10 +117,21 @@ template <typename A> static void run_swiglu(int ver, int bwd, A *out, const A *
         dim3 grid((unsigned)((F + 255) / 256), (unsigned)N);
         if (bwd) swiglu_bwd_v1<A><<<grid, 256>>>(out, dh, gu, F);
         else swiglu_fwd_v1<A><<<grid, 256>>>(out, gu, F);
-    } else if (ver == 2) { // as mt_cuda_swiglu_fwd/bwd launch them
+    } else if (ver == 2) {
         size_t total = (size_t)N * F;
-        if (bwd) swiglu_bwd_kernel<A><<<mt_cuda_blocks(total, 256), 256>>>(out, dh, gu, (size_t)N, F);
-        else swiglu_fwd_kernel<A><<<mt_cuda_blocks(total, 256), 256>>>(out, gu, (size_t)N, F);
+        if (bwd) swiglu_bwd_v2<A><<<mt_cuda_blocks(total, 256), 256>>>(out, dh, gu, (size_t)N, F);
+        else swiglu_fwd_v2<A><<<mt_cuda_blocks(total, 256), 256>>>(out, gu, (size_t)N, F);
+    } else if (ver == 4) { // as mt_cuda_swiglu_fwd/bwd launch them
+        constexpr int V = mt_vec_of<A>();
+        if (F % V == 0 && mt_cuda_aligned16(out, dh, gu)) {
+            dim3 grid = mt_cuda_rows_grid(N, F / V, 256);
+            if (bwd) swiglu_bwd_kernel<A, V><<<grid, 256>>>(out, dh, gu, N, F, F / V);
+            else swiglu_fwd_kernel<A, V><<<grid, 256>>>(out, gu, N, F, F / V);
+        } else {
+            dim3 grid = mt_cuda_rows_grid(N, F, 256);
+            if (bwd) swiglu_bwd_kernel<A, 1><<<grid, 256>>>(out, dh, gu, N, F, F);
+            else swiglu_fwd_kernel<A, 1><<<grid, 256>>>(out, gu, N, F, F);
+        }
     } else {
         const int VEC = 16 / sizeof(A);
         dim3 grid((unsigned)((F / VEC + 255) / 256), (unsigned)N);
@@ -120,7 +159,7 @@ static void check_dtype(const char *dn, const float *gu, const float *dh, const 
     float *hh = (float *)malloc(ng * 4);
     A *dgu = lab_upload<A>(gu, ng), *ddh = lab_upload<A>(dh, nh), *out;
     LAB_CHECK(cudaMalloc(&out, ng * sizeof(A)));
-    for (int ver = 1; ver <= 3; ver++)
+    for (int ver = 1; ver <= 4; ver++)
         for (int bwd = 0; bwd < 2; bwd++) {
             char what[96];
             snprintf(what, sizeof what, "v%d %s %s nmse", ver, dn, bwd ? "bwd dgu" : "fwd h");
@@ -166,7 +205,7 @@ template <typename A> static void bench_dtype(const char *dn, int N, int F) {
     lab_fill_dev<A>(gu, ng, 1, -8, 8);
     lab_fill_dev<A>(dh, nh, 2, -1, 1);
     double gf = 3.0 * nh * sizeof(A) / 1e9, gbk = 5.0 * nh * sizeof(A) / 1e9;
-    for (int ver = 1; ver <= 3; ver++) {
+    for (int ver = 1; ver <= 4; ver++) {
         if (ver == 3 && !v3_ok<A>(F)) continue;
         float ms = lab_time_ms([&] { run_swiglu<A>(ver, 0, h, dh, gu, N, F); });
         printf("  v%d %-4s fwd  %9.3f ms  %7.1f GB/s\n", ver, dn, ms, gf / ms * 1e3);

@@ -6,7 +6,10 @@
 //   v1  two-pass: one block per row; block max, then block sum of exp(x - max),
 //       then the write pass (the first, obviously-correct version)
 //   v2  online: one block per row, one read for (max, sum) merged online, then the
-//       write pass (the backend's: xent_kernel from ../xent_kernels.cuh, included)
+//       write pass; scalar accesses (the backend's xent_kernel<A, 1>: its fallback
+//       where V is not a multiple of the vector, and the whole backend until issue 16)
+//   v3  v2 with 16-byte accesses (the backend's xent_kernel<A, 16/sizeof(A)>, taken when
+//       V is a multiple of the vector and the logits are aligned; skipped otherwise)
 // Then CUDA-event timing for V = 152064 (Qwen2), 128256 (Llama 3) and 256 at 128 and
 // n rows. GB/s counts the minimum traffic: one read and one write of the logits.
 // usage: ./xent [n]   (benchmark rows; default 4096)
@@ -55,11 +58,12 @@ template <typename A> __global__ void xent_v1(A *logits, float *losses, const in
     }
 }
 
-// ---- v2: the backend's kernel: xent_kernel, XENT_THREADS (../xent_kernels.cuh) ----
+// ---- v2, v3: the backend's kernel: xent_kernel, XENT_THREADS (../xent_kernels.cuh) ----
 
 template <typename A> static void run_xent(int ver, A *x, float *loss, const int32_t *t, int n, int V, float dscale) {
     if (ver == 1) xent_v1<A><<<(unsigned)n, V1_THREADS>>>(x, loss, t, V, dscale);
-    else xent_kernel<A><<<(unsigned)n, XENT_THREADS>>>(x, loss, t, V, dscale); // as mt_cuda_xent_fwd_bwd launches it
+    else if (ver == 2) xent_kernel<A, 1><<<(unsigned)n, XENT_THREADS>>>(x, loss, t, V, dscale);
+    else xent_kernel<A, mt_vec_of<A>()><<<(unsigned)n, XENT_THREADS>>>(x, loss, t, V, dscale); // mt_cuda_xent_fwd_bwd's
 }
 
 // ---- CPU reference (double): grad(n,V), loss(n) ----
@@ -119,7 +123,8 @@ template <typename A> static void check_dtype(const char *dn, const float *x, co
     LAB_CHECK(cudaMalloc(&dt, (size_t)n * 4));
     LAB_CHECK(cudaMalloc(&dl, (size_t)n * 4));
     LAB_CHECK(cudaMemcpy(dt, t, (size_t)n * 4, cudaMemcpyHostToDevice));
-    for (int ver = 1; ver <= 2; ver++) {
+    for (int ver = 1; ver <= 3; ver++) {
+        if (ver == 3 && V % mt_vec_of<A>() != 0) continue; // the backend takes v2 for this V
         A *dx = lab_upload<A>(x, N);
         run_xent<A>(ver, dx, dl, dt, n, V, dscale);
         LAB_CHECK(cudaDeviceSynchronize());
@@ -165,7 +170,8 @@ template <typename A> static void bench_dtype(const char *dn, int n, int V, cons
     A *dx;
     LAB_CHECK(cudaMalloc(&dx, N * sizeof(A)));
     double gb = 2.0 * N * sizeof(A) / 1e9;
-    for (int ver = 1; ver <= 2; ver++) {
+    for (int ver = 1; ver <= 3; ver++) {
+        if (ver == 3 && V % mt_vec_of<A>() != 0) continue; // the backend takes v2 for this V
         lab_fill_dev<A>(dx, N, 7, -10, 10); // later runs see gradients: same traffic, finite values
         float ms = lab_time_ms([&] { run_xent<A>(ver, dx, dl, dt, n, V, 1.0f / n); });
         printf("  v%d %-4s n=%-5d V=%-6d  %9.3f ms  %7.1f GB/s\n", ver, dn, n, V, ms, gb / ms * 1e3);
