@@ -1,10 +1,13 @@
 // cmd_eval.c: `megatrain eval`: mean loss of a model over a token file.
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/checkpoint.h"
 #include "cli/commands.h"
+#include "cli/io_paths.h"
 #include "cli/run_setup.h"
 #include "data/dataloader.h"
 #include "engine/engine.h"
@@ -23,14 +26,7 @@ int mt_cmd_eval(mt_options *o) {
     mt_precision prec;
     mt_schedule sched;
 
-    if (!o->model) {
-        s = mt_fail(MT_ERR_ARG, "eval: --model DIR is required");
-        goto fail;
-    }
-    if (!o->given.data) {
-        s = mt_fail(MT_ERR_ARG, "eval: --data FILE is required");
-        goto fail;
-    }
+    if ((s = mt_check_io_paths(o))) goto fail;
     if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, o->model))) goto fail;
     if ((s = mt_precision_parse(o->precision, &prec)) || (s = mt_schedule_parse(o->schedule, &sched))) goto fail;
     if (!strcmp(o->data, "synthetic")) s = mt_data_synthetic(&data, o->seed, cfg.vocab_size, (size_t)o->batch * o->seq_len * 16 + 1);
@@ -42,7 +38,7 @@ int mt_cmd_eval(mt_options *o) {
     if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention)) ||
         (s = mt_model_alloc(&model, &cfg, prec, be)))
         goto fail;
-    if ((s = mt_model_load_weights(&model, o->model))) goto fail;
+    if ((s = mt_checkpoint_load_model(&model, o->model))) goto fail;
     mt_engine_opts eo = {.schedule = sched, .B = o->batch, .T = o->seq_len, .grad_accum = 1, .ckpt_interval = 1,
                          .weight_bufs = o->weight_bufs, .grad_slabs = 1, .overlap_optimizer = 0,
                          .mlp_rows = o->mlp_chunk, .offload_checkpoints = o->offload_checkpoints};
@@ -60,11 +56,18 @@ int mt_cmd_eval(mt_options *o) {
         mt_data_next(&data, o->batch, o->seq_len, inputs, targets);
         if ((s = mt_engine_eval(eng, inputs, targets, &part))) goto fail;
         sum += part;
+        if (!isfinite(sum)) break; // reported below; the rest cannot change it
         fprintf(stderr, "eval %d/%d\r", i + 1, steps);
     }
     fprintf(stderr, "\n");
+    double loss = sum / ((double)steps * n);
+    if (!isfinite(loss)) { // the weights are finite (checked on load), so they overflow in the forward pass
+        s = mt_fail(MT_ERR_FORMAT, "eval: the loss of %s on %s is %s: its weights overflow in the forward pass",
+                    o->model, o->data, isnan(loss) ? "nan" : "inf");
+        goto fail;
+    }
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "loss", sum / ((double)steps * n));
+    cJSON_AddNumberToObject(j, "loss", loss);
     cJSON_AddNumberToObject(j, "tokens", (double)steps * n);
     char *text = cJSON_PrintUnformatted(j);
     mt_sink_line(&sink, text);

@@ -1,16 +1,23 @@
 // cmd_train.c: `megatrain train` (and the no-argument default run): set up the
 // model, data and engine, run the steps, report JSON lines, save and resume.
+// A save is never of a non-finite state, and a periodic save becomes the
+// checkpoint only once the next step's loss shows its weights are sound: a run
+// that diverges after a save exits 1 with the last good checkpoint in place.
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/checkpoint.h"
+#include "cli/ckpt_dir.h"
 #include "cli/commands.h"
+#include "cli/io_paths.h"
 #include "cli/progress.h"
 #include "cli/run_setup.h"
 #include "cli/train_state.h"
@@ -49,14 +56,69 @@ static mt_status open_data(const mt_options *o, const mt_config *c, mt_data *d) 
     return mt_data_open_file(d, o->data, c->vocab_size, o->batch, o->seq_len);
 }
 
-static mt_status save_checkpoint(const char *dir, const mt_model *m, mt_engine *e, const mt_options *o, int step,
-                                 const mt_data *d) {
+// "ckpt keeps step 4" / "nothing was saved before", for messages about a save not made.
+static void kept(const mt_ckpt_dir *cd, char *buf, size_t cap) {
+    if (cd->committed_step >= 0) snprintf(buf, cap, "%s keeps step %d", cd->dir, cd->committed_step);
+    else snprintf(buf, cap, "no checkpoint was saved before");
+}
+
+// Fails with the last error prefixed by `what` and followed by what --save still holds.
+static mt_status fail_kept(mt_status s, const mt_ckpt_dir *cd, const char *what) {
+    char why[1024], keep[4400];
+    snprintf(why, sizeof why, "%s", mt_last_error());
+    kept(cd, keep, sizeof keep);
+    return mt_fail(s, "%s%s; %s", what, why, keep);
+}
+
+// Writes the state after `step` into a fresh staging directory beside --save DIR.
+static mt_status stage_checkpoint(mt_ckpt_dir *cd, const mt_model *m, mt_engine *e, const mt_options *o, int step,
+                                  const mt_data *d) {
+    char what[64];
     MT_TRY(mt_engine_finish(e)); // the last update must be in host memory
-    MT_TRY(mt_make_dir(dir, "--save"));
-    MT_TRY(mt_model_save(m, dir));
+    mt_status s = mt_model_check_finite(m);
+    snprintf(what, sizeof what, "step %d: not saved: ", step);
+    if (s != MT_OK) return fail_kept(s, cd, what);
+    if ((s = mt_ckpt_dir_stage(cd)) != MT_OK) return fail_kept(s, cd, what);
     mt_train_state ts = {.step = step, .data_cursor = d->cursor};
     snprintf(ts.data, sizeof ts.data, "%s", d->source);
-    return mt_train_state_save(dir, &ts, o); // last: a checkpoint is complete once this exists
+    s = mt_checkpoint_write(cd->staged, m, &ts, o);
+    if (s != MT_OK) {
+        mt_ckpt_dir_discard(cd);
+        return fail_kept(s, cd, what);
+    }
+    return MT_OK;
+}
+
+static mt_status commit_checkpoint(mt_ckpt_dir *cd, int step) {
+    mt_status s = mt_ckpt_dir_commit(cd, step);
+    if (s != MT_OK) {
+        char what[64];
+        snprintf(what, sizeof what, "step %d: not saved: ", step);
+        mt_ckpt_dir_discard(cd);
+        return fail_kept(s, cd, what);
+    }
+    return MT_OK;
+}
+
+static int same_dir(const char *a, const char *b) {
+    struct stat x, y;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+// Where the data continues after a resume: the saved cursor, checked against the data.
+static mt_status resume_cursor(const mt_options *o, const mt_train_state *rs, mt_data *d) {
+    if (rs->data_cursor < d->n) {
+        d->cursor = rs->data_cursor;
+        return MT_OK;
+    }
+    if (o->given.data && strcmp(o->data, rs->data)) { // other data than the run had: start it at the beginning
+        fprintf(stderr, "megatrain: note: --data %s is not the checkpoint's data (%s); reading it from the start\n",
+                o->data, rs->data);
+        d->cursor = 0;
+        return MT_OK;
+    }
+    return mt_fail(MT_ERR_FORMAT, "%s/train_state.json: data_cursor %zu is beyond the end of %s (%zu tokens)",
+                   o->resume, rs->data_cursor, d->source, d->n);
 }
 
 static void emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr, double step_ms, double params) {
@@ -94,32 +156,35 @@ static void emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr
     cJSON_Delete(j);
 }
 
-// Checks up front that --save DIR can be written (so a typo fails before hours of training).
-static mt_status check_save_dir(const char *dir) {
-    MT_TRY(mt_make_dir(dir, "--save"));
-    char probe[1100];
-    snprintf(probe, sizeof probe, "%s/.megatrain-write-test", dir);
-    FILE *f = fopen(probe, "w");
-    if (!f) return mt_fail(MT_ERR_IO, "--save %s: directory is not writable", dir);
-    fclose(f);
-    unlink(probe);
-    return MT_OK;
-}
-
 int mt_cmd_train(mt_options *o, int is_default) {
     mt_status s;
     mt_config cfg;
-    mt_train_state resume_state = {0};
-    char *resume_strings[3] = {0};
+    mt_train_state rs = {0};
+    mt_ckpt_manifest man = {0};
+    mt_ckpt_dir cd = {.lock_fd = -1, .committed_step = -1};
     mt_backend *be = NULL;
     mt_model model = {0};
     mt_engine *eng = NULL;
     mt_data data = {0};
     mt_sink sink = {0};
     int32_t *inputs = NULL, *targets = NULL;
-    int rc = 1;
+    int rc = 1, pending = -1; // pending: the step whose save is staged, not yet committed
 
-    if (o->resume && (s = mt_train_state_load(o->resume, &resume_state, o, resume_strings, 3))) goto fail;
+    // Outputs against inputs before anything is created; then the writer lock: a
+    // second writer fails before any work, and a switch interrupted by a crash is
+    // repaired before the checkpoint is read.
+    if ((s = mt_check_io_paths(o))) goto fail;
+    if (o->save && (s = mt_ckpt_dir_open(&cd, o->save, "--save"))) goto fail;
+    if (o->resume) {
+        if ((s = mt_checkpoint_open(o->resume, &man)) || (s = mt_train_state_load(o->resume, &rs, o))) goto fail;
+        if (rs.step != man.step) {
+            s = mt_fail(MT_ERR_FORMAT,
+                        "%s/train_state.json: step %d, but checkpoint.json records step %d: a mixed checkpoint",
+                        o->resume, rs.step, man.step);
+            goto fail;
+        }
+        if (!o->given.data && (s = mt_check_io_paths(o))) goto fail; // the checkpoint's data is an input too
+    }
     if ((s = mt_setup_config(o, &cfg, is_default))) goto fail;
     if ((s = mt_config_validate(&cfg, o->model ? o->model : o->config ? o->config : "default model"))) goto fail;
     mt_precision prec;
@@ -128,23 +193,24 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if (o->seq_len > cfg.max_position_embeddings)
         fprintf(stderr, "megatrain: note: --seq-len %d exceeds max_position_embeddings %d\n", o->seq_len,
                 cfg.max_position_embeddings);
-    if (o->save && (s = check_save_dir(o->save))) goto fail;
     if ((s = open_data(o, &cfg, &data))) goto fail;
     if (o->resume) {
-        if (resume_state.step > o->steps) {
+        if (rs.step > o->steps) {
             s = mt_fail(MT_ERR_ARG, "--steps %d: the checkpoint in %s is already at step %d", o->steps, o->resume,
-                        resume_state.step);
+                        rs.step);
             goto fail;
         }
-        data.cursor = resume_state.data_cursor < data.n ? resume_state.data_cursor : 0;
+        if ((s = resume_cursor(o, &rs, &data))) goto fail;
     }
     if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention))) goto fail;
     // Host threads (created from here on: drain, optimizer, OpenMP) and the pinned
     // state they first touch go to the GPU's NUMA node.
     mt_device_info near;
+    mt_numa_binding nb;
     if (be->ops->device_info(be, &near) == MT_OK && near.numa_node >= 0) {
-        if (mt_topology_bind_to_node(near.numa_node) == MT_OK)
-            fprintf(stderr, "megatrain: host threads and memory bound to NUMA node %d (the GPU's)\n", near.numa_node);
+        if (mt_topology_bind_to_node(near.numa_node, &nb) == MT_OK)
+            fprintf(stderr, "megatrain: host threads bound to NUMA node %d (the GPU's); memory %s: %s\n",
+                    near.numa_node, nb.memory ? "prefers it" : "not bound", nb.mem_how);
         else
             fprintf(stderr, "megatrain: note: could not bind to NUMA node %d: %s\n", near.numa_node, mt_last_error());
     }
@@ -152,16 +218,14 @@ int mt_cmd_train(mt_options *o, int is_default) {
     int pinned = !(sched == MT_SCHED_ZERO3 && !o->zero3_pin_memory);
     if ((s = mt_model_alloc_ex(&model, &cfg, prec, be, pinned))) goto fail;
     int virtual_run = mt_backend_is_virtual(be);
-    if (virtual_run && (o->save || o->resume || o->dump_grads)) {
-        s = mt_fail(MT_ERR_ARG, "--backend sim: simulates timing only; --save, --resume and --dump-grads need data");
-        goto fail;
-    }
     if (virtual_run) {
         // no tensor data exists: nothing to load or initialise
     } else if (o->resume) {
-        if ((s = mt_model_load_weights(&model, o->resume)) || (s = mt_model_load_optimizer(&model, o->resume))) goto fail;
+        if ((s = mt_model_load_weights(&model, o->resume, &man.weights)) ||
+            (s = mt_model_load_optimizer(&model, o->resume, &man.moments)))
+            goto fail;
     } else if (o->model) {
-        if ((s = mt_model_load_weights(&model, o->model))) goto fail;
+        if ((s = mt_checkpoint_load_model(&model, o->model))) goto fail;
     } else {
         mt_model_init_random(&model, o->seed);
     }
@@ -192,10 +256,24 @@ int mt_cmd_train(mt_options *o, int is_default) {
     fprintf(stderr, "megatrain: %s %.2fM params, %d layers | %s precision | %s schedule | backend %s (%s) | data %s\n",
             mt_arch_model_type(cfg.arch), params / 1e6, cfg.num_layers, o->precision, o->schedule, be->ops->name,
             info.name, data.source);
+    int first_step = rs.step + 1;
+    if (first_step > o->steps) { // a resume already at --steps: nothing to train
+        if (o->save && !same_dir(cd.dir, o->resume)) {
+            if ((s = stage_checkpoint(&cd, &model, eng, o, rs.step, &data)) || (s = commit_checkpoint(&cd, rs.step)))
+                goto fail;
+            fprintf(stderr, "megatrain: nothing to train (the checkpoint is at step %d = --steps); saved it to %s\n",
+                    rs.step, o->save);
+        } else {
+            fprintf(stderr, "megatrain: nothing to train: %s is already at step %d (--steps %d)\n", o->resume, rs.step,
+                    o->steps);
+        }
+        rc = 0;
+        goto done;
+    }
     mt_progress prog;
-    int first_step = resume_state.step + 1;
     mt_progress_start(&prog, first_step, o->steps);
     double first_loss = NAN, last_loss = NAN;
+    int saved_last = 0;
     for (int step = first_step; step <= o->steps; step++) {
         for (int g = 0; g < o->grad_accum; g++)
             mt_data_next(&data, o->batch, o->seq_len, inputs + (size_t)g * o->batch * o->seq_len,
@@ -208,8 +286,17 @@ int mt_cmd_train(mt_options *o, int is_default) {
         if (step == o->steps && (s = mt_engine_finish(eng))) goto fail; // the last update counts in its step
         double step_ms = mt_engine_now_ms(eng) - t0;
         if (!virtual_run && !isfinite(st.loss)) {
-            s = mt_fail(MT_ERR_ARG, "step %d: loss is %f; try a lower --lr", step, st.loss);
+            char keep[4400] = "";
+            if (o->save) kept(&cd, keep, sizeof keep);
+            if (pending >= 0) mt_ckpt_dir_discard(&cd); // its weights gave this loss: not a checkpoint to keep
+            s = mt_fail(MT_ERR_ARG, "step %d: loss is %s; try a lower --lr%s%s", step, isnan(st.loss) ? "nan" : "inf",
+                        keep[0] ? "; " : "", keep);
             goto fail;
+        }
+        if (pending >= 0) { // this loss came from the staged weights: they are sound
+            if ((s = commit_checkpoint(&cd, pending))) goto fail;
+            fprintf(stderr, "megatrain: saved step %d to %s\n", pending, o->save);
+            pending = -1;
         }
         if (step == 1 && o->dump_grads && (s = mt_model_save_grads(&model, o->dump_grads))) goto fail;
         emit_step(&sink, step, &st, lr, step_ms, params);
@@ -218,8 +305,14 @@ int mt_cmd_train(mt_options *o, int is_default) {
         mt_progress_update(&prog, step, st.loss, st.tokens / (step_ms / 1e3));
         int last = step == o->steps;
         if (o->save && (last || interrupted || (o->save_every && step % o->save_every == 0))) {
-            if ((s = save_checkpoint(o->save, &model, eng, o, step, &data))) goto fail;
-            if (!last) fprintf(stderr, "megatrain: saved step %d to %s\n", step, o->save);
+            if ((s = stage_checkpoint(&cd, &model, eng, o, step, &data))) goto fail;
+            if (last || interrupted) { // no next step to vouch for it; it is finite
+                if ((s = commit_checkpoint(&cd, step))) goto fail;
+                if (!last) fprintf(stderr, "megatrain: saved step %d to %s\n", step, o->save);
+                saved_last = last;
+            } else {
+                pending = step;
+            }
         }
         if (interrupted && !last) {
             fprintf(stderr, "megatrain: interrupted after step %d%s%s\n", step, o->save ? "; saved to " : " (no --save: state not kept)",
@@ -229,6 +322,12 @@ int mt_cmd_train(mt_options *o, int is_default) {
         }
     }
     if ((s = mt_engine_finish(eng))) goto fail;
+    if (!virtual_run && !saved_last && (s = mt_model_check_finite(&model))) { // the run's result, saved or not
+        char why[900];
+        snprintf(why, sizeof why, "%s", mt_last_error());
+        s = mt_fail(s, "after step %d: the trained state is not finite: %s", o->steps, why);
+        goto fail;
+    }
     if (o->trace && (s = mt_engine_write_trace(eng, o->trace))) goto fail;
     if (o->trace && be->ops->trace_write) { // sim: every kernel and copy too, beside the engine's layer view
         char ops_path[1100];
@@ -239,7 +338,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if (is_default)
         fprintf(stderr, "megatrain: loss %.4f -> %.4f over %d steps on the embedded corpus\n", first_loss, last_loss,
                 o->steps);
-    if (o->save) fprintf(stderr, "megatrain: saved to %s\n", o->save);
+    if (saved_last) fprintf(stderr, "megatrain: saved step %d to %s\n", o->steps, o->save);
     rc = 0;
     goto done;
 fail:
@@ -247,6 +346,8 @@ fail:
     rc = (s == MT_ERR_INTERRUPTED) ? 130 : 1;
 done:
     mt_run_release(&(mt_run_parts){be, &model, eng, &data, &sink, inputs, targets});
-    for (int i = 0; i < 3; i++) free(resume_strings[i]);
+    mt_ckpt_dir_close(&cd); // a save still staged (a failed run) is removed; DIR keeps what it had
+    mt_ckpt_manifest_free(&man);
+    mt_train_state_free(&rs);
     return rc;
 }

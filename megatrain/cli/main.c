@@ -70,6 +70,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
         return 2;
     }
+    if (o.help) {
+        fputs(usage, stderr);
+        return 0;
+    }
     if (!strcmp(cmd, "plan")) return mt_cmd_plan(&o);
     return !strcmp(cmd, "train") ? mt_cmd_train(&o, 0) : mt_cmd_eval(&o);
 }

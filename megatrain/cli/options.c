@@ -1,11 +1,16 @@
-// options.c: a table-driven parser; each option knows its kind and its field.
+// options.c: a table-driven parser; each option knows its kind, its field and,
+// for a string, its allowed values. One function, mt_options_set, turns a value's
+// text into the field and validates it; the command line and train_state.json
+// both go through it, so a saved state is checked exactly like typed input.
 #include "cli/options.h"
 
 #include "backend/backend.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,12 +73,48 @@ static const opt_spec specs[] = {
     {"--zero3-pin-memory", OPT_BOOL, F(zero3_pin_memory), NG, "tp"},
     {"--zero3-overlap-comm", OPT_BOOL, F(zero3_overlap_comm), NG, "tp"},
     {"--zero3-prefetch-bucket-size", OPT_COUNT, F(zero3_prefetch_bucket_size), NG, "tp"},
-    {"--zero3-param-persistence-threshold", OPT_COUNT, F(zero3_param_persistence_threshold), NG, "tp"},
-    {"--zero3-reduce-bucket-size", OPT_COUNT, F(zero3_reduce_bucket_size), NG, "tp"},
+    // plan only: DeepSpeed's GPU-footprint model reads them; the engine's zero3 schedule does not
+    // (it keeps norms and biases with their layer's copy and offloads a layer per bucket)
+    {"--zero3-param-persistence-threshold", OPT_COUNT, F(zero3_param_persistence_threshold), NG, "p"},
+    {"--zero3-reduce-bucket-size", OPT_COUNT, F(zero3_reduce_bucket_size), NG, "p"},
     {"--zero3-max-live-parameters", OPT_COUNT, F(zero3_max_live_parameters), NG, "tp"},
     {"--host-mem-gb", OPT_POS_FLOAT, F(host_mem_gb), NG, "p"},
     {"--max-context", OPT_FLAG, F(max_context), NG, "p"},
 };
+
+// The string options with a fixed set of values ("a|b|c"), checked as they are set.
+static const struct {
+    const char *name, *values;
+} choices[] = {
+    {"--init", "random"},
+    {"--lr-schedule", "constant|cosine"},
+    {"--precision", "paper|mixed|fp32"},
+    {"--backend", "auto|cpu|cuda|sim"},
+    {"--schedule", "megatrain|zero3|naive|resident"},
+    {"--bind", "pointer|copy"},
+};
+
+static const char *choices_of(const char *name) {
+    for (size_t i = 0; i < sizeof choices / sizeof *choices; i++)
+        if (!strcmp(choices[i].name, name)) return choices[i].values;
+    return NULL;
+}
+
+// Why an option is refused by a command, where the bare "does not apply" would puzzle.
+static const struct {
+    const char *name, *why;
+} refused_why[] = {
+    {"--zero3-param-persistence-threshold", "the engine's zero3 schedule does not model it (baselines/ZERO3.md); "
+                                            "`megatrain plan` reads it"},
+    {"--zero3-reduce-bucket-size", "the engine's zero3 schedule does not model it (baselines/ZERO3.md); "
+                                   "`megatrain plan` reads it"},
+};
+
+static const char *why_refused(const char *name) {
+    for (size_t k = 0; k < sizeof refused_why / sizeof *refused_why; k++)
+        if (!strcmp(name, refused_why[k].name)) return refused_why[k].why;
+    return NULL;
+}
 
 void mt_options_defaults(mt_options *o) {
     memset(o, 0, sizeof *o);
@@ -108,6 +149,36 @@ void mt_options_defaults(mt_options *o) {
     o->zero3_max_live_parameters = 1000000000LL;
 }
 
+// "a|b|c" contains v as a whole alternative.
+static int one_of(const char *choices, const char *v) {
+    size_t n = strlen(v);
+    for (const char *p = choices; p; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL)
+        if (!strncmp(p, v, n) && (p[n] == '|' || p[n] == 0)) return 1;
+    return 0;
+}
+
+// A float option: parsed as a double, then checked as the float the engine will
+// use, so a value that overflows, underflows or rounds onto a bound is refused.
+static mt_status parse_float(const opt_spec *s, const char *v, float *out) {
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || *end || isnan(x) || isinf(x))
+        return mt_fail(MT_ERR_ARG, "%s: expected a finite number, got '%s'", s->name, v);
+    if (x < 0 || (s->kind == OPT_POS_FLOAT && !(x > 0)))
+        return mt_fail(MT_ERR_ARG, "%s: must be %s, got %s", s->name, s->kind == OPT_POS_FLOAT ? "positive" : ">= 0", v);
+    float f = (float)x;
+    if (isinf(f)) return mt_fail(MT_ERR_ARG, "%s: %s overflows single precision (largest %g)", s->name, v, (double)FLT_MAX);
+    if (x != 0 && f == 0)
+        return mt_fail(MT_ERR_ARG, "%s: %s rounds to 0 in single precision (smallest positive %g)", s->name, v,
+                       (double)FLT_TRUE_MIN);
+    if (s->kind == OPT_UNIT_FLOAT && !(f < 1))
+        return mt_fail(MT_ERR_ARG, "%s: must be in [0, 1), got %s%s", s->name, v,
+                       x < 1 ? " (it rounds to 1 in single precision)" : "");
+    *out = f;
+    return MT_OK;
+}
+
 static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
     char *end = NULL;
     void *field = (char *)o + s->offset;
@@ -115,14 +186,21 @@ static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
     switch (s->kind) {
     case OPT_STR:
         if (!*v) return mt_fail(MT_ERR_ARG, "%s: empty value", s->name);
+        if (choices_of(s->name) && !one_of(choices_of(s->name), v)) {
+            char list[128];
+            snprintf(list, sizeof list, "%s", choices_of(s->name));
+            for (char *p = list; *p; p++)
+                if (*p == '|') *p = ',';
+            return mt_fail(MT_ERR_ARG, "%s: unknown value '%s' (expected one of %s)", s->name, v, list);
+        }
         *(const char **)field = v;
         return MT_OK;
     case OPT_POS_INT:
     case OPT_NONNEG_INT: {
         long x = strtol(v, &end, 10);
         if (errno || end == v || *end || x > INT_MAX || x < 0 || (s->kind == OPT_POS_INT && x == 0))
-            return mt_fail(MT_ERR_ARG, "%s: expected a %s integer, got '%s'", s->name,
-                           s->kind == OPT_POS_INT ? "positive" : "non-negative", v);
+            return mt_fail(MT_ERR_ARG, "%s: expected a %s integer (at most %d), got '%s'", s->name,
+                           s->kind == OPT_POS_INT ? "positive" : "non-negative", INT_MAX, v);
         *(int *)field = (int)x;
         return MT_OK;
     }
@@ -135,16 +213,8 @@ static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
     }
     case OPT_NONNEG_FLOAT:
     case OPT_POS_FLOAT:
-    case OPT_UNIT_FLOAT: {
-        double x = strtod(v, &end);
-        if (errno || end == v || *end || !isfinite(x))
-            return mt_fail(MT_ERR_ARG, "%s: expected a number, got '%s'", s->name, v);
-        if (x < 0 || (s->kind == OPT_POS_FLOAT && x == 0))
-            return mt_fail(MT_ERR_ARG, "%s: must be %s, got %s", s->name, s->kind == OPT_POS_FLOAT ? "positive" : ">= 0", v);
-        if (s->kind == OPT_UNIT_FLOAT && x >= 1) return mt_fail(MT_ERR_ARG, "%s: must be in [0, 1), got %s", s->name, v);
-        *(float *)field = (float)x;
-        return MT_OK;
-    }
+    case OPT_UNIT_FLOAT:
+        return parse_float(s, v, (float *)field);
     case OPT_FLAG:
         *(int *)field = 1;
         return MT_OK;
@@ -170,15 +240,31 @@ static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
     return MT_OK;
 }
 
+static const opt_spec *find_spec(const char *name) {
+    for (size_t k = 0; k < sizeof specs / sizeof *specs; k++)
+        if (!strcmp(name, specs[k].name)) return &specs[k];
+    return NULL;
+}
+
+mt_status mt_options_set(mt_options *o, const char *name, const char *value) {
+    const opt_spec *s = find_spec(name);
+    if (!s) return mt_fail(MT_ERR_ARG, "unknown option '%s'", name);
+    return parse_value(s, value, o);
+}
+
 mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv, int first) {
     char c = cmd[0];
     for (int i = first; i < argc; i++) {
         const char *arg = argv[i];
-        const opt_spec *s = NULL;
-        for (size_t k = 0; k < sizeof specs / sizeof *specs; k++)
-            if (!strcmp(arg, specs[k].name)) s = &specs[k];
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            o->help = 1;
+            return MT_OK;
+        }
+        const opt_spec *s = find_spec(arg);
         if (!s) return mt_fail(MT_ERR_ARG, "%s: unknown option '%s' (see `megatrain --help`)", cmd, arg);
-        if (!strchr(s->cmds, c)) return mt_fail(MT_ERR_ARG, "%s: option %s does not apply to `megatrain %s`", cmd, arg, cmd);
+        if (!strchr(s->cmds, c))
+            return mt_fail(MT_ERR_ARG, "%s: option %s does not apply to `megatrain %s`%s%s", cmd, arg, cmd,
+                           why_refused(arg) ? ": " : "", why_refused(arg) ? why_refused(arg) : "");
         const char *v = "";
         if (s->kind != OPT_FLAG) {
             if (i + 1 >= argc) return mt_fail(MT_ERR_ARG, "%s: missing value", s->name);
@@ -187,15 +273,32 @@ mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv
         MT_TRY(parse_value(s, v, o));
         if (s->given_offset != NG) *(int *)((char *)o + s->given_offset) = 1;
     }
-    if (strcmp(o->lr_schedule, "constant") && strcmp(o->lr_schedule, "cosine"))
-        return mt_fail(MT_ERR_ARG, "--lr-schedule: unknown value '%s' (expected constant or cosine)", o->lr_schedule);
-    if (strcmp(o->bind, "pointer") && strcmp(o->bind, "copy"))
-        return mt_fail(MT_ERR_ARG, "--bind: unknown value '%s' (expected pointer or copy)", o->bind);
+    return mt_options_check(o, cmd);
+}
+
+mt_status mt_options_check(const mt_options *o, const char *cmd) {
+    int train = !strcmp(cmd, "train"), eval = !strcmp(cmd, "eval");
     mt_attn_impl attn;
     MT_TRY(mt_attn_impl_parse(o->attention, &attn));
-    if (strcmp(o->init, "random")) return mt_fail(MT_ERR_ARG, "--init: unknown value '%s' (expected random)", o->init);
     if (o->model && o->config) return mt_fail(MT_ERR_ARG, "--model and --config: give one, not both");
     if (o->resume && (o->model || o->config))
         return mt_fail(MT_ERR_ARG, "--resume: takes the model from the checkpoint; drop --model/--config");
+    if (train && !o->model && !o->config && !o->resume)
+        return mt_fail(MT_ERR_ARG, "train: missing --model DIR, --config FILE or --resume DIR");
+    if (eval && !o->model) return mt_fail(MT_ERR_ARG, "eval: --model DIR is required");
+    if (eval && !o->given.data) return mt_fail(MT_ERR_ARG, "eval: --data FILE is required");
+    if (eval && !strcmp(o->backend, "sim"))
+        return mt_fail(MT_ERR_ARG, "eval --backend sim: the sim backend times operations without data, so it has "
+                                   "no loss to report; use cpu or cuda");
+    // The engine's limit, checked before any size is derived from it.
+    if ((train || eval) && (long long)o->batch * o->seq_len > 1LL << 30)
+        return mt_fail(MT_ERR_ARG, "--batch x --seq-len: %lld tokens per micro-batch is too many (at most 2^30)",
+                       (long long)o->batch * o->seq_len);
+    if (train && !strcmp(o->backend, "sim") && (o->save || o->resume || o->dump_grads))
+        return mt_fail(MT_ERR_ARG, "--backend sim: simulates timing only; --save, --resume and --dump-grads need data");
+    if ((train || eval) && o->hardware && strcmp(o->backend, "sim"))
+        return mt_fail(MT_ERR_ARG, "--hardware %s: only --backend sim uses a hardware profile (--backend %s runs on "
+                                   "this machine); drop --hardware or add --backend sim",
+                       o->hardware, o->backend);
     return MT_OK;
 }

@@ -16,6 +16,7 @@ typedef struct {
     int offload_checkpoints; // 1, 0, or -1 = auto
     float host_mem_gb; // plan: host memory to assume instead of the profile's (0 = the profile's)
     int max_context;   // plan: also search the longest --seq-len that fits
+    int help;          // --help among the arguments: print the usage and exit 0
     // DeepSpeed ZeRO-3 knobs (--schedule zero3), DeepSpeed's names and defaults
     int zero3_pin_memory, zero3_overlap_comm;
     long long zero3_prefetch_bucket_size, zero3_param_persistence_threshold, zero3_reduce_bucket_size,
@@ -30,7 +31,13 @@ typedef struct {
 
 // Defaults per DESIGN.md: lr 3e-4, wd 0.1, betas 0.9/0.95, eps 1e-8, clip 1.0.
 void mt_options_defaults(mt_options *o);
-// Parses argv[first..argc) for `cmd` ("train", "eval", "plan").
+// Parses argv[first..argc) for `cmd` ("train", "eval", "plan"), then mt_options_check.
+// Stops at --help (o->help = 1).
 mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv, int first);
+// Sets option `name` ("--lr") from its text exactly as the command line would,
+// with the same validation (the given-flag is left alone). `value` must outlive o.
+mt_status mt_options_set(mt_options *o, const char *name, const char *value);
+// What no single option shows: a missing --model, contradicting options.
+mt_status mt_options_check(const mt_options *o, const char *cmd);
 
 #endif

@@ -1,26 +1,30 @@
-// train_state.c: JSON in and out with cJSON.
+// train_state.c: JSON in and out with cJSON; every field read back goes through
+// the command line's own parser and checks.
 #include "cli/train_state.h"
 
 #include "core/file_io.h"
+#include "core/json_file.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define STATE_FORMAT "megatrain-train-state"
-#define STATE_VERSION 1
+// 2: the seed is a decimal string (a JSON number cannot hold every 64-bit seed).
+#define STATE_VERSION 2
 
 mt_status mt_train_state_save(const char *dir, const mt_train_state *s, const mt_options *o) {
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", o->seed);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "format", STATE_FORMAT);
     cJSON_AddNumberToObject(j, "version", STATE_VERSION);
     cJSON_AddNumberToObject(j, "step", s->step);
     cJSON_AddNumberToObject(j, "data_cursor", (double)s->data_cursor);
     cJSON_AddStringToObject(j, "data", s->data);
-    cJSON_AddNumberToObject(j, "seed", (double)o->seed);
+    cJSON_AddStringToObject(j, "seed", seed);
     cJSON_AddStringToObject(j, "precision", o->precision);
     cJSON_AddStringToObject(j, "schedule", o->schedule);
     cJSON_AddNumberToObject(j, "batch", o->batch);
@@ -40,7 +44,7 @@ mt_status mt_train_state_save(const char *dir, const mt_train_state *s, const mt
     cJSON_Delete(j);
     if (!text) return mt_fail(MT_ERR_MEMORY, "%s/train_state.json: cannot format", dir);
 
-    char path[1100];
+    char path[4200];
     snprintf(path, sizeof path, "%s/train_state.json", dir);
     size_t tlen = strlen(text);
     text[tlen] = '\n'; // the terminating NUL's byte becomes the file's final newline
@@ -49,76 +53,135 @@ mt_status mt_train_state_save(const char *dir, const mt_train_state *s, const mt
     return st;
 }
 
-static mt_status num(const cJSON *obj, const char *key, const char *path, double *out) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!cJSON_IsNumber(v)) return mt_fail(MT_ERR_FORMAT, "%s: missing or non-numeric field '%s'", path, key);
-    *out = v->valuedouble;
-    return MT_OK;
+void mt_train_state_free(mt_train_state *s) {
+    for (size_t i = 0; i < sizeof s->strings / sizeof *s->strings; i++) free(s->strings[i]);
+    memset(s->strings, 0, sizeof s->strings);
 }
 
-static mt_status str(const cJSON *obj, const char *key, const char *path, const char **out) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!cJSON_IsString(v)) return mt_fail(MT_ERR_FORMAT, "%s: missing or non-string field '%s'", path, key);
-    *out = v->valuestring;
-    return MT_OK;
+// One field of the file -> one option, through the command line's parser.
+typedef struct {
+    const char *key;    // in the file; "hparams.lr" looks inside "hparams"
+    const char *option; // what it stands for on the command line
+} field_map;
+
+static const field_map fields[] = {
+    {"seed", "--seed"},           {"precision", "--precision"},        {"schedule", "--schedule"},
+    {"batch", "--batch"},         {"seq_len", "--seq-len"},            {"grad_accum", "--grad-accum"},
+    {"total_steps", "--steps"},   {"hparams.lr", "--lr"},              {"hparams.weight_decay", "--weight-decay"},
+    {"hparams.beta1", "--beta1"}, {"hparams.beta2", "--beta2"},        {"hparams.eps", "--eps"},
+    {"hparams.grad_clip", "--grad-clip"}, {"hparams.lr_schedule", "--lr-schedule"}, {"hparams.warmup", "--warmup"},
+};
+
+static const cJSON *lookup(const cJSON *root, const char *key) {
+    const char *dot = strchr(key, '.');
+    if (!dot) return cJSON_GetObjectItemCaseSensitive(root, key);
+    char head[64];
+    snprintf(head, sizeof head, "%.*s", (int)(dot - key), key);
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, head);
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, dot + 1) : NULL;
 }
 
-mt_status mt_train_state_load(const char *dir, mt_train_state *s, mt_options *o, char **strings, int n_strings) {
-    char path[1100];
-    snprintf(path, sizeof path, "%s/train_state.json", dir);
-    char *text;
-    size_t len;
-    MT_TRY(mt_file_read_text(path, "a megatrain train state", 1 << 20, &text, &len));
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    if (!cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        return mt_fail(MT_ERR_FORMAT, "%s: not a JSON object", path);
+// The field's value as the text a user would type: strings as they are, numbers
+// in the shortest form that reads back to the same double ("1e+10", "2.5", "64").
+static mt_status field_text(const char *path, const char *key, const cJSON *v, char *buf, size_t cap,
+                            const char **out) {
+    if (cJSON_IsString(v)) {
+        *out = v->valuestring;
+        return MT_OK;
     }
-    mt_status st = MT_OK;
-    const char *fmt = NULL, *data = NULL, *prec = NULL, *sched = NULL;
-    double step = 0, cursor = 0, version = 0, seed = 0, batch = 0, seq = 0, accum = 0, total = 0;
-    const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "hparams");
-    if ((st = str(j, "format", path, &fmt)) || strcmp(fmt, STATE_FORMAT)) {
-        if (!st) st = mt_fail(MT_ERR_FORMAT, "%s: not a megatrain train state (format '%s')", path, fmt);
-    } else if ((st = num(j, "version", path, &version)) || version != STATE_VERSION) {
-        if (!st) st = mt_fail(MT_ERR_FORMAT, "%s: unsupported version %g (expected %d)", path, version, STATE_VERSION);
-    } else if (!(st = num(j, "step", path, &step)) && !(st = num(j, "data_cursor", path, &cursor)) &&
-               !(st = str(j, "data", path, &data)) && !(st = num(j, "seed", path, &seed)) &&
-               !(st = str(j, "precision", path, &prec)) && !(st = str(j, "schedule", path, &sched)) &&
-               !(st = num(j, "batch", path, &batch)) && !(st = num(j, "seq_len", path, &seq)) &&
-               !(st = num(j, "grad_accum", path, &accum)) && !(st = num(j, "total_steps", path, &total))) {
-        if (!cJSON_IsObject(h)) st = mt_fail(MT_ERR_FORMAT, "%s: missing object 'hparams'", path);
-        double v[7];
-        const char *keys[] = {"lr", "weight_decay", "beta1", "beta2", "eps", "grad_clip", "warmup"};
-        for (int i = 0; i < 7 && st == MT_OK; i++) st = num(h, keys[i], path, &v[i]);
-        const char *lrs = NULL;
-        if (st == MT_OK) st = str(h, "lr_schedule", path, &lrs);
-        if (st == MT_OK && (step < 0 || cursor < 0 || batch < 1 || seq < 1 || accum < 1))
-            st = mt_fail(MT_ERR_FORMAT, "%s: negative or zero step/cursor/batch/seq_len/grad_accum", path);
-        if (st == MT_OK && n_strings >= 3) {
-            s->step = (int)step;
-            s->data_cursor = (size_t)cursor;
-            snprintf(s->data, sizeof s->data, "%s", data);
-            strings[0] = strdup(data);
-            strings[1] = strdup(prec);
-            strings[2] = strdup(lrs);
-            if (!o->given.data) o->data = strings[0];
-            if (!o->given.precision) o->precision = strings[1];
-            if (!o->given.lr_schedule) o->lr_schedule = strings[2];
-            if (!o->given.seed) o->seed = (unsigned long long)seed;
-            if (!o->given.batch) o->batch = (int)batch;
-            if (!o->given.seq_len) o->seq_len = (int)seq;
-            if (!o->given.grad_accum) o->grad_accum = (int)accum;
-            if (!o->given.lr) o->lr = (float)v[0];
-            if (!o->given.weight_decay) o->weight_decay = (float)v[1];
-            if (!o->given.beta1) o->beta1 = (float)v[2];
-            if (!o->given.beta2) o->beta2 = (float)v[3];
-            if (!o->given.eps) o->eps = (float)v[4];
-            if (!o->given.grad_clip) o->grad_clip = (float)v[5];
-            if (!o->given.warmup) o->warmup = (int)v[6];
+    if (!cJSON_IsNumber(v))
+        return mt_fail(MT_ERR_FORMAT, "%s: %s: %s", path, key, v ? "expected a number or a string" : "missing field");
+    for (int p = 15; p <= 17; p++) {
+        snprintf(buf, cap, "%.*g", p, v->valuedouble);
+        if (strtod(buf, NULL) == v->valuedouble) break;
+    }
+    *out = buf;
+    return MT_OK;
+}
+
+// An exact integer in [0, max] at key.
+static mt_status whole(const char *path, const cJSON *root, const char *key, double max, double *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!cJSON_IsNumber(v)) return mt_fail(MT_ERR_FORMAT, "%s: %s: missing or not a number", path, key);
+    double d = v->valuedouble;
+    if (!(d >= 0) || d > max || d != floor(d))
+        return mt_fail(MT_ERR_FORMAT, "%s: %s: expected a whole number in [0, %.0f], got %.17g", path, key, max, d);
+    *out = d;
+    return MT_OK;
+}
+
+static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_options *o) {
+    if (!cJSON_IsObject(j)) return mt_fail(MT_ERR_FORMAT, "%s: not a JSON object", path);
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, STATE_FORMAT))
+        return mt_fail(MT_ERR_FORMAT, "%s: not a megatrain train state (format is not \"%s\")", path, STATE_FORMAT);
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
+    if (!cJSON_IsNumber(ver)) return mt_fail(MT_ERR_FORMAT, "%s: version: missing or not a number", path);
+    if (ver->valuedouble != STATE_VERSION)
+        return mt_fail(MT_ERR_FORMAT, "%s: version %g is not supported (expected %d)", path, ver->valuedouble,
+                       STATE_VERSION);
+    double step = 0, cursor = 0;
+    MT_TRY(whole(path, j, "step", 2147483647.0, &step));
+    MT_TRY(whole(path, j, "data_cursor", 9007199254740992.0, &cursor)); // 2^53: exact in a double
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data");
+    if (!cJSON_IsString(data) || !data->valuestring[0] || strlen(data->valuestring) >= sizeof s->data)
+        return mt_fail(MT_ERR_FORMAT, "%s: data: expected the data source's name (a non-empty string)", path);
+
+    // Every field is validated, also those the command line overrides: a state
+    // holding an impossible value is damaged, whatever this run would use.
+    mt_options saved = *o;
+    int n_str = 0;
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        char num[40];
+        const char *text;
+        MT_TRY(field_text(path, fields[i].key, lookup(j, fields[i].key), num, sizeof num, &text));
+        if (text != num) { // a string: the options keep a pointer to it
+            if (n_str >= (int)(sizeof s->strings / sizeof *s->strings) - 1 || !(s->strings[n_str] = strdup(text)))
+                return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
+            text = s->strings[n_str++];
+        }
+        if (mt_options_set(&saved, fields[i].option, text) != MT_OK) {
+            char why[900];
+            const char *msg = mt_last_error();
+            size_t k = strlen(fields[i].option);
+            if (!strncmp(msg, fields[i].option, k) && !strncmp(msg + k, ": ", 2)) msg += k + 2; // "--lr: " is implied
+            snprintf(why, sizeof why, "%s", msg);
+            return mt_fail(MT_ERR_FORMAT, "%s: %s: %s", path, fields[i].key, why);
         }
     }
+    if (step > saved.steps)
+        return mt_fail(MT_ERR_FORMAT, "%s: step %.0f is beyond total_steps %d", path, step, saved.steps);
+    if (!(s->strings[n_str] = strdup(data->valuestring))) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
+    s->step = (int)step;
+    s->data_cursor = (size_t)cursor;
+    snprintf(s->data, sizeof s->data, "%s", data->valuestring);
+
+    // Apply what the command line did not give.
+    if (!o->given.data) o->data = s->strings[n_str];
+    if (!o->given.precision) o->precision = saved.precision;
+    if (!o->given.lr_schedule) o->lr_schedule = saved.lr_schedule;
+    if (!o->given.seed) o->seed = saved.seed;
+    if (!o->given.batch) o->batch = saved.batch;
+    if (!o->given.seq_len) o->seq_len = saved.seq_len;
+    if (!o->given.grad_accum) o->grad_accum = saved.grad_accum;
+    if (!o->given.steps) o->steps = saved.steps;
+    if (!o->given.lr) o->lr = saved.lr;
+    if (!o->given.weight_decay) o->weight_decay = saved.weight_decay;
+    if (!o->given.beta1) o->beta1 = saved.beta1;
+    if (!o->given.beta2) o->beta2 = saved.beta2;
+    if (!o->given.eps) o->eps = saved.eps;
+    if (!o->given.grad_clip) o->grad_clip = saved.grad_clip;
+    if (!o->given.warmup) o->warmup = saved.warmup;
+    return MT_OK;
+}
+
+mt_status mt_train_state_load(const char *dir, mt_train_state *s, mt_options *o) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/train_state.json", dir);
+    cJSON *j;
+    MT_TRY(mt_json_load(path, "a megatrain train state", 1 << 20, &j));
+    mt_status st = parse(path, j, s, o);
     cJSON_Delete(j);
+    if (st != MT_OK) mt_train_state_free(s);
     return st;
 }

@@ -3,6 +3,7 @@
 #include "core/file_io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,12 +54,33 @@ mt_status mt_file_read_text(const char *path, const char *what, size_t max_bytes
     return MT_OK;
 }
 
+int mt_file_tmp_name(const char *path, char *tmp, size_t cap) {
+    int n = snprintf(tmp, cap, "%s.%ld.tmp", path, (long)getpid());
+    return n > 0 && (size_t)n < cap;
+}
+
+void mt_path_dirname(const char *path, char *out, size_t cap) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--; // "a/b/" is "a/b"
+    while (n > 0 && path[n - 1] != '/') n--;
+    while (n > 1 && path[n - 1] == '/') n--;
+    if (n == 0) snprintf(out, cap, ".");
+    else snprintf(out, cap, "%.*s", (int)n, path);
+}
+
+mt_status mt_fsync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return mt_fail(MT_ERR_IO, "%s: cannot open the directory to sync it: %s", dir, strerror(errno));
+    int rc = fsync(fd), err = errno;
+    close(fd);
+    if (rc != 0 && err != EINVAL && err != EROFS)
+        return mt_fail(MT_ERR_IO, "%s: fsync of the directory failed: %s", dir, strerror(err));
+    return MT_OK;
+}
+
 mt_status mt_file_write_atomic(const char *path, const void *data, size_t len) {
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 5);
-    if (!tmp) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
+    char tmp[4200];
+    if (!mt_file_tmp_name(path, tmp, sizeof tmp)) return mt_fail(MT_ERR_ARG, "%s: path too long", path);
     mt_status s = MT_OK;
     FILE *f = fopen(tmp, "wb");
     if (!f) s = mt_fail(MT_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
@@ -68,6 +90,10 @@ mt_status mt_file_write_atomic(const char *path, const void *data, size_t len) {
     if (s == MT_OK && rename(tmp, path) != 0)
         s = mt_fail(MT_ERR_IO, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
     if (s != MT_OK && f) unlink(tmp);
-    free(tmp);
+    if (s == MT_OK) {
+        char dir[4200];
+        mt_path_dirname(path, dir, sizeof dir);
+        s = mt_fsync_dir(dir);
+    }
     return s;
 }

@@ -11,8 +11,16 @@
 // buffer the caller frees. `what` names the expected content in errors:
 // "PATH: cannot open WHAT: ...", "PATH: not a regular file (expected WHAT)".
 mt_status mt_file_read_text(const char *path, const char *what, size_t max_bytes, char **out, size_t *len);
-// Writes len bytes to PATH.tmp, fsyncs, renames it over PATH: PATH is either the
-// old file or the complete new one, never a partial one.
+// Writes len bytes to PATH.<pid>.tmp, fsyncs, renames it over PATH and fsyncs the
+// directory: PATH is either the old file or the complete new one, never a partial
+// one, and two processes writing the same PATH never share a temporary name.
 mt_status mt_file_write_atomic(const char *path, const void *data, size_t len);
+// "PATH.<pid>.tmp" into tmp[cap] (0 when it does not fit).
+int mt_file_tmp_name(const char *path, char *tmp, size_t cap);
+// fsync of a directory (after a rename or unlink in it, so the change is durable).
+// Filesystems that refuse fsync on a directory (EINVAL) count as success.
+mt_status mt_fsync_dir(const char *dir);
+// The directory holding PATH ("." for a bare name) into out[cap].
+void mt_path_dirname(const char *path, char *out, size_t cap);
 
 #endif

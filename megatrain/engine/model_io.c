@@ -1,4 +1,6 @@
-// model_io.c: HF weights in and out, random init, optimizer moments, grad dumps.
+// model_io.c: HF weights in and out, random init, optimizer moments, grad dumps,
+// and the checks every tensor passes on its way in or out: finite values, and for
+// a checkpoint the dtype, shape and CRC-32 recorded when it was saved.
 #include "engine/model_io.h"
 
 #include <errno.h>
@@ -43,22 +45,146 @@ static mt_status find_view(const mt_safetensors *st, const mt_unit *u, int t, co
     return mt_st_expect_shape(st, *out, v->ndim, v->shape);
 }
 
-mt_status mt_model_load_weights(mt_model *m, const char *path) {
+// ----------------------------------------------------------------------------
+// finite values
+
+// Index of the first NaN or infinity among x[0..n) of type t, or n. An all-ones
+// exponent marks both; an integer OR-reduction per chunk vectorizes, and the
+// chunks run in parallel (a 100B-parameter state is scanned before every save).
+#define SCAN_CHUNK ((size_t)1 << 20)
+static size_t first_nonfinite(const void *x, mt_dtype t, size_t n) {
+    long long chunks = (long long)((n + SCAN_CHUNK - 1) / SCAN_CHUNK), first = chunks;
+#pragma omp parallel for schedule(static) reduction(min : first)
+    for (long long c = 0; c < chunks; c++) {
+        size_t a = (size_t)c * SCAN_CHUNK, b = a + SCAN_CHUNK < n ? a + SCAN_CHUNK : n;
+        unsigned bad = 0;
+        if (t == MT_F32) {
+            const uint32_t *u = x;
+            for (size_t i = a; i < b; i++) bad |= (u[i] & 0x7f800000u) == 0x7f800000u;
+        } else {
+            const uint16_t *h = x;
+            for (size_t i = a; i < b; i++) bad |= (h[i] & 0x7f80u) == 0x7f80u;
+        }
+        if (bad && c < first) first = c;
+    }
+    if (first == chunks) return n;
+    for (size_t i = (size_t)first * SCAN_CHUNK; i < n; i++) {
+        float v = mt_load_f32(x, t, i);
+        if (!isfinite(v)) return i;
+    }
+    return n;
+}
+
+// "PATH: tensor NAME: nan at element 12 (a non-finite value)" when x holds one.
+static mt_status check_finite(const void *x, mt_dtype t, size_t n, const char *file, const char *name,
+                              const char *what) {
+    size_t i = first_nonfinite(x, t, n);
+    if (i == n) return MT_OK;
+    float v = mt_load_f32(x, t, i);
+    return mt_fail(MT_ERR_FORMAT, "%s%stensor %s%s: %s at element %zu is not finite", file ? file : "",
+                   file ? ": " : "", name, what, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf", i);
+}
+
+mt_status mt_model_check_finite(const mt_model *m) {
+    char name[300];
+    for (int ui = 0; ui < m->n_units; ui++) {
+        const mt_unit *u = &m->units[ui];
+        for (int t = 0; t < MT_T_COUNT; t++) {
+            const mt_view *v = &u->lay->t[t];
+            if (!v->present) continue;
+            mt_layout_hf_name(u->lay, (mt_tensor_id)t, u->layer, name, 256);
+            if (u->master)
+                MT_TRY(check_finite(u->master + v->offset, MT_F32, v->numel, NULL, name, " (f32 master weights)"));
+            MT_TRY(check_finite(elem(u->param, m->wdt, v->offset), m->wdt, v->numel, NULL, name, " (weights)"));
+            MT_TRY(check_finite(u->m + v->offset, MT_F32, v->numel, NULL, name, " (Adam exp_avg)"));
+            MT_TRY(check_finite(u->v + v->offset, MT_F32, v->numel, NULL, name, " (Adam exp_avg_sq)"));
+        }
+    }
+    return MT_OK;
+}
+
+// ----------------------------------------------------------------------------
+// checkpoint records
+
+static int cmp_record(const void *a, const void *b) {
+    return strcmp(((const mt_tensor_record *)a)->name, ((const mt_tensor_record *)b)->name);
+}
+
+void mt_tensor_records_sort(mt_tensor_records *r) {
+    if (r->n > 1) qsort(r->t, (size_t)r->n, sizeof *r->t, cmp_record);
+}
+
+const mt_tensor_record *mt_tensor_records_find(const mt_tensor_records *r, const char *name) {
+    if (!r || r->n == 0 || strlen(name) >= sizeof r->t[0].name) return NULL;
+    mt_tensor_record key;
+    snprintf(key.name, sizeof key.name, "%s", name);
+    return bsearch(&key, r->t, (size_t)r->n, sizeof key, cmp_record);
+}
+
+void mt_tensor_records_free(mt_tensor_records *r) {
+    if (!r) return;
+    free(r->t);
+    r->t = NULL;
+    r->n = 0;
+}
+
+static const char *FOREIGN_HINT = "the file was changed or damaged after the save, or comes from another checkpoint";
+
+// With `expect`: the file holds exactly the recorded tensors.
+static mt_status expect_count(const mt_safetensors *st, const mt_tensor_records *expect) {
+    if (!expect || mt_st_count(st) == expect->n) return MT_OK;
+    return mt_fail(MT_ERR_FORMAT, "%s: holds %d tensors but checkpoint.json records %d: %s", mt_st_path(st, 0),
+                   mt_st_count(st), expect->n, FOREIGN_HINT);
+}
+
+// Reads tensor ti into dst (type dt) and, with `expect`, checks it against its record.
+static mt_status read_checked(const mt_safetensors *st, const mt_st_tensor *ti, void *dst, mt_dtype dt,
+                              const mt_tensor_records *expect) {
+    const char *file = mt_st_path(st, ti->file);
+    const mt_tensor_record *r = NULL;
+    if (expect) {
+        r = mt_tensor_records_find(expect, ti->name);
+        if (!r)
+            return mt_fail(MT_ERR_FORMAT, "%s: tensor %s is not recorded in checkpoint.json: %s", file, ti->name,
+                           FOREIGN_HINT);
+        int same = r->dtype == ti->dtype && r->ndim == ti->ndim;
+        for (int d = 0; same && d < r->ndim; d++) same = r->shape[d] == ti->shape[d];
+        if (!same)
+            return mt_fail(MT_ERR_FORMAT, "%s: tensor %s: dtype or shape differs from checkpoint.json: %s", file,
+                           ti->name, FOREIGN_HINT);
+    }
+    uint32_t crc = 0;
+    MT_TRY(mt_st_read_sum(st, ti, dst, dt, expect ? &crc : NULL));
+    if (r && crc != r->crc32)
+        return mt_fail(MT_ERR_FORMAT, "%s: tensor %s: CRC-32 %08x, but checkpoint.json records %08x: %s", file,
+                       ti->name, (unsigned)crc, (unsigned)r->crc32, FOREIGN_HINT);
+    // An f32 value above bf16's largest finite one becomes infinite on the way in.
+    const char *what = dt == MT_BF16 && ti->dtype != MT_BF16 ? " (rounded to bf16)" : "";
+    return check_finite(dst, dt, ti->numel, file, ti->name, what);
+}
+
+// ----------------------------------------------------------------------------
+// loading
+
+mt_status mt_model_load_weights(mt_model *m, const char *path, const mt_tensor_records *expect) {
     mt_safetensors *st;
     MT_TRY(mt_st_open(path, &st));
-    mt_status s = MT_OK;
+    mt_status s = expect_count(st, expect);
     for (int ui = 0; ui < m->n_units && s == MT_OK; ui++) {
         mt_unit *u = &m->units[ui];
         for (int t = 0; t < MT_T_COUNT && s == MT_OK; t++) {
             const mt_view *v = &u->lay->t[t];
             const mt_st_tensor *ti;
             if (!v->present || (s = find_view(st, u, t, "", &ti)) != MT_OK) continue;
+            void *param = elem(u->param, m->wdt, v->offset);
             if (u->master) {
-                s = mt_st_read(st, ti, u->master + v->offset, MT_F32);
-                if (s == MT_OK) mt_convert(elem(u->param, m->wdt, v->offset), m->wdt, u->master + v->offset, MT_F32, v->numel);
+                s = read_checked(st, ti, u->master + v->offset, MT_F32, expect);
+                if (s == MT_OK) mt_convert(param, m->wdt, u->master + v->offset, MT_F32, v->numel);
             } else {
-                s = mt_st_read(st, ti, elem(u->param, m->wdt, v->offset), m->wdt);
+                s = read_checked(st, ti, param, m->wdt, expect);
             }
+            if (s == MT_OK && u->master) // the streamed bf16 copy of the f32 master
+                s = check_finite(param, m->wdt, v->numel, mt_st_path(st, ti->file), ti->name, " (rounded to bf16)");
         }
     }
     mt_st_close(st);
@@ -144,7 +270,7 @@ static int collect(const mt_model *m, pick_kind pick, mt_st_entry *out, char (*n
     return n;
 }
 
-static mt_status write_picked(const mt_model *m, pick_kind a, pick_kind b, const char *path) {
+static mt_status write_picked(const mt_model *m, pick_kind a, pick_kind b, const char *path, mt_tensor_records *rec) {
     int cap = m->n_units * MAX_TENSORS_PER_UNIT * 2;
     mt_st_entry *entries = calloc((size_t)cap, sizeof *entries);
     char(*names)[256] = calloc((size_t)cap, 256);
@@ -155,30 +281,47 @@ static mt_status write_picked(const mt_model *m, pick_kind a, pick_kind b, const
     }
     int n = collect(m, a, entries, names);
     if (b != a) n += collect(m, b, entries + n, names + n);
-    mt_status s = mt_st_write(path, entries, n);
+    uint32_t *crcs = calloc((size_t)cap, sizeof *crcs);
+    mt_status s = crcs ? mt_st_write_sums(path, entries, n, crcs) : mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
+    if (s == MT_OK && rec) {
+        rec->n = 0;
+        rec->t = calloc((size_t)(n ? n : 1), sizeof *rec->t);
+        if (!rec->t) s = mt_fail(MT_ERR_MEMORY, "%s: out of memory for the tensor records", path);
+        for (int i = 0; i < n && s == MT_OK; i++) {
+            mt_tensor_record *r = &rec->t[rec->n++];
+            snprintf(r->name, sizeof r->name, "%s", entries[i].name);
+            r->dtype = entries[i].file_dtype;
+            r->ndim = entries[i].ndim;
+            r->shape[0] = entries[i].shape[0];
+            r->shape[1] = entries[i].shape[1];
+            r->crc32 = crcs[i];
+        }
+        mt_tensor_records_sort(rec);
+    }
+    free(crcs);
     free(entries);
     free(names);
     return s;
 }
 
-mt_status mt_model_save(const mt_model *m, const char *dir) {
+mt_status mt_model_save(const mt_model *m, const char *dir, mt_tensor_records *weights, mt_tensor_records *moments) {
     char path[1100];
     snprintf(path, sizeof path, "%s/config.json", dir);
     mt_config c = m->cfg;
     c.torch_dtype = m->prec == MT_PREC_PAPER ? MT_BF16 : MT_F32;
     MT_TRY(mt_config_save(&c, path));
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    MT_TRY(write_picked(m, PICK_WEIGHTS, PICK_WEIGHTS, path));
+    MT_TRY(write_picked(m, PICK_WEIGHTS, PICK_WEIGHTS, path, weights));
     snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
-    return write_picked(m, PICK_EXP_AVG, PICK_EXP_AVG_SQ, path);
+    return write_picked(m, PICK_EXP_AVG, PICK_EXP_AVG_SQ, path, moments);
 }
 
-mt_status mt_model_load_optimizer(mt_model *m, const char *dir) {
+mt_status mt_model_load_optimizer(mt_model *m, const char *dir, const mt_tensor_records *expect) {
     char path[1100];
     snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
     mt_safetensors *st;
     MT_TRY(mt_st_open(path, &st));
-    mt_status s = MT_OK;
+    mt_status s = expect_count(st, expect);
     for (int ui = 0; ui < m->n_units && s == MT_OK; ui++) {
         mt_unit *u = &m->units[ui];
         for (int t = 0; t < MT_T_COUNT && s == MT_OK; t++) {
@@ -186,8 +329,13 @@ mt_status mt_model_load_optimizer(mt_model *m, const char *dir) {
             if (!v->present) continue;
             for (int k = 0; k < 2 && s == MT_OK; k++) {
                 const mt_st_tensor *ti;
+                float *dst = (k == 0 ? u->m : u->v) + v->offset;
                 s = find_view(st, u, t, k == 0 ? ".exp_avg" : ".exp_avg_sq", &ti);
-                if (s == MT_OK) s = mt_st_read(st, ti, (k == 0 ? u->m : u->v) + v->offset, MT_F32);
+                if (s == MT_OK) s = read_checked(st, ti, dst, MT_F32, expect);
+                for (size_t i = 0; k == 1 && s == MT_OK && i < v->numel; i++)
+                    if (dst[i] < 0) // Adam divides by its square root
+                        s = mt_fail(MT_ERR_FORMAT, "%s: tensor %s: %g at element %zu: exp_avg_sq cannot be negative",
+                                    path, ti->name, dst[i], i);
             }
         }
     }
@@ -196,5 +344,5 @@ mt_status mt_model_load_optimizer(mt_model *m, const char *dir) {
 }
 
 mt_status mt_model_save_grads(const mt_model *m, const char *path) {
-    return write_picked(m, PICK_GRADS, PICK_GRADS, path);
+    return write_picked(m, PICK_GRADS, PICK_GRADS, path, NULL);
 }

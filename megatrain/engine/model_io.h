@@ -1,20 +1,49 @@
 // model_io.h: moving the host model state to and from files: HF weights
 // (safetensors, HF names), random initialisation, checkpoints (weights +
-// optimizer moments; train_state.json is the CLI's), and gradient dumps.
+// optimizer moments; train_state.json and checkpoint.json are the CLI's), and
+// gradient dumps. Every value loaded is checked finite; a checkpoint's tensors
+// are also checked against the CRC-32s recorded when they were saved.
 #ifndef MT_MODEL_IO_H
 #define MT_MODEL_IO_H
 
+#include <stdint.h>
+
 #include "engine/host_state.h"
 
+// One tensor of a saved file, as checkpoint.json records it.
+typedef struct {
+    char name[256];
+    mt_dtype dtype; // as stored in the file
+    int ndim;
+    int64_t shape[2];
+    uint32_t crc32; // zlib's CRC-32 of its bytes in the file
+} mt_tensor_record;
+
+typedef struct {
+    mt_tensor_record *t; // sorted by name
+    int n;
+} mt_tensor_records;
+
+void mt_tensor_records_free(mt_tensor_records *r);
+void mt_tensor_records_sort(mt_tensor_records *r);
+const mt_tensor_record *mt_tensor_records_find(const mt_tensor_records *r, const char *name);
+
 // Loads every tensor the config needs from an HF directory (or file), checking
-// names and shapes; converts to the precision's types.
-mt_status mt_model_load_weights(mt_model *m, const char *path);
+// names and shapes and that every value is finite; converts to the precision's
+// types. With `expect` (a checkpoint's records of that file), the file must hold
+// exactly those tensors, with those dtypes, shapes and CRC-32s.
+mt_status mt_model_load_weights(mt_model *m, const char *path, const mt_tensor_records *expect);
 // N(0, 0.02) for matrices, ones for norms, zeros for biases; deterministic in seed.
 void mt_model_init_random(mt_model *m, unsigned long long seed);
 // Writes DIR/config.json and DIR/model.safetensors (HF layout; fp32 and mixed
-// write F32, paper writes BF16) and DIR/optimizer.safetensors (exp_avg, exp_avg_sq).
-mt_status mt_model_save(const mt_model *m, const char *dir);
-mt_status mt_model_load_optimizer(mt_model *m, const char *dir);
+// write F32, paper writes BF16) and DIR/optimizer.safetensors (exp_avg, exp_avg_sq);
+// `weights` and `moments` (may be NULL) receive what was written.
+mt_status mt_model_save(const mt_model *m, const char *dir, mt_tensor_records *weights, mt_tensor_records *moments);
+// Reads DIR/optimizer.safetensors: finite moments, exp_avg_sq >= 0; `expect` as above.
+mt_status mt_model_load_optimizer(mt_model *m, const char *dir, const mt_tensor_records *expect);
+// Fails naming the first tensor (HF name, and which of weights / exp_avg /
+// exp_avg_sq) that holds a NaN or an infinity, and the element.
+mt_status mt_model_check_finite(const mt_model *m);
 // The host gradients as F32 safetensors with HF names.
 mt_status mt_model_save_grads(const mt_model *m, const char *path);
 // mkdir -p; error names the option.

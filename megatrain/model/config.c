@@ -5,6 +5,7 @@
 #include "model/config.h"
 
 #include "core/file_io.h"
+#include "core/json_file.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -225,29 +226,8 @@ static mt_status parse_config(const char *path, const cJSON *root, mt_config *c)
 
 mt_status mt_config_load(const char *path, mt_config *out) {
     if (!path || !out) return mt_fail(MT_ERR_ARG, "mt_config_load: NULL argument");
-    char *text;
-    size_t n;
-    MT_TRY(mt_file_read_text(path, "an HF config.json", MT_CONFIG_MAX_BYTES, &text, &n));
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, (size_t)n, &end, 0);
-    // cJSON stops after the first value; anything but whitespace after it is garbage.
-    if (root && end) {
-        while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r') end++;
-        if (end != text + n) {
-            int line = 1;
-            for (const char *p = text; p < end; p++) line += *p == '\n';
-            cJSON_Delete(root);
-            free(text);
-            return mt_fail(MT_ERR_FORMAT, "%s: unexpected text after the JSON object (line %d)", path, line);
-        }
-    }
-    if (!root) {
-        int line = 1;
-        for (const char *p = text; end && p < end; p++) line += *p == '\n';
-        free(text);
-        return mt_fail(MT_ERR_FORMAT, "%s: malformed JSON near line %d", path, line);
-    }
-    free(text);
+    cJSON *root;
+    MT_TRY(mt_json_load(path, "an HF config.json", MT_CONFIG_MAX_BYTES, &root));
     mt_config c;
     mt_status s = parse_config(path, root, &c);
     cJSON_Delete(root);
@@ -261,6 +241,49 @@ mt_status mt_config_load(const char *path, mt_config *out) {
 static mt_status positive(const char *what, const char *key, double v) {
     if (v > 0 && isfinite(v)) return MT_OK;
     return mt_fail(MT_ERR_SHAPE, "%s: %s: must be > 0 (got %g)", what, key, v);
+}
+
+// The largest model whose byte counts stay exact: at most 18 host bytes per
+// parameter (mixed precision) plus page padding must fit a signed 64-bit count.
+#define MT_MAX_PARAMS (1LL << 58)
+
+// a * b and a + b in 64 bits, or an error naming the config fields involved.
+static mt_status mul(const char *what, const char *fields, long long a, long long b, long long *out) {
+    if (__builtin_mul_overflow(a, b, out))
+        return mt_fail(MT_ERR_SHAPE, "%s: %s: %lld x %lld overflows 64-bit sizes", what, fields, a, b);
+    return MT_OK;
+}
+static mt_status add(const char *what, const char *fields, long long a, long long b, long long *out) {
+    if (__builtin_add_overflow(a, b, out))
+        return mt_fail(MT_ERR_SHAPE, "%s: %s: %lld + %lld overflows 64-bit sizes", what, fields, a, b);
+    return MT_OK;
+}
+
+// mt_config_params_per_layer / _total with every product and sum checked, so
+// they (and every byte count derived from them) can be computed unchecked.
+static mt_status check_sizes(const mt_config *c, const char *what) {
+    long long C = c->hidden_size, q = (long long)c->num_heads * c->head_dim, kv = (long long)c->num_kv_heads * c->head_dim;
+    long long qc, kvc, fc, vc, layer = 2 * C, total;
+    MT_TRY(mul(what, "num_attention_heads x head_dim x hidden_size", q, C, &qc));
+    MT_TRY(mul(what, "num_key_value_heads x head_dim x hidden_size", kv, C, &kvc));
+    MT_TRY(mul(what, "intermediate_size x hidden_size", c->intermediate_size, C, &fc));
+    MT_TRY(mul(what, "vocab_size x hidden_size", c->vocab_size, C, &vc));
+    MT_TRY(mul(what, "3 x intermediate_size x hidden_size (the MLP)", fc, 3, &fc));
+    MT_TRY(mul(what, "2 x num_attention_heads x head_dim x hidden_size (q and o)", qc, 2, &qc));
+    MT_TRY(mul(what, "2 x num_key_value_heads x head_dim x hidden_size (k and v)", kvc, 2, &kvc));
+    const char *sum = "hidden_size, intermediate_size, heads x head_dim: one layer's parameters";
+    MT_TRY(add(what, sum, layer, qc, &layer));
+    MT_TRY(add(what, sum, layer, kvc, &layer));
+    MT_TRY(add(what, sum, layer, fc, &layer));
+    MT_TRY(add(what, sum, layer, q + 2 * kv + 2LL * c->head_dim, &layer)); // biases, q/k norms: each < 2^31
+    MT_TRY(mul(what, "num_hidden_layers x the layer's parameters", layer, c->num_layers, &total));
+    MT_TRY(mul(what, "vocab_size x hidden_size (embedding and head)", vc, c->tie_word_embeddings ? 1 : 2, &vc));
+    MT_TRY(add(what, "vocab_size: the embedding's parameters", total, vc + C, &total));
+    if (total > MT_MAX_PARAMS)
+        return mt_fail(MT_ERR_SHAPE, "%s: the sizes (hidden_size %d, intermediate_size %d, num_hidden_layers %d, "
+                                     "vocab_size %d) give %lld parameters, beyond the 2^58 whose byte counts fit 64 bits",
+                       what, c->hidden_size, c->intermediate_size, c->num_layers, c->vocab_size, total);
+    return MT_OK;
 }
 
 mt_status mt_config_validate(const mt_config *c, const char *what) {
@@ -297,7 +320,7 @@ mt_status mt_config_validate(const mt_config *c, const char *what) {
     }
     if (c->torch_dtype != MT_F32 && c->torch_dtype != MT_BF16)
         return mt_fail(MT_ERR_ARG, "%s: torch_dtype: invalid value %d", what, (int)c->torch_dtype);
-    return MT_OK;
+    return check_sizes(c, what);
 }
 
 long long mt_config_params_per_layer(const mt_config *c) {

@@ -5,12 +5,13 @@
 
 #include "model/hardware_profile.h"
 
-#include "core/file_io.h"
+#include "core/json_file.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,14 +31,33 @@ static const cJSON *dotted(const cJSON *root, const char *key) {
     return o;
 }
 
-// A positive number at dotted key `key`; `max` > 0 bounds it (fractions).
-static mt_status num(const char *path, const cJSON *root, const char *key, double max, double *out) {
+// Plausible ranges, several orders of magnitude around today's machines on each
+// side: they admit any real or projected machine and refuse a value in the wrong
+// unit (bytes/s where GB/s is meant, GB where bytes are) and the extremes that
+// would turn a prediction into 0, inf or NaN.
+typedef struct {
+    double lo, hi;
+    int whole; // must be an integer (a count, or bytes)
+} range;
+static const range TFLOPS = {1e-3, 1e6, 0};   // 1 GFLOP/s .. 1 EFLOP/s per GPU (H200 bf16: 989)
+static const range GBPS = {1e-3, 1e6, 0};     // 1 MB/s .. 1 PB/s (PCIe Gen5: 63, HBM3e: 4800)
+static const range BYTES = {1e6, 1e16, 1};    // 1 MB .. 10 PB (H200: 1.41e11, 1.5 TB hosts: 1.5e12)
+static const range FRACTION = {1e-3, 1, 0};   // efficiencies and duplex shares
+static const range CORES = {1, 1e5, 1};
+static const range NODES = {1, 1024, 1};
+static const range PARAMS_PER_S = {1e3, 1e14, 0}; // host AdamW rate (the 2-core dev VM: ~1.5e9)
+
+// A number at dotted key `key` within r.
+static mt_status num(const char *path, const cJSON *root, const char *key, range r, double *out) {
     const cJSON *v = dotted(root, key);
     if (!v) return mt_fail(MT_ERR_FORMAT, "%s: %s: required number is missing", path, key);
     if (!cJSON_IsNumber(v)) return mt_fail(MT_ERR_FORMAT, "%s: %s: expected a number", path, key);
     double d = v->valuedouble;
     if (!(d > 0)) return mt_fail(MT_ERR_FORMAT, "%s: %s: must be positive (got %g)", path, key, d);
-    if (max > 0 && d > max) return mt_fail(MT_ERR_FORMAT, "%s: %s: must be in (0, %g] (got %g)", path, key, max, d);
+    if (d < r.lo || d > r.hi)
+        return mt_fail(MT_ERR_FORMAT, "%s: %s: %g is outside the plausible range [%g, %g] (a unit mix-up?)", path, key,
+                       d, r.lo, r.hi);
+    if (r.whole && d != floor(d)) return mt_fail(MT_ERR_FORMAT, "%s: %s: expected a whole number, got %g", path, key, d);
     *out = d;
     return MT_OK;
 }
@@ -62,44 +82,35 @@ static mt_status parse(const char *path, const cJSON *j, mt_hw_profile *p) {
     if (cJSON_IsString(d)) snprintf(p->description, sizeof p->description, "%s", d->valuestring);
     else if (d) return mt_fail(MT_ERR_FORMAT, "%s: description: expected a string", path);
     MT_TRY(str(path, j, "gpu.name", p->gpu_name, sizeof p->gpu_name));
-    MT_TRY(num(path, j, "gpu.peak_tflops.bf16", 0, &p->peak_tflops[MT_PEAK_BF16]));
-    MT_TRY(num(path, j, "gpu.peak_tflops.tf32", 0, &p->peak_tflops[MT_PEAK_TF32]));
-    MT_TRY(num(path, j, "gpu.peak_tflops.fp32", 0, &p->peak_tflops[MT_PEAK_FP32]));
-    MT_TRY(num(path, j, "gpu.gemm_efficiency", 1.0, &p->gemm_efficiency));
-    MT_TRY(num(path, j, "gpu.hbm_gbps", 0, &p->hbm_gbps));
-    MT_TRY(num(path, j, "gpu.hbm_bytes", 0, &p->hbm_bytes));
-    MT_TRY(num(path, j, "link.h2d_gbps.pinned", 0, &p->h2d_gbps));
-    MT_TRY(num(path, j, "link.h2d_gbps.pageable", 0, &p->h2d_pageable_gbps));
-    MT_TRY(num(path, j, "link.d2h_gbps.pinned", 0, &p->d2h_gbps));
-    MT_TRY(num(path, j, "link.d2h_gbps.pageable", 0, &p->d2h_pageable_gbps));
-    MT_TRY(num(path, j, "link.duplex_factor", 1.0, &p->duplex_factor));
-    MT_TRY(num(path, j, "host.mem_bytes", 0, &p->host_mem_bytes));
-    MT_TRY(num(path, j, "host.mem_gbps", 0, &p->host_mem_gbps));
+    MT_TRY(num(path, j, "gpu.peak_tflops.bf16", TFLOPS, &p->peak_tflops[MT_PEAK_BF16]));
+    MT_TRY(num(path, j, "gpu.peak_tflops.tf32", TFLOPS, &p->peak_tflops[MT_PEAK_TF32]));
+    MT_TRY(num(path, j, "gpu.peak_tflops.fp32", TFLOPS, &p->peak_tflops[MT_PEAK_FP32]));
+    MT_TRY(num(path, j, "gpu.gemm_efficiency", FRACTION, &p->gemm_efficiency));
+    MT_TRY(num(path, j, "gpu.hbm_gbps", GBPS, &p->hbm_gbps));
+    MT_TRY(num(path, j, "gpu.hbm_bytes", BYTES, &p->hbm_bytes));
+    MT_TRY(num(path, j, "link.h2d_gbps.pinned", GBPS, &p->h2d_gbps));
+    MT_TRY(num(path, j, "link.h2d_gbps.pageable", GBPS, &p->h2d_pageable_gbps));
+    MT_TRY(num(path, j, "link.d2h_gbps.pinned", GBPS, &p->d2h_gbps));
+    MT_TRY(num(path, j, "link.d2h_gbps.pageable", GBPS, &p->d2h_pageable_gbps));
+    MT_TRY(num(path, j, "link.duplex_factor", FRACTION, &p->duplex_factor));
+    MT_TRY(num(path, j, "host.mem_bytes", BYTES, &p->host_mem_bytes));
+    MT_TRY(num(path, j, "host.mem_gbps", GBPS, &p->host_mem_gbps));
     double cores, numa;
-    MT_TRY(num(path, j, "host.cpu_cores", 0, &cores));
-    MT_TRY(num(path, j, "host.numa_nodes", 0, &numa));
+    MT_TRY(num(path, j, "host.cpu_cores", CORES, &cores));
+    MT_TRY(num(path, j, "host.numa_nodes", NODES, &numa));
     p->cpu_cores = (int)cores;
     p->numa_nodes = (int)numa;
     // what the simulator charges for the optimizer; the planner charges the same
-    MT_TRY(num(path, j, "host.adamw_params_per_s.paper", 0, &p->adamw_params_per_s[MT_ADAMW_PAPER]));
-    MT_TRY(num(path, j, "host.adamw_params_per_s.mixed", 0, &p->adamw_params_per_s[MT_ADAMW_MIXED]));
-    MT_TRY(num(path, j, "host.adamw_params_per_s.fp32", 0, &p->adamw_params_per_s[MT_ADAMW_FP32]));
+    MT_TRY(num(path, j, "host.adamw_params_per_s.paper", PARAMS_PER_S, &p->adamw_params_per_s[MT_ADAMW_PAPER]));
+    MT_TRY(num(path, j, "host.adamw_params_per_s.mixed", PARAMS_PER_S, &p->adamw_params_per_s[MT_ADAMW_MIXED]));
+    MT_TRY(num(path, j, "host.adamw_params_per_s.fp32", PARAMS_PER_S, &p->adamw_params_per_s[MT_ADAMW_FP32]));
     return MT_OK;
 }
 
 mt_status mt_hw_profile_load(const char *path, mt_hw_profile *out) {
     memset(out, 0, sizeof *out);
-    char *text;
-    size_t len = 0;
-    MT_TRY(mt_file_read_text(path, "the hardware profile", MAX_BYTES, &text, &len));
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    if (!j) {
-        const char *at = cJSON_GetErrorPtr();
-        long off = at && at >= text && at <= text + len ? (long)(at - text) : -1;
-        free(text);
-        return mt_fail(MT_ERR_FORMAT, "%s: malformed JSON near byte %ld", path, off);
-    }
-    free(text);
+    cJSON *j;
+    MT_TRY(mt_json_load(path, "the hardware profile", MAX_BYTES, &j));
     mt_status s = parse(path, j, out);
     cJSON_Delete(j);
     if (s == MT_OK) snprintf(out->source, sizeof out->source, "%s", path);

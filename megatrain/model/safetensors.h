@@ -38,6 +38,9 @@ const mt_st_tensor *mt_st_find(const mt_safetensors *st, const char *name); // N
 mt_status mt_st_expect_shape(const mt_safetensors *st, const mt_st_tensor *t, int ndim, const int64_t *shape);
 // Reads the tensor into dst, converting to dst_dtype (F32 <-> BF16).
 mt_status mt_st_read(const mt_safetensors *st, const mt_st_tensor *t, void *dst, mt_dtype dst_dtype);
+// The same, and *crc = CRC-32 (zlib's) of the tensor's bytes as stored in the file.
+mt_status mt_st_read_sum(const mt_safetensors *st, const mt_st_tensor *t, void *dst, mt_dtype dst_dtype,
+                         uint32_t *crc);
 const char *mt_st_path(const mt_safetensors *st, int file); // file name for error messages
 
 // One tensor to write; data is in `dtype` and is written as `file_dtype`.
@@ -50,8 +53,10 @@ typedef struct {
     const void *data;
 } mt_st_entry;
 
-// Writes one .safetensors file (to path.tmp, fsync, rename to path); `metadata_format`
-// goes to __metadata__.format ("pt"). Never leaves a partial file under `path`.
+// Writes one .safetensors file (to path.<pid>.tmp, fsync, rename to path, fsync the
+// directory); __metadata__.format is "pt". Never leaves a partial file under `path`.
 mt_status mt_st_write(const char *path, const mt_st_entry *entries, int n);
+// The same, and crcs[i] = CRC-32 (zlib's) of entry i's bytes as written (file dtype).
+mt_status mt_st_write_sums(const char *path, const mt_st_entry *entries, int n, uint32_t *crcs);
 
 #endif

@@ -14,6 +14,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
+
+#include "core/json_file.h"
 
 // The safetensors spec caps the header at 100 MB: a larger length is corruption.
 #define MT_ST_MAX_HEADER_BYTES ((uint64_t)100 << 20)
@@ -341,11 +344,10 @@ static mt_status parse_index(mt_safetensors *st, const char *path) {
     char *text = NULL;
     size_t len = 0;
     MT_TRY(read_small_file(path, MT_ST_MAX_INDEX_BYTES, &text, &len));
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    size_t at = end ? (size_t)(end - text) : 0;
+    cJSON *root = NULL;
+    mt_status ps = mt_json_parse(path, text, len, &root); // no trailing text, no key twice
     free(text);
-    if (!root) return mt_fail(MT_ERR_FORMAT, "%s: not valid JSON (error near byte %zu)", path, at);
+    if (ps != MT_OK) return ps;
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     if (!cJSON_IsObject(root) || !cJSON_IsObject(wm)) {
         cJSON_Delete(root);
@@ -496,6 +498,11 @@ mt_status mt_st_expect_shape(const mt_safetensors *st, const mt_st_tensor *t, in
 }
 
 mt_status mt_st_read(const mt_safetensors *st, const mt_st_tensor *t, void *dst, mt_dtype dst_dtype) {
+    return mt_st_read_sum(st, t, dst, dst_dtype, NULL);
+}
+
+mt_status mt_st_read_sum(const mt_safetensors *st, const mt_st_tensor *t, void *dst, mt_dtype dst_dtype,
+                         uint32_t *crc) {
     if (!st || !t || (!dst && t->numel > 0) || t->file < 0 || t->file >= st->nfiles)
         return mt_fail(MT_ERR_ARG, "mt_st_read: bad argument");
     if (dst_dtype != MT_F32 && dst_dtype != MT_BF16)
@@ -503,7 +510,12 @@ mt_status mt_st_read(const mt_safetensors *st, const mt_st_tensor *t, void *dst,
                        (int)dst_dtype);
     int fd = st->fds[t->file];
     const char *path = st->paths[t->file];
-    if (t->dtype == dst_dtype) return pread_full(fd, dst, t->nbytes, t->offset, path);
+    uLong c = crc32_z(0, Z_NULL, 0);
+    if (t->dtype == dst_dtype) {
+        MT_TRY(pread_full(fd, dst, t->nbytes, t->offset, path));
+        if (crc) *crc = (uint32_t)crc32_z(c, dst, t->nbytes); // dst holds the file's bytes
+        return MT_OK;
+    }
     // Convert through a bounded bounce buffer rather than a second full copy.
     size_t ssz = mt_dtype_size(t->dtype), dsz = mt_dtype_size(dst_dtype);
     size_t chunk = t->numel < MT_ST_CONVERT_ELEMS ? t->numel : MT_ST_CONVERT_ELEMS;
@@ -513,8 +525,10 @@ mt_status mt_st_read(const mt_safetensors *st, const mt_st_tensor *t, void *dst,
     for (size_t done = 0; done < t->numel && s == MT_OK; done += chunk) {
         size_t n = t->numel - done < chunk ? t->numel - done : chunk;
         s = pread_full(fd, buf, n * ssz, t->offset + done * ssz, path);
+        if (s == MT_OK && crc) c = crc32_z(c, buf, n * ssz);
         if (s == MT_OK) mt_convert((char *)dst + done * dsz, dst_dtype, buf, t->dtype, n);
     }
     free(buf);
+    if (crc) *crc = (uint32_t)c;
     return s;
 }

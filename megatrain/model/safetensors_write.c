@@ -1,6 +1,7 @@
 // safetensors_write.c: writes one .safetensors file, converting each tensor to its
-// file dtype on the fly through a small buffer. The file goes to "<path>.tmp", is
-// fsynced and renamed, so `path` only ever holds a complete file.
+// file dtype on the fly through a small buffer, and takes each tensor's CRC-32 of
+// the bytes written. The file goes to "<path>.<pid>.tmp", is fsynced and renamed,
+// so `path` only ever holds a complete file.
 #define _POSIX_C_SOURCE 200809L // pread, fsync, O_CLOEXEC under -std=c11
 #include "model/safetensors.h"
 
@@ -12,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
+
+#include "core/file_io.h"
 
 #define MT_ST_IO_CHUNK ((size_t)1 << 30)
 #define MT_ST_CONVERT_ELEMS ((size_t)1 << 20)
@@ -154,20 +158,28 @@ static mt_status build_header(const char *path, const mt_st_entry *es, const int
     return MT_OK;
 }
 
-static mt_status write_entry(int fd, const mt_st_entry *e, void *buf, const char *path) {
+// Writes one tensor's data; *crc is the CRC-32 (zlib's) of the bytes as written.
+static mt_status write_entry(int fd, const mt_st_entry *e, void *buf, const char *path, uint32_t *crc) {
     size_t numel = entry_numel(e);
-    if (e->dtype == e->file_dtype) return write_full(fd, e->data, numel * mt_dtype_size(e->dtype), path);
+    uLong c = crc32_z(0, Z_NULL, 0);
+    if (e->dtype == e->file_dtype) {
+        size_t n = numel * mt_dtype_size(e->dtype);
+        *crc = (uint32_t)crc32_z(c, e->data, n);
+        return write_full(fd, e->data, n, path);
+    }
     size_t ssz = mt_dtype_size(e->dtype), dsz = mt_dtype_size(e->file_dtype);
     for (size_t done = 0; done < numel; done += MT_ST_CONVERT_ELEMS) {
         size_t k = numel - done < MT_ST_CONVERT_ELEMS ? numel - done : MT_ST_CONVERT_ELEMS;
         mt_convert(buf, e->file_dtype, (const char *)e->data + done * ssz, e->dtype, k);
+        c = crc32_z(c, buf, k * dsz);
         MT_TRY(write_full(fd, buf, k * dsz, path));
     }
+    *crc = (uint32_t)c;
     return MT_OK;
 }
 
 static mt_status write_body(int fd, const char *path, const mt_st_entry *es, const int *ord, int n,
-                            const strbuf *hdr) {
+                            const strbuf *hdr, uint32_t *crcs) {
     unsigned char lb[8];
     uint64_t hlen = hdr->len;
     for (int i = 0; i < 8; i++) lb[i] = (unsigned char)(hlen >> (8 * i));
@@ -176,26 +188,20 @@ static mt_status write_body(int fd, const char *path, const mt_st_entry *es, con
     void *buf = malloc(MT_ST_CONVERT_ELEMS * 4);
     if (!buf) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
     mt_status s = MT_OK;
-    for (int k = 0; k < n && s == MT_OK; k++) s = write_entry(fd, &es[ord[k]], buf, path);
+    for (int k = 0; k < n && s == MT_OK; k++) {
+        uint32_t crc = 0;
+        s = write_entry(fd, &es[ord[k]], buf, path, &crc);
+        if (crcs) crcs[ord[k]] = crc;
+    }
     free(buf);
     return s;
 }
 
-// Makes the rename itself durable; best effort (some filesystems refuse fsync on a directory).
-static void fsync_parent_dir(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char dir[4096];
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else if ((size_t)(slash - path) < sizeof dir) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    else return;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    (void)fsync(fd);
-    close(fd);
+mt_status mt_st_write(const char *path, const mt_st_entry *entries, int n) {
+    return mt_st_write_sums(path, entries, n, NULL);
 }
 
-mt_status mt_st_write(const char *path, const mt_st_entry *entries, int n) {
+mt_status mt_st_write_sums(const char *path, const mt_st_entry *entries, int n, uint32_t *crcs) {
     if (!path || n < 0 || (n > 0 && !entries)) return mt_fail(MT_ERR_ARG, "mt_st_write: bad argument");
     MT_TRY(check_entries(path, entries, n));
     int *ord = layout_order(entries, n);
@@ -203,25 +209,25 @@ mt_status mt_st_write(const char *path, const mt_st_entry *entries, int n) {
     strbuf hdr = {0};
     mt_status s = build_header(path, entries, ord, n, &hdr);
 
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 5);
-    if (s == MT_OK && !tmp) s = mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
+    char tmp[4200];
+    if (s == MT_OK && !mt_file_tmp_name(path, tmp, sizeof tmp)) s = mt_fail(MT_ERR_ARG, "%s: path too long", path);
     int fd = -1;
     if (s == MT_OK) {
-        memcpy(tmp, path, plen);
-        memcpy(tmp + plen, ".tmp", 5);
         fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0) s = mt_fail(MT_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
     }
-    if (s == MT_OK) s = write_body(fd, path, entries, ord, n, &hdr);
+    if (s == MT_OK) s = write_body(fd, path, entries, ord, n, &hdr, crcs);
     if (s == MT_OK && fsync(fd) != 0) s = mt_fail(MT_ERR_IO, "%s: fsync failed: %s", path, strerror(errno));
     if (fd >= 0 && close(fd) != 0 && s == MT_OK)
         s = mt_fail(MT_ERR_IO, "%s: close failed: %s", path, strerror(errno));
     if (s == MT_OK && rename(tmp, path) != 0)
         s = mt_fail(MT_ERR_IO, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
     if (s != MT_OK && fd >= 0) unlink(tmp);
-    if (s == MT_OK) fsync_parent_dir(path);
-    free(tmp);
+    if (s == MT_OK) { // the rename itself must be durable too
+        char dir[4200];
+        mt_path_dirname(path, dir, sizeof dir);
+        s = mt_fsync_dir(dir);
+    }
     free(hdr.p);
     free(ord);
     return s;

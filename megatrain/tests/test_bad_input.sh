@@ -90,7 +90,7 @@ touch "$D/afile"
 expect_error "--save under a file" "--save" train --model $model "${base[@]}" --save "$D/afile/out"
 expect_error "resume from nothing" "$D/nockpt" train --resume "$D/nockpt" --steps 2
 mkdir -p "$D/badstate"; echo '{"format": "megatrain-train-state", "version": 1}' > "$D/badstate/train_state.json"
-expect_error "resume from a malformed train_state.json" "train_state.json" train --resume "$D/badstate" --steps 2
+expect_error "resume from a directory without checkpoint.json" "checkpoint.json" train --resume "$D/badstate" --steps 2
 
 # A save that succeeds leaves only final names (no *.tmp).
 "$MT" train --model $model "${base[@]}" --save "$D/good" > /dev/null 2>&1

@@ -1,0 +1,33 @@
+// checkpoint.h: what a checkpoint holds and how it is verified. Beside the HF
+// files (config.json, model.safetensors) and ours (optimizer.safetensors,
+// train_state.json) a save writes checkpoint.json, last: the format, the step,
+// every file's size, the small files' CRC-32 and, per tensor, its dtype, shape
+// and CRC-32. A reader trusts nothing the manifest does not vouch for, so a
+// mixed, partial, edited or foreign checkpoint is refused naming the file.
+#ifndef MT_CHECKPOINT_H
+#define MT_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "cli/options.h"
+#include "cli/train_state.h"
+#include "engine/model_io.h"
+
+typedef struct {
+    int step;
+    mt_tensor_records weights, moments; // model.safetensors, optimizer.safetensors
+} mt_ckpt_manifest;
+
+// Writes the whole checkpoint into `dir` (a staging directory), checkpoint.json last.
+mt_status mt_checkpoint_write(const char *dir, const mt_model *m, const mt_train_state *ts, const mt_options *o);
+// Reads DIR/checkpoint.json and checks config.json and train_state.json (sizes,
+// CRC-32) and the tensor files' sizes against it; the tensor records it returns
+// check every tensor as it is loaded (mt_model_load_weights / _optimizer).
+mt_status mt_checkpoint_open(const char *dir, mt_ckpt_manifest *man);
+// 1 when DIR holds a checkpoint.json (a --model directory saved by megatrain).
+int mt_checkpoint_present(const char *dir);
+void mt_ckpt_manifest_free(mt_ckpt_manifest *man);
+// --model PATH's weights; a directory megatrain saved is checked against its checkpoint.json.
+mt_status mt_checkpoint_load_model(mt_model *m, const char *path);
+
+#endif

@@ -1,0 +1,372 @@
+// ckpt_dir.c: the checkpoint directory's lock, staging, switch and clean-up.
+// Every step that changes what DIR names is a rename followed by an fsync of
+// the parent, so after a crash DIR is the old checkpoint or the new one, whole.
+#define _GNU_SOURCE // renameat2, RENAME_EXCHANGE
+#include "cli/ckpt_dir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/file_io.h"
+#include "core/json_file.h"
+#include "engine/model_io.h"
+
+const char *const mt_ckpt_files[5] = {"config.json", "model.safetensors", "optimizer.safetensors", "train_state.json",
+                                      "checkpoint.json"};
+
+// Test hooks, so the tests can stop a save at each point that matters rather
+// than hope a random SIGKILL lands there: MT_FAULT_KILL_AT=POINT[:N] kills the
+// process the N-th time (default 1st) a save reaches POINT (staged, exchanged,
+// moved-aside); MT_FAULT_NO_EXCHANGE=1 takes the path of a filesystem without
+// RENAME_EXCHANGE.
+static void fault_point(const char *name) {
+    static int hits;
+    const char *at = getenv("MT_FAULT_KILL_AT");
+    size_t n = strlen(name);
+    if (!at || strncmp(at, name, n) || (at[n] != 0 && at[n] != ':')) return;
+    if (++hits >= (at[n] == ':' ? atoi(at + n + 1) : 1)) raise(SIGKILL);
+}
+
+static int is_ckpt_file(const char *name) {
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(name, mt_ckpt_files[i])) return 1;
+    return 0;
+}
+
+// ".NAME.tmp-PID-XXXXXXXX" or ".NAME.old-PID-XXXXXXXX" (unique_name's pattern):
+// a staging or moved-aside directory of DIR.
+static int is_temp_of(const char *entry, const char *name, const char *kind) {
+    size_t n = strlen(name);
+    if (entry[0] != '.' || strncmp(entry + 1, name, n) || entry[1 + n] != '.' || strncmp(entry + 2 + n, kind, 4))
+        return 0;
+    const char *p = entry + 6 + n, *dash = strchr(p, '-');
+    return dash && dash > p && strspn(p, "0123456789") == (size_t)(dash - p) && strlen(dash + 1) == 8 &&
+           strspn(dash + 1, "0123456789abcdef") == 8;
+}
+
+// out = dir/name ("" when it does not fit: every caller's buffer holds a path plus a name).
+static void join(char *out, size_t cap, const char *dir, const char *name) {
+    size_t a = strlen(dir), b = strlen(name);
+    out[0] = 0;
+    if (a + b + 2 > cap) return;
+    memcpy(out, dir, a);
+    out[a] = '/';
+    memcpy(out + a + 1, name, b + 1);
+}
+
+// Removes a directory megatrain made (plain files only, no subdirectories).
+static mt_status remove_flat_dir(const char *path) {
+    DIR *dp = opendir(path);
+    if (!dp) return errno == ENOENT ? MT_OK : mt_fail(MT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    char p[MT_CKPT_PATH_MAX + 512];
+    for (struct dirent *e; (e = readdir(dp));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        join(p, sizeof p, path, e->d_name);
+        unlink(p); // a subdirectory stays, and rmdir below says so
+    }
+    closedir(dp);
+    if (rmdir(path) != 0) return mt_fail(MT_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
+    return MT_OK;
+}
+
+// A unique suffix: pid and 32 random bits, so two runs never pick the same name.
+static void unique_name(char *out, size_t cap, const char *name, const char *kind) {
+    unsigned r = 0;
+    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) r = (unsigned)time(NULL) ^ (unsigned)clock();
+    snprintf(out, cap, ".%s.%s-%ld-%08x", name, kind, (long)getpid(), r);
+}
+
+// DIR -> absolute parent + name. A DIR that exists is resolved through symlinks
+// (the switch must replace the directory, not the link); otherwise its parent is
+// created and resolved.
+static mt_status resolve(mt_ckpt_dir *d, const char *dir) {
+    char buf[MT_CKPT_PATH_MAX], abs[MT_CKPT_PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
+        return mt_fail(MT_ERR_ARG, "%s %s: path too long", d->option, dir);
+    size_t n = strlen(buf);
+    while (n > 1 && buf[n - 1] == '/') buf[--n] = 0;
+    struct stat sb;
+    // A symlink to a directory not made yet: follow it by hand (realpath cannot).
+    for (int hops = 0; lstat(buf, &sb) == 0 && S_ISLNK(sb.st_mode) && stat(buf, &sb) != 0 && hops < 16; hops++) {
+        char target[MT_CKPT_PATH_MAX], parent[MT_CKPT_PATH_MAX];
+        ssize_t k = readlink(buf, target, sizeof target - 1);
+        if (k <= 0) break;
+        target[k] = 0;
+        mt_path_dirname(buf, parent, sizeof parent);
+        if (target[0] == '/') snprintf(buf, sizeof buf, "%s", target);
+        else if (snprintf(abs, sizeof abs, "%s/%s", parent, target) < (int)sizeof abs) snprintf(buf, sizeof buf, "%s", abs);
+        n = strlen(buf);
+        while (n > 1 && buf[n - 1] == '/') buf[--n] = 0;
+    }
+    if (lstat(buf, &sb) == 0 && !S_ISDIR(sb.st_mode) && !S_ISLNK(sb.st_mode))
+        return mt_fail(MT_ERR_IO, "%s %s: exists and is not a directory", d->option, dir);
+    if (stat(buf, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode)) return mt_fail(MT_ERR_IO, "%s %s: exists and is not a directory", d->option, dir);
+        if (!realpath(buf, abs)) return mt_fail(MT_ERR_IO, "%s %s: cannot resolve: %s", d->option, dir, strerror(errno));
+    } else {
+        char parent[MT_CKPT_PATH_MAX];
+        mt_path_dirname(buf, parent, sizeof parent);
+        const char *base = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
+        MT_TRY(mt_make_dir(parent, d->option));
+        if (!realpath(parent, abs))
+            return mt_fail(MT_ERR_IO, "%s %s: cannot resolve %s: %s", d->option, dir, parent, strerror(errno));
+        size_t k = strlen(abs);
+        if (snprintf(abs + k, sizeof abs - k, "%s%s", k > 1 ? "/" : "", base) >= (int)(sizeof abs - k))
+            return mt_fail(MT_ERR_ARG, "%s %s: path too long", d->option, dir);
+    }
+    if (!strcmp(abs, "/")) return mt_fail(MT_ERR_ARG, "%s %s: cannot replace the root directory", d->option, dir);
+    snprintf(d->dir, sizeof d->dir, "%s", abs);
+    mt_path_dirname(abs, d->parent, sizeof d->parent);
+    snprintf(d->name, sizeof d->name, "%s", strrchr(abs, '/') + 1);
+    if (strlen(strrchr(abs, '/') + 1) >= sizeof d->name - 32)
+        return mt_fail(MT_ERR_ARG, "%s %s: directory name too long", d->option, dir);
+    return MT_OK;
+}
+
+static mt_status take_lock(mt_ckpt_dir *d, const char *shown) {
+    char lock[MT_CKPT_PATH_MAX + 512], pid[32] = "";
+    snprintf(lock, sizeof lock, "%s/.%s.lock", d->parent, d->name);
+    d->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (d->lock_fd < 0)
+        return mt_fail(MT_ERR_IO, "%s %s: cannot create the lock %s: %s", d->option, shown, lock, strerror(errno));
+    if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        ssize_t r = pread(d->lock_fd, pid, sizeof pid - 1, 0);
+        pid[r > 0 ? r : 0] = 0;
+        pid[strcspn(pid, "\n")] = 0;
+        close(d->lock_fd);
+        d->lock_fd = -1;
+        if (err == EWOULDBLOCK)
+            return mt_fail(MT_ERR_IO, "%s %s: another megatrain (pid %s) is writing this checkpoint; one writer at a "
+                                      "time: wait for it, or save elsewhere",
+                           d->option, shown, pid[0] ? pid : "unknown");
+        return mt_fail(MT_ERR_IO, "%s %s: cannot lock %s: %s", d->option, shown, lock, strerror(err));
+    }
+    // The holder's pid, for the message a refused second writer prints (best effort).
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(d->lock_fd, 0) != 0 || pwrite(d->lock_fd, pid, (size_t)n, 0) != n) {
+        // only a refused second writer's message reads it: not worth failing the run for
+    }
+    return MT_OK;
+}
+
+// Under the lock: puts a moved-aside checkpoint back when DIR is missing (a crash
+// between the two renames of the fallback switch), then removes leftovers.
+static mt_status tidy(mt_ckpt_dir *d) {
+    struct stat sb;
+    int have_dir = stat(d->dir, &sb) == 0;
+    DIR *dp = opendir(d->parent);
+    if (!dp) return mt_fail(MT_ERR_IO, "%s %s: cannot list %s: %s", d->option, d->dir, d->parent, strerror(errno));
+    char p[MT_CKPT_PATH_MAX + 512];
+    mt_status s = MT_OK;
+    for (struct dirent *e; (e = readdir(dp)) && s == MT_OK;) {
+        int tmp = is_temp_of(e->d_name, d->name, "tmp-"), old = is_temp_of(e->d_name, d->name, "old-");
+        if (!tmp && !old) continue;
+        join(p, sizeof p, d->parent, e->d_name);
+        if (old && !have_dir) {
+            if (rename(p, d->dir) != 0)
+                s = mt_fail(MT_ERR_IO, "%s %s: cannot restore the previous checkpoint from %s: %s", d->option, d->dir,
+                            p, strerror(errno));
+            else {
+                s = mt_fsync_dir(d->parent);
+                have_dir = 1;
+                fprintf(stderr, "megatrain: restored %s from %s (a save was interrupted while switching)\n", d->dir, p);
+            }
+            continue;
+        }
+        if (remove_flat_dir(p) != MT_OK) fprintf(stderr, "megatrain: note: %s\n", mt_last_error());
+    }
+    closedir(dp);
+    return s;
+}
+
+// DIR must be absent, empty, or a checkpoint holding plain files only.
+static mt_status check_target(mt_ckpt_dir *d, const char *shown) {
+    DIR *dp = opendir(d->dir);
+    if (!dp)
+        return errno == ENOENT ? MT_OK : mt_fail(MT_ERR_IO, "%s %s: cannot open: %s", d->option, shown, strerror(errno));
+    int ours = 0;
+    char p[MT_CKPT_PATH_MAX + 512], first[256] = "", subdir[256] = "";
+    for (struct dirent *e; (e = readdir(dp));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        join(p, sizeof p, d->dir, e->d_name);
+        struct stat sb;
+        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode) && !subdir[0]) snprintf(subdir, sizeof subdir, "%s", e->d_name);
+        if (!strcmp(e->d_name, "checkpoint.json") || !strcmp(e->d_name, "train_state.json")) ours = 1;
+        if (!first[0]) snprintf(first, sizeof first, "%s", e->d_name);
+    }
+    closedir(dp);
+    if (!ours && first[0])
+        return mt_fail(MT_ERR_IO,
+                       "%s %s: exists and is not a megatrain checkpoint (no checkpoint.json; it holds '%s'); a save "
+                       "replaces the directory as a whole, so give a new or empty one",
+                       d->option, shown, first);
+    if (subdir[0])
+        return mt_fail(MT_ERR_IO, "%s %s: holds the subdirectory '%s'; a save replaces the checkpoint directory as a "
+                                  "whole and carries over plain files only: move it out",
+                       d->option, shown, subdir);
+    return MT_OK;
+}
+
+// The step DIR holds, from its checkpoint.json (-1 when it has none or cannot say).
+static int read_step(const char *dir) {
+    char p[MT_CKPT_PATH_MAX + 512];
+    join(p, sizeof p, dir, "checkpoint.json");
+    if (access(p, F_OK) != 0) return -1;
+    cJSON *j = NULL;
+    if (mt_json_load(p, "a megatrain checkpoint manifest", 64u << 20, &j) != MT_OK) return -1;
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "step");
+    int step = cJSON_IsNumber(s) ? (int)s->valuedouble : -1;
+    cJSON_Delete(j);
+    return step;
+}
+
+mt_status mt_ckpt_dir_open(mt_ckpt_dir *d, const char *dir, const char *option) {
+    memset(d, 0, sizeof *d);
+    d->lock_fd = -1;
+    d->option = option;
+    d->committed_step = -1;
+    MT_TRY(resolve(d, dir));
+    if (access(d->parent, W_OK | X_OK) != 0)
+        return mt_fail(MT_ERR_IO, "%s %s: cannot write in %s: %s", option, dir, d->parent, strerror(errno));
+    // What DIR holds is checked before the lock file is made beside it, and again
+    // after tidy() may have restored it.
+    mt_status s = check_target(d, dir);
+    if (s != MT_OK) return s;
+    s = take_lock(d, dir);
+    if (s == MT_OK) s = tidy(d);
+    if (s == MT_OK) s = check_target(d, dir);
+    if (s != MT_OK) {
+        mt_ckpt_dir_close(d);
+        return s;
+    }
+    d->committed_step = read_step(d->dir);
+    return MT_OK;
+}
+
+mt_status mt_ckpt_dir_stage(mt_ckpt_dir *d) {
+    mt_ckpt_dir_discard(d);
+    char name[300];
+    for (int tries = 0; tries < 8; tries++) {
+        unique_name(name, sizeof name, d->name, "tmp");
+        join(d->staged, sizeof d->staged, d->parent, name);
+        if (mkdir(d->staged, 0755) == 0) return MT_OK;
+        if (errno != EEXIST) break;
+    }
+    mt_status s = mt_fail(MT_ERR_IO, "%s %s: cannot create %s: %s", d->option, d->dir, d->staged, strerror(errno));
+    d->staged[0] = 0;
+    return s;
+}
+
+// Hard-links DIR's plain files that are not checkpoint files into the staged directory.
+static mt_status carry_over(mt_ckpt_dir *d) {
+    DIR *dp = opendir(d->dir);
+    if (!dp) return errno == ENOENT ? MT_OK : mt_fail(MT_ERR_IO, "%s: cannot open: %s", d->dir, strerror(errno));
+    char from[MT_CKPT_PATH_MAX + 512], to[MT_CKPT_PATH_MAX + 512];
+    mt_status s = MT_OK;
+    for (struct dirent *e; (e = readdir(dp)) && s == MT_OK;) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_ckpt_file(e->d_name)) continue;
+        join(from, sizeof from, d->dir, e->d_name);
+        join(to, sizeof to, d->staged, e->d_name);
+        struct stat sb;
+        if (lstat(from, &sb) != 0 || !(S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode))) continue;
+        if (S_ISLNK(sb.st_mode)) {
+            char target[MT_CKPT_PATH_MAX];
+            ssize_t n = readlink(from, target, sizeof target - 1);
+            if (n < 0 || (target[n] = 0, symlink(target, to) != 0))
+                s = mt_fail(MT_ERR_IO, "%s: cannot carry %s over into the new checkpoint: %s", d->dir, e->d_name,
+                            strerror(errno));
+        } else if (link(from, to) != 0) {
+            s = mt_fail(MT_ERR_IO, "%s: cannot carry %s over into the new checkpoint (hard link): %s", d->dir,
+                        e->d_name, strerror(errno));
+        }
+    }
+    closedir(dp);
+    return s;
+}
+
+mt_status mt_ckpt_dir_commit(mt_ckpt_dir *d, int step) {
+    if (!d->staged[0]) return mt_fail(MT_ERR_ARG, "%s %s: nothing staged to commit", d->option, d->dir);
+    MT_TRY(carry_over(d));
+    MT_TRY(mt_fsync_dir(d->staged));
+    fault_point("staged");
+    struct stat sb;
+    int exists = stat(d->dir, &sb) == 0, exchanged = 0;
+    if (exists && !getenv("MT_FAULT_NO_EXCHANGE")) {
+        exchanged = renameat2(AT_FDCWD, d->staged, AT_FDCWD, d->dir, RENAME_EXCHANGE) == 0;
+        if (!exchanged && errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+            return mt_fail(MT_ERR_IO, "%s %s: cannot switch in the new checkpoint: %s", d->option, d->dir,
+                           strerror(errno));
+    }
+    if (!exists) { // the first save: nothing to replace
+        if (rename(d->staged, d->dir) != 0)
+            return mt_fail(MT_ERR_IO, "%s %s: cannot rename %s into place: %s", d->option, d->dir, d->staged,
+                           strerror(errno));
+    } else if (exchanged) { // DIR is the new checkpoint; the old one now has the staged name
+        MT_TRY(mt_fsync_dir(d->parent));
+        fault_point("exchanged");
+    } else { // no exchange on this filesystem: DIR aside, the new one in, the old one out
+        char name[300], aside[MT_CKPT_PATH_MAX + 512];
+        unique_name(name, sizeof name, d->name, "old");
+        join(aside, sizeof aside, d->parent, name);
+        if (rename(d->dir, aside) != 0)
+            return mt_fail(MT_ERR_IO, "%s %s: cannot move the previous checkpoint aside: %s", d->option, d->dir,
+                           strerror(errno));
+        MT_TRY(mt_fsync_dir(d->parent));
+        fault_point("moved-aside");
+        if (rename(d->staged, d->dir) != 0) {
+            mt_status s = mt_fail(MT_ERR_IO, "%s %s: cannot rename %s into place: %s", d->option, d->dir, d->staged,
+                                  strerror(errno));
+            if (rename(aside, d->dir) != 0) fprintf(stderr, "megatrain: the previous checkpoint is in %s\n", aside);
+            return s;
+        }
+        snprintf(d->staged, sizeof d->staged, "%s", aside); // removed below, like an exchanged one
+    }
+    MT_TRY(mt_fsync_dir(d->parent));
+    d->committed_step = step;
+    if (remove_flat_dir(d->staged) != MT_OK) fprintf(stderr, "megatrain: note: %s\n", mt_last_error());
+    d->staged[0] = 0;
+    if (stat(d->dir, &sb) == 0) return MT_OK;
+    return mt_fail(MT_ERR_IO, "%s %s: missing after the switch", d->option, d->dir);
+}
+
+void mt_ckpt_dir_discard(mt_ckpt_dir *d) {
+    if (!d->staged[0]) return;
+    if (remove_flat_dir(d->staged) != MT_OK) fprintf(stderr, "megatrain: note: %s\n", mt_last_error());
+    d->staged[0] = 0;
+}
+
+void mt_ckpt_dir_close(mt_ckpt_dir *d) {
+    mt_ckpt_dir_discard(d);
+    if (d->lock_fd >= 0) close(d->lock_fd); // releases the flock
+    d->lock_fd = -1;
+}
+
+int mt_ckpt_dir_find_moved(const char *dir, char *out, size_t cap) {
+    char buf[MT_CKPT_PATH_MAX], parent[MT_CKPT_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", dir);
+    size_t n = strlen(buf);
+    while (n > 1 && buf[n - 1] == '/') buf[--n] = 0;
+    mt_path_dirname(buf, parent, sizeof parent);
+    const char *name = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
+    DIR *dp = opendir(parent);
+    if (!dp) return 0;
+    int found = 0;
+    for (struct dirent *e; (e = readdir(dp)) && !found;)
+        if (is_temp_of(e->d_name, name, "old-")) {
+            snprintf(out, cap, "%s/%s", parent, e->d_name);
+            found = 1;
+        }
+    closedir(dp);
+    return found;
+}

@@ -1,0 +1,50 @@
+// ckpt_dir.h: a checkpoint directory committed as one unit. A save writes a
+// complete new checkpoint into a fresh sibling directory (.NAME.tmp-PID-RANDOM),
+// fsyncs it, and switches it in with one atomic exchange of the two directories
+// (renameat2 RENAME_EXCHANGE); the previous checkpoint is removed only after the
+// switch. Where the filesystem cannot exchange, DIR moves aside to .NAME.old-*
+// first and the next writer moves it back if a crash came in between. A writer
+// holds flock(.NAME.lock) for its whole run, so a second writer fails at once.
+// Plain files in DIR that megatrain does not write (a tokenizer, a log) are
+// carried into each new checkpoint by hard link.
+#ifndef MT_CKPT_DIR_H
+#define MT_CKPT_DIR_H
+
+#include <stddef.h>
+
+#include "core/status.h"
+
+#define MT_CKPT_PATH_MAX 4096
+
+typedef struct {
+    char dir[MT_CKPT_PATH_MAX];    // DIR, absolute, symlinks resolved
+    char parent[MT_CKPT_PATH_MAX]; // where DIR, its lock and its temporaries live
+    char name[256];
+    const char *option;            // "--save": errors name it
+    int lock_fd;
+    char staged[MT_CKPT_PATH_MAX + 512]; // the save being written ("" when none)
+    int committed_step;            // step DIR holds (-1: none yet)
+} mt_ckpt_dir;
+
+// The files a checkpoint consists of (what a save writes and replaces).
+extern const char *const mt_ckpt_files[5];
+
+// Resolves DIR (creating its parent), takes the writer lock (a second writer is
+// refused naming the holder's pid), restores DIR from an interrupted switch,
+// removes the leftovers of killed saves, and refuses a DIR that is not a
+// megatrain checkpoint, an empty directory or absent.
+mt_status mt_ckpt_dir_open(mt_ckpt_dir *d, const char *dir, const char *option);
+// A fresh, empty staging directory beside DIR: d->staged.
+mt_status mt_ckpt_dir_stage(mt_ckpt_dir *d);
+// Carries DIR's foreign files over, fsyncs, switches d->staged in as DIR, removes
+// the previous checkpoint; d->committed_step = step.
+mt_status mt_ckpt_dir_commit(mt_ckpt_dir *d, int step);
+// Removes d->staged (a save given up); DIR is untouched.
+void mt_ckpt_dir_discard(mt_ckpt_dir *d);
+// Discards what is staged and releases the lock.
+void mt_ckpt_dir_close(mt_ckpt_dir *d);
+// For a reader of DIR that does not exist: names the .NAME.old-* directory that
+// holds its checkpoint after an interrupted switch, or returns 0.
+int mt_ckpt_dir_find_moved(const char *dir, char *out, size_t cap);
+
+#endif
