@@ -23,8 +23,9 @@ fi
 # ---- dependencies (quiet when present). The arm64 -dev packages co-install with the
 # amd64 ones (Multi-Arch: same); apt may first bring the amd64 twins to the same version.
 bash ci/install_deps.sh # host tools the shell tests use (jq, python3)
+# The arm64 twins of ci/install_deps.sh's libraries.
 pkgs=(crossbuild-essential-arm64 qemu-user libgomp1:arm64 libopenblas-dev:arm64 libcjson-dev:arm64
-      libhwloc-dev:arm64 libbenchmark-dev:arm64)
+      zlib1g-dev:arm64 libhwloc-dev:arm64 libbenchmark-dev:arm64)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
