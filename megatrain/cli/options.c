@@ -64,6 +64,7 @@ static const opt_spec specs[] = {
     {"--weight-buffers", OPT_POS_INT, F(eng.sched.weight_bufs), NG, "tep"},
     {"--grad-slabs", OPT_POS_INT, F(eng.grad_slabs), NG, "tp"},
     {"--serial-optimizer", OPT_FLAG, F(eng.sched.serial_optimizer), NG, "t"},
+    {"--speculative-step", OPT_TRISTATE, F(eng.sched.speculative), G(speculative), "tp"},
     {"--bind", OPT_BIND, F(eng.sched.bind), NG, "tep"},
     {"--mlp-chunk", OPT_NONNEG_INT, F(eng.mlp_rows), NG, "tep"},
     {"--offload-checkpoints", OPT_TRISTATE, F(eng.sched.offload_checkpoints), NG, "tep"},
@@ -83,6 +84,7 @@ static const opt_spec specs[] = {
     {"--zero3-reduce-bucket-size", OPT_COUNT, F(eng.sched.zero3.reduce_bucket_size), NG, "p"},
     {"--zero3-max-live-parameters", OPT_COUNT, F(eng.sched.zero3.max_live_parameters), NG, "tep"},
     {"--host-mem-gb", OPT_POS_FLOAT, F(host_mem_gb), NG, "p"},
+    {"--rollback-rate", OPT_NONNEG_FLOAT, F(rollback_rate), NG, "p"},
     {"--max-context", OPT_FLAG, F(max_context), NG, "p"},
 };
 

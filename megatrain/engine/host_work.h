@@ -30,6 +30,8 @@ struct mt_host_work {
     // tensors with ndim >= 2, as torch param groups do).
     void (*adamw)(const mt_host_work *h, const struct mt_model *m, struct mt_unit *u, const mt_adamw_hparams *hp,
                   float weight_decay);
+    // Copies `bytes` of host state (the speculative step's restore copies and restores).
+    void (*state_copy)(const mt_host_work *h, void *dst, const void *src, size_t bytes);
     // The mean of n per-token losses (NaN where no data exists).
     double (*mean_loss)(const mt_host_work *h, const float *losses, size_t n);
     // A host block of the model state: page-locked through the backend or
@@ -38,6 +40,9 @@ struct mt_host_work {
     void (*free)(const mt_host_work *h, void *p, size_t bytes, int pinned);
     // The engine's clock in ms (wall, or this thread's virtual time) ...
     double (*now_ms)(const mt_host_work *h);
+    // ... the time every thread's clock has surely reached (the wall clock now; none,
+    // -INFINITY, under virtual time, where each thread keeps its own) ...
+    double (*shared_now_ms)(const mt_host_work *h);
     // ... and this thread has waited for something that finished at t_ms on that
     // clock (virtual time catches up; wall time already has).
     void (*waited_until)(const mt_host_work *h, double t_ms);

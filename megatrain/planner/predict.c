@@ -85,6 +85,9 @@ typedef struct {
     int fp32;
     double L, PL, N, VC, PE, PH, dA, T, n, G, ws, R, h2d, d2h, f;
     double Ff, Fb, Fr, cf, cb, W, Wg, EH, opt;
+    int spec_units;            // speculative step: the window (0: off)
+    double opt_s, copy_s;      // the window's update and its restore copies (ms)
+    double rollback_rate;      // fraction of steps that roll back
 } terms;
 
 // Each form returns the step time, credits the tally, and may set the link
@@ -95,22 +98,48 @@ typedef struct {
 
 // Layers stream through the device ring under the compute; unit u's update
 // runs under the next forward, which waits only for embedding and layer 0.
-static void streamed_form(const terms *t, tally *ty, mt_plan_prediction *out, form_out *r) {
+// `rem`: the optimizer work left when the backward ends (all of it without speculation).
+static double streamed_step(const terms *t, tally *ty, double rem) {
     const double PE = t->PE, PL = t->PL, PH = t->PH, ws = t->ws, h2d = t->h2d, d2h = t->d2h, f = t->f;
-    const double W = t->W, Wg = t->Wg, EH = t->EH, cf = t->cf, cb = t->cb, opt = t->opt;
+    const double W = t->W, Wg = t->Wg, EH = t->EH, cf = t->cf, cb = t->cb;
     const int G = (int)t->G;
     double opt0 = (PE + PL) / t->hw->adamw_params_per_s[t->prec] * 1e3;
+    if (opt0 > rem) opt0 = rem; // speculated already: the next forward need not wait for it
     double fill = (PE + PL) * ws / h2d, drain = (PL + PE) * ws / d2h;
     double step = serial(ty, R_H2D, fill) + serial(ty, R_OPT, opt0) + serial(ty, R_D2H, drain);
-    step += take_max(ty, cf, (W + PH * ws) / h2d, 0, opt - opt0);
+    step += take_max(ty, cf, (W + PH * ws) / h2d, 0, rem - opt0);
     for (int k = 1; k < G; k++) step += take_max(ty, cf, W / h2d, 0, 0);
     for (int k = 0; k < G; k++) {
         double out_b = (Wg + (k == G - 1 ? EH : 0)) / (f * d2h);
         step += take_max(ty, cb, W / (f * h2d), out_b, 0);
     }
+    return step;
+}
+
+static void streamed_form(const terms *t, tally *ty, mt_plan_prediction *out, form_out *r) {
     out->formula = "fill + opt_0 + max(c_f, (W+P_H*ws)/h2d, opt-opt_0) + (G-1)*max(c_f, W/h2d) "
                    "+ G*max(c_b, W/(f*h2d), Wg/(f*d2h)) + drain";
-    r->step = step;
+    if (!t->spec_units) {
+        r->step = streamed_step(t, ty, t->opt);
+        return;
+    }
+    // Speculative: the window's updates (opt_s) and their restore copies (copy_s) run
+    // under the last backward as gradients become final; the fraction x of them that
+    // fits in c_b is done when the norm is known, the rest of the update (rem = opt -
+    // x*opt_s) runs in forward order under the next forward as above. A rollback
+    // restores what was speculated (x*copy_s) and redoes all of opt.
+    double x = t->opt_s + t->copy_s > 0 ? t->cb / (t->opt_s + t->copy_s) : 1;
+    if (x > 1) x = 1;
+    tally t0 = {{0}}, t1 = {{0}};
+    double s0 = streamed_step(t, &t0, t->opt - x * t->opt_s), s1 = streamed_step(t, &t1, t->opt + x * t->copy_s);
+    double rate = t->rollback_rate;
+    for (int i = 0; i < R_COUNT; i++) ty->t[i] += (1 - rate) * t0.t[i] + rate * t1.t[i];
+    out->step_ms_no_rollback = s0;
+    out->rollback_cost_ms = s1 - s0;
+    out->formula = "speculative: the streamed form with opt -> rem = opt - x*opt_s (x = min(1, c_b/(opt_s + copy_s)): "
+                   "the window's share of the update done under the last backward); a rollback step: rem = opt + "
+                   "x*copy_s; step = (1 - rollback_rate)*no_rollback + rollback_rate*rollback";
+    r->step = (1 - rate) * s0 + rate * s1;
 }
 
 // Each submodule fetched within the prefetch window, gradients out in the wire
@@ -221,6 +250,20 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     const mt_precision opt_prec = s.optimizer_master && !fp32 ? MT_PREC_MIXED : in->prec;
     const double opt = t.opt = N / hw->adamw_params_per_s[opt_prec] * 1e3;
 
+    // The speculative window, as the engine resolves it against the plan's host memory.
+    mt_dtype act = fp32 ? MT_F32 : MT_BF16;
+    mt_engine_footprint fp = mt_engine_footprint_of(c, in->prec, &in->eng, act, in->gpu_free_bytes, 0);
+    t.spec_units = s.speculative ? fp.spec_window : 0;
+    if (t.spec_units) {
+        double Pw = 0; // parameters in the window: head, then layers L-1 down, then the embedding
+        for (int k = 0; k < t.spec_units; k++) Pw += k == 0 ? PH : k <= L ? PL : PE;
+        t.opt_s = Pw / hw->adamw_params_per_s[opt_prec] * 1e3;
+        t.copy_s = 2.0 * (double)fp.optimizer.host / (hw->host_mem_gbps * 1e6); // read + write, as the sim prices it
+        t.rollback_rate = in->rollback_rate;
+    }
+    out->spec_units = t.spec_units;
+    out->restore_bytes = (double)fp.optimizer.host;
+
     tally ty = {{0}};
     out->h2d_bytes = 2 * G * W + EH;
     out->d2h_bytes = G * Wg + EH;
@@ -242,6 +285,7 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     out->optimizer_ms = opt;
     out->exposed_ms = step - out->compute_ms;
     out->step_ms = step;
+    if (!t.spec_units) out->step_ms_no_rollback = step;
     out->tokens_per_s = mt_metric_tokens_per_s((double)out->tokens, step);
     out->tflops = mt_metric_tflops(N, (double)out->tokens, step);
     out->mfu = mt_metric_mfu(out->tflops, peak_bf16);
