@@ -160,18 +160,6 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     // Every stream, not just compute: the trace reads all the step's events, and a
     // checkpoint's copy-out on the D2H stream has no later reader to wait for it.
     for (int s = 0; s < MT_NUM_STREAMS; s++) MT_TRY(mt_backend_stream_sync(e->be, (mt_stream_id)s));
-    mt_phase_times ph;
-    MT_TRY(mt_trace_step_end(e->trace, &ph));
-    st->compute_ms = ph.busy_ms[MT_LANE_COMPUTE];
-    st->h2d_ms = ph.busy_ms[MT_LANE_H2D];
-    st->d2h_ms = ph.busy_ms[MT_LANE_D2H];
-    st->drain_ms = ph.busy_ms[MT_LANE_DRAIN];
-    st->optimizer_ms = ph.busy_ms[MT_LANE_OPTIMIZER];
-    st->span_ms = ph.step_ms;
-    st->h2d_bytes = e->link.bytes[0];
-    st->d2h_bytes = e->link.bytes[1];
-    st->opt_wait_ms = mt_weight_ring_take_opt_wait(e->w);
-
     st->loss = e->m->host.mean_loss(&e->m->host, a->h_losses, (size_t)G * N); // NaN where no data exists
     st->grad_norm = sqrt(sq);
     st->tokens = (long long)G * N;
@@ -186,7 +174,21 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     if (st->skipped) st->clip_factor = 1.0;
     mt_adamw_hparams h = {.lr = lr, .beta1 = hp->beta1, .beta2 = hp->beta2, .eps = hp->eps,
                           .grad_scale = (float)st->clip_factor, .step = adam_step};
+    // Before the step's timeline closes: what was speculated under the backward is settled
+    // (and, in virtual time, traced) by then.
     mt_opt_worker_start(e->opt, &h, hp->weight_decay, st->skipped, &st->spec_units, &st->rollbacks);
+    mt_phase_times ph;
+    MT_TRY(mt_trace_step_end(e->trace, &ph));
+    st->compute_ms = ph.busy_ms[MT_LANE_COMPUTE];
+    st->h2d_ms = ph.busy_ms[MT_LANE_H2D];
+    st->d2h_ms = ph.busy_ms[MT_LANE_D2H];
+    st->drain_ms = ph.busy_ms[MT_LANE_DRAIN];
+    st->optimizer_ms = ph.busy_ms[MT_LANE_OPTIMIZER];
+    st->span_ms = ph.step_ms;
+    st->h2d_bytes = e->link.bytes[0];
+    st->d2h_bytes = e->link.bytes[1];
+    st->opt_wait_ms = mt_weight_ring_take_opt_wait(e->w);
+
     if (!e->s->optimizer_overlapped) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
     e->step_done++;
     return MT_OK;
