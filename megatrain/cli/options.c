@@ -289,6 +289,7 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
         return mt_fail(MT_ERR_ARG, "--resume: takes the model from the checkpoint; drop --model/--config");
     if (train && !o->model && !o->config && !o->resume)
         return mt_fail(MT_ERR_ARG, "train: missing --model DIR, --config FILE or --resume DIR");
+    if (!eval) MT_TRY(mt_engine_opts_check_speculative(&o->eng)); // options that contradict: exit 2
     if (eval && !o->model) return mt_fail(MT_ERR_ARG, "eval: --model DIR is required");
     if (eval && !o->given.data) return mt_fail(MT_ERR_ARG, "eval: --data FILE is required");
     if (eval && no_data)

@@ -13,6 +13,19 @@ void mt_engine_opts_defaults(mt_engine_opts *o) {
     *o = d;
 }
 
+mt_status mt_engine_opts_check_speculative(const mt_engine_opts *o) {
+    if (o->sched.speculative < -1 || o->sched.speculative > 1)
+        return mt_fail(MT_ERR_ARG, "--speculative-step: expected true, false or auto");
+    if (o->sched.speculative == 1 && !(o->schedule->takes & MT_TAKES_SPECULATIVE))
+        return mt_fail(MT_ERR_ARG, "--speculative-step true: the %s schedule runs its optimizer after the backward, "
+                                   "with nothing to overlap; it applies to --schedule megatrain",
+                       o->schedule->name);
+    if (o->sched.speculative == 1 && o->sched.serial_optimizer)
+        return mt_fail(MT_ERR_ARG, "--speculative-step true with --serial-optimizer: speculation runs the optimizer "
+                                   "under the backward, the serial optimizer after it; drop one");
+    return MT_OK;
+}
+
 mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c) {
     if (!o->schedule) return mt_fail(MT_ERR_ARG, "--schedule: none given");
     if (o->B <= 0) return mt_fail(MT_ERR_ARG, "--batch: must be positive (got %d)", o->B);
@@ -31,15 +44,7 @@ mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c) {
     if (o->mlp_rows < 0) return mt_fail(MT_ERR_ARG, "--mlp-chunk: must be >= 0 (got %d)", o->mlp_rows);
     if (o->sched.offload_checkpoints < -1 || o->sched.offload_checkpoints > 1)
         return mt_fail(MT_ERR_ARG, "--offload-checkpoints: expected true, false or auto");
-    if (o->sched.speculative < -1 || o->sched.speculative > 1)
-        return mt_fail(MT_ERR_ARG, "--speculative-step: expected true, false or auto");
-    if (o->sched.speculative == 1 && !(o->schedule->takes & MT_TAKES_SPECULATIVE))
-        return mt_fail(MT_ERR_ARG, "--speculative-step true: the %s schedule runs its optimizer after the backward, "
-                                   "with nothing to overlap; it applies to --schedule megatrain",
-                       o->schedule->name);
-    if (o->sched.speculative == 1 && o->sched.serial_optimizer)
-        return mt_fail(MT_ERR_ARG, "--speculative-step true with --serial-optimizer: speculation runs the optimizer "
-                                   "under the backward, the serial optimizer after it; drop one");
+    MT_TRY(mt_engine_opts_check_speculative(o));
     if (o->schedule->takes & MT_TAKES_ZERO3) {
         const mt_zero3_knobs *z = &o->sched.zero3;
         if (z->prefetch_bucket_size <= 0 || z->param_persistence_threshold < 0 || z->reduce_bucket_size <= 0 ||

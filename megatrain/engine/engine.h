@@ -33,6 +33,8 @@ void mt_engine_opts_defaults(mt_engine_opts *o);
 // The one validation, against the model: what train, eval, plan and the planner
 // accept (one line naming the option).
 mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c);
+// The part of it that needs no model: --speculative-step against the schedule (the CLI refuses early).
+mt_status mt_engine_opts_check_speculative(const mt_engine_opts *o);
 
 typedef struct {
     float lr, weight_decay, beta1, beta2, eps, grad_clip; // grad_clip 0 = off
