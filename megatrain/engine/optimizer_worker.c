@@ -12,6 +12,7 @@ struct mt_opt_worker {
     mt_adamw_hparams h;
     float wd;
     int skip;       // the started update is a skipped step: no unit changes
+    int rollback;   // and its speculated units are restored and redone
     int started;    // updates started
     int *done;      // per unit: updates applied
     double *done_t; // per unit: when its last update finished (the engine clock)
@@ -28,7 +29,8 @@ struct mt_opt_worker {
     int *queue;       // final units waiting to be speculated, in arrival order (a ring of n_units)
     double *queue_t;  // when each became final
     double *queue_sq; // the running sum of squares then
-    int resolved;     // generations whose speculation is settled
+    int settling;     // steps whose norm is known (speculation to settle)
+    int resolved;     // of those, settled
     int resolved_spec;// the units speculated in the last one
     int q_head, q_len;
     int *spec;        // per unit: updated speculatively since the last start
@@ -156,7 +158,7 @@ static void *worker_main(void *arg) {
     int gen = 0;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        if (w->started != gen) {
+        if (w->settling != w->resolved) {
             // The norm is known from start_t on: what is still queued was speculated
             // only if the worker would have begun it before then (on its own clock:
             // wall time, or its virtual time, so a priced run decides as a real one).
@@ -174,13 +176,15 @@ static void *worker_main(void *arg) {
             int n_spec = 0;
             for (int u = 0; u < w->m->n_units; u++) n_spec += w->spec[u];
             w->resolved_spec = n_spec;
-            gen++;
-            w->resolved = gen;
+            w->resolved = w->settling;
             pthread_cond_broadcast(&w->cv);
-            // The final pass comes next: the next step's forward waits on it.
+            continue;
+        }
+        if (w->started != gen) { // the final pass: the next step's forward waits on it
+            gen++;
             mt_adamw_hparams h = w->h;
             float wd = w->wd;
-            int skip = w->skip, rollback = skip || !same_hparams(&h, wd, &w->hs, w->wd_s);
+            int skip = w->skip, rollback = w->rollback; // decided when settled: hs may be the next step's by now
             w->m->host.waited_until(&w->m->host, w->start_t);
             pthread_mutex_unlock(&w->mu);
             final_pass(w, gen, &h, wd, skip, rollback);
@@ -291,23 +295,31 @@ void mt_opt_worker_grad_final(mt_opt_worker *w, int u, double sumsq) {
     pthread_mutex_unlock(&w->mu);
 }
 
-void mt_opt_worker_start(mt_opt_worker *w, const mt_adamw_hparams *h, float weight_decay, int skip, int *spec_units,
-                         int *rollbacks) {
+void mt_opt_worker_settle(mt_opt_worker *w, const mt_adamw_hparams *h, float weight_decay, int skip, int *spec_units,
+                          int *rollbacks) {
     mt_opt_worker_wait_all(w); // one update in flight at a time
     pthread_mutex_lock(&w->mu);
     w->h = *h;
     w->wd = weight_decay;
     w->skip = skip;
-    w->started++;
     w->start_t = w->m->host.now_ms(&w->m->host);
+    w->settling++;
     pthread_cond_broadcast(&w->cv);
     // The worker settles what was speculated (at most the unit it is updating, on
     // the wall clock) before the counts are known.
-    while (w->resolved != w->started) pthread_cond_wait(&w->cv, &w->mu);
+    while (w->resolved != w->settling) pthread_cond_wait(&w->cv, &w->mu);
     int n_spec = w->resolved_spec, rollback = skip || !same_hparams(h, weight_decay, &w->hs, w->wd_s);
+    w->rollback = rollback;
     pthread_mutex_unlock(&w->mu);
     if (spec_units) *spec_units = n_spec;
     if (rollbacks) *rollbacks = rollback ? n_spec : 0;
+}
+
+void mt_opt_worker_start(mt_opt_worker *w) {
+    pthread_mutex_lock(&w->mu);
+    w->started++;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
 }
 
 // Time waited, on the engine's clock: wall time, or virtual time under a priced backend.

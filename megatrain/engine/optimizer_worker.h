@@ -38,13 +38,15 @@ void mt_opt_worker_destroy(mt_opt_worker *w);
 void mt_opt_worker_speculate(mt_opt_worker *w, const mt_adamw_hparams *h, float weight_decay, float clip);
 // Called on the drain thread: unit u's gradients are final, with their sum of squares.
 void mt_opt_worker_grad_final(mt_opt_worker *w, int u, double sumsq);
-// Starts the step's update of every unit with the final hyper-parameters
-// (returns at once); with `skip` no unit changes (the non-finite policy).
-// Units updated speculatively with other hyper-parameters (or under a skip)
-// are rolled back. *spec_units: units speculated this step; *rollbacks: of those,
-// the ones that will be restored (either may be NULL).
-void mt_opt_worker_start(mt_opt_worker *w, const mt_adamw_hparams *h, float weight_decay, int skip, int *spec_units,
-                         int *rollbacks);
+// The step's norm is known: the final hyper-parameters (with `skip` no unit
+// changes: the non-finite policy). Settles what was speculated: units updated
+// with other hyper-parameters (or under a skip) will be rolled back.
+// *spec_units: units speculated this step; *rollbacks: of those, the ones that
+// will be restored (either may be NULL).
+void mt_opt_worker_settle(mt_opt_worker *w, const mt_adamw_hparams *h, float weight_decay, int skip, int *spec_units,
+                          int *rollbacks);
+// Starts the settled step's update of every unit, in forward order (returns at once).
+void mt_opt_worker_start(mt_opt_worker *w);
 // Blocks until unit `u` has received every started update; returns ms waited.
 double mt_opt_worker_wait_unit(mt_opt_worker *w, int u);
 double mt_opt_worker_wait_all(mt_opt_worker *w);

@@ -175,8 +175,8 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     mt_adamw_hparams h = {.lr = lr, .beta1 = hp->beta1, .beta2 = hp->beta2, .eps = hp->eps,
                           .grad_scale = (float)st->clip_factor, .step = adam_step};
     // Before the step's timeline closes: what was speculated under the backward is settled
-    // (and, in virtual time, traced) by then.
-    mt_opt_worker_start(e->opt, &h, hp->weight_decay, st->skipped, &st->spec_units, &st->rollbacks);
+    // (and, in virtual time, traced) by then; the update itself starts after it, as before.
+    mt_opt_worker_settle(e->opt, &h, hp->weight_decay, st->skipped, &st->spec_units, &st->rollbacks);
     mt_phase_times ph;
     MT_TRY(mt_trace_step_end(e->trace, &ph));
     st->compute_ms = ph.busy_ms[MT_LANE_COMPUTE];
@@ -189,6 +189,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     st->d2h_bytes = e->link.bytes[1];
     st->opt_wait_ms = mt_weight_ring_take_opt_wait(e->w);
 
+    mt_opt_worker_start(e->opt);
     if (!e->s->optimizer_overlapped) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
     e->step_done++;
     return MT_OK;
