@@ -123,6 +123,15 @@ def hardware_profile(name):
         return json.load(f)
 
 
+def same_gpu(proj, meas):
+    """A projection pairs with a measurement when its profile is the measured machine's."""
+    g = (meas.get("env") or {}).get("gpu_name") or ""
+    hw = proj.get("hardware") or ""
+    if meas.get("backend") == "cpu":
+        return hw.startswith("cpu")
+    return ("H100" in g and hw.startswith("h100")) or ("H200" in g and hw.startswith("h200-128g"))
+
+
 def median(xs):
     s = sorted(xs)
     n = len(s)
