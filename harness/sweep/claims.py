@@ -173,6 +173,9 @@ def t_ratio(spec, rows, ctx):
 
 
 def t_at_least(spec, rows, ctx):
+    """The first matching row's `field` >= `at_least`; with `of_profile` (a dotted path in
+    the hardware profile of the GPU the row ran on), >= at_least x that figure, and a
+    verdict only where the profile says the figure was measured."""
     f = spec["field"]
     rs = [r for r in rows if ok(r) and matches(r, spec.get("where")) and r.get(f) is not None]
     if not rs:
@@ -180,12 +183,25 @@ def t_at_least(spec, rows, ctx):
     r = rs[0]
     allowance = noise(r, "busy" if f == "gpu_busy_frac" else "step")
     c = enrich(r)
-    c["threshold"] = spec["at_least"]
+    c["threshold"] = threshold = spec["at_least"]
+    measured = True
+    if spec.get("of_profile"):
+        name = common.profile_of_gpu((r.get("env") or {}).get("gpu_name"))
+        prof = common.hardware_profile(name) or {}
+        v = field(prof, spec["of_profile"])
+        if not isinstance(v, (int, float)) or v <= 0:
+            return (f"no {spec['of_profile']} in a profile of {(r.get('env') or {}).get('gpu_name')}", [r], None,
+                    allowance)
+        src = str((prof.get("sources") or {}).get(spec["of_profile"], ""))
+        measured = src.startswith("measured")
+        c.update(profile=name + ("" if measured else ": datasheet, not measured"), profile_value=v,
+                 of_profile_pct=100 * r[f] / v)
+        c["threshold"] = threshold = spec["at_least"] * v
     text = fmt(spec.get("ours", "{" + f + ":.2f}"), c)
     con = [x for x in rows if ok(x) and spec.get("contrast") and matches(x, spec["contrast"])]
     if con and spec.get("ours_contrast"):
         text += fmt(spec["ours_contrast"], enrich(con[0]))
-    return text, [r], outcome_at_least(r[f], spec["at_least"], allowance), allowance
+    return text, [r], outcome_at_least(r[f], threshold, allowance) if measured else None, allowance
 
 
 def t_not_slower(spec, rows, ctx):

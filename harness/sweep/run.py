@@ -42,8 +42,9 @@ import sweeps  # noqa: E402
 from common import REPO, RESULTS_SCHEMA, die, median  # noqa: E402
 from sweeps import config_key, expand, label  # noqa: E402
 
-# Options `megatrain plan` does not take (train-only); dropped from args for plan calls.
-PLAN_DROP_FLAGS = {"--serial-optimizer"}
+# Options `megatrain plan` does not take (train-only), with the number of values each
+# takes; dropped from args for plan calls.
+PLAN_DROP_FLAGS = {"--serial-optimizer": 0, "--attention": 1}
 MEMORY_REFUSAL = re.compile(r"device memory|host memory|cannot allocate|out of memory", re.I)
 # Dense bf16 peaks (shared/REFERENCE.md) by GPU name, for MFU of measured CUDA rows.
 DENSE_PEAKS = [("H100 PCIe", 756.0), ("GH200", 989.0), ("H100", 989.0), ("H200", 989.0), ("4090", 165.0)]
@@ -52,6 +53,19 @@ DENSE_PEAKS = [("H100 PCIe", 756.0), ("GH200", 989.0), ("H100", 989.0), ("H200",
 # ---------------------------------------------------------------- running the CLI
 class RunError(Exception):
     pass
+
+
+def plan_args(args):
+    """A configuration's extra arguments less those `megatrain plan` does not take."""
+    out, skip = [], 0
+    for a in args:
+        if skip:
+            skip -= 1
+        elif a in PLAN_DROP_FLAGS:
+            skip = PLAN_DROP_FLAGS[a]
+        else:
+            out.append(a)
+    return out
 
 
 def run_cmd(cmd, timeout):
@@ -113,7 +127,7 @@ class Runner:
             cmd += ["--hardware", str(hardware)]
         if c["host_mem_gb"]:
             cmd += ["--host-mem-gb", str(c["host_mem_gb"])]
-        cmd += [a for a in c["args"] if a not in PLAN_DROP_FLAGS]
+        cmd += plan_args(c["args"])
         out = run_cmd(cmd, self.timeout or c["timeout_s"])
         try:
             return json.loads(out)
