@@ -76,30 +76,22 @@ if [ ! -f .device/bundle.tar.xz ]; then
 fi
 BUNDLE=/tmp/mt_bundle
 rm -rf "$BUNDLE" && mkdir -p "$BUNDLE" && tar -C "$BUNDLE" --strip-components=1 -xJf .device/bundle.tar.xz || exit 1
-# CUDA's own libraries come from the machine's toolkit, else PyTorch's nvidia wheels.
-cuda_libs=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | tr '\n' ':')
-export LD_LIBRARY_PATH="$BUNDLE/lib:${cuda_libs}${LD_LIBRARY_PATH:-}"
-# cuDNN is dlopen'ed (libcudnn.so.9, megatrain/backends/cuda/cudnn_api.h), so ldd cannot
-# report it missing: look for it on the loader's path, else take the wheels' directories
-# (nvidia/cudnn/lib from nvidia-cudnn-cu13, with nvrtc and cuBLAS beside it).
-cudnn_found() {
-  local d
-  for d in ${LD_LIBRARY_PATH//:/ }; do [ -e "$d/libcudnn.so.9" ] && return 0; done
-  ldconfig -p 2>/dev/null | grep -q 'libcudnn\.so\.9 '
-}
-if ldd "$BUNDLE/bin/megatrain" | grep -q "not found" || ! cudnn_found; then
-  wheel_libs=$("$PY" -c "import glob,os,nvidia; print(':'.join(sorted({os.path.dirname(p) for p in glob.glob(os.path.join(os.path.dirname(nvidia.__path__[0]), 'nvidia', '*', 'lib', '*.so*'))})))" 2>/dev/null)
-  export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$wheel_libs"
-fi
-missing=$(ldd "$BUNDLE/bin/megatrain" | grep "not found")
-[ -z "$missing" ] || echo "gpu_campaign: WARNING: megatrain lacks: $missing" >&2
-cudnn_found || echo "gpu_campaign: WARNING: libcudnn.so.9 not found: attention runs on the native kernels" >&2
-# The rows name the commit the bundle was built from; a carried tree that is not that commit
-# (tracked files edited since) makes them dirty, and file_rows.py refuses dirty rows.
-export MT_BIN=$BUNDLE/bin MT_GIT_SHA=$(cat "$BUNDLE/GIT_SHA") MT_GIT_DIRTY=$(cat "$BUNDLE/GIT_DIRTY")
-if [ -f "$BUNDLE/TREE" ]; then
-  export MT_TREE_CHECK=$("$PY" "$M" tree-check "$BUNDLE/TREE")
-  case "$MT_TREE_CHECK" in 0) ;; *) MT_GIT_DIRTY=1; echo "gpu_campaign: WARNING: $MT_TREE_CHECK: rows count as dirty" >&2 ;; esac
-fi
-echo "gpu_campaign: bundle $MT_GIT_SHA (dirty $MT_GIT_DIRTY), $(du -sh "$BUNDLE" | cut -f1) unpacked in $BUNDLE" >&2
+# What follows until the part starts goes to stderr and to the part's logs (prelude.log):
+# where CUDA's libraries came from, the bundle's commit.
+export MT_CAMPAIGN_PRELUDE=$BUNDLE/prelude.log
+{
+  # CUDA's own libraries come from the machine's toolkit, else PyTorch's nvidia wheels.
+  export LD_LIBRARY_PATH="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  . ci/gpu_campaign/cuda_libs.sh
+  mt_find_cuda_libs "$BUNDLE/bin/megatrain" "$PY"
+  # The rows name the commit the bundle was built from; a carried tree that is not that
+  # commit (tracked files edited since) makes them dirty, and file_rows.py refuses dirty rows.
+  export MT_BIN=$BUNDLE/bin MT_GIT_SHA=$(cat "$BUNDLE/GIT_SHA") MT_GIT_DIRTY=$(cat "$BUNDLE/GIT_DIRTY")
+  if [ -f "$BUNDLE/TREE" ]; then
+    export MT_TREE_CHECK=$("$PY" "$M" tree-check "$BUNDLE/TREE")
+    case "$MT_TREE_CHECK" in 0) ;; *) MT_GIT_DIRTY=1; echo "gpu_campaign: WARNING: $MT_TREE_CHECK: rows count as dirty" ;; esac
+  fi
+  echo "gpu_campaign: bundle $MT_GIT_SHA (dirty $MT_GIT_DIRTY), $(du -sh "$BUNDLE" | cut -f1) unpacked in $BUNDLE"
+} 2> "$MT_CAMPAIGN_PRELUDE" 1>&2
+cat "$MT_CAMPAIGN_PRELUDE" >&2
 exec "$PY" "$M" run "$part" --out "$OUT" "${extra[@]}"

@@ -62,6 +62,7 @@ def cmd_list(args):
 def summary_text(ctx, check_problems):
     out = [f"part {ctx.part['name']}{' (dry run)' if ctx.dry else ''}: {'PASS' if runner.passed(ctx) else 'FAIL'} "
            f"in {time.time() - ctx.t0:.0f} s"]
+    out += ["  " + l for l in ctx.prelude]
     for r in ctx.results:
         out.append(f"  {r['name']:24s} {r['status']:8s} {r['seconds']:6.1f} s / {r['timeout_s']} s"
                    + (f"  {r['note']}" if r.get("note") else ""))

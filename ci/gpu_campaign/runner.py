@@ -39,6 +39,7 @@ class Ctx:
         self.gpu_name = None
         self.tag = "dryrun-" + part["name"] if dry else None
         self.results = []   # one dict per step: name, kind, status, rc, seconds, timeout_s, note
+        self.prelude = []   # gpu_campaign.sh's lines before the part (where CUDA's libraries came from)
         self.n = 0
 
     def path(self, *p):
@@ -280,6 +281,9 @@ def step_sanitizer(ctx, st, log, timeout):
     # cudaMalloc of the out-of-memory check), so whatever the tool reports is real
     rc, _ = run_proc(ctx, [san, "--tool", st["tool"], "--error-exitcode", "99",
                            os.path.join(ctx.bin, "test_cuda_ops"), "--no-deliberate-errors"], log, timeout)
+    if rc != 0 and any("Device not supported" in l for l in tail(log, 50)):
+        # gVisor machines refuse the tool (device README, KINDS.md: "Device not supported", error 999)
+        return "skipped", "compute-sanitizer does not support this machine's runtime (gVisor?): run part G on another"
     return classify(ctx, rc), ("the sanitizer reported errors (exit 99)" if rc == 99 else None)
 
 
@@ -291,6 +295,10 @@ KINDS = {"machine": step_machine, "test": step_test, "microbench": step_microben
 def run_part(ctx):
     part = ctx.part
     say(f"== part {part['name']}{' (dry run on the CPU)' if ctx.dry else ''}: {part['what']}")
+    pre = os.environ.get("MT_CAMPAIGN_PRELUDE")  # gpu_campaign.sh's lines before the part: CUDA libraries, bundle
+    if pre and os.path.isfile(pre):
+        shutil.copyfile(pre, ctx.path("logs", "00-prelude.log"))
+        ctx.prelude = tail(pre, 20)
     steps = [s for s in part["steps"] if not ctx.only or s["kind"] == "machine" or s["name"] in ctx.only]
     for i, st in enumerate(steps, 1):
         log = ctx.path("logs", f"{i:02d}-{st['name']}.log")

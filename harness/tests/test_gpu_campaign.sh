@@ -144,6 +144,28 @@ EOF
     pass "--file --dry-run wrote nothing" || fail "--file --dry-run changed results/ or experiments/hardware/"
 fi
 
+# ---- CUDA's libraries on the GPU machine: the toolkit's, else PyTorch's nvidia wheels (a fake
+# site-packages laid out as nvidia-cudnn-cu13 and the cu13 wheels lay it out; no toolkit, an
+# empty loader cache); with cuDNN in the toolkit, the wheels stay off the path
+mkdir -p "$tmp/site/nvidia/cudnn/lib" "$tmp/site/nvidia/cu13/lib" "$tmp/site/nvidia/cu13/include" "$tmp/cuda/lib64"
+touch "$tmp/site/nvidia/cudnn/lib/libcudnn.so.9" "$tmp/site/nvidia/cu13/lib/libcublas.so.13"
+libs() {  # libs CUDA_HOME: the LD_LIBRARY_PATH mt_find_cuda_libs leaves, one folder a line
+  env -u LD_LIBRARY_PATH PYTHONPATH="$tmp/site" MT_CUDA_HOME="$1" MT_LDCONFIG=true \
+    bash -c '. ci/gpu_campaign/cuda_libs.sh && mt_find_cuda_libs "$MT_BIN/megatrain" python3 2> /dev/null &&
+             echo "$LD_LIBRARY_PATH"' | tr ':' '\n'
+}
+libs "$tmp/nocuda" > "$tmp/libs1"
+libs "$tmp/cuda" > "$tmp/libs2"
+touch "$tmp/cuda/lib64/libcudnn.so.9"
+libs "$tmp/cuda" > "$tmp/libs3"
+if grep -qx "$tmp/site/nvidia/cudnn/lib" "$tmp/libs1" && grep -qx "$tmp/site/nvidia/cu13/lib" "$tmp/libs1" &&
+   [ "$(head -1 "$tmp/libs2")" = "$tmp/cuda/lib64" ] && grep -qx "$tmp/site/nvidia/cudnn/lib" "$tmp/libs2" &&
+   [ "$(cat "$tmp/libs3")" = "$tmp/cuda/lib64" ]; then
+  pass "CUDA libraries: the wheels' cudnn/lib and cu13/lib when the toolkit lacks cuDNN, the toolkit first, no wheels when it has it"
+else
+  fail "CUDA library discovery"; head -5 "$tmp/libs1" "$tmp/libs2" "$tmp/libs3"
+fi
+
 # ---- the tree check: the carried tree against the bundle's commit
 git ls-files -s megatrain/core > "$tmp/TREE" 2>/dev/null
 if [ -s "$tmp/TREE" ]; then
