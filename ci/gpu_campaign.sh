@@ -7,10 +7,12 @@
 #                                                 name, estimated GPU minutes (start included),
 #                                                 what it measures (--detail: per step, and how
 #                                                 each figure is derived)
-#   bash ci/gpu_campaign.sh PART [--only STEP,..] on the GPU machine, from the repo root, with the
-#                                                 bundle carried (.device, and .whl for part B):
-#                                                 runs the part, packs it into at most 8 files in $OUT
-#   bash ci/gpu_campaign.sh --dry-run PART [--out DIR]   the same part here on the CPU (cpu backend,
+#   bash ci/gpu_campaign.sh PART [--only STEP,..] [--budget S]   on the GPU machine, from the repo
+#                                                 root, with the bundle carried (.device, and .whl for
+#                                                 part B): runs the part, packs it into at most 8 files
+#                                                 in $OUT; --budget: S seconds for the steps instead of
+#                                                 510 (when the session has less device time left)
+#   bash ci/gpu_campaign.sh --dry-run PART [--out DIR] [--only ..] [--budget S]   the same part here on the CPU (cpu backend,
 #                                                 tiny sizes; GPU-only steps, torch and the peers
 #                                                 skipped with one line each), the same files in DIR
 #                                                 (default $OUT, else gpu_campaign_out/PART)
@@ -33,7 +35,7 @@ cd "$(dirname "$0")/.." || exit 2
 ROOT=$(pwd)
 PY=${PYTHON:-python3}
 M=ci/gpu_campaign/main.py
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
 [ $# -ge 1 ] || { usage >&2; exit 2; }
 
 case "$1" in
@@ -51,6 +53,7 @@ case "$1" in
       case "$1" in
         --out) out=${2:?--out needs a folder}; shift 2 ;;
         --only) extra+=(--only "${2:?--only needs step names}"); shift 2 ;;
+        --budget) extra+=(--budget "${2:?--budget needs seconds}"); shift 2 ;;
         *) echo "gpu_campaign: unknown argument '$1'" >&2; exit 2 ;;
       esac
     done
@@ -66,6 +69,8 @@ extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --only) extra+=(--only "${2:?--only needs step names}"); shift 2 ;;
+    --budget) case "${2:-}" in ''|0*|*[!0-9]*) echo "gpu_campaign: --budget needs seconds" >&2; exit 2 ;; esac
+              extra+=(--budget "$2"); shift 2 ;;
     *) echo "gpu_campaign: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done

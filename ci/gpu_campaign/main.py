@@ -1,7 +1,7 @@
 """main.py: the GPU campaign's commands (ci/gpu_campaign.sh calls these; see its header).
 
     main.py list [--detail]                 the parts in priority order with their estimates
-    main.py run PART [--dry-run] --out DIR [--only STEP,...]
+    main.py run PART [--dry-run] --out DIR [--only STEP,...] [--budget SECONDS]
     main.py check DIR                       the layout of a part's folder and its rows
     main.py file DIR... [--allow-dirty] [--dry-run]
     main.py regenerate
@@ -24,7 +24,7 @@ import parts  # noqa: E402
 import runner  # noqa: E402
 
 REPO = runner.REPO
-SESSION_S = 27 * 60  # what one lent half hour leaves the parts (device README: 30 min, 4 kept back)
+SESSION_S = 27 * 60  # what one lent half hour leaves the parts (device README: 30 min; 3 kept back for the calls' overheads)
 
 
 def bin_dir():
@@ -37,16 +37,18 @@ def cmd_list(args):
     except FileNotFoundError as e:
         print(f"gpu_campaign: {e}", file=sys.stderr)
         return 1
+    sessions = [[]]  # the parts in order, a new lent half hour when the next would not fit
     total = 0.0
-    fit = []
     for p in parts.PARTS:
         t, rows = estimate.part(P, p)
-        total += t
         over = t - estimate.START_S > runner.PART_BUDGET_S + runner.PACK_RESERVE_S
         print(f"{p['name']}  {estimate.minutes(t)} min  {p['what']}"
               + ("  [over a part's 9 minutes: the steps past its budget are skipped]" if over else ""))
-        if total <= SESSION_S:
-            fit.append(p["name"])
+        if total + t > SESSION_S and sessions[-1]:
+            sessions.append([])
+            total = 0.0
+        sessions[-1].append(p["name"])
+        total += t
         if args.detail:
             for name, s, basis in rows:
                 print(f"     {name:28s} {s:7.0f} s  {basis}")
@@ -54,7 +56,8 @@ def cmd_list(args):
           f"sweeps from `megatrain plan --hardware {estimate.HARDWARE}` step times x steps + setup at "
           f"{estimate.SETUP_NS_PER_PARAM_CORE} ns/param/core over {estimate.GPU_CORES} cores (measured on the dev VM); "
           f"other steps are allowances; start {estimate.START_S} s (device README: 1-2 min). "
-          f"Parts {', '.join(fit)} fit one lent half hour ({SESSION_S // 60} min); `--list --detail` shows each step.",
+          f"Lent half hours ({SESSION_S // 60} min of parts each): "
+          f"{'; '.join(', '.join(x) for x in sessions)}. `--list --detail` shows each step.",
           file=sys.stderr)
     return 0
 
@@ -92,7 +95,7 @@ def cmd_run(args):
     for f in stale:  # a re-run into the same folder replaces the part's files
         os.remove(os.path.join(out, f))
     t0 = float(os.environ.get("MT_CAMPAIGN_T0") or time.time())
-    ctx = runner.Ctx(p, args.dry_run, out, bin_dir(), only, t0)
+    ctx = runner.Ctx(p, args.dry_run, out, bin_dir(), only, t0, args.budget)
     problems = []
     try:
         runner.run_part(ctx)
@@ -100,7 +103,7 @@ def cmd_run(args):
                "what": p["what"], "gpu_name": ctx.gpu_name, "git_sha": os.environ.get("MT_GIT_SHA"),
                "git_dirty": os.environ.get("MT_GIT_DIRTY"), "tree_check": os.environ.get("MT_TREE_CHECK"),
                "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seconds": round(time.time() - t0, 1),
-               "budget_s": runner.PART_BUDGET_S, "steps": ctx.results}
+               "budget_s": ctx.budget_s, "steps": ctx.results}
         text = summary_text(ctx, [])
         pack.pack(ctx, text, man)
         tmp = tempfile.mkdtemp(prefix="mt-check-")
@@ -174,6 +177,7 @@ def main():
     a.add_argument("--dry-run", action="store_true")
     a.add_argument("--out", required=True)
     a.add_argument("--only")
+    a.add_argument("--budget", type=int, help="seconds for the steps (at most runner.PART_BUDGET_S)")
     a = sub.add_parser("check")
     a.add_argument("dir")
     a = sub.add_parser("file")

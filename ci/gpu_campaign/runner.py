@@ -29,8 +29,10 @@ KILL_GRACE_S = 20     # SIGTERM -> SIGKILL (megatrain finishes its step in fligh
 
 
 class Ctx:
-    def __init__(self, part, dry, out, bin_dir, only=None, t0=None):
+    def __init__(self, part, dry, out, bin_dir, only=None, t0=None, budget_s=None):
         self.part, self.dry, self.out, self.bin, self.only = part, dry, out, bin_dir, only
+        # --budget: less than a part's usual share, when the lent session has less left
+        self.budget_s = min(PART_BUDGET_S, budget_s) if budget_s else PART_BUDGET_S
         self.t0 = t0 or time.time()
         self.work = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"mt_campaign_{part['name']}_{os.getpid()}")
         for d in ("rows", "profile", "labs", "logs", "sweeps"):
@@ -46,7 +48,7 @@ class Ctx:
         return os.path.join(self.work, *p)
 
     def left(self):
-        return PART_BUDGET_S - (time.time() - self.t0)
+        return self.budget_s - (time.time() - self.t0)
 
 
 def say(msg):
