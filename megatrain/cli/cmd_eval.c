@@ -15,7 +15,7 @@
 
 int mt_cmd_eval(mt_options *o) {
     mt_status s;
-    mt_config cfg;
+    mt_config cfg = {0};
     mt_backend *be = NULL;
     mt_model model = {0};
     mt_engine *eng = NULL;
@@ -79,5 +79,6 @@ fail:
     fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
 done:
     mt_run_release(&(mt_run_parts){be, &model, eng, &data, &sink, inputs, targets});
+    mt_config_release(&cfg);
     return rc;
 }

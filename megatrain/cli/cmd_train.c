@@ -158,7 +158,7 @@ static void emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr
 
 int mt_cmd_train(mt_options *o, int is_default) {
     mt_status s;
-    mt_config cfg;
+    mt_config cfg = {0};
     mt_train_state rs = {0};
     mt_ckpt_manifest man = {0};
     mt_ckpt_dir cd = {.lock_fd = -1, .committed_step = -1};
@@ -347,5 +347,6 @@ done:
     mt_ckpt_dir_close(&cd); // a save still staged (a failed run) is removed; DIR keeps what it had
     mt_ckpt_manifest_free(&man);
     mt_train_state_free(&rs);
+    mt_config_release(&cfg); // after the model, which borrowed its source text for the saves
     return rc;
 }

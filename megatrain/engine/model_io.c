@@ -158,8 +158,13 @@ static mt_status read_checked(const mt_safetensors *st, const mt_st_tensor *ti, 
     if (r && crc != r->crc32)
         return mt_fail(MT_ERR_FORMAT, "%s: tensor %s: CRC-32 %08x, but checkpoint.json records %08x: %s", file,
                        ti->name, (unsigned)crc, (unsigned)r->crc32, FOREIGN_HINT);
-    // An f32 value above bf16's largest finite one becomes infinite on the way in.
-    const char *what = dt == MT_BF16 && ti->dtype != MT_BF16 ? " (rounded to bf16)" : "";
+    // The range check of a narrowing read: an f32 value above bf16's largest finite one
+    // becomes infinite on the way in. F16 widens exactly (its whole range lies inside
+    // bf16's and f32's), so an infinity read from F16 was one in the file: most often a
+    // value that overflowed F16's 65504 when the checkpoint was cast to half.
+    const char *what = ti->dtype == MT_F16 ? " (stored as F16, largest finite 65504: an overflow when it was cast to F16?)"
+                       : dt == MT_BF16 && ti->dtype != MT_BF16 ? " (rounded to bf16)"
+                                                               : "";
     return check_finite(dst, dt, ti->numel, file, ti->name, what);
 }
 

@@ -1,5 +1,7 @@
-// safetensors.h: reading and writing HF safetensors files (F32 and BF16),
-// single file or sharded (model.safetensors.index.json).
+// safetensors.h: reading HF safetensors files (F32, BF16 and F16, converted on
+// read to F32 or BF16) and writing them (F32 and BF16; F16 for test fixtures),
+// one file or sharded the HF way (model-00001-of-0000N.safetensors beside
+// model.safetensors.index.json).
 // Reading validates every header field against the file: header length, JSON,
 // dtype names, shapes vs byte sizes, offsets inside the data buffer, no gaps or
 // overlaps, and that the tensors cover the buffer exactly.
@@ -36,7 +38,7 @@ const mt_st_tensor *mt_st_get(const mt_safetensors *st, int i);
 const mt_st_tensor *mt_st_find(const mt_safetensors *st, const char *name); // NULL if absent
 // Checks `t` has exactly this shape; error names the file, tensor, expected and found shapes.
 mt_status mt_st_expect_shape(const mt_safetensors *st, const mt_st_tensor *t, int ndim, const int64_t *shape);
-// Reads the tensor into dst, converting to dst_dtype (F32 <-> BF16).
+// Reads the tensor into dst, converting to dst_dtype (F32 or BF16; from F32, BF16 or F16).
 mt_status mt_st_read(const mt_safetensors *st, const mt_st_tensor *t, void *dst, mt_dtype dst_dtype);
 // The same, and *crc = CRC-32 (zlib's) of the tensor's bytes as stored in the file.
 mt_status mt_st_read_sum(const mt_safetensors *st, const mt_st_tensor *t, void *dst, mt_dtype dst_dtype,

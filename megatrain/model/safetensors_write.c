@@ -98,7 +98,7 @@ static mt_status check_entries(const char *path, const mt_st_entry *es, int n) {
         const mt_st_entry *e = &es[i];
         if (!e->name || !e->name[0] || strcmp(e->name, "__metadata__") == 0)
             return mt_fail(MT_ERR_ARG, "%s: entry %d: missing or reserved tensor name", path, i);
-        if ((e->dtype != MT_F32 && e->dtype != MT_BF16) || (e->file_dtype != MT_F32 && e->file_dtype != MT_BF16))
+        if ((unsigned)e->dtype > MT_F16 || (unsigned)e->file_dtype > MT_F16)
             return mt_fail(MT_ERR_ARG, "%s: tensor '%s': bad dtype", path, e->name);
         if (e->ndim < 0 || e->ndim > MT_ST_MAX_DIMS)
             return mt_fail(MT_ERR_ARG, "%s: tensor '%s': %d dimensions (0..%d allowed)", path, e->name, e->ndim,
