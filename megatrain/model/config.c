@@ -154,8 +154,8 @@ static mt_status parse_dtype(const char *path, const cJSON *root, mt_config *c) 
     if (!s) return MT_OK;
     if (strcmp(s, "bfloat16") == 0) c->torch_dtype = MT_BF16;
     else if (strcmp(s, "float32") == 0 || strcmp(s, "float") == 0) c->torch_dtype = MT_F32;
-    // A float16 checkpoint is still a 16-bit model; we train it in bf16 (tensors are
-    // read as F32/BF16 only, so an F16 file is refused when the weights are opened).
+    // A float16 checkpoint is still a 16-bit model: its F16 tensors are widened on read
+    // and it trains in bf16 (paper) or from an f32 copy (mixed, fp32); a save says which.
     else if (strcmp(s, "float16") == 0 || strcmp(s, "half") == 0) c->torch_dtype = MT_BF16;
     else
         return mt_fail(MT_ERR_UNSUPPORTED, "%s: %s: \"%s\" is not supported (bfloat16, float32 or float16)", path, key,
