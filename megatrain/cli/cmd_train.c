@@ -78,6 +78,7 @@ static mt_status stage_checkpoint(mt_ckpt_dir *cd, const mt_model *m, mt_engine 
     mt_status s = mt_model_check_finite(m);
     snprintf(what, sizeof what, "step %d: not saved: ", step);
     if (s != MT_OK) return fail_kept(s, cd, what);
+    if ((s = mt_checkpoint_check_space(cd, m, o)) != MT_OK) return fail_kept(s, cd, what);
     if ((s = mt_ckpt_dir_stage(cd)) != MT_OK) return fail_kept(s, cd, what);
     mt_train_state ts = {.step = step, .data_cursor = d->cursor};
     snprintf(ts.data, sizeof ts.data, "%s", d->source);
@@ -236,6 +237,8 @@ int mt_cmd_train(mt_options *o, int is_default) {
                                    o->zero3_param_persistence_threshold, o->zero3_reduce_bucket_size,
                                    o->zero3_max_live_parameters}};
     if ((s = mt_engine_create(&model, be, &eo, &eng))) goto fail;
+    // A run whose saves cannot fit stops before it trains (checked again before each save).
+    if (o->save && !virtual_run && (s = mt_checkpoint_check_space(&cd, &model, o))) goto fail;
     if ((s = mt_sink_open(&sink, o->log, o->resume != NULL))) goto fail;
 
     size_t per_step = (size_t)o->grad_accum * o->batch * o->seq_len;
