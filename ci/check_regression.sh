@@ -2,28 +2,33 @@
 # check_regression.sh: compares a results JSONL against committed baselines.
 #
 #   ci/check_regression.sh [options] RESULTS.jsonl [BASELINE.jsonl ...]
-#     baselines default to results/baselines/*.jsonl (relative to the repo root)
+#     baselines default to results/baselines/*.jsonl (relative to the repo root; committed:
+#     sim.jsonl holds the deterministic projected rows, gpu_*.jsonl rows measured on a GPU)
 #   options: --warn-pct P   (10)  --fail-pct P (25)  --bw-frac F (0.9)
 #            --noise-frac F       noise estimate as a fraction of the baseline median,
 #                                 used when neither row has step_ms min/max (0)
+#            --two-sided          for deterministic rows (the sim, the planner): a change
+#                                 either way is a regression: |delta| is judged, and so are
+#                                 fits and peak_gpu_bytes / peak_host_bytes (|change| > fail-pct)
 #
-# Rows match on (env.gpu_name, experiment, model, batch, seq_len, precision,
-# system (or schedule), mode); "measured" rows are never compared with projections.
-# For each results row with a baseline:
+# Rows match on (env.gpu_name (none for projections: the profile names the machine),
+# experiment, model, batch, seq_len, precision, system (or schedule), mode, variant,
+# hardware, layers_run, config.host_mem_gb); "measured" rows are never compared with
+# projections. For each results row with a baseline:
 #   delta = (median - base median) / base median     (step_ms; a plain number counts as the median)
 #   noise = sqrt(hr_base^2 + hr_cur^2), hr = (max - min)/2 of step_ms; when neither row
 #           has a range: step_ms.noise of either row (the larger), else noise-frac x base median
 #   FAIL  delta > fail-pct,  or h2d_gbps < bw-frac x baseline h2d_gbps
 #   WARN  delta > warn-pct and (median - base median) > 3 x noise
-#   OK    otherwise;  NOBASE: no baseline row matches (not an error)
-# Prints a table (stdout) and a summary. Exit: 0 no FAIL (warnings allowed),
-# 1 at least one FAIL, 2 bad usage or input (missing file, malformed JSON).
+#   OK    otherwise;  NOBASE: no baseline row matches (not an error);  NODATA: neither timed
+# Prints a table (stdout) and a summary with the number of baseline rows no result
+# matched. Exit: 0 no FAIL (warnings allowed), 1 at least one FAIL, 2 bad usage or input.
 set -euo pipefail
 
 die() { echo "check_regression: $*" >&2; exit 2; }
 command -v jq >/dev/null || die "jq not found; HINT: apt-get install jq (make deps)"
 
-warn_pct=10 fail_pct=25 bw_frac=0.9 noise_frac=0
+warn_pct=10 fail_pct=25 bw_frac=0.9 noise_frac=0 two_sided=false
 files=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,7 +36,8 @@ while [ $# -gt 0 ]; do
     --fail-pct) fail_pct=${2:?--fail-pct needs a value}; shift 2 ;;
     --bw-frac) bw_frac=${2:?--bw-frac needs a value}; shift 2 ;;
     --noise-frac) noise_frac=${2:?--noise-frac needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --two-sided) two_sided=true; shift ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option '$1' (see --help)" ;;
     *) files+=("$1"); shift ;;
   esac
@@ -59,9 +65,13 @@ done
 table=$(jq -n -r \
   --slurpfile cur "$results" \
   --slurpfile base <(cat "${baselines[@]}") \
-  --argjson warn "$warn_pct" --argjson fail "$fail_pct" --argjson bw "$bw_frac" --argjson nf "$noise_frac" '
-  def key: [(.env.gpu_name // null), .experiment, .model, .batch, .seq_len, .precision,
-            (.system // .schedule), (.mode // "measured")];
+  --argjson warn "$warn_pct" --argjson fail "$fail_pct" --argjson bw "$bw_frac" --argjson nf "$noise_frac" \
+  --argjson two "$two_sided" '
+  def key: [(if (.mode // "measured") == "projected" then null else (.env.gpu_name // null) end),
+            .experiment, .model, .batch, .seq_len, .precision, (.system // .schedule), (.mode // "measured"),
+            (.variant // null), (.hardware // null), (.layers_run // null), (.config.host_mem_gb // null)];
+  def rel(a; b): if (a | type) == "number" and (b | type) == "number" and b != 0 then (a - b) / b
+                 elif a == b then 0 else 1e9 end;
   def med: if (.step_ms | type) == "object" then .step_ms.median else .step_ms end;
   def hr: if (.step_ms | type) == "object" and (.step_ms.max | type) == "number" and (.step_ms.min | type) == "number"
           then (.step_ms.max - .step_ms.min) / 2 else null end;
@@ -78,9 +88,13 @@ table=$(jq -n -r \
      else ($cm - $bm) / $bm end) as $delta
   | ($c.h2d_gbps) as $ch | ($b.h2d_gbps // null) as $bh
   | (($ch | type) == "number" and ($bh | type) == "number" and $ch < $bw * $bh) as $bwfail
+  | (if $delta == null then null elif $two then ($delta | fabs) else $delta end) as $d
+  | ($two and $b != null and (($c.fits != $b.fits)
+       or (rel($c.peak_gpu_bytes; $b.peak_gpu_bytes) | fabs) > $fail / 100
+       or (rel($c.peak_host_bytes; $b.peak_host_bytes) | fabs) > $fail / 100)) as $memfail
   | (if $b == null then "NOBASE"
-     elif ($delta != null and $delta > $fail / 100) or $bwfail then "FAIL"
-     elif $delta != null and $delta > $warn / 100 and ($cm - $bm) > 3 * $noise then "WARN"
+     elif ($d != null and $d > $fail / 100) or $bwfail or $memfail then "FAIL"
+     elif $d != null and $d > $warn / 100 and (($cm - $bm) | if $two then fabs else . end) > 3 * $noise then "WARN"
      elif $delta == null and ($bwfail | not) and ($ch == null or $bh == null) then "NODATA"
      else "OK" end) as $status
   | [$status, ($c.env.gpu_name // "-"), ($c.experiment // "-"), ($c.model // "-"), ($c.batch // "-" | tostring),
@@ -100,5 +114,14 @@ printf '# check_regression: %s vs %s (WARN > %s%% and > 3x noise, FAIL > %s%% or
         sub(/ +$/, "", line); print line } }'
 count() { printf '%s\n' "$table" | awk -F'\t' -v s="$1" '$1 == s' | wc -l | tr -d ' '; }
 nok=$(count OK) nwarn=$(count WARN) nfail=$(count FAIL) nnobase=$(count NOBASE) nnodata=$(count NODATA)
-echo "# summary: ok $nok, warn $nwarn, fail $nfail, no baseline $nnobase, no data $nnodata"
+# Baseline rows of the experiments in RESULTS that no results row matched (a
+# configuration removed from its sweep, or a run that did not produce it).
+unmatched=$(jq -n -r --slurpfile cur "$results" --slurpfile base <(cat "${baselines[@]}") '
+  def key: [(if (.mode // "measured") == "projected" then null else (.env.gpu_name // null) end),
+            .experiment, .model, .batch, .seq_len, .precision, (.system // .schedule), (.mode // "measured"),
+            (.variant // null), (.hardware // null), (.layers_run // null), (.config.host_mem_gb // null)];
+  ($cur | map(key | tojson) | INDEX(.)) as $C | ($cur | map(.experiment) | unique) as $E
+  | [$base[] | select(.experiment as $e | $E | index($e)) | select($C[key | tojson] == null)] | length') ||
+  die "jq failed on the baselines"
+echo "# summary: ok $nok, warn $nwarn, fail $nfail, no baseline $nnobase, no data $nnodata, baselines unmatched $unmatched"
 [ "$nfail" -eq 0 ]

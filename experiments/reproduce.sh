@@ -3,14 +3,20 @@
 # `make reproduce` builds first and then runs this; see REPRODUCE.md.
 #
 #   bash experiments/reproduce.sh [--cpu | --gpu] [--resume] [--no-plots]
-#     --cpu      CPU path (default when no GPU): env, microbenchmarks, CPU-scale measured
-#                sweeps (machinery checks), projections (sim backend + plan), plots, table
+#     --cpu      CPU path (default when no GPU): env, microbenchmarks, then every sweep
+#                whose "paths" list "cpu" (CPU-scale measured machinery checks and the
+#                projections: sim backend + plan), plots, claims table
 #     --gpu      GPU path (default when `megatrain --version` lists cuda and nvidia-smi
-#                works): env, measured sweeps on cuda, the same projections, table
+#                works): env, microbenchmarks, every sweep whose "paths" list "gpu"
+#                (measured on cuda, and the same projections), claims table
 #                (plots are made on a machine with gnuplot: see REPRODUCE.md)
-#     --resume   keep rows already in results/ (default: re-run and replace them)
+#     --resume   keep rows already in results/ (default: re-run and replace them); rows
+#                of sweep entries that no longer exist go either way (a sweep owns its file)
 #   env: MT_BIN (binaries, default build/bin), MT_RESULTS (default results),
 #        MT_MICROBENCH_MIN_TIME (default 0.05 s per benchmark)
+# Sweeps run in their "order"; adding an experiment = adding a sweep file (its figures and
+# claim rows are declared in it: harness/sweep/README.md). With the default results/, the
+# end rewrites the generated figures in README.md and REPRODUCE.md (harness/sweep/docs.py).
 # Every step runs even if an earlier one failed; a failed step prints FAILED and makes
 # the exit status 1 (a missing sim backend or planner fails here loudly, not silently).
 set -uo pipefail
@@ -27,7 +33,7 @@ for a in "$@"; do
     --gpu) path=gpu ;;
     --resume) force="" ;;
     --no-plots) plots=0 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reproduce: unknown option '$a' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -62,7 +68,7 @@ step "megatrain $version; path: $path; results: $RESULTS; host: $host"
 sweep() { "$PY" harness/sweep/run.py --out-dir "$RESULTS" $force "$@"; }
 
 # (a) the environment block of this machine
-run "env (mt-env)" bash -c "'$BIN/mt-env' > '$RESULTS/env_$host.json' && cat '$RESULTS/env_$host.json' >&2"
+run "env (mt-env)" bash -c "'$BIN/mt-env' > '$RESULTS/env_$host.json.tmp' && mv '$RESULTS/env_$host.json.tmp' '$RESULTS/env_$host.json' && cat '$RESULTS/env_$host.json' >&2"
 
 # (b) microbenchmarks (short run)
 if [ -x "$BIN/mt-microbench" ]; then
@@ -73,23 +79,7 @@ else
   failed+=("microbenchmarks")
 fi
 
-# (c) measured runs
-if [ "$path" = cpu ]; then
-  # CPU scale: machinery checks (copies are memcpy; the GPU-scale answer is the projection)
-  run "C2 on CPU (measured): megatrain vs zero3 vs naive" sweep experiments/sweeps/c2_cpu.json
-  run "ablations on CPU (measured)" sweep experiments/sweeps/ablations_cpu.json
-  run "depth extrapolation check on CPU" sweep experiments/sweeps/extrapolation_cpu.json
-else
-  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-  profile=h100-128g
-  case "$gpu" in *H200*) profile=h200-128g ;; esac
-  step "GPU: $gpu (profile for the paired projections: $profile)"
-  run "C2 on the GPU (measured + extrapolated)" sweep --hardware "$profile" experiments/sweeps/gpu_c2.json
-  run "model size on the GPU (extrapolated) + paired projections" sweep --hardware "$profile" experiments/sweeps/gpu_scale.json
-  run "C4/C5 and ablations on the GPU (measured)" sweep experiments/sweeps/gpu_ablations.json
-fi
-
-# (d) projections: the sim backend and the planner must be there (fail loudly if not)
+# (c) the projections need the sim backend and the planner (fail loudly if not)
 if ! echo "$version" | grep -q '"sim"'; then
   echo "FAILED: this megatrain has no sim backend ($version): projections cannot run" >&2
   failed+=("sim backend missing")
@@ -99,22 +89,32 @@ if ! "$BIN/megatrain" plan --config experiments/models/qwen2.5-7b.json --batch 1
   echo "FAILED: megatrain plan does not work: projections cannot run" >&2
   failed+=("megatrain plan missing")
 fi
-run "C1 projection: dense-120b on h200-1.5t" sweep experiments/sweeps/c1_120b.json
-run "C2 projection: qwen2.5-14b megatrain vs zero3 on gh200-480g" sweep experiments/sweeps/c2_gh200.json
-run "C3 projection: qwen2.5-7b context sweep to 512k on gh200-480g" sweep experiments/sweeps/c3_context.json
-run "C4/C5 projection: ablations on gh200-480g" sweep experiments/sweeps/ablations_gh200.json
-run "throughput vs model size (incl. RTX 4090)" sweep experiments/sweeps/model_size.json
-run "largest trainable model vs host memory (plan)" sweep experiments/sweeps/capacity.json
-run "timeline of one projected step (trace)" "$PY" harness/sweep/run.py --out-dir "$RESULTS" --force experiments/sweeps/timeline.json
 
-# (e) figures
+# (d) every sweep of this path, in its order (experiments/sweeps/*.json, "paths" and "order");
+# each rewrites its own results file. On the GPU path the sweeps marked hardware_from_gpu
+# project on the lent machine's profile.
+profile=""
+if [ "$path" = gpu ]; then
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  profile=h100-128g
+  case "$gpu" in *H200*) profile=h200-128g ;; esac
+  step "GPU: $gpu (profile for the paired projections: $profile)"
+fi
+list=$("$PY" harness/sweep/sweeps.py --list "$path") || { echo "reproduce: cannot list the sweeps" >&2; exit 2; }
+while IFS=$'\t' read -r file from_gpu desc; do
+  [ -n "$file" ] || continue
+  hw=()
+  [ "$from_gpu" = 1 ] && [ -n "$profile" ] && hw=(--hardware "$profile")
+  run "$(basename "$file" .json): ${desc:0:110}" sweep "${hw[@]}" "$file"
+done <<< "$list"
+
+# (e) figures: the data the sweeps declare, then every plots/*.gp
 run "export results -> plots/data/*.tsv" "$PY" harness/sweep/export.py --results "$RESULTS" --out plots/data
 if [ "$plots" = 1 ]; then
   if command -v gnuplot >/dev/null; then
     mkdir -p plots/out
-    for gp in plots/model_size.gp plots/batch.gp plots/capacity.gp plots/context.gp plots/timeline.gp \
-              plots/predicted.gp plots/ablations.gp; do
-      run "plot $gp" gnuplot "$gp"
+    for gp in plots/*.gp; do
+      [ "$gp" = plots/common.gp ] || run "plot $gp" gnuplot "$gp"
     done
   elif [ "$path" = gpu ]; then
     step "no gnuplot here (GPU machine): copy results/ back and run: bash experiments/reproduce.sh --resume"
@@ -128,7 +128,14 @@ fi
 step "claims table (results/claims.md)"
 "$PY" harness/sweep/claims.py --results "$RESULTS" --markdown "$RESULTS/claims.md" || failed+=("claims table")
 
+# (g) how long this took, and the figures in README.md / REPRODUCE.md regenerated from
+# the files (a CTest test checks they match)
 step "done in $(elapsed)"
+if [ "$RESULTS" = "$ROOT/results" ]; then
+  printf '{"schema":"megatrain.reproduce/1","path":"%s","host":"%s","wall_s":%d,"failed_steps":%d,"env":%s}\n' \
+    "$path" "$host" $(( $(date +%s) - T0 )) ${#failed[@]} "$("$BIN/mt-env")" > "$RESULTS/reproduce_$path.json"
+  run "README.md / REPRODUCE.md figures from results/" "$PY" harness/sweep/docs.py --write
+fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "reproduce: ${#failed[@]} step(s) FAILED: ${failed[*]}" >&2
   exit 1

@@ -371,8 +371,50 @@ mt_status mt_topology_detect(mt_topology *t) {
 #ifndef MPOL_PREFERRED
 #define MPOL_PREFERRED 1
 #endif
+#define MT_MPOL_BITS 1024 // node mask bits: above any nr_node_ids get_mempolicy may need
 
-static mt_status bind_sysfs(int node) {
+// Reads the calling thread's memory policy back and checks that it holds `node`: the
+// mode (nonzero) when it does, else 0 with the reason in b->mem_how.
+static int mempolicy_prefers(int node, mt_numa_binding *b) {
+    unsigned long mask[MT_MPOL_BITS / (8 * sizeof(unsigned long))] = {0};
+    int mode = -1;
+    if (syscall(SYS_get_mempolicy, &mode, mask, (unsigned long)MT_MPOL_BITS + 1, NULL, 0UL)) {
+        snprintf(b->mem_how, sizeof b->mem_how, "get_mempolicy: %s", strerror(errno));
+        return 0;
+    }
+    const size_t w = 8 * sizeof(unsigned long);
+    int has = node < MT_MPOL_BITS && (mask[node / w] >> (node % w) & 1ul);
+    // preferred (1), bind (2) or preferred-many (5: what hwloc asks of kernels >= 5.15)
+    if (!(mode == MPOL_PREFERRED || mode == 2 || mode == 5) || !has) {
+        snprintf(b->mem_how, sizeof b->mem_how, "the policy read back is mode %d%s, not node %d", mode,
+                 has ? "" : " without the node", node);
+        return 0;
+    }
+    return mode;
+}
+
+static const char *mpol_name(int mode) {
+    return mode == MPOL_PREFERRED ? "MPOL_PREFERRED" : mode == 2 ? "MPOL_BIND" : "MPOL_PREFERRED_MANY";
+}
+
+// set_mempolicy(MPOL_PREFERRED, {node}): the sysfs path's memory binding.
+static int set_preferred(int node, mt_numa_binding *b) {
+    unsigned long mask[MT_MPOL_BITS / (8 * sizeof(unsigned long))] = {0};
+    const size_t w = 8 * sizeof(unsigned long);
+    if (node >= MT_MPOL_BITS) {
+        snprintf(b->mem_how, sizeof b->mem_how, "node %d is beyond the %d-bit node mask", node, MT_MPOL_BITS);
+        return 0;
+    }
+    mask[node / w] |= 1ul << (node % w);
+    // maxnode counts one more than the mask's bits (the kernel drops the last one)
+    if (syscall(SYS_set_mempolicy, MPOL_PREFERRED, mask, (unsigned long)MT_MPOL_BITS + 1)) {
+        snprintf(b->mem_how, sizeof b->mem_how, "set_mempolicy(MPOL_PREFERRED, node %d): %s", node, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+static mt_status bind_sysfs(int node, mt_numa_binding *b) {
     char path[128], list[4096];
     snprintf(path, sizeof path, "/sys/devices/system/node/node%d/cpulist", node);
     if (read_line(path, list, sizeof list)) {
@@ -385,30 +427,32 @@ static mt_status bind_sysfs(int node) {
     int n = 0;
     for (const char *s = list; *s;) {
         char *end;
-        long a = strtol(s, &end, 10), b;
+        long a = strtol(s, &end, 10), c2;
         if (end == s) break;
-        b = a;
+        c2 = a;
         s = end;
         if (*s == '-') {
-            b = strtol(s + 1, &end, 10);
+            c2 = strtol(s + 1, &end, 10);
             s = end;
         }
-        for (long c = a; c <= b && c < CPU_SETSIZE; c++) CPU_SET((int)c, &set), n++;
+        for (long c = a; c <= c2 && c < CPU_SETSIZE; c++) CPU_SET((int)c, &set), n++;
         if (*s == ',') s++;
     }
     if (n == 0) return mt_fail(MT_ERR_ARG, "NUMA node %d has no CPUs to bind to", node);
     if (sched_setaffinity(0, sizeof set, &set))
         return mt_fail(MT_ERR_BACKEND, "sched_setaffinity to NUMA node %d (cpus %s): %s", node, list, strerror(errno));
-    // Prefer (not require) the node for this thread's allocations; ignored where forbidden.
-    unsigned long mask[16] = {0};
-    if (node >= 0 && node < (int)(sizeof mask * 8)) {
-        mask[node / (8 * sizeof(unsigned long))] |= 1ul << (node % (8 * sizeof(unsigned long)));
-        (void)syscall(SYS_set_mempolicy, MPOL_PREFERRED, mask, (unsigned long)(sizeof mask * 8));
-    }
+    b->cpus = n;
+    int mode;
+    if (set_preferred(node, b) && (mode = mempolicy_prefers(node, b)))
+        b->memory = 1, snprintf(b->mem_how, sizeof b->mem_how, "set_mempolicy(MPOL_PREFERRED, node %d); read back %s",
+                                node, mpol_name(mode));
     return MT_OK;
 }
 
-mt_status mt_topology_bind_to_node(int node) {
+mt_status mt_topology_bind_to_node(int node, mt_numa_binding *out) {
+    mt_numa_binding b = {0};
+    if (!out) out = &b;
+    memset(out, 0, sizeof *out);
     if (node < 0) return mt_fail(MT_ERR_ARG, "NUMA node %d: must be >= 0", node);
 #ifdef MT_HAVE_HWLOC
     const char *src = getenv("MT_TOPOLOGY_SOURCE");
@@ -421,14 +465,22 @@ mt_status mt_topology_bind_to_node(int node) {
             st = mt_fail(MT_ERR_ARG, "NUMA node %d has no CPUs to bind to (memory-only node)", node);
         else if (hwloc_set_cpubind(topo, o->cpuset, HWLOC_CPUBIND_THREAD))
             st = mt_fail(MT_ERR_BACKEND, "hwloc_set_cpubind to NUMA node %d: %s", node, strerror(errno));
-        else // BIND without STRICT is MPOL_PREFERRED on Linux: falls back when the node is full.
-            (void)hwloc_set_membind(topo, o->nodeset, HWLOC_MEMBIND_BIND,
-                                    HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET);
+        else {
+            out->cpus = hwloc_bitmap_weight(o->cpuset);
+            // BIND without STRICT is MPOL_PREFERRED on Linux: falls back when the node is full.
+            int mode;
+            if (hwloc_set_membind(topo, o->nodeset, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET))
+                snprintf(out->mem_how, sizeof out->mem_how, "hwloc_set_membind to node %d: %s", node, strerror(errno));
+            else if ((mode = mempolicy_prefers(node, out)))
+                out->memory = 1, snprintf(out->mem_how, sizeof out->mem_how,
+                                          "hwloc_set_membind(BIND, not strict) to node %d; read back %s", node,
+                                          mpol_name(mode));
+        }
         hwloc_topology_destroy(topo);
         return st;
     }
 #endif
-    return bind_sysfs(node);
+    return bind_sysfs(node, out);
 }
 
 // ---------------------------------------------------------------- JSON

@@ -56,12 +56,23 @@ mt_status mt_topology_detect(mt_topology *t);
 // The same, from sysfs only; root is "/" normally (tests point it at a fake tree).
 mt_status mt_topology_detect_sysfs(mt_topology *t, const char *root);
 
-// Binds the calling thread's CPU set to NUMA node `node` and prefers that node for
-// its future memory allocations (so pinned buffers it touches land there).
-// hwloc_set_cpubind/hwloc_set_membind when available; else sched_setaffinity over
-// the node's cpulist and set_mempolicy(MPOL_PREFERRED). A memory-policy failure is
-// not an error (containers often forbid it); a CPU-binding failure is.
-mt_status mt_topology_bind_to_node(int node);
+// What mt_topology_bind_to_node did.
+typedef struct {
+    int cpus;           // CPUs of the node the calling thread is now bound to
+    int memory;         // 1: the thread's memory policy prefers the node (set, and read back
+                        //    with get_mempolicy); 0: memory is not bound (mem_how says why)
+    char mem_how[256];  // one line: how memory was bound, or why it was not
+} mt_numa_binding;
+
+// Binds the calling thread (and the threads it creates later, which inherit both) to
+// NUMA node `node`: its CPUs (hwloc_set_cpubind, or sched_setaffinity over the node's
+// sysfs cpulist), and its memory: future allocations prefer the node (MPOL_PREFERRED:
+// hwloc_set_membind(BIND) without STRICT, or set_mempolicy on the sysfs path; preferred,
+// not strict, so a state larger than one node still allocates). Both paths check the
+// call's result and read the policy back with get_mempolicy. A CPU-binding failure is an
+// error; a memory-policy failure is not (containers often forbid it): out->memory is 0
+// and out->mem_how says why. `out` may be NULL.
+mt_status mt_topology_bind_to_node(int node, mt_numa_binding *out);
 
 // The GPU whose bus id matches (case-insensitive, domain optional: "1B:00.0" or
 // "00000000:1B:00.0" as nvidia-smi prints it); NULL when none.

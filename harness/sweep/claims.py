@@ -1,19 +1,28 @@
 #!/usr/bin/env python3
-"""claims.py: the claims table (C1-C5 and the extra questions), computed from
-results/*.jsonl — nothing here is a hard-coded result.
+"""claims.py: the claims table, computed from results/*.jsonl by the claim rows the
+sweep files declare (`"claims"` in experiments/sweeps/*.json) — nothing here is a
+hard-coded result, and no experiment is named here.
 
-    python3 harness/sweep/claims.py [--results results] [--markdown FILE]
+    python3 harness/sweep/claims.py [--results results] [--markdown FILE] [--allow-dirty]
 
-Verdicts:
-  reproduced / not reproduced  only from rows measured (or extrapolated from measured
-                               runs) on a GPU that matches the claim's hardware class
-  pending GPU (projection ...) the evidence is a projection (sim backend or plan); it
-                               says whether the projection agrees with the claim
-  not reproduced (projection)  where even the projection says the configuration
-                               cannot run (e.g. does not fit)
-  check                        a CPU-scale machinery check, no claim attached
-  no data                      the rows are missing (the sweep did not run or failed)
-Tolerances are in REPRODUCE.md ("Tolerances") and in TOL below.
+Rows from a dirty (or unknown) tree and rows of sweep entries that no longer exist are
+left out (said on stderr); --allow-dirty admits the dirty ones.
+
+A claim row names a test (below) and the rows it reads (`where`, matched against the
+row fields of its own experiment). Every test outcome is one of agrees, disagrees or
+within noise, with a noise allowance from the runs' own spread: a row's relative noise
+is half its step_ms min..max over the median (an extrapolated row's min..max is its
+held-out error band), a ratio's is the sum of its rows'. The verdict then says what
+kind of evidence it rests on:
+  reproduced / not reproduced / inconclusive (within noise)   measured rows on a GPU only
+  extrapolated (+/-E%): agrees|disagrees|within error          an extrapolated row took part
+  pending GPU (projection agrees|disagrees|within noise)       a projection (sim or plan)
+  by construction (why)                                        a projection whose model makes
+                                                               the outcome certain
+  CPU check (not the claim): ...                               measured on the CPU backend
+  no verdict (why) / no data                                   nothing to test / no rows
+Tests: fits, ratio, at_least, not_slower, largest_fit, extrapolation, ratios, value
+(harness/sweep/README.md, "Claim rows").
 """
 import argparse
 import os
@@ -21,25 +30,59 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from common import REPO  # noqa: E402
+import sweeps  # noqa: E402
+from common import REPO, die  # noqa: E402
 
-TOL = {
-    "c2_ratio": 1.84,          # paper's throughput ratio megatrain / ZeRO-3 offload at 14B
-    "c2_rel": 0.20,            # reproduced if ours >= (1 - 0.20) x 1.84 (beating it counts)
-    "c4_busy": 0.80,           # "keeps the GPU busy": compute stream busy >= 80% of the step
-    "c5_min_gain": 0.0,        # pointer bind must not be slower than copy bind
-}
+TESTS = ("fits", "ratio", "at_least", "not_slower", "largest_fit", "extrapolation", "ratios", "value")
 
 
+# ---------------------------------------------------------------- rows
 def ok(r):
     return "error" not in r and r.get("step_ms") and r.get("tokens_per_s") is not None
 
 
-def latest(rows):
-    d = {}
-    for r in rows:
-        d[(r.get("experiment"), r.get("config_key"))] = r
-    return list(d.values())
+def field(r, path):
+    v = r
+    for part in path.split("."):
+        if not isinstance(v, dict):
+            return None
+        v = v.get(part)
+    return v
+
+
+def matches(r, where):
+    for k, want in (where or {}).items():
+        v = field(r, k)
+        if isinstance(want, list):
+            if v not in want:
+                return False
+        elif v != want:
+            return False
+    return True
+
+
+def noise(r, what="step"):
+    """Relative noise of a row: half its min..max spread over the median (step time,
+    or gpu_busy_frac when asked and recorded)."""
+    if what == "busy" and r.get("gpu_busy_range") and r.get("gpu_busy_frac"):
+        lo, hi = r["gpu_busy_range"]
+        return (hi - lo) / (2 * r["gpu_busy_frac"])
+    s = r.get("step_ms") or {}
+    if not s.get("median"):
+        return 0.0
+    return (s["max"] - s["min"]) / (2 * s["median"])
+
+
+def enrich(r):
+    """The row plus derived figures the claim templates use."""
+    d = dict(r)
+    d["params_B"] = (r.get("params") or 0) / 1e9
+    d["peak_host_TB"] = (r.get("peak_host_bytes") or 0) / 1e12
+    d["peak_host_GB"] = (r.get("peak_host_bytes") or 0) / 1e9
+    d["step_median_ms"] = (r.get("step_ms") or {}).get("median")
+    d["noise_pct"] = 100 * noise(r)
+    d["host_mem_gb"] = (r.get("config") or {}).get("host_mem_gb")
+    return d
 
 
 def how(r):
@@ -48,188 +91,243 @@ def how(r):
     if r["mode"] == "projected":
         src = "sim" if r.get("backend") == "sim" else "plan"
         return f"projected ({src}, {r.get('hardware')})"
-    dev = (r.get("env") or {}).get("gpu_name") or r.get("backend")
+    dev = (r.get("env") or {}).get("gpu_name") if r.get("backend") == "cuda" else None
+    dev = dev or r.get("backend")
+    if r["mode"] == "extrapolated":
+        f = r.get("fit") or {}
+        h = (f.get("holdout") or {}).get("depth")
+        return f"extrapolated ({dev}; fit {','.join(str(d) for d in f.get('depths', []))}, held out {h})"
     return f"{r['mode']} ({dev})"
 
 
-def gpu_measured(r):
-    return r["mode"] in ("measured", "extrapolated") and r.get("backend") == "cuda"
+def fmt(template, ctx):
+    try:
+        return template.format_map(ctx)
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        return f"(template error: {e})"
 
 
-def fmt_b(n):
-    return f"{n / 1e9:.1f}B" if n else "?"
+# ---------------------------------------------------------------- outcome and verdict
+def outcome_at_least(v, threshold, allowance):
+    """v >= threshold, with a relative allowance on v."""
+    if v * (1 - allowance) >= threshold:
+        return "agrees"
+    if v * (1 + allowance) < threshold:
+        return "disagrees"
+    return "within"
 
 
-def table(rows):
-    rows = latest(rows)
+def verdict(outcome, rows, spec, allowance):
+    """The verdict words: the outcome, said for the kind of evidence it rests on."""
+    modes = {r["mode"] for r in rows}
+    # allowance None: a yes/no outcome (fits or not) with no timing noise to allow for
+    pct = "" if allowance is None else f"noise ±{100 * allowance:.1f}%"
+    words = {"agrees": "agrees", "disagrees": "disagrees", "within": "within noise"}[outcome]
+    if "projected" in modes:
+        if spec.get("by_construction"):
+            return f"by construction ({spec['by_construction']})"
+        return f"pending GPU (projection {words}{'; ' + pct if pct else ''})"
+    if "extrapolated" in modes:
+        words = {"agrees": "agrees", "disagrees": "disagrees", "within": "within error"}[outcome]
+        return f"extrapolated (±{100 * (allowance or 0):.0f}%): {words}"
+    if all(r.get("backend") == "cuda" for r in rows):
+        return {"agrees": "reproduced", "disagrees": "not reproduced",
+                "within": "inconclusive (within noise)"}[outcome] + (f" ({pct})" if pct else "")
+    return f"CPU check (not the claim): {words}" + (f" ({pct})" if pct else "")
+
+
+# ---------------------------------------------------------------- tests
+def best(rows, metric="tokens_per_s"):
+    return max(rows, key=lambda r: r[metric]) if rows else None
+
+
+def t_fits(spec, rows, ctx):
+    rs = [r for r in rows if matches(r, spec.get("where"))]
+    if not rs:
+        return None
+    fit = [r for r in rs if r.get("fits") and ok(r)]
+    if fit:
+        b = best(fit)
+        return (fmt(spec.get("ours", "{model} fits; best {tokens_per_s:.0f} tokens/s at batch {batch}"), enrich(b)),
+                [b], "agrees", None)
+    r = rs[0]
+    return (f"does not fit: {(r.get('note') or '').replace('does not fit (megatrain plan): ', '')}", [r],
+            "disagrees", None)
+
+
+def t_ratio(spec, rows, ctx):
+    metric = spec.get("metric", "tokens_per_s")
+    num = [r for r in rows if ok(r) and matches(r, spec["numerator"])]
+    den = [r for r in rows if ok(r) and matches(r, spec["denominator"])]
+    if not num or not den:
+        return None
+    m, z = best(num, metric), best(den, metric)
+    ratio = m[metric] / z[metric]
+    allowance = noise(m) + noise(z)
+    c = {"ratio": ratio, "num": enrich(m), "den": enrich(z), "same_batch": ""}
+    same = [r for r in den if r.get("batch") == m.get("batch")]
+    if same:
+        c["same_batch"] = f"; at batch {m['batch']}: {m[metric] / same[0][metric]:.2f}x"
+    out = outcome_at_least(ratio, spec["at_least"], allowance)
+    return fmt(spec.get("ours", "{ratio:.2f}x best/best{same_batch}"), c), [m, z], out, allowance
+
+
+def t_at_least(spec, rows, ctx):
+    f = spec["field"]
+    rs = [r for r in rows if ok(r) and matches(r, spec.get("where")) and r.get(f) is not None]
+    if not rs:
+        return None
+    r = rs[0]
+    allowance = noise(r, "busy" if f == "gpu_busy_frac" else "step")
+    c = enrich(r)
+    c["threshold"] = spec["at_least"]
+    text = fmt(spec.get("ours", "{" + f + ":.2f}"), c)
+    con = [x for x in rows if ok(x) and spec.get("contrast") and matches(x, spec["contrast"])]
+    if con and spec.get("ours_contrast"):
+        text += fmt(spec["ours_contrast"], enrich(con[0]))
+    return text, [r], outcome_at_least(r[f], spec["at_least"], allowance), allowance
+
+
+def t_not_slower(spec, rows, ctx):
+    """Rows `a` not slower than rows `b` (step time): a / b <= 1, with noise."""
+    a = [r for r in rows if ok(r) and matches(r, spec["a"])]
+    b = [r for r in rows if ok(r) and matches(r, spec["b"])]
+    if not a or not b:
+        return None
+    ra, rb = a[0], b[0]
+    q = ra["step_ms"]["median"] / rb["step_ms"]["median"]
+    allowance = noise(ra) + noise(rb)
+    out = "agrees" if q * (1 + allowance) <= 1 else "disagrees" if q * (1 - allowance) > 1 else "within"
+    c = {"a": enrich(ra), "b": enrich(rb), "gain_pct": 100 * (1 / q - 1)}
+    return fmt(spec.get("ours", "{gain_pct:+.1f}%"), c), [ra, rb], out, allowance
+
+
+def t_largest_fit(spec, rows, ctx):
+    rs = [r for r in rows if "error" not in r and matches(r, spec.get("where"))]
+    if not rs:
+        return None
+    groups = {}
+    for r in rs:
+        g = field(r, spec["group_by"]) if spec.get("group_by") else ""
+        groups.setdefault(g, [])
+        if r.get("fits") and (r.get("step_ms") or r["mode"] == "projected"):
+            groups[g].append(r)
+    parts, used = [], []
+    for g, fit in groups.items():
+        b = max(fit, key=lambda r: r["params"]) if fit else None
+        if b:
+            used.append(b)
+        parts.append(fmt(spec.get("ours", "{group} {model} ({params_B:.1f}B)"), dict(enrich(b), group=g))
+                     if b else f"{g} none".strip())
+    text = ", ".join(parts)
+    exp = spec.get("expect")
+    if not exp:
+        return text, used or rs[:1], None, None
+    got = [r for r in used if not spec.get("group_by") or field(r, spec["group_by"]) == exp.get("group")]
+    good = bool(got) and all(got[0].get(k) == v for k, v in exp.items() if k != "group")
+    return text, used or rs[:1], "agrees" if good else "disagrees", None
+
+
+def t_extrapolation(spec, rows, ctx):
+    """The extrapolated rows against measured rows of the same configuration in another
+    experiment: does the measured error fall inside the row's own error bar?"""
+    against = [r for r in ctx["all"].get(spec["against"], []) if ok(r) and r["mode"] == "measured"]
+    pairs = []
+    for r in rows:
+        if not ok(r) or r["mode"] != "extrapolated":
+            continue
+        for m in against:
+            if all(r.get(k) == m.get(k) for k in spec.get("match", ["system", "batch"])):
+                pairs.append((r, m))
+                break
+    if not pairs:
+        return None
+    parts, inside = [], True
+    for r, m in pairs:
+        err = r["step_ms"]["median"] / m["step_ms"]["median"] - 1
+        E = r["step_ms"].get("err_frac", 0.0)
+        nm = noise(m)
+        inside &= abs(err) <= E + nm
+        parts.append(f"{r['system']} {100 * err:+.0f}% (bar ±{100 * E:.0f}%)")
+    text = "extrapolated vs measured step time: " + ", ".join(parts)
+    return text, [pairs[0][1]], "agrees" if inside else "disagrees", 0.0
+
+
+def t_ratios(spec, rows, ctx):
+    """Ratios of one system to the others at each value of `over` (no claim attached)."""
+    rs = [r for r in rows if ok(r) and matches(r, spec.get("where"))]
+    if not rs:
+        return None
+    over, sysf, base = spec.get("over", "batch"), spec.get("by", "system"), spec["base"]
+    parts = []
+    for x in sorted({r[over] for r in rs}):
+        t = {r[sysf]: r for r in rs if r[over] == x}
+        if base not in t:
+            continue
+        q = [f"/{k} {t[base]['tokens_per_s'] / v['tokens_per_s']:.2f}x (±{100 * (noise(t[base]) + noise(v)):.0f}%)"
+             for k, v in sorted(t.items()) if k != base]
+        parts.append(f"{over} {x}: {base} " + ", ".join(q))
+    return "; ".join(parts) + f" ({rs[0]['model']})", rs[:1], None, 0.0
+
+
+def t_value(spec, rows, ctx):
+    rs = [r for r in rows if ok(r) and matches(r, spec.get("where"))]
+    if not rs:
+        return None
+    r = rs[0]
+    return fmt(spec.get("ours", "{tflops:.0f} TFLOPS"), enrich(r)), [r], None, noise(r)
+
+
+RUN = {"fits": t_fits, "ratio": t_ratio, "at_least": t_at_least, "not_slower": t_not_slower,
+       "largest_fit": t_largest_fit, "extrapolation": t_extrapolation, "ratios": t_ratios, "value": t_value}
+
+
+def claim_row(spec, rows, ctx):
+    res = RUN[spec["test"]](spec, rows, ctx)
+    if res is None:
+        if spec.get("optional"):
+            return None
+        return (spec["claim"], spec.get("paper", "-"), "no rows", "-", "no data")
+    text, used, outcome, allowance = res
+    src = spec.get("how") or how(used[0] if used else None)
+    if outcome is None:
+        v = f"no verdict ({spec.get('no_verdict', 'no claim to test')})"
+    elif spec.get("words"):  # a test that is not a paper claim says its outcome in its own words
+        v = spec["words"][outcome].format(noise=f"±{100 * (allowance or 0):.1f}%")
+    else:
+        v = verdict(outcome, used, spec, allowance)
+    return (spec["claim"], spec.get("paper", "-"), text, src, v)
+
+
+def check_spec(spec, where):
+    for k in ("id", "claim", "test"):
+        if k not in spec:
+            die(f"{where}: a claim row needs '{k}'")
+    if spec["test"] not in TESTS:
+        die(f"{where}: claim {spec['id']}: test '{spec['test']}' is not one of {', '.join(TESTS)}")
+    need = {"ratio": ("numerator", "denominator", "at_least"), "at_least": ("field", "at_least"),
+            "not_slower": ("a", "b"), "extrapolation": ("against",), "ratios": ("base",)}
+    for k in need.get(spec["test"], ()):
+        if k not in spec:
+            die(f"{where}: claim {spec['id']}: test {spec['test']} needs '{k}'")
+
+
+def table(rows, sweep_list=None):
+    """[(claim, paper, ours, how obtained, verdict)] in claim-id order."""
     by = {}
     for r in rows:
         by.setdefault(r.get("experiment"), []).append(r)
+    specs = []
+    for s in sweep_list if sweep_list is not None else sweeps.all_sweeps():
+        for spec in s.get("claims", []):
+            check_spec(spec, s["_path"])
+            specs.append((spec["id"], s["experiment"], spec))
     out = []
-
-    def add(claim, paper, ours, src, verdict):
-        out.append((claim, paper, ours, src, verdict))
-
-    # ---- C1: ~120B at paper precision on 1x H200 + 1.5 TB
-    rs = [r for r in by.get("c1_120b", []) if "error" not in r]
-    fit = [r for r in rs if r.get("fits") and ok(r)]
-    if not rs:
-        add("C1 120B on 1x H200 + 1.5 TB", "trains (12 B/param)", "no rows", "-", "no data")
-    elif fit:
-        b = max(fit, key=lambda r: r["tokens_per_s"])
-        host = b["peak_host_bytes"] / 1e12
-        add("C1 120B on 1x H200 + 1.5 TB", "trains (12 B/param)",
-            f"{b['model']} ({fmt_b(b['params'])}) fits: host {host:.2f} TB; best {b['tflops']:.0f} TFLOPS "
-            f"(MFU {b['mfu']:.2f}) at batch {b['batch']}, {b['days_per_billion_tokens']:.1f} days/1B tokens",
-            how(b), "pending GPU (projection: fits and runs)")
-    else:
-        add("C1 120B on 1x H200 + 1.5 TB", "trains (12 B/param)", "does not fit: " + (rs[0].get("note") or ""),
-            how(rs[0]), "not reproduced (projection)")
-    g = [r for r in by.get("gpu_scale", []) if ok(r) and gpu_measured(r) and r["model"] == "dense-120b"]
-    if g:
-        r = g[0]
-        add("C1 120B width on the lent GPU", "-", f"{r['tflops']:.0f} TFLOPS at batch {r['batch']} "
-            f"(host 1.5 TB not available: depth-extrapolated)", how(r), "check (speed of the 120B width)")
-
-    # ---- C2: 1.84x ZeRO-3 offload at 14B
-    def c2(rs, label, measured):
-        best = {}
-        for r in rs:
-            if ok(r) and r["model"] == "qwen2.5-14b" and not r.get("variant"):
-                if r["system"] not in best or r["tokens_per_s"] > best[r["system"]]["tokens_per_s"]:
-                    best[r["system"]] = r
-        if "megatrain" not in best or "zero3" not in best:
-            return False
-        m, z = best["megatrain"], best["zero3"]
-        ratio = m["tokens_per_s"] / z["tokens_per_s"]
-        agree = ratio >= (1 - TOL["c2_rel"]) * TOL["c2_ratio"]
-        same_b = [r for r in rs if ok(r) and r["system"] == "zero3" and r["batch"] == m["batch"]
-                  and r["model"] == "qwen2.5-14b"]
-        extra = f"; at batch {m['batch']}: {m['tokens_per_s'] / same_b[0]['tokens_per_s']:.2f}x" if same_b else ""
-        ours = (f"{ratio:.2f}x best/best (megatrain {m['tflops']:.0f} TFLOPS b{m['batch']}, "
-                f"zero3 {z['tflops']:.0f} b{z['batch']}){extra}")
-        if measured:
-            verdict = "reproduced" if agree else "not reproduced"
-        else:
-            verdict = f"pending GPU (projection {'agrees' if agree else 'disagrees'})"
-        add(f"C2 14B vs ZeRO-3 offload{label}", "1.84x", ours, how(m), verdict)
-        return True
-
-    if not c2(by.get("c2_gh200", []), "", False):
-        add("C2 14B vs ZeRO-3 offload", "1.84x", "no rows", "-", "no data")
-    c2([r for r in by.get("gpu_c2", []) if gpu_measured(r)], " (lent GPU)", True)
-    rs = [r for r in by.get("c2_cpu", []) if ok(r)]
-    if rs:
-        parts = []
-        for b in sorted({r["batch"] for r in rs}):
-            t = {r["system"]: r for r in rs if r["batch"] == b}
-            if "megatrain" in t and "zero3" in t:
-                s = f"b{b}: megatrain/zero3 {t['megatrain']['tokens_per_s'] / t['zero3']['tokens_per_s']:.2f}x"
-                if "naive" in t:
-                    s += f", /naive {t['megatrain']['tokens_per_s'] / t['naive']['tokens_per_s']:.2f}x"
-                parts.append(s)
-        add("C2 machinery on CPU", "-", "; ".join(parts) + f" ({rs[0]['model']})", how(rs[0]),
-            "check (memcpy transfers: not the claim)")
-
-    # ---- C3: 7B at 512k context on GH200
-    rs = [r for r in by.get("c3_context", []) if "error" not in r and r["system"] == "megatrain"]
-    t = [r for r in rs if r["seq_len"] == 524288]
-    if not t:
-        add("C3 7B at 512k context", "trains on 1x GH200", "no rows", "-", "no data")
-    else:
-        r = t[0]
-        fits = [x for x in rs if x.get("fits") and ok(x)]
-        longest = max((x["seq_len"] for x in fits), default=None)
-        if r.get("fits") and ok(r):
-            add("C3 7B at 512k context", "trains on 1x GH200",
-                f"fits; {r['tokens_per_s']:.0f} tokens/s, {r['tflops']:.0f} TFLOPS", how(r),
-                "pending GPU (projection: fits and runs)")
-        else:
-            add("C3 7B at 512k context", "trains on 1x GH200",
-                f"does not fit ({r.get('note', '').replace('does not fit (megatrain plan): ', '')}); "
-                f"longest that fits: {longest} tokens (long-context chunking is future work)",
-                f"projected (plan, {r.get('hardware')})", "not reproduced (projection)")
-
-    # ---- C4: the pipelined schedule keeps the GPU busy
-    rs = [r for r in by.get("ablations_gh200", []) if ok(r)]
-    base = [r for r in rs if r.get("variant") == "baseline"]
-    zero = [r for r in rs if r.get("variant") == "zero3"]
-    if base and base[0].get("gpu_busy_frac") is not None:
-        b = base[0]
-        c2best = [r for r in by.get("c2_gh200", []) if ok(r) and r["system"] == "megatrain"]
-        extra = ""
-        if c2best:
-            m = max(c2best, key=lambda r: r["tokens_per_s"])
-            if m.get("gpu_busy_frac") is not None:
-                extra = f"; {m['gpu_busy_frac']:.2f} at b{m['batch']}"
-        zs = f", zero3 {zero[0]['gpu_busy_frac']:.2f}" if zero and zero[0].get("gpu_busy_frac") is not None else ""
-        agree = b["gpu_busy_frac"] >= TOL["c4_busy"]
-        add("C4 pipelined streams keep the GPU busy", "qualitative",
-            f"gpu_busy_frac {b['gpu_busy_frac']:.2f} ({b['model']} b{b['batch']}{zs}){extra}", how(b),
-            f"pending GPU (projection {'agrees' if agree else 'disagrees'}: >= {TOL['c4_busy']:.2f})")
-    else:
-        add("C4 pipelined streams keep the GPU busy", "qualitative", "no gpu_busy_frac", "-", "no data")
-
-    rs = [r for r in by.get("gpu_ablations", []) if ok(r) and gpu_measured(r) and r.get("variant") == "baseline"]
-    if rs and rs[0].get("gpu_busy_frac") is not None:
-        b = rs[0]
-        agree = b["gpu_busy_frac"] >= TOL["c4_busy"]
-        add("C4 pipelined streams keep the GPU busy (GPU)", "qualitative",
-            f"gpu_busy_frac {b['gpu_busy_frac']:.2f} ({b['model']} b{b['batch']})", how(b),
-            "reproduced" if agree else "not reproduced")
-
-    # ---- C5: stateless layer templates (pointer bind) vs copy bind
-    for exp, kind in (("gpu_ablations", "gpu"), ("ablations_gh200", "projected"), ("ablations_cpu", "measured")):
-        rs = [r for r in by.get(exp, []) if ok(r)]
-        p = [r for r in rs if r.get("variant") == "baseline"]
-        c = [r for r in rs if r.get("variant") == "bind=copy"]
-        if p and c:
-            gain = c[0]["step_ms"]["median"] / p[0]["step_ms"]["median"] - 1
-            if kind == "gpu":
-                v = "reproduced" if gain >= TOL["c5_min_gain"] else "not reproduced"
-            elif kind == "projected":
-                v = f"pending GPU (projection {'agrees' if gain >= TOL['c5_min_gain'] else 'disagrees'})"
-            else:
-                v = "check (CPU: a bind copy is a memcpy)"
-            add(f"C5 pointer bind vs copy bind{ {'gpu': ' (GPU)', 'projected': '', 'measured': ' (CPU)'}[kind]}",
-                "no persistent graph metadata",
-                f"copy bind {100 * gain:+.1f}% step time vs pointer bind ({p[0]['model']} b{p[0]['batch']})",
-                how(p[0]), v)
-    if not any(o[0].startswith("C5") for o in out):
-        add("C5 pointer bind vs copy bind", "no persistent graph metadata", "no rows", "-", "no data")
-
-    # ---- the RTX 4090 question and host capacity
-    rs = [r for r in by.get("model_size", []) if r.get("hardware") == "rtx4090-256g" and r["system"] == "megatrain"]
-    fit = [r for r in rs if r.get("fits") and ok(r)]
-    if fit:
-        b = max(fit, key=lambda r: r["params"])
-        add("Largest model on 1x RTX 4090 + 256 GB", "-",
-            f"{b['model']} ({fmt_b(b['params'])}): {b['tokens_per_s']:.0f} tokens/s, {b['tflops']:.0f} TFLOPS "
-            f"at b{b['batch']} (of the model shapes in experiments/models)", how(b), "projection only")
-    elif rs:
-        add("Largest model on 1x RTX 4090 + 256 GB", "-", "none of the shapes fits", how(rs[0]), "projection only")
-    rs = [r for r in by.get("capacity", []) if "error" not in r]
-    if rs:
-        top = max(r["config"].get("host_mem_gb", 0) for r in rs)
-        parts = []
-        for sysname in ("megatrain", "zero3"):
-            f = [r for r in rs if r["system"] == sysname and r["config"].get("host_mem_gb") == top and r.get("fits")]
-            b = max(f, key=lambda r: r["params"]) if f else None
-            parts.append(f"{sysname} {b['model'] + ' (' + fmt_b(b['params']) + ')' if b else 'none'}")
-        add(f"Largest trainable model, {top} GB host", "120B (megatrain)", ", ".join(parts),
-            how(rs[0]), "pending GPU (projection)")
-
-    # ---- the extrapolation method itself
-    ex = [r for r in by.get("extrapolation_cpu", []) if ok(r)]
-    me = {(r["system"], r["batch"]): r for r in by.get("c2_cpu", []) if ok(r)}
-    errs = []
-    for r in ex:
-        m = me.get((r["system"], r["batch"]))
-        if m:
-            errs.append(f"{r['system']} {100 * (r['step_ms']['median'] / m['step_ms']['median'] - 1):+.0f}%")
-    if errs:
-        add("Depth extrapolation (2,4 -> 8 layers)", "-", "extrapolated vs measured step time: " + ", ".join(errs),
-            "extrapolated vs measured (cpu)", "check")
+    ctx = {"all": by}
+    for _, exp, spec in sorted(specs, key=lambda t: t[0]):
+        row = claim_row(spec, by.get(exp, []), ctx)
+        if row:
+            out.append(row)
     return out
 
 
@@ -247,17 +345,27 @@ def render(out, markdown=False):
     return "\n".join(lines) + "\n"
 
 
+def markdown_file(out):
+    return ("# Claims table (generated by harness/sweep/claims.py from results/*.jsonl)\n\n"
+            "Verdicts and their noise allowances: harness/sweep/claims.py; tolerances: REPRODUCE.md.\n\n"
+            + render(out, markdown=True))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--results", default=os.path.join(REPO, "results"))
     ap.add_argument("--markdown", help="also write the table as Markdown to this file")
+    ap.add_argument("--allow-dirty", action="store_true", help="admit rows made from a dirty or unknown tree")
+    ap.add_argument("--sweeps", help="directory of the sweep files (default experiments/sweeps)")
     args = ap.parse_args()
-    out = table(common.load_results(args.results))
+    if args.sweeps:
+        sweeps.set_dir(args.sweeps)
+    rows = common.trusted(common.load_results(args.results), args.allow_dirty, "claims")
+    out = table(rows)
     sys.stdout.write(render(out))
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write("# Claims table (generated by harness/sweep/claims.py from results/*.jsonl)\n\n")
-            f.write(render(out, markdown=True))
+            f.write(markdown_file(out))
     return 0
 
 

@@ -59,6 +59,59 @@ def load_results(results_dir):
     return rows
 
 
+def load_results_files(results_dir):
+    """{file name: rows} of every results/*.jsonl (baselines/ excluded)."""
+    out = {}
+    if os.path.isdir(results_dir):
+        for name in sorted(os.listdir(results_dir)):
+            if name.endswith(".jsonl"):
+                out[name] = load_jsonl(os.path.join(results_dir, name))
+    return out
+
+
+def write_jsonl(path, rows):
+    """Writes rows atomically: a temp file beside the target, then one rename."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r, separators=(",", ":")) + "\n")
+    os.replace(tmp, path)
+
+
+def tree_state(r):
+    """'clean', 'dirty' or 'unknown': the git state of the tree that made the row."""
+    d = (r.get("env") or {}).get("git_dirty")
+    return "clean" if d is False else "dirty" if d is True else "unknown"
+
+
+def trusted(rows, allow_dirty=False, what="rows"):
+    """The rows a table or figure may use: made from a clean tree (unless allow_dirty) by
+    a sweep entry that still exists (rows of an experiment without a sweep file, e.g. a
+    peer run, are judged by their tree state alone). Says on stderr what it left out."""
+    import sweeps  # noqa: E402 (sweeps imports this module)
+    table = sweeps.by_experiment()
+    kept, dirty, stale = [], {}, {}
+    for r in rows:
+        exp = r.get("experiment")
+        keys = sweeps.current_keys(exp, sweeps.row_override(r), table) if exp in table else None
+        if keys is not None and r.get("config_key") not in keys:
+            stale[exp] = stale.get(exp, 0) + 1
+        elif tree_state(r) != "clean" and not allow_dirty:
+            k = f"{exp} ({tree_state(r)} tree)"
+            dirty[k] = dirty.get(k, 0) + 1
+        else:
+            kept.append(r)
+    if stale:
+        print(f"{what}: left out rows of sweep entries that no longer exist: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(stale.items()))
+              + "; HINT: re-run the sweep (it rewrites its file)", file=sys.stderr)
+    if dirty:
+        print(f"{what}: left out rows made from a dirty or unknown tree: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(dirty.items()))
+              + "; HINT: re-run from a clean committed tree, or pass --allow-dirty", file=sys.stderr)
+    return kept
+
+
 def hardware_profile(name):
     """The parsed experiments/hardware/NAME.json (or a path), None if absent."""
     if not name or name == "measured":

@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""run.py: runs one sweep (experiments/sweeps/NAME.json) and appends one results row
+"""run.py: runs one sweep (experiments/sweeps/NAME.json) and writes one results row
 per configuration to results/<experiment>.jsonl (shared/DESIGN.md "Results").
 
     python3 harness/sweep/run.py experiments/sweeps/c2_cpu.json [--bin DIR]
         [--out-dir results] [--force] [--only SUBSTR] [--dry-run] [--timeout S]
+        [--hardware PROFILE]
+
+The sweep owns its file: a run rewrites it from the sweep, so rows of entries that
+no longer exist (or of another --hardware override) are dropped.
 
 Modes (the row's `mode` is always set, never inferred by a reader):
   measured        `megatrain train` on a real backend (cpu, cuda)
-  extrapolated    `megatrain train` at >= 2 truncated depths (real width); step time
-                  fitted linear in layers and reported at the model's full depth
+  extrapolated    `megatrain train` at >= 2 truncated depths (real width) and one
+                  held-out depth; step time fitted linear in layers, reported at the
+                  model's full depth with the error the held-out check gives
   projected       `megatrain train --backend sim --hardware H` (virtual time), plus
                   `megatrain plan` for feasibility and memory
   projected-plan  `megatrain plan --hardware H` only (the analytic model); the row's
@@ -19,9 +24,7 @@ the sweep goes on; the exit status is 1 if any configuration failed in this run.
 Progress and ETA go to stderr. See harness/sweep/README.md for the sweep format.
 """
 import argparse
-import copy
 import hashlib
-import itertools
 import json
 import os
 import re
@@ -33,82 +36,15 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from common import REPO, RESULTS_SCHEMA, SWEEP_SCHEMA, die, median  # noqa: E402
+import sweeps  # noqa: E402
+from common import REPO, RESULTS_SCHEMA, die, median  # noqa: E402
+from sweeps import config_key, expand, label  # noqa: E402
 
-MODES = ("measured", "extrapolated", "projected", "projected-plan")
-# Fields that identify a configuration (the resumability key). steps/warmup/timeout
-# are not part of it: re-running with more steps needs --force.
-KEY_FIELDS = ("model", "model_name", "overrides", "layers", "layers_fit", "batch", "seq_len",
-              "precision", "schedule", "backend", "hardware", "mode", "args", "grad_accum",
-              "host_mem_gb", "variant")
-DEFAULTS = {"model": None, "model_name": None, "overrides": {}, "layers": None, "layers_fit": None,
-            "batch": 1, "seq_len": 1024, "tokens_per_step": None, "precision": "paper",
-            "schedule": "megatrain", "backend": "cpu", "hardware": None, "mode": "measured",
-            "args": [], "grad_accum": 1, "host_mem_gb": None, "variant": None, "steps": 7,
-            "warmup": 2, "timeout_s": 900, "seed": 1, "keep_trace": False}
 # Options `megatrain plan` does not take (train-only); dropped from args for plan calls.
 PLAN_DROP_FLAGS = {"--serial-optimizer"}
 MEMORY_REFUSAL = re.compile(r"device memory|host memory|cannot allocate|out of memory", re.I)
 # Dense bf16 peaks (shared/REFERENCE.md) by GPU name, for MFU of measured CUDA rows.
 DENSE_PEAKS = [("H100 PCIe", 756.0), ("GH200", 989.0), ("H100", 989.0), ("H200", 989.0), ("4090", 165.0)]
-
-
-# ---------------------------------------------------------------- sweep expansion
-def expand(sweep):
-    """The sweep's configurations: defaults < matrix combination < configs entry."""
-    base = dict(DEFAULTS)
-    base.update(sweep.get("defaults", {}))
-    matrix = sweep.get("matrix", {})
-    names = list(matrix)
-    combos = [dict(zip(names, vals)) for vals in itertools.product(*(matrix[n] for n in names))] or [{}]
-    entries = sweep.get("configs") or [{}]
-    out, seen = [], set()
-    for entry in entries:
-        for combo in combos:
-            c = copy.deepcopy(base)
-            c.update(copy.deepcopy(combo))
-            c.update(copy.deepcopy(entry))
-            for k in c:
-                if k not in DEFAULTS and k != "comment":
-                    die(f"{sweep['_path']}: unknown configuration field '{k}' (see harness/sweep/README.md)")
-            if c["tokens_per_step"]:
-                c["batch"] = max(1, int(c["tokens_per_step"]) // int(c["seq_len"]))
-            if c["mode"] not in MODES:
-                die(f"{sweep['_path']}: mode '{c['mode']}' is not one of {', '.join(MODES)}")
-            if c["mode"] in ("projected", "projected-plan") and not c["hardware"]:
-                die(f"{sweep['_path']}: mode {c['mode']} needs a hardware profile")
-            if c["mode"] == "projected":
-                c["backend"] = "sim"
-            if c["mode"] == "projected-plan":
-                c["backend"] = "plan"
-            if c["mode"] == "extrapolated" and (not c["layers_fit"] or len(c["layers_fit"]) < 2):
-                die(f"{sweep['_path']}: mode extrapolated needs layers_fit with >= 2 depths")
-            if c["mode"] in ("measured", "extrapolated", "projected") and c["steps"] < c["warmup"] + 1:
-                die(f"{sweep['_path']}: steps ({c['steps']}) must exceed warmup ({c['warmup']})")
-            k = config_key(c)
-            if k not in seen:
-                seen.add(k)
-                out.append(c)
-    return out
-
-
-def config_key(c):
-    ident = {f: c.get(f) for f in KEY_FIELDS}
-    return hashlib.sha1(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def label(c):
-    parts = [c["model_name"] or os.path.basename(c["model"] or "?").removesuffix(".json"),
-             c["schedule"], f"b{c['batch']}", f"T{c['seq_len']}", c["precision"], c["backend"]]
-    if c["hardware"]:
-        parts.append(os.path.basename(str(c["hardware"])).removesuffix(".json"))
-    if c["layers"]:
-        parts.append(f"L{c['layers']}")
-    if c["variant"]:
-        parts.append(c["variant"])
-    if c["host_mem_gb"]:
-        parts.append(f"host{c['host_mem_gb']}G")
-    return " ".join(str(p) for p in parts)
 
 
 # ---------------------------------------------------------------- running the CLI
@@ -183,15 +119,18 @@ class Runner:
             raise RunError(f"plan printed no JSON object: {out[:200]!r}")
 
     def train(self, c, cfg_path, trace=None):
-        cmd = [self.mt, "train", "--config", cfg_path, "--init", "random", "--seed", str(c["seed"]),
-               "--data", "synthetic", "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]),
-               "--steps", str(c["steps"]), "--precision", c["precision"], "--schedule", c["schedule"],
-               "--grad-accum", str(c["grad_accum"]), "--backend", c["backend"]]
-        if c["hardware"]:
-            cmd += ["--hardware", str(c["hardware"])]
-        if trace:
-            cmd += ["--trace", trace]
-        cmd += list(c["args"])
+        if c["cli"] == "default":  # the no-argument run: embedded model, corpus and settings
+            cmd = [self.mt]
+        else:
+            cmd = [self.mt, "train", "--config", cfg_path, "--init", "random", "--seed", str(c["seed"]),
+                   "--data", "synthetic", "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]),
+                   "--steps", str(c["steps"]), "--precision", c["precision"], "--schedule", c["schedule"],
+                   "--grad-accum", str(c["grad_accum"]), "--backend", c["backend"]]
+            if c["hardware"]:
+                cmd += ["--hardware", str(c["hardware"])]
+            if trace:
+                cmd += ["--trace", trace]
+            cmd += list(c["args"])
         out = run_cmd(cmd, self.timeout or c["timeout_s"])
         steps = []
         for line in out.splitlines():
@@ -207,8 +146,10 @@ class Runner:
 
 # ---------------------------------------------------------------- metrics
 def step_stats(steps, warmup):
-    """DESIGN.md: median over the steps after the warm-up, with min and max."""
-    timed = [s["step_ms"] for s in steps[warmup:]]
+    """DESIGN.md: median over the steps after the warm-up, with min and max. The last
+    step is left out of the steady state: it ends the run with the optimizer pass that
+    no next step overlaps (the CLI counts it in that step), so it is reported apart."""
+    timed = [s["step_ms"] for s in steps[warmup:-1]]
     return {"median": median(timed), "min": min(timed), "max": max(timed), "n": len(timed)}
 
 
@@ -228,10 +169,10 @@ def linfit(xs, ys):
 
 
 # ---------------------------------------------------------------- one configuration
-def blank_row(experiment, c, env):
+def blank_row(experiment, c, env, sweep_file=None, override=None):
     return {"schema": RESULTS_SCHEMA, "experiment": experiment, "system": c["schedule"],
             "mode": "projected" if c["mode"] == "projected-plan" else c["mode"],
-            "model": c["model_name"] or os.path.basename(c["model"]).removesuffix(".json"),
+            "model": sweeps.model_name(c),
             "params": None, "layers_run": None, "layers_model": None, "batch": c["batch"],
             "seq_len": c["seq_len"], "precision": c["precision"], "step_ms": None,
             "tokens_per_s": None, "tflops": None, "mfu": None, "gpu_busy_frac": None, "h2d_gbps": None,
@@ -239,9 +180,12 @@ def blank_row(experiment, c, env):
             "backend": c["backend"], "hardware": os.path.basename(str(c["hardware"])).removesuffix(".json") if c["hardware"] else None,
             "variant": c["variant"], "fits": None, "tokens": None, "days_per_billion_tokens": None,
             "mfu_peak_tflops": None, "gpu_busy_source": None, "config_key": config_key(c),
+            # the sweep that owns the row (a re-run of it rewrites the row's file)
+            "sweep": {"file": sweep_file, "hardware_override": override},
             # what the top-level fields do not already say
-            "config": {k: c[k] for k in ("model", "overrides", "layers", "layers_fit", "args", "grad_accum",
-                                         "host_mem_gb", "steps", "warmup") if c.get(k) not in (None, [], {})}}
+            "config": {k: c[k] for k in ("model", "overrides", "layers", "layers_fit", "layers_holdout", "args",
+                                         "grad_accum", "host_mem_gb", "steps", "warmup", "cli")
+                       if c.get(k) not in (None, [], {})}}
 
 
 def finish_speed(row, tokens, n_all, peak):
@@ -254,13 +198,53 @@ def finish_speed(row, tokens, n_all, peak):
     row["mfu"] = row["tflops"] / peak if peak else None
 
 
-def run_config(R, experiment, c):
+def cli_medians(row, timed):
+    """Medians of the CLI's per-step fields over the timed steps; gpu_busy_frac also
+    with its min and max (the noise allowance of a verdict on it)."""
+    cli_busy = [s["gpu_busy_frac"] for s in timed if isinstance(s.get("gpu_busy_frac"), (int, float))]
+    cli_h2d = [s["h2d_gbps"] for s in timed if isinstance(s.get("h2d_gbps"), (int, float))]
+    if cli_busy:
+        row["gpu_busy_frac"], row["gpu_busy_source"] = median(cli_busy), "cli"
+        row["gpu_busy_range"] = [min(cli_busy), max(cli_busy)]
+    if cli_h2d:
+        row["h2d_gbps"] = median(cli_h2d)
+    for k in ("opt_wait_ms", "drain_wait_ms", "compute_ms", "h2d_ms", "d2h_ms", "drain_ms", "optimizer_ms",
+              "d2h_gbps"):
+        v = [s[k] for s in timed if isinstance(s.get(k), (int, float))]
+        if v:
+            row[k] = median(v)
+
+
+def params_from_cli(steps):
+    """N as the CLI counted it, from its own tflops = 6 N tokens / step time (the
+    default run has no config file to plan)."""
+    s = steps[0]
+    return int(round(s["tflops"] * 1e12 * (s["step_ms"] / 1e3) / (6.0 * s["tokens"])))
+
+
+def run_config(R, experiment, c, sweep_file=None, override=None):
     env = R.env(c["hardware"] if c["mode"] in ("projected", "projected-plan") else None)
-    row = blank_row(experiment, c, env)
+    row = blank_row(experiment, c, env, sweep_file, override)
     tokens = c["batch"] * c["seq_len"] * c["grad_accum"]
     mode = c["mode"]
     profile = common.hardware_profile(str(c["hardware"])) if c["hardware"] else None
     profile_peak = profile["gpu"]["peak_tflops"]["bf16"] if profile else None
+
+    if c["cli"] == "default":
+        steps = R.train(c, None)
+        row["system"], row["backend"] = "megatrain", "auto"
+        row["params"] = params_from_cli(steps)
+        row["batch"], row["seq_len"], row["precision"] = None, None, None  # the CLI's defaults, not the sweep's
+        row["step_ms"] = step_stats(steps, c["warmup"])
+        row["step_ms_all"] = [s["step_ms"] for s in steps]
+        row["step_ms_last"] = steps[-1]["step_ms"]
+        row["loss_first"], row["loss_last"] = steps[0]["loss"], steps[-1]["loss"]
+        row["steps_run"] = len(steps)
+        row["fits"] = True
+        rss = [s["peak_rss_bytes"] for s in steps if isinstance(s.get("peak_rss_bytes"), (int, float))]
+        row["peak_host_bytes"] = max(rss) if rss else None
+        finish_speed(row, steps[0]["tokens"], row["params"], None)
+        return row
 
     if mode in ("measured", "projected"):
         cfg_path, layers_run, layers_model = R.model_config(c, c["layers"])
@@ -292,9 +276,11 @@ def run_config(R, experiment, c):
             shutil.copyfile(trace, os.path.join(R.out_dir, rel))
             row["trace"] = rel
         row["step_ms"] = step_stats(steps, c["warmup"])
-        row["step_ms_all"] = [s["step_ms"] for s in steps]  # every step, warm-up included
+        row["step_ms_all"] = [s["step_ms"] for s in steps]  # every step, warm-up and last included
+        row["step_ms_last"] = steps[-1]["step_ms"]
         if mode == "measured":
             row["fits"] = True
+            row["loss_first"], row["loss_last"] = steps[0]["loss"], steps[-1]["loss"]
             rss = [s["peak_rss_bytes"] for s in steps if isinstance(s.get("peak_rss_bytes"), (int, float))]
             row["peak_host_bytes"] = max(rss) if rss else None
             gpu = [s["peak_gpu_bytes"] for s in steps if isinstance(s.get("peak_gpu_bytes"), (int, float))]
@@ -303,18 +289,7 @@ def run_config(R, experiment, c):
         else:
             peak = profile_peak
         finish_speed(row, tokens, row["params"], peak)
-        timed = steps[c["warmup"]:]
-        cli_busy = [s["gpu_busy_frac"] for s in timed if isinstance(s.get("gpu_busy_frac"), (int, float))]
-        cli_h2d = [s["h2d_gbps"] for s in timed if isinstance(s.get("h2d_gbps"), (int, float))]
-        if cli_busy:
-            row["gpu_busy_frac"], row["gpu_busy_source"] = median(cli_busy), "cli"
-        if cli_h2d:
-            row["h2d_gbps"] = median(cli_h2d)
-        for k in ("opt_wait_ms", "drain_wait_ms", "compute_ms", "h2d_ms", "d2h_ms", "drain_ms", "optimizer_ms",
-                  "d2h_gbps"):
-            v = [s[k] for s in timed if isinstance(s.get(k), (int, float))]
-            if v:
-                row[k] = median(v)
+        cli_medians(row, steps[c["warmup"]:-1])
         return row
 
     if mode == "projected-plan":
@@ -342,30 +317,59 @@ def run_config(R, experiment, c):
     row["layers_model"] = layers_model
     row["layers_run"] = layers_model  # the depth the row reports; the fit's depths are in `fit`
     row["params"] = R.plan(c, full_path)["params"]
-    depths, med, rss = [], [], []
-    for d in sorted(c["layers_fit"]):
+    runs = {}
+    for d in sorted(set(c["layers_fit"]) | {c["layers_holdout"]}):
         cfg_path, _, _ = R.model_config(c, d)
         steps = R.train(c, cfg_path)
-        depths.append(d)
-        med.append(step_stats(steps, c["warmup"]))
-        r = [s["peak_rss_bytes"] for s in steps if isinstance(s.get("peak_rss_bytes"), (int, float))]
-        rss.append(max(r) if r else None)
-    fit = {"depths": depths, "step_ms": [m["median"] for m in med]}
-    a, b = linfit(depths, fit["step_ms"])
-    fit["intercept_ms"], fit["per_layer_ms"] = a, b
-    amin, bmin = linfit(depths, [m["min"] for m in med])
-    amax, bmax = linfit(depths, [m["max"] for m in med])
-    L = layers_model
-    row["step_ms"] = {"median": a + b * L, "min": amin + bmin * L, "max": amax + bmax * L, "n": med[0]["n"]}
-    if all(v is not None for v in rss):
-        ra, rb = linfit(depths, rss)
-        row["peak_host_bytes"] = int(ra + rb * L)
-        fit["peak_host_bytes"] = rss
-    row["fit"] = fit
+        rss = [s["peak_rss_bytes"] for s in steps if isinstance(s.get("peak_rss_bytes"), (int, float))]
+        runs[d] = {"stats": step_stats(steps, c["warmup"]), "rss": max(rss) if rss else None}
+    row["step_ms"], row["fit"] = extrapolate(runs, sorted(c["layers_fit"]), c["layers_holdout"], layers_model)
+    fit_rss = [runs[d]["rss"] for d in row["fit"]["depths"]]
+    if all(v is not None for v in fit_rss):
+        ra, rb = linfit(row["fit"]["depths"], fit_rss)
+        row["peak_host_bytes"] = int(ra + rb * layers_model)
+        row["fit"]["peak_host_bytes"] = fit_rss
     row["fits"] = None  # not known from shallow runs: see `megatrain plan`
     peak = dense_peak(env.get("gpu_name")) if c["backend"] == "cuda" else None
     finish_speed(row, tokens, row["params"], peak)
     return row
+
+
+def extrapolate(runs, depths, holdout, L):
+    """Step time fitted linear in depth over `depths` (medians), reported at depth L with
+    an error bar from the method's own held-out check: the fit predicts the held-out
+    depth h, and its error there grows with the distance from the fitted depths' mean
+    x, as the error of a fitted slope does: err(L) = err(h) (L - x) / (h - x). The
+    timing noise of the runs (half the min..max spread over the median, the largest
+    of them) is added in quadrature. step_ms.min and .max are median -/+ that error:
+    a band around the median, never outside it."""
+    med = [runs[d]["stats"]["median"] for d in depths]
+    a, b = linfit(depths, med)
+    pred_L = a + b * L
+    if b <= 0 or pred_L <= 0:  # timing noise larger than a layer's cost: nothing to extrapolate
+        raise RunError(f"the fit over depths {depths} ({', '.join(f'{m:.1f}' for m in med)} ms) gives "
+                       f"{b:.2f} ms per layer and {pred_L:.1f} ms at {L} layers: no extrapolation")
+    h = holdout
+    meas_h = runs[h]["stats"]["median"]
+    pred_h = a + b * h
+    xbar = sum(depths) / len(depths)
+    lever = abs((L - xbar) / (h - xbar))
+    err_h = (pred_h - meas_h) / meas_h  # signed, relative, at the held-out depth
+    err_L = abs(pred_h - meas_h) * lever / pred_L
+    noise = max((r["stats"]["max"] - r["stats"]["min"]) / (2 * r["stats"]["median"]) for r in runs.values())
+    E = (err_L ** 2 + noise ** 2) ** 0.5
+    step = {"median": pred_L, "min": max(0.0, pred_L * (1 - E)), "max": pred_L * (1 + E),
+            "n": min(runs[d]["stats"]["n"] for d in depths), "err_frac": E}
+    fit = {"depths": depths, "step_ms": med, "intercept_ms": a, "per_layer_ms": b,
+           "step_ms_min": [runs[d]["stats"]["min"] for d in depths],
+           "step_ms_max": [runs[d]["stats"]["max"] for d in depths],
+           "holdout": {"depth": h, "measured_ms": meas_h, "predicted_ms": pred_h, "err_frac": err_h,
+                       "lever": lever, "measured_min_ms": runs[h]["stats"]["min"],
+                       "measured_max_ms": runs[h]["stats"]["max"]},
+           "noise_frac": noise, "err_frac": E,
+           "err_method": "held-out depth: |predicted - measured| x (L - mean fitted depth) / (h - mean fitted depth), "
+                         "with the runs' timing noise in quadrature"}
+    return step, fit
 
 
 def plan_summary(plan):
@@ -386,6 +390,15 @@ def short_text(plan):
 
 
 # ---------------------------------------------------------------- main
+def host_load():
+    """The host's 1-minute load average (/proc/loadavg), None where unknown."""
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def fmt_s(s):
     s = int(s)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
@@ -404,26 +417,13 @@ def main():
                     "(e.g. h200-128g when the GPU sweeps run on the H200 machine)")
     args = ap.parse_args()
 
-    sweeps = []
+    todo_sweeps = []
     for p in args.sweep:
-        try:
-            with open(p) as f:
-                s = json.load(f)
-        except (OSError, json.JSONDecodeError) as e:
-            die(f"{p}: cannot read sweep ({e})")
-        if s.get("schema") != SWEEP_SCHEMA or not s.get("experiment"):
-            die(f"{p}: not a {SWEEP_SCHEMA} file with an 'experiment' name")
-        s["_path"] = p
-        if args.hardware:
-            for c in [s.get("defaults", {})] + list(s.get("configs") or []):
-                if c.get("hardware"):
-                    c["hardware"] = args.hardware
-            if "hardware" in s.get("matrix", {}):
-                s["matrix"]["hardware"] = [args.hardware]
-        sweeps.append((s, expand(s)))
+        s = sweeps.with_hardware(sweeps.load(p), args.hardware)
+        todo_sweeps.append((s, expand(s)))
 
     if args.dry_run:
-        for s, cs in sweeps:
+        for s, cs in todo_sweeps:
             for c in cs:
                 print(f"{s['experiment']}\t{c['mode']}\t{config_key(c)}\t{label(c)}")
         return 0
@@ -434,44 +434,63 @@ def main():
     try:
         R = Runner(common.bin_dir(args.bin), tmp, args.timeout)
         R.out_dir = args.out_dir
-        for s, cs in sweeps:
-            out = os.path.join(args.out_dir, s["experiment"] + ".jsonl")
-            done = {r.get("config_key") for r in common.load_jsonl(out)}
-            todo = [c for c in cs if (not args.only or args.only in label(c))]
-            skip = [c for c in todo if config_key(c) in done and not args.force]
-            todo = [c for c in todo if c not in skip]
-            print(f"sweep {s['experiment']}: {len(cs)} configurations, {len(skip)} already in {out}, "
-                  f"{len(todo)} to run", file=sys.stderr)
-            t_start = time.time()
-            for i, c in enumerate(todo, 1):
-                t0 = time.time()
-                try:
-                    row = run_config(R, s["experiment"], c)
-                except (RunError, KeyError, ValueError, ZeroDivisionError, OSError) as e:
-                    row = blank_row(s["experiment"], c, R.env(c["hardware"] if c["mode"].startswith("projected") else None))
-                    row["error"] = str(e) if isinstance(e, RunError) else f"{type(e).__name__}: {e}"
-                    failed += 1
-                row["wall_s"] = round(time.time() - t0, 3)
-                if args.force:  # replace the old row of this key
-                    rows = [r for r in common.load_jsonl(out) if r.get("config_key") != row["config_key"]]
-                    with open(out + ".tmp", "w") as f:
-                        for r in rows:
-                            f.write(json.dumps(r, separators=(",", ":")) + "\n")
-                    os.replace(out + ".tmp", out)
-                with open(out, "a") as f:
-                    f.write(json.dumps(row, separators=(",", ":")) + "\n")
-                el = time.time() - t_start
-                eta = el / i * (len(todo) - i)
-                what = ("ERROR " + row["error"]) if "error" in row else (
-                    f"{row['step_ms']['median']:.1f} ms/step" if row["step_ms"] else
-                    ("does not fit" if row.get("fits") is False else "no timing"))
-                print(f"  [{i}/{len(todo)}] {label(c)}: {what}  ({time.time() - t0:.1f} s, ETA {fmt_s(eta)})",
-                      file=sys.stderr)
+        for s, cs in todo_sweeps:
+            failed += run_sweep(R, s, cs, args)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failed:
         print(f"sweep: {failed} configuration(s) failed (rows with an 'error' field)", file=sys.stderr)
     return 1 if failed else 0
+
+
+def run_sweep(R, s, cs, args):
+    """Runs one sweep into <out-dir>/<experiment>.jsonl. The sweep owns its file: rows
+    whose configuration is no longer in the sweep (a removed or changed entry, another
+    experiment, another hardware override) are dropped, and the file is rewritten in
+    the sweep's order after every configuration (one atomic rename each)."""
+    exp, out = s["experiment"], os.path.join(args.out_dir, s["experiment"] + ".jsonl")
+    keys = [config_key(c) for c in cs]
+    old = {}
+    dropped = 0
+    for r in common.load_jsonl(out):
+        if r.get("experiment") == exp and r.get("config_key") in keys:
+            old[r["config_key"]] = r  # the last row of a key wins (files from before ownership)
+        else:
+            dropped += 1
+            if r.get("trace") and os.path.exists(os.path.join(args.out_dir, r["trace"])):
+                os.remove(os.path.join(args.out_dir, r["trace"]))  # its trace goes with it
+    todo = [c for c in cs if (not args.only or args.only in label(c))]
+    skip = [c for c in todo if config_key(c) in old and not args.force]
+    todo = [c for c in todo if c not in skip]
+    print(f"sweep {exp}: {len(cs)} configurations, {len(skip)} already in {out}, {len(todo)} to run"
+          + (f"; {dropped} row(s) of entries no longer in the sweep dropped" if dropped else ""), file=sys.stderr)
+    common.write_jsonl(out, [old[k] for k in keys if k in old])
+    sweep_file, override = sweeps.rel_path(s["_path"]), args.hardware
+    failed, t_start = 0, time.time()
+    for i, c in enumerate(todo, 1):
+        t0 = time.time()
+        load0 = host_load()
+        try:
+            row = run_config(R, exp, c, sweep_file, override)
+        except (RunError, KeyError, ValueError, ZeroDivisionError, OSError) as e:
+            row = blank_row(exp, c, R.env(c["hardware"] if c["mode"].startswith("projected") else None),
+                            sweep_file, override)
+            row["error"] = str(e) if isinstance(e, RunError) else f"{type(e).__name__}: {e}"
+            failed += 1
+        row["wall_s"] = round(time.time() - t0, 3)
+        # the 1-minute load average before and after: how much else ran beside a measured row
+        row["host_load"] = [load0, host_load()] if load0 is not None else None
+        old[row["config_key"]] = row
+        common.write_jsonl(out, [old[k] for k in keys if k in old])
+        el = time.time() - t_start
+        eta = el / i * (len(todo) - i)
+        what = ("ERROR " + row["error"]) if "error" in row else (
+            f"{row['step_ms']['median']:.1f} ms/step" + (f" (+/-{100 * row['step_ms']['err_frac']:.0f}%)"
+                                                        if "err_frac" in row["step_ms"] else "")
+            if row["step_ms"] else ("does not fit" if row.get("fits") is False else "no timing"))
+        print(f"  [{i}/{len(todo)}] {label(c)}: {what}  ({time.time() - t0:.1f} s, ETA {fmt_s(eta)})",
+              file=sys.stderr)
+    return failed
 
 
 if __name__ == "__main__":

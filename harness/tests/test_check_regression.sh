@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ci/check_regression.sh on the fixtures in ci/tests/: exit status and row status
 # for ok / warn / noise-masked / fail / bandwidth-fail / no matching row /
-# scalar step_ms with a stated noise / malformed input / bad usage.
+# scalar step_ms with a stated noise / malformed input / bad usage / unmatched
+# baselines, and --two-sided (deterministic rows: faster, fits, memory).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
@@ -36,5 +37,24 @@ expect malformed   2 'not JSON Lines'                         $fx/results_malfor
 expect missing     2 'cannot read'                            $fx/does_not_exist.jsonl $fx/baseline.jsonl
 expect bad_option  2 'unknown option'      --bogus            $fx/results_ok.jsonl
 expect bad_number  2 'not a non-negative number' --warn-pct x $fx/results_ok.jsonl $fx/baseline.jsonl
+expect unmatched   0 'baselines unmatched 4$'                 $fx/results_nomatch.jsonl $fx/baseline.jsonl
+
+# --two-sided (deterministic rows): faster is a change too, and so are fits and planned memory
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+jq -c 'if .model == "qwen2.5-7b" and .system == "megatrain" then .step_ms.median = 900 | .step_ms.min = 900
+       | .step_ms.max = 900 else . end' $fx/baseline.jsonl > "$tmp/faster.jsonl"
+expect faster_one_sided 0 '^OK .* qwen2\.5-7b .* -10%'              "$tmp/faster.jsonl" $fx/baseline.jsonl
+expect faster_two_sided 1 '^FAIL .* qwen2\.5-7b .* -10%' --two-sided --fail-pct 5 "$tmp/faster.jsonl" $fx/baseline.jsonl
+jq -c '.peak_gpu_bytes = 1000 | .fits = true' $fx/baseline.jsonl > "$tmp/mem_base.jsonl"
+jq -c 'if .system == "zero3" then .peak_gpu_bytes = 1100 else .peak_gpu_bytes = 1000 end | .fits = true' \
+  $fx/baseline.jsonl > "$tmp/mem_cur.jsonl"
+expect memory_two_sided 1 '^FAIL .* zero3 '   --two-sided --fail-pct 5 "$tmp/mem_cur.jsonl" "$tmp/mem_base.jsonl"
+expect memory_one_sided 0 'fail 0'                        "$tmp/mem_cur.jsonl" "$tmp/mem_base.jsonl"
+jq -c 'if .system == "zero3" then .fits = false else . end' "$tmp/mem_base.jsonl" > "$tmp/unfit.jsonl"
+expect fits_two_sided   1 '^FAIL .* zero3 '   --two-sided "$tmp/unfit.jsonl" "$tmp/mem_base.jsonl"
+# rows that differ only in variant (ablations) or hardware (projections) each find their own baseline
+jq -c '., (.variant = "bind=copy" | .step_ms.median *= 2 | .step_ms.min *= 2 | .step_ms.max *= 2)' \
+  $fx/baseline.jsonl > "$tmp/variants.jsonl"
+expect variants 0 'ok 8, warn 0, fail 0, no baseline 0'   "$tmp/variants.jsonl" "$tmp/variants.jsonl"
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"

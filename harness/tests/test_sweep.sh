@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# harness/sweep/run.py on a tiny config (--backend cpu, 4 steps) in a temp dir:
-# every DESIGN.md results key with the right type, mode measured, resumability (a
-# second run adds nothing), an error row for a bad configuration (and exit 1), depth
-# truncation, and an extrapolated row. Skips (77) without jq, python3 or the binaries.
+# harness/sweep/run.py on a tiny config in a temp dir, every row kind: measured (cpu),
+# extrapolated (fit + held-out depth), projected (sim) and projected (plan), a row that
+# does not fit, an error row (the no-argument default run's row is checked in the committed
+# results by test_results_files.sh: 150 steps are too slow here). For each: every DESIGN.md
+# results key with its type, and where step_ms is set min <= median <= max (an
+# extrapolated row: median -/+ its held-out error). Then the file belongs to its sweep:
+# resumable, --force replaces, a removed entry's row goes (also with --only), a row of
+# another experiment goes. Skips (77) without jq, python3 or the binaries.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
@@ -14,82 +18,147 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 pass() { echo "ok   $*"; }
+R=$tmp/results
+run() { python3 harness/sweep/run.py --out-dir "$R" "$@"; }
 
+# The checks every row of every kind must pass (a row that did not run has step_ms null).
+common='
+  def num: type == "number";
+  def numnull: type == "number" or type == "null";
+  (.schema == "megatrain.results/1") and (.experiment | type == "string") and (.system | type == "string")
+  and (.mode | IN("measured", "extrapolated", "projected")) and (.model | type == "string")
+  and (.params | numnull) and (.layers_run | numnull) and (.layers_model | numnull)
+  and (.batch | numnull) and (.seq_len | numnull) and (.precision | type == "string" or . == null)
+  and (.tokens_per_s | numnull) and (.tflops | numnull) and (.mfu | numnull)
+  and (.gpu_busy_frac | numnull) and (.h2d_gbps | numnull) and (.peak_gpu_bytes | numnull)
+  and (.peak_host_bytes | numnull) and (.env | type == "object")
+  and ([.env | has("git_sha","git_dirty","gpu_name","gpu_mem_bytes","driver","cuda","host_mem_bytes",
+                   "cpu_model","cpu_cores","numa_nodes","gpu_numa_node","pcie_gbps","hardware_profile","utc")] | all)
+  and (.config_key | type == "string") and (.sweep.file | type == "string")
+  and (.host_load == null or ((.host_load | length) == 2 and (.host_load[0] | num)))
+  and (.step_ms == null or ((.step_ms.median | num) and (.step_ms.min | num) and (.step_ms.max | num)
+       and .step_ms.min <= .step_ms.median and .step_ms.median <= .step_ms.max and .step_ms.min >= 0))
+  and (.step_ms == null or .tokens_per_s == null
+       or ((.tokens_per_s - .tokens / (.step_ms.median / 1000)) | fabs) < 1e-6 * .tokens_per_s)
+  and (.step_ms == null or .tflops == null
+       or ((.tflops - 6 * .params * .tokens / (.step_ms.median / 1000) / 1e12) | fabs) < 1e-6 * .tflops)'
+# every_row NAME FILE EXTRA-JQ: each row of FILE passes the common checks and EXTRA
+every_row() {
+  local n bad
+  n=$(grep -c . "$2" 2>/dev/null || echo 0)
+  bad=$(jq -c "select(($common and ($3)) | not) | {experiment, system, mode, step_ms, error}" "$2" 2>&1)
+  if [ "$n" -gt 0 ] && [ -z "$bad" ]; then pass "$1 ($n rows)"; else fail "$1 ($n rows)"; echo "$bad" | head -5; fi
+}
+
+# ---- measured: two schedules on the cpu backend
 cat > "$tmp/ok.json" <<'EOF'
 {"schema": "megatrain.sweep/1", "experiment": "t_sweep",
  "defaults": {"model": "megatrain/tests/data/tiny5_llama.json", "backend": "cpu", "mode": "measured",
-              "batch": 2, "seq_len": 16, "precision": "fp32", "steps": 4, "warmup": 2},
+              "batch": 2, "seq_len": 16, "precision": "fp32", "steps": 5, "warmup": 2},
  "matrix": {"schedule": ["megatrain", "zero3"]}}
 EOF
-out=$tmp/results/t_sweep.jsonl
-python3 harness/sweep/run.py --out-dir "$tmp/results" "$tmp/ok.json" 2> "$tmp/err1" || { fail "first run exit $?"; cat "$tmp/err1"; }
-n=$(grep -c . "$out" 2>/dev/null || echo 0)
-[ "$n" = 2 ] && pass "2 rows written" || fail "want 2 rows, got $n"
+out=$R/t_sweep.jsonl
+run "$tmp/ok.json" 2> "$tmp/err1" || { fail "first run exit $?"; cat "$tmp/err1"; }
+every_row "measured rows" "$out" '
+  (.mode == "measured") and (.backend == "cpu") and (.params > 0) and (.layers_run == 5) and (.layers_model == 5)
+  and (.batch == 2) and (.seq_len == 16) and (.precision == "fp32") and (.mfu == null) and (.fits == true)
+  and (.step_ms.n == 2) and (.step_ms_all | length == 5) and (.step_ms_last == .step_ms_all[4])
+  and (.step_ms as $s | [.step_ms_all[2:4][] | . >= $s.min and . <= $s.max] | all)
+  and (.loss_first | type == "number") and (.peak_host_bytes > 0) and (has("error") | not)
+  and (.sweep.file | endswith("ok.json")) and (.sweep.hardware_override == null)'
+[ "$(jq -s -c 'map(.system)' "$out")" = '["megatrain","zero3"]' ] && pass "one row per schedule, in the sweep's order" ||
+  fail "systems: $(jq -s -c 'map(.system)' "$out")"
 
-# Every DESIGN.md key, with its type; mode measured; env with its 14 keys.
-check='
-  def num: type == "number";
-  def numnull: type == "number" or type == "null";
-  (.schema == "megatrain.results/1") and (.experiment == "t_sweep") and (.system | type == "string")
-  and (.mode == "measured") and (.model | type == "string") and (.params | num) and (.params > 0)
-  and (.layers_run == 5) and (.layers_model == 5) and (.batch == 2) and (.seq_len == 16)
-  and (.precision == "fp32")
-  and (.step_ms | type == "object") and (.step_ms.median | num) and (.step_ms.min | num) and (.step_ms.max | num)
-  and (.step_ms.min <= .step_ms.median) and (.step_ms.median <= .step_ms.max)
-  and (.tokens_per_s | num) and (.tflops | num) and (.mfu == null)
-  and (.gpu_busy_frac | numnull) and (.h2d_gbps | numnull) and (.peak_gpu_bytes | numnull)
-  and (.peak_host_bytes | num)
-  and (.env | type == "object")
-  and ([.env | has("git_sha","git_dirty","gpu_name","gpu_mem_bytes","driver","cuda","host_mem_bytes",
-                   "cpu_model","cpu_cores","numa_nodes","gpu_numa_node","pcie_gbps","hardware_profile","utc")] | all)
-  and (.env.hardware_profile == null) and (has("error") | not)
-  and (.tokens_per_s as $t | ($t - (.batch * .seq_len) / (.step_ms.median / 1000)) | fabs < 1e-6 * $t)
-  and (.tflops as $f | ($f - 6 * .params * .batch * .seq_len / (.step_ms.median / 1000) / 1e12) | fabs < 1e-6 * $f)'
-if jq -e "$check" "$out" >/dev/null 2>&1 && [ "$(jq -s 'map(select('"$check"')) | length' "$out")" = 2 ]; then
-  pass "schema: every key present with its type, mode measured, tokens_per_s and tflops consistent"
-else
-  fail "schema check"; jq -c '{system, mode, params, layers_run, step_ms, tokens_per_s, tflops, mfu, env: (.env | keys)}' "$out"
-fi
-[ "$(jq -s 'map(.system) | sort | join(",")' "$out")" = '"megatrain,zero3"' ] && pass "one row per schedule" || fail "systems"
+# Resumable: the second run skips both configurations and adds nothing; --force replaces.
+run "$tmp/ok.json" 2> "$tmp/err2" || fail "second run exit $?"
+[ "$(grep -c . "$out")" = 2 ] && grep -q "2 already in" "$tmp/err2" && pass "resumable: second run adds nothing" ||
+  { fail "resume: $(grep -c . "$out") rows"; cat "$tmp/err2"; }
+utc0=$(jq -s -c 'map(.wall_s)' "$out")
+run --force "$tmp/ok.json" 2> "$tmp/err3" || fail "--force run exit $?"
+[ "$(grep -c . "$out")" = 2 ] && [ "$(jq -s -c 'map(.wall_s)' "$out")" != "$utc0" ] && pass "--force replaces rows" ||
+  fail "--force: $(grep -c . "$out") rows"
 
-# Resumable: the second run skips both configurations and adds nothing.
-python3 harness/sweep/run.py --out-dir "$tmp/results" "$tmp/ok.json" 2> "$tmp/err2" || fail "second run exit $?"
-n2=$(grep -c . "$out")
-[ "$n2" = 2 ] && grep -q "2 already in" "$tmp/err2" && pass "resumable: second run adds nothing" || { fail "resume: $n2 rows"; cat "$tmp/err2"; }
-# --force replaces the rows instead of appending.
-python3 harness/sweep/run.py --force --out-dir "$tmp/results" "$tmp/ok.json" 2> "$tmp/err3" || fail "--force run exit $?"
-[ "$(grep -c . "$out")" = 2 ] && pass "--force replaces rows" || fail "--force: $(grep -c . "$out") rows"
+# The sweep owns its file: a row of another experiment and a row of an entry that is
+# gone are dropped, even by a run that re-runs nothing (--only matching nothing).
+jq -c '.experiment = "other"' "$out" | head -1 >> "$out"
+jq -c '.config_key = "0000000000000000"' "$out" | head -1 >> "$out"
+run --only "no such label" "$tmp/ok.json" 2> "$tmp/err4" || fail "--only run exit $?"
+[ "$(grep -c . "$out")" = 2 ] && grep -q "2 row(s) of entries no longer in the sweep dropped" "$tmp/err4" &&
+  pass "rows of other experiments and removed entries are dropped" || { fail "ownership"; cat "$tmp/err4"; }
+jq '.matrix.schedule = ["zero3"]' "$tmp/ok.json" > "$tmp/ok1.json"
+run "$tmp/ok1.json" 2> "$tmp/err5" || fail "shrunk sweep exit $?"
+[ "$(jq -s -c 'map(.system)' "$out")" = '["zero3"]' ] && pass "an entry removed from the sweep loses its row" ||
+  fail "after removing megatrain: $(jq -s -c 'map(.system)' "$out")"
 
-# A bad configuration: an error row (mode still set), the sweep goes on, exit status 1.
+# ---- a bad configuration: an error row (mode still set), the sweep goes on, exit 1
 cat > "$tmp/bad.json" <<'EOF'
 {"schema": "megatrain.sweep/1", "experiment": "t_bad",
  "defaults": {"model": "megatrain/tests/data/tiny5_llama.json", "backend": "cpu", "mode": "measured",
               "batch": 2, "seq_len": 16, "precision": "fp32", "steps": 4, "warmup": 2},
  "configs": [{"args": ["--no-such-option"]}, {"layers": 2}]}
 EOF
-python3 harness/sweep/run.py --out-dir "$tmp/results" "$tmp/bad.json" 2> "$tmp/err4"; rc=$?
-bad=$tmp/results/t_bad.jsonl
+run "$tmp/bad.json" 2> "$tmp/err6"; rc=$?
 [ "$rc" = 1 ] && pass "a failing configuration gives exit 1" || fail "bad sweep exit $rc, want 1"
+every_row "error row and truncated row" "$R/t_bad.jsonl" 'true'
 if jq -s -e '(.[0].error | type == "string") and (.[0].mode == "measured") and (.[0].step_ms == null)
-             and (.[1] | has("error") | not) and (.[1].layers_run == 2) and (.[1].layers_model == 5)' "$bad" >/dev/null; then
+             and (.[1] | has("error") | not) and (.[1].layers_run == 2) and (.[1].layers_model == 5)' "$R/t_bad.jsonl" >/dev/null; then
   pass "error row recorded, next configuration ran (depth truncated 5 -> 2 layers)"
 else
-  fail "error row / truncation"; cat "$bad"; cat "$tmp/err4"
+  fail "error row / truncation"; cat "$R/t_bad.jsonl"
 fi
 
-# Extrapolated: fitted over 1 and 2 layers, reported at the full depth (5).
+# ---- extrapolated: fit on 1 and 2 layers, 3 held out, reported at the full depth (5). The sim
+# backend times the runs: the fit's arithmetic is under test, and wall-clock noise on a loaded
+# 2-core CI machine can make a 1-layer run slower than a 2-layer one (no extrapolation).
 cat > "$tmp/ex.json" <<'EOF'
 {"schema": "megatrain.sweep/1", "experiment": "t_ex",
- "defaults": {"model": "megatrain/tests/data/tiny5_llama.json", "backend": "cpu", "mode": "extrapolated",
-              "layers_fit": [1, 2], "batch": 2, "seq_len": 16, "precision": "fp32", "steps": 4, "warmup": 2}}
+ "defaults": {"model": "megatrain/tests/data/tiny5_llama.json", "backend": "sim", "hardware": "gh200-480g", "mode": "extrapolated",
+              "layers_fit": [1, 2], "layers_holdout": 3, "batch": 4, "seq_len": 64, "precision": "fp32",
+              "steps": 5, "warmup": 2}}
 EOF
-python3 harness/sweep/run.py --out-dir "$tmp/results" "$tmp/ex.json" 2> "$tmp/err5" || fail "extrapolated run exit $?"
-if jq -e '(.mode == "extrapolated") and (.layers_run == 5) and (.layers_model == 5) and (.fit.depths == [1,2])
-          and (.step_ms.median | type == "number") and (.params | type == "number")' "$tmp/results/t_ex.jsonl" >/dev/null; then
-  pass "extrapolated row at the full depth with its fit"
+run "$tmp/ex.json" 2> "$tmp/err7" || fail "extrapolated run exit $?"
+every_row "extrapolated row: a median and its held-out error band" "$R/t_ex.jsonl" '
+  (.mode == "extrapolated") and (.layers_run == 5) and (.layers_model == 5) and (.fit.depths == [1,2])
+  and (.fit.holdout.depth == 3) and (.fit.holdout.measured_ms > 0) and ((.fit.holdout.lever * 1.5 - 3.5) | fabs) < 1e-9
+  and (.step_ms.err_frac >= .fit.noise_frac) and (.step_ms.err_frac == .fit.err_frac)
+  and ((.step_ms.median - (.fit.intercept_ms + 5 * .fit.per_layer_ms)) | fabs) < 1e-9 * .step_ms.median
+  and ((.step_ms.max - .step_ms.median * (1 + .step_ms.err_frac)) | fabs) < 1e-9 * .step_ms.max
+  and (.step_ms.min == ([0, .step_ms.median * (1 - .step_ms.err_frac)] | max))
+  and ((.fit.holdout.predicted_ms - (.fit.intercept_ms + 3 * .fit.per_layer_ms)) | fabs) < 1e-9 * .fit.holdout.predicted_ms
+  and (.fits == null) and (.params > 0)'
+# without a held-out depth the sweep is refused before anything runs
+jq 'del(.defaults.layers_holdout)' "$tmp/ex.json" > "$tmp/ex_nohold.json"
+run "$tmp/ex_nohold.json" 2> "$tmp/err8"; rc=$?
+[ "$rc" = 2 ] && grep -q "layers_holdout" "$tmp/err8" && pass "extrapolated without a held-out depth is refused" ||
+  fail "no-holdout sweep: exit $rc"
+
+# ---- projected: the sim backend (and plan), the plan alone, and a configuration that does not fit
+cat > "$tmp/pr.json" <<'EOF'
+{"schema": "megatrain.sweep/1", "experiment": "t_pr",
+ "defaults": {"model": "megatrain/tests/data/tiny5_llama.json", "hardware": "gh200-480g",
+              "batch": 2, "seq_len": 16, "precision": "paper", "steps": 5, "warmup": 2},
+ "configs": [{"mode": "projected"}, {"mode": "projected-plan"},
+             {"mode": "projected", "model": "experiments/models/dense-120b.json", "hardware": "rtx4090-256g",
+              "batch": 1, "seq_len": 1024}]}
+EOF
+run "$tmp/pr.json" 2> "$tmp/err9" || { fail "projected run exit $?"; cat "$tmp/err9"; }
+every_row "projected rows (sim, plan, does not fit)" "$R/t_pr.jsonl" '
+  (.mode == "projected") and (.hardware | IN("gh200-480g", "rtx4090-256g")) and (.env.hardware_profile == .hardware)
+  and (.plan | type == "object") and (.fits | type == "boolean")'
+if jq -s -e '(.[0].backend == "sim") and (.[0].fits == true) and (.[0].step_ms.n == 2) and (.[0].mfu > 0)
+             and (.[0].step_ms.max == .[0].step_ms.min)
+             and (.[1].backend == "plan") and (.[1].step_ms.n == 1) and (.[1].gpu_busy_source == "plan")
+             and (.[2].fits == false) and (.[2].step_ms == null) and (.[2].note | test("does not fit"))' \
+     "$R/t_pr.jsonl" >/dev/null; then
+  pass "sim row (deterministic steady state), plan row, fits:false row"
 else
-  fail "extrapolated row"; cat "$tmp/results/t_ex.jsonl" "$tmp/err5"
+  fail "projected rows"; jq -c '{backend, fits, step_ms, note}' "$R/t_pr.jsonl"
 fi
+# a --hardware override is recorded, and its file then holds only that override's rows
+run --hardware h100-128g "$tmp/pr.json" 2> "$tmp/err10" || fail "override run exit $?"
+[ "$(jq -s -c '[.[] | .sweep.hardware_override] | unique' "$R/t_pr.jsonl")" = '["h100-128g"]' ] &&
+  [ "$(jq -s -c '[.[] | .hardware] | unique' "$R/t_pr.jsonl")" = '["h100-128g"]' ] &&
+  pass "--hardware override recorded; the other profile's rows are gone" || fail "override rows"
 
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"

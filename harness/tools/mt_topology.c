@@ -1,12 +1,18 @@
 // mt-topology: prints the machine's topology as one JSON line on stdout.
 //   mt-topology [--source auto|hwloc|sysfs] [--root DIR] [--bind NODE] [--pretty]
 // --root reads a sysfs tree copied elsewhere (tests); --bind binds this thread to
-// NODE first and adds "bound_cpus" (the resulting affinity) to the output.
+// NODE first and adds "bound_cpus" (the resulting affinity), "memory_bound" and
+// "memory_how" (what mt_topology_bind_to_node says of the memory policy) and
+// "touched_page_node" (the node a page this thread then allocates and touches lands
+// on, asked of the kernel with get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR)).
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "topology.h"
 
@@ -55,7 +61,8 @@ int main(int argc, char **argv) {
     }
     cJSON *o = mt_topology_to_json(t);
     if (bind >= 0) {
-        if ((st = mt_topology_bind_to_node(bind)) != MT_OK) {
+        mt_numa_binding nb;
+        if ((st = mt_topology_bind_to_node(bind, &nb)) != MT_OK) {
             fprintf(stderr, "mt-topology: --bind %d: %s\n", bind, mt_last_error());
             return 1;
         }
@@ -65,6 +72,18 @@ int main(int argc, char **argv) {
         if (sched_getaffinity(0, sizeof set, &set) == 0)
             for (int c = 0; c < CPU_SETSIZE; c++)
                 if (CPU_ISSET(c, &set)) cJSON_AddItemToArray(cpus, cJSON_CreateNumber(c));
+        cJSON_AddBoolToObject(o, "memory_bound", nb.memory);
+        cJSON_AddStringToObject(o, "memory_how", nb.mem_how);
+        // Where memory this thread touches now lands: one page, asked of the kernel.
+        long page = sysconf(_SC_PAGESIZE);
+        char *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        int where = -1;
+        if (p != MAP_FAILED) {
+            p[0] = 1;
+            if (syscall(SYS_get_mempolicy, &where, NULL, 0UL, p, 3UL /* MPOL_F_NODE | MPOL_F_ADDR */)) where = -1;
+            munmap(p, (size_t)page);
+        }
+        cJSON_AddItemToObject(o, "touched_page_node", where >= 0 ? cJSON_CreateNumber(where) : cJSON_CreateNull());
     }
     char *s = pretty ? cJSON_Print(o) : cJSON_PrintUnformatted(o);
     printf("%s\n", s);

@@ -78,7 +78,8 @@ int mt_cmd_plan(mt_options *o) {
     if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, cfg_src))) return fail(s);
     mt_plan_input in = {.B = o->batch, .T = o->seq_len, .grad_accum = o->grad_accum, .ckpt_interval = o->ckpt_interval,
                         .weight_bufs = o->weight_bufs, .grad_slabs = o->grad_slabs, .mlp_rows = o->mlp_chunk,
-                        .offload_checkpoints = o->offload_checkpoints, .zero3 = mt_zero3_defaults()};
+                        .offload_checkpoints = o->offload_checkpoints, .copy_bind = !strcmp(o->bind, "copy"),
+                        .zero3 = mt_zero3_defaults()};
     in.zero3.pin_memory = o->zero3_pin_memory;
     in.zero3.overlap_comm = o->zero3_overlap_comm;
     in.zero3.prefetch_bucket_size = o->zero3_prefetch_bucket_size;
@@ -128,6 +129,7 @@ int mt_cmd_plan(mt_options *o) {
     add_num(j, "grad_accum", in.grad_accum);
     if (in.schedule == MT_SCHED_MEGATRAIN || in.schedule == MT_SCHED_NAIVE) add_num(j, "checkpoint_interval", in.ckpt_interval);
     if (in.schedule == MT_SCHED_MEGATRAIN) add_num(j, "weight_buffers", in.weight_bufs);
+    cJSON_AddStringToObject(j, "bind", in.copy_bind ? "copy" : "pointer");
     add_num(j, "tokens_per_step", (double)in.B * in.T * in.grad_accum);
 
     cJSON_AddBoolToObject(j, "fits", fit.fits);

@@ -207,9 +207,11 @@ int mt_cmd_train(mt_options *o, int is_default) {
     // Host threads (created from here on: drain, optimizer, OpenMP) and the pinned
     // state they first touch go to the GPU's NUMA node.
     mt_device_info near;
+    mt_numa_binding nb;
     if (be->ops->device_info(be, &near) == MT_OK && near.numa_node >= 0) {
-        if (mt_topology_bind_to_node(near.numa_node) == MT_OK)
-            fprintf(stderr, "megatrain: host threads and memory bound to NUMA node %d (the GPU's)\n", near.numa_node);
+        if (mt_topology_bind_to_node(near.numa_node, &nb) == MT_OK)
+            fprintf(stderr, "megatrain: host threads bound to NUMA node %d (the GPU's); memory %s: %s\n",
+                    near.numa_node, nb.memory ? "prefers it" : "not bound", nb.mem_how);
         else
             fprintf(stderr, "megatrain: note: could not bind to NUMA node %d: %s\n", near.numa_node, mt_last_error());
     }

@@ -75,8 +75,10 @@ static const opt_spec specs[] = {
     {"--zero3-pin-memory", OPT_BOOL, F(zero3_pin_memory), NG, "tp"},
     {"--zero3-overlap-comm", OPT_BOOL, F(zero3_overlap_comm), NG, "tp"},
     {"--zero3-prefetch-bucket-size", OPT_COUNT, F(zero3_prefetch_bucket_size), NG, "tp"},
-    {"--zero3-param-persistence-threshold", OPT_COUNT, F(zero3_param_persistence_threshold), NG, "tp"},
-    {"--zero3-reduce-bucket-size", OPT_COUNT, F(zero3_reduce_bucket_size), NG, "tp"},
+    // plan only: DeepSpeed's GPU-footprint model reads them; the engine's zero3 schedule does not
+    // (it keeps norms and biases with their layer's copy and offloads a layer per bucket)
+    {"--zero3-param-persistence-threshold", OPT_COUNT, F(zero3_param_persistence_threshold), NG, "p"},
+    {"--zero3-reduce-bucket-size", OPT_COUNT, F(zero3_reduce_bucket_size), NG, "p"},
     {"--zero3-max-live-parameters", OPT_COUNT, F(zero3_max_live_parameters), NG, "tp"},
     {"--host-mem-gb", OPT_POS_FLOAT, F(host_mem_gb), NG, "p"},
     {"--max-context", OPT_FLAG, F(max_context), NG, "p"},
@@ -97,6 +99,22 @@ static const struct {
 static const char *choices_of(const char *name) {
     for (size_t i = 0; i < sizeof choices / sizeof *choices; i++)
         if (!strcmp(choices[i].name, name)) return choices[i].values;
+    return NULL;
+}
+
+// Why an option is refused by a command, where the bare "does not apply" would puzzle.
+static const struct {
+    const char *name, *why;
+} refused_why[] = {
+    {"--zero3-param-persistence-threshold", "the engine's zero3 schedule does not model it (baselines/ZERO3.md); "
+                                            "`megatrain plan` reads it"},
+    {"--zero3-reduce-bucket-size", "the engine's zero3 schedule does not model it (baselines/ZERO3.md); "
+                                   "`megatrain plan` reads it"},
+};
+
+static const char *why_refused(const char *name) {
+    for (size_t k = 0; k < sizeof refused_why / sizeof *refused_why; k++)
+        if (!strcmp(name, refused_why[k].name)) return refused_why[k].why;
     return NULL;
 }
 
@@ -275,7 +293,9 @@ mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv
         }
         const opt_spec *s = find_spec(arg);
         if (!s) return mt_fail(MT_ERR_ARG, "%s: unknown option '%s' (see `megatrain --help`)", cmd, arg);
-        if (!strchr(s->cmds, c)) return mt_fail(MT_ERR_ARG, "%s: option %s does not apply to `megatrain %s`", cmd, arg, cmd);
+        if (!strchr(s->cmds, c))
+            return mt_fail(MT_ERR_ARG, "%s: option %s does not apply to `megatrain %s`%s%s", cmd, arg, cmd,
+                           why_refused(arg) ? ": " : "", why_refused(arg) ? why_refused(arg) : "");
         const char *v = "";
         if (s->kind != OPT_FLAG) {
             if (i + 1 >= argc) return mt_fail(MT_ERR_ARG, "%s: missing value", s->name);

@@ -49,6 +49,7 @@ mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt
     mt_engine_opts eo = {.schedule = in->schedule, .B = in->B, .T = in->T, .grad_accum = in->grad_accum,
                          .ckpt_interval = in->ckpt_interval, .weight_bufs = in->weight_bufs, .grad_slabs = in->grad_slabs, .mlp_rows = in->mlp_rows,
                          .overlap_optimizer = in->schedule == MT_SCHED_MEGATRAIN, .zero3 = in->zero3,
+                         .copy_bind = in->copy_bind,
                          .offload_checkpoints = in->schedule == MT_SCHED_ZERO3 ? 0 : in->offload_checkpoints};
     mt_dtype act = in->prec == MT_PREC_FP32 ? MT_F32 : MT_BF16;
     mt_memory_plan e = mt_engine_memory_plan(c, in->prec, &eo, act, in->gpu_free_bytes);

@@ -41,6 +41,7 @@ typedef struct {
     int mlp_rows;          // tokens per MLP chunk (0 = all)
     int offload_checkpoints; // 1 on, 0 off, -1 auto (offload when the device plan exceeds gpu_free_bytes)
     size_t gpu_free_bytes;   // for auto: the device memory available (0 = unknown: keep on the device)
+    int copy_bind;           // --bind copy: the engine adds one layer-sized template buffer on the device
     mt_zero3_knobs zero3;  // DeepSpeed's knobs for zero3 (mt_zero3_defaults: DeepSpeed's defaults)
 } mt_plan_input;
 

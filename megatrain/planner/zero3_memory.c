@@ -46,7 +46,7 @@ void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory
     // footprint (persistent + live + prefetch bucket, reduce bucket) is reported beside it.
     mt_engine_opts eo = {.schedule = MT_SCHED_ZERO3, .B = in->B, .T = in->T, .grad_accum = in->grad_accum,
                          .ckpt_interval = 1, .weight_bufs = 2, .grad_slabs = in->grad_slabs,
-                         .mlp_rows = in->mlp_rows, .zero3 = in->zero3};
+                         .mlp_rows = in->mlp_rows, .zero3 = in->zero3, .copy_bind = in->copy_bind};
     mt_memory_plan e = mt_engine_memory_plan(c, in->prec, &eo, fp32 ? MT_F32 : MT_BF16, 0);
 
     // Module sizes as DeepSpeed sees them (unpadded): a layer, the embedding, the head.

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""file_rows.py: files the results a run wrote elsewhere (a GPU campaign's $OUT, another
+machine's results/) into results/, under the same rules as a sweep run here.
+
+    python3 harness/sweep/file_rows.py DIR [--results results] [--allow-dirty] [--unswept]
+        [--dry-run]
+
+DIR holds what `harness/sweep/run.py --out-dir DIR` wrote: <experiment>.jsonl files,
+traces/, and optionally env_<host>.json and microbench_<host>.json. Every row is
+checked first, and nothing is filed if one fails:
+  - the results schema: every DESIGN.md key and env key, a known mode, and where
+    step_ms is set min <= median <= max (an extrapolated row also carries err_frac);
+  - the tree that made it: env.git_sha set and env.git_dirty false (--allow-dirty
+    admits a dirty or unknown tree; the claims table and figures still leave such
+    rows out unless they are asked to take them too);
+  - its sweep: experiments/sweeps/ names the experiment and the row's config_key is one
+    of the configurations that sweep expands to now (with the row's --hardware
+    override); --unswept admits rows of experiments no sweep names (e.g. a peer run).
+Then each experiment's file is rewritten as a sweep run would: the new rows replace
+rows of the same configuration, rows of entries no longer in the sweep go, and the file
+keeps the sweep's order. Kept traces are copied to results/traces/; env and microbench
+files are copied after the same tree check. Exit 0 filed, 1 refused, 2 bad usage.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+import sweeps  # noqa: E402
+from common import ENV_KEYS, REPO, RESULT_KEYS, RESULTS_SCHEMA, die  # noqa: E402
+
+MODES = ("measured", "extrapolated", "projected")
+
+
+def row_problems(r, allow_dirty, unswept, table):
+    """What is wrong with a row (empty list: it may be filed)."""
+    p = []
+    if r.get("schema") != RESULTS_SCHEMA:
+        p.append(f"schema is {r.get('schema')!r}, not {RESULTS_SCHEMA}")
+    missing = [k for k in RESULT_KEYS if k not in r]
+    if missing:
+        p.append("missing key(s) " + ", ".join(missing))
+    env = r.get("env") if isinstance(r.get("env"), dict) else {}
+    if [k for k in ENV_KEYS if k not in env]:
+        p.append("env lacks " + ", ".join(k for k in ENV_KEYS if k not in env))
+    if r.get("mode") not in MODES:
+        p.append(f"mode {r.get('mode')!r} is not one of {', '.join(MODES)}")
+    s = r.get("step_ms")
+    if s is not None:
+        if not isinstance(s, dict) or not all(isinstance(s.get(k), (int, float)) for k in ("median", "min", "max")):
+            p.append("step_ms is not {median, min, max}")
+        elif not s["min"] <= s["median"] <= s["max"]:
+            p.append(f"step_ms min {s['min']:.6g} <= median {s['median']:.6g} <= max {s['max']:.6g} does not hold")
+        elif r.get("mode") == "extrapolated" and not isinstance(s.get("err_frac"), (int, float)):
+            p.append("an extrapolated row without step_ms.err_frac (its held-out error)")
+    state = common.tree_state(r)
+    if state != "clean" and not allow_dirty:
+        p.append(f"made from a {state} tree (git_dirty {env.get('git_dirty')}); HINT: run from a clean committed "
+                 f"tree, or set MT_GIT_SHA and MT_GIT_DIRTY=0 where there is no .git")
+    elif not env.get("git_sha") and not allow_dirty:
+        p.append("no git_sha: the tree that made it is unknown")
+    exp = r.get("experiment")
+    if exp in table:
+        keys = sweeps.current_keys(exp, sweeps.row_override(r), table)
+        if r.get("config_key") not in keys:
+            p.append(f"config_key {r.get('config_key')} is not a configuration of {table[exp]['_path']} now "
+                     f"(the entry changed or was removed)")
+    elif not unswept:
+        p.append(f"no sweep file names experiment {exp!r}; HINT: --unswept files it anyway")
+    return p
+
+
+def merge(old_rows, new_rows, sweep):
+    """The experiment's file after filing: the sweep's configurations in its order, each the
+    newest row; rows of configurations no longer in the sweep dropped."""
+    if sweep is None:  # unswept: replace rows of the same identity, keep the rest
+        ident = lambda r: json.dumps([r.get(k) for k in ("system", "model", "batch", "seq_len", "precision",  # noqa
+                                                           "layers_run", "variant", "mode")] +
+                                     [(r.get("env") or {}).get("gpu_name")])
+        d = {ident(r): r for r in old_rows}
+        d.update({ident(r): r for r in new_rows})
+        return list(d.values()), 0
+    overrides = {sweeps.row_override(r) for r in new_rows}
+    if len(overrides) > 1:
+        die(f"{sweep['experiment']}: rows from runs with different --hardware overrides ({sorted(map(str, overrides))})")
+    order = [sweeps.config_key(c) for c in sweeps.expand(sweeps.with_hardware(sweep, overrides.pop()))]
+    d = {r.get("config_key"): r for r in old_rows if r.get("config_key") in order}
+    d.update({r["config_key"]: r for r in new_rows})
+    return [d[k] for k in order if k in d], len(old_rows) - len([r for r in old_rows if r.get("config_key") in order])
+
+
+def side_file_ok(path, allow_dirty):
+    """env_*.json / microbench_*.json: parses, and its env block says a clean tree."""
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        return f"not JSON ({e})"
+    env = d.get("context", {}).get("mt_env") if "context" in d else d
+    if isinstance(env, str):
+        try:
+            env = json.loads(env)
+        except json.JSONDecodeError:
+            env = None
+    if not isinstance(env, dict):
+        return "no env block"
+    if env.get("git_dirty") is not False and not allow_dirty:
+        return f"made from a dirty or unknown tree (git_dirty {env.get('git_dirty')})"
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dir", help="directory a run wrote its results to")
+    ap.add_argument("--results", default=os.path.join(REPO, "results"))
+    ap.add_argument("--allow-dirty", action="store_true", help="file rows made from a dirty or unknown tree")
+    ap.add_argument("--unswept", action="store_true", help="file rows of experiments no sweep file names")
+    ap.add_argument("--sweeps", help="directory of the sweep files (default experiments/sweeps)")
+    ap.add_argument("--dry-run", action="store_true", help="check and report; write nothing")
+    args = ap.parse_args()
+    if args.sweeps:
+        sweeps.set_dir(args.sweeps)
+    if not os.path.isdir(args.dir):
+        die(f"{args.dir}: not a directory")
+    table = sweeps.by_experiment()
+    incoming, problems = {}, []
+    for path in sorted(glob.glob(os.path.join(args.dir, "*.jsonl"))):
+        for n, r in enumerate(common.load_jsonl(path), 1):
+            for p in row_problems(r, args.allow_dirty, args.unswept, table):
+                problems.append(f"{path}:{n}: {p}")
+            incoming.setdefault(r.get("experiment"), []).append(r)
+            if r.get("trace") and not os.path.exists(os.path.join(args.dir, r["trace"])):
+                problems.append(f"{path}:{n}: its trace {r['trace']} is not in {args.dir}")
+    side = sorted(glob.glob(os.path.join(args.dir, "env_*.json")) +
+                  glob.glob(os.path.join(args.dir, "microbench_*.json")))
+    for path in side:
+        why = side_file_ok(path, args.allow_dirty)
+        if why:
+            problems.append(f"{path}: {why}")
+    if problems:
+        for p in problems:
+            print(f"file_rows: {p}", file=sys.stderr)
+        print(f"file_rows: {len(problems)} problem(s); nothing filed", file=sys.stderr)
+        return 1
+    if not incoming and not side:
+        die(f"{args.dir}: no *.jsonl, env_*.json or microbench_*.json to file")
+    os.makedirs(args.results, exist_ok=True)
+    for exp, new in sorted(incoming.items()):
+        dest = os.path.join(args.results, f"{exp}.jsonl")
+        rows, dropped = merge(common.load_jsonl(dest), new, table.get(exp))
+        print(f"file_rows: {exp}: {len(new)} row(s) -> {dest} ({len(rows)} in the file"
+              + (f"; {dropped} of entries no longer in the sweep dropped" if dropped else "") + ")", file=sys.stderr)
+        if args.dry_run:
+            continue
+        for r in new:
+            if r.get("trace"):
+                os.makedirs(os.path.join(args.results, "traces"), exist_ok=True)
+                shutil.copyfile(os.path.join(args.dir, r["trace"]), os.path.join(args.results, r["trace"]))
+        common.write_jsonl(dest, rows)
+    for path in side:
+        print(f"file_rows: {os.path.basename(path)} -> {args.results}/", file=sys.stderr)
+        if not args.dry_run:
+            shutil.copyfile(path, os.path.join(args.results, os.path.basename(path)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

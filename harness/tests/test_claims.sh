@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# harness/sweep/claims.py on made-up rows of a made-up sweep: every verdict can fail.
+# A ratio claim measured on a GPU gives reproduced / not reproduced / inconclusive
+# (within noise) by the rows' own min..max; the same with an extrapolated row says
+# "extrapolated (+/-E%)" and never "reproduced"; a projection says pending GPU, or "by
+# construction" where its claim row says so; a CPU row is a CPU check; at_least and
+# not_slower allow for noise too. Rows from a dirty tree and rows of entries no longer
+# in the sweep are left out (no data) unless --allow-dirty. Needs python3 only.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+mkdir -p "$tmp/sweeps"
+cat > "$tmp/sweeps/t_c2.json" <<'EOF'
+{"schema": "megatrain.sweep/1", "experiment": "t_c2", "paths": ["gpu"],
+ "defaults": {"model": "experiments/models/qwen2.5-14b.json", "model_name": "m", "backend": "cuda",
+              "mode": "measured", "seq_len": 1024},
+ "matrix": {"schedule": ["megatrain", "zero3"], "batch": [4]},
+ "claims": [{"id": "T1", "claim": "ratio claim", "paper": "1.5x", "test": "ratio", "at_least": 1.5,
+             "numerator": {"system": "megatrain"}, "denominator": {"system": "zero3"}}]}
+EOF
+cat > "$tmp/sweeps/t_abl.json" <<'EOF'
+{"schema": "megatrain.sweep/1", "experiment": "t_abl", "paths": ["gpu"],
+ "defaults": {"model": "experiments/models/qwen2.5-14b.json", "model_name": "m", "backend": "cuda",
+              "mode": "measured", "batch": 16, "seq_len": 1024},
+ "configs": [{"variant": "baseline"}, {"variant": "bind=copy", "args": ["--bind", "copy"]}],
+ "claims": [{"id": "T2", "claim": "busy claim", "test": "at_least", "field": "gpu_busy_frac", "at_least": 0.8,
+             "where": {"variant": "baseline"}},
+            {"id": "T3", "claim": "bind claim", "test": "not_slower", "a": {"variant": "baseline"},
+             "b": {"variant": "bind=copy"}, "by_construction": "the model charges the copy"}]}
+EOF
+
+# mk DIR SPEC: writes DIR/t_c2.jsonl and DIR/t_abl.jsonl from a JSON spec of overrides:
+# {"c2": {"megatrain": [tps, noise, mode], "zero3": [...]}, "busy": [v, lo, hi],
+#  "bind": [pointer_ms, copy_ms, noise], "backend": "cuda", "dirty": false, "stale": false}
+mk() {
+  python3 - "$tmp/sweeps" "$1" "$2" <<'EOF'
+import json, os, sys
+sys.path.insert(0, "harness/sweep")
+import common, sweeps
+sdir, out, spec = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+sweeps.set_dir(sdir)
+os.makedirs(out, exist_ok=True)
+env = {k: None for k in common.ENV_KEYS}
+env.update(git_sha="0123456789ab", git_dirty=spec.get("dirty", False), gpu_name="NVIDIA H100 80GB HBM3")
+def row(exp, c, ms, noise, mode, **extra):
+    r = {k: None for k in common.RESULT_KEYS}
+    proj = mode == "projected"
+    r.update(schema=common.RESULTS_SCHEMA, experiment=exp, system=c["schedule"], mode=mode, model="m",
+             params=14e9, batch=c["batch"], seq_len=1024, precision="paper", env=dict(env),
+             backend="sim" if proj else spec.get("backend", "cuda"), hardware="gh200-480g" if proj else None,
+             variant=c["variant"], config_key=sweeps.config_key(c) if not spec.get("stale") else "stale0000",
+             sweep={"file": exp + ".json", "hardware_override": None}, tokens=c["batch"] * 1024, fits=True,
+             step_ms={"median": ms, "min": ms * (1 - noise), "max": ms * (1 + noise), "n": 5})
+    if mode == "extrapolated":
+        r["step_ms"]["err_frac"] = noise
+        r["fit"] = {"depths": [4, 8], "holdout": {"depth": 12}}
+    r["tokens_per_s"] = r["tokens"] / (ms / 1e3)
+    r["tflops"] = 6 * 14e9 * r["tokens_per_s"] / 1e12
+    r.update(extra)
+    return r
+by = {s["experiment"]: s for s in sweeps.all_sweeps()}
+rows = []
+for c in sweeps.expand(by["t_c2"]):
+    tps, noise, mode = spec["c2"][c["schedule"]]
+    rows.append(row("t_c2", c, c["batch"] * 1024 / tps * 1e3, noise, mode))
+common.write_jsonl(os.path.join(out, "t_c2.jsonl"), rows)
+rows = []
+for c in sweeps.expand(by["t_abl"]):
+    p, q, noise = spec.get("bind", [100, 110, 0.01])
+    v, lo, hi = spec.get("busy", [0.9, 0.89, 0.91])
+    rows.append(row("t_abl", c, p if c["variant"] == "baseline" else q, noise, spec.get("abl_mode", "measured"),
+                    gpu_busy_frac=v, gpu_busy_range=[lo, hi]))
+common.write_jsonl(os.path.join(out, "t_abl.jsonl"), rows)
+EOF
+}
+# verdict NAME CLAIM WANT-REGEX DIR [claims.py options]: the verdict of that claim row matches
+verdict() {
+  local name=$1 claim=$2 want=$3 dir=$4; shift 4
+  local got
+  got=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$dir" "$@" 2> "$dir.err" |
+        grep "^$claim " | sed 's/  */ /g')
+  if printf '%s' "$got" | grep -Eq -- "$want"; then echo "ok   $name"; else
+    fail "$name: want /$want/ in: $got"; cat "$dir.err"; fi
+}
+M=measured E=extrapolated
+mk "$tmp/agree"    '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}}'
+verdict "measured on a GPU, clearly past the threshold" "ratio claim" 'reproduced \(noise ±2\.0%\)$' "$tmp/agree"
+mk "$tmp/disagree" '{"c2": {"megatrain": [1200, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}}'
+verdict "measured, clearly short" "ratio claim" 'not reproduced \(noise ±2\.0%\)$' "$tmp/disagree"
+mk "$tmp/noisy"    '{"c2": {"megatrain": [1550, 0.05, "measured"], "zero3": [1000, 0.05, "measured"]}}'
+verdict "measured, inside the noise allowance" "ratio claim" 'inconclusive \(within noise\) \(noise ±10\.0%\)$' "$tmp/noisy"
+mk "$tmp/extra"    '{"c2": {"megatrain": [2000, 0.2, "extrapolated"], "zero3": [1000, 0.01, "measured"]}}'
+verdict "an extrapolated row: extrapolated (±E%), agrees" "ratio claim" 'extrapolated \(±21%\): agrees$' "$tmp/extra"
+mk "$tmp/extra2"   '{"c2": {"megatrain": [1700, 0.2, "extrapolated"], "zero3": [1000, 0.01, "measured"]}}'
+verdict "an extrapolated row inside its error: within error, never reproduced" "ratio claim" \
+  'extrapolated \(±21%\): within error$' "$tmp/extra2"
+mk "$tmp/cpu"      '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "backend": "cpu"}'
+verdict "measured on the CPU: a CPU check, not the claim" "ratio claim" '^ratio claim .*CPU check \(not the claim\): agrees' "$tmp/cpu"
+
+# at_least allows for the spread of gpu_busy_frac over the timed steps
+mk "$tmp/busy1" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "busy": [0.85, 0.84, 0.86]}'
+verdict "at_least, clearly above" "busy claim" 'reproduced \(noise ±1\.2%\)$' "$tmp/busy1"
+mk "$tmp/busy2" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "busy": [0.82, 0.7, 0.9]}'
+verdict "at_least, inside its spread" "busy claim" 'inconclusive' "$tmp/busy2"
+mk "$tmp/busy3" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "busy": [0.6, 0.59, 0.61]}'
+verdict "at_least, clearly below" "busy claim" 'not reproduced' "$tmp/busy3"
+# not_slower: measured on a GPU it can fail; projected, its claim row says by construction
+mk "$tmp/bind1" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "bind": [120, 100, 0.01]}'
+verdict "not_slower, pointer bind slower beyond noise" "bind claim" 'not reproduced \(noise ±2\.0%\)$' "$tmp/bind1"
+mk "$tmp/bind2" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "bind": [100, 120, 0.01]}'
+verdict "not_slower, clearly faster" "bind claim" 'reproduced' "$tmp/bind2"
+mk "$tmp/bind3" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "bind": [120, 100, 0.0], "abl_mode": "projected"}'
+verdict "a projection true by construction says so" "bind claim" 'by construction \(the model charges the copy\)$' "$tmp/bind3"
+verdict "a projection otherwise is pending GPU" "busy claim" 'pending GPU \(projection agrees; noise ±1\.1%\)$' "$tmp/bind3"
+
+# rows from a dirty tree, and rows of entries no longer in the sweep, are left out
+mk "$tmp/dirty" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "dirty": true}'
+verdict "rows from a dirty tree are left out" "ratio claim" 'no data$' "$tmp/dirty"
+grep -q "dirty or unknown tree: t_abl (dirty tree) 2, t_c2 (dirty tree) 2" "$tmp/dirty.err" && echo "ok   ... and said so" ||
+  { fail "no word of the dirty rows"; cat "$tmp/dirty.err"; }
+verdict "--allow-dirty takes them" "ratio claim" 'reproduced' "$tmp/dirty" --allow-dirty
+mk "$tmp/stale" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "stale": true}'
+verdict "rows of removed sweep entries are left out, even with --allow-dirty" "ratio claim" 'no data$' "$tmp/stale" --allow-dirty
+grep -q "no longer exist: t_abl 2, t_c2 2" "$tmp/stale.err" && echo "ok   ... and said so" || fail "no word of the stale rows"
+
+# the committed sweep files declare valid claim rows (check_spec runs on every one)
+python3 harness/sweep/claims.py --results "$tmp/empty" > "$tmp/real.txt" 2> "$tmp/real.err" &&
+  grep -q "^C2 14B vs ZeRO-3 offload .* no data" "$tmp/real.txt" && echo "ok   the committed claim rows parse" ||
+  { fail "committed claim rows"; cat "$tmp/real.err"; }
+
+[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all checks passed"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# README.md and REPRODUCE.md quote figures only through their generated blocks, and each
+# block is what harness/sweep/docs.py renders from the committed results/ (the measured
+# table, the claims table, the C2 batch ratios, the reproduce time, the time per sweep).
+# A stale figure fails with a diff; `python3 harness/sweep/docs.py --write` fixes it.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
+out=$(python3 harness/sweep/docs.py --check 2>&1); rc=$?
+echo "$out" | head -60
+[ "$rc" = 0 ] || { echo "FAIL: a generated block differs from results/"; exit 1; }
+# the blocks are there (a document without them would check nothing)
+for b in "README.md measured" "README.md claims" "README.md c2-batch" "REPRODUCE.md status" "REPRODUCE.md claims" \
+         "REPRODUCE.md sweep-times"; do
+  set -- $b
+  grep -q "^ *<!-- generated:$2 (harness/sweep/docs.py" "$1" || { echo "FAIL: $1 has no generated block '$2'"; exit 1; }
+done
+echo "all checks passed"

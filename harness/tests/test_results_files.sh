@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The committed results/ as a whole: no row comes from a sweep entry or a tree state that
+# no longer exists. Every row of results/*.jsonl (and env_*/microbench_* file) passes
+# file_rows.py's checks (schema, min <= median <= max, clean tree, config_key still one of
+# its sweep's configurations); every sweep that reproduce.sh runs on the CPU path has a
+# row for each of its configurations and no error row; results/claims.md and plots/data/
+# are what claims.py and export.py make from these rows. Needs python3 (and cmp).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+hint="HINT: run \`make reproduce\` from a clean committed tree and commit results/, plots/data/, README.md, REPRODUCE.md"
+
+if python3 harness/sweep/file_rows.py results --results "$tmp/x" --dry-run > /dev/null 2> "$tmp/rows.err"; then
+  echo "ok   every committed row is current, clean and well-formed ($(cat results/*.jsonl | grep -c .) rows)"
+else
+  fail "committed rows"; grep -v "^file_rows: [a-z0-9_]*: " "$tmp/rows.err" | head -20; echo "$hint"
+fi
+
+python3 - > "$tmp/complete.txt" <<'PY'
+import os, sys
+sys.path.insert(0, "harness/sweep")
+import common, sweeps
+for s in sweeps.all_sweeps():
+    if "cpu" not in s.get("paths", []):
+        continue
+    rows = common.load_jsonl(os.path.join("results", s["experiment"] + ".jsonl"))
+    keys = {r.get("config_key") for r in rows}
+    missing = [sweeps.label(c) for c in sweeps.expand(s) if sweeps.config_key(c) not in keys]
+    errors = [r.get("error") for r in rows if "error" in r]
+    if missing or errors:
+        print(f"{s['experiment']}: {len(missing)} configuration(s) without a row (e.g. {missing[:1]}), "
+              f"{len(errors)} error row(s) {errors[:1]}")
+PY
+[ -s "$tmp/complete.txt" ] && { fail "incomplete sweeps"; cat "$tmp/complete.txt"; echo "$hint"; } ||
+  echo "ok   every CPU-path sweep has a row for each configuration and no error row"
+
+python3 harness/sweep/claims.py --markdown "$tmp/claims.md" > /dev/null 2> "$tmp/claims.err"
+cmp -s "$tmp/claims.md" results/claims.md && echo "ok   results/claims.md is what claims.py makes of the rows" ||
+  { fail "results/claims.md differs from claims.py's table"; diff results/claims.md "$tmp/claims.md" | head; echo "$hint"; }
+python3 harness/sweep/export.py --out "$tmp/data" 2> /dev/null
+diff -r plots/data "$tmp/data" > "$tmp/data.diff" && echo "ok   plots/data/ is what export.py makes of the rows" ||
+  { fail "plots/data/ differs from export.py's output"; head -20 "$tmp/data.diff"; echo "$hint"; }
+
+[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all checks passed"
