@@ -63,6 +63,7 @@ static const opt_spec specs[] = {
     {"--serial-optimizer", OPT_FLAG, F(serial_optimizer), NG, "t"},
     {"--bind", OPT_STR, F(bind), NG, "tp"},
     {"--mlp-chunk", OPT_NONNEG_INT, F(mlp_chunk), NG, "tep"},
+    {"--grad-accum-dtype", OPT_STR, F(grad_accum_dtype), G(grad_accum_dtype), "tp"},
     {"--offload-checkpoints", OPT_TRISTATE, F(offload_checkpoints), NG, "tep"},
     {"--save", OPT_STR, F(save), NG, "t"},
     {"--save-every", OPT_POS_INT, F(save_every), NG, "t"},
@@ -94,6 +95,7 @@ static const struct {
     {"--backend", "auto|cpu|cuda|sim"},
     {"--schedule", "megatrain|zero3|naive|resident"},
     {"--bind", "pointer|copy"},
+    {"--grad-accum-dtype", "auto|f32|bf16"},
 };
 
 static const char *choices_of(const char *name) {
@@ -139,6 +141,7 @@ void mt_options_defaults(mt_options *o) {
     o->schedule = "megatrain";
     o->bind = "pointer";
     o->mlp_chunk = 8192; // MLP internals of at most 8k tokens at a time
+    o->grad_accum_dtype = "auto"; // chunked weight gradients summed in f32 where the device plan fits
     o->offload_checkpoints = -1; // auto: only when the device plan does not fit
     o->shard_size = MT_DEFAULT_SHARD_SIZE;
     o->ckpt_interval = 1;

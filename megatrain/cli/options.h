@@ -17,6 +17,7 @@ typedef struct {
     const char *model, *config, *init, *data, *save, *resume, *log, *trace, *dump_grads;
     const char *precision, *backend, *schedule, *lr_schedule, *hardware, *bind;
     const char *attention; // --attention auto|native|cudnn (backend.h mt_attn_impl)
+    const char *grad_accum_dtype; // --grad-accum-dtype auto|f32|bf16 (engine.h mt_grad_sum)
     unsigned long long seed;
     int batch, seq_len, steps, grad_accum, warmup, ckpt_interval, weight_bufs, grad_slabs, save_every;
     int serial_optimizer;
@@ -34,7 +35,7 @@ typedef struct {
     // which options were given explicitly (resume fills the others from train_state.json)
     struct {
         int steps, batch, seq_len, grad_accum, lr, weight_decay, beta1, beta2, eps, grad_clip, lr_schedule, warmup,
-            precision, data, seed;
+            precision, data, seed, grad_accum_dtype;
     } given;
 } mt_options;
 
