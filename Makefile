@@ -1,8 +1,10 @@
 # Thin wrapper over CMake/CTest. Each target installs what it needs first.
 BUILD ?= build
 JOBS ?= $(shell nproc)
+# `make test` also runs the aarch64 (Grace) suite under qemu-user; TEST_AARCH64=0 skips it.
+TEST_AARCH64 ?= 1
 
-.PHONY: all deps build test reproduce clean
+.PHONY: all deps build test test-aarch64 reproduce clean
 
 all: build
 
@@ -17,9 +19,14 @@ build: deps $(BUILD)/CMakeCache.txt
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@if [ "$(TEST_AARCH64)" != 0 ]; then $(MAKE) --no-print-directory test-aarch64; fi
+
+# Cross-builds for aarch64 into build-aarch64/ and runs the tests under qemu-user.
+test-aarch64:
+	JOBS=$(JOBS) bash ci/test_aarch64.sh
 
 reproduce: build
 	bash experiments/reproduce.sh
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-aarch64

@@ -103,24 +103,54 @@ const mt_topo_gpu *mt_topology_find_gpu(const mt_topology *t, const char *bus_id
 
 // ---------------------------------------------------------------- sysfs
 
+// Arm cores by /proc/cpuinfo's "CPU implementer" and "CPU part" (the kernel's
+// arch/arm64/include/asm/cputype.h numbers); lscpu names them the same way.
+static const struct {
+    unsigned impl, part;
+    const char *name;
+} ARM_PARTS[] = {
+    {0x41, 0xd08, "ARM Cortex-A72"},    {0x41, 0xd0b, "ARM Cortex-A76"},    {0x41, 0xd0c, "ARM Neoverse-N1"},
+    {0x41, 0xd40, "ARM Neoverse-V1"},   {0x41, 0xd49, "ARM Neoverse-N2"},   {0x41, 0xd4f, "ARM Neoverse-V2"},
+    {0x41, 0xd84, "ARM Neoverse-V3"},   {0x41, 0xd8e, "ARM Neoverse-N3"},
+};
+
+// The value after "key<spaces/tabs>:" on a cpuinfo line, newline stripped; NULL if another key.
+static char *cpuinfo_value(char *line, const char *key) {
+    size_t k = strlen(key);
+    if (strncmp(line, key, k) || (line[k] != ' ' && line[k] != '\t' && line[k] != ':')) return NULL;
+    char *c = strchr(line + k, ':');
+    if (!c) return NULL;
+    c++;
+    while (*c == ' ' || *c == '\t') c++;
+    size_t n = strlen(c);
+    while (n && (c[n - 1] == '\n' || c[n - 1] == ' ')) c[--n] = 0;
+    return c;
+}
+
 static void sysfs_cpu_model(mt_topology *t, const char *root) {
     char path[512], line[512];
     join(path, sizeof path, root, "proc/cpuinfo");
     FILE *f = fopen(path, "r");
     if (!f) return;
+    long impl = -1, part = -1;
     while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) { // x86; ARM (Grace) has no model name line
-            char *c = strchr(line, ':');
-            if (!c) continue;
-            c++;
-            while (*c == ' ' || *c == '\t') c++;
-            size_t n = strlen(c);
-            while (n && (c[n - 1] == '\n' || c[n - 1] == ' ')) c[--n] = 0;
-            snprintf(t->cpu_model, sizeof t->cpu_model, "%s", c);
+        char *v;
+        if ((v = cpuinfo_value(line, "model name"))) { // x86
+            snprintf(t->cpu_model, sizeof t->cpu_model, "%s", v);
             break;
         }
+        // Arm (Grace) has no model name: the first CPU's implementer and part name the core.
+        if (impl < 0 && (v = cpuinfo_value(line, "CPU implementer"))) impl = strtol(v, NULL, 0);
+        if (part < 0 && (v = cpuinfo_value(line, "CPU part"))) part = strtol(v, NULL, 0);
     }
     fclose(f);
+    if (t->cpu_model[0] || impl < 0 || part < 0) return;
+    for (size_t i = 0; i < sizeof ARM_PARTS / sizeof ARM_PARTS[0]; i++)
+        if (ARM_PARTS[i].impl == (unsigned)impl && ARM_PARTS[i].part == (unsigned)part) {
+            snprintf(t->cpu_model, sizeof t->cpu_model, "%s", ARM_PARTS[i].name);
+            return;
+        }
+    snprintf(t->cpu_model, sizeof t->cpu_model, "Arm implementer 0x%02lx part 0x%03lx", impl, part);
 }
 
 static size_t sysfs_meminfo_total(const char *path, const char *key) {
@@ -204,6 +234,45 @@ static void sysfs_nodes(mt_topology *t, const char *root) {
     }
 }
 
+// ---------------------------------------------------------------- Grace Hopper
+
+// Hopper GPUs of GH200 superchips (pci.ids: "GH100 [GH200 120GB / 480GB]", "GH100 [GH200 144G HBM3e]").
+int mt_topo_is_c2c_gpu(unsigned device_id) { return device_id == 0x2342 || device_id == 0x2348; }
+
+// NVLink-C2C per direction: NVIDIA's GH200 datasheet gives 900 GB/s total, both directions.
+#define MT_C2C_GBPS 450.0
+
+// Marks C2C GPUs; pairs the k-th of them (by bus id) with the k-th NUMA node that has
+// memory and no CPUs (by number), which is how the driver onlines each GPU's HBM,
+// and takes that memory out of the host's. A C2C GPU with no NUMA node from sysfs
+// gets the only node with CPUs, when there is one.
+static void grace_hopper_fixup(mt_topology *t) {
+    int cpu_nodes = 0, cpu_node = -1, k = 0;
+    for (int i = 0; i < t->n_nodes; i++)
+        if (t->nodes[i].cpus > 0) cpu_nodes++, cpu_node = t->nodes[i].os_index;
+    for (int i = 0; i < t->n_gpus; i++) {
+        mt_topo_gpu *g = &t->gpus[i];
+        g->memory_node = -1;
+        if (!mt_topo_is_c2c_gpu(g->device_id)) {
+            snprintf(g->link, sizeof g->link, "pcie");
+            continue;
+        }
+        snprintf(g->link, sizeof g->link, "nvlink-c2c");
+        g->link_gbps = MT_C2C_GBPS;
+        if (g->numa_node < 0 && cpu_nodes == 1) g->numa_node = cpu_node;
+        for (; k < t->n_nodes; k++) {
+            mt_topo_node *nd = &t->nodes[k];
+            if (nd->cpus == 0 && nd->mem_bytes > 0 && !nd->gpu_memory) {
+                nd->gpu_memory = 1;
+                g->memory_node = nd->os_index;
+                if (t->host_mem_bytes > nd->mem_bytes) t->host_mem_bytes -= nd->mem_bytes;
+                k++;
+                break;
+            }
+        }
+    }
+}
+
 // Fills the link and NUMA fields of g from /sys/bus/pci/devices/<bus_id>/ (those it has).
 static void sysfs_pci_fill(mt_topo_gpu *g, const char *devdir) {
     char path[3 * PATH_CAP], buf[64];
@@ -275,6 +344,7 @@ mt_status mt_topology_detect_sysfs(mt_topology *t, const char *root) {
     // A single-node machine reports numa_node -1 for its devices: the one node is the nearest.
     for (int i = 0; i < t->n_gpus; i++)
         if (t->gpus[i].numa_node < 0 && t->n_nodes == 1) t->gpus[i].numa_node = t->nodes[0].os_index;
+    grace_hopper_fixup(t);
     return MT_OK;
 }
 
@@ -359,6 +429,7 @@ mt_status mt_topology_detect(mt_topology *t) {
             // nodes' meminfo, which some VMs report short of it.
             size_t mem = sysfs_meminfo_total("/proc/meminfo", "MemTotal");
             if (mem) t->host_mem_bytes = mem;
+            grace_hopper_fixup(t);
             return MT_OK;
         }
     }
@@ -502,6 +573,7 @@ cJSON *mt_topology_to_json(const mt_topology *t) {
         cJSON_AddItemToObject(n, "mem_bytes", num_or_null((double)nd->mem_bytes, nd->mem_bytes > 0));
         cJSON_AddNumberToObject(n, "cpus", nd->cpus);
         cJSON_AddStringToObject(n, "cpulist", nd->cpulist);
+        cJSON_AddBoolToObject(n, "gpu_memory", nd->gpu_memory != 0);
         cJSON_AddItemToArray(nodes, n);
     }
     cJSON *gpus = cJSON_AddArrayToObject(o, "gpus");
@@ -515,11 +587,13 @@ cJSON *mt_topology_to_json(const mt_topology *t) {
         snprintf(hex, sizeof hex, "0x%04x", g->device_id);
         cJSON_AddStringToObject(j, "device_id", hex);
         cJSON_AddItemToObject(j, "numa_node", num_or_null(g->numa_node, g->numa_node >= 0));
+        cJSON_AddStringToObject(j, "link", g->link[0] ? g->link : "pcie");
         cJSON_AddItemToObject(j, "link_gts", num_or_null(g->link_gts, g->link_gts > 0));
         cJSON_AddItemToObject(j, "link_width", num_or_null(g->link_width, g->link_width > 0));
         cJSON_AddItemToObject(j, "max_link_gts", num_or_null(g->max_link_gts, g->max_link_gts > 0));
         cJSON_AddItemToObject(j, "max_link_width", num_or_null(g->max_link_width, g->max_link_width > 0));
         cJSON_AddItemToObject(j, "link_gbps", num_or_null(g->link_gbps, g->link_gbps > 0));
+        cJSON_AddItemToObject(j, "memory_node", num_or_null(g->memory_node, g->memory_node >= 0));
         cJSON_AddItemToArray(gpus, j);
     }
     return o;

@@ -4,7 +4,9 @@
 //   fp32 : read p4 g4 m4 v4, write p4 m4 v4                  = 16 + 12 = 28
 //   paper: read p2 g2 m4 v4 (bf16 p, g), write p2 m4 v4      = 12 + 10 = 22
 //   mixed: read master4 g2 m4 v4, write master4 m4 v4 p2(bf16) = 14 + 14 = 28
-// bytes_per_second = bytes_per_param * params_per_s.
+// bytes_per_second = bytes_per_param * params_per_s. The label names the vector path
+// (mt_adamw_isa(): avx512, avx2, sve, neon, scalar; MT_SIMD=neon picks a lower one) and
+// the thread count; the JSON context carries the path too ("mt_adamw_isa").
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -4,6 +4,7 @@
 // The results `env` block goes into the JSON "context" as the string "mt_env"
 // (Google Benchmark's custom context holds strings only): read it with
 //   jq '.context.mt_env | fromjson'
+// and the host optimizer's vector path as "mt_adamw_isa" (avx512, avx2, sve, neon, scalar).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -16,6 +17,7 @@
 extern "C" {
 #include "env.h"
 #include "mb.h"
+#include "optim/adamw.h"
 }
 
 struct mt_mb_state {
@@ -89,6 +91,7 @@ int main(int argc, char **argv) {
     char *env = listing ? nullptr : mt_env_json_string(NULL);
     benchmark::AddCustomContext("mt_schema", "megatrain.microbench/1");
     benchmark::AddCustomContext("mt_env", env ? env : "null");
+    benchmark::AddCustomContext("mt_adamw_isa", mt_adamw_isa());
     free(env);
     for (auto &kv : notes()) {
         benchmark::AddCustomContext(kv.first, kv.second);

@@ -17,6 +17,8 @@ check() {
   else echo "FAIL $1: $2"; fails=$((fails + 1)); fi
 }
 check env_context '.context.mt_env | fromjson | has("git_sha") and has("cpu_cores") and has("utc") and (keys | length == 14)'
+check adamw_isa '.context.mt_adamw_isa | IN("avx512", "avx2", "sve", "neon", "scalar")'
+check adamw_label '.context.mt_adamw_isa as $i | [.benchmarks[] | select(.name | startswith("adamw/fp32/"))][0].label | startswith($i + ",")'
 check count '[.benchmarks[] | select(.run_type == "iteration")] | length == 7'
 check no_errors '[.benchmarks[] | select(.error_occurred == true)] | length == 0'
 check adamw '[.benchmarks[] | select(.name | startswith("adamw/fp32/"))][0] | .params_per_s > 0 and .bytes_per_second > 0 and .bytes_per_param == 28'

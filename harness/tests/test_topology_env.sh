@@ -2,7 +2,8 @@
 # mt-topology and mt-env: their JSON parses and has the documented keys, on this
 # machine and on a fake sysfs tree (2 NUMA nodes, SMT, one NVIDIA GPU on node 1 whose
 # link idles at 2.5 GT/s but trains to Gen5 x16, its audio function, a non-NVIDIA
-# bridge) with a fake nvidia-smi, where every value is known.
+# bridge) with a fake nvidia-smi, where every value is known; and on a hand-written
+# Grace Hopper snapshot (harness/tests/data/grace_gh200, see its README).
 set -uo pipefail
 command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
 BIN=${MT_BIN:-build/bin}
@@ -78,6 +79,18 @@ check fake_host "$t" '.source == "sysfs" and .cpu_model == "Fake CPU 9000 @ 3.0G
 check fake_nodes "$t" '[.numa_nodes[] | [.node, .cpus, .cpulist, .mem_bytes]] == [[0,4,"0-3",67108864000],[1,4,"4-7",67108864000]]'
 check fake_gpu "$t" '.gpus | length == 1 and .[0].bus_id == "0000:1b:00.0" and .[0].numa_node == 1 and .[0].vendor_id == "0x10de"'
 check fake_link "$t" '.gpus[0] | .link_gts == 2.5 and .link_width == 16 and .max_link_gts == 32 and (.link_gbps * 100 | round) == 6302'
+check fake_pcie "$t" '.gpus[0] | .link == "pcie" and .memory_node == null'
+check fake_no_gpu_mem "$t" '[.numa_nodes[].gpu_memory] == [false, false]'
+
+# ---- Grace Hopper: Arm host, GPU on NVLink-C2C, its HBM a CPU-less NUMA node
+g=harness/tests/data/grace_gh200
+t=$("$BIN/mt-topology" --root "$g") || { echo "FAIL: mt-topology --root $g"; exit 1; }
+check gh_host "$t" '.cpu_model == "ARM Neoverse-V2" and .pus == 72 and .cores == 72 and .host_mem_bytes == 480000000000'
+check gh_nodes "$t" '[.numa_nodes[] | [.node, .cpus, .cpulist, .mem_bytes, .gpu_memory]] == [[0,72,"0-71",480000000000,false],[1,0,"",102625181696,true]]'
+check gh_gpu "$t" '.gpus | length == 1 and .[0].bus_id == "0009:01:00.0" and .[0].device_id == "0x2342" and .[0].numa_node == 0'
+check gh_c2c "$t" '.gpus[0] | .link == "nvlink-c2c" and .link_gbps == 450 and .memory_node == 1 and .link_gts == null'
+e=$(MT_SYSFS_ROOT=$g MT_NVIDIA_SMI=/bin/false "$BIN/mt-env") || { echo "FAIL: mt-env on the Grace snapshot"; exit 1; }
+check gh_env "$e" '.cpu_model == "ARM Neoverse-V2" and .cpu_cores == 72 and .host_mem_bytes == 480000000000 and .pcie_gbps == null'
 
 cat > "$tmp/nvidia-smi" <<'SMI'
 #!/bin/sh

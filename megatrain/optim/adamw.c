@@ -1,5 +1,6 @@
 // adamw.c: AdamW constants (torch's scalar arithmetic), the scalar reference,
-// the scalar fast path, ISA dispatch and the OpenMP split. SIMD kernels: adamw_simd.c.
+// the scalar fast path, ISA dispatch and the OpenMP split. SIMD kernels: adamw_simd.c
+// (x86), adamw_arm.c (aarch64).
 #if defined(__GNUC__) && !defined(__clang__)
 // Contraction would fuse a*b+c differently from the reference; torch's fused ops are explicit fmaf.
 #pragma GCC optimize("fp-contract=off")
@@ -76,32 +77,20 @@ static void kernel_scalar(const mt_adamw_args *a, size_t lo, size_t hi) {
     }
 }
 
-mt_adamw_isa_id mt_adamw_best_isa(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) return MT_ADAMW_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return MT_ADAMW_AVX2;
-#endif
-    return MT_ADAMW_SCALAR;
-}
+const char *mt_adamw_isa(void) { return mt_simd_name(mt_simd_best()); }
 
-const char *mt_adamw_isa(void) {
-    switch (mt_adamw_best_isa()) {
-    case MT_ADAMW_AVX512: return "avx512";
-    case MT_ADAMW_AVX2: return "avx2";
-    default: return "scalar";
-    }
-}
-
-void mt_adamw_update_isa(mt_adamw_isa_id isa, float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt,
+void mt_adamw_update_isa(mt_simd_isa isa, float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt,
                          float *m, float *v, size_t n, const mt_adamw_hparams *h, float wd) {
     if (n == 0) return;
     mt_adamw_args a = {.master = master, .p = p, .pdt = pdt, .g = g, .gdt = gdt, .m = m, .v = v};
     mt_adamw_consts_init(&a.c, h, wd);
     void (*kernel)(const mt_adamw_args *, size_t, size_t) = kernel_scalar;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (isa == MT_ADAMW_AVX512) kernel = mt_adamw_kernel_avx512;
-    else if (isa == MT_ADAMW_AVX2) kernel = mt_adamw_kernel_avx2;
+    if (isa == MT_SIMD_AVX512) kernel = mt_adamw_kernel_avx512;
+    else if (isa == MT_SIMD_AVX2) kernel = mt_adamw_kernel_avx2;
+#elif defined(__aarch64__) && defined(__GNUC__)
+    if (isa == MT_SIMD_SVE) kernel = mt_adamw_kernel_sve;
+    else if (isa == MT_SIMD_NEON) kernel = mt_adamw_kernel_neon;
 #endif
     // One contiguous chunk per thread: each element is independent, so the
     // result does not depend on the thread count.
@@ -116,5 +105,5 @@ void mt_adamw_update_isa(mt_adamw_isa_id isa, float *master, void *p, mt_dtype p
 
 void mt_adamw_update(float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt, float *m, float *v, size_t n,
                      const mt_adamw_hparams *h, float wd) {
-    mt_adamw_update_isa(mt_adamw_best_isa(), master, p, pdt, g, gdt, m, v, n, h, wd);
+    mt_adamw_update_isa(mt_simd_best(), master, p, pdt, g, gdt, m, v, n, h, wd);
 }

@@ -1,4 +1,5 @@
-// adamw.h: the host AdamW, one fused, vectorised (AVX-512/AVX2, scalar fallback),
+// adamw.h: the host AdamW, one fused, vectorised (AVX-512/AVX2 on x86, SVE/NEON on
+// aarch64, scalar fallback),
 // threaded pass over p, g, m, v — torch.optim.AdamW semantics:
 //   g' = g * grad_scale                        (clip factor, 1 when not clipping)
 //   p  = p * (1 - lr * wd)                     (decoupled decay; wd = 0 for 1-D tensors)
@@ -25,7 +26,8 @@ typedef struct {
 void mt_adamw_update(float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt, float *m, float *v, size_t n,
                      const mt_adamw_hparams *h, float wd);
 
-// Which SIMD path mt_adamw_update uses on this CPU: "avx512", "avx2" or "scalar".
+// Which SIMD path mt_adamw_update uses on this CPU: "avx512", "avx2", "sve", "neon"
+// or "scalar" (mt_simd_best(); MT_SIMD can pick a lower one).
 const char *mt_adamw_isa(void);
 
 // Scalar reference (tests, and the definition the fast path must match).

@@ -1,6 +1,7 @@
 // adamw_isa.h: private to optim/adamw*.c and tests/test_adamw.c. The per-call
 // constants, the one-element update every path shares, and the per-ISA kernels
 // (so the test can force each path and compare it bitwise with the reference).
+// Paths are named by mt_simd_isa (simd.h).
 #ifndef MT_ADAMW_ISA_H
 #define MT_ADAMW_ISA_H
 
@@ -8,8 +9,7 @@
 #include <stddef.h>
 
 #include "optim/adamw.h"
-
-typedef enum { MT_ADAMW_SCALAR = 0, MT_ADAMW_AVX2 = 1, MT_ADAMW_AVX512 = 2 } mt_adamw_isa_id;
+#include "optim/simd.h"
 
 // The f32 scalars torch's CPU kernels receive (each python double cast to f32).
 typedef struct {
@@ -52,15 +52,15 @@ static inline float mt_adamw_elem(float p, float g, float *m, float *v, const mt
     return p;
 }
 
-// The best path this CPU runs (AVX-512 needs avx512f+bw, AVX2 needs avx2+fma).
-mt_adamw_isa_id mt_adamw_best_isa(void);
-
-// mt_adamw_update on a chosen path; isa must not exceed mt_adamw_best_isa().
-void mt_adamw_update_isa(mt_adamw_isa_id isa, float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt,
+// mt_adamw_update on a chosen path; isa must be one mt_simd_supported() accepts.
+void mt_adamw_update_isa(mt_simd_isa isa, float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt,
                          float *m, float *v, size_t n, const mt_adamw_hparams *h, float wd);
 
-// Kernels over elements [lo, hi) of a (adamw_simd.c).
+// Kernels over elements [lo, hi) of a: x86 in adamw_simd.c, Arm in adamw_arm.c.
+// Each is built only for its architecture; elsewhere it is never selected.
 void mt_adamw_kernel_avx2(const mt_adamw_args *a, size_t lo, size_t hi);
 void mt_adamw_kernel_avx512(const mt_adamw_args *a, size_t lo, size_t hi);
+void mt_adamw_kernel_neon(const mt_adamw_args *a, size_t lo, size_t hi);
+void mt_adamw_kernel_sve(const mt_adamw_args *a, size_t lo, size_t hi);
 
 #endif

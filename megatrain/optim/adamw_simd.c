@@ -1,5 +1,6 @@
-// adamw_simd.c: the AVX-512 and AVX2 AdamW kernels, built with GCC target
-// attributes (the project compiles for baseline x86-64) and chosen at run time.
+// adamw_simd.c: the x86 AVX-512 and AVX2 AdamW kernels (Arm: adamw_arm.c), built
+// with GCC target attributes (the project compiles for baseline x86-64) and chosen
+// at run time.
 // Each does exactly the ops of mt_adamw_elem, lane by lane, so results are
 // bitwise those of the reference.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -161,10 +162,5 @@ T256 void mt_adamw_kernel_avx2(const mt_adamw_args *a, size_t lo, size_t hi) {
         else loop256(a, lo, hi, MT_BF16, MT_BF16, 0);
     }
 }
-
-#else // not x86-64 GCC/clang: the dispatcher never selects these.
-
-void mt_adamw_kernel_avx2(const mt_adamw_args *a, size_t lo, size_t hi) { (void)a, (void)lo, (void)hi; }
-void mt_adamw_kernel_avx512(const mt_adamw_args *a, size_t lo, size_t hi) { (void)a, (void)lo, (void)hi; }
 
 #endif

@@ -1,7 +1,11 @@
-// test_adamw.c: the host AdamW. (1) every SIMD path and the threaded split are
-// bitwise equal to mt_adamw_update_ref in every precision mode; (2) the reference
-// replays a torch.optim.AdamW trajectory (fixtures/adamw_torch.json); (3) speed
-// against a STREAM triad on a 64M-element buffer (printed, never asserted).
+// test_adamw.c: the host AdamW. (1) every SIMD path this CPU runs (x86: AVX2,
+// AVX-512; aarch64: NEON, SVE) and the threaded split are bitwise equal to
+// mt_adamw_update_ref in every precision mode; (2) one step of every mode against a
+// double-precision AdamW written here, independent of mt_adamw_elem (bf16 weights
+// within 1 bf16 ulp); (3) the reference replays a torch.optim.AdamW trajectory
+// (fixtures/adamw_torch.json) and the dispatched path a bf16 paper- and mixed-
+// precision one (fixtures/adamw_torch_bf16.json); (4) speed against a STREAM triad
+// on a 64M-element buffer (printed, never asserted; MT_SKIP_BENCH=1 skips it).
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,10 +19,6 @@
 #include "optim/adamw_isa.h"
 #include "optim/grad_ops.h"
 #include "test_util.h"
-
-static const char *isa_name(mt_adamw_isa_id isa) {
-    return isa == MT_ADAMW_AVX512 ? "avx512" : isa == MT_ADAMW_AVX2 ? "avx2" : "scalar";
-}
 
 typedef struct {
     mt_dtype pdt, gdt;
@@ -82,7 +82,7 @@ static void make_grad(void *g, mt_dtype gdt, size_t n, unsigned long long seed) 
 }
 
 // Fast path (forced ISA) vs reference: same start, several steps, compare all state bitwise.
-static void check_bitwise(mt_adamw_isa_id isa, const mode *md, size_t n, float wd, float beta1) {
+static void check_bitwise(mt_simd_isa isa, const mode *md, size_t n, float wd, float beta1) {
     state a, b;
     state_init(&a, md, n, 1000 + n);
     state_init(&b, md, n, 1000 + n);
@@ -95,7 +95,7 @@ static void check_bitwise(mt_adamw_isa_id isa, const mode *md, size_t n, float w
         mt_adamw_update_isa(isa, a.master, a.p, md->pdt, g, md->gdt, a.m, a.v, n, &h, wd);
         mt_adamw_update_ref(b.master, b.p, md->pdt, g, md->gdt, b.m, b.v, n, &h, wd);
         ok = state_equal(&a, &b, md, n);
-        CHECK(ok, "%s path != reference: mode %s, n=%zu, wd=%g, beta1=%g, step %d", isa_name(isa), md->name, n,
+        CHECK(ok, "%s path != reference: mode %s, n=%zu, wd=%g, beta1=%g, step %d", mt_simd_name(isa), md->name, n,
               (double)wd, (double)beta1, step);
     }
     free(g);
@@ -106,15 +106,20 @@ static void check_bitwise(mt_adamw_isa_id isa, const mode *md, size_t n, float w
 static void test_bitwise(void) {
     static const size_t NS[] = {0, 1, 7, 8, 15, 16, 17, 31, 33, 1000, 4099, 100003};
     static const float WDS[] = {0.0f, 0.1f};
-    mt_adamw_isa_id best = mt_adamw_best_isa();
-    for (int isa = MT_ADAMW_SCALAR; isa <= (int)best; isa++)
+    char ran[64] = "";
+    for (int isa = 0; isa < MT_SIMD_COUNT; isa++) {
+        if (!mt_simd_supported((mt_simd_isa)isa)) continue;
         for (size_t mi = 0; mi < sizeof MODES / sizeof MODES[0]; mi++)
             for (size_t ni = 0; ni < sizeof NS / sizeof NS[0]; ni++)
-                for (int wi = 0; wi < 2; wi++) check_bitwise((mt_adamw_isa_id)isa, &MODES[mi], NS[ni], WDS[wi], 0.9f);
-    // beta1 < 0.5 takes torch's other lerp branch.
-    for (int isa = MT_ADAMW_SCALAR; isa <= (int)best; isa++) check_bitwise((mt_adamw_isa_id)isa, &MODES[0], 1000, 0.1f, 0.3f);
-    fprintf(stderr, "test_adamw: bitwise fast == ref on paths scalar..%s (dispatch picks %s)\n", isa_name(best),
-            mt_adamw_isa());
+                for (int wi = 0; wi < 2; wi++) check_bitwise((mt_simd_isa)isa, &MODES[mi], NS[ni], WDS[wi], 0.9f);
+        // beta1 < 0.5 takes torch's other lerp branch.
+        check_bitwise((mt_simd_isa)isa, &MODES[0], 1000, 0.1f, 0.3f);
+        snprintf(ran + strlen(ran), sizeof ran - strlen(ran), "%s%s", ran[0] ? "," : "", mt_simd_name((mt_simd_isa)isa));
+    }
+#if defined(__aarch64__)
+    CHECK(mt_simd_supported(MT_SIMD_NEON), "every aarch64 CPU has NEON (HWCAP_ASIMD), yet it is not detected");
+#endif
+    fprintf(stderr, "test_adamw: bitwise fast == ref on paths %s (dispatch picks %s)\n", ran, mt_adamw_isa());
 }
 
 // The public entry with 1 and with 2 threads: identical bits.
@@ -137,6 +142,99 @@ static void test_threads(void) {
     free(g);
     state_free(&a);
     state_free(&b);
+}
+
+// ---- an independent double-precision AdamW (shares nothing with optim/) ----
+
+// Spacing of f32 / bf16 values at |x| (24 / 8 significant bits, both with f32's exponent range).
+static double ulp_of(double x, int bits) {
+    int e;
+    frexp(fabs(x), &e); // |x| in [2^(e-1), 2^e)
+    int k = x == 0 ? -125 - bits : e - bits, sub = -125 - bits; // sub: the subnormal spacing
+    return ldexp(1.0, k < sub ? sub : k);
+}
+
+typedef struct {
+    double lr, beta1, beta2, eps, wd, scale;
+    int step;
+} dhp;
+
+// One torch.optim.AdamW step in double: the textbook formula, not torch's op order.
+static void adamw_double(double *p, double *m, double *v, double g, const dhp *h) {
+    double gs = g * h->scale;
+    *p *= 1.0 - h->lr * h->wd;
+    *m = h->beta1 * *m + (1.0 - h->beta1) * gs;
+    *v = h->beta2 * *v + (1.0 - h->beta2) * gs * gs;
+    double bc1 = 1.0 - pow(h->beta1, h->step), bc2 = 1.0 - pow(h->beta2, h->step);
+    *p -= h->lr / bc1 * *m / (sqrt(*v) / sqrt(bc2) + h->eps);
+}
+
+// The dispatched path, step by step, against adamw_double from the same state. Bounds
+// (what f32 arithmetic in a few ops can be off by, never more): m and v within 4 f32
+// ulps of the largest term; f32 weights within 2 ulps of |p| plus 8 of the update;
+// bf16 weights (and mixed's bf16 copy) within half a bf16 ulp plus that, i.e. they
+// are the double result rounded to nearest, up to f32 noise at a midpoint.
+static void check_double_ref(const mode *md, float wd) {
+    const size_t n = 4099;
+    state s;
+    state_init(&s, md, n, 77);
+    void *g = malloc(n * mt_dtype_size(md->gdt));
+    float *gf = malloc(n * sizeof(float));
+    double worst[3] = {0, 0, 0}; // fraction of the bound used: weights, m, v
+    size_t bad = 0;
+    for (int step = 1; step <= 3; step++) {
+        mt_test_fill_uniform(gf, n, 300 + step, -1.0f, 1.0f);
+        for (size_t i = 0; i < n; i += 97) gf[i] = 0.0f;
+        mt_convert(g, md->gdt, gf, MT_F32, n);
+        dhp d = {.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .wd = wd, .scale = 0.37, .step = step};
+        double *p0 = malloc(n * sizeof(double)), *m0 = malloc(n * sizeof(double)), *v0 = malloc(n * sizeof(double));
+        for (size_t i = 0; i < n; i++) {
+            p0[i] = s.master ? s.master[i] : mt_load_f32(s.p, md->pdt, i);
+            m0[i] = s.m[i], v0[i] = s.v[i];
+        }
+        mt_adamw_hparams h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .grad_scale = 0.37f, .step = step};
+        mt_adamw_update(s.master, s.p, md->pdt, g, md->gdt, s.m, s.v, n, &h, wd);
+        for (size_t i = 0; i < n; i++) {
+            double p = p0[i], m = m0[i], v = v0[i], gi = mt_load_f32(g, md->gdt, i);
+            double gs = gi * d.scale, step_abs;
+            adamw_double(&p, &m, &v, gi, &d);
+            step_abs = fabs(p - p0[i] * (1.0 - d.lr * d.wd));
+            double tm = 4 * ulp_of(fmax(fmax(fabs(m0[i]), fabs(gs)), fabs(m)), 24);
+            double tv = 4 * ulp_of(fmax(v0[i], v), 24);
+            double tp = 2 * ulp_of(p, 24) + 8 * ulp_of(step_abs, 24);
+            double em = fabs(s.m[i] - m) / tm, ev = fabs(s.v[i] - v) / tv, ep;
+            if (s.master || md->pdt == MT_F32) {
+                double got = s.master ? s.master[i] : ((float *)s.p)[i];
+                ep = fabs(got - p) / tp;
+            } else {
+                ep = fabs(mt_load_f32(s.p, MT_BF16, i) - p) / (0.5 * ulp_of(p, 8) + tp);
+            }
+            if (s.master && md->pdt == MT_BF16) { // the bf16 copy: the master rounded to nearest
+                double e16 = fabs(mt_load_f32(s.p, MT_BF16, i) - (double)s.master[i]) / (0.5 * ulp_of(s.master[i], 8));
+                if (e16 > 1 || !(e16 == e16)) bad++;
+            }
+            worst[0] = fmax(worst[0], ep), worst[1] = fmax(worst[1], em), worst[2] = fmax(worst[2], ev);
+            if (!(ep <= 1 && em <= 1 && ev <= 1)) {
+                if (bad++ < 3)
+                    fprintf(stderr, "  %s step %d i=%zu: p %.9g vs %.9g, m %.9g vs %.9g, v %.9g vs %.9g\n", md->name, step,
+                            i, s.master ? s.master[i] : mt_load_f32(s.p, md->pdt, i), p, s.m[i], m, s.v[i], v);
+            }
+        }
+        free(p0), free(m0), free(v0);
+    }
+    CHECK(bad == 0, "%s path vs double AdamW, mode %s, wd %g: %zu element(s) outside the bound", mt_adamw_isa(), md->name,
+          (double)wd, bad);
+    fprintf(stderr, "test_adamw: %s vs double AdamW, mode %-15s wd %.1f: worst weight %.3f, m %.3f, v %.3f of the bound\n",
+            mt_adamw_isa(), md->name, (double)wd, worst[0], worst[1], worst[2]);
+    free(g), free(gf);
+    state_free(&s);
+}
+
+static void test_double_ref(void) {
+    for (size_t mi = 0; mi < sizeof MODES / sizeof MODES[0]; mi++) {
+        check_double_ref(&MODES[mi], 0.1f);
+        check_double_ref(&MODES[mi], 0.0f);
+    }
 }
 
 // ---- torch fixture ----
@@ -273,6 +371,117 @@ static void test_torch_fixture(void) {
     cJSON_Delete(root);
 }
 
+// ---- torch bf16 fixture: paper and mixed precision on the dispatched path ----
+
+// Copies a JSON array of 16-bit patterns into h; returns its length (-1 if malformed).
+static int json_bf16(const cJSON *a, uint16_t *h, int cap) {
+    if (!cJSON_IsArray(a)) return -1;
+    int n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a) {
+        if (!cJSON_IsNumber(e) || n >= cap || e->valuedouble < 0 || e->valuedouble > 65535) return -1;
+        h[n++] = (uint16_t)e->valueint;
+    }
+    return n;
+}
+
+#define FIXB_MAX 1024
+
+// How many bf16 ulps (at the larger magnitude) apart two bf16 values are; NaN counts as far.
+static double bf16_ulps(uint16_t a, uint16_t b) {
+    double x = mt_bf16_to_f32(a), y = mt_bf16_to_f32(b);
+    if (x != x || y != y) return 1e30;
+    return fabs(x - y) / ulp_of(fmax(fabs(x), fabs(y)), 8);
+}
+
+// A path fixture (fixtures/adamw_torch_bf16.json): weights within 1 bf16 ulp of torch's
+// (f32 noise may move a value across a rounding midpoint, never further), master
+// and moments within 1e-6 relative; prints how many are bitwise equal.
+static void replay_bf16_run(const cJSON *run, const cJSON *tensors, const cJSON *hp, int steps) {
+    const char *mode = cJSON_GetStringValue(cJSON_GetObjectItem(run, "mode"));
+    int mixed = mode && !strcmp(mode, "mixed");
+    mt_adamw_hparams h = {.lr = (float)cJSON_GetObjectItem(hp, "lr")->valuedouble,
+                          .beta1 = (float)cJSON_GetObjectItem(hp, "beta1")->valuedouble,
+                          .beta2 = (float)cJSON_GetObjectItem(hp, "beta2")->valuedouble,
+                          .eps = (float)cJSON_GetObjectItem(hp, "eps")->valuedouble,
+                          .grad_scale = 1.0f};
+    static uint16_t p[FIXB_MAX], g[FIXB_MAX], want16[FIXB_MAX];
+    static float master[FIXB_MAX], m[FIXB_MAX], v[FIXB_MAX], want[FIXB_MAX];
+    double worst_ulps = 0, worst_rel = 0;
+    long exact = 0, total = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tensors) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(t, "name"));
+        float wd = (float)cJSON_GetObjectItem(t, "weight_decay")->valuedouble;
+        int n = json_bf16(cJSON_GetObjectItem(t, "init_bf16"), p, FIXB_MAX);
+        CHECK(name && n > 0, "bf16 fixture: bad tensor");
+        if (!name || n <= 0) return;
+        for (int i = 0; i < n; i++) master[i] = mt_bf16_to_f32(p[i]), m[i] = 0, v[i] = 0;
+        for (int s = 0; s < steps; s++) {
+            h.step = s + 1;
+            CHECK(json_bf16(cJSON_GetArrayItem(cJSON_GetObjectItem(t, "grads_bf16"), s), g, FIXB_MAX) == n,
+                  "bf16 fixture: bad grads of %s", name);
+            mt_adamw_update(mixed ? master : NULL, p, MT_BF16, g, MT_BF16, m, v, (size_t)n, &h, wd);
+            CHECK(json_bf16(cJSON_GetArrayItem(cJSON_GetObjectItem(run, name), s), want16, FIXB_MAX) == n,
+                  "bf16 fixture: bad %s step %d", name, s + 1);
+            for (int i = 0; i < n; i++) {
+                double u = bf16_ulps(p[i], want16[i]);
+                worst_ulps = fmax(worst_ulps, u);
+                exact += p[i] == want16[i];
+                CHECK(u <= 1.0, "%s vs torch (%s): %s[%d] step %d: %.9g vs %.9g, %.3g bf16 ulps", mt_adamw_isa(),
+                      mode, name, i, s + 1, (double)mt_bf16_to_f32(p[i]), (double)mt_bf16_to_f32(want16[i]), u);
+            }
+            total += n;
+            if (mixed) {
+                char key[32];
+                snprintf(key, sizeof key, "master_%s", name);
+                CHECK(json_floats(cJSON_GetArrayItem(cJSON_GetObjectItem(run, key), s), want, FIXB_MAX) == n,
+                      "bf16 fixture: bad %s step %d", key, s + 1);
+                double r = mt_test_max_rel(master, want, (size_t)n, 1e-12);
+                worst_rel = fmax(worst_rel, r);
+                CHECK(r <= 1e-6, "%s vs torch (mixed): master %s step %d max rel err %.3g", mt_adamw_isa(), name, s + 1, r);
+            }
+        }
+        const char *keys[2] = {"exp_avg", "exp_avg_sq"};
+        for (int k = 0; k < 2; k++) {
+            CHECK(json_floats(cJSON_GetObjectItem(cJSON_GetObjectItem(run, keys[k]), name), want, FIXB_MAX) == n,
+                  "bf16 fixture: bad %s of %s", keys[k], name);
+            double r = mt_test_max_rel(k ? v : m, want, (size_t)n, 1e-12);
+            worst_rel = fmax(worst_rel, r);
+            CHECK(r <= 1e-6, "%s vs torch (%s): %s of %s max rel err %.3g", mt_adamw_isa(), mode, keys[k], name, r);
+        }
+    }
+    fprintf(stderr,
+            "test_adamw: %s vs torch bf16 %s precision: %ld/%ld bf16 weights bitwise equal, worst %.0f ulp; "
+            "moments%s max rel err %.3g\n",
+            mt_adamw_isa(), mode, exact, total, worst_ulps, mixed ? " and master" : "", worst_rel);
+}
+
+static void test_torch_bf16_fixture(void) {
+    char path[4096];
+    const char *dir = getenv("MT_FIXTURE_DIR");
+    if (dir) snprintf(path, sizeof path, "%s/adamw_torch_bf16.json", dir);
+    else snprintf(path, sizeof path, "megatrain/tests/fixtures/adamw_torch_bf16.json"); // CTest runs from the repo root
+    char *text = mt_test_read_text(path);
+    CHECK(text != NULL, "%s: cannot read. HINT: run from the repo root, or python3 "
+                        "megatrain/tests/fixtures/make_adamw_fixture.py", path);
+    if (!text) return;
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    CHECK(root != NULL, "%s: malformed JSON. HINT: regenerate with make_adamw_fixture.py", path);
+    if (!root) return;
+    const cJSON *hp = cJSON_GetObjectItem(root, "hparams");
+    const cJSON *steps = cJSON_GetObjectItem(hp, "steps");
+    int nruns = 0;
+    const cJSON *run;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItem(root, "runs")) {
+        replay_bf16_run(run, cJSON_GetObjectItem(root, "tensors"), hp, steps ? steps->valueint : 0);
+        nruns++;
+    }
+    CHECK(nruns == 2 && steps && steps->valueint > 0, "%s: expected a paper and a mixed run", path);
+    cJSON_Delete(root);
+}
+
 // ---- speed (informational) ----
 
 static double best_of(double a, double b) { return a < b ? a : b; }
@@ -337,10 +546,13 @@ static void bench(void) {
 }
 
 int main(void) {
-    CHECK(!strcmp(mt_adamw_isa(), isa_name(mt_adamw_best_isa())), "mt_adamw_isa() names the dispatched path");
+    CHECK(!strcmp(mt_adamw_isa(), mt_simd_name(mt_simd_best())), "mt_adamw_isa() names the dispatched path");
+    CHECK(mt_simd_supported(mt_simd_best()), "the dispatched path %s is one this CPU runs", mt_adamw_isa());
     test_bitwise();
     test_threads();
+    test_double_ref();
     test_torch_fixture();
+    test_torch_bf16_fixture();
     bench();
     return mt_test_finish("test_adamw");
 }
