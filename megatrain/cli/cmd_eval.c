@@ -15,7 +15,7 @@
 
 int mt_cmd_eval(mt_options *o) {
     mt_status s;
-    mt_config cfg;
+    mt_config cfg = {0};
     mt_backend *be = NULL;
     mt_model model = {0};
     mt_engine *eng = NULL;
@@ -41,7 +41,8 @@ int mt_cmd_eval(mt_options *o) {
     if ((s = mt_checkpoint_load_model(&model, o->model))) goto fail;
     mt_engine_opts eo = {.schedule = sched, .B = o->batch, .T = o->seq_len, .grad_accum = 1, .ckpt_interval = 1,
                          .weight_bufs = o->weight_bufs, .grad_slabs = 1, .overlap_optimizer = 0,
-                         .mlp_rows = o->mlp_chunk, .offload_checkpoints = o->offload_checkpoints};
+                         .mlp_rows = o->mlp_chunk, .offload_checkpoints = o->offload_checkpoints,
+                         .grad_sum = MT_GRAD_SUM_BF16}; // eval sums no gradients: no f32 buffer
     if ((s = mt_engine_create(&model, be, &eo, &eng)) || (s = mt_sink_open(&sink, o->log, 0))) goto fail;
     size_t n = (size_t)o->batch * o->seq_len;
     inputs = malloc(n * 4);
@@ -79,5 +80,6 @@ fail:
     fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
 done:
     mt_run_release(&(mt_run_parts){be, &model, eng, &data, &sink, inputs, targets});
+    mt_config_release(&cfg);
     return rc;
 }

@@ -86,7 +86,9 @@ int mt_cmd_plan(mt_options *o) {
     in.zero3.param_persistence_threshold = o->zero3_param_persistence_threshold;
     in.zero3.reduce_bucket_size = o->zero3_reduce_bucket_size;
     in.zero3.max_live_parameters = o->zero3_max_live_parameters;
-    if ((s = mt_precision_parse(o->precision, &in.prec)) || (s = mt_schedule_parse(o->schedule, &in.schedule))) return fail(s);
+    if ((s = mt_precision_parse(o->precision, &in.prec)) || (s = mt_schedule_parse(o->schedule, &in.schedule)) ||
+        (s = mt_grad_sum_parse(o->grad_accum_dtype, &in.grad_sum)))
+        return fail(s);
 
     mt_hw_profile hw;
     int have_rates = o->hardware != NULL;
@@ -180,6 +182,10 @@ int mt_cmd_plan(mt_options *o) {
     add_num(g, "activation_bytes", (double)mem.gpu_activation_bytes);
     // Layer-boundary checkpoints: on the device, or offloaded to pinned host memory (3 device slots).
     cJSON_AddStringToObject(g, "checkpoints", mem.offload_checkpoints ? "host" : "device");
+    // How chunked weight gradients (MLP, LM head) are summed: f32 (an f32 buffer, one rounding) or bf16
+    // (one rounding per chunk, the official code's way); auto takes f32 where the device plan fits.
+    cJSON_AddStringToObject(g, "grad_accum_dtype", mem.grad_sum_f32 ? "f32" : "bf16");
+    add_num(g, "grad_accum_bytes", (double)mem.gpu_grad_sum_bytes);
     if (mem.offload_checkpoints) add_num(h, "checkpoint_bytes", (double)mem.checkpoint_host_bytes);
     if (gpu_known) {
         add_num(g, "mem_bytes", hw.hbm_bytes);

@@ -16,13 +16,20 @@ static const char *usage =
     "                 [--lr-schedule constant|cosine] [--warmup N] [--precision paper|mixed|fp32]\n"
     "                 [--backend auto|cpu|cuda|sim] [--attention auto|native|cudnn] [--schedule megatrain|zero3|naive|resident]\n"
     "                 [--checkpoint-interval K] [--weight-buffers 1|2|3] [--grad-slabs S] [--serial-optimizer]\n"
-    "                 [--mlp-chunk TOKENS] [--offload-checkpoints true|false|auto] [--bind pointer|copy] [--hardware PROFILE] [--trace FILE.json] [--zero3-* (baselines/ZERO3.md)]\n"
-    "                 [--save DIR] [--save-every N] [--log FILE.jsonl] [--dump-grads FILE]\n"
+    "                 [--mlp-chunk TOKENS] [--grad-accum-dtype auto|f32|bf16] [--offload-checkpoints true|false|auto] [--bind pointer|copy] [--hardware PROFILE] [--trace FILE.json] [--zero3-* (baselines/ZERO3.md)]\n"
+    "                 [--save DIR] [--save-every N] [--shard-size BYTES|5GB] [--log FILE.jsonl] [--dump-grads FILE]\n"
     "       megatrain eval --model DIR --data FILE --batch B --seq-len T [--steps N]\n"
     "       megatrain plan --model DIR | --config FILE --batch B --seq-len T --precision P [--grad-accum G]\n"
     "                 [--hardware NAME|FILE.json|measured] [--schedule megatrain|zero3|naive|resident]\n"
     "                 [--host-mem-gb X] [--max-context]   (one JSON object: memory, fits, predicted speed)\n"
     "       megatrain --version\n"
+    "--save writes HF's layout: model.safetensors, or past --shard-size of tensor data (default 5GB: transformers\n"
+    "4.x's default, within the Hub's file limits, one shard in memory at a time for tools that load whole files)\n"
+    "shards model-00001-of-0000N.safetensors with model.safetensors.index.json; the optimizer state likewise.\n"
+    "--model and --resume read both layouts, and F32, BF16 and F16 tensors.\n"
+    "--grad-accum-dtype: a weight gradient computed in token chunks (MLP, LM head) is summed in f32 and rounded to\n"
+    "bf16 once (f32), or rounded once per chunk as the official code does (bf16); auto (default): f32 where the\n"
+    "device memory plan fits its buffer (`megatrain plan` states which). Paper and mixed precision only.\n"
     "Stdout carries JSON lines only; progress and errors go to stderr.\n";
 
 int mt_cmd_version(void) {

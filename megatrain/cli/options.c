@@ -20,6 +20,7 @@ typedef enum {
     OPT_BOOL,     // 0/1/true/false
     OPT_COUNT,    // non-negative element count, e.g. 5e7 or 50000000
     OPT_TRISTATE, // true/false/auto -> 1/0/-1
+    OPT_BYTES,    // a positive byte count: 5000000000, 5GB, 4.5GiB, 500MB (transformers' units)
 } opt_kind;
 
 typedef struct {
@@ -62,9 +63,11 @@ static const opt_spec specs[] = {
     {"--serial-optimizer", OPT_FLAG, F(serial_optimizer), NG, "t"},
     {"--bind", OPT_STR, F(bind), NG, "tp"},
     {"--mlp-chunk", OPT_NONNEG_INT, F(mlp_chunk), NG, "tep"},
+    {"--grad-accum-dtype", OPT_STR, F(grad_accum_dtype), G(grad_accum_dtype), "tp"},
     {"--offload-checkpoints", OPT_TRISTATE, F(offload_checkpoints), NG, "tep"},
     {"--save", OPT_STR, F(save), NG, "t"},
     {"--save-every", OPT_POS_INT, F(save_every), NG, "t"},
+    {"--shard-size", OPT_BYTES, F(shard_size), NG, "t"},
     {"--resume", OPT_STR, F(resume), NG, "t"},
     {"--log", OPT_STR, F(log), NG, "te"},
     {"--trace", OPT_STR, F(trace), NG, "t"},
@@ -92,6 +95,7 @@ static const struct {
     {"--backend", "auto|cpu|cuda|sim"},
     {"--schedule", "megatrain|zero3|naive|resident"},
     {"--bind", "pointer|copy"},
+    {"--grad-accum-dtype", "auto|f32|bf16"},
 };
 
 static const char *choices_of(const char *name) {
@@ -137,7 +141,9 @@ void mt_options_defaults(mt_options *o) {
     o->schedule = "megatrain";
     o->bind = "pointer";
     o->mlp_chunk = 8192; // MLP internals of at most 8k tokens at a time
+    o->grad_accum_dtype = "auto"; // chunked weight gradients summed in f32 where the device plan fits
     o->offload_checkpoints = -1; // auto: only when the device plan does not fit
+    o->shard_size = MT_DEFAULT_SHARD_SIZE;
     o->ckpt_interval = 1;
     o->weight_bufs = 2;
     o->grad_slabs = 4;
@@ -177,6 +183,32 @@ static mt_status parse_float(const opt_spec *s, const char *v, float *out) {
                        x < 1 ? " (it rounds to 1 in single precision)" : "");
     *out = f;
     return MT_OK;
+}
+
+// A byte count as transformers' convert_file_size_to_int reads one: a number, then
+// optionally a unit, decimal (kB, MB, GB, TB: 10^3..10^12) or binary (KiB, MiB,
+// GiB, TiB: 2^10..2^40); "B" or nothing is bytes. The result is whole and positive.
+static mt_status parse_bytes(const opt_spec *s, const char *v, unsigned long long *out) {
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"", 1}, {"B", 1}, {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+                 {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || !(x > 0) || isinf(x))
+        return mt_fail(MT_ERR_ARG, "%s: expected a positive size such as 5GB, 500MB, 2GiB or 1000000000, got '%s'",
+                       s->name, v);
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+        if (strcmp(end, units[i].unit)) continue;
+        double bytes = x * units[i].scale;
+        if (bytes < 1 || bytes > 9.2e18 || bytes != floor(bytes))
+            return mt_fail(MT_ERR_ARG, "%s: %s is not a whole number of bytes in [1, 9.2e18]", s->name, v);
+        *out = (unsigned long long)bytes;
+        return MT_OK;
+    }
+    return mt_fail(MT_ERR_ARG, "%s: unknown unit '%s' in '%s' (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)", s->name, end, v);
 }
 
 static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
@@ -229,6 +261,8 @@ static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
         else if (!strcmp(v, "auto")) *(int *)field = -1;
         else return mt_fail(MT_ERR_ARG, "%s: expected true, false or auto, got '%s'", s->name, v);
         return MT_OK;
+    case OPT_BYTES:
+        return parse_bytes(s, v, (unsigned long long *)field);
     case OPT_COUNT: {
         double x = strtod(v, &end);
         if (errno || end == v || *end || !(x >= 0) || x > 9e18 || x != (double)(long long)x)

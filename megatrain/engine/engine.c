@@ -19,6 +19,14 @@ mt_status mt_schedule_parse(const char *s, mt_schedule *out) {
 
 const char *mt_schedule_name(mt_schedule s) { return schedule_names[s]; }
 
+mt_status mt_grad_sum_parse(const char *s, mt_grad_sum *out) {
+    if (!strcmp(s, "auto")) *out = MT_GRAD_SUM_AUTO;
+    else if (!strcmp(s, "f32")) *out = MT_GRAD_SUM_F32;
+    else if (!strcmp(s, "bf16")) *out = MT_GRAD_SUM_BF16;
+    else return mt_fail(MT_ERR_ARG, "--grad-accum-dtype: unknown value '%s' (expected auto, f32 or bf16)", s);
+    return MT_OK;
+}
+
 mt_zero3_knobs mt_zero3_defaults(void) {
     return (mt_zero3_knobs){.pin_memory = 1, .overlap_comm = 1, .prefetch_bucket_size = 50000000LL,
                             .param_persistence_threshold = 100000LL, .reduce_bucket_size = 500000000LL,
@@ -86,18 +94,39 @@ static int loss_chunk_rows(const mt_config *c, int N, size_t act_size) {
 
 
 static mt_memory_plan memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
-                                  int offload);
+                                  int offload, int f32_sum);
+
+// Elements of the f32 buffer a chunked weight gradient is summed in: the larger of the
+// MLP's (gate, up and down: 3 F C) and the LM head's (V C), each only when it runs in
+// more than one chunk. 0 where weight gradients are f32 already.
+static size_t grad_sum_elems(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act) {
+    if (mt_precision_wdt(p) == MT_F32) return 0;
+    long long N = (long long)o->B * o->T, C = c->hidden_size;
+    size_t mlp = o->mlp_rows > 0 && o->mlp_rows < N ? (size_t)3 * c->intermediate_size * C : 0;
+    size_t head = loss_chunk_rows(c, (int)N, mt_dtype_size(act)) < N ? (size_t)c->vocab_size * C : 0;
+    return mlp > head ? mlp : head;
+}
+
+static mt_memory_plan resolve_offload(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
+                                      size_t device_free, int f32_sum) {
+    int offload = o->offload_checkpoints > 0 && o->schedule != MT_SCHED_RESIDENT;
+    if (o->offload_checkpoints < 0 && o->schedule != MT_SCHED_RESIDENT && device_free)
+        offload = memory_plan(c, p, o, act, 0, f32_sum).device_bytes > device_free;
+    return memory_plan(c, p, o, act, offload, f32_sum);
+}
 
 mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
                                      size_t device_free) {
-    int offload = o->offload_checkpoints > 0 && o->schedule != MT_SCHED_RESIDENT;
-    if (o->offload_checkpoints < 0 && o->schedule != MT_SCHED_RESIDENT && device_free)
-        offload = memory_plan(c, p, o, act, 0).device_bytes > device_free;
-    return memory_plan(c, p, o, act, offload);
+    int f32_sum = o->grad_sum != MT_GRAD_SUM_BF16;
+    mt_memory_plan m = resolve_offload(c, p, o, act, device_free, f32_sum);
+    // AUTO gives the f32 buffer up (back to the official code's bf16 sum) rather than not fit.
+    if (o->grad_sum == MT_GRAD_SUM_AUTO && m.grad_sum_bytes && device_free && m.device_bytes > device_free)
+        m = resolve_offload(c, p, o, act, device_free, 0);
+    return m;
 }
 
 static mt_memory_plan memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
-                                  int offload) {
+                                  int offload, int f32_sum) {
     mt_unit_layout le, ll, lh;
     mt_layout_build(c, &le, &ll, &lh);
     schedule_shape sh = shape_of(c, p, o);
@@ -114,6 +143,9 @@ static mt_memory_plan memory_plan(const mt_config *c, mt_precision p, const mt_e
     if (lh.numel > slab) slab = lh.numel;
     m.grads_bytes = 2 * al(ll.numel * ws) + al(le.numel * ws) + al(lh.numel * ws);
     if (sh.link_dtype != mt_precision_wdt(p)) m.grads_bytes += al(slab * ls); // f32 staging for the offload
+    m.grad_sum_f32 = f32_sum || mt_precision_wdt(p) == MT_F32;
+    m.grad_sum_bytes = f32_sum ? al(grad_sum_elems(c, p, o, act) * 4) : 0;
+    m.grads_bytes += m.grad_sum_bytes;
     m.offload_checkpoints = offload && n_ckpt > MT_CKPT_SLOTS;
     m.checkpoint_bytes = (size_t)(m.offload_checkpoints ? MT_CKPT_SLOTS : n_ckpt) * x;
     m.checkpoint_host_bytes = m.offload_checkpoints ? (size_t)n_ckpt * x : 0;
@@ -196,6 +228,7 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     mt_memory_plan mp = mt_engine_memory_plan(c, m->prec, o, e->act, info.mem_free_bytes);
     size_t need = mp.device_bytes;
     e->ck_offload = mp.offload_checkpoints;
+    e->o.grad_sum = mp.grad_sum_f32 ? MT_GRAD_SUM_F32 : MT_GRAD_SUM_BF16;
     if (info.mem_free_bytes && need > info.mem_free_bytes)
         return mt_fail(MT_ERR_MEMORY,
                        "device memory: batch %d x seq %d with the %s schedule needs %.2f GiB but %s has %.2f GiB free; "
@@ -281,6 +314,8 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     // gradient borrow the layers' (N, C) scratch.
     e->xn = e->scratch.dtmp;
     e->dxn = e->scratch.dln;
+    if (mp.grad_sum_bytes) MT_TRY(mt_engine_dev_alloc(e, mp.grad_sum_bytes, (void **)&e->grad_sum));
+    e->scratch.grad_sum = e->grad_sum; // the head and each layer's MLP use it in turn, never at once
     MT_TRY(mt_head_size_chunk(e)); // the plan's chunk is the floor; a device grows it into free memory
     MT_TRY(mt_engine_dev_alloc(e, (size_t)e->chunk_rows * c->vocab_size * e->act_size, &e->logits));
     MT_TRY(mt_engine_dev_alloc(e, (size_t)e->d.N * 4, (void **)&e->rstd_final));
@@ -323,6 +358,8 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     mt_opt_worker_set_trace(e->opt, e->trace);
     return mt_plan_build(e);
 }
+
+mt_grad_sum mt_engine_grad_sum(const mt_engine *e) { return e->o.grad_sum; }
 
 void mt_engine_destroy(mt_engine *e) {
     if (!e) return;

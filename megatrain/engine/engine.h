@@ -34,9 +34,18 @@ mt_zero3_knobs mt_zero3_defaults(void);
 mt_status mt_schedule_parse(const char *s, mt_schedule *out);
 const char *mt_schedule_name(mt_schedule s);
 
+// How a weight gradient computed in token chunks (the MLP's, the LM head's) is summed
+// across the chunks of a micro-batch when weight gradients are bf16 (paper, mixed):
+// in an f32 device buffer, rounded to bf16 once (F32), or in the bf16 gradient itself,
+// one rounding per chunk, as the official code's autograd does (BF16). AUTO (the
+// default, and what a zeroed options struct says): F32 where the device plan fits it.
+typedef enum { MT_GRAD_SUM_AUTO = 0, MT_GRAD_SUM_F32 = 1, MT_GRAD_SUM_BF16 = 2 } mt_grad_sum;
+mt_status mt_grad_sum_parse(const char *s, mt_grad_sum *out); // "auto", "f32", "bf16"
+
 typedef struct {
     mt_schedule schedule;
     int B, T, grad_accum;  // micro-batch rows, sequence length, micro-batches per step
+    mt_grad_sum grad_sum;  // chunked weight gradients summed in f32 or bf16 (--grad-accum-dtype)
     int ckpt_interval;     // K: keep the input of every K-th layer, recompute the rest
     int weight_bufs;       // device weight buffers in the ring (1: no prefetch, 2 or 3)
     int grad_slabs;        // pinned host slabs gradients stream through
@@ -81,9 +90,13 @@ typedef struct {
     size_t pinned_bytes;     // host bytes that are page-locked
     size_t checkpoint_host_bytes; // offloaded checkpoints (part of host and pinned bytes)
     int offload_checkpoints;      // the resolved choice (auto resolved against device_free)
+    int grad_sum_f32;             // the resolved choice: chunked weight gradients summed in f32
+    size_t grad_sum_bytes;        // its f32 device buffer (part of grads_bytes): the larger of the MLP's
+                                  // (gate, up, down) and the LM head's gradient, when each runs in > 1 chunk
 } mt_memory_plan;
 
-// offload_checkpoints = -1 is resolved against device_free (0 = unknown: keep on the device).
+// offload_checkpoints = -1 is resolved against device_free (0 = unknown: keep on the device);
+// then grad_sum AUTO: f32 unless its buffer makes the plan exceed device_free.
 mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
                                      size_t device_free);
 
@@ -97,6 +110,8 @@ void mt_engine_destroy(mt_engine *e);
 // this returns; the next step (or mt_engine_finish) waits for it unit by unit.
 mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *targets, const mt_optim_hparams *hp,
                          float lr, int step, mt_step_stats *st);
+// The resolved --grad-accum-dtype: MT_GRAD_SUM_F32 or MT_GRAD_SUM_BF16 (f32 for fp32 precision).
+mt_grad_sum mt_engine_grad_sum(const mt_engine *e);
 // The engine's clock (ms): wall time, or virtual time under the sim backend.
 double mt_engine_now_ms(const mt_engine *e);
 // Writes the Chrome/Perfetto timeline of every step so far (needs keep_trace).

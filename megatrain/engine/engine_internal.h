@@ -68,6 +68,7 @@ struct mt_engine {
     void *xn, *dxn, *logits;
     float *rstd_final, *losses, *rope_cos, *rope_sin;
     int chunk_rows;       // loss-head rows per chunk (never the full N x V logits)
+    float *grad_sum;      // f32 sum of a chunked weight gradient (head, then each layer's MLP), or NULL
     int32_t *d_ids, *d_tgt;
     int32_t *h_ids, *h_tgt; // pinned staging: grad_accum micro-batches
     float *h_losses;

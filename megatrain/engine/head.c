@@ -46,6 +46,10 @@ mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float d
     void *dnorm = (char *)e->head_g + vn->offset * ws, *dW = gbase + vw->offset * ws;
     (void)mb;
 
+    // More than one chunk and an f32 sum buffer: the head's gradient is summed there and
+    // rounded into dW once (else each chunk's "+=" rounds the bf16 gradient again).
+    const int f32_sum = e->grad_sum && e->chunk_rows < N && m->wdt != MT_F32;
+    void *dW_sum = f32_sum ? (void *)e->grad_sum : dW;
     MT_TRY(o->rmsnorm_fwd(be, e->xn, e->rstd_final, e->x_final, norm_w, m->wdt, N, C, e->d.eps));
     for (int r0 = 0; r0 < N; r0 += e->chunk_rows) {
         int n = N - r0 < e->chunk_rows ? N - r0 : e->chunk_rows;
@@ -53,9 +57,10 @@ mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float d
         MT_TRY(o->matmul_fwd(be, e->logits, xn, W, NULL, m->wdt, n, C, V));
         MT_TRY(o->xent_fwd_bwd(be, e->logits, e->losses + r0, e->d_tgt + r0, n, V, dscale));
         if (want_grads)
-            MT_TRY(o->matmul_bwd(be, (char *)e->dxn + (size_t)r0 * C * as, dW, NULL, e->logits, xn, W, m->wdt, n, C, V,
-                                 r0 > 0 ? MT_ACC_DW : 0));
+            MT_TRY(o->matmul_bwd(be, (char *)e->dxn + (size_t)r0 * C * as, dW_sum, NULL, e->logits, xn, W, m->wdt, n, C,
+                                 V, (r0 > 0 ? MT_ACC_DW : 0) | (f32_sum ? MT_DW_F32 : 0)));
     }
     if (!want_grads) return MT_OK;
+    if (f32_sum) MT_TRY(o->cast(be, dW, m->wdt, dW_sum, MT_F32, (size_t)V * C));
     return o->rmsnorm_bwd(be, e->dx, dnorm, e->dxn, e->x_final, norm_w, e->rstd_final, m->wdt, N, C);
 }

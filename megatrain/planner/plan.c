@@ -41,12 +41,14 @@ static void from_engine(const mt_memory_plan *e, mt_plan_memory *out) {
     out->gpu_activation_bytes = e->activation_bytes;
     out->checkpoint_host_bytes = e->checkpoint_host_bytes;
     out->offload_checkpoints = e->offload_checkpoints;
+    out->grad_sum_f32 = e->grad_sum_f32;
+    out->gpu_grad_sum_bytes = e->grad_sum_bytes;
 }
 
 mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt_plan_memory *out) {
     memset(out, 0, sizeof *out);
     MT_TRY(mt_plan_input_validate(c, in));
-    mt_engine_opts eo = {.schedule = in->schedule, .B = in->B, .T = in->T, .grad_accum = in->grad_accum,
+    mt_engine_opts eo = {.schedule = in->schedule, .grad_sum = in->grad_sum, .B = in->B, .T = in->T, .grad_accum = in->grad_accum,
                          .ckpt_interval = in->ckpt_interval, .weight_bufs = in->weight_bufs, .grad_slabs = in->grad_slabs, .mlp_rows = in->mlp_rows,
                          .overlap_optimizer = in->schedule == MT_SCHED_MEGATRAIN, .zero3 = in->zero3,
                          .copy_bind = in->copy_bind,

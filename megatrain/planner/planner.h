@@ -39,6 +39,7 @@ typedef struct {
     int weight_bufs;       // device weight buffers (megatrain: 2 or 3; naive uses 1)
     int grad_slabs;        // pinned gradient slabs
     int mlp_rows;          // tokens per MLP chunk (0 = all)
+    mt_grad_sum grad_sum;  // chunked weight gradients summed in f32 or bf16 (AUTO: f32 where it fits)
     int offload_checkpoints; // 1 on, 0 off, -1 auto (offload when the device plan exceeds gpu_free_bytes)
     size_t gpu_free_bytes;   // for auto: the device memory available (0 = unknown: keep on the device)
     int copy_bind;           // --bind copy: the engine adds one layer-sized template buffer on the device
@@ -54,6 +55,8 @@ typedef struct {
     size_t checkpoint_host_bytes; // offloaded layer checkpoints (in host and pinned bytes)
     size_t deepspeed_gpu_bytes;   // zero3: DeepSpeed's own GPU footprint model (gpu_bytes is our schedule's)
     int offload_checkpoints;      // resolved: checkpoints live in host memory
+    int grad_sum_f32;             // resolved: chunked weight gradients summed in f32 (one rounding)
+    size_t gpu_grad_sum_bytes;    // its f32 buffer (part of gpu_grads_bytes)
     double host_bytes_per_param; // host_state_bytes / params
     const char *host_accounting; // one line: where the bytes per param come from
 } mt_plan_memory;

@@ -44,7 +44,7 @@ void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory
 
     // GPU: what our zero3 schedule allocates (it is what runs); DeepSpeed's own
     // footprint (persistent + live + prefetch bucket, reduce bucket) is reported beside it.
-    mt_engine_opts eo = {.schedule = MT_SCHED_ZERO3, .B = in->B, .T = in->T, .grad_accum = in->grad_accum,
+    mt_engine_opts eo = {.schedule = MT_SCHED_ZERO3, .grad_sum = in->grad_sum, .B = in->B, .T = in->T, .grad_accum = in->grad_accum,
                          .ckpt_interval = 1, .weight_bufs = 2, .grad_slabs = in->grad_slabs,
                          .mlp_rows = in->mlp_rows, .zero3 = in->zero3, .copy_bind = in->copy_bind};
     mt_memory_plan e = mt_engine_memory_plan(c, in->prec, &eo, fp32 ? MT_F32 : MT_BF16, 0);
@@ -66,6 +66,8 @@ void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory
     out->gpu_grads_bytes = e.grads_bytes;
     out->gpu_checkpoint_bytes = e.checkpoint_bytes;
     out->gpu_activation_bytes = e.activation_bytes;
+    out->grad_sum_f32 = e.grad_sum_f32;
+    out->gpu_grad_sum_bytes = e.grad_sum_bytes;
     out->gpu_bytes = out->gpu_weights_bytes + out->gpu_grads_bytes + out->gpu_checkpoint_bytes + out->gpu_activation_bytes;
 
     out->host_state_bytes = (size_t)N * bpp;
