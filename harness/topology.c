@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "topology.h"
 
+#include "core/sysinfo.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -153,24 +155,6 @@ static void sysfs_cpu_model(mt_topology *t, const char *root) {
     snprintf(t->cpu_model, sizeof t->cpu_model, "Arm implementer 0x%02lx part 0x%03lx", impl, part);
 }
 
-static size_t sysfs_meminfo_total(const char *path, const char *key) {
-    char line[256];
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t kb = 0;
-    while (fgets(line, sizeof line, f)) {
-        char *p = strstr(line, key);
-        if (p) {
-            p += strlen(key);
-            while (*p == ' ' || *p == ':') p++;
-            kb = strtoull(p, NULL, 10);
-            break;
-        }
-    }
-    fclose(f);
-    return kb * 1024;
-}
-
 // Physical cores = distinct (package, core_id) pairs over the online CPUs.
 static int sysfs_count_cores(const char *root, int pus) {
     char path[512];
@@ -216,7 +200,7 @@ static void sysfs_nodes(mt_topology *t, const char *root) {
             int c = mt_cpulist_count(nd->cpulist);
             nd->cpus = c > 0 ? c : 0;
             snprintf(path, sizeof path, "%s/%s/meminfo", dirpath, e->d_name);
-            nd->mem_bytes = sysfs_meminfo_total(path, "MemTotal");
+            nd->mem_bytes = mt_meminfo_bytes(path, "MemTotal");
             if (nd->cpus || nd->mem_bytes) t->n_nodes++;
         }
         closedir(d);
@@ -332,7 +316,7 @@ mt_status mt_topology_detect_sysfs(mt_topology *t, const char *root) {
     snprintf(t->source, sizeof t->source, "sysfs");
     sysfs_cpu_model(t, root);
     join(path, sizeof path, root, "proc/meminfo");
-    t->host_mem_bytes = sysfs_meminfo_total(path, "MemTotal");
+    t->host_mem_bytes = mt_meminfo_bytes(path, "MemTotal");
     join(path, sizeof path, root, "sys/devices/system/cpu/online");
     if (!read_line(path, buf, sizeof buf)) t->pus = mt_cpulist_count(buf);
     if (t->pus <= 0 && root[0] == '/' && root[1] == 0) t->pus = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -427,7 +411,7 @@ mt_status mt_topology_detect(mt_topology *t) {
             if (!t->cpu_model[0]) sysfs_cpu_model(t, "/");
             // Host memory is what the OS can allocate (/proc/meminfo); hwloc sums the
             // nodes' meminfo, which some VMs report short of it.
-            size_t mem = sysfs_meminfo_total("/proc/meminfo", "MemTotal");
+            size_t mem = mt_host_mem_total_bytes();
             if (mem) t->host_mem_bytes = mem;
             grace_hopper_fixup(t);
             return MT_OK;
@@ -439,86 +423,9 @@ mt_status mt_topology_detect(mt_topology *t) {
 
 // ---------------------------------------------------------------- binding
 
-#ifndef MPOL_PREFERRED
-#define MPOL_PREFERRED 1
-#endif
-#define MT_MPOL_BITS 1024 // node mask bits: above any nr_node_ids get_mempolicy may need
-
-// Reads the calling thread's memory policy back and checks that it holds `node`: the
-// mode (nonzero) when it does, else 0 with the reason in b->mem_how.
-static int mempolicy_prefers(int node, mt_numa_binding *b) {
-    unsigned long mask[MT_MPOL_BITS / (8 * sizeof(unsigned long))] = {0};
-    int mode = -1;
-    if (syscall(SYS_get_mempolicy, &mode, mask, (unsigned long)MT_MPOL_BITS + 1, NULL, 0UL)) {
-        snprintf(b->mem_how, sizeof b->mem_how, "get_mempolicy: %s", strerror(errno));
-        return 0;
-    }
-    const size_t w = 8 * sizeof(unsigned long);
-    int has = node < MT_MPOL_BITS && (mask[node / w] >> (node % w) & 1ul);
-    // preferred (1), bind (2) or preferred-many (5: what hwloc asks of kernels >= 5.15)
-    if (!(mode == MPOL_PREFERRED || mode == 2 || mode == 5) || !has) {
-        snprintf(b->mem_how, sizeof b->mem_how, "the policy read back is mode %d%s, not node %d", mode,
-                 has ? "" : " without the node", node);
-        return 0;
-    }
-    return mode;
-}
-
-static const char *mpol_name(int mode) {
-    return mode == MPOL_PREFERRED ? "MPOL_PREFERRED" : mode == 2 ? "MPOL_BIND" : "MPOL_PREFERRED_MANY";
-}
-
-// set_mempolicy(MPOL_PREFERRED, {node}): the sysfs path's memory binding.
-static int set_preferred(int node, mt_numa_binding *b) {
-    unsigned long mask[MT_MPOL_BITS / (8 * sizeof(unsigned long))] = {0};
-    const size_t w = 8 * sizeof(unsigned long);
-    if (node >= MT_MPOL_BITS) {
-        snprintf(b->mem_how, sizeof b->mem_how, "node %d is beyond the %d-bit node mask", node, MT_MPOL_BITS);
-        return 0;
-    }
-    mask[node / w] |= 1ul << (node % w);
-    // maxnode counts one more than the mask's bits (the kernel drops the last one)
-    if (syscall(SYS_set_mempolicy, MPOL_PREFERRED, mask, (unsigned long)MT_MPOL_BITS + 1)) {
-        snprintf(b->mem_how, sizeof b->mem_how, "set_mempolicy(MPOL_PREFERRED, node %d): %s", node, strerror(errno));
-        return 0;
-    }
-    return 1;
-}
-
-static mt_status bind_sysfs(int node, mt_numa_binding *b) {
-    char path[128], list[4096];
-    snprintf(path, sizeof path, "/sys/devices/system/node/node%d/cpulist", node);
-    if (read_line(path, list, sizeof list)) {
-        if (node != 0) return mt_fail(MT_ERR_ARG, "NUMA node %d: %s not readable", node, path);
-        if (read_line("/sys/devices/system/cpu/online", list, sizeof list))
-            return mt_fail(MT_ERR_IO, "NUMA node 0: neither %s nor the online CPU list is readable", path);
-    }
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    int n = 0;
-    for (const char *s = list; *s;) {
-        char *end;
-        long a = strtol(s, &end, 10), c2;
-        if (end == s) break;
-        c2 = a;
-        s = end;
-        if (*s == '-') {
-            c2 = strtol(s + 1, &end, 10);
-            s = end;
-        }
-        for (long c = a; c <= c2 && c < CPU_SETSIZE; c++) CPU_SET((int)c, &set), n++;
-        if (*s == ',') s++;
-    }
-    if (n == 0) return mt_fail(MT_ERR_ARG, "NUMA node %d has no CPUs to bind to", node);
-    if (sched_setaffinity(0, sizeof set, &set))
-        return mt_fail(MT_ERR_BACKEND, "sched_setaffinity to NUMA node %d (cpus %s): %s", node, list, strerror(errno));
-    b->cpus = n;
-    int mode;
-    if (set_preferred(node, b) && (mode = mempolicy_prefers(node, b)))
-        b->memory = 1, snprintf(b->mem_how, sizeof b->mem_how, "set_mempolicy(MPOL_PREFERRED, node %d); read back %s",
-                                node, mpol_name(mode));
-    return MT_OK;
-}
+// The sysfs path (no hwloc) and the policy read-back are the engine's own
+// (megatrain/core/sysinfo.c), so the binary that trains binds the same way.
+static mt_status bind_sysfs(int node, mt_numa_binding *b) { return mt_numa_bind_node(node, b); }
 
 mt_status mt_topology_bind_to_node(int node, mt_numa_binding *out) {
     mt_numa_binding b = {0};
@@ -542,10 +449,10 @@ mt_status mt_topology_bind_to_node(int node, mt_numa_binding *out) {
             int mode;
             if (hwloc_set_membind(topo, o->nodeset, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET))
                 snprintf(out->mem_how, sizeof out->mem_how, "hwloc_set_membind to node %d: %s", node, strerror(errno));
-            else if ((mode = mempolicy_prefers(node, out)))
+            else if ((mode = mt_numa_mempolicy_prefers(node, out)))
                 out->memory = 1, snprintf(out->mem_how, sizeof out->mem_how,
                                           "hwloc_set_membind(BIND, not strict) to node %d; read back %s", node,
-                                          mpol_name(mode));
+                                          mt_numa_mpol_name(mode));
         }
         hwloc_topology_destroy(topo);
         return st;

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/status.h"
+#include "core/sysinfo.h"
 
 #define MT_TOPO_MAX_NODES 64
 #define MT_TOPO_MAX_GPUS 32
@@ -63,13 +64,7 @@ mt_status mt_topology_detect(mt_topology *t);
 // The same, from sysfs only; root is "/" normally (tests point it at a fake tree).
 mt_status mt_topology_detect_sysfs(mt_topology *t, const char *root);
 
-// What mt_topology_bind_to_node did.
-typedef struct {
-    int cpus;           // CPUs of the node the calling thread is now bound to
-    int memory;         // 1: the thread's memory policy prefers the node (set, and read back
-                        //    with get_mempolicy); 0: memory is not bound (mem_how says why)
-    char mem_how[256];  // one line: how memory was bound, or why it was not
-} mt_numa_binding;
+// What mt_topology_bind_to_node did: mt_numa_binding (core/sysinfo.h).
 
 // Binds the calling thread (and the threads it creates later, which inherit both) to
 // NUMA node `node`: its CPUs (hwloc_set_cpubind, or sched_setaffinity over the node's

@@ -19,8 +19,9 @@ megatrain's own rows (shared/DESIGN.md, "Metrics" and "Results"):
     bracketed by torch.cuda.synchronize();
   * metrics: tflops = 6 * N_all * tokens / step_time (N_all = every parameter
     of the model that ran, embedding and head included, a tied matrix once);
-    mfu against the dense bf16 peak (989 TFLOP/s H100 SXM / H200 / GH200,
-    756 H100 PCIe);
+    mfu against the dense bf16 peak: harness/metrics.py and megatrain/core/METRICS.md
+    (the one definition of each metric), harness/dense_peaks.json (the one peak table);
+  * the env block: harness/env.c's, through the mt-env binary ($MT_BIN or build/bin);
   * one results row with exactly DESIGN.md's keys, appended to a .jsonl file.
 
 The training loop body (`train_step_torch`, `run_timed`) is plain PyTorch so
@@ -41,6 +42,10 @@ import sys
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "harness"))
+import metrics  # noqa: E402  (harness/metrics.py)
 
 SCHEMA = "megatrain.results/1"
 RESULT_KEYS = (
@@ -73,14 +78,7 @@ def log(msg: str) -> None:
 
 def dense_peak_tflops(gpu_name: Optional[str]) -> Optional[float]:
     """Dense bf16 peak of the device (never the sparse figure); None if unknown."""
-    if not gpu_name:
-        return None
-    n = gpu_name.upper()
-    if "H100" in n:
-        return 756.0 if "PCIE" in n else 989.0
-    if "H200" in n or "GH200" in n:
-        return 989.0
-    return None
+    return metrics.dense_peak_tflops(gpu_name)
 
 
 def step_stats_ms(times_s: Iterable[float]) -> dict:
@@ -94,13 +92,11 @@ def throughput(params: int, batch: int, seq_len: int, step_ms_median: float,
                gpu_name: Optional[str]) -> dict:
     """tokens_per_s, tflops (6*N*tokens/step) and mfu for one configuration."""
     tokens = batch * seq_len
-    step_s = step_ms_median / 1000.0
-    tflops = 6.0 * params * tokens / step_s / 1e12
-    peak = dense_peak_tflops(gpu_name)
+    tflops = metrics.tflops(params, tokens, step_ms_median)
     return {
-        "tokens_per_s": tokens / step_s,
+        "tokens_per_s": metrics.tokens_per_s(tokens, step_ms_median),
         "tflops": tflops,
-        "mfu": (tflops / peak) if peak else None,
+        "mfu": metrics.mfu(tflops, dense_peak_tflops(gpu_name)),
     }
 
 
@@ -124,196 +120,36 @@ def _read(path: str) -> Optional[str]:
         return None
 
 
-def _git_dir(start: str) -> Optional[str]:
-    d = os.path.abspath(start)
-    while True:
-        p = os.path.join(d, ".git")
-        if os.path.isdir(p):
-            return p
-        if os.path.isfile(p):
-            line = (_read(p) or "").strip()
-            if line.startswith("gitdir: "):
-                g = line[8:]
-                return g if os.path.isabs(g) else os.path.join(d, g)
-            return None
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
-
-
-def git_sha(start: Optional[str] = None) -> Optional[str]:
-    """MT_GIT_SHA, else HEAD resolved by reading .git as files (no git process);
-    12 hex digits as harness/env.c writes them."""
-    env = os.environ.get("MT_GIT_SHA")
-    if env:
-        return env
-    g = _git_dir(start or os.path.dirname(os.path.abspath(__file__)))
-    if not g:
-        return None
-    head = (_read(os.path.join(g, "HEAD")) or "").strip()
-    if re.fullmatch(r"[0-9a-f]{40,64}", head):
-        return head[:12]
-    if not head.startswith("ref: "):
-        return None
-    ref = head[5:].strip()
-    dirs = [g]
-    common = _read(os.path.join(g, "commondir"))
-    if common:
-        c = common.strip()
-        dirs.append(c if os.path.isabs(c) else os.path.join(g, c))
-    for d in dirs:
-        s = (_read(os.path.join(d, ref)) or "").strip()
-        if re.fullmatch(r"[0-9a-f]{40,64}", s):
-            return s[:12]
-        packed = _read(os.path.join(d, "packed-refs")) or ""
-        for line in packed.splitlines():
-            parts = line.split()
-            if len(parts) == 2 and parts[1] == ref:
-                return parts[0][:12]
+def _mt_env_binary() -> Optional[str]:
+    for d in (os.environ.get("MT_BIN"), os.path.join(ROOT, "build", "bin")):
+        if d and os.access(os.path.join(d, "mt-env"), os.X_OK):
+            return os.path.join(d, "mt-env")
     return None
 
 
-def git_dirty(start: Optional[str] = None) -> Optional[bool]:
-    """MT_GIT_DIRTY (0/1), else `git --no-optional-locks status --porcelain -uno`
-    (no index lock taken), skipped when MT_ENV_NO_GIT is set."""
-    env = os.environ.get("MT_GIT_DIRTY")
-    if env in ("0", "1"):
-        return env == "1"
-    if os.environ.get("MT_ENV_NO_GIT"):
-        return None
-    try:
-        r = subprocess.run(
-            ["git", "--no-optional-locks", "status", "--porcelain", "-uno"],
-            cwd=start or os.path.dirname(os.path.abspath(__file__)),
-            capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if r.returncode != 0:
-        return None
-    return bool(r.stdout.strip())
-
-
-def _pcie_link_gbps(gen: int, width: int) -> Optional[float]:
-    gts = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}.get(gen)
-    if not gts or width <= 0:
-        return None
-    enc = 0.8 if gts < 8.0 else 128.0 / 130.0
-    return round(gts * width * enc / 8.0, 2)
-
-
-def _nvidia_smi() -> dict:
-    smi = os.environ.get("MT_NVIDIA_SMI") or "nvidia-smi"
-    idx = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
-    if not idx.isdigit():
-        idx = "0"
-    try:
-        r = subprocess.run(
-            [smi, "-i", idx, "--query-gpu=name,memory.total,driver_version,pci.bus_id,"
-             "pcie.link.gen.max,pcie.link.width.max", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    if r.returncode != 0 or not r.stdout.strip():
-        return {}
-    f = [x.strip() for x in r.stdout.strip().splitlines()[0].split(",")]
-
-    def known(i):
-        return i < len(f) and f[i] and not f[i].startswith("[") and f[i].upper() != "N/A"
-
-    out = {}
-    if known(0):
-        out["name"] = f[0]
-    if known(1):
-        try:
-            out["mem_bytes"] = int(float(f[1]) * 1048576)
-        except ValueError:
-            pass
-    if known(2):
-        out["driver"] = f[2]
-    if known(3):
-        out["bus_id"] = f[3]
-    if known(4) and known(5):
-        try:
-            out["pcie_gbps"] = _pcie_link_gbps(int(f[4]), int(f[5]))
-        except ValueError:
-            pass
-    return out
-
-
-def _numa_node_of(bus_id: Optional[str]) -> Optional[int]:
-    if not bus_id:
-        return None
-    b = bus_id.lower()
-    m = re.fullmatch(r"([0-9a-f]+):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])", b)
-    if not m:
-        return None
-    sysfs = "%04x:%s:%s.%s" % (int(m.group(1), 16) & 0xFFFF, m.group(2), m.group(3), m.group(4))
-    s = _read("/sys/bus/pci/devices/%s/numa_node" % sysfs)
-    try:
-        n = int((s or "").strip())
-    except ValueError:
-        return None
-    return n if n >= 0 else None
-
-
-def _physical_cores() -> Optional[int]:
-    pairs = set()
-    base = "/sys/devices/system/cpu"
-    try:
-        names = os.listdir(base)
-    except OSError:
-        names = []
-    for n in names:
-        if not re.fullmatch(r"cpu\d+", n):
-            continue
-        core = _read(os.path.join(base, n, "topology/core_id"))
-        pkg = _read(os.path.join(base, n, "topology/physical_package_id"))
-        if core is not None and pkg is not None:
-            pairs.add((pkg.strip(), core.strip()))
-    return len(pairs) or os.cpu_count()
-
-
 def collect_env(hardware_profile: Optional[str] = None) -> dict:
-    """DESIGN.md's env block; null where unknown (the same sources as harness/env.c)."""
-    smi = _nvidia_smi()
-    cuda_ver = None
-    gpu_name = smi.get("name")
-    gpu_mem = smi.get("mem_bytes")
+    """DESIGN.md's env block from mt-env (harness/env.c, its one implementation),
+    with what only this PyTorch process knows: the CUDA version torch runs on, and
+    the GPU's name and memory where nvidia-smi gave none."""
+    exe = _mt_env_binary()
+    if exe is None:
+        raise PeerError("mt-env not found in $MT_BIN or build/bin: build it (make) or point MT_BIN at a bundle's bin/")
+    cmd = [exe] + (["--hardware-profile", hardware_profile] if hardware_profile else [])
+    try:
+        env = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    except (OSError, subprocess.CalledProcessError, json.JSONDecodeError) as e:
+        raise PeerError("%s failed: %s" % (exe, getattr(e, "stderr", None) or e))
     try:
         import torch
-        cuda_ver = torch.version.cuda
+        env["cuda"] = torch.version.cuda
         if torch.cuda.is_available():
-            if gpu_name is None:
-                gpu_name = torch.cuda.get_device_name(0)
-            if gpu_mem is None:
-                gpu_mem = int(torch.cuda.get_device_properties(0).total_memory)
-    except Exception:  # noqa: BLE001 - the env block never fails a run
+            if env.get("gpu_name") is None:
+                env["gpu_name"] = torch.cuda.get_device_name(0)
+            if env.get("gpu_mem_bytes") is None:
+                env["gpu_mem_bytes"] = int(torch.cuda.get_device_properties(0).total_memory)
+    except Exception:  # noqa: BLE001 - torch's view is a refinement, never a failure
         pass
-    meminfo = _read("/proc/meminfo") or ""
-    m = re.search(r"^MemTotal:\s+(\d+)\s+kB", meminfo, re.M)
-    cpuinfo = _read("/proc/cpuinfo") or ""
-    cm = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
-    try:
-        nodes = len([n for n in os.listdir("/sys/devices/system/node") if re.fullmatch(r"node\d+", n)])
-    except OSError:
-        nodes = 0
-    return {
-        "git_sha": git_sha(),
-        "git_dirty": git_dirty(),
-        "gpu_name": gpu_name,
-        "gpu_mem_bytes": gpu_mem,
-        "driver": smi.get("driver"),
-        "cuda": cuda_ver,
-        "host_mem_bytes": int(m.group(1)) * 1024 if m else None,
-        "cpu_model": cm.group(1).strip() if cm else None,
-        "cpu_cores": _physical_cores(),
-        "numa_nodes": nodes or 1,
-        "gpu_numa_node": _numa_node_of(smi.get("bus_id")),
-        "pcie_gbps": smi.get("pcie_gbps"),
-        "hardware_profile": hardware_profile,
-        "utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
+    return {k: env.get(k) for k in ENV_KEYS}
 
 
 # --------------------------------------------------------------------- results

@@ -1,4 +1,4 @@
-// copy.c: host<->device copies through the backend (be->ops->copy + events), after
+// copy.c: host<->device copies through the backend (mt_backend_copy + events), after
 // nvbandwidth: CUDA-event timing of each sample, median of the samples, the data
 // checked afterwards ("wrong" = mismatched 32-bit words, as nccl-tests' #wrong).
 //   copy/<backend>/<pinned|pageable>/<h2d|d2h|bidir>/<bytes>
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend/backend.h"
+#include "backend/backend_call.h"
 #include "mb.h"
 
 enum { DIR_H2D = 0, DIR_D2H = 1, DIR_BIDIR = 2 };
@@ -52,14 +52,14 @@ static long count_wrong(const void *got, size_t bytes, uint32_t seed) {
 }
 
 static const char *host_alloc(copy_ctx *c, size_t bytes, void **out) {
-    if (c->pinned) return c->be->ops->host_alloc(c->be, bytes, out) ? mt_last_error() : NULL;
+    if (c->pinned) return mt_backend_host_alloc(c->be, bytes, out) ? mt_last_error() : NULL;
     *out = mt_mb_alloc(bytes); // pageable, touched
     return *out ? NULL : "out of host memory";
 }
 
 static void host_release(copy_ctx *c, void *p) {
     if (!p) return;
-    if (c->pinned) c->be->ops->host_free(c->be, p, c->bytes);
+    if (c->pinned) mt_backend_host_free(c->be, p, c->bytes);
     else free(p);
 }
 
@@ -71,34 +71,33 @@ static double now_s(void) {
 
 // One timed sample. Fills ms[0] total, ms[1] H2D part, ms[2] D2H part (bidir).
 static const char *sample(copy_ctx *c, int dir, float ms[3]) {
-    const mt_backend_ops *op = c->be->ops;
     mt_backend *be = c->be;
     double t0 = now_s();
     if (dir != DIR_BIDIR) {
         mt_stream_id s = dir == DIR_H2D ? MT_STREAM_H2D : MT_STREAM_D2H;
-        if (op->event_record(be, c->e0, s)) return mt_last_error();
-        if (dir == DIR_H2D ? op->copy(be, c->d_a, c->h_src, c->bytes, MT_COPY_H2D, s)
-                           : op->copy(be, c->h_dst, c->d_b, c->bytes, MT_COPY_D2H, s))
+        if (mt_backend_event_record(be, c->e0, s)) return mt_last_error();
+        if (dir == DIR_H2D ? mt_backend_copy(be, c->d_a, c->h_src, c->bytes, MT_COPY_H2D, s)
+                           : mt_backend_copy(be, c->h_dst, c->d_b, c->bytes, MT_COPY_D2H, s))
             return mt_last_error();
-        if (op->event_record(be, c->e1, s) || op->event_sync(be, c->e1)) return mt_last_error();
+        if (mt_backend_event_record(be, c->e1, s) || mt_backend_event_sync(be, c->e1)) return mt_last_error();
         double wall_ms = (now_s() - t0) * 1e3;
         // The cpu backend may time events by the wall clock or not at all.
-        if (op->event_elapsed_ms(be, c->e0, c->e1, &ms[0]) || ms[0] <= 0) ms[0] = (float)wall_ms;
+        if (mt_backend_event_elapsed_ms(be, c->e0, c->e1, &ms[0]) || ms[0] <= 0) ms[0] = (float)wall_ms;
         ms[1] = ms[2] = ms[0];
         return NULL;
     }
-    if (op->event_record(be, c->e0, MT_STREAM_COMPUTE) || op->stream_wait(be, MT_STREAM_H2D, c->e0) ||
-        op->stream_wait(be, MT_STREAM_D2H, c->e0) ||
-        op->copy(be, c->d_a, c->h_src, c->bytes, MT_COPY_H2D, MT_STREAM_H2D) ||
-        op->copy(be, c->h_dst, c->d_b, c->bytes, MT_COPY_D2H, MT_STREAM_D2H) ||
-        op->event_record(be, c->eh, MT_STREAM_H2D) || op->event_record(be, c->ed, MT_STREAM_D2H) ||
-        op->stream_wait(be, MT_STREAM_COMPUTE, c->eh) || op->stream_wait(be, MT_STREAM_COMPUTE, c->ed) ||
-        op->event_record(be, c->e1, MT_STREAM_COMPUTE) || op->event_sync(be, c->e1))
+    if (mt_backend_event_record(be, c->e0, MT_STREAM_COMPUTE) || mt_backend_stream_wait(be, MT_STREAM_H2D, c->e0) ||
+        mt_backend_stream_wait(be, MT_STREAM_D2H, c->e0) ||
+        mt_backend_copy(be, c->d_a, c->h_src, c->bytes, MT_COPY_H2D, MT_STREAM_H2D) ||
+        mt_backend_copy(be, c->h_dst, c->d_b, c->bytes, MT_COPY_D2H, MT_STREAM_D2H) ||
+        mt_backend_event_record(be, c->eh, MT_STREAM_H2D) || mt_backend_event_record(be, c->ed, MT_STREAM_D2H) ||
+        mt_backend_stream_wait(be, MT_STREAM_COMPUTE, c->eh) || mt_backend_stream_wait(be, MT_STREAM_COMPUTE, c->ed) ||
+        mt_backend_event_record(be, c->e1, MT_STREAM_COMPUTE) || mt_backend_event_sync(be, c->e1))
         return mt_last_error();
     double wall_ms = (now_s() - t0) * 1e3;
-    if (op->event_elapsed_ms(be, c->e0, c->e1, &ms[0]) || ms[0] <= 0) ms[0] = (float)wall_ms;
-    if (op->event_elapsed_ms(be, c->e0, c->eh, &ms[1]) || ms[1] <= 0) ms[1] = ms[0];
-    if (op->event_elapsed_ms(be, c->e0, c->ed, &ms[2]) || ms[2] <= 0) ms[2] = ms[0];
+    if (mt_backend_event_elapsed_ms(be, c->e0, c->e1, &ms[0]) || ms[0] <= 0) ms[0] = (float)wall_ms;
+    if (mt_backend_event_elapsed_ms(be, c->e0, c->eh, &ms[1]) || ms[1] <= 0) ms[1] = ms[0];
+    if (mt_backend_event_elapsed_ms(be, c->e0, c->ed, &ms[2]) || ms[2] <= 0) ms[2] = ms[0];
     return NULL;
 }
 
@@ -113,19 +112,18 @@ static void bm_copy(mt_mb_state *s, const int64_t *args, const void *user) {
         mt_mb_error(s, fail);
         return;
     }
-    const mt_backend_ops *op = c.be->ops;
     const int h2d = cfg->dir != DIR_D2H, d2h = cfg->dir != DIR_H2D;
     const uint32_t seed_in = 0x1234567u, seed_out = 0x89abcdeu;
     if (h2d && !fail) fail = host_alloc(&c, c.bytes, &c.h_src);
     if (d2h && !fail) fail = host_alloc(&c, c.bytes, &c.h_dst);
-    if (!fail && h2d && op->dev_alloc(c.be, c.bytes, &c.d_a)) fail = mt_last_error();
-    if (!fail && d2h && op->dev_alloc(c.be, c.bytes, &c.d_b)) fail = mt_last_error();
-    if (!fail && (op->event_create(c.be, &c.e0) || op->event_create(c.be, &c.e1) || op->event_create(c.be, &c.eh) ||
-                  op->event_create(c.be, &c.ed)))
+    if (!fail && h2d && mt_backend_dev_alloc(c.be, c.bytes, &c.d_a)) fail = mt_last_error();
+    if (!fail && d2h && mt_backend_dev_alloc(c.be, c.bytes, &c.d_b)) fail = mt_last_error();
+    if (!fail && (mt_backend_event_create(c.be, &c.e0) || mt_backend_event_create(c.be, &c.e1) || mt_backend_event_create(c.be, &c.eh) ||
+                  mt_backend_event_create(c.be, &c.ed)))
         fail = mt_last_error();
     if (!fail && d2h) { // the device source holds a known pattern, staged through h_dst
         fill(c.h_dst, c.bytes, seed_out);
-        if (op->copy(c.be, c.d_b, c.h_dst, c.bytes, MT_COPY_H2D, MT_STREAM_H2D) || op->stream_sync(c.be, MT_STREAM_H2D))
+        if (mt_backend_copy(c.be, c.d_b, c.h_dst, c.bytes, MT_COPY_H2D, MT_STREAM_H2D) || mt_backend_stream_sync(c.be, MT_STREAM_H2D))
             fail = mt_last_error();
         memset(c.h_dst, 0, c.bytes);
     }
@@ -147,8 +145,8 @@ static void bm_copy(mt_mb_state *s, const int64_t *args, const void *user) {
     if (!fail && h2d) { // read the device copy back and compare with what was sent
         void *back = mt_mb_alloc(c.bytes);
         if (!back) fail = "out of host memory";
-        else if (op->copy(c.be, back, c.d_a, c.bytes, MT_COPY_D2H, MT_STREAM_D2H) ||
-                 op->stream_sync(c.be, MT_STREAM_D2H))
+        else if (mt_backend_copy(c.be, back, c.d_a, c.bytes, MT_COPY_D2H, MT_STREAM_D2H) ||
+                 mt_backend_stream_sync(c.be, MT_STREAM_D2H))
             fail = mt_last_error();
         else wrong += count_wrong(back, c.bytes, seed_in);
         free(back);
@@ -171,9 +169,9 @@ static void bm_copy(mt_mb_state *s, const int64_t *args, const void *user) {
     }
     mt_event *evs[4] = {c.e0, c.e1, c.eh, c.ed};
     for (int i = 0; i < 4; i++)
-        if (evs[i]) op->event_destroy(c.be, evs[i]);
-    if (c.d_a) op->dev_free(c.be, c.d_a);
-    if (c.d_b) op->dev_free(c.be, c.d_b);
+        if (evs[i]) mt_backend_event_destroy(c.be, evs[i]);
+    if (c.d_a) mt_backend_dev_free(c.be, c.d_a);
+    if (c.d_b) mt_backend_dev_free(c.be, c.d_b);
     host_release(&c, c.h_src);
     host_release(&c, c.h_dst);
 }

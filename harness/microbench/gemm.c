@@ -1,4 +1,4 @@
-// gemm.c: GEMM rate through the backend interface (be->ops->matmul_fwd):
+// gemm.c: GEMM rate through the backend interface (mt_backend_matmul_fwd):
 //   gemm/<backend>/<dtype>/<N>/<IC>/<OC>   out(N,OC) = inp(N,IC) @ w(OC,IC)^T
 // counter tflops = 2*N*IC*OC per call (decimal TFLOP/s). cpu: small shapes, f32,
 // wall time. cuda (when present): bf16 and exact fp32, CUDA-event time.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend/backend_call.h"
 #include "mb.h"
 
 typedef struct {
@@ -38,34 +38,33 @@ static void bm_gemm(mt_mb_state *s, const int64_t *args, const void *user) {
     void *h_in = malloc(in_b), *h_w = malloc(w_b), *h_out = malloc(out_b);
     void *d_in = NULL, *d_w = NULL, *d_out = NULL;
     mt_event *e0 = NULL, *e1 = NULL;
-    const mt_backend_ops *op = be->ops;
     const char *fail = NULL;
     if (!h_in || !h_w || !h_out) fail = "out of host memory";
-    else if (op->dev_alloc(be, in_b, &d_in) || op->dev_alloc(be, w_b, &d_w) || op->dev_alloc(be, out_b, &d_out))
+    else if (mt_backend_dev_alloc(be, in_b, &d_in) || mt_backend_dev_alloc(be, w_b, &d_w) || mt_backend_dev_alloc(be, out_b, &d_out))
         fail = mt_last_error();
-    else if (op->event_create(be, &e0) || op->event_create(be, &e1)) fail = mt_last_error();
+    else if (mt_backend_event_create(be, &e0) || mt_backend_event_create(be, &e1)) fail = mt_last_error();
     if (!fail) {
         for (size_t i = 0; i < (size_t)N * IC; i++) mt_store_f32(h_in, cfg->dt, i, val(i, 1));
         for (size_t i = 0; i < (size_t)OC * IC; i++) mt_store_f32(h_w, cfg->dt, i, val(i, 7));
-        if (op->copy(be, d_in, h_in, in_b, MT_COPY_H2D, MT_STREAM_COMPUTE) ||
-            op->copy(be, d_w, h_w, w_b, MT_COPY_H2D, MT_STREAM_COMPUTE) || op->stream_sync(be, MT_STREAM_COMPUTE))
+        if (mt_backend_copy(be, d_in, h_in, in_b, MT_COPY_H2D, MT_STREAM_COMPUTE) ||
+            mt_backend_copy(be, d_w, h_w, w_b, MT_COPY_H2D, MT_STREAM_COMPUTE) || mt_backend_stream_sync(be, MT_STREAM_COMPUTE))
             fail = mt_last_error();
     }
-    const int manual = strcmp(cfg->backend, "cpu") != 0;
+    const int manual = mt_backend_has(be, MT_CAP_ASYNC); // async streams: time with events, not the host clock
     while (!fail && mt_mb_keep_running(s)) {
-        if (manual && op->event_record(be, e0, MT_STREAM_COMPUTE)) fail = mt_last_error();
-        if (!fail && op->matmul_fwd(be, d_out, d_in, d_w, NULL, cfg->dt, N, IC, OC)) fail = mt_last_error();
+        if (manual && mt_backend_event_record(be, e0, MT_STREAM_COMPUTE)) fail = mt_last_error();
+        if (!fail && mt_backend_matmul_fwd(be, d_out, d_in, d_w, NULL, cfg->dt, N, IC, OC)) fail = mt_last_error();
         if (!fail && manual) {
             float ms = 0;
-            if (op->event_record(be, e1, MT_STREAM_COMPUTE) || op->event_sync(be, e1) ||
-                op->event_elapsed_ms(be, e0, e1, &ms))
+            if (mt_backend_event_record(be, e1, MT_STREAM_COMPUTE) || mt_backend_event_sync(be, e1) ||
+                mt_backend_event_elapsed_ms(be, e0, e1, &ms))
                 fail = mt_last_error();
             mt_mb_set_iteration_time(s, ms * 1e-3);
         }
     }
     long wrong = 0;
     if (!fail) {
-        if (op->copy(be, h_out, d_out, out_b, MT_COPY_D2H, MT_STREAM_COMPUTE) || op->stream_sync(be, MT_STREAM_COMPUTE))
+        if (mt_backend_copy(be, h_out, d_out, out_b, MT_COPY_D2H, MT_STREAM_COMPUTE) || mt_backend_stream_sync(be, MT_STREAM_COMPUTE))
             fail = mt_last_error();
         double tol = cfg->dt == MT_BF16 ? 1e-2 : 1e-5;
         for (int k = 0; !fail && k < 64; k++) { // 64 sampled outputs
@@ -86,11 +85,11 @@ static void bm_gemm(mt_mb_state *s, const int64_t *args, const void *user) {
         mt_mb_counter(s, "wrong", (double)wrong, 0);
         if (wrong) mt_mb_error(s, "gemm: sampled outputs differ from the host reference");
     }
-    if (e0) op->event_destroy(be, e0);
-    if (e1) op->event_destroy(be, e1);
-    if (d_in) op->dev_free(be, d_in);
-    if (d_w) op->dev_free(be, d_w);
-    if (d_out) op->dev_free(be, d_out);
+    if (e0) mt_backend_event_destroy(be, e0);
+    if (e1) mt_backend_event_destroy(be, e1);
+    if (d_in) mt_backend_dev_free(be, d_in);
+    if (d_w) mt_backend_dev_free(be, d_w);
+    if (d_out) mt_backend_dev_free(be, d_out);
     free(h_in), free(h_w), free(h_out);
 }
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend/backend_call.h"
 #include "engine/layer.h"
 #include "engine/rope_table.h"
 #include "mb.h"
@@ -46,9 +46,9 @@ static void *upload(mt_backend *be, mt_dtype dt, size_t n, float a, unsigned see
         x ^= x << 13, x ^= x >> 17, x ^= x << 5;
         mt_store_f32(h, dt, i, a * ((float)(x >> 8) / 8388608.0f - 1.0f));
     }
-    if (be->ops->dev_alloc(be, n * mt_dtype_size(dt), &d) ||
-        be->ops->copy(be, d, h, n * mt_dtype_size(dt), MT_COPY_H2D, MT_STREAM_COMPUTE) ||
-        be->ops->stream_sync(be, MT_STREAM_COMPUTE))
+    if (mt_backend_dev_alloc(be, n * mt_dtype_size(dt), &d) ||
+        mt_backend_copy(be, d, h, n * mt_dtype_size(dt), MT_COPY_H2D, MT_STREAM_COMPUTE) ||
+        mt_backend_stream_sync(be, MT_STREAM_COMPUTE))
         *fail = mt_last_error();
     free(h);
     return d;
@@ -62,7 +62,6 @@ static void bm_layer(mt_mb_state *s, const int64_t *args, const void *user) {
         mt_mb_error(s, why);
         return;
     }
-    const mt_backend_ops *op = be->ops;
     const int T = (int)args[0], C = (int)args[1], F = (int)args[2], HD = (int)args[3], NH = C / HD, NKV = NH / 4 ? NH / 4 : 1;
     mt_config c = layer_config(C, F, NH, NKV, HD);
     mt_unit_layout le, ll, lh;
@@ -83,17 +82,17 @@ static void bm_layer(mt_mb_state *s, const int64_t *args, const void *user) {
         if (!fail) cosd = upload(be, MT_F32, rope_n, 0, 0, &fail); // placeholders, overwritten below
         if (!fail) sind = upload(be, MT_F32, rope_n, 0, 0, &fail);
     }
-    if (!fail && (op->copy(be, cosd, hc, rope_n * 4, MT_COPY_H2D, MT_STREAM_COMPUTE) ||
-                  op->copy(be, sind, hs, rope_n * 4, MT_COPY_H2D, MT_STREAM_COMPUTE)))
+    if (!fail && (mt_backend_copy(be, cosd, hc, rope_n * 4, MT_COPY_H2D, MT_STREAM_COMPUTE) ||
+                  mt_backend_copy(be, sind, hs, rope_n * 4, MT_COPY_H2D, MT_STREAM_COMPUTE)))
         fail = mt_last_error();
     d.rope_cos = cosd, d.rope_sin = sind;
     size_t xb = (size_t)T * C * mt_dtype_size(cfg->dt);
-    if (!fail && (op->dev_alloc(be, ll.numel * mt_dtype_size(cfg->dt), &g) || op->dev_alloc(be, xb, &y) ||
-                  op->dev_alloc(be, xb, &dx) || op->dev_alloc(be, mt_layer_acts_bytes(&d, cfg->dt), &acts_mem) ||
-                  op->dev_alloc(be, mt_layer_scratch_bytes(&d, cfg->dt), &scr_mem) ||
-                  op->event_create(be, &e0) || op->event_create(be, &e1)))
+    if (!fail && (mt_backend_dev_alloc(be, ll.numel * mt_dtype_size(cfg->dt), &g) || mt_backend_dev_alloc(be, xb, &y) ||
+                  mt_backend_dev_alloc(be, xb, &dx) || mt_backend_dev_alloc(be, mt_layer_acts_bytes(&d, cfg->dt), &acts_mem) ||
+                  mt_backend_dev_alloc(be, mt_layer_scratch_bytes(&d, cfg->dt), &scr_mem) ||
+                  mt_backend_event_create(be, &e0) || mt_backend_event_create(be, &e1)))
         fail = mt_last_error();
-    mt_layer_view wv, gv;
+    mt_layer_ptrs wv, gv;
     mt_layer_acts a;
     mt_layer_scratch sc;
     if (!fail) {
@@ -103,21 +102,21 @@ static void bm_layer(mt_mb_state *s, const int64_t *args, const void *user) {
         mt_layer_scratch_carve(&d, cfg->dt, scr_mem, &sc);
         if (mt_layer_forward(be, &d, &wv, &a, &sc, x, y)) fail = mt_last_error(); // internals for backward
     }
-    const int manual = strcmp(cfg->backend, "cpu") != 0;
+    const int manual = mt_backend_has(be, MT_CAP_ASYNC); // async streams: time with events, not the host clock
     while (!fail && mt_mb_keep_running(s)) {
         if (cfg->backward) { // backward works in place on dx: restore it first, outside the timing
             if (!manual) mt_mb_pause(s);
-            if (op->copy(be, dx, dx0, xb, MT_COPY_D2D, MT_STREAM_COMPUTE) || (!manual && op->stream_sync(be, MT_STREAM_COMPUTE)))
+            if (mt_backend_copy(be, dx, dx0, xb, MT_COPY_D2D, MT_STREAM_COMPUTE) || (!manual && mt_backend_stream_sync(be, MT_STREAM_COMPUTE)))
                 fail = mt_last_error();
             if (!manual) mt_mb_resume(s);
         }
-        if (!fail && manual && op->event_record(be, e0, MT_STREAM_COMPUTE)) fail = mt_last_error();
+        if (!fail && manual && mt_backend_event_record(be, e0, MT_STREAM_COMPUTE)) fail = mt_last_error();
         mt_status st = cfg->backward ? mt_layer_backward(be, &d, &wv, &gv, &a, &sc, x, dx)
                                      : mt_layer_forward(be, &d, &wv, &a, &sc, x, y);
         if (!fail && st) fail = mt_last_error();
         if (!fail && manual) {
             float ms = 0;
-            if (op->event_record(be, e1, MT_STREAM_COMPUTE) || op->event_sync(be, e1) || op->event_elapsed_ms(be, e0, e1, &ms))
+            if (mt_backend_event_record(be, e1, MT_STREAM_COMPUTE) || mt_backend_event_sync(be, e1) || mt_backend_event_elapsed_ms(be, e0, e1, &ms))
                 fail = mt_last_error();
             mt_mb_set_iteration_time(s, ms * 1e-3);
         }
@@ -128,11 +127,11 @@ static void bm_layer(mt_mb_state *s, const int64_t *args, const void *user) {
         double flops = cfg->backward ? 2 * gemm + 2.5 * attn : gemm + attn;
         mt_mb_counter(s, "tflops", flops * (double)mt_mb_iterations(s) / 1e12, MT_MB_RATE);
     }
-    if (e0) op->event_destroy(be, e0);
-    if (e1) op->event_destroy(be, e1);
+    if (e0) mt_backend_event_destroy(be, e0);
+    if (e1) mt_backend_event_destroy(be, e1);
     void *bufs[] = {w, g, x, y, dx0, dx, acts_mem, scr_mem, cosd, sind};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
-        if (bufs[i]) op->dev_free(be, bufs[i]);
+        if (bufs[i]) mt_backend_dev_free(be, bufs[i]);
     free(hc), free(hs);
 }
 

@@ -42,12 +42,13 @@ import sweeps  # noqa: E402
 from common import REPO, RESULTS_SCHEMA, die, median  # noqa: E402
 from sweeps import config_key, expand, label  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import metrics  # noqa: E402  (harness/metrics.py: the metrics and the dense-peak table, defined once)
+
 # Options `megatrain plan` does not take (train-only), with the number of values each
 # takes; dropped from args for plan calls.
 PLAN_DROP_FLAGS = {"--serial-optimizer": 0, "--attention": 1}
 MEMORY_REFUSAL = re.compile(r"device memory|host memory|cannot allocate|out of memory", re.I)
-# Dense bf16 peaks (shared/REFERENCE.md) by GPU name, for MFU of measured CUDA rows.
-DENSE_PEAKS = [("H100 PCIe", 756.0), ("GH200", 989.0), ("H100", 989.0), ("H200", 989.0), ("4090", 165.0)]
 
 
 # ---------------------------------------------------------------- running the CLI
@@ -170,10 +171,8 @@ def step_stats(steps, warmup):
 
 
 def dense_peak(gpu_name):
-    for pat, peak in DENSE_PEAKS:
-        if gpu_name and all(w in gpu_name for w in pat.split()):
-            return peak
-    return None
+    """Dense bf16 peak of a measured GPU, for MFU (harness/dense_peaks.json)."""
+    return metrics.dense_peak_tflops(gpu_name)
 
 
 def linfit(xs, ys):
@@ -207,11 +206,11 @@ def blank_row(experiment, c, env, sweep_file=None, override=None):
 def finish_speed(row, tokens, n_all, peak):
     med = row["step_ms"]["median"]
     row["tokens"] = tokens
-    row["tokens_per_s"] = tokens / (med / 1e3)
-    row["tflops"] = 6.0 * n_all * tokens / (med / 1e3) / 1e12
-    row["days_per_billion_tokens"] = 1e9 / row["tokens_per_s"] / 86400.0
+    row["tokens_per_s"] = metrics.tokens_per_s(tokens, med)
+    row["tflops"] = metrics.tflops(n_all, tokens, med)
+    row["days_per_billion_tokens"] = metrics.days_per_billion_tokens(row["tokens_per_s"])
     row["mfu_peak_tflops"] = peak
-    row["mfu"] = row["tflops"] / peak if peak else None
+    row["mfu"] = metrics.mfu(row["tflops"], peak)
 
 
 def cli_medians(row, timed):

@@ -42,5 +42,15 @@ for f in "$dir"/*.json; do
   if [ -n "$problems" ]; then echo "FAIL $name:"; echo "$problems" | sed 's/^/    /'; fails=$((fails + 1))
   else echo "ok   $name"; fi
 done
+# One peak table: a profile's bf16 peak is its GPU's entry in harness/dense_peaks.json.
+peaks=harness/dense_peaks.json
+for f in "$dir"/*.json; do
+  name=$(basename "$f" .json)
+  got=$(jq -r --slurpfile p "$peaks" '(.gpu.name | ascii_upcase) as $n | .gpu.peak_tflops.bf16 as $have
+    | [$p[0].gpus[] | select(.match | split(" ") | all(. as $w | $n | contains($w | ascii_upcase)))][0] as $e
+    | if $e == null then "no entry in \($peaks | tostring) for \(.gpu.name)" elif $e.bf16_tflops != $have
+      then "gpu.peak_tflops.bf16 \($have) != dense_peaks.json \($e.match) \($e.bf16_tflops)" else "" end' --arg peaks "$peaks" "$f")
+  if [ -n "$got" ]; then echo "FAIL $name: $got"; fails=$((fails + 1)); else echo "ok   $name: bf16 peak as harness/dense_peaks.json"; fi
+done
 [ "$fails" -eq 0 ] || { echo "$fails profile(s) failed"; exit 1; }
 echo "all checks passed"

@@ -31,12 +31,22 @@ typedef struct {
     size_t host_mem_avail_bytes; // host memory the model state may use (MemAvailable; sim: the profile's)
 } mt_device_info;
 
+// What a backend can do: the engine and the CLI ask these, never its name.
+enum {
+    MT_CAP_TENSOR_DATA = 1u << 0,  // kernels compute on real data (a virtual backend only prices them)
+    MT_CAP_VIRTUAL_TIME = 1u << 1, // time is virtual: host work is priced (host_work_ms), not done
+    MT_CAP_PAGE_LOCKED = 1u << 2,  // host_alloc page-locks memory (it counts against ulimit -l)
+    MT_CAP_BF16 = 1u << 3,         // bf16 activations (else f32 only)
+    MT_CAP_ASYNC = 1u << 4,        // streams run apart from the host: time work with events, not the host clock
+    MT_CAP_DEVICE_MEMORY = 1u << 5, // dev_alloc is a device's own memory, not host RAM: what is free may be spent
+};
+
 // Host-side work the engine does between device operations; a virtual-time
-// backend (sim) prices it instead of the engine doing it.
+// backend (sim) prices it instead of the engine doing it (engine/host_work.h).
 typedef enum {
     MT_HOST_GRAD_ACCUMULATE = 0, // n elements of gradients: dst (+)= slab, plus the sum of squares
     MT_HOST_ADAMW = 1,           // n parameters through the fused AdamW pass
-} mt_host_work;
+} mt_host_work_kind;
 
 // Flags for matmul_bwd. MT_DW_F32: dw (and dbias) are f32 buffers whatever wdt is, so
 // a weight gradient computed in token chunks is summed in f32 across the chunks (with
@@ -44,15 +54,17 @@ typedef enum {
 enum { MT_ACC_DINP = 1, MT_ACC_DW = 2, MT_DW_F32 = 4 };
 
 typedef struct mt_backend_ops {
-    const char *name; // "cpu", "cuda", "sim"
+    const char *name; // "cpu", "cuda", "sim": for messages, never for decisions (use caps)
+    unsigned caps;    // MT_CAP_*
     void (*destroy)(mt_backend *be);
     mt_status (*device_info)(mt_backend *be, mt_device_info *out);
 
     // ---- memory ----
     mt_status (*dev_alloc)(mt_backend *be, size_t bytes, void **out);
     void (*dev_free)(mt_backend *be, void *p);
-    // Page-locked host memory for async copies (cpu: page-aligned malloc).
-    // Callers pin in bounded slabs; see engine/host_memory.h.
+    // Page-locked host memory for async copies (cpu: page-aligned malloc; sim:
+    // an unbacked reservation). Callers pin in bounded slabs: one per model unit
+    // (engine/host_state.h), one per gradient slab, one per offloaded checkpoint.
     mt_status (*host_alloc)(mt_backend *be, size_t bytes, void **out);
     void (*host_free)(mt_backend *be, void *p, size_t bytes);
 
@@ -130,13 +142,17 @@ typedef struct mt_backend_ops {
     mt_status (*rmsnorm_bwd_add)(mt_backend *be, void *dacc, void *dw, const void *dout, const void *inp,
                                  const void *w, const float *rstd, mt_dtype wdt, int R, int D);
 
-    // ---- virtual time (sim only; NULL on backends that compute) ----
+    // ---- virtual time (MT_CAP_VIRTUAL_TIME only; NULL on backends that compute) ----
     // Milliseconds the host would spend on `kind` over n elements of gradient type
-    // wdt, with `master` f32 weights present (mixed precision). When this entry is
-    // set the engine touches no tensor data: it advances its virtual clocks instead.
-    double (*host_work_ms)(mt_backend *be, mt_host_work kind, size_t n, mt_dtype wdt, int master);
+    // wdt, with `master` f32 weights present (mixed precision); the priced host
+    // work (engine/host_work.h) advances the calling thread's virtual clock by it.
+    double (*host_work_ms)(mt_backend *be, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master);
     // Writes the Chrome/Perfetto trace of everything simulated so far (may be NULL).
     mt_status (*trace_write)(mt_backend *be, const char *path);
+
+    // ---- choices (NULL: the backend has one way) ----
+    // Picks the attention implementation (mt_attn_impl, below): cuda's native kernels or cuDNN.
+    mt_status (*set_attention)(mt_backend *be, int impl);
 } mt_backend_ops;
 
 
@@ -144,16 +160,19 @@ struct mt_backend {
     const mt_backend_ops *ops;
     mt_dtype act_dtype; // activation type the kernels use
     void *ctx;          // backend-private state
+    unsigned long long copied_bytes[3]; // by mt_copy_kind, counted by mt_backend_copy (backend_call.h)
 };
 
-// 1 when the backend only prices work (sim): no tensor data exists.
-static inline int mt_backend_is_virtual(const mt_backend *be) { return be->ops->host_work_ms != NULL; }
+static inline int mt_backend_has(const mt_backend *be, unsigned cap) { return (be->ops->caps & cap) == cap; }
 
 // Creates a backend by name ("cpu", "cuda", "sim", "auto" = best present).
 mt_status mt_backend_create(const char *name, mt_dtype act_dtype, mt_backend **out);
 void mt_backend_destroy(mt_backend *be);
 // Names of backends compiled into this binary, e.g. {"cpu","cuda","sim"}; returns count.
 int mt_backend_list(const char **names, int max);
+// The capabilities of a backend by name, before creating it (0 for an unknown or absent one;
+// "auto" is the one it would pick).
+unsigned mt_backend_caps_of(const char *name);
 
 // Attention implementations (--attention). The cuda backend has two: "native", its own
 // kernels (backends/cuda/attention_kernels.cuh), and "cudnn", cuDNN's fused flash
@@ -178,6 +197,10 @@ mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out);
 // (experiments/hardware/NAME.json).
 mt_status mt_backend_sim_create(const char *profile_path, mt_dtype act_dtype, mt_backend **out);
 int mt_backend_cuda_available(void); // 1 when a CUDA device can be opened
+// Each backend's capabilities (its ops table's caps).
+unsigned mt_backend_cpu_caps(void);
+unsigned mt_backend_cuda_caps(void);
+unsigned mt_backend_sim_caps(void);
 mt_status mt_backend_cuda_set_attention(mt_backend *be, mt_attn_impl impl); // see mt_backend_set_attention
 
 #endif

@@ -34,6 +34,21 @@ void mt_backend_destroy(mt_backend *be) {
     if (be && be->ops && be->ops->destroy) be->ops->destroy(be);
 }
 
+unsigned mt_backend_caps_of(const char *name) {
+    if (!name || !strcmp(name, "auto")) {
+#ifdef MT_HAVE_CUDA
+        if (mt_backend_cuda_available() == 1) return mt_backend_cuda_caps();
+#endif
+        return mt_backend_cpu_caps();
+    }
+    if (!strcmp(name, "cpu")) return mt_backend_cpu_caps();
+#ifdef MT_HAVE_CUDA
+    if (!strcmp(name, "cuda")) return mt_backend_cuda_caps();
+#endif
+    if (!strcmp(name, "sim")) return mt_backend_sim_caps();
+    return 0;
+}
+
 int mt_backend_list(const char **names, int max) {
     static const char *const compiled[] = {
         "cpu",
@@ -56,10 +71,9 @@ mt_status mt_attn_impl_parse(const char *name, mt_attn_impl *out) {
 }
 
 mt_status mt_backend_set_attention(mt_backend *be, mt_attn_impl impl) {
-#ifdef MT_HAVE_CUDA
-    if (!strcmp(be->ops->name, "cuda")) return mt_backend_cuda_set_attention(be, impl);
-#endif
-    if (impl == MT_ATTN_CUDNN && !mt_backend_is_virtual(be))
+    if (be->ops->set_attention) return be->ops->set_attention(be, (int)impl);
+    // One implementation: its own. A virtual-time backend prices any (from its profile).
+    if (impl == MT_ATTN_CUDNN && !mt_backend_has(be, MT_CAP_VIRTUAL_TIME))
         return mt_fail(MT_ERR_ARG, "--attention cudnn: needs --backend cuda (the %s backend has one attention "
                                    "implementation, its own)",
                        be->ops->name);

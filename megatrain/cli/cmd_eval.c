@@ -24,27 +24,25 @@ int mt_cmd_eval(mt_options *o) {
     int32_t *inputs = NULL, *targets = NULL;
     int rc = 1;
     mt_precision prec;
-    mt_schedule sched;
 
     if ((s = mt_check_io_paths(o))) goto fail;
     if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, o->model))) goto fail;
-    if ((s = mt_precision_parse(o->precision, &prec)) || (s = mt_schedule_parse(o->schedule, &sched))) goto fail;
-    if (!strcmp(o->data, "synthetic")) s = mt_data_synthetic(&data, o->seed, cfg.vocab_size, (size_t)o->batch * o->seq_len * 16 + 1);
-    else s = mt_data_open_file(&data, o->data, cfg.vocab_size, o->batch, o->seq_len);
+    if ((s = mt_precision_parse(o->precision, &prec))) goto fail;
+    if (!strcmp(o->data, "synthetic")) s = mt_data_synthetic(&data, o->seed, cfg.vocab_size, (size_t)o->eng.B * o->eng.T * 16 + 1);
+    else s = mt_data_open_file(&data, o->data, cfg.vocab_size, o->eng.B, o->eng.T);
     if (s) goto fail;
     // Default: every full, non-overlapping batch window of the file once.
-    size_t windows = (data.n - 1) / ((size_t)o->batch * o->seq_len);
+    size_t windows = (data.n - 1) / ((size_t)o->eng.B * o->eng.T);
     int steps = o->given.steps && (size_t)o->steps < windows ? o->steps : (int)windows;
     if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention)) ||
         (s = mt_model_alloc(&model, &cfg, prec, be)))
         goto fail;
     if ((s = mt_checkpoint_load_model(&model, o->model))) goto fail;
-    mt_engine_opts eo = {.schedule = sched, .B = o->batch, .T = o->seq_len, .grad_accum = 1, .ckpt_interval = 1,
-                         .weight_bufs = o->weight_bufs, .grad_slabs = 1, .overlap_optimizer = 0,
-                         .mlp_rows = o->mlp_chunk, .offload_checkpoints = o->offload_checkpoints,
-                         .grad_sum = MT_GRAD_SUM_BF16}; // eval sums no gradients: no f32 buffer
+    mt_engine_opts eo = o->eng; // every schedule train takes, with the same knobs
+    eo.grad_slabs = 1;          // forward only: no gradient leaves the device
+    eo.grad_sum = MT_GRAD_SUM_BF16; // forward only: no gradient is summed, so no f32 buffer
     if ((s = mt_engine_create(&model, be, &eo, &eng)) || (s = mt_sink_open(&sink, o->log, 0))) goto fail;
-    size_t n = (size_t)o->batch * o->seq_len;
+    size_t n = (size_t)o->eng.B * o->eng.T;
     inputs = malloc(n * 4);
     targets = malloc(n * 4);
     if (!inputs || !targets) {
@@ -54,7 +52,7 @@ int mt_cmd_eval(mt_options *o) {
     double sum = 0;
     for (int i = 0; i < steps; i++) {
         double part;
-        mt_data_next(&data, o->batch, o->seq_len, inputs, targets);
+        mt_data_next(&data, o->eng.B, o->eng.T, inputs, targets);
         if ((s = mt_engine_eval(eng, inputs, targets, &part))) goto fail;
         sum += part;
         if (!isfinite(sum)) break; // reported below; the rest cannot change it

@@ -7,13 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend_call.h"
 #include "cli/commands.h"
 #include "cli/run_setup.h"
+#include "core/sysinfo.h"
 #include "planner/planner.h"
-
-#ifdef MT_HAVE_CUDA
-#include "backend/backend.h"
-#endif
 
 static int fail(mt_status s) {
     fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
@@ -25,24 +23,8 @@ static void this_machine(mt_hw_profile *hw) {
     memset(hw, 0, sizeof *hw);
     snprintf(hw->name, sizeof hw->name, "this-machine");
     snprintf(hw->source, sizeof hw->source, "/proc/meminfo");
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[256];
-    double kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemTotal: %lf kB", &kb) == 1) break;
-    if (f) fclose(f);
-    hw->host_mem_bytes = kb * 1024;
-#ifdef MT_HAVE_CUDA
-    if (mt_backend_cuda_available() == 1) {
-        mt_backend *be = NULL;
-        mt_device_info info;
-        if (mt_backend_create("cuda", MT_BF16, &be) == MT_OK && be->ops->device_info(be, &info) == MT_OK) {
-            snprintf(hw->gpu_name, sizeof hw->gpu_name, "%s", info.name);
-            hw->hbm_bytes = (double)info.mem_total_bytes;
-        }
-        mt_backend_destroy(be);
-    }
-#endif
+    hw->host_mem_bytes = (double)mt_host_mem_total_bytes();
+    mt_this_machine_gpu(hw->gpu_name, sizeof hw->gpu_name, &hw->hbm_bytes);
 }
 
 // Longest T (multiple of 1024, or below 1024 when even that does not fit) at
@@ -50,12 +32,12 @@ static void this_machine(mt_hw_profile *hw) {
 static int max_context(const mt_config *c, mt_plan_input in, const mt_hw_profile *hw, int gpu_known) {
     mt_plan_memory m;
     mt_plan_fit f;
-    long long cap = (1LL << 30) / in.B;
+    long long cap = (1LL << 30) / in.eng.B;
     if (cap > (1LL << 24)) cap = 1LL << 24;
     long long lo = 0, hi = cap + 1; // fits(lo) (lo = 0: nothing yet), !fits(hi)
     while (hi - lo > 1) {
         long long mid = (lo + hi) / 2;
-        in.T = (int)mid;
+        in.eng.T = (int)mid;
         if (mt_plan_memory_compute(c, &in, &m) != MT_OK) {
             hi = mid;
             continue;
@@ -76,19 +58,9 @@ int mt_cmd_plan(mt_options *o) {
     const char *cfg_src = o->model ? o->model : o->config;
     if (!cfg_src) return fail(mt_fail(MT_ERR_ARG, "plan: --model DIR or --config FILE is required"));
     if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, cfg_src))) return fail(s);
-    mt_plan_input in = {.B = o->batch, .T = o->seq_len, .grad_accum = o->grad_accum, .ckpt_interval = o->ckpt_interval,
-                        .weight_bufs = o->weight_bufs, .grad_slabs = o->grad_slabs, .mlp_rows = o->mlp_chunk,
-                        .offload_checkpoints = o->offload_checkpoints, .copy_bind = !strcmp(o->bind, "copy"),
-                        .zero3 = mt_zero3_defaults()};
-    in.zero3.pin_memory = o->zero3_pin_memory;
-    in.zero3.overlap_comm = o->zero3_overlap_comm;
-    in.zero3.prefetch_bucket_size = o->zero3_prefetch_bucket_size;
-    in.zero3.param_persistence_threshold = o->zero3_param_persistence_threshold;
-    in.zero3.reduce_bucket_size = o->zero3_reduce_bucket_size;
-    in.zero3.max_live_parameters = o->zero3_max_live_parameters;
-    if ((s = mt_precision_parse(o->precision, &in.prec)) || (s = mt_schedule_parse(o->schedule, &in.schedule)) ||
-        (s = mt_grad_sum_parse(o->grad_accum_dtype, &in.grad_sum)))
-        return fail(s);
+    mt_plan_input in = {.eng = o->eng}; // the same options struct train and eval hand the engine
+    if ((s = mt_precision_parse(o->precision, &in.prec))) return fail(s);
+    const mt_schedule_desc *sd = in.eng.schedule;
 
     mt_hw_profile hw;
     int have_rates = o->hardware != NULL;
@@ -124,15 +96,15 @@ int mt_cmd_plan(mt_options *o) {
     add_num(j, "params", (double)N);
     add_num(j, "params_per_layer", (double)mt_config_params_per_layer(&cfg));
     add_num(j, "layers", cfg.num_layers);
-    cJSON_AddStringToObject(j, "schedule", mt_schedule_name(in.schedule));
+    cJSON_AddStringToObject(j, "schedule", sd->name);
     cJSON_AddStringToObject(j, "precision", mt_precision_name(in.prec));
-    add_num(j, "batch", in.B);
-    add_num(j, "seq_len", in.T);
-    add_num(j, "grad_accum", in.grad_accum);
-    if (in.schedule == MT_SCHED_MEGATRAIN || in.schedule == MT_SCHED_NAIVE) add_num(j, "checkpoint_interval", in.ckpt_interval);
-    if (in.schedule == MT_SCHED_MEGATRAIN) add_num(j, "weight_buffers", in.weight_bufs);
-    cJSON_AddStringToObject(j, "bind", in.copy_bind ? "copy" : "pointer");
-    add_num(j, "tokens_per_step", (double)in.B * in.T * in.grad_accum);
+    add_num(j, "batch", in.eng.B);
+    add_num(j, "seq_len", in.eng.T);
+    add_num(j, "grad_accum", in.eng.grad_accum);
+    if (sd->takes & MT_TAKES_CKPT_INTERVAL) add_num(j, "checkpoint_interval", in.eng.sched.ckpt_interval);
+    if (sd->takes & MT_TAKES_WEIGHT_BUFS) add_num(j, "weight_buffers", in.eng.sched.weight_bufs);
+    cJSON_AddStringToObject(j, "bind", in.eng.sched.bind == MT_BIND_COPY ? "copy" : "pointer");
+    add_num(j, "tokens_per_step", (double)in.eng.B * in.eng.T * in.eng.grad_accum);
 
     cJSON_AddBoolToObject(j, "fits", fit.fits);
     add_num(j, "host_bytes", (double)mem.host_bytes);
@@ -170,37 +142,38 @@ int mt_cmd_plan(mt_options *o) {
     add_num(h, "mem_bytes", hw.host_mem_bytes);
     add_num(h, "reserve_fraction", MT_PLAN_HOST_RESERVE);
     add_num(h, "have_bytes", fit.host_have_bytes);
-    if (in.schedule == MT_SCHED_ZERO3) {
-        add_num(h, "deepspeed_estimator_bytes", 1.5 * (double)mt_zero3_host_bytes_per_param(in.prec) * (double)N);
-        add_num(h, "engine_zero3_bytes", (double)mem.engine_host_bytes);
+    if (sd->host_bytes_per_param[in.prec]) { // the real system's own accounting, beside what our schedule allocates
+        add_num(h, "deepspeed_estimator_bytes", 1.5 * (double)sd->host_bytes_per_param[in.prec] * (double)N);
+        add_num(h, "engine_zero3_bytes", (double)mem.engine.host_bytes);
         add_num(j, "deepspeed_gpu_bytes", (double)mem.deepspeed_gpu_bytes);
     }
     cJSON *g = cJSON_AddObjectToObject(j, "gpu");
-    add_num(g, "weights_bytes", (double)mem.gpu_weights_bytes);
-    add_num(g, "grads_bytes", (double)mem.gpu_grads_bytes);
-    add_num(g, "checkpoint_bytes", (double)mem.gpu_checkpoint_bytes);
-    add_num(g, "activation_bytes", (double)mem.gpu_activation_bytes);
+    add_num(g, "weights_bytes", (double)mem.engine.weights.device);
+    add_num(g, "grads_bytes", (double)mem.engine.grads.device);
+    add_num(g, "checkpoint_bytes", (double)mem.engine.checkpoints.device);
+    add_num(g, "activation_bytes", (double)mem.engine.activations.device);
     // Layer-boundary checkpoints: on the device, or offloaded to pinned host memory (3 device slots).
-    cJSON_AddStringToObject(g, "checkpoints", mem.offload_checkpoints ? "host" : "device");
+    cJSON_AddStringToObject(g, "checkpoints", mem.engine.offload_checkpoints ? "host" : "device");
     // How chunked weight gradients (MLP, LM head) are summed: f32 (an f32 buffer, one rounding) or bf16
     // (one rounding per chunk, the official code's way); auto takes f32 where the device plan fits.
-    cJSON_AddStringToObject(g, "grad_accum_dtype", mem.grad_sum_f32 ? "f32" : "bf16");
-    add_num(g, "grad_accum_bytes", (double)mem.gpu_grad_sum_bytes);
-    if (mem.offload_checkpoints) add_num(h, "checkpoint_bytes", (double)mem.checkpoint_host_bytes);
+    cJSON_AddStringToObject(g, "grad_accum_dtype", mem.engine.grad_sum_f32 ? "f32" : "bf16");
+    add_num(g, "grad_accum_bytes", (double)mem.engine.grad_sum_bytes);
+    if (mem.engine.offload_checkpoints) add_num(h, "checkpoint_bytes", (double)mem.engine.checkpoints.host);
     if (gpu_known) {
         add_num(g, "mem_bytes", hw.hbm_bytes);
         add_num(g, "reserve_bytes", (double)MT_PLAN_GPU_RESERVE_BYTES);
         add_num(g, "have_bytes", fit.gpu_have_bytes);
     }
     cJSON_AddBoolToObject(g, "checked", gpu_known);
-    if (in.schedule == MT_SCHED_ZERO3) {
+    if (sd->takes & MT_TAKES_ZERO3) {
+        const mt_zero3_knobs *zk = &in.eng.sched.zero3;
         cJSON *z = cJSON_AddObjectToObject(j, "zero3");
-        cJSON_AddBoolToObject(z, "pin_memory", in.zero3.pin_memory);
-        cJSON_AddBoolToObject(z, "overlap_comm", in.zero3.overlap_comm);
-        add_num(z, "stage3_prefetch_bucket_size", (double)in.zero3.prefetch_bucket_size);
-        add_num(z, "stage3_param_persistence_threshold", (double)in.zero3.param_persistence_threshold);
-        add_num(z, "reduce_bucket_size", (double)in.zero3.reduce_bucket_size);
-        add_num(z, "stage3_max_live_parameters", (double)in.zero3.max_live_parameters);
+        cJSON_AddBoolToObject(z, "pin_memory", zk->pin_memory);
+        cJSON_AddBoolToObject(z, "overlap_comm", zk->overlap_comm);
+        add_num(z, "stage3_prefetch_bucket_size", (double)zk->prefetch_bucket_size);
+        add_num(z, "stage3_param_persistence_threshold", (double)zk->param_persistence_threshold);
+        add_num(z, "reduce_bucket_size", (double)zk->reduce_bucket_size);
+        add_num(z, "stage3_max_live_parameters", (double)zk->max_live_parameters);
     }
 
     cJSON *hwj = cJSON_AddObjectToObject(j, "hardware");

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/backend_call.h"
 #include "cli/checkpoint.h"
 #include "cli/ckpt_dir.h"
 #include "cli/commands.h"
@@ -21,10 +22,11 @@
 #include "cli/progress.h"
 #include "cli/run_setup.h"
 #include "cli/train_state.h"
+#include "core/metrics.h"
+#include "core/sysinfo.h"
 #include "data/dataloader.h"
 #include "engine/engine.h"
 #include "engine/model_io.h"
-#include "topology.h"
 
 static volatile sig_atomic_t interrupted = 0;
 static void on_signal(int sig) {
@@ -43,17 +45,17 @@ static float lr_at(const mt_options *o, int step) {
 
 static mt_status open_data(const mt_options *o, const mt_config *c, mt_data *d) {
     if (!strcmp(o->data, "synthetic")) {
-        size_t n = (size_t)o->batch * o->seq_len * 64 + 1;
+        size_t n = (size_t)o->eng.B * o->eng.T * 64 + 1;
         return mt_data_synthetic(d, o->seed, c->vocab_size, n);
     }
     if (!strcmp(o->data, "embedded")) {
         if (c->vocab_size < 256)
             return mt_fail(MT_ERR_ARG, "--data embedded: byte tokens need vocab_size >= 256 (model has %d)", c->vocab_size);
-        if (mt_corpus_kjv_len < (size_t)o->batch * o->seq_len + 1)
+        if (mt_corpus_kjv_len < (size_t)o->eng.B * o->eng.T + 1)
             return mt_fail(MT_ERR_ARG, "--data embedded: the corpus is shorter than one batch");
         return mt_data_from_bytes(d, mt_corpus_kjv, mt_corpus_kjv_len, "embedded");
     }
-    return mt_data_open_file(d, o->data, c->vocab_size, o->batch, o->seq_len);
+    return mt_data_open_file(d, o->data, c->vocab_size, o->eng.B, o->eng.T);
 }
 
 // "ckpt keeps step 4" / "nothing was saved before", for messages about a save not made.
@@ -136,17 +138,17 @@ static void emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr
     cJSON_AddNumberToObject(j, "clip", st->clip_factor);
     cJSON_AddNumberToObject(j, "tokens", (double)st->tokens);
     cJSON_AddNumberToObject(j, "step_ms", step_ms);
-    cJSON_AddNumberToObject(j, "tokens_per_s", st->tokens / (step_ms / 1e3));
-    cJSON_AddNumberToObject(j, "tflops", 6.0 * params * st->tokens / (step_ms / 1e3) / 1e12);
+    cJSON_AddNumberToObject(j, "tokens_per_s", mt_metric_tokens_per_s((double)st->tokens, step_ms));
+    cJSON_AddNumberToObject(j, "tflops", mt_metric_tflops(params, (double)st->tokens, step_ms));
     // Per-phase busy time from the engine's events (union of spans per stream / host thread).
     cJSON_AddNumberToObject(j, "compute_ms", st->compute_ms);
     cJSON_AddNumberToObject(j, "h2d_ms", st->h2d_ms);
     cJSON_AddNumberToObject(j, "d2h_ms", st->d2h_ms);
     cJSON_AddNumberToObject(j, "drain_ms", st->drain_ms);
     cJSON_AddNumberToObject(j, "optimizer_ms", st->optimizer_ms);
-    cJSON_AddNumberToObject(j, "gpu_busy_frac", step_ms > 0 ? st->compute_ms / step_ms : 0);
-    cJSON_AddNumberToObject(j, "h2d_gbps", st->h2d_ms > 0 ? st->h2d_bytes / (st->h2d_ms * 1e6) : 0);
-    cJSON_AddNumberToObject(j, "d2h_gbps", st->d2h_ms > 0 ? st->d2h_bytes / (st->d2h_ms * 1e6) : 0);
+    cJSON_AddNumberToObject(j, "gpu_busy_frac", mt_metric_busy_frac(st->compute_ms, step_ms));
+    cJSON_AddNumberToObject(j, "h2d_gbps", mt_metric_gbps(st->h2d_bytes, st->h2d_ms));
+    cJSON_AddNumberToObject(j, "d2h_gbps", mt_metric_gbps(st->d2h_bytes, st->d2h_ms));
     cJSON_AddNumberToObject(j, "opt_wait_ms", st->opt_wait_ms);
     cJSON_AddNumberToObject(j, "drain_wait_ms", st->drain_wait_ms);
     struct rusage ru;
@@ -189,10 +191,9 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if ((s = mt_setup_config(o, &cfg, is_default))) goto fail;
     if ((s = mt_config_validate(&cfg, o->model ? o->model : o->config ? o->config : "default model"))) goto fail;
     mt_precision prec;
-    mt_schedule sched;
-    if ((s = mt_precision_parse(o->precision, &prec)) || (s = mt_schedule_parse(o->schedule, &sched))) goto fail;
-    if (o->seq_len > cfg.max_position_embeddings)
-        fprintf(stderr, "megatrain: note: --seq-len %d exceeds max_position_embeddings %d\n", o->seq_len,
+    if ((s = mt_precision_parse(o->precision, &prec))) goto fail;
+    if (o->eng.T > cfg.max_position_embeddings)
+        fprintf(stderr, "megatrain: note: --seq-len %d exceeds max_position_embeddings %d\n", o->eng.T,
                 cfg.max_position_embeddings);
     if ((s = open_data(o, &cfg, &data))) goto fail;
     if (o->resume) {
@@ -208,17 +209,20 @@ int mt_cmd_train(mt_options *o, int is_default) {
     // state they first touch go to the GPU's NUMA node.
     mt_device_info near;
     mt_numa_binding nb;
-    if (be->ops->device_info(be, &near) == MT_OK && near.numa_node >= 0) {
-        if (mt_topology_bind_to_node(near.numa_node, &nb) == MT_OK)
+    if (mt_backend_device_info(be, &near) == MT_OK && near.numa_node >= 0) {
+        if (mt_numa_bind_node(near.numa_node, &nb) == MT_OK)
             fprintf(stderr, "megatrain: host threads bound to NUMA node %d (the GPU's); memory %s: %s\n",
                     near.numa_node, nb.memory ? "prefers it" : "not bound", nb.mem_how);
         else
             fprintf(stderr, "megatrain: note: could not bind to NUMA node %d: %s\n", near.numa_node, mt_last_error());
     }
 
-    int pinned = !(sched == MT_SCHED_ZERO3 && !o->zero3_pin_memory);
-    if ((s = mt_model_alloc_ex(&model, &cfg, prec, be, pinned))) goto fail;
-    int virtual_run = mt_backend_is_virtual(be);
+    mt_engine_opts eo = o->eng; // the one options struct: the engine takes it as parsed
+    eo.keep_trace = o->trace != NULL;
+    mt_schedule_desc resolved;
+    mt_schedule_resolve(eo.schedule, &eo.sched, &cfg, &resolved);
+    if ((s = mt_model_alloc_ex(&model, &cfg, prec, be, resolved.host_pinned))) goto fail;
+    int virtual_run = !mt_backend_has(be, MT_CAP_TENSOR_DATA);
     if (virtual_run) {
         // no tensor data exists: nothing to load or initialise
     } else if (o->resume) {
@@ -230,27 +234,17 @@ int mt_cmd_train(mt_options *o, int is_default) {
     } else {
         mt_model_init_random(&model, o->seed);
     }
-    mt_grad_sum grad_sum;
-    if ((s = mt_grad_sum_parse(o->grad_accum_dtype, &grad_sum))) goto fail;
-    mt_engine_opts eo = {.schedule = sched, .grad_sum = grad_sum, .B = o->batch, .T = o->seq_len, .grad_accum = o->grad_accum,
-                         .ckpt_interval = o->ckpt_interval, .weight_bufs = o->weight_bufs,
-                         .grad_slabs = o->grad_slabs, .overlap_optimizer = !o->serial_optimizer,
-                         .copy_bind = !strcmp(o->bind, "copy"), .keep_trace = o->trace != NULL,
-                         .mlp_rows = o->mlp_chunk, .offload_checkpoints = o->offload_checkpoints,
-                         .zero3 = {o->zero3_pin_memory, o->zero3_overlap_comm, o->zero3_prefetch_bucket_size,
-                                   o->zero3_param_persistence_threshold, o->zero3_reduce_bucket_size,
-                                   o->zero3_max_live_parameters}};
     if ((s = mt_engine_create(&model, be, &eo, &eng))) goto fail;
     // What the run does, in train_state.json too: a resume sums the same way (bit-exact trajectory).
-    o->grad_accum_dtype = mt_engine_grad_sum(eng) == MT_GRAD_SUM_F32 ? "f32" : "bf16";
-    if (grad_sum == MT_GRAD_SUM_AUTO && model.wdt != MT_F32 && mt_engine_grad_sum(eng) != MT_GRAD_SUM_F32)
+    o->eng.grad_sum = mt_engine_grad_sum(eng);
+    if (eo.grad_sum == MT_GRAD_SUM_AUTO && model.wdt != MT_F32 && o->eng.grad_sum != MT_GRAD_SUM_F32)
         fprintf(stderr, "megatrain: note: chunked weight gradients are summed in bf16 (one rounding per chunk): the "
                         "f32 buffer does not fit the device plan (--grad-accum-dtype f32 insists)\n");
     // A run whose saves cannot fit stops before it trains (checked again before each save).
     if (o->save && !virtual_run && (s = mt_checkpoint_check_space(&cd, &model, o))) goto fail;
     if ((s = mt_sink_open(&sink, o->log, o->resume != NULL))) goto fail;
 
-    size_t per_step = (size_t)o->grad_accum * o->batch * o->seq_len;
+    size_t per_step = (size_t)o->eng.grad_accum * o->eng.B * o->eng.T;
     inputs = malloc(per_step * 4);
     targets = malloc(per_step * 4);
     if (!inputs || !targets) {
@@ -261,13 +255,13 @@ int mt_cmd_train(mt_options *o, int is_default) {
     signal(SIGTERM, on_signal);
 
     mt_device_info info;
-    be->ops->device_info(be, &info);
+    mt_backend_device_info(be, &info);
     double params = (double)mt_config_params_total(&cfg);
     fprintf(stderr,
             "megatrain: %s %.2fM params, %d layers | %s precision, grads summed in %s | %s schedule | backend %s (%s) "
             "| data %s\n",
-            mt_arch_model_type(cfg.arch), params / 1e6, cfg.num_layers, o->precision, o->grad_accum_dtype, o->schedule,
-            be->ops->name, info.name, data.source);
+            mt_arch_model_type(cfg.arch), params / 1e6, cfg.num_layers, o->precision, mt_grad_sum_name(o->eng.grad_sum),
+            o->eng.schedule->name, mt_backend_name(be), info.name, data.source);
     int first_step = rs.step + 1;
     if (first_step > o->steps) { // a resume already at --steps: nothing to train
         if (o->save && !same_dir(cd.dir, o->resume)) {
@@ -287,9 +281,9 @@ int mt_cmd_train(mt_options *o, int is_default) {
     double first_loss = NAN, last_loss = NAN;
     int saved_last = 0;
     for (int step = first_step; step <= o->steps; step++) {
-        for (int g = 0; g < o->grad_accum; g++)
-            mt_data_next(&data, o->batch, o->seq_len, inputs + (size_t)g * o->batch * o->seq_len,
-                         targets + (size_t)g * o->batch * o->seq_len);
+        for (int g = 0; g < o->eng.grad_accum; g++)
+            mt_data_next(&data, o->eng.B, o->eng.T, inputs + (size_t)g * o->eng.B * o->eng.T,
+                         targets + (size_t)g * o->eng.B * o->eng.T);
         float lr = lr_at(o, step);
         mt_optim_hparams hp = {o->lr, o->weight_decay, o->beta1, o->beta2, o->eps, o->grad_clip};
         mt_step_stats st;
@@ -314,7 +308,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
         emit_step(&sink, step, &st, lr, step_ms, params);
         if (isnan(first_loss)) first_loss = st.loss;
         last_loss = st.loss;
-        mt_progress_update(&prog, step, st.loss, st.tokens / (step_ms / 1e3));
+        mt_progress_update(&prog, step, st.loss, mt_metric_tokens_per_s((double)st.tokens, step_ms));
         int last = step == o->steps;
         if (o->save && (last || interrupted || (o->save_every && step % o->save_every == 0))) {
             if ((s = stage_checkpoint(&cd, &model, eng, o, step, &data))) goto fail;
@@ -341,10 +335,10 @@ int mt_cmd_train(mt_options *o, int is_default) {
         goto fail;
     }
     if (o->trace && (s = mt_engine_write_trace(eng, o->trace))) goto fail;
-    if (o->trace && be->ops->trace_write) { // sim: every kernel and copy too, beside the engine's layer view
+    if (o->trace && mt_backend_supports(be, MT_OP_TRACE_WRITE)) { // a backend's own op timeline (sim), beside the layer view
         char ops_path[1100];
         snprintf(ops_path, sizeof ops_path, "%s.ops.json", o->trace);
-        if ((s = be->ops->trace_write(be, ops_path))) goto fail;
+        if ((s = mt_backend_trace_write(be, ops_path))) goto fail;
     }
     mt_progress_end(&prog);
     if (is_default)

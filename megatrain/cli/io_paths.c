@@ -4,6 +4,8 @@
 #define _DEFAULT_SOURCE // realpath
 #include "cli/io_paths.h"
 
+#include "backend/backend.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -116,7 +118,7 @@ static int written_by_save(const io_file *f, const io_file *d) {
 }
 
 static mt_status check(const mt_options *o, io_set *s) {
-    int sim = !strcmp(o->backend, "sim");
+    int sim = (mt_backend_caps_of(o->backend) & MT_CAP_VIRTUAL_TIME) != 0; // it reads a hardware profile
     if (o->model) MT_TRY(add_input_tree(s, "--model", o->model));
     if (o->config) MT_TRY(add_input(s, "--config", o->config));
     if (o->data && strcmp(o->data, "synthetic") && strcmp(o->data, "embedded")) MT_TRY(add_input(s, "--data", o->data));

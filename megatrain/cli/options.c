@@ -20,6 +20,9 @@ typedef enum {
     OPT_BOOL,     // 0/1/true/false
     OPT_COUNT,    // non-negative element count, e.g. 5e7 or 50000000
     OPT_TRISTATE, // true/false/auto -> 1/0/-1
+    OPT_SCHEDULE, // a schedule's name -> its descriptor (engine/schedule.h)
+    OPT_BIND,     // pointer/copy -> mt_bind_mode
+    OPT_GRAD_SUM, // auto/f32/bf16 -> mt_grad_sum
     OPT_BYTES,    // a positive byte count: 5000000000, 5GB, 4.5GiB, 500MB (transformers' units)
 } opt_kind;
 
@@ -41,10 +44,10 @@ static const opt_spec specs[] = {
     {"--init", OPT_STR, F(init), NG, "t"},
     {"--seed", OPT_U64, F(seed), G(seed), "t"},
     {"--data", OPT_STR, F(data), G(data), "te"},
-    {"--batch", OPT_POS_INT, F(batch), G(batch), "tep"},
-    {"--seq-len", OPT_POS_INT, F(seq_len), G(seq_len), "tep"},
+    {"--batch", OPT_POS_INT, F(eng.B), G(batch), "tep"},
+    {"--seq-len", OPT_POS_INT, F(eng.T), G(seq_len), "tep"},
     {"--steps", OPT_POS_INT, F(steps), G(steps), "te"},
-    {"--grad-accum", OPT_POS_INT, F(grad_accum), G(grad_accum), "tp"},
+    {"--grad-accum", OPT_POS_INT, F(eng.grad_accum), G(grad_accum), "tp"},
     {"--lr", OPT_NONNEG_FLOAT, F(lr), G(lr), "t"},
     {"--weight-decay", OPT_NONNEG_FLOAT, F(weight_decay), G(weight_decay), "t"},
     {"--beta1", OPT_UNIT_FLOAT, F(beta1), G(beta1), "t"},
@@ -56,15 +59,17 @@ static const opt_spec specs[] = {
     {"--precision", OPT_STR, F(precision), G(precision), "tep"},
     {"--backend", OPT_STR, F(backend), NG, "tep"},
     {"--attention", OPT_STR, F(attention), NG, "te"},
-    {"--schedule", OPT_STR, F(schedule), NG, "tep"},
-    {"--checkpoint-interval", OPT_POS_INT, F(ckpt_interval), NG, "tp"},
-    {"--weight-buffers", OPT_POS_INT, F(weight_bufs), NG, "tp"},
-    {"--grad-slabs", OPT_POS_INT, F(grad_slabs), NG, "tp"},
-    {"--serial-optimizer", OPT_FLAG, F(serial_optimizer), NG, "t"},
-    {"--bind", OPT_STR, F(bind), NG, "tp"},
-    {"--mlp-chunk", OPT_NONNEG_INT, F(mlp_chunk), NG, "tep"},
-    {"--grad-accum-dtype", OPT_STR, F(grad_accum_dtype), G(grad_accum_dtype), "tp"},
-    {"--offload-checkpoints", OPT_TRISTATE, F(offload_checkpoints), NG, "tep"},
+    // The schedule and its knobs: train, eval and plan take the same ones (eval runs
+    // forward only, so it has no gradient slabs, optimizer or accumulation to set).
+    {"--schedule", OPT_SCHEDULE, F(eng.schedule), NG, "tep"},
+    {"--checkpoint-interval", OPT_POS_INT, F(eng.sched.ckpt_interval), NG, "tep"},
+    {"--weight-buffers", OPT_POS_INT, F(eng.sched.weight_bufs), NG, "tep"},
+    {"--grad-slabs", OPT_POS_INT, F(eng.grad_slabs), NG, "tp"},
+    {"--serial-optimizer", OPT_FLAG, F(eng.sched.serial_optimizer), NG, "t"},
+    {"--bind", OPT_BIND, F(eng.sched.bind), NG, "tep"},
+    {"--mlp-chunk", OPT_NONNEG_INT, F(eng.mlp_rows), NG, "tep"},
+    {"--grad-accum-dtype", OPT_GRAD_SUM, F(eng.grad_sum), G(grad_accum_dtype), "tp"},
+    {"--offload-checkpoints", OPT_TRISTATE, F(eng.sched.offload_checkpoints), NG, "tep"},
     {"--save", OPT_STR, F(save), NG, "t"},
     {"--save-every", OPT_POS_INT, F(save_every), NG, "t"},
     {"--shard-size", OPT_BYTES, F(shard_size), NG, "t"},
@@ -73,14 +78,14 @@ static const opt_spec specs[] = {
     {"--trace", OPT_STR, F(trace), NG, "t"},
     {"--dump-grads", OPT_STR, F(dump_grads), NG, "t"},
     {"--hardware", OPT_STR, F(hardware), NG, "tep"},
-    {"--zero3-pin-memory", OPT_BOOL, F(zero3_pin_memory), NG, "tp"},
-    {"--zero3-overlap-comm", OPT_BOOL, F(zero3_overlap_comm), NG, "tp"},
-    {"--zero3-prefetch-bucket-size", OPT_COUNT, F(zero3_prefetch_bucket_size), NG, "tp"},
+    {"--zero3-pin-memory", OPT_BOOL, F(eng.sched.zero3.pin_memory), NG, "tep"},
+    {"--zero3-overlap-comm", OPT_BOOL, F(eng.sched.zero3.overlap_comm), NG, "tep"},
+    {"--zero3-prefetch-bucket-size", OPT_COUNT, F(eng.sched.zero3.prefetch_bucket_size), NG, "tep"},
     // plan only: DeepSpeed's GPU-footprint model reads them; the engine's zero3 schedule does not
     // (it keeps norms and biases with their layer's copy and offloads a layer per bucket)
-    {"--zero3-param-persistence-threshold", OPT_COUNT, F(zero3_param_persistence_threshold), NG, "p"},
-    {"--zero3-reduce-bucket-size", OPT_COUNT, F(zero3_reduce_bucket_size), NG, "p"},
-    {"--zero3-max-live-parameters", OPT_COUNT, F(zero3_max_live_parameters), NG, "tp"},
+    {"--zero3-param-persistence-threshold", OPT_COUNT, F(eng.sched.zero3.param_persistence_threshold), NG, "p"},
+    {"--zero3-reduce-bucket-size", OPT_COUNT, F(eng.sched.zero3.reduce_bucket_size), NG, "p"},
+    {"--zero3-max-live-parameters", OPT_COUNT, F(eng.sched.zero3.max_live_parameters), NG, "tep"},
     {"--host-mem-gb", OPT_POS_FLOAT, F(host_mem_gb), NG, "p"},
     {"--max-context", OPT_FLAG, F(max_context), NG, "p"},
 };
@@ -93,9 +98,7 @@ static const struct {
     {"--lr-schedule", "constant|cosine"},
     {"--precision", "paper|mixed|fp32"},
     {"--backend", "auto|cpu|cuda|sim"},
-    {"--schedule", "megatrain|zero3|naive|resident"},
-    {"--bind", "pointer|copy"},
-    {"--grad-accum-dtype", "auto|f32|bf16"},
+    {"--bind", "pointer|copy"}, // (--schedule: the schedule table's names)
 };
 
 static const char *choices_of(const char *name) {
@@ -122,12 +125,10 @@ static const char *why_refused(const char *name) {
 
 void mt_options_defaults(mt_options *o) {
     memset(o, 0, sizeof *o);
+    mt_engine_opts_defaults(&o->eng); // the schedule and its knobs: the engine's one set of defaults
     o->init = "random";
     o->data = "synthetic";
-    o->batch = 4;
-    o->seq_len = 64;
     o->steps = 10;
-    o->grad_accum = 1;
     o->lr = 3e-4f;
     o->weight_decay = 0.1f;
     o->beta1 = 0.9f;
@@ -138,21 +139,7 @@ void mt_options_defaults(mt_options *o) {
     o->precision = "fp32";
     o->backend = "auto";
     o->attention = "auto";
-    o->schedule = "megatrain";
-    o->bind = "pointer";
-    o->mlp_chunk = 8192; // MLP internals of at most 8k tokens at a time
-    o->grad_accum_dtype = "auto"; // chunked weight gradients summed in f32 where the device plan fits
-    o->offload_checkpoints = -1; // auto: only when the device plan does not fit
     o->shard_size = MT_DEFAULT_SHARD_SIZE;
-    o->ckpt_interval = 1;
-    o->weight_bufs = 2;
-    o->grad_slabs = 4;
-    o->zero3_pin_memory = 1; // DeepSpeed's defaults
-    o->zero3_overlap_comm = 1;
-    o->zero3_prefetch_bucket_size = 50000000LL;
-    o->zero3_param_persistence_threshold = 100000LL;
-    o->zero3_reduce_bucket_size = 500000000LL;
-    o->zero3_max_live_parameters = 1000000000LL;
 }
 
 // "a|b|c" contains v as a whole alternative.
@@ -261,6 +248,19 @@ static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
         else if (!strcmp(v, "auto")) *(int *)field = -1;
         else return mt_fail(MT_ERR_ARG, "%s: expected true, false or auto, got '%s'", s->name, v);
         return MT_OK;
+    case OPT_SCHEDULE: {
+        const mt_schedule_desc *d;
+        MT_TRY(mt_schedule_find(v, &d));
+        *(const mt_schedule_desc **)field = d;
+        return MT_OK;
+    }
+    case OPT_BIND:
+        if (!one_of(choices_of(s->name), v))
+            return mt_fail(MT_ERR_ARG, "%s: unknown value '%s' (expected one of pointer,copy)", s->name, v);
+        *(mt_bind_mode *)field = !strcmp(v, "copy") ? MT_BIND_COPY : MT_BIND_POINTER;
+        return MT_OK;
+    case OPT_GRAD_SUM:
+        return mt_grad_sum_parse(v, (mt_grad_sum *)field);
     case OPT_BYTES:
         return parse_bytes(s, v, (unsigned long long *)field);
     case OPT_COUNT: {
@@ -312,6 +312,9 @@ mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv
 
 mt_status mt_options_check(const mt_options *o, const char *cmd) {
     int train = !strcmp(cmd, "train"), eval = !strcmp(cmd, "eval");
+    // What the chosen backend can do, from its capabilities (0: not in this binary; its own error later).
+    unsigned caps = mt_backend_caps_of(o->backend);
+    int no_data = caps && !(caps & MT_CAP_TENSOR_DATA), virtual_time = (caps & MT_CAP_VIRTUAL_TIME) != 0;
     mt_attn_impl attn;
     MT_TRY(mt_attn_impl_parse(o->attention, &attn));
     if (o->model && o->config) return mt_fail(MT_ERR_ARG, "--model and --config: give one, not both");
@@ -321,16 +324,18 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
         return mt_fail(MT_ERR_ARG, "train: missing --model DIR, --config FILE or --resume DIR");
     if (eval && !o->model) return mt_fail(MT_ERR_ARG, "eval: --model DIR is required");
     if (eval && !o->given.data) return mt_fail(MT_ERR_ARG, "eval: --data FILE is required");
-    if (eval && !strcmp(o->backend, "sim"))
-        return mt_fail(MT_ERR_ARG, "eval --backend sim: the sim backend times operations without data, so it has "
-                                   "no loss to report; use cpu or cuda");
+    if (eval && no_data)
+        return mt_fail(MT_ERR_ARG, "eval --backend %s: the %s backend times operations without data, so it has "
+                                   "no loss to report; use cpu or cuda",
+                       o->backend, o->backend);
     // The engine's limit, checked before any size is derived from it.
-    if ((train || eval) && (long long)o->batch * o->seq_len > 1LL << 30)
+    if ((train || eval) && (long long)o->eng.B * o->eng.T > 1LL << 30)
         return mt_fail(MT_ERR_ARG, "--batch x --seq-len: %lld tokens per micro-batch is too many (at most 2^30)",
-                       (long long)o->batch * o->seq_len);
-    if (train && !strcmp(o->backend, "sim") && (o->save || o->resume || o->dump_grads))
-        return mt_fail(MT_ERR_ARG, "--backend sim: simulates timing only; --save, --resume and --dump-grads need data");
-    if ((train || eval) && o->hardware && strcmp(o->backend, "sim"))
+                       (long long)o->eng.B * o->eng.T);
+    if (train && no_data && (o->save || o->resume || o->dump_grads))
+        return mt_fail(MT_ERR_ARG, "--backend %s: simulates timing only; --save, --resume and --dump-grads need data",
+                       o->backend);
+    if ((train || eval) && o->hardware && !virtual_time)
         return mt_fail(MT_ERR_ARG, "--hardware %s: only --backend sim uses a hardware profile (--backend %s runs on "
                                    "this machine); drop --hardware or add --backend sim",
                        o->hardware, o->backend);

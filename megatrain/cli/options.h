@@ -4,6 +4,7 @@
 #define MT_OPTIONS_H
 
 #include "core/status.h"
+#include "engine/engine.h"
 
 // Saves are sharded at 5 GB (10^9 bytes) of tensor data per file by default:
 // transformers 4.x's save_pretrained default (5.x moved to 50GB), so every loader
@@ -15,22 +16,20 @@
 
 typedef struct {
     const char *model, *config, *init, *data, *save, *resume, *log, *trace, *dump_grads;
-    const char *precision, *backend, *schedule, *lr_schedule, *hardware, *bind;
+    const char *precision, *backend, *lr_schedule, *hardware;
     const char *attention; // --attention auto|native|cudnn (backend.h mt_attn_impl)
-    const char *grad_accum_dtype; // --grad-accum-dtype auto|f32|bf16 (engine.h mt_grad_sum)
     unsigned long long seed;
-    int batch, seq_len, steps, grad_accum, warmup, ckpt_interval, weight_bufs, grad_slabs, save_every;
-    int serial_optimizer;
-    int mlp_chunk; // tokens per MLP chunk (0 = all at once)
-    int offload_checkpoints; // 1, 0, or -1 = auto
+    int steps, warmup, save_every;
+    // What the engine and the planner take, parsed straight into their own struct
+    // (one set of defaults and one validation, engine.h): --schedule (the parser
+    // maps the name to its descriptor), --batch, --seq-len, --grad-accum,
+    // --checkpoint-interval, --weight-buffers, --grad-slabs, --serial-optimizer,
+    // --mlp-chunk, --grad-accum-dtype, --offload-checkpoints, --bind and the --zero3-* knobs.
+    mt_engine_opts eng;
     unsigned long long shard_size; // --shard-size: bytes of tensor data per saved safetensors shard
     float host_mem_gb; // plan: host memory to assume instead of the profile's (0 = the profile's)
     int max_context;   // plan: also search the longest --seq-len that fits
     int help;          // --help among the arguments: print the usage and exit 0
-    // DeepSpeed ZeRO-3 knobs (--schedule zero3), DeepSpeed's names and defaults
-    int zero3_pin_memory, zero3_overlap_comm;
-    long long zero3_prefetch_bucket_size, zero3_param_persistence_threshold, zero3_reduce_bucket_size,
-        zero3_max_live_parameters;
     float lr, weight_decay, beta1, beta2, eps, grad_clip;
     // which options were given explicitly (resume fills the others from train_state.json)
     struct {

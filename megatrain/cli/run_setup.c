@@ -39,22 +39,15 @@ mt_status mt_setup_config(const mt_options *o, mt_config *c, int allow_default) 
 }
 
 mt_status mt_setup_backend(const char *name, const char *hardware, mt_precision p, mt_backend **out) {
-    const char *resolved = name;
-    if (!strcmp(name, "sim")) {
+    // bf16 activations unless the precision is fp32 or the backend computes in f32 only
+    mt_dtype act = p != MT_PREC_FP32 && (mt_backend_caps_of(name) & MT_CAP_BF16) ? MT_BF16 : MT_F32;
+    if (!strcmp(name, "sim")) { // the simulator is made with the machine it prices
         if (!hardware) return mt_fail(MT_ERR_ARG, "--backend sim: needs --hardware PROFILE (see experiments/hardware/)");
         char path[4096]; // a path, or a profile name looked up in experiments/hardware/
         MT_TRY(mt_hw_profile_find(hardware, path, sizeof path));
-        return mt_backend_sim_create(path, p == MT_PREC_FP32 ? MT_F32 : MT_BF16, out);
+        return mt_backend_sim_create(path, act, out);
     }
-    if (!strcmp(name, "auto")) {
-#ifdef MT_HAVE_CUDA
-        resolved = mt_backend_cuda_available() ? "cuda" : "cpu";
-#else
-        resolved = "cpu";
-#endif
-    }
-    mt_dtype act = (!strcmp(resolved, "cuda") && p != MT_PREC_FP32) ? MT_BF16 : MT_F32;
-    return mt_backend_create(resolved, act, out);
+    return mt_backend_create(name, act, out);
 }
 
 mt_status mt_setup_attention(mt_backend *be, const char *attention) {

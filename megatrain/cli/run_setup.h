@@ -16,7 +16,7 @@
 void mt_default_config(mt_config *c);
 // Config from --model DIR, --config FILE or --resume DIR (exactly one set, or `fallback`).
 mt_status mt_setup_config(const mt_options *o, mt_config *c, int allow_default);
-// Backend by name; activations bf16 on CUDA (and sim) unless precision is fp32.
+// Backend by name; activations bf16 where the backend has them (MT_CAP_BF16) unless precision is fp32.
 // `hardware` names the profile the sim backend prices ops with.
 mt_status mt_setup_backend(const char *name, const char *hardware, mt_precision p, mt_backend **out);
 // --attention auto|native|cudnn on the created backend (backend.h mt_backend_set_attention).

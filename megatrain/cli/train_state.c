@@ -26,12 +26,12 @@ mt_status mt_train_state_save(const char *dir, const mt_train_state *s, const mt
     cJSON_AddStringToObject(j, "data", s->data);
     cJSON_AddStringToObject(j, "seed", seed);
     cJSON_AddStringToObject(j, "precision", o->precision);
-    cJSON_AddStringToObject(j, "schedule", o->schedule);
-    cJSON_AddNumberToObject(j, "batch", o->batch);
-    cJSON_AddNumberToObject(j, "seq_len", o->seq_len);
-    cJSON_AddNumberToObject(j, "grad_accum", o->grad_accum);
+    cJSON_AddStringToObject(j, "schedule", o->eng.schedule->name);
+    cJSON_AddNumberToObject(j, "batch", o->eng.B);
+    cJSON_AddNumberToObject(j, "seq_len", o->eng.T);
+    cJSON_AddNumberToObject(j, "grad_accum", o->eng.grad_accum);
     cJSON_AddNumberToObject(j, "total_steps", o->steps);
-    cJSON_AddStringToObject(j, "grad_accum_dtype", o->grad_accum_dtype); // resolved: f32 or bf16
+    cJSON_AddStringToObject(j, "grad_accum_dtype", mt_grad_sum_name(o->eng.grad_sum)); // resolved: f32 or bf16
     cJSON *h = cJSON_AddObjectToObject(j, "hparams");
     cJSON_AddNumberToObject(h, "lr", o->lr);
     cJSON_AddNumberToObject(h, "weight_decay", o->weight_decay);
@@ -157,9 +157,6 @@ static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_o
         if (!cJSON_IsString(gad) || !strcmp(gad->valuestring, "auto") ||
             mt_options_set(&saved, "--grad-accum-dtype", gad->valuestring) != MT_OK)
             return mt_fail(MT_ERR_FORMAT, "%s: grad_accum_dtype: expected \"f32\" or \"bf16\"", path);
-        if (n_str >= (int)(sizeof s->strings / sizeof *s->strings) - 1 || !(s->strings[n_str] = strdup(gad->valuestring)))
-            return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
-        saved.grad_accum_dtype = s->strings[n_str++];
     }
     if (step > saved.steps)
         return mt_fail(MT_ERR_FORMAT, "%s: step %.0f is beyond total_steps %d", path, step, saved.steps);
@@ -173,9 +170,9 @@ static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_o
     if (!o->given.precision) o->precision = saved.precision;
     if (!o->given.lr_schedule) o->lr_schedule = saved.lr_schedule;
     if (!o->given.seed) o->seed = saved.seed;
-    if (!o->given.batch) o->batch = saved.batch;
-    if (!o->given.seq_len) o->seq_len = saved.seq_len;
-    if (!o->given.grad_accum) o->grad_accum = saved.grad_accum;
+    if (!o->given.batch) o->eng.B = saved.eng.B;
+    if (!o->given.seq_len) o->eng.T = saved.eng.T;
+    if (!o->given.grad_accum) o->eng.grad_accum = saved.eng.grad_accum;
     if (!o->given.steps) o->steps = saved.steps;
     if (!o->given.lr) o->lr = saved.lr;
     if (!o->given.weight_decay) o->weight_decay = saved.weight_decay;
@@ -184,7 +181,7 @@ static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_o
     if (!o->given.eps) o->eps = saved.eps;
     if (!o->given.grad_clip) o->grad_clip = saved.grad_clip;
     if (!o->given.warmup) o->warmup = saved.warmup;
-    if (!o->given.grad_accum_dtype) o->grad_accum_dtype = saved.grad_accum_dtype;
+    if (!o->given.grad_accum_dtype) o->eng.grad_sum = saved.eng.grad_sum;
     return MT_OK;
 }
 

@@ -9,30 +9,7 @@
 
 #include "backend/backend.h"
 #include "engine/host_state.h"
-
-typedef enum {
-    MT_SCHED_MEGATRAIN = 0, // stream layers through a ring of device buffers, recompute, overlapped optimizer
-    MT_SCHED_RESIDENT = 1,  // every layer resident, all activations kept, optimizer after backward
-    MT_SCHED_ZERO3 = 2,     // DeepSpeed ZeRO-3 + CPU offload, as a schedule (see baselines/ZERO3.md)
-    MT_SCHED_NAIVE = 3,     // one stream: copy in, compute, copy out; no prefetch; optimizer after backward
-} mt_schedule;
-
-// DeepSpeed's ZeRO-3 knobs under DeepSpeed's names and defaults. They change
-// timing, never results (every schedule computes the same numbers).
-typedef struct {
-    int pin_memory;                    // host state page-locked (1) or pageable (0)
-    int overlap_comm;                  // gradient offload on its own stream (1) or the compute stream (0)
-    long long prefetch_bucket_size;    // stage3_prefetch_bucket_size: elements fetched ahead of use
-    long long param_persistence_threshold; // stage3_param_persistence_threshold
-    long long reduce_bucket_size;      // reduce_bucket_size (elements)
-    long long max_live_parameters;     // stage3_max_live_parameters
-} mt_zero3_knobs;
-
-// DeepSpeed's defaults: pin_memory true, overlap_comm true, 5e7, 1e5, 5e8, 1e9.
-mt_zero3_knobs mt_zero3_defaults(void);
-
-mt_status mt_schedule_parse(const char *s, mt_schedule *out);
-const char *mt_schedule_name(mt_schedule s);
+#include "engine/schedule.h"
 
 // How a weight gradient computed in token chunks (the MLP's, the LM head's) is summed
 // across the chunks of a micro-batch when weight gradients are bf16 (paper, mixed):
@@ -41,23 +18,29 @@ const char *mt_schedule_name(mt_schedule s);
 // default, and what a zeroed options struct says): F32 where the device plan fits it.
 typedef enum { MT_GRAD_SUM_AUTO = 0, MT_GRAD_SUM_F32 = 1, MT_GRAD_SUM_BF16 = 2 } mt_grad_sum;
 mt_status mt_grad_sum_parse(const char *s, mt_grad_sum *out); // "auto", "f32", "bf16"
+const char *mt_grad_sum_name(mt_grad_sum g);
 
 typedef struct {
-    mt_schedule schedule;
+    const mt_schedule_desc *schedule; // a table entry (mt_schedule_find); resolved against the options here
     int B, T, grad_accum;  // micro-batch rows, sequence length, micro-batches per step
     mt_grad_sum grad_sum;  // chunked weight gradients summed in f32 or bf16 (--grad-accum-dtype)
-    int ckpt_interval;     // K: keep the input of every K-th layer, recompute the rest
-    int weight_bufs;       // device weight buffers in the ring (1: no prefetch, 2 or 3)
     int grad_slabs;        // pinned host slabs gradients stream through
-    int overlap_optimizer; // update layer i while the next step already streams
-    int offload_checkpoints; // 1: layer-boundary checkpoints live in pinned host memory, 3 device slots
-                             // stream them out in forward and back in backward; 0: on the device;
-                             // -1 (auto): offload only when the device plan does not fit
     int mlp_rows;          // tokens per MLP chunk (0 = all at once); bounds the largest activations
     int keep_trace;        // keep every step's timeline for mt_engine_write_trace (--trace)
-    int copy_bind;         // ablation: bind by copying into a fixed template buffer (the official code's way)
-    mt_zero3_knobs zero3;  // used by MT_SCHED_ZERO3
+    mt_schedule_opts sched; // what the schedule may take from the options: weight buffers, K (keep the input
+                            // of every K-th layer, recompute the rest), serial optimizer, checkpoint offload
+                            // (1: layer-boundary checkpoints in pinned host memory, 3 device slots; 0: on the
+                            // device; -1 auto: offload only when the device plan does not fit), bind, ZeRO-3 knobs
 } mt_engine_opts;
+
+// The one set of defaults (DESIGN.md's CLI contract): the megatrain schedule, batch 4
+// x 64 tokens, no accumulation, K = 1, 2 weight buffers, 4 gradient slabs, 8k-token MLP
+// chunks, chunked gradients summed in f32 where it fits (auto), checkpoint offload auto,
+// pointer bind, DeepSpeed's ZeRO-3 knobs.
+void mt_engine_opts_defaults(mt_engine_opts *o);
+// The one validation, against the model: what train, eval, plan and the planner
+// accept (one line naming the option).
+mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c);
 
 typedef struct {
     float lr, weight_decay, beta1, beta2, eps, grad_clip; // grad_clip 0 = off
@@ -77,28 +60,35 @@ typedef struct {
 
 typedef struct mt_engine mt_engine;
 
-// What a configuration needs, without allocating it (the planner's source of truth).
+// What one part of the engine occupies (parts.h).
 typedef struct {
-    size_t device_bytes;     // = weights + grads + checkpoints + activations
-    size_t weights_bytes;    // layer weight buffers + resident embedding/head
-    size_t grads_bytes;      // device gradient buffers
-    size_t checkpoint_bytes; // saved layer inputs
-    size_t activation_bytes; // one layer's internals (all layers' when resident), scratch, loss head
-    size_t state_bytes;      // host model state (params, grads, moments, master)
-    size_t staging_bytes;    // pinned gradient slabs and token staging
-    size_t host_bytes;       // state + staging
-    size_t pinned_bytes;     // host bytes that are page-locked
-    size_t checkpoint_host_bytes; // offloaded checkpoints (part of host and pinned bytes)
-    int offload_checkpoints;      // the resolved choice (auto resolved against device_free)
-    int grad_sum_f32;             // the resolved choice: chunked weight gradients summed in f32
-    size_t grad_sum_bytes;        // its f32 device buffer (part of grads_bytes): the larger of the MLP's
-                                  // (gate, up, down) and the LM head's gradient, when each runs in > 1 chunk
-} mt_memory_plan;
+    size_t device; // device memory
+    size_t host;   // host memory (pinned or not)
+    size_t pinned; // the part of `host` that is page-locked
+} mt_part_bytes;
+
+// What a configuration occupies, part by part, without allocating anything:
+// the planner's source of truth, and what mt_engine_create allocates (checked).
+typedef struct {
+    mt_part_bytes state;       // host model state: parameters, gradients, moments, f32 master
+    mt_part_bytes weights;     // device weight ring (+ the copy-bind template) and resident embedding/head
+    mt_part_bytes grads;       // device gradient buffers and wire staging; pinned gradient slabs
+    mt_part_bytes checkpoints; // saved layer inputs: on the device, or pinned host + 3 device slots
+    mt_part_bytes activations; // layer internals, scratch, loss head, RoPE tables; pinned token staging
+    mt_part_bytes optimizer;   // the optimizer worker's own buffers
+    size_t device_bytes, host_bytes, pinned_bytes; // the sums
+    int offload_checkpoints;   // the resolved choice (auto resolved against device_free)
+    int grad_sum_f32;          // the resolved choice: chunked weight gradients summed in f32 (fp32: always)
+    size_t grad_sum_bytes;     // its f32 device buffer (part of grads.device): the larger of the MLP's
+                               // (gate, up, down) and the LM head's gradient, when each runs in > 1 chunk
+} mt_engine_footprint;
 
 // offload_checkpoints = -1 is resolved against device_free (0 = unknown: keep on the device);
 // then grad_sum AUTO: f32 unless its buffer makes the plan exceed device_free.
-mt_memory_plan mt_engine_memory_plan(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
-                                     size_t device_free);
+// backend_caps: 0 for what the configuration needs (the plan); a backend's caps for
+// what its engine allocates (on a device the loss head's chunk grows into free memory).
+mt_engine_footprint mt_engine_footprint_of(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
+                                           size_t device_free, unsigned backend_caps);
 
 // Validates the options against the model and allocates device buffers.
 mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o, mt_engine **out);

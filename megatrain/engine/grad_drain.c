@@ -4,15 +4,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#include "core/vclock.h"
-#include "optim/grad_ops.h"
 
 typedef struct {
     mt_offload o;
     int slab;
-    double t_enqueue; // virtual time the task was queued (sim)
+    double t_enqueue; // when the task was queued (the host work's clock)
 } drain_task;
 
 struct mt_drain {
@@ -22,8 +18,9 @@ struct mt_drain {
     void **slabs;
     mt_event **slab_ev;
     int *slab_busy;
-    double *slab_free_t;  // virtual time each slab was last released (sim)
-    double last_finish_t; // virtual time the last drain finished (sim)
+    const mt_host_work *h;
+    double *slab_free_t;  // when each slab was last released (the host work's clock)
+    double last_finish_t; // when the last drain finished
     // FIFO of tasks (at most n_slabs in flight, one per busy slab)
     drain_task *queue;
     int q_head, q_len;
@@ -32,19 +29,14 @@ struct mt_drain {
     mt_status error;
     char error_msg[512];
     double wait_ms;
-    mt_trace *trace;
-    double *bytes_out;
+    mt_link *lk;
+    mt_drain_final_fn on_final;
+    void *on_final_ctx;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
     int thread_started;
 };
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static void *drain_main(void *arg) {
     mt_drain *d = arg;
@@ -55,21 +47,17 @@ static void *drain_main(void *arg) {
         drain_task t = d->queue[d->q_head];
         pthread_mutex_unlock(&d->mu);
 
-        mt_vclock_join(t.t_enqueue);
+        d->h->waited_until(d->h, t.t_enqueue);
         const mt_offload *o = &t.o;
         size_t n = o->u->lay->numel;
-        mt_status s = d->be->ops->event_sync(d->be, d->slab_ev[t.slab]);
-        double t0 = d->trace ? mt_trace_host_now(d->trace) : 0;
-        if (s == MT_OK && mt_backend_is_virtual(d->be)) {
-            mt_vclock_advance(d->be->ops->host_work_ms(d->be, MT_HOST_GRAD_ACCUMULATE, n, o->link_dtype, 0));
-            if (o->last) *o->sumsq = 0;
-        } else if (s == MT_OK) {
-            // f32 -> bf16 in place, front to back: exact, the values were bf16 on the device
-            if (o->link_dtype != o->wdt) mt_convert(d->slabs[t.slab], o->wdt, d->slabs[t.slab], o->link_dtype, n);
-            mt_grad_accumulate(o->u->grad, d->slabs[t.slab], o->wdt, n, o->first);
-            if (o->last) *o->sumsq = mt_grad_sumsq(o->u->grad, o->wdt, n);
+        mt_status s = mt_backend_event_sync(d->be, d->slab_ev[t.slab]);
+        mt_trace *tr = d->lk->trace;
+        double t0 = mt_trace_host_now(tr);
+        if (s == MT_OK) {
+            double sq = d->h->accumulate(d->h, o->u->grad, o->wdt, d->slabs[t.slab], o->wire, n, o->first, o->last);
+            if (o->last && d->on_final) d->on_final(d->on_final_ctx, o->unit, sq);
         }
-        if (d->trace) mt_trace_host(d->trace, MT_LANE_DRAIN, "accumulate", o->u->layer, t0, mt_trace_host_now(d->trace));
+        mt_trace_host(tr, MT_LANE_DRAIN, "accumulate", o->u->layer, t0, mt_trace_host_now(tr));
 
         pthread_mutex_lock(&d->mu);
         if (s != MT_OK && d->error == MT_OK) {
@@ -79,17 +67,20 @@ static void *drain_main(void *arg) {
         d->q_head = (d->q_head + 1) % d->n_slabs;
         d->q_len--;
         d->slab_busy[t.slab] = 0;
-        d->slab_free_t[t.slab] = d->last_finish_t = mt_vclock_now();
+        d->slab_free_t[t.slab] = d->last_finish_t = d->h->now_ms(d->h);
         pthread_cond_broadcast(&d->cv);
     }
     pthread_mutex_unlock(&d->mu);
     return NULL;
 }
 
-mt_status mt_drain_create(mt_backend *be, int n_slabs, size_t slab_bytes, mt_drain **out) {
+mt_status mt_drain_create(mt_backend *be, mt_link *lk, const mt_host_work *h, int n_slabs, size_t slab_bytes,
+                          mt_drain **out) {
     mt_drain *d = calloc(1, sizeof *d);
     if (!d) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient drain");
     d->be = be;
+    d->lk = lk;
+    d->h = h;
     d->n_slabs = n_slabs;
     d->slab_bytes = slab_bytes;
     d->slabs = calloc((size_t)n_slabs, sizeof *d->slabs);
@@ -103,8 +94,8 @@ mt_status mt_drain_create(mt_backend *be, int n_slabs, size_t slab_bytes, mt_dra
     if (!d->slabs || !d->slab_ev || !d->slab_busy || !d->queue || !d->slab_free_t)
         return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient drain");
     for (int i = 0; i < n_slabs; i++) {
-        MT_TRY(be->ops->host_alloc(be, slab_bytes, &d->slabs[i]));
-        MT_TRY(be->ops->event_create(be, &d->slab_ev[i]));
+        MT_TRY(mt_backend_host_alloc(be, slab_bytes, &d->slabs[i]));
+        MT_TRY(mt_backend_event_create(be, &d->slab_ev[i]));
     }
     if (pthread_create(&d->thread, NULL, drain_main, d) != 0)
         return mt_fail(MT_ERR_BACKEND, "cannot start the gradient drain thread");
@@ -122,8 +113,8 @@ void mt_drain_destroy(mt_drain *d) {
         pthread_join(d->thread, NULL);
     }
     for (int i = 0; i < d->n_slabs; i++) {
-        if (d->slabs && d->slabs[i]) d->be->ops->host_free(d->be, d->slabs[i], d->slab_bytes);
-        if (d->slab_ev && d->slab_ev[i]) d->be->ops->event_destroy(d->be, d->slab_ev[i]);
+        if (d->slabs && d->slabs[i]) mt_backend_host_free(d->be, d->slabs[i], d->slab_bytes);
+        if (d->slab_ev && d->slab_ev[i]) mt_backend_event_destroy(d->be, d->slab_ev[i]);
     }
     free(d->slabs);
     free(d->slab_ev);
@@ -136,33 +127,29 @@ void mt_drain_destroy(mt_drain *d) {
 }
 
 mt_status mt_drain_offload(mt_drain *d, const mt_offload *of) {
-    size_t bytes = of->u->lay->numel * mt_dtype_size(of->link_dtype);
+    size_t bytes = of->u->lay->numel * mt_dtype_size(of->wire);
     if (bytes > d->slab_bytes) return mt_fail(MT_ERR_SHAPE, "gradient slab too small (%zu < %zu bytes)", d->slab_bytes, bytes);
     // Slabs are used round-robin so the FIFO order of tasks matches slab order.
     int k = d->next_slab;
-    double t0 = now_ms();
+    double t0 = d->h->now_ms(d->h);
     pthread_mutex_lock(&d->mu);
     while (d->slab_busy[k] && d->error == MT_OK) pthread_cond_wait(&d->cv, &d->mu);
     mt_status err = d->error;
     double free_t = d->slab_free_t[k];
     pthread_mutex_unlock(&d->mu);
-    mt_vclock_join(free_t);
-    d->wait_ms += now_ms() - t0;
+    d->h->waited_until(d->h, free_t);
+    d->wait_ms += d->h->now_ms(d->h) - t0;
     if (err != MT_OK) return mt_fail(err, "%s", d->error_msg);
 
-    const mt_backend_ops *o = d->be->ops;
-    MT_TRY(o->stream_wait(d->be, of->stream, of->ready));
-    int span = -1;
-    if (d->trace) MT_TRY(mt_trace_begin_lane(d->trace, of->stream, MT_LANE_D2H, "grads out", of->u->layer, &span));
-    MT_TRY(o->copy(d->be, d->slabs[k], of->dev_grad, bytes, MT_COPY_D2H, of->stream));
-    if (d->trace) MT_TRY(mt_trace_end(d->trace, span));
-    if (d->bytes_out) *d->bytes_out += (double)bytes;
-    MT_TRY(o->event_record(d->be, d->slab_ev[k], of->stream));
-    if (of->dev_free) MT_TRY(o->event_record(d->be, of->dev_free, of->stream));
+    MT_TRY(mt_backend_stream_wait(d->be, of->stream, of->ready));
+    MT_TRY(mt_link_traced_copy(d->lk, MT_LANE_D2H, "grads out", of->u->layer, d->slabs[k], of->dev_grad, bytes,
+                               MT_COPY_D2H, of->stream));
+    MT_TRY(mt_backend_event_record(d->be, d->slab_ev[k], of->stream));
+    if (of->dev_free) MT_TRY(mt_backend_event_record(d->be, of->dev_free, of->stream));
 
     pthread_mutex_lock(&d->mu);
     d->slab_busy[k] = 1;
-    d->queue[(d->q_head + d->q_len) % d->n_slabs] = (drain_task){*of, k, mt_vclock_now()};
+    d->queue[(d->q_head + d->q_len) % d->n_slabs] = (drain_task){*of, k, d->h->now_ms(d->h)};
     d->q_len++;
     d->next_slab = (k + 1) % d->n_slabs;
     pthread_cond_broadcast(&d->cv);
@@ -171,21 +158,21 @@ mt_status mt_drain_offload(mt_drain *d, const mt_offload *of) {
 }
 
 mt_status mt_drain_wait_all(mt_drain *d) {
-    double t0 = now_ms();
+    double t0 = d->h->now_ms(d->h);
     pthread_mutex_lock(&d->mu);
     while (d->q_len && d->error == MT_OK) pthread_cond_wait(&d->cv, &d->mu);
     mt_status err = d->error;
     double finish_t = d->last_finish_t;
     pthread_mutex_unlock(&d->mu);
-    mt_vclock_join(finish_t);
-    d->wait_ms += now_ms() - t0;
+    d->h->waited_until(d->h, finish_t);
+    d->wait_ms += d->h->now_ms(d->h) - t0;
     if (err != MT_OK) return mt_fail(err, "%s", d->error_msg);
     return MT_OK;
 }
 
-void mt_drain_set_trace(mt_drain *d, mt_trace *t, double *bytes) {
-    d->trace = t;
-    d->bytes_out = bytes;
+void mt_drain_on_final(mt_drain *d, mt_drain_final_fn fn, void *ctx) {
+    d->on_final = fn;
+    d->on_final_ctx = ctx;
 }
 
 double mt_drain_take_wait_ms(mt_drain *d) {

@@ -9,35 +9,41 @@
 
 #include "backend/backend.h"
 #include "engine/host_state.h"
-#include "engine/trace.h"
+#include "engine/link.h"
 
 typedef struct mt_drain mt_drain;
 
-mt_status mt_drain_create(mt_backend *be, int n_slabs, size_t slab_bytes, mt_drain **out);
+// The copies go through `lk` (traced on the D2H lane, counted); the drains are
+// the host work `h` (real or priced) and traced too.
+mt_status mt_drain_create(mt_backend *be, mt_link *lk, const mt_host_work *h, int n_slabs, size_t slab_bytes,
+                          mt_drain **out);
 void mt_drain_destroy(mt_drain *d);
 
 // One unit's gradients leaving the device.
 typedef struct {
     mt_unit *u;
+    int unit;               // its index in the model
     mt_dtype wdt;           // type of the host gradients
     const void *dev_grad;   // u->lay->numel elements on the device
-    mt_dtype link_dtype;    // type that crosses the link (f32 when zero3 offloads fp32 grads)
+    mt_dtype wire;          // type that crosses the link (f32 when the schedule offloads fp32 grads)
     mt_event *ready;        // recorded on the compute stream when dev_grad is complete
     mt_event *dev_free;     // recorded after the copy: dev_grad may be overwritten (may be NULL)
     mt_stream_id stream;    // stream that carries the copy (D2H, or compute for the naive schedule)
     int first, last;        // first / last micro-batch of the step
-    double *sumsq;          // with `last`: the sum of squares of u->grad once accumulated
 } mt_offload;
 
 // Queues: `stream` waits `ready`, copies dev_grad into a free slab, records
 // `dev_free`; the drain thread converts (link type -> host type, exact) and
 // accumulates the slab into u->grad.
 mt_status mt_drain_offload(mt_drain *d, const mt_offload *o);
-// Records D2H copies and host drains in `t`; adds offloaded bytes to *bytes.
-void mt_drain_set_trace(mt_drain *d, mt_trace *t, double *bytes);
+// Called on the drain thread when a unit's gradients are final in host memory
+// (its last micro-batch accumulated), with their sum of squares: where the
+// global norm is gathered, and where an update could start early.
+typedef void (*mt_drain_final_fn)(void *ctx, int unit, double sumsq);
+void mt_drain_on_final(mt_drain *d, mt_drain_final_fn fn, void *ctx);
 // Waits until every queued drain finished; returns the first error a drain met.
 mt_status mt_drain_wait_all(mt_drain *d);
-// Host milliseconds the caller spent waiting for a free slab since the last call.
+// Milliseconds (the host work's clock) the caller spent waiting for a free slab since the last call.
 double mt_drain_take_wait_ms(mt_drain *d);
 
 #endif

@@ -27,11 +27,11 @@ mt_dtype mt_precision_wdt(mt_precision p) { return p == MT_PREC_FP32 ? MT_F32 : 
 
 size_t mt_precision_bytes_per_param(mt_precision p) { return p == MT_PREC_PAPER ? 12 : 16; }
 
-size_t mt_unit_link_bytes(const mt_unit_layout *lay, mt_precision p) {
+size_t mt_unit_param_bytes(const mt_unit_layout *lay, mt_precision p) {
     return 2 * page_up(lay->numel * mt_dtype_size(mt_precision_wdt(p)));
 }
 
-size_t mt_unit_state_bytes(const mt_unit_layout *lay, mt_precision p) {
+size_t mt_unit_optim_bytes(const mt_unit_layout *lay, mt_precision p) {
     return (p == MT_PREC_MIXED ? 3 : 2) * page_up(lay->numel * 4);
 }
 
@@ -41,10 +41,10 @@ static size_t model_bytes(const mt_config *c, mt_precision p, size_t (*unit)(con
     return unit(&e, p) + (size_t)c->num_layers * unit(&l, p) + unit(&h, p);
 }
 
-size_t mt_model_pinned_bytes(const mt_config *c, mt_precision p) { return model_bytes(c, p, mt_unit_link_bytes); }
+size_t mt_model_pinned_bytes(const mt_config *c, mt_precision p) { return model_bytes(c, p, mt_unit_param_bytes); }
 
 size_t mt_model_host_bytes(const mt_config *c, mt_precision p) {
-    return mt_model_pinned_bytes(c, p) + model_bytes(c, p, mt_unit_state_bytes);
+    return mt_model_pinned_bytes(c, p) + model_bytes(c, p, mt_unit_optim_bytes);
 }
 
 mt_status mt_host_budget_check(size_t need, size_t avail, int pinned, const char *what) {
@@ -68,28 +68,22 @@ mt_status mt_model_alloc(mt_model *m, const mt_config *c, mt_precision p, mt_bac
     return mt_model_alloc_ex(m, c, p, be, 1);
 }
 
-static mt_status pageable_alloc(size_t bytes, void **out) {
-    if (posix_memalign(out, PAGE, bytes) != 0)
-        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate %zu bytes", bytes);
-    return MT_OK;
-}
-
 mt_status mt_model_alloc_ex(mt_model *m, const mt_config *c, mt_precision p, mt_backend *be, int pinned) {
     memset(m, 0, sizeof *m);
-    m->pinned = pinned || mt_backend_is_virtual(be); // sim: its allocator reserves without touching
+    m->pinned = pinned;
     m->cfg = *c;
     m->prec = p;
     m->wdt = mt_precision_wdt(p);
     m->be = be;
+    m->host = mt_host_work_for(be);
     mt_layout_build(c, &m->lay_embed, &m->lay_layer, &m->lay_head);
     char what[160];
     snprintf(what, sizeof what, "the model state (%lld params x %zu B/param, %s precision)",
              mt_config_params_total(c), mt_precision_bytes_per_param(p), mt_precision_name(p));
     mt_device_info info;
-    MT_TRY(be->ops->device_info(be, &info));
+    MT_TRY(mt_backend_device_info(be, &info));
     MT_TRY(mt_host_budget_check(mt_model_host_bytes(c, p), info.host_mem_avail_bytes, 0, what));
-    int locked = m->pinned && strcmp(be->ops->name, "cpu") != 0 && !mt_backend_is_virtual(be);
-    if (locked)
+    if (m->pinned && mt_backend_has(be, MT_CAP_PAGE_LOCKED))
         MT_TRY(mt_host_budget_check(mt_model_pinned_bytes(c, p), info.host_mem_avail_bytes, 1,
                                     "the pinned parameters and gradients"));
 
@@ -101,28 +95,20 @@ mt_status mt_model_alloc_ex(mt_model *m, const mt_config *c, mt_precision p, mt_
         mt_unit *u = &m->units[i];
         u->lay = i == 0 ? &m->lay_embed : i == m->n_units - 1 ? &m->lay_head : &m->lay_layer;
         u->layer = (i == 0 || i == m->n_units - 1) ? -1 : i - 1;
-        u->link_bytes = mt_unit_link_bytes(u->lay, p);
-        u->state_bytes = mt_unit_state_bytes(u->lay, p);
-        // sim: its host_alloc reserves address space without touching it, for both blocks
-        mt_status s = m->pinned ? be->ops->host_alloc(be, u->link_bytes, &u->link_block)
-                                : pageable_alloc(u->link_bytes, &u->link_block);
-        if (s == MT_OK)
-            s = mt_backend_is_virtual(be) ? be->ops->host_alloc(be, u->state_bytes, &u->state_block)
-                                          : pageable_alloc(u->state_bytes, &u->state_block);
+        u->param_bytes = mt_unit_param_bytes(u->lay, p);
+        u->optim_bytes = mt_unit_optim_bytes(u->lay, p);
+        mt_status s = m->host.alloc(&m->host, u->param_bytes, m->pinned, &u->param_block);
+        if (s == MT_OK) s = m->host.alloc(&m->host, u->optim_bytes, 0, &u->optim_block);
         if (s != MT_OK) {
             mt_model_free(m);
             return s;
         }
-        if (!mt_backend_is_virtual(be)) {
-            memset(u->link_block, 0, u->link_bytes);
-            memset(u->state_block, 0, u->state_bytes);
-        }
         size_t n = u->lay->numel;
-        char *b = u->link_block;
+        char *b = u->param_block;
         u->param = b;
         b += page_up(n * ws);
         u->grad = b;
-        b = u->state_block;
+        b = u->optim_block;
         u->m = (float *)b;
         b += page_up(n * 4);
         u->v = (float *)b;
@@ -134,13 +120,10 @@ mt_status mt_model_alloc_ex(mt_model *m, const mt_config *c, mt_precision p, mt_
 
 void mt_model_free(mt_model *m) {
     if (m->units) {
-        int virt = mt_backend_is_virtual(m->be);
         for (int i = 0; i < m->n_units; i++) {
             mt_unit *u = &m->units[i];
-            if (u->link_block && m->pinned) m->be->ops->host_free(m->be, u->link_block, u->link_bytes);
-            else free(u->link_block);
-            if (u->state_block && virt) m->be->ops->host_free(m->be, u->state_block, u->state_bytes);
-            else free(u->state_block);
+            m->host.free(&m->host, u->param_block, u->param_bytes, m->pinned);
+            m->host.free(&m->host, u->optim_block, u->optim_bytes, 0);
         }
         free(m->units);
     }

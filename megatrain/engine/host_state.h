@@ -1,8 +1,8 @@
 // host_state.h: the host-authoritative model state. Each unit (embedding,
 // layer, head) owns two page-aligned host blocks with named regions: a pinned
-// one with what crosses the link (the parameters as streamed, their gradients)
-// and a pageable one with what never does (the Adam moments, the f32 master in
-// mixed mode). Pinning only the link's bytes keeps page-locked memory at 4 of
+// param block with what crosses the link (the parameters as streamed, their
+// gradients) and a pageable optim block with what never does (the Adam moments,
+// the f32 master in mixed mode). Pinning only the link's bytes keeps page-locked memory at 4 of
 // the 12 bytes per parameter (paper) and every pin bounded by one unit's weights.
 //
 //   precision  param   grad   m,v     master   bytes/param
@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "backend/backend.h"
+#include "engine/host_work.h"
 #include "model/layout.h"
 
 typedef enum { MT_PREC_PAPER = 0, MT_PREC_MIXED = 1, MT_PREC_FP32 = 2 } mt_precision;
@@ -24,19 +25,19 @@ const char *mt_precision_name(mt_precision p);
 mt_dtype mt_precision_wdt(mt_precision p);     // dtype of streamed params and of grads
 size_t mt_precision_bytes_per_param(mt_precision p);
 
-typedef struct {
+typedef struct mt_unit {
     const mt_unit_layout *lay;
     int layer;        // transformer layer index, -1 for embedding/head
-    void *link_block;  // pinned: param, grad
-    void *state_block; // pageable: m, v, master
-    size_t link_bytes, state_bytes;
+    void *param_block; // the parameters as streamed and their gradients: page-locked unless the schedule says not
+    void *optim_block; // pageable, never crosses the link: Adam m, v and the f32 master
+    size_t param_bytes, optim_bytes;
     void *param;      // wdt, lay->numel elements: what crosses the link
     void *grad;       // wdt, accumulated over micro-batches
     float *m, *v;     // Adam moments
     float *master;    // f32 master weights (mixed) or NULL
 } mt_unit;
 
-typedef struct {
+typedef struct mt_model {
     mt_config cfg;
     mt_precision prec;
     mt_dtype wdt;
@@ -44,16 +45,18 @@ typedef struct {
     int n_units;      // L + 2: [embed, layer 0 .. L-1, head]
     mt_unit *units;
     mt_backend *be;   // owner of the (pinned) blocks
-    int pinned;       // link blocks from be->ops->host_alloc (1) or plain page-aligned memory (0)
+    mt_host_work host; // the host-side work on this state: real, or priced under virtual time
+    int pinned;       // link blocks page-locked (1) or pageable (0)
 } mt_model;
 
 static inline mt_unit *mt_model_embed(mt_model *m) { return &m->units[0]; }
 static inline mt_unit *mt_model_layer(mt_model *m, int i) { return &m->units[1 + i]; }
 static inline mt_unit *mt_model_head(mt_model *m) { return &m->units[m->n_units - 1]; }
+#define MT_UNIT_OF_LAYER(i) (1 + (i)) // unit index of transformer layer i
 
-// Bytes of one unit's pinned (link) and pageable (state) blocks, regions page-aligned.
-size_t mt_unit_link_bytes(const mt_unit_layout *lay, mt_precision p);
-size_t mt_unit_state_bytes(const mt_unit_layout *lay, mt_precision p);
+// Bytes of one unit's param block and optim block, regions page-aligned.
+size_t mt_unit_param_bytes(const mt_unit_layout *lay, mt_precision p);
+size_t mt_unit_optim_bytes(const mt_unit_layout *lay, mt_precision p);
 // Host bytes of the whole model state in precision p, and the pinned part of it.
 size_t mt_model_host_bytes(const mt_config *c, mt_precision p);
 size_t mt_model_pinned_bytes(const mt_config *c, mt_precision p);

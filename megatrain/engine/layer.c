@@ -11,11 +11,11 @@
 
 #include <stdint.h>
 
-static void *at(void *base, const mt_view *v, size_t wsize) {
+static void *at(void *base, const mt_tensor_slot *v, size_t wsize) {
     return v->present ? (char *)base + v->offset * wsize : NULL;
 }
 
-void mt_layer_bind(const mt_unit_layout *lay, void *base, mt_dtype wdt, mt_layer_view *o) {
+void mt_layer_bind(const mt_unit_layout *lay, void *base, mt_dtype wdt, mt_layer_ptrs *o) {
     size_t ws = mt_dtype_size(wdt);
     o->ln1 = at(base, &lay->t[MT_T_LN1], ws);
     o->qkv_w = at(base, &lay->t[MT_T_Q], ws);
@@ -93,40 +93,38 @@ void mt_layer_scratch_carve(const mt_dims *d, mt_dtype act, void *mem, mt_layer_
     s->dh = p;
 }
 
-mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_view *w, mt_layer_acts *a,
+mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_ptrs *w, mt_layer_acts *a,
                            mt_layer_scratch *s, const void *x_in, void *x_out) {
-    const mt_backend_ops *o = be->ops;
     const int N = d->N, C = d->C, QD = d->QKV * d->HD;
-    MT_TRY(o->rmsnorm_fwd(be, a->ln1, a->rstd1, x_in, w->ln1, d->wdt, N, C, d->eps));
+    MT_TRY(mt_backend_rmsnorm_fwd(be, a->ln1, a->rstd1, x_in, w->ln1, d->wdt, N, C, d->eps));
     const void *pre_rope = a->qkv; // no q/k norm: project into qkv, rotate in place
     if (d->qk_norm) {
-        MT_TRY(o->matmul_fwd(be, a->qkv_pre, a->ln1, w->qkv_w, w->qkv_b, d->wdt, N, C, QD));
-        MT_TRY(o->qk_norm_fwd(be, a->qkv_n, a->rstd_qk, a->qkv_pre, w->q_norm, w->k_norm, d->wdt, N, d->NH, d->NKV,
+        MT_TRY(mt_backend_matmul_fwd(be, a->qkv_pre, a->ln1, w->qkv_w, w->qkv_b, d->wdt, N, C, QD));
+        MT_TRY(mt_backend_qk_norm_fwd(be, a->qkv_n, a->rstd_qk, a->qkv_pre, w->q_norm, w->k_norm, d->wdt, N, d->NH, d->NKV,
                               d->HD, d->eps));
         pre_rope = a->qkv_n;
     } else {
-        MT_TRY(o->matmul_fwd(be, a->qkv, a->ln1, w->qkv_w, w->qkv_b, d->wdt, N, C, QD));
+        MT_TRY(mt_backend_matmul_fwd(be, a->qkv, a->ln1, w->qkv_w, w->qkv_b, d->wdt, N, C, QD));
     }
-    MT_TRY(o->rope_fwd(be, a->qkv, pre_rope, d->rope_cos, d->rope_sin, d->B, d->T, d->NH, d->NKV, d->HD));
-    MT_TRY(o->attention_fwd(be, a->att, a->lse, a->qkv, d->B, d->T, d->NH, d->NKV, d->HD));
-    MT_TRY(o->matmul_fwd(be, a->x_mid, a->att, w->o_w, NULL, d->wdt, N, d->NH * d->HD, C));
+    MT_TRY(mt_backend_rope_fwd(be, a->qkv, pre_rope, d->rope_cos, d->rope_sin, d->B, d->T, d->NH, d->NKV, d->HD));
+    MT_TRY(mt_backend_attention_fwd(be, a->att, a->lse, a->qkv, d->B, d->T, d->NH, d->NKV, d->HD));
+    MT_TRY(mt_backend_matmul_fwd(be, a->x_mid, a->att, w->o_w, NULL, d->wdt, N, d->NH * d->HD, C));
     // x_mid += x_in and ln2 = rms(x_mid) in one pass
-    MT_TRY(o->add_rmsnorm_fwd(be, a->x_mid, a->ln2, a->rstd2, a->x_mid, x_in, w->ln2, d->wdt, N, C, d->eps));
+    MT_TRY(mt_backend_add_rmsnorm_fwd(be, a->x_mid, a->ln2, a->rstd2, a->x_mid, x_in, w->ln2, d->wdt, N, C, d->eps));
     if (!x_out) return MT_OK; // recompute for backward: the MLP is recomputed chunk by chunk there
     const size_t as = mt_dtype_size(be->act_dtype);
     for (int r0 = 0, R = mt_layer_mlp_rows(d); r0 < N; r0 += R) {
         int n = N - r0 < R ? N - r0 : R;
         size_t row = (size_t)r0 * C * as;
-        MT_TRY(o->matmul_fwd(be, s->gu, (const char *)a->ln2 + row, w->gu_w, NULL, d->wdt, n, C, 2 * d->F));
-        MT_TRY(o->swiglu_fwd(be, s->h, s->gu, n, d->F));
-        MT_TRY(o->matmul_fwd(be, (char *)x_out + row, s->h, w->down_w, NULL, d->wdt, n, d->F, C));
+        MT_TRY(mt_backend_matmul_fwd(be, s->gu, (const char *)a->ln2 + row, w->gu_w, NULL, d->wdt, n, C, 2 * d->F));
+        MT_TRY(mt_backend_swiglu_fwd(be, s->h, s->gu, n, d->F));
+        MT_TRY(mt_backend_matmul_fwd(be, (char *)x_out + row, s->h, w->down_w, NULL, d->wdt, n, d->F, C));
     }
-    return o->add(be, x_out, x_out, a->x_mid, (size_t)N * C);
+    return mt_backend_add(be, x_out, x_out, a->x_mid, (size_t)N * C);
 }
 
-mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_view *w, const mt_layer_view *g,
+mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_ptrs *w, const mt_layer_ptrs *g,
                             const mt_layer_acts *a, mt_layer_scratch *s, const void *x_in, void *dx) {
-    const mt_backend_ops *o = be->ops;
     const int N = d->N, C = d->C, QD = d->QKV * d->HD, AD = d->NH * d->HD;
     // MLP branch, chunk by chunk: dx is dL/dx_out = dL/d(mlp out) and (residual) part of dL/dx_mid.
     // With more than one chunk and an f32 sum buffer, the gate/up and down gradients are
@@ -139,30 +137,30 @@ mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_vie
         int n = N - r0 < R ? N - r0 : R, acc = (r0 > 0 ? MT_ACC_DW : 0) | (f32_sum ? MT_DW_F32 : 0);
         size_t row = (size_t)r0 * C * as;
         const void *ln2 = (const char *)a->ln2 + row;
-        MT_TRY(o->matmul_fwd(be, s->gu, ln2, w->gu_w, NULL, d->wdt, n, C, 2 * d->F));
-        MT_TRY(o->swiglu_fwd(be, s->h, s->gu, n, d->F));
-        MT_TRY(o->matmul_bwd(be, s->dh, ddown_w, NULL, (const char *)dx + row, s->h, w->down_w, d->wdt, n, d->F, C,
+        MT_TRY(mt_backend_matmul_fwd(be, s->gu, ln2, w->gu_w, NULL, d->wdt, n, C, 2 * d->F));
+        MT_TRY(mt_backend_swiglu_fwd(be, s->h, s->gu, n, d->F));
+        MT_TRY(mt_backend_matmul_bwd(be, s->dh, ddown_w, NULL, (const char *)dx + row, s->h, w->down_w, d->wdt, n, d->F, C,
                              acc));
-        MT_TRY(o->swiglu_bwd(be, s->dgu, s->dh, s->gu, n, d->F));
-        MT_TRY(o->matmul_bwd(be, (char *)s->dln + row, dgu_w, NULL, s->dgu, ln2, w->gu_w, d->wdt, n, C, 2 * d->F,
+        MT_TRY(mt_backend_swiglu_bwd(be, s->dgu, s->dh, s->gu, n, d->F));
+        MT_TRY(mt_backend_matmul_bwd(be, (char *)s->dln + row, dgu_w, NULL, s->dgu, ln2, w->gu_w, d->wdt, n, C, 2 * d->F,
                              acc));
     }
     if (f32_sum) { // the one rounding of each
-        MT_TRY(o->cast(be, g->gu_w, d->wdt, dgu_w, MT_F32, n_gu));
-        MT_TRY(o->cast(be, g->down_w, d->wdt, ddown_w, MT_F32, n_down));
+        MT_TRY(mt_backend_cast(be, g->gu_w, d->wdt, dgu_w, MT_F32, n_gu));
+        MT_TRY(mt_backend_cast(be, g->down_w, d->wdt, ddown_w, MT_F32, n_down));
     }
     // dx = dL/dx_mid: the residual's gradient plus the ln2 branch's, added in the norm's pass
-    MT_TRY(o->rmsnorm_bwd_add(be, dx, g->ln2, s->dln, a->x_mid, w->ln2, a->rstd2, d->wdt, N, C));
+    MT_TRY(mt_backend_rmsnorm_bwd_add(be, dx, g->ln2, s->dln, a->x_mid, w->ln2, a->rstd2, d->wdt, N, C));
     // Attention branch.
-    MT_TRY(o->matmul_bwd(be, s->datt, g->o_w, NULL, dx, a->att, w->o_w, d->wdt, N, AD, C, 0));
-    MT_TRY(o->attention_bwd(be, s->dqkv, s->datt, a->qkv, a->att, a->lse, d->B, d->T, d->NH, d->NKV, d->HD));
-    MT_TRY(o->rope_bwd(be, s->dqkv, s->dqkv, d->rope_cos, d->rope_sin, d->B, d->T, d->NH, d->NKV, d->HD));
+    MT_TRY(mt_backend_matmul_bwd(be, s->datt, g->o_w, NULL, dx, a->att, w->o_w, d->wdt, N, AD, C, 0));
+    MT_TRY(mt_backend_attention_bwd(be, s->dqkv, s->datt, a->qkv, a->att, a->lse, d->B, d->T, d->NH, d->NKV, d->HD));
+    MT_TRY(mt_backend_rope_bwd(be, s->dqkv, s->dqkv, d->rope_cos, d->rope_sin, d->B, d->T, d->NH, d->NKV, d->HD));
     const void *dqkv_pre = s->dqkv;
     if (d->qk_norm) {
-        MT_TRY(o->qk_norm_bwd(be, s->dqkv_pre, g->q_norm, g->k_norm, s->dqkv, a->qkv_pre, w->q_norm, w->k_norm,
+        MT_TRY(mt_backend_qk_norm_bwd(be, s->dqkv_pre, g->q_norm, g->k_norm, s->dqkv, a->qkv_pre, w->q_norm, w->k_norm,
                               a->rstd_qk, d->wdt, N, d->NH, d->NKV, d->HD));
         dqkv_pre = s->dqkv_pre;
     }
-    MT_TRY(o->matmul_bwd(be, s->dln, g->qkv_w, g->qkv_b, dqkv_pre, a->ln1, w->qkv_w, d->wdt, N, C, QD, 0));
-    return o->rmsnorm_bwd_add(be, dx, g->ln1, s->dln, x_in, w->ln1, a->rstd1, d->wdt, N, C); // dx = dL/dx_in
+    MT_TRY(mt_backend_matmul_bwd(be, s->dln, g->qkv_w, g->qkv_b, dqkv_pre, a->ln1, w->qkv_w, d->wdt, N, C, QD, 0));
+    return mt_backend_rmsnorm_bwd_add(be, dx, g->ln1, s->dln, x_in, w->ln1, a->rstd1, d->wdt, N, C); // dx = dL/dx_in
 }

@@ -4,7 +4,7 @@
 #ifndef MT_LAYER_H
 #define MT_LAYER_H
 
-#include "backend/backend.h"
+#include "backend/backend_call.h"
 #include "model/layout.h"
 
 typedef struct {
@@ -21,7 +21,7 @@ typedef struct {
 // Pointers into a device buffer laid out as mt_unit_layout (weights or grads).
 typedef struct {
     void *ln1, *qkv_w, *qkv_b, *q_norm, *k_norm, *o_w, *ln2, *gu_w, *down_w;
-} mt_layer_view;
+} mt_layer_ptrs;
 
 // A layer's saved internals for one forward pass of N tokens (device).
 typedef struct {
@@ -42,7 +42,7 @@ typedef struct {
 int mt_layer_mlp_rows(const mt_dims *d);
 
 // Binds the template to a buffer holding one layer's weights (or grads).
-void mt_layer_bind(const mt_unit_layout *lay, void *base, mt_dtype wdt, mt_layer_view *out);
+void mt_layer_bind(const mt_unit_layout *lay, void *base, mt_dtype wdt, mt_layer_ptrs *out);
 
 // Bytes of one mt_layer_acts / mt_layer_scratch set; carve them from one allocation.
 size_t mt_layer_acts_bytes(const mt_dims *d, mt_dtype act);
@@ -52,10 +52,10 @@ void mt_layer_scratch_carve(const mt_dims *d, mt_dtype act, void *mem, mt_layer_
 
 // x_out(N,C) = layer(x_in); internals saved in a. x_out NULL: stop after the internals
 // backward needs (recompute skips the down projection).
-mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_view *w, mt_layer_acts *a,
+mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_ptrs *w, mt_layer_acts *a,
                            mt_layer_scratch *s, const void *x_in, void *x_out);
 // dx(N,C): in = dL/dx_out, out = dL/dx_in (in place); g receives the weight grads (overwritten).
-mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_view *w, const mt_layer_view *g,
+mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_ptrs *w, const mt_layer_ptrs *g,
                             const mt_layer_acts *a, mt_layer_scratch *s, const void *x_in, void *dx);
 
 #endif

@@ -41,7 +41,7 @@ static mt_status find_view(const mt_safetensors *st, const mt_unit *u, int t, co
     strcat(name, suffix);
     *out = mt_st_find(st, name);
     if (!*out) return mt_fail(MT_ERR_SHAPE, "%s: missing tensor %s", mt_st_path(st, 0), name);
-    const mt_view *v = &u->lay->t[t];
+    const mt_tensor_slot *v = &u->lay->t[t];
     return mt_st_expect_shape(st, *out, v->ndim, v->shape);
 }
 
@@ -90,7 +90,7 @@ mt_status mt_model_check_finite(const mt_model *m) {
     for (int ui = 0; ui < m->n_units; ui++) {
         const mt_unit *u = &m->units[ui];
         for (int t = 0; t < MT_T_COUNT; t++) {
-            const mt_view *v = &u->lay->t[t];
+            const mt_tensor_slot *v = &u->lay->t[t];
             if (!v->present) continue;
             mt_layout_hf_name(u->lay, (mt_tensor_id)t, u->layer, name, 256);
             if (u->master)
@@ -182,7 +182,7 @@ mt_status mt_model_load_weights(mt_model *m, const char *path, const mt_tensor_r
     for (int ui = 0; ui < m->n_units && s == MT_OK; ui++) {
         mt_unit *u = &m->units[ui];
         for (int t = 0; t < MT_T_COUNT && s == MT_OK; t++) {
-            const mt_view *v = &u->lay->t[t];
+            const mt_tensor_slot *v = &u->lay->t[t];
             const mt_st_tensor *ti;
             if (!v->present || (s = find_view(st, u, t, "", &ti)) != MT_OK) continue;
             void *param = elem(u->param, m->wdt, v->offset);
@@ -217,7 +217,7 @@ void mt_model_init_random(mt_model *m, unsigned long long seed) {
     for (int ui = 0; ui < m->n_units; ui++) {
         mt_unit *u = &m->units[ui];
         for (int t = 0; t < MT_T_COUNT; t++) {
-            const mt_view *v = &u->lay->t[t];
+            const mt_tensor_slot *v = &u->lay->t[t];
             if (!v->present) continue;
             int is_bias = t == MT_T_QB || t == MT_T_KB || t == MT_T_VB;
             long long chunks = (long long)((v->numel + INIT_CHUNK - 1) / INIT_CHUNK);
@@ -246,7 +246,7 @@ static int collect(const mt_model *m, pick_kind pick, mt_st_entry *out, char (*n
     for (int ui = 0; ui < m->n_units; ui++) {
         const mt_unit *u = &m->units[ui];
         for (int t = 0; t < MT_T_COUNT; t++) {
-            const mt_view *v = &u->lay->t[t];
+            const mt_tensor_slot *v = &u->lay->t[t];
             if (!v->present) continue;
             mt_layout_hf_name(u->lay, (mt_tensor_id)t, u->layer, names[n], 256);
             mt_st_entry *e = &out[n];
@@ -377,7 +377,7 @@ mt_status mt_model_load_optimizer(mt_model *m, const char *dir, const mt_tensor_
     for (int ui = 0; ui < m->n_units && s == MT_OK; ui++) {
         mt_unit *u = &m->units[ui];
         for (int t = 0; t < MT_T_COUNT && s == MT_OK; t++) {
-            const mt_view *v = &u->lay->t[t];
+            const mt_tensor_slot *v = &u->lay->t[t];
             if (!v->present) continue;
             for (int k = 0; k < 2 && s == MT_OK; k++) {
                 const mt_st_tensor *ti;

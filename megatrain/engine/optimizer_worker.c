@@ -3,9 +3,6 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
-
-#include "core/vclock.h"
 
 struct mt_opt_worker {
     mt_model *m;
@@ -13,8 +10,8 @@ struct mt_opt_worker {
     float wd;
     int started;   // updates started
     int *done;     // per unit: updates applied
-    double *done_t; // per unit: virtual time of its last update (sim)
-    double start_t; // virtual time the running update was started (sim)
+    double *done_t; // per unit: when its last update finished (the engine clock)
+    double start_t; // when the running update was started
     int stop;
     mt_trace *trace;
     pthread_mutex_t mu;
@@ -23,22 +20,13 @@ struct mt_opt_worker {
     int thread_started;
 };
 
+mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh) {
+    (void)sh;
+    return (mt_part_bytes){0, 0, 0};
+}
+
 void mt_opt_update_unit(mt_model *m, mt_unit *u, const mt_adamw_hparams *h, float weight_decay) {
-    size_t ws = mt_dtype_size(m->wdt);
-    if (mt_backend_is_virtual(m->be)) { // price the pass instead of doing it
-        size_t n = 0;
-        for (int t = 0; t < MT_T_COUNT; t++) n += u->lay->t[t].present ? u->lay->t[t].numel : 0;
-        mt_vclock_advance(m->be->ops->host_work_ms(m->be, MT_HOST_ADAMW, n, m->wdt, u->master != NULL));
-        return;
-    }
-    for (int t = 0; t < MT_T_COUNT; t++) {
-        const mt_view *v = &u->lay->t[t];
-        if (!v->present) continue;
-        float wd = v->ndim >= 2 ? weight_decay : 0.0f; // no decay on norms and biases (as torch param groups)
-        mt_adamw_update(u->master ? u->master + v->offset : NULL, (char *)u->param + v->offset * ws, m->wdt,
-                        (char *)u->grad + v->offset * ws, m->wdt, u->m + v->offset, u->v + v->offset, v->numel, h,
-                        wd);
-    }
+    m->host.adamw(&m->host, m, u, h, weight_decay);
 }
 
 static void *worker_main(void *arg) {
@@ -51,7 +39,7 @@ static void *worker_main(void *arg) {
         gen++;
         mt_adamw_hparams h = w->h;
         float wd = w->wd;
-        mt_vclock_join(w->start_t);
+        w->m->host.waited_until(&w->m->host, w->start_t);
         pthread_mutex_unlock(&w->mu);
         for (int u = 0; u < w->m->n_units; u++) {
             double t0 = w->trace ? mt_trace_host_now(w->trace) : 0;
@@ -60,7 +48,7 @@ static void *worker_main(void *arg) {
                                         mt_trace_host_now(w->trace));
             pthread_mutex_lock(&w->mu);
             w->done[u] = gen;
-            w->done_t[u] = mt_vclock_now();
+            w->done_t[u] = w->m->host.now_ms(&w->m->host);
             pthread_cond_broadcast(&w->cv);
             pthread_mutex_unlock(&w->mu);
         }
@@ -111,27 +99,21 @@ void mt_opt_worker_start(mt_opt_worker *w, const mt_adamw_hparams *h, float weig
     w->h = *h;
     w->wd = weight_decay;
     w->started++;
-    w->start_t = mt_vclock_now();
+    w->start_t = w->m->host.now_ms(&w->m->host);
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }
 
-// Time waited, on the engine's clock: wall time, or virtual time under sim.
-static double clock_ms(const mt_opt_worker *w) {
-    if (mt_backend_is_virtual(w->m->be)) return mt_vclock_now();
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
+// Time waited, on the engine's clock: wall time, or virtual time under a priced backend.
 double mt_opt_worker_wait_unit(mt_opt_worker *w, int u) {
-    double t0 = clock_ms(w);
+    const mt_host_work *h = &w->m->host;
+    double t0 = h->now_ms(h);
     pthread_mutex_lock(&w->mu);
     while (w->done[u] != w->started) pthread_cond_wait(&w->cv, &w->mu);
     double t = w->done_t[u];
     pthread_mutex_unlock(&w->mu);
-    mt_vclock_join(t);
-    return clock_ms(w) - t0;
+    h->waited_until(h, t);
+    return h->now_ms(h) - t0;
 }
 
 double mt_opt_worker_wait_all(mt_opt_worker *w) {

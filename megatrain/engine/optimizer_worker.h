@@ -6,11 +6,15 @@
 #define MT_OPTIMIZER_WORKER_H
 
 #include "engine/host_state.h"
+#include "engine/parts.h"
 #include "engine/trace.h"
 #include "optim/adamw.h"
 
 typedef struct mt_opt_worker mt_opt_worker;
 
+// The worker's own memory: none today (it updates the host state in place);
+// a speculative step that keeps copies to roll back would count them here.
+mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh);
 mt_status mt_opt_worker_create(mt_model *m, mt_opt_worker **out);
 void mt_opt_worker_destroy(mt_opt_worker *w);
 // Starts one update of every unit with these hyper-parameters (returns at once).

@@ -7,10 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-#include "core/vclock.h"
 
 typedef struct {
     char name[24];
@@ -21,6 +18,7 @@ typedef struct {
 
 struct mt_trace {
     mt_backend *be;
+    const mt_host_work *clock;
     int keep_all, step, step_first;
     int n_at_end; // spans pushed before the last step_end; later ones (the optimizer's
                   // update, which runs after a step's gradients) count in the next step
@@ -36,27 +34,23 @@ struct mt_trace {
 static const char *lane_names[MT_NUM_LANES] = {"compute stream", "h2d stream", "d2h stream",
                                                "host: gradient drain", "host: optimizer", "host: schedule"};
 
-double mt_trace_host_now(const mt_trace *t) {
-    if (mt_backend_is_virtual(t->be)) return mt_vclock_now();
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+double mt_trace_host_now(const mt_trace *t) { return t->clock->now_ms(t->clock); }
 
-mt_status mt_trace_create(mt_backend *be, int keep_all, mt_trace **out) {
+mt_status mt_trace_create(mt_backend *be, const mt_host_work *clock, int keep_all, mt_trace **out) {
     mt_trace *t = calloc(1, sizeof *t);
     if (!t) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the trace");
     t->be = be;
+    t->clock = clock;
     t->keep_all = keep_all;
     pthread_mutex_init(&t->mu, NULL);
     *out = t;
-    return be->ops->event_create(be, &t->base);
+    return mt_backend_event_create(be, &t->base);
 }
 
 void mt_trace_destroy(mt_trace *t) {
     if (!t) return;
-    for (int i = 0; i < t->pool_n; i++) t->be->ops->event_destroy(t->be, t->pool[i]);
-    if (t->base) t->be->ops->event_destroy(t->be, t->base);
+    for (int i = 0; i < t->pool_n; i++) mt_backend_event_destroy(t->be, t->pool[i]);
+    if (t->base) mt_backend_event_destroy(t->be, t->base);
     pthread_mutex_destroy(&t->mu);
     free(t->pool);
     free(t->spans);
@@ -86,7 +80,7 @@ static mt_status pooled_event(mt_trace *t, int *idx) {
         mt_event **p = realloc(t->pool, sizeof *p * (size_t)(t->pool_n + 256));
         if (!p) return mt_fail(MT_ERR_MEMORY, "host memory: trace event pool");
         t->pool = p;
-        for (int i = 0; i < 256; i++) MT_TRY(t->be->ops->event_create(t->be, &t->pool[t->pool_n++]));
+        for (int i = 0; i < 256; i++) MT_TRY(mt_backend_event_create(t->be, &t->pool[t->pool_n++]));
     }
     *idx = t->pool_used++;
     return MT_OK;
@@ -103,7 +97,7 @@ mt_status mt_trace_step_begin(mt_trace *t, int step) {
     t->step_first = t->n_at_end;
     t->pool_used = 0;
     pthread_mutex_unlock(&t->mu);
-    MT_TRY(t->be->ops->event_record(t->be, t->base, MT_STREAM_COMPUTE));
+    MT_TRY(mt_backend_event_record(t->be, t->base, MT_STREAM_COMPUTE));
     t->host_base = mt_trace_host_now(t);
     return MT_OK;
 }
@@ -122,7 +116,7 @@ mt_status mt_trace_begin_lane(mt_trace *t, mt_stream_id s, mt_lane lane, const c
     pthread_mutex_unlock(&t->mu);
     if (i < 0) return mt_fail(MT_ERR_MEMORY, "host memory: trace spans");
     *id = i;
-    return t->be->ops->event_record(t->be, t->pool[e0], s);
+    return mt_backend_event_record(t->be, t->pool[e0], s);
 }
 
 mt_status mt_trace_end(mt_trace *t, int id) {
@@ -130,7 +124,7 @@ mt_status mt_trace_end(mt_trace *t, int id) {
     mt_event *ev = t->pool[t->spans[id].ev1];
     mt_stream_id s = (mt_stream_id)t->spans[id].stream;
     pthread_mutex_unlock(&t->mu);
-    return t->be->ops->event_record(t->be, ev, s);
+    return mt_backend_event_record(t->be, ev, s);
 }
 
 void mt_trace_host(mt_trace *t, mt_lane lane, const char *name, int layer, double t0, double t1) {
@@ -153,8 +147,8 @@ mt_status mt_trace_step_end(mt_trace *t, mt_phase_times *out) {
         span *sp = &t->spans[i];
         if (!sp->device) continue;
         float a = 0, b = 0;
-        s = t->be->ops->event_elapsed_ms(t->be, t->base, t->pool[sp->ev0], &a);
-        if (s == MT_OK) s = t->be->ops->event_elapsed_ms(t->be, t->base, t->pool[sp->ev1], &b);
+        s = mt_backend_event_elapsed_ms(t->be, t->base, t->pool[sp->ev0], &a);
+        if (s == MT_OK) s = mt_backend_event_elapsed_ms(t->be, t->base, t->pool[sp->ev1], &b);
         sp->t0 = t->host_base + a;
         sp->t1 = t->host_base + b;
         sp->device = 2; // resolved

@@ -5,7 +5,8 @@
 #ifndef MT_TRACE_H
 #define MT_TRACE_H
 
-#include "backend/backend.h"
+#include "backend/backend_call.h"
+#include "engine/host_work.h"
 
 typedef enum { MT_LANE_COMPUTE = 0, MT_LANE_H2D = 1, MT_LANE_D2H = 2, MT_LANE_DRAIN = 3, MT_LANE_OPTIMIZER = 4,
                MT_LANE_HOST = 5, MT_NUM_LANES = 6 } mt_lane;
@@ -18,7 +19,8 @@ typedef struct {
 typedef struct mt_trace mt_trace;
 
 // keep_all: keep every step's spans for mt_trace_write (else only the current step's).
-mt_status mt_trace_create(mt_backend *be, int keep_all, mt_trace **out);
+// Host spans are read on `clock`'s clock (the host work's: wall, or virtual).
+mt_status mt_trace_create(mt_backend *be, const mt_host_work *clock, int keep_all, mt_trace **out);
 void mt_trace_destroy(mt_trace *t);
 // Host clock of the engine (wall ms, or virtual ms under sim).
 double mt_trace_host_now(const mt_trace *t);

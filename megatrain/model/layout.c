@@ -13,7 +13,7 @@ static size_t align_up(size_t x) { return (x + MT_GROUP_ALIGN - 1) / MT_GROUP_AL
 // Appends a view at *cursor; group_start aligns the cursor first.
 static void add(mt_unit_layout *u, mt_tensor_id id, const char *suffix, int64_t d0, int64_t d1, size_t *cursor,
                 int group_start) {
-    mt_view *v = &u->t[id];
+    mt_tensor_slot *v = &u->t[id];
     if (group_start) *cursor = align_up(*cursor);
     v->present = 1;
     v->suffix = suffix;
@@ -65,6 +65,17 @@ void mt_layout_build(const mt_config *c, mt_unit_layout *embed, mt_unit_layout *
     add(head, MT_T_NORM, "model.norm.weight", C, 0, &cur, 1);
     if (!c->tie_word_embeddings) add(head, MT_T_LM_HEAD, "lm_head.weight", V, C, &cur, 1);
     head->numel = align_up(cur);
+}
+
+// Each piece starts at a group's first tensor and runs to the next group.
+int mt_layout_submodules(const mt_unit_layout *l, size_t bounds[MT_MAX_SUBMODULES + 1]) {
+    static const mt_tensor_id starts[] = {MT_T_Q, MT_T_QB, MT_T_QNORM, MT_T_KNORM, MT_T_O, MT_T_LN2, MT_T_GATE, MT_T_DOWN};
+    int n = 0;
+    bounds[n++] = 0;
+    for (size_t i = 0; i < sizeof starts / sizeof *starts; i++)
+        if (l->t[starts[i]].present) bounds[n++] = l->t[starts[i]].offset;
+    bounds[n] = l->numel;
+    return n;
 }
 
 void mt_layout_hf_name(const mt_unit_layout *u, mt_tensor_id id, int layer, char *out, size_t cap) {

@@ -24,6 +24,8 @@ typedef enum {
 
 typedef enum { MT_UNIT_EMBED = 0, MT_UNIT_LAYER = 1, MT_UNIT_HEAD = 2 } mt_unit_kind;
 
+// Where one tensor lives in its unit's block (the same in every block of the unit:
+// parameters, gradients, moments): offset, size and shape, and its HF name.
 typedef struct {
     int present;
     const char *suffix;   // HF name after "model.layers.{i}." (or the full name)
@@ -31,16 +33,22 @@ typedef struct {
     int64_t shape[2];
     size_t offset;        // element offset inside the unit
     size_t numel;
-} mt_view;
+} mt_tensor_slot;
 
 typedef struct {
     mt_unit_kind kind;
-    mt_view t[MT_T_COUNT];
+    mt_tensor_slot t[MT_T_COUNT];
     size_t numel;         // elements, padded between groups
 } mt_unit_layout;
 
 // Layouts for the three unit kinds of a config (all layers share one layout).
 void mt_layout_build(const mt_config *c, mt_unit_layout *embed, mt_unit_layout *layer, mt_unit_layout *head);
+// Where ZeRO-3 cuts a layer into submodules (the modules whose parameters it
+// fetches as one): input norm, QKV weights, QKV biases, q norm, k norm (those
+// three when present), output projection, post-attention norm, gate+up, down. Writes the piece
+// boundaries in elements (n + 1 of them, from 0 to layer->numel) and returns n.
+#define MT_MAX_SUBMODULES 16
+int mt_layout_submodules(const mt_unit_layout *layer, size_t bounds[MT_MAX_SUBMODULES + 1]);
 // HF tensor name of view `id` in unit (layer index for layers, else ignored).
 void mt_layout_hf_name(const mt_unit_layout *u, mt_tensor_id id, int layer, char *out, size_t cap);
 

@@ -9,7 +9,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
+#include "backend/backend_call.h"
+#include "core/sysinfo.h"
 #include "planner/planner.h"
 
 // The profile's AdamW rates are indexed by mt_precision.
@@ -29,35 +30,29 @@ mt_status mt_hw_profile_resolve(const char *spec, mt_hw_profile *out) {
     return s != MT_OK ? s : mt_hw_profile_load(path, out);
 }
 
-static double meminfo_bytes(const char *key) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256], fmt[64];
-    snprintf(fmt, sizeof fmt, "%s: %%lf kB", key);
-    double kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, fmt, &kb) == 1) break;
-    fclose(f);
-    return kb * 1024;
-}
-
-mt_status mt_hw_profile_measured(mt_hw_profile *out) {
-    double total = meminfo_bytes("MemTotal");
-    if (!(total > 0)) return mt_fail(MT_ERR_IO, "--hardware measured: cannot read MemTotal from /proc/meminfo");
-    // The GPU, when a CUDA device is visible: its name and memory are facts.
-    char gpu[128] = "";
-    double gpu_bytes = 0;
+void mt_this_machine_gpu(char *name, size_t cap, double *mem_bytes) {
+    name[0] = 0;
+    *mem_bytes = 0;
 #ifdef MT_HAVE_CUDA
     if (mt_backend_cuda_available() == 1) {
         mt_backend *be = NULL;
         mt_device_info info;
-        if (mt_backend_create("cuda", MT_BF16, &be) == MT_OK && be->ops->device_info(be, &info) == MT_OK) {
-            snprintf(gpu, sizeof gpu, "%s", info.name);
-            gpu_bytes = (double)info.mem_total_bytes;
+        if (mt_backend_create("cuda", MT_BF16, &be) == MT_OK && mt_backend_device_info(be, &info) == MT_OK) {
+            snprintf(name, cap, "%s", info.name);
+            *mem_bytes = (double)info.mem_total_bytes;
         }
         mt_backend_destroy(be);
     }
 #endif
+}
+
+mt_status mt_hw_profile_measured(mt_hw_profile *out) {
+    double total = (double)mt_host_mem_total_bytes();
+    if (!(total > 0)) return mt_fail(MT_ERR_IO, "--hardware measured: cannot read MemTotal from /proc/meminfo");
+    // The GPU, when a CUDA device is visible: its name and memory are facts.
+    char gpu[128];
+    double gpu_bytes;
+    mt_this_machine_gpu(gpu, sizeof gpu, &gpu_bytes);
     const char *base = strstr(gpu, "H200") ? "h200-128g" : "h100-128g";
     mt_status s = mt_hw_profile_resolve(base, out);
     if (s != MT_OK) {

@@ -1,9 +1,10 @@
 // planner.h: `megatrain plan`: what a configuration needs in host, pinned and
 // GPU memory under each schedule, whether it fits a machine described by a
 // hardware profile (experiments/hardware/NAME.json, schema megatrain.hardware/1),
-// and an analytic prediction of its step time. The megatrain and resident
-// memory figures come from the engine's own accounting (mt_engine_memory_plan),
-// so a plan and a run agree; zero3 and naive have their own models here.
+// and an analytic prediction of its step time. Memory is the engine's own
+// footprint (mt_engine_footprint_of: the sum of what its parts allocate), so a
+// plan and a run agree; a schedule that states the real system's host bytes per
+// parameter (zero3) reports that system's host side beside it.
 #ifndef MT_PLANNER_H
 #define MT_PLANNER_H
 
@@ -26,49 +27,39 @@ mt_status mt_hw_profile_resolve(const char *spec, mt_hw_profile *out);
 // GPU memory from the CUDA backend when one is visible; every rate is taken from
 // a base profile (h100-128g, or h200-128g for an H200) and labelled assumed.
 mt_status mt_hw_profile_measured(mt_hw_profile *out);
+// This machine's GPU as CUDA sees it: name and memory ("" and 0 when none is visible).
+void mt_this_machine_gpu(char *name, size_t cap, double *mem_bytes);
 
 // ---------------------------------------------------------------------------
 // Memory (plan.c, zero3_memory.c)
 
-// Schedules are the engine's (mt_schedule, mt_schedule_parse).
+// The engine's options (schedule, batch, K, buffers, slabs, ...) plus what only
+// the planner needs.
 typedef struct {
-    mt_schedule schedule;
+    mt_engine_opts eng;
     mt_precision prec;
-    int B, T, grad_accum;  // micro-batch rows, sequence length, micro-batches per step
-    int ckpt_interval;     // K (megatrain, naive)
-    int weight_bufs;       // device weight buffers (megatrain: 2 or 3; naive uses 1)
-    int grad_slabs;        // pinned gradient slabs
-    int mlp_rows;          // tokens per MLP chunk (0 = all)
-    mt_grad_sum grad_sum;  // chunked weight gradients summed in f32 or bf16 (AUTO: f32 where it fits)
-    int offload_checkpoints; // 1 on, 0 off, -1 auto (offload when the device plan exceeds gpu_free_bytes)
-    size_t gpu_free_bytes;   // for auto: the device memory available (0 = unknown: keep on the device)
-    int copy_bind;           // --bind copy: the engine adds one layer-sized template buffer on the device
-    mt_zero3_knobs zero3;  // DeepSpeed's knobs for zero3 (mt_zero3_defaults: DeepSpeed's defaults)
+    size_t gpu_free_bytes;   // for --offload-checkpoints auto: the device memory available (0 = unknown: keep on the device)
 } mt_plan_input;
 
 typedef struct {
+    mt_engine_footprint engine;   // what our engine allocates for this configuration, part by part
+    // What the plan reports: the engine's sums, or, for a schedule that states the
+    // real system's host bytes per parameter (zero3: DeepSpeed's), that system's host side.
     size_t host_bytes, pinned_bytes, gpu_bytes;
-    size_t host_state_bytes;    // params, grads, moments, master (what scales with N)
-    size_t engine_host_bytes;   // zero3: what our engine's zero3 schedule allocates (else = host_bytes)
-    size_t host_staging_bytes;  // slabs, token staging, other buffers
-    size_t gpu_weights_bytes, gpu_grads_bytes, gpu_checkpoint_bytes, gpu_activation_bytes;
-    size_t checkpoint_host_bytes; // offloaded layer checkpoints (in host and pinned bytes)
+    size_t host_state_bytes;      // params, grads, moments, master (what scales with N)
+    size_t host_staging_bytes;    // slabs, token staging, other buffers
     size_t deepspeed_gpu_bytes;   // zero3: DeepSpeed's own GPU footprint model (gpu_bytes is our schedule's)
-    int offload_checkpoints;      // resolved: checkpoints live in host memory
-    int grad_sum_f32;             // resolved: chunked weight gradients summed in f32 (one rounding)
-    size_t gpu_grad_sum_bytes;    // its f32 buffer (part of gpu_grads_bytes)
-    double host_bytes_per_param; // host_state_bytes / params
-    const char *host_accounting; // one line: where the bytes per param come from
+    double host_bytes_per_param;  // host_state_bytes / params
+    const char *host_accounting;  // one line: where the bytes per param come from
 } mt_plan_memory;
 
 // Checks the input against the model (one stderr-ready line on error).
 mt_status mt_plan_input_validate(const mt_config *c, const mt_plan_input *in);
 // Memory of the configuration under in->schedule.
 mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt_plan_memory *out);
-// The zero3 part (zero3_memory.c).
+// DeepSpeed ZeRO-3 offload's own accounting (zero3_memory.c), for a schedule that
+// states host bytes per parameter (mt_schedule_desc.host_bytes_per_param) and takes the ZeRO-3 knobs.
 void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory *out);
-// Bytes per parameter DeepSpeed ZeRO-3 offload keeps on the host: 18 (bf16), 16 (fp32).
-int mt_zero3_host_bytes_per_param(mt_precision p);
 
 // ---------------------------------------------------------------------------
 // Feasibility (plan.c)

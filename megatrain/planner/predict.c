@@ -16,8 +16,8 @@
 //   link         W = L*P_L*ws per pass (in), Wg = L*P_L*ws grads (out); h2d, d2h
 //                pinned rates; under duplex each direction runs at f x its rate
 //   optimizer    opt = N / adamw_params_per_s[precision] (the simulator's charge)
-// Schedules:
-//   megatrain  step = fill + opt_0 + max(c_f, (W + P_H*ws)/h2d, opt - opt_0)
+// Closed forms (chosen by the descriptor's fields, form_of below):
+//   streamed (megatrain)  step = fill + opt_0 + max(c_f, (W + P_H*ws)/h2d, opt - opt_0)
 //                     + (G-1) * max(c_f, W/h2d) + G * max(c_b, W/(f*h2d), Wg/(f*d2h))
 //                     + drain
 //              fill = (P_E + P_L)*ws/h2d (embedding + layer 0 in before compute),
@@ -25,7 +25,7 @@
 //              the rest of the update runs under the first forward), drain = (P_L + P_E)*ws/d2h
 //              (the last gradients out after backward); embedding/head grads (P_E+P_H)*ws
 //              leave once per step inside the last backward's d2h term.
-//   zero3      per module u (embedding, each layer, head) and pass: t = c + x - min(c, x)*ov,
+//   per module (zero3)  per module u (embedding, each layer, head) and pass: t = c + x - min(c, x)*ov,
 //              x = P_u*ws/h2d (f*h2d in backward, gradients flowing out), ov = min(1, bucket/P_u)
 //              (the prefetch bucket, 5e7 elements by default, lets at most that much run ahead
 //              of use); gradients leave as fp32 (4 B/param, as DeepSpeed offloads them):
@@ -33,14 +33,15 @@
 //              reduce bucket; without overlap_comm all of N*4/d2h is serial);
 //              step = G * (forward + backward) + opt (CPU Adam serially after backward, at the
 //              mixed rate, fp32 for --precision fp32); pageable link rates when pin_memory is off
-//   naive      step = G * (c_f + c_b + 2*W/h2d + Wg/d2h) + (P_E+P_H)*ws*(1/h2d + 1/d2h) + opt
-//   resident   step = G * (c_f + max(c_b, Wg/d2h)) + P_L*ws/d2h + opt + N*ws/h2d (no recompute;
+//   serial (naive)  step = G * (c_f + c_b + 2*W/h2d + Wg/d2h) + (P_E+P_H)*ws*(1/h2d + 1/d2h) + opt
+//   resident  step = G * (c_f + max(c_b, Wg/d2h)) + P_L*ws/d2h + opt + N*ws/h2d (no recompute;
 //              grads still go to the host optimizer and the updated weights come back)
-// Metrics: tflops = 6*N*G*n / step (DESIGN.md), mfu = tflops / bf16 dense peak,
-// hfu = executed FLOPs / step / bf16 peak. `bound` = the resource that set the
+// Metrics (core/METRICS.md, core/metrics.c): tflops = 6*N*G*n / step, mfu = tflops /
+// bf16 dense peak, hfu = executed FLOPs / step / bf16 peak. `bound` = the resource that set the
 // longest share of the step (each max() credits its winner; serial terms their own).
 #include <string.h>
 
+#include "core/metrics.h"
 #include "planner/planner.h"
 
 enum { R_COMPUTE, R_H2D, R_D2H, R_OPT, R_COUNT };
@@ -75,121 +76,177 @@ static double zero3_pass(tally *ty, double c, double x, double params, double bu
     return c + x - hidden;
 }
 
+// What every closed form shares: the model, the machine and the descriptor.
+typedef struct {
+    const mt_config *c;
+    const mt_schedule_desc *s; // resolved
+    const mt_hw_profile *hw;
+    mt_precision prec;
+    int fp32;
+    double L, PL, N, VC, PE, PH, dA, T, n, G, ws, R, h2d, d2h, f;
+    double Ff, Fb, Fr, cf, cb, W, Wg, EH, opt;
+} terms;
+
+// Each form returns the step time, credits the tally, and may set the link
+// bytes, the rates they move at and the formula.
+typedef struct {
+    double step, h2d_rate, d2h_rate;
+} form_out;
+
+// Layers stream through the device ring under the compute; unit u's update
+// runs under the next forward, which waits only for embedding and layer 0.
+static void streamed_form(const terms *t, tally *ty, mt_plan_prediction *out, form_out *r) {
+    const double PE = t->PE, PL = t->PL, PH = t->PH, ws = t->ws, h2d = t->h2d, d2h = t->d2h, f = t->f;
+    const double W = t->W, Wg = t->Wg, EH = t->EH, cf = t->cf, cb = t->cb, opt = t->opt;
+    const int G = (int)t->G;
+    double opt0 = (PE + PL) / t->hw->adamw_params_per_s[t->prec] * 1e3;
+    double fill = (PE + PL) * ws / h2d, drain = (PL + PE) * ws / d2h;
+    double step = serial(ty, R_H2D, fill) + serial(ty, R_OPT, opt0) + serial(ty, R_D2H, drain);
+    step += take_max(ty, cf, (W + PH * ws) / h2d, 0, opt - opt0);
+    for (int k = 1; k < G; k++) step += take_max(ty, cf, W / h2d, 0, 0);
+    for (int k = 0; k < G; k++) {
+        double out_b = (Wg + (k == G - 1 ? EH : 0)) / (f * d2h);
+        step += take_max(ty, cb, W / (f * h2d), out_b, 0);
+    }
+    out->formula = "fill + opt_0 + max(c_f, (W+P_H*ws)/h2d, opt-opt_0) + (G-1)*max(c_f, W/h2d) "
+                   "+ G*max(c_b, W/(f*h2d), Wg/(f*d2h)) + drain";
+    r->step = step;
+}
+
+// Each submodule fetched within the prefetch window, gradients out in the wire
+// dtype (f32) under the backward but for the last reduce bucket, the optimizer
+// after backward (DeepSpeed ZeRO-3 offload's shape).
+static void per_module_form(const terms *t, tally *ty, mt_plan_prediction *out, form_out *r) {
+    const mt_config *c = t->c;
+    const mt_schedule_desc *s = t->s;
+    const double PE = t->PE, PL = t->PL, PH = t->PH, VC = t->VC, N = t->N, ws = t->ws, f = t->f, n = t->n, R = t->R;
+    const double dA = t->dA, T = t->T, G = t->G;
+    const double zh2d = s->host_pinned ? t->h2d : t->hw->h2d_pageable_gbps * 1e6;
+    const double zd2h = s->host_pinned ? t->d2h : t->hw->d2h_pageable_gbps * 1e6;
+    const double gs = s->grad_wire_f32 ? 4 : ws, bucket = (double)s->prefetch_elems;
+    const double Phead = c->tie_word_embeddings ? VC + PH : PH; // tied: the head fetches the embedding again
+    const double cf_layer = (2 * PL + 4 * dA * T) * n / R, cf_head = 2 * VC * n / R;
+    const double cb_layer = (2 * 2 * PL + 2 * 4 * dA * T) * n / R + cf_layer, cb_head = 2 * cf_head;
+    // Backward: with the gradient offload on its own stream it shares the link (duplex) and
+    // hides under backward but for the last reduce bucket; on the compute stream it is serial.
+    const int overlap = !s->grads_on_compute;
+    const double fb = overlap ? f : 1;
+    double step = 0;
+    for (int m = 0; m < (int)G; m++) {
+        step += zero3_pass(ty, 0, PE * ws / zh2d, PE, bucket);
+        for (int l = 0; l < c->num_layers; l++) step += zero3_pass(ty, cf_layer, PL * ws / zh2d, PL, bucket);
+        step += zero3_pass(ty, cf_head, Phead * ws / zh2d, Phead, bucket);
+        tally tb = {{0}};
+        double bwd = zero3_pass(&tb, cb_head, Phead * ws / (fb * zh2d), Phead, bucket);
+        for (int l = 0; l < c->num_layers; l++) bwd += zero3_pass(&tb, cb_layer, PL * ws / (fb * zh2d), PL, bucket);
+        bwd += zero3_pass(&tb, 0, PE * ws / (fb * zh2d), PE, bucket);
+        for (int i = 0; i < R_COUNT; i++) ty->t[i] += tb.t[i];
+        step += bwd;
+        if (overlap) {
+            double grads_out = N * gs / (f * zd2h);
+            if (grads_out > bwd) step += serial(ty, R_D2H, grads_out - bwd);
+            double rb = N < (double)s->zero3.reduce_bucket_size ? N : (double)s->zero3.reduce_bucket_size;
+            step += serial(ty, R_D2H, rb * gs / zd2h);
+        } else {
+            step += serial(ty, R_D2H, N * gs / zd2h);
+        }
+    }
+    step += serial(ty, R_OPT, t->opt);
+    out->h2d_bytes = 2 * G * (N + (c->tie_word_embeddings ? VC : 0)) * ws;
+    out->d2h_bytes = G * N * gs;
+    out->formula = "G*(sum_u [c_u + x_u - min(c_u,x_u)*min(1,bucket/P_u)] fwd + same bwd (x at duplex rate) "
+                   "+ last reduce bucket min(reduce_bucket,N)*4/d2h (overlap_comm; else N*4/d2h)) + opt (serial); "
+                   "pageable rates when pin_memory is off";
+    r->step = step;
+    r->h2d_rate = zh2d;
+    r->d2h_rate = zd2h;
+}
+
+// One stream: every transfer, the compute and the optimizer add up.
+static void serial_form(const terms *t, tally *ty, mt_plan_prediction *out, form_out *r) {
+    double step = 0;
+    for (int k = 0; k < (int)t->G; k++)
+        step += serial(ty, R_COMPUTE, t->cf + t->cb) + serial(ty, R_H2D, 2 * t->W / t->h2d) +
+                serial(ty, R_D2H, t->Wg / t->d2h);
+    step += serial(ty, R_H2D, t->EH / t->h2d) + serial(ty, R_D2H, t->EH / t->d2h) + serial(ty, R_OPT, t->opt);
+    out->formula = "G*(c_f + c_b + 2*W/h2d + Wg/d2h) + (P_E+P_H)*ws*(1/h2d + 1/d2h) + opt (all serial)";
+    r->step = step;
+}
+
+// Every layer resident: no recompute, gradients still go to the host optimizer
+// and the updated weights come back once per step.
+static void resident_form(const terms *t, tally *ty, mt_plan_prediction *out, form_out *r) {
+    double step = 0;
+    for (int k = 0; k < (int)t->G; k++) {
+        step += serial(ty, R_COMPUTE, t->cf);
+        step += take_max(ty, t->cb, 0, t->Wg / t->d2h, 0);
+    }
+    step += serial(ty, R_D2H, t->PL * t->ws / t->d2h) + serial(ty, R_OPT, t->opt) + serial(ty, R_H2D, t->N * t->ws / t->h2d);
+    out->h2d_bytes = t->N * t->ws;
+    out->d2h_bytes = t->G * t->Wg + t->EH;
+    out->formula = "G*(c_f + max(c_b, Wg/d2h)) + P_L*ws/d2h + opt + N*ws/h2d (no recompute)";
+    r->step = step;
+}
+
+// Which closed form prices a descriptor: its fields decide, never its name.
+static void (*form_of(const mt_schedule_desc *s))(const terms *, tally *, mt_plan_prediction *, form_out *) {
+    if (s->serial_link) return serial_form;
+    if (s->weights_resident) return resident_form;
+    if (s->submodule_fetch) return per_module_form;
+    return streamed_form;
+}
+
 mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, mt_plan_prediction *out) {
     memset(out, 0, sizeof *out);
     MT_TRY(mt_plan_input_validate(c, in));
-    const double L = c->num_layers, PL = (double)mt_config_params_per_layer(c), N = (double)mt_config_params_total(c);
-    const double VC = (double)c->vocab_size * c->hidden_size, PE = VC, PH = N - L * PL - PE;
-    const double Pmm = L * PL + VC, dA = (double)c->num_heads * c->head_dim, T = in->T;
-    const double n = (double)in->B * in->T, G = in->grad_accum;
-    const int fp32 = in->prec == MT_PREC_FP32;
-    const double ws = fp32 ? 4 : 2;
-    const double R = hw->peak_tflops[fp32 ? MT_PEAK_FP32 : MT_PEAK_BF16] * 1e12 * hw->gemm_efficiency / 1e3; // FLOP/ms
-    const double h2d = hw->h2d_gbps * 1e6, d2h = hw->d2h_gbps * 1e6, f = hw->duplex_factor;              // B/ms
-    const int recompute = in->schedule != MT_SCHED_RESIDENT;
+    mt_schedule_desc s;
+    mt_schedule_resolve(in->eng.schedule, &in->eng.sched, c, &s);
+    terms t = {.c = c, .s = &s, .hw = hw, .prec = in->prec, .fp32 = in->prec == MT_PREC_FP32};
+    const double L = t.L = c->num_layers, PL = t.PL = (double)mt_config_params_per_layer(c);
+    const double N = t.N = (double)mt_config_params_total(c);
+    const double VC = t.VC = (double)c->vocab_size * c->hidden_size, PE = t.PE = VC, PH = t.PH = N - L * PL - PE;
+    const double Pmm = L * PL + VC, dA = t.dA = (double)c->num_heads * c->head_dim, T = t.T = in->eng.T;
+    const double n = t.n = (double)in->eng.B * in->eng.T, G = t.G = in->eng.grad_accum;
+    const int fp32 = t.fp32;
+    const double ws = t.ws = fp32 ? 4 : 2;
+    const double R = t.R = hw->peak_tflops[fp32 ? MT_PEAK_FP32 : MT_PEAK_BF16] * 1e12 * hw->gemm_efficiency / 1e3; // FLOP/ms
+    const double h2d = t.h2d = hw->h2d_gbps * 1e6, d2h = t.d2h = hw->d2h_gbps * 1e6;                       // B/ms
+    t.f = hw->duplex_factor;
+    const int recompute = !s.keep_activations;
 
-    const double Ff = (2 * Pmm + 4 * L * dA * T) * n, Fb = 2 * Ff, Fr = recompute ? (2 * L * PL + 4 * L * dA * T) * n : 0;
-    const double cf = Ff / R, cb = (Fb + Fr) / R;
-    const double W = L * PL * ws, Wg = W, EH = (PE + PH) * ws;
-    const mt_precision opt_prec = in->schedule == MT_SCHED_ZERO3 && !fp32 ? MT_PREC_MIXED : in->prec;
-    const double opt = N / hw->adamw_params_per_s[opt_prec] * 1e3;
+    const double Ff = t.Ff = (2 * Pmm + 4 * L * dA * T) * n, Fb = t.Fb = 2 * Ff;
+    const double Fr = t.Fr = recompute ? (2 * L * PL + 4 * L * dA * T) * n : 0;
+    const double cf = t.cf = Ff / R, cb = t.cb = (Fb + Fr) / R;
+    const double W = t.W = L * PL * ws, Wg = t.Wg = W, EH = t.EH = (PE + PH) * ws;
+    const mt_precision opt_prec = s.optimizer_master && !fp32 ? MT_PREC_MIXED : in->prec;
+    const double opt = t.opt = N / hw->adamw_params_per_s[opt_prec] * 1e3;
 
     tally ty = {{0}};
-    double step = 0, h2d_rate = h2d, d2h_rate = d2h;
     out->h2d_bytes = 2 * G * W + EH;
     out->d2h_bytes = G * Wg + EH;
-    switch (in->schedule) {
-    case MT_SCHED_MEGATRAIN: {
-        double opt0 = (PE + PL) / hw->adamw_params_per_s[in->prec] * 1e3;
-        double fill = (PE + PL) * ws / h2d, drain = (PL + PE) * ws / d2h;
-        step = serial(&ty, R_H2D, fill) + serial(&ty, R_OPT, opt0) + serial(&ty, R_D2H, drain);
-        step += take_max(&ty, cf, (W + PH * ws) / h2d, 0, opt - opt0);
-        for (int k = 1; k < in->grad_accum; k++) step += take_max(&ty, cf, W / h2d, 0, 0);
-        for (int k = 0; k < in->grad_accum; k++) {
-            double out_b = (Wg + (k == in->grad_accum - 1 ? EH : 0)) / (f * d2h);
-            step += take_max(&ty, cb, W / (f * h2d), out_b, 0);
-        }
-        out->formula = "fill + opt_0 + max(c_f, (W+P_H*ws)/h2d, opt-opt_0) + (G-1)*max(c_f, W/h2d) "
-                       "+ G*max(c_b, W/(f*h2d), Wg/(f*d2h)) + drain";
-        break;
-    }
-    case MT_SCHED_ZERO3: {
-        const mt_zero3_knobs *k = &in->zero3;
-        const double zh2d = k->pin_memory ? h2d : hw->h2d_pageable_gbps * 1e6;
-        const double zd2h = k->pin_memory ? d2h : hw->d2h_pageable_gbps * 1e6;
-        const double gs = 4, bucket = (double)k->prefetch_bucket_size; // DeepSpeed offloads fp32 gradients
-        const double Phead = c->tie_word_embeddings ? VC + PH : PH; // tied: the head fetches the embedding again
-        const double cf_layer = (2 * PL + 4 * dA * T) * n / R, cf_head = 2 * VC * n / R;
-        const double cb_layer = (2 * 2 * PL + 2 * 4 * dA * T) * n / R + cf_layer, cb_head = 2 * cf_head;
-        // Backward: with overlap_comm the gradient offload shares the link (duplex) and hides
-        // under backward but for the last reduce bucket; without it, it runs on the compute stream.
-        const double fb = k->overlap_comm ? f : 1;
-        for (int m = 0; m < in->grad_accum; m++) {
-            step += zero3_pass(&ty, 0, PE * ws / zh2d, PE, bucket);
-            for (int l = 0; l < c->num_layers; l++) step += zero3_pass(&ty, cf_layer, PL * ws / zh2d, PL, bucket);
-            step += zero3_pass(&ty, cf_head, Phead * ws / zh2d, Phead, bucket);
-            tally tb = {{0}};
-            double bwd = zero3_pass(&tb, cb_head, Phead * ws / (fb * zh2d), Phead, bucket);
-            for (int l = 0; l < c->num_layers; l++) bwd += zero3_pass(&tb, cb_layer, PL * ws / (fb * zh2d), PL, bucket);
-            bwd += zero3_pass(&tb, 0, PE * ws / (fb * zh2d), PE, bucket);
-            for (int r = 0; r < R_COUNT; r++) ty.t[r] += tb.t[r];
-            step += bwd;
-            if (k->overlap_comm) {
-                double grads_out = N * gs / (f * zd2h);
-                if (grads_out > bwd) step += serial(&ty, R_D2H, grads_out - bwd);
-                double rb = N < (double)k->reduce_bucket_size ? N : (double)k->reduce_bucket_size;
-                step += serial(&ty, R_D2H, rb * gs / zd2h);
-            } else {
-                step += serial(&ty, R_D2H, N * gs / zd2h);
-            }
-        }
-        step += serial(&ty, R_OPT, opt);
-        out->h2d_bytes = 2 * G * (N + (c->tie_word_embeddings ? VC : 0)) * ws;
-        out->d2h_bytes = G * N * gs;
-        out->formula = "G*(sum_u [c_u + x_u - min(c_u,x_u)*min(1,bucket/P_u)] fwd + same bwd (x at duplex rate) "
-                       "+ last reduce bucket min(reduce_bucket,N)*4/d2h (overlap_comm; else N*4/d2h)) + opt (serial); "
-                       "pageable rates when pin_memory is off";
-        h2d_rate = zh2d;
-        d2h_rate = zd2h;
-        break;
-    }
-    case MT_SCHED_NAIVE:
-        for (int k = 0; k < in->grad_accum; k++)
-            step += serial(&ty, R_COMPUTE, cf + cb) + serial(&ty, R_H2D, 2 * W / h2d) + serial(&ty, R_D2H, Wg / d2h);
-        step += serial(&ty, R_H2D, EH / h2d) + serial(&ty, R_D2H, EH / d2h) + serial(&ty, R_OPT, opt);
-        out->formula = "G*(c_f + c_b + 2*W/h2d + Wg/d2h) + (P_E+P_H)*ws*(1/h2d + 1/d2h) + opt (all serial)";
-        break;
-    case MT_SCHED_RESIDENT:
-        for (int k = 0; k < in->grad_accum; k++) {
-            step += serial(&ty, R_COMPUTE, cf);
-            step += take_max(&ty, cb, 0, Wg / d2h, 0);
-        }
-        step += serial(&ty, R_D2H, PL * ws / d2h) + serial(&ty, R_OPT, opt) + serial(&ty, R_H2D, N * ws / h2d);
-        out->h2d_bytes = N * ws;
-        out->d2h_bytes = G * Wg + EH;
-        out->formula = "G*(c_f + max(c_b, Wg/d2h)) + P_L*ws/d2h + opt + N*ws/h2d (no recompute)";
-        break;
-    }
+    form_out r = {0, h2d, d2h};
+    form_of(&s)(&t, &ty, out, &r);
+    double step = r.step;
     int w = 0;
-    for (int r = 1; r < R_COUNT; r++)
-        if (ty.t[r] > ty.t[w]) w = r;
+    for (int i = 1; i < R_COUNT; i++)
+        if (ty.t[i] > ty.t[w]) w = i;
 
     const double peak_bf16 = hw->peak_tflops[MT_PEAK_BF16];
     out->model = "analytic-v1";
-    out->tokens = (long long)in->B * in->T * in->grad_accum;
+    out->tokens = (long long)in->eng.B * in->eng.T * in->eng.grad_accum;
     out->flops_6n = 6 * N * (double)out->tokens;
     out->flops_executed = G * (Ff + Fb + Fr);
     out->compute_ms = G * (cf + cb);
-    out->h2d_ms = out->h2d_bytes / h2d_rate;
-    out->d2h_ms = out->d2h_bytes / d2h_rate;
+    out->h2d_ms = out->h2d_bytes / r.h2d_rate;
+    out->d2h_ms = out->d2h_bytes / r.d2h_rate;
     out->optimizer_ms = opt;
     out->exposed_ms = step - out->compute_ms;
     out->step_ms = step;
-    out->tokens_per_s = (double)out->tokens / (step / 1e3);
-    out->tflops = out->flops_6n / (step / 1e3) / 1e12;
-    out->mfu = out->tflops / peak_bf16;
-    out->hfu = out->flops_executed / (step / 1e3) / 1e12 / peak_bf16;
-    out->days_per_billion_tokens = 1e9 / out->tokens_per_s / 86400.0;
+    out->tokens_per_s = mt_metric_tokens_per_s((double)out->tokens, step);
+    out->tflops = mt_metric_tflops(N, (double)out->tokens, step);
+    out->mfu = mt_metric_mfu(out->tflops, peak_bf16);
+    out->hfu = mt_metric_hfu(out->flops_executed, step, peak_bf16);
+    out->days_per_billion_tokens = mt_metric_days_per_billion_tokens(out->tokens_per_s);
     out->bound = res_names[w];
     return MT_OK;
 }

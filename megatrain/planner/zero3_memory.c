@@ -32,22 +32,17 @@ static size_t persistent_numel(const mt_unit_layout *lay, long long threshold) {
     return n;
 }
 
-int mt_zero3_host_bytes_per_param(mt_precision p) { return p == MT_PREC_FP32 ? 16 : 18; }
-
 void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory *out) {
     mt_unit_layout le, ll, lh;
     mt_layout_build(c, &le, &ll, &lh);
     int fp32 = in->prec == MT_PREC_FP32;
-    const mt_zero3_knobs *k = &in->zero3;
-    size_t ws = fp32 ? 4 : 2, bpp = (size_t)mt_zero3_host_bytes_per_param(in->prec);
+    const mt_zero3_knobs *k = &in->eng.sched.zero3;
+    size_t ws = fp32 ? 4 : 2, bpp = (size_t)in->eng.schedule->host_bytes_per_param[in->prec];
     long long N = mt_config_params_total(c);
 
-    // GPU: what our zero3 schedule allocates (it is what runs); DeepSpeed's own
-    // footprint (persistent + live + prefetch bucket, reduce bucket) is reported beside it.
-    mt_engine_opts eo = {.schedule = MT_SCHED_ZERO3, .grad_sum = in->grad_sum, .B = in->B, .T = in->T, .grad_accum = in->grad_accum,
-                         .ckpt_interval = 1, .weight_bufs = 2, .grad_slabs = in->grad_slabs,
-                         .mlp_rows = in->mlp_rows, .zero3 = in->zero3, .copy_bind = in->copy_bind};
-    mt_memory_plan e = mt_engine_memory_plan(c, in->prec, &eo, fp32 ? MT_F32 : MT_BF16, 0);
+    // GPU: what our zero3 schedule allocates (it is what runs, out->engine); DeepSpeed's
+    // own footprint (persistent + live + prefetch bucket, reduce bucket) is reported beside it.
+    const mt_engine_footprint *e = &out->engine;
 
     // Module sizes as DeepSpeed sees them (unpadded): a layer, the embedding, the head.
     size_t PL = (size_t)mt_config_params_per_layer(c), PE = (size_t)c->vocab_size * c->hidden_size;
@@ -61,19 +56,12 @@ void mt_zero3_memory(const mt_config *c, const mt_plan_input *in, mt_plan_memory
     size_t reduce = N < k->reduce_bucket_size ? (size_t)N : (size_t)k->reduce_bucket_size;
 
     out->deepspeed_gpu_bytes = (persistent + live + (size_t)k->prefetch_bucket_size) * ws + (reduce + largest) * ws +
-                               e.checkpoint_bytes + e.activation_bytes;
-    out->gpu_weights_bytes = e.weights_bytes;
-    out->gpu_grads_bytes = e.grads_bytes;
-    out->gpu_checkpoint_bytes = e.checkpoint_bytes;
-    out->gpu_activation_bytes = e.activation_bytes;
-    out->grad_sum_f32 = e.grad_sum_f32;
-    out->gpu_grad_sum_bytes = e.grad_sum_bytes;
-    out->gpu_bytes = out->gpu_weights_bytes + out->gpu_grads_bytes + out->gpu_checkpoint_bytes + out->gpu_activation_bytes;
+                               e->checkpoints.device + e->activations.device;
 
     out->host_state_bytes = (size_t)N * bpp;
-    out->host_staging_bytes = 3 * (size_t)in->grad_accum * (size_t)in->B * in->T * 4; // token staging, as the engine
+    out->host_staging_bytes = 3 * (size_t)in->eng.grad_accum * (size_t)in->eng.B * in->eng.T * 4; // token staging, as the engine
     out->host_bytes = out->host_state_bytes + out->host_staging_bytes;
-    out->pinned_bytes = k->pin_memory ? out->host_bytes : 0;
+    out->pinned_bytes = k->pin_memory ? out->host_bytes : 0; // all of it or nothing, as pin_memory says
     out->host_bytes_per_param = (double)bpp;
     out->host_accounting =
         fp32 ? "zero3 (DeepSpeed ZeRO-3 offload, fp32): params 4 + m 4 + v 4 + fp32 grads 4 = 16 B/param"

@@ -99,16 +99,22 @@ static mt_config round_config(void) {
     return c;
 }
 
-static mt_plan_input round_input(mt_schedule s) {
-    return (mt_plan_input){.schedule = s, .prec = MT_PREC_PAPER, .B = 1, .T = 1000, .grad_accum = 1, .ckpt_interval = 1,
-                           .weight_bufs = 2, .grad_slabs = 4, .zero3 = mt_zero3_defaults()};
+static mt_plan_input round_input(const char *schedule) {
+    mt_plan_input in = {.prec = MT_PREC_PAPER,
+                        .eng = {.B = 1, .T = 1000, .grad_accum = 1, .grad_slabs = 4,
+                                .sched = {.ckpt_interval = 1, .weight_bufs = 2, .zero3 = mt_zero3_defaults()}}};
+    if (mt_schedule_find(schedule, &in.eng.schedule) != MT_OK) {
+        fprintf(stderr, "%s\n", mt_last_error());
+        exit(1);
+    }
+    return in;
 }
 
 static void test_zero3_memory(void) {
     mt_config c = round_config();
     long long N = mt_config_params_total(&c);
     CHECK(N == 72021000LL, "params %lld (10 x 7,002,000 + 2 x 1e6 + 1000)", N);
-    mt_plan_input in = round_input(MT_SCHED_ZERO3);
+    mt_plan_input in = round_input("zero3");
     mt_plan_memory m;
     CHECK(mt_plan_memory_compute(&c, &in, &m) == MT_OK, "%s", mt_last_error());
     CHECK(m.host_state_bytes == (size_t)N * 18, "zero3 bf16: 18 B/param (%zu)", m.host_state_bytes);
@@ -118,22 +124,21 @@ static void test_zero3_memory(void) {
     // largest module's full gradient; all bf16; plus the same checkpoints and activations.
     size_t persistent = 10 * 2000 + 1000;
     size_t ds_weights = (persistent + 7002000 + 50000000) * 2, ds_grads = ((size_t)N + 7002000) * 2;
-    CHECK(m.deepspeed_gpu_bytes == ds_weights + ds_grads + m.gpu_checkpoint_bytes + m.gpu_activation_bytes,
+    CHECK(m.deepspeed_gpu_bytes == ds_weights + ds_grads + m.engine.checkpoints.device + m.engine.activations.device,
           "deepspeed gpu %zu", m.deepspeed_gpu_bytes);
     // What runs is our zero3 schedule: gpu_bytes is the engine's own accounting of it.
-    mt_engine_opts eo = {.schedule = MT_SCHED_ZERO3, .B = 1, .T = 1000, .grad_accum = 1, .ckpt_interval = 1,
-                         .weight_bufs = 2, .grad_slabs = 4, .zero3 = mt_zero3_defaults()};
-    mt_memory_plan ep = mt_engine_memory_plan(&c, MT_PREC_PAPER, &eo, MT_BF16, 0);
-    CHECK(m.gpu_bytes == ep.device_bytes && m.gpu_weights_bytes == ep.weights_bytes && m.gpu_grads_bytes == ep.grads_bytes,
+    mt_engine_footprint ep = mt_engine_footprint_of(&c, MT_PREC_PAPER, &in.eng, MT_BF16, 0, 0);
+    CHECK(m.gpu_bytes == ep.device_bytes && m.engine.weights.device == ep.weights.device &&
+              m.engine.grads.device == ep.grads.device,
           "zero3 gpu %zu vs engine %zu", m.gpu_bytes, ep.device_bytes);
 
     in.prec = MT_PREC_FP32;
     CHECK(mt_plan_memory_compute(&c, &in, &m) == MT_OK && m.host_state_bytes == (size_t)N * 16, "zero3 fp32: 16 B/param");
-    in.zero3.pin_memory = 0;
+    in.eng.sched.zero3.pin_memory = 0;
     CHECK(mt_plan_memory_compute(&c, &in, &m) == MT_OK && m.pinned_bytes == 0, "pin_memory off: nothing pinned");
 
     // megatrain on the same model: the engine's 12 B/param, page-aligned per region.
-    in = round_input(MT_SCHED_MEGATRAIN);
+    in = round_input("megatrain");
     CHECK(mt_plan_memory_compute(&c, &in, &m) == MT_OK, "%s", mt_last_error());
     CHECK(near((double)m.host_state_bytes, 12.0 * (double)N, 1e-3), "megatrain state %zu vs 12N", m.host_state_bytes);
     CHECK(m.host_state_bytes == mt_model_host_bytes(&c, MT_PREC_PAPER), "megatrain = engine accounting");
@@ -168,7 +173,7 @@ static void test_predict(void) {
     // 100 GB/s: compute bound. fill = drain = 8.002e6*2 / 1e11 s = 0.16004 ms, opt_0 = 0.008002 ms,
     // forward max(1.8204, (140.04e6 + 2.002e6)/1e11 s = 1.42042, 0.064019) = 1.8204,
     // backward max(5.4412, 1.4004, (140.04e6 + 4.002e6)/1e11 s = 1.44042) = 5.4412.
-    mt_plan_input in = round_input(MT_SCHED_MEGATRAIN);
+    mt_plan_input in = round_input("megatrain");
     CHECK(mt_plan_predict(&c, &in, &hw, &p) == MT_OK, "%s", mt_last_error());
     CHECK(near(p.compute_ms, 7.2616, 1e-9), "compute %.9g", p.compute_ms);
     CHECK(near(p.optimizer_ms, 0.072021, 1e-9), "optimizer %.9g", p.optimizer_ms);
@@ -189,13 +194,13 @@ static void test_predict(void) {
 
     // naive, 100 GB/s: everything serial: c_f + c_b + 2W/h2d + Wg/d2h + EH/h2d + EH/d2h + opt.
     CHECK(mt_hw_profile_load(round_profile("r100.json", 100), &hw) == MT_OK, "%s", mt_last_error());
-    in = round_input(MT_SCHED_NAIVE);
+    in = round_input("naive");
     CHECK(mt_plan_predict(&c, &in, &hw, &p) == MT_OK, "%s", mt_last_error());
     CHECK(near(p.step_ms, 7.2616 + 2.8008 + 1.4004 + 0.04002 + 0.04002 + 0.072021, 1e-9), "naive step %.9g", p.step_ms);
 
     // resident: no recompute: c_b = (364.08e9)/1e14 = 3.6408; grads out hide under backward;
     // + last layer out 0.14004 + opt + all weights back in N*2/1e11 s = 1.44042.
-    in = round_input(MT_SCHED_RESIDENT);
+    in = round_input("resident");
     CHECK(mt_plan_predict(&c, &in, &hw, &p) == MT_OK, "%s", mt_last_error());
     CHECK(near(p.step_ms, 1.8204 + 3.6408 + 0.14004 + 0.072021 + 1.44042, 1e-9), "resident step %.9g", p.step_ms);
 
@@ -206,15 +211,15 @@ static void test_predict(void) {
     //   backward = head max(0.04, 0.02002) + 10 * 0.54012 + embedding 0.02 = 5.4612, longer than
     //              the fp32 gradients out N*4/1e11 s = 2.88084, which then add the last reduce
     //              bucket (all of N < 5e8) 2.88084; + CPU Adam 0.072021 serially.
-    in = round_input(MT_SCHED_ZERO3);
+    in = round_input("zero3");
     CHECK(mt_plan_predict(&c, &in, &hw, &p) == MT_OK, "%s", mt_last_error());
     double fwd = 0.02 + 10 * 0.18004 + 0.02002, bwd = 0.04 + 10 * 0.54012 + 0.02;
     CHECK(near(p.step_ms, fwd + bwd + 2.88084 + 0.072021, 1e-9), "zero3 step %.9g vs %.9g", p.step_ms,
           fwd + bwd + 2.88084 + 0.072021);
 
     // Gradient accumulation: G micro-batches cost G times the pipeline, the optimizer once.
-    in = round_input(MT_SCHED_NAIVE);
-    in.grad_accum = 3;
+    in = round_input("naive");
+    in.eng.grad_accum = 3;
     CHECK(mt_plan_predict(&c, &in, &hw, &p) == MT_OK, "%s", mt_last_error());
     CHECK(near(p.step_ms, 3 * (7.2616 + 2.8008 + 1.4004) + 0.04002 + 0.04002 + 0.072021, 1e-9), "naive G=3 %.9g",
           p.step_ms);

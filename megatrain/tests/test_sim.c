@@ -345,8 +345,8 @@ static run_result run_engine(const char *cfg_path, const char *profile, mt_preci
     mt_engine *e = NULL;
     int32_t *tok = NULL;
     if ((r.status = mt_model_alloc(&m, &cfg, p, be)) != MT_OK) goto out;
-    mt_engine_opts eo = {.schedule = MT_SCHED_MEGATRAIN, .B = B, .T = T, .grad_accum = G, .ckpt_interval = K,
-                         .weight_bufs = 2, .grad_slabs = 4, .overlap_optimizer = 1};
+    mt_engine_opts eo = {.B = B, .T = T, .grad_accum = G, .grad_slabs = 4, .sched = {.weight_bufs = 2, .ckpt_interval = K}};
+    if ((r.status = mt_schedule_find("megatrain", &eo.schedule)) != MT_OK) goto out_model;
     if ((r.status = mt_engine_create(&m, be, &eo, &e)) != MT_OK) goto out_model;
     tok = calloc((size_t)G * B * T, sizeof *tok);
     mt_optim_hparams hp = {3e-4f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
@@ -381,7 +381,7 @@ out:
     return r;
 }
 
-// What engine/plan.c + step.c issue per step for L layers, checkpoint interval
+// What engine/weight_uses.c + step.c issue per step for L layers, checkpoint interval
 // K, G micro-batches, 2 weight buffers (derivation):
 //   uses per micro-batch: forward 0..L-1; per block [s,e) (last first) rebuild
 //   s..e-2, backward e-1..s. A use loads unless it repeats the previous layer:

@@ -142,7 +142,7 @@ class TestMetrics(unittest.TestCase):
         self.assertEqual(common.dense_peak_tflops("NVIDIA H100 PCIe"), 756.0)
         self.assertEqual(common.dense_peak_tflops("NVIDIA H200"), 989.0)
         self.assertEqual(common.dense_peak_tflops("NVIDIA GH200 480GB"), 989.0)
-        self.assertIsNone(common.dense_peak_tflops("NVIDIA GeForce RTX 4090"))
+        self.assertEqual(common.dense_peak_tflops("NVIDIA GeForce RTX 4090"), 165.2)  # harness/dense_peaks.json
         self.assertIsNone(common.dense_peak_tflops(None))
         self.assertIsNone(common.throughput(1, 1, 1, 1.0, None)["mfu"])
 

@@ -195,6 +195,7 @@ static mt_status cpu_memset_zero(mt_backend *be, void *dst, size_t bytes, mt_str
 
 static const mt_backend_ops cpu_ops = {
     .name = "cpu",
+    .caps = MT_CAP_TENSOR_DATA, // synchronous, f32, host_alloc is plain page-aligned memory
     .destroy = cpu_destroy,
     .device_info = cpu_device_info,
     .dev_alloc = cpu_dev_alloc,
@@ -230,6 +231,8 @@ static const mt_backend_ops cpu_ops = {
     .xent_fwd_bwd = mt_cpu_op_xent_fwd_bwd,
     .cast = mt_cpu_op_cast,
 };
+
+unsigned mt_backend_cpu_caps(void) { return cpu_ops.caps; }
 
 mt_status mt_backend_cpu_create(mt_dtype act_dtype, mt_backend **out) {
     *out = NULL;

@@ -208,8 +208,13 @@ mt_status mt_cuda_scratch(mt_backend *be, size_t bytes, void **out) {
     return MT_OK;
 }
 
+static mt_status cuda_set_attention(mt_backend *be, int impl) {
+    return mt_backend_cuda_set_attention(be, (mt_attn_impl)impl);
+}
+
 static const mt_backend_ops cuda_ops = {
     /*name*/ "cuda",
+    /*caps*/ MT_CAP_TENSOR_DATA | MT_CAP_PAGE_LOCKED | MT_CAP_BF16 | MT_CAP_ASYNC | MT_CAP_DEVICE_MEMORY,
     cuda_destroy,
     cuda_device_info,
     cuda_dev_alloc,
@@ -244,6 +249,9 @@ static const mt_backend_ops cuda_ops = {
     mt_cuda_cast,
     mt_cuda_add_rmsnorm_fwd,
     mt_cuda_rmsnorm_bwd_add,
+    /*host_work_ms*/ NULL,
+    /*trace_write*/ NULL,
+    /*set_attention*/ cuda_set_attention,
 };
 
 extern "C" int mt_backend_cuda_available(void) {
@@ -281,6 +289,8 @@ static mt_status cuda_init(mt_cuda_ctx *ctx) {
     MT_TRY(mt_cuda_gemm_init(ctx));
     return MT_OK;
 }
+
+extern "C" unsigned mt_backend_cuda_caps(void) { return cuda_ops.caps; }
 
 extern "C" mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out) {
     *out = NULL;

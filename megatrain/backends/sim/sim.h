@@ -63,7 +63,7 @@ double mt_sim_attention_ms(const mt_hw_profile *p, mt_dtype act, int backward, i
 double mt_sim_hbm_ms(const mt_hw_profile *p, double bytes);
 // One copy alone on the link: dir MT_COPY_H2D / MT_COPY_D2H.
 double mt_sim_link_ms(const mt_hw_profile *p, mt_copy_kind dir, int pinned, double bytes);
-double mt_sim_host_work_ms(const mt_hw_profile *p, mt_host_work kind, size_t n, mt_dtype wdt, int master);
+double mt_sim_host_work_ms(const mt_hw_profile *p, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master);
 
 // ---- what was simulated (cumulative since creation; diff two snapshots for a step) ----
 typedef struct {

@@ -363,7 +363,7 @@ static mt_status sim_memset_zero(mt_backend *be, void *dst, size_t bytes, mt_str
 
 // Priced on the calling thread's lane from its current clock; the caller then
 // advances its clock by the returned time (engine/grad_drain.c, optimizer_worker.c).
-static double sim_host_work_ms(mt_backend *be, mt_host_work kind, size_t n, mt_dtype wdt, int master) {
+static double sim_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master) {
     mt_sim_ctx *c = be->ctx;
     double ms = mt_sim_host_work_ms(&c->prof, kind, n, wdt, master);
     int acc = kind == MT_HOST_GRAD_ACCUMULATE;
@@ -377,6 +377,7 @@ static double sim_host_work_ms(mt_backend *be, mt_host_work kind, size_t n, mt_d
 
 static const mt_backend_ops sim_ops = {
     .name = "sim",
+    .caps = MT_CAP_VIRTUAL_TIME | MT_CAP_BF16 | MT_CAP_ASYNC | MT_CAP_DEVICE_MEMORY, // no tensor data; host unbacked
     .destroy = sim_destroy,
     .device_info = sim_device_info,
     .dev_alloc = sim_dev_alloc,
@@ -414,6 +415,8 @@ static const mt_backend_ops sim_ops = {
     .host_work_ms = sim_host_work_ms,
     .trace_write = mt_sim_trace_write,
 };
+
+unsigned mt_backend_sim_caps(void) { return sim_ops.caps; }
 
 // The timeline starts at 0 on the creating thread (its virtual clock is reset).
 mt_status mt_backend_sim_create(const char *profile_path, mt_dtype act_dtype, mt_backend **out) {

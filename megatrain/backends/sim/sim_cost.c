@@ -39,7 +39,7 @@ double mt_sim_link_ms(const mt_hw_profile *p, mt_copy_kind dir, int pinned, doub
     return bytes / (gbps * 1e6);
 }
 
-double mt_sim_host_work_ms(const mt_hw_profile *p, mt_host_work kind, size_t n, mt_dtype wdt, int master) {
+double mt_sim_host_work_ms(const mt_hw_profile *p, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master) {
     if (kind == MT_HOST_GRAD_ACCUMULATE) {
         // read dst, read slab, write dst, then the sum-of-squares pass over dst
         double bytes = (double)n * 4.0 * (double)mt_dtype_size(wdt);

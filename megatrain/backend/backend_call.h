@@ -1,0 +1,94 @@
+// backend_call.h: the way into a backend for everything that is not a
+// backend (as ggml's ggml_backend_* functions sit over its interface). Each
+// mt_backend_<op>() calls the table entry of the same name and
+//   - refuses an entry the backend lacks (MT_ERR_UNSUPPORTED naming it;
+//     mt_backend_supports() asks first),
+//   - names the backend and the op in the error of a call that fails
+//     ("cuda matmul_fwd: ..."; allocations keep their own message, which
+//     already says what ran out),
+//   - counts the bytes each kind of copy moved (mt_backend_copied_bytes).
+// Trace spans and the step's link bytes sit one level up, in the engine
+// (engine/link.h), where a copy's purpose is known.
+#ifndef MT_BACKEND_CALL_H
+#define MT_BACKEND_CALL_H
+
+#include "backend/backend.h"
+
+typedef enum {
+    MT_OP_DEV_ALLOC, MT_OP_HOST_ALLOC, MT_OP_EVENT_CREATE, MT_OP_EVENT_RECORD, MT_OP_STREAM_WAIT, MT_OP_EVENT_SYNC,
+    MT_OP_STREAM_SYNC, MT_OP_EVENT_ELAPSED_MS, MT_OP_COPY, MT_OP_MEMSET_ZERO,
+    MT_OP_EMBEDDING_FWD, MT_OP_EMBEDDING_BWD, MT_OP_MATMUL_FWD, MT_OP_MATMUL_BWD, MT_OP_RMSNORM_FWD, MT_OP_RMSNORM_BWD,
+    MT_OP_QK_NORM_FWD, MT_OP_QK_NORM_BWD, MT_OP_ROPE_FWD, MT_OP_ROPE_BWD, MT_OP_ATTENTION_FWD, MT_OP_ATTENTION_BWD,
+    MT_OP_SWIGLU_FWD, MT_OP_SWIGLU_BWD, MT_OP_ADD, MT_OP_XENT_FWD_BWD, MT_OP_CAST, MT_OP_ADD_RMSNORM_FWD,
+    MT_OP_RMSNORM_BWD_ADD,
+    MT_OP_HOST_WORK_MS, MT_OP_TRACE_WRITE, MT_OP_SET_ATTENTION,
+    MT_OP_COUNT
+} mt_op;
+
+// 1 when the backend has the table entry for `op`.
+int mt_backend_supports(const mt_backend *be, mt_op op);
+const char *mt_op_name(mt_op op);
+// Bytes moved by copies of `kind` through mt_backend_copy since the backend was created.
+double mt_backend_copied_bytes(const mt_backend *be, mt_copy_kind kind);
+
+mt_status mt_backend_device_info(mt_backend *be, mt_device_info *out);
+mt_status mt_backend_dev_alloc(mt_backend *be, size_t bytes, void **out);
+void mt_backend_dev_free(mt_backend *be, void *p);
+mt_status mt_backend_host_alloc(mt_backend *be, size_t bytes, void **out);
+void mt_backend_host_free(mt_backend *be, void *p, size_t bytes);
+mt_status mt_backend_event_create(mt_backend *be, mt_event **out);
+void mt_backend_event_destroy(mt_backend *be, mt_event *ev); // NULL is fine
+mt_status mt_backend_event_record(mt_backend *be, mt_event *ev, mt_stream_id s);
+mt_status mt_backend_stream_wait(mt_backend *be, mt_stream_id s, mt_event *ev);
+mt_status mt_backend_event_sync(mt_backend *be, mt_event *ev);
+mt_status mt_backend_stream_sync(mt_backend *be, mt_stream_id s);
+mt_status mt_backend_event_elapsed_ms(mt_backend *be, mt_event *start, mt_event *end, float *ms);
+mt_status mt_backend_copy(mt_backend *be, void *dst, const void *src, size_t bytes, mt_copy_kind kind, mt_stream_id s);
+mt_status mt_backend_memset_zero(mt_backend *be, void *dst, size_t bytes, mt_stream_id s);
+
+// The layer kernels: shapes and conventions as in backend.h.
+mt_status mt_backend_embedding_fwd(mt_backend *be, void *out, const int32_t *ids, const void *wte, mt_dtype wdt, int N,
+                                   int C);
+mt_status mt_backend_embedding_bwd(mt_backend *be, void *dwte, mt_dtype wdt, const int32_t *ids, const void *dout,
+                                   int N, int C);
+mt_status mt_backend_matmul_fwd(mt_backend *be, void *out, const void *inp, const void *w, const void *bias,
+                                mt_dtype wdt, int N, int IC, int OC);
+mt_status mt_backend_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
+                                const void *w, mt_dtype wdt, int N, int IC, int OC, int flags);
+mt_status mt_backend_rmsnorm_fwd(mt_backend *be, void *out, float *rstd, const void *inp, const void *w, mt_dtype wdt,
+                                 int R, int D, float eps);
+mt_status mt_backend_rmsnorm_bwd(mt_backend *be, void *dinp, void *dw, const void *dout, const void *inp,
+                                 const void *w, const float *rstd, mt_dtype wdt, int R, int D);
+mt_status mt_backend_qk_norm_fwd(mt_backend *be, void *out, float *rstd, const void *inp, const void *qw,
+                                 const void *kw, mt_dtype wdt, int N, int NH, int NKV, int HD, float eps);
+mt_status mt_backend_qk_norm_bwd(mt_backend *be, void *dinp, void *dqw, void *dkw, const void *dout, const void *inp,
+                                 const void *qw, const void *kw, const float *rstd, mt_dtype wdt, int N, int NH,
+                                 int NKV, int HD);
+mt_status mt_backend_rope_fwd(mt_backend *be, void *out, const void *inp, const float *cos, const float *sin, int B,
+                              int T, int NH, int NKV, int HD);
+mt_status mt_backend_rope_bwd(mt_backend *be, void *dinp, const void *dout, const float *cos, const float *sin, int B,
+                              int T, int NH, int NKV, int HD);
+mt_status mt_backend_attention_fwd(mt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int NH,
+                                   int NKV, int HD);
+mt_status mt_backend_attention_bwd(mt_backend *be, void *dqkv, const void *dout, const void *qkv, const void *out,
+                                   const float *lse, int B, int T, int NH, int NKV, int HD);
+mt_status mt_backend_swiglu_fwd(mt_backend *be, void *h, const void *gu, int N, int F);
+mt_status mt_backend_swiglu_bwd(mt_backend *be, void *dgu, const void *dh, const void *gu, int N, int F);
+mt_status mt_backend_add(mt_backend *be, void *out, const void *a, const void *b, size_t n);
+mt_status mt_backend_xent_fwd_bwd(mt_backend *be, void *logits, float *losses, const int32_t *targets, int n, int V,
+                                  float dscale);
+mt_status mt_backend_cast(mt_backend *be, void *dst, mt_dtype dt, const void *src, mt_dtype st, size_t n);
+mt_status mt_backend_add_rmsnorm_fwd(mt_backend *be, void *sum, void *out, float *rstd, const void *a, const void *b,
+                                     const void *w, mt_dtype wdt, int R, int D, float eps);
+mt_status mt_backend_rmsnorm_bwd_add(mt_backend *be, void *dacc, void *dw, const void *dout, const void *inp,
+                                     const void *w, const float *rstd, mt_dtype wdt, int R, int D);
+// Virtual time only (MT_CAP_VIRTUAL_TIME): what host work of `kind` would cost, in ms.
+double mt_backend_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master);
+// The backend's capabilities (MT_CAP_*).
+static inline unsigned mt_backend_caps(const mt_backend *be) { return be->ops->caps; }
+// The backend's name, for messages (decisions ask its capabilities).
+static inline const char *mt_backend_name(const mt_backend *be) { return be->ops->name; }
+// Only where the backend records a timeline of its own (mt_backend_supports(be, MT_OP_TRACE_WRITE)).
+mt_status mt_backend_trace_write(mt_backend *be, const char *path);
+
+#endif

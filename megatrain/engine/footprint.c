@@ -1,0 +1,162 @@
+// footprint.c: the plan inputs of a run (mt_engine_shape), the memory plan as
+// the sum of the parts' bytes, and the device-memory tally the parts allocate
+// through.
+#include <stdlib.h>
+
+#include "engine/activations.h"
+#include "engine/ckpt_store.h"
+#include "engine/grad_offload.h"
+#include "engine/optimizer_worker.h"
+#include "engine/weight_ring.h"
+
+// Loss-head rows per chunk: at most 256 MiB of logits at a time. Fewer chunks
+// also means fewer roundings of the head's bf16 gradient, which accumulates
+// across chunks (in paper/mixed precision the gradient itself is bf16).
+static int loss_chunk_rows(const mt_config *c, int N, size_t act_size) {
+    size_t rows = (256u << 20) / ((size_t)c->vocab_size * act_size);
+    return (int)(rows < 1 ? 1 : rows > (size_t)N ? (size_t)N : rows);
+}
+
+mt_part_bytes mt_host_state_bytes(const mt_engine_shape *sh) {
+    return (mt_part_bytes){.host = mt_model_host_bytes(&sh->c, sh->prec),
+                           .pinned = sh->s.host_pinned ? mt_model_pinned_bytes(&sh->c, sh->prec) : 0};
+}
+
+static mt_engine_footprint sum_parts(const mt_engine_shape *sh) {
+    mt_engine_footprint f = {0};
+    f.state = mt_host_state_bytes(sh);
+    f.weights = mt_weight_ring_bytes(sh);
+    f.grads = mt_grad_offload_bytes(sh);
+    f.checkpoints = mt_ckpt_store_bytes(sh);
+    f.activations = mt_activations_bytes(sh);
+    f.optimizer = mt_opt_worker_bytes(sh);
+    const mt_part_bytes *parts[] = {&f.state, &f.weights, &f.grads, &f.checkpoints, &f.activations, &f.optimizer};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        f.device_bytes += parts[i]->device;
+        f.host_bytes += parts[i]->host;
+        f.pinned_bytes += parts[i]->pinned;
+    }
+    f.offload_checkpoints = sh->s.offload_checkpoints;
+    f.grad_sum_f32 = sh->grad_sum_f32;
+    f.grad_sum_bytes = sh->grad_sum_elems ? mt_dev_round(sh->grad_sum_elems * 4) : 0;
+    return f;
+}
+
+// Elements of the f32 buffer a chunked weight gradient is summed in: the larger of the
+// MLP's (gate, up and down: 3 F C) and the LM head's (V C), each only when it runs in
+// more than one chunk (the head at its floor chunk). 0 where weight gradients are f32 already.
+static size_t grad_sum_elems(const mt_engine_shape *sh) {
+    if (sh->wdt == MT_F32) return 0;
+    long long N = sh->d.N, C = sh->d.C;
+    size_t mlp = sh->d.mlp_rows > 0 && sh->d.mlp_rows < N ? (size_t)3 * sh->d.F * C : 0;
+    size_t head = sh->chunk_rows < N ? (size_t)sh->c.vocab_size * C : 0;
+    return mlp > head ? mlp : head;
+}
+
+// Offload only when there are more checkpoints than device slots; auto (-1): only
+// when the plan with every checkpoint on the device does not fit.
+static void resolve_offload(mt_engine_shape *sh, int asked, size_t device_free) {
+    int offload = asked > 0;
+    if (asked < 0 && device_free) {
+        sh->s.offload_checkpoints = 0;
+        offload = sum_parts(sh).device_bytes > device_free;
+    }
+    sh->s.offload_checkpoints = offload && sh->n_ckpt > MT_CKPT_SLOTS;
+}
+
+// The loss head's chunk on a device: the floor (<= 256 MiB of logits) grows into
+// the memory left once everything allocated before the head is: each chunk's
+// weight-gradient GEMM re-reads and re-writes the whole V x C gradient (174 passes
+// of 1 GB per step for Qwen2.5-7B at batch 150 with the floor alone), and each
+// chunk rounds a bf16 gradient once more. The reserve covers what backends
+// allocate lazily after this point: attention workspaces (cuDNN's f32 dQ
+// accumulator and row sums, the native kernels' row sums), the GEMM and
+// embedding-sort scratch, lazily loaded kernels. A cpu backend keeps the floor:
+// its results must not depend on how much RAM happens to be free.
+static int grown_chunk_rows(const mt_engine_shape *sh, size_t device_free) {
+    const mt_dims *d = &sh->d;
+    size_t before = mt_weight_ring_bytes(sh).device + mt_grad_offload_bytes(sh).device +
+                    mt_ckpt_store_bytes(sh).device + mt_activations_layer_bytes(sh);
+    size_t left = device_free > before ? device_free - before : 0;
+    size_t reserve = ((size_t)1 << 30) + (size_t)d->B * d->T * d->NH * (d->HD + 2) * 4 + (size_t)d->N * 16;
+    size_t budget = left > reserve ? left - reserve : 0;
+    return mt_head_chunk_rows(d->N, sh->c.vocab_size, sh->as, budget, sh->chunk_rows);
+}
+
+void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision p, mt_dtype act,
+                          const mt_engine_opts *o, size_t device_free, unsigned caps) {
+    mt_engine_shape z = {0};
+    *sh = z;
+    sh->c = *c;
+    sh->prec = p;
+    sh->wdt = mt_precision_wdt(p);
+    sh->act = act;
+    sh->ws = mt_dtype_size(sh->wdt);
+    sh->as = mt_dtype_size(act);
+    sh->L = c->num_layers;
+    sh->G = o->grad_accum;
+    sh->grad_slabs = o->grad_slabs;
+    sh->keep_trace = o->keep_trace;
+    sh->d = (mt_dims){.B = o->B, .T = o->T, .N = o->B * o->T, .C = c->hidden_size, .F = c->intermediate_size,
+                      .NH = c->num_heads, .NKV = c->num_kv_heads, .HD = c->head_dim,
+                      .QKV = c->num_heads + 2 * c->num_kv_heads, .eps = c->rms_norm_eps, .qk_norm = c->qk_norm,
+                      .bias = c->attention_bias, .mlp_rows = o->mlp_rows, .wdt = sh->wdt};
+    mt_layout_build(c, &sh->le, &sh->ll, &sh->lh);
+    mt_schedule_resolve(o->schedule, &o->sched, c, &sh->s);
+    sh->wire = mt_schedule_grad_wire(&sh->s, sh->wdt);
+    int K = sh->s.ckpt_interval;
+    sh->n_ckpt = sh->s.keep_activations ? sh->L : (sh->L + K - 1) / K;
+    sh->n_acts = sh->s.keep_activations ? sh->L : 1;
+    sh->chunk_rows = loss_chunk_rows(c, sh->d.N, sh->as);
+    sh->x_bytes = mt_dev_round((size_t)sh->d.N * sh->d.C * sh->as);
+    sh->slab_elems = sh->ll.numel > sh->le.numel ? sh->ll.numel : sh->le.numel;
+    if (sh->lh.numel > sh->slab_elems) sh->slab_elems = sh->lh.numel;
+    int asked = sh->s.offload_checkpoints;
+    int f32_sum = o->grad_sum != MT_GRAD_SUM_BF16;
+    sh->grad_sum_f32 = f32_sum || sh->wdt == MT_F32;
+    sh->grad_sum_elems = f32_sum ? grad_sum_elems(sh) : 0;
+    resolve_offload(sh, asked, device_free);
+    // AUTO gives the f32 buffer up (back to the official code's bf16 sum) rather than not fit.
+    if (o->grad_sum == MT_GRAD_SUM_AUTO && sh->grad_sum_elems && device_free && sum_parts(sh).device_bytes > device_free) {
+        sh->grad_sum_f32 = sh->wdt == MT_F32;
+        sh->grad_sum_elems = 0;
+        resolve_offload(sh, asked, device_free);
+    }
+    if ((caps & MT_CAP_DEVICE_MEMORY) && device_free) sh->chunk_rows = grown_chunk_rows(sh, device_free);
+}
+
+mt_engine_footprint mt_engine_footprint_of(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
+                                           size_t device_free, unsigned backend_caps) {
+    mt_engine_shape sh;
+    mt_engine_shape_init(&sh, c, p, act, o, device_free, backend_caps);
+    return sum_parts(&sh);
+}
+
+mt_status mt_devmem_alloc(mt_devmem *dm, size_t bytes, void **out) {
+    if (dm->n == dm->cap) {
+        int cap = dm->cap ? 2 * dm->cap : 64;
+        void **p = realloc(dm->ptrs, sizeof *p * (size_t)cap);
+        if (!p) return mt_fail(MT_ERR_MEMORY, "host memory: the device allocation table");
+        dm->ptrs = p;
+        dm->cap = cap;
+    }
+    size_t rounded = mt_dev_round(bytes);
+    MT_TRY(mt_backend_dev_alloc(dm->be, rounded, out));
+    dm->ptrs[dm->n++] = *out;
+    dm->bytes += rounded;
+    return MT_OK;
+}
+
+void mt_devmem_free_all(mt_devmem *dm) {
+    for (int i = 0; i < dm->n; i++) mt_backend_dev_free(dm->be, dm->ptrs[i]);
+    free(dm->ptrs);
+    dm->ptrs = NULL;
+    dm->n = dm->cap = 0;
+    dm->bytes = 0;
+}
+
+mt_status mt_part_check(const char *part, size_t planned, size_t allocated) {
+    if (planned == allocated) return MT_OK;
+    return mt_fail(MT_ERR_BACKEND, "internal: the %s allocated %zu device bytes but its plan says %zu", part, allocated,
+                   planned);
+}

@@ -1,0 +1,40 @@
+// grad_offload.h: the gradients' way off the device. Two device buffers take
+// the layers' gradients in turn, the embedding and head have their own; each
+// unit's gradients leave on the D2H stream (cast to the wire dtype first when
+// the schedule sends f32) into the drain's pinned slabs (grad_drain.h), and
+// the drain accumulates them into the host gradients and takes each unit's
+// sum of squares for the global norm. With --grad-accum-dtype f32 it also owns
+// the f32 buffer chunked weight gradients are summed in.
+#ifndef MT_GRAD_OFFLOAD_H
+#define MT_GRAD_OFFLOAD_H
+
+#include "engine/grad_drain.h"
+#include "engine/link.h"
+#include "engine/parts.h"
+
+typedef struct mt_grad_offload mt_grad_offload;
+
+mt_part_bytes mt_grad_offload_bytes(const mt_engine_shape *sh);
+mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_link *lk, mt_devmem *dm,
+                                 mt_grad_offload **out);
+void mt_grad_offload_destroy(mt_grad_offload *g);
+
+// The next of the two layer-gradient buffers, once the compute stream may overwrite it.
+mt_status mt_grad_offload_layer_buffer(mt_grad_offload *g, void **buf, int *slot);
+// The compute stream waits until the head's and the embedding's gradients have left.
+mt_status mt_grad_offload_resident_free(mt_grad_offload *g);
+void *mt_grad_offload_embed(const mt_grad_offload *g);
+// The f32 buffer a weight gradient computed in token chunks is summed in before its
+// one rounding (--grad-accum-dtype f32): the head and each layer's MLP use it in
+// turn, never at once. NULL when gradients are summed in their own dtype.
+float *mt_grad_offload_sum(const mt_grad_offload *g);
+void *mt_grad_offload_head(const mt_grad_offload *g);
+// Layer `layer`'s gradients (in buffer `slot`) leave for the host; micro-batch mb of G.
+mt_status mt_grad_offload_send_layer(mt_grad_offload *g, int layer, int slot, int mb);
+// The embedding's (unit 0) or the head's (last unit) gradients leave for the host.
+mt_status mt_grad_offload_send_resident(mt_grad_offload *g, int unit_index, int mb);
+// After the step's last send: waits for every drain. *wait_ms: host time spent
+// waiting for slabs and drains; *sumsq: the squared global norm (units in order).
+mt_status mt_grad_offload_finish(mt_grad_offload *g, double *wait_ms, double *sumsq);
+
+#endif

@@ -1,0 +1,52 @@
+// host_work.h: the one seam for the host-side work of the engine. Between
+// device operations the host accumulates gradient slabs (taking their sum of
+// squares), runs AdamW, sums the losses, allocates the model state's blocks
+// and reads a clock. A backend that computes gets the real implementation
+// (host_work_real.c: the work is done, time is the wall clock); a backend with
+// virtual time gets the priced one (host_work_priced.c: the backend's
+// host_work_ms says what the work would cost, the calling thread's virtual
+// clock advances by that, and no tensor data is touched). The choice is made
+// once, from the backend's capabilities (mt_host_work_for); nothing else in
+// the engine asks which it has.
+#ifndef MT_HOST_WORK_H
+#define MT_HOST_WORK_H
+
+#include "backend/backend_call.h"
+#include "optim/adamw.h"
+
+typedef struct mt_host_work mt_host_work;
+struct mt_model; // host_state.h
+struct mt_unit;
+
+struct mt_host_work {
+    const char *name; // "real" or "priced"
+    mt_backend *be;
+    // n elements of `wire` in `slab` into `grad` (n elements of `wdt`): converted
+    // (exactly: the values were wdt on the device), copied on the first micro-batch,
+    // added after. With `last`, returns the sum of squares of the accumulated grad.
+    double (*accumulate)(const mt_host_work *h, void *grad, mt_dtype wdt, void *slab, mt_dtype wire, size_t n,
+                         int first, int last);
+    // One fused AdamW pass over every tensor of unit u (weight decay only on
+    // tensors with ndim >= 2, as torch param groups do).
+    void (*adamw)(const mt_host_work *h, const struct mt_model *m, struct mt_unit *u, const mt_adamw_hparams *hp,
+                  float weight_decay);
+    // The mean of n per-token losses (NaN where no data exists).
+    double (*mean_loss)(const mt_host_work *h, const float *losses, size_t n);
+    // A host block of the model state: page-locked through the backend or
+    // pageable; zeroed where data exists.
+    mt_status (*alloc)(const mt_host_work *h, size_t bytes, int pinned, void **out);
+    void (*free)(const mt_host_work *h, void *p, size_t bytes, int pinned);
+    // The engine's clock in ms (wall, or this thread's virtual time) ...
+    double (*now_ms)(const mt_host_work *h);
+    // ... and this thread has waited for something that finished at t_ms on that
+    // clock (virtual time catches up; wall time already has).
+    void (*waited_until)(const mt_host_work *h, double t_ms);
+};
+
+// The seam for `be`: priced when its time is virtual (MT_CAP_VIRTUAL_TIME, which
+// promises a host_work_ms entry), else real.
+mt_host_work mt_host_work_for(mt_backend *be);
+mt_host_work mt_host_work_real(mt_backend *be);
+mt_host_work mt_host_work_priced(mt_backend *be);
+
+#endif

@@ -1,0 +1,73 @@
+// host_work_real.c: the host work done for real, on the wall clock.
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/host_state.h"
+#include "optim/grad_ops.h"
+
+static double real_accumulate(const mt_host_work *h, void *grad, mt_dtype wdt, void *slab, mt_dtype wire, size_t n,
+                              int first, int last) {
+    (void)h;
+    // f32 -> bf16 in place, front to back: exact, the values were bf16 on the device
+    if (wire != wdt) mt_convert(slab, wdt, slab, wire, n);
+    mt_grad_accumulate(grad, slab, wdt, n, first);
+    return last ? mt_grad_sumsq(grad, wdt, n) : 0;
+}
+
+static void real_adamw(const mt_host_work *h, const mt_model *m, mt_unit *u, const mt_adamw_hparams *hp,
+                       float weight_decay) {
+    (void)h;
+    size_t ws = mt_dtype_size(m->wdt);
+    for (int t = 0; t < MT_T_COUNT; t++) {
+        const mt_tensor_slot *v = &u->lay->t[t];
+        if (!v->present) continue;
+        float wd = v->ndim >= 2 ? weight_decay : 0.0f; // no decay on norms and biases (as torch param groups)
+        mt_adamw_update(u->master ? u->master + v->offset : NULL, (char *)u->param + v->offset * ws, m->wdt,
+                        (char *)u->grad + v->offset * ws, m->wdt, u->m + v->offset, u->v + v->offset, v->numel, hp, wd);
+    }
+}
+
+static double real_mean_loss(const mt_host_work *h, const float *losses, size_t n) {
+    (void)h;
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += losses[i];
+    return s / (double)n;
+}
+
+#define PAGE 4096
+
+static mt_status real_alloc(const mt_host_work *h, size_t bytes, int pinned, void **out) {
+    if (pinned) {
+        MT_TRY(mt_backend_host_alloc(h->be, bytes, out));
+    } else if (posix_memalign(out, PAGE, bytes) != 0) {
+        *out = NULL;
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate %zu bytes", bytes);
+    }
+    memset(*out, 0, bytes);
+    return MT_OK;
+}
+
+static void real_free(const mt_host_work *h, void *p, size_t bytes, int pinned) {
+    if (!p) return;
+    if (pinned) mt_backend_host_free(h->be, p, bytes);
+    else free(p);
+}
+
+static double real_now_ms(const mt_host_work *h) {
+    (void)h;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void real_waited_until(const mt_host_work *h, double t_ms) {
+    (void)h;
+    (void)t_ms; // the wait was real: the wall clock is already there
+}
+
+mt_host_work mt_host_work_real(mt_backend *be) {
+    return (mt_host_work){.name = "real", .be = be, .accumulate = real_accumulate, .adamw = real_adamw,
+                          .mean_loss = real_mean_loss, .alloc = real_alloc, .free = real_free,
+                          .now_ms = real_now_ms, .waited_until = real_waited_until};
+}

@@ -1,0 +1,113 @@
+// schedule.h: the schedule table. A schedule is one descriptor: where layer
+// weights live on the device and how far ahead they stream, how a layer is
+// fetched and bound, how activations are kept, which streams carry the link
+// traffic and in which dtype gradients cross it, and whether the optimizer
+// overlaps the next step. The engine and the planner read these fields and
+// never a schedule's name; `--schedule NAME` maps a name to a descriptor.
+//
+// A table entry fixes what the schedule is and marks (`takes`) which fields the
+// user's options decide; mt_schedule_resolve turns an entry plus the options
+// into the descriptor a run uses. To add a schedule (or, later, a peer), add an
+// entry to schedule.c: nothing else names it.
+#ifndef MT_SCHEDULE_H
+#define MT_SCHEDULE_H
+
+#include "backend/backend.h"
+#include "model/config.h"
+
+typedef enum { MT_BIND_POINTER = 0, MT_BIND_COPY = 1 } mt_bind_mode;
+
+// DeepSpeed's ZeRO-3 knobs under DeepSpeed's names and defaults. They change
+// timing, never results (every schedule computes the same numbers).
+typedef struct {
+    int pin_memory;                    // host state page-locked (1) or pageable (0)
+    int overlap_comm;                  // gradient offload on its own stream (1) or the compute stream (0)
+    long long prefetch_bucket_size;    // stage3_prefetch_bucket_size: elements fetched ahead of use
+    long long param_persistence_threshold; // stage3_param_persistence_threshold
+    long long reduce_bucket_size;      // reduce_bucket_size (elements)
+    long long max_live_parameters;     // stage3_max_live_parameters
+} mt_zero3_knobs;
+
+// DeepSpeed's defaults: pin_memory true, overlap_comm true, 5e7, 1e5, 5e8, 1e9.
+mt_zero3_knobs mt_zero3_defaults(void);
+
+// Which descriptor fields a schedule takes from the user's options.
+enum {
+    MT_TAKES_WEIGHT_BUFS = 1 << 0,   // --weight-buffers
+    MT_TAKES_CKPT_INTERVAL = 1 << 1, // --checkpoint-interval
+    MT_TAKES_SERIAL_OPT = 1 << 2,    // --serial-optimizer
+    MT_TAKES_OFFLOAD_CKPT = 1 << 3,  // --offload-checkpoints
+    MT_TAKES_ZERO3 = 1 << 4,         // --zero3-* (DeepSpeed's knobs)
+};
+
+typedef struct mt_schedule_desc mt_schedule_desc;
+
+// The user's side of a run: what the schedule may take from the options.
+typedef struct {
+    int weight_bufs, ckpt_interval, serial_optimizer, offload_checkpoints; // offload: 1, 0, -1 auto
+    mt_bind_mode bind;
+    mt_zero3_knobs zero3;
+} mt_schedule_opts;
+
+struct mt_schedule_desc {
+    const char *name;
+    const char *summary;     // one line, for --help and the plan's JSON
+    unsigned takes;          // MT_TAKES_*: fields the options decide
+
+    // ---- layer weights on the device
+    int weights_resident;    // 1: one device buffer per layer, loaded once per step (no streaming)
+    int weight_bufs;         // device buffers in the ring (resolved: L when resident)
+    int lookahead;           // resolved: weight uses loaded ahead of the compute (ring - 1)
+    mt_bind_mode bind;       // the template points into the buffer, or the buffer is copied into it
+    int submodule_fetch;     // a layer loads as one copy per submodule (mt_layout_submodules), as ZeRO-3 fetches
+    long long prefetch_elems;// elements loaded ahead of use beyond what the compute needs (-1: the ring alone)
+
+    // ---- activations
+    int keep_activations;    // 1: every layer's input and internals stay on the device (no recompute)
+    int ckpt_interval;       // K: keep the input of every K-th layer, recompute the rest
+    int offload_checkpoints; // layer-boundary checkpoints in pinned host memory: 1, 0, -1 auto (resolved later)
+
+    // ---- the link
+    int serial_link;         // every copy on the compute stream: nothing overlaps the compute
+    int grads_on_compute;    // gradients leave on the compute stream (ZeRO-3 without overlap_comm)
+    int grad_wire_f32;       // gradients cross the link as f32 (DeepSpeed offloads fp32 gradients)
+    int host_pinned;         // the link side of the host state is page-locked
+
+    // ---- the optimizer
+    int optimizer_overlapped;// 1: unit i's update runs under the next step's forward; 0: after backward
+    int optimizer_master;    // the real system updates an f32 master copy (the planner prices the mixed rate)
+
+    // ---- what the planner reports beside the engine's own accounting
+    int host_bytes_per_param[3]; // by mt_precision: host bytes per parameter the real system keeps
+                                 // (0: this engine's own state, mt_model_host_bytes)
+    mt_zero3_knobs zero3;    // with MT_TAKES_ZERO3: DeepSpeed's knobs (the planner adds its GPU footprint)
+
+    // Fields that follow from the options in a way only this schedule knows
+    // (ZeRO-3: ring depth from the prefetch bucket); NULL when none.
+    void (*derive)(mt_schedule_desc *d, const mt_config *c);
+};
+
+// The table, for --help and tests: count and entry i.
+int mt_schedule_count(void);
+const mt_schedule_desc *mt_schedule_at(int i);
+// Entry by name; an unknown name fails naming --schedule and the known names.
+mt_status mt_schedule_find(const char *name, const mt_schedule_desc **out);
+// The descriptor a run uses: the entry with the options it takes filled in and
+// the derived fields resolved against the model (ring at most L layers deep).
+void mt_schedule_resolve(const mt_schedule_desc *entry, const mt_schedule_opts *o, const mt_config *c,
+                         mt_schedule_desc *out);
+// Checks the options a schedule takes (one line naming the option).
+mt_status mt_schedule_opts_validate(const mt_schedule_desc *entry, const mt_schedule_opts *o, const mt_config *c);
+// The dtype gradients cross the link in: f32 when the schedule says so, else the weights' dtype.
+static inline mt_dtype mt_schedule_grad_wire(const mt_schedule_desc *d, mt_dtype wdt) {
+    return d->grad_wire_f32 ? MT_F32 : wdt;
+}
+// The streams that carry weights in and gradients out.
+static inline mt_stream_id mt_schedule_h2d_stream(const mt_schedule_desc *d) {
+    return d->serial_link ? MT_STREAM_COMPUTE : MT_STREAM_H2D;
+}
+static inline mt_stream_id mt_schedule_d2h_stream(const mt_schedule_desc *d) {
+    return d->serial_link || d->grads_on_compute ? MT_STREAM_COMPUTE : MT_STREAM_D2H;
+}
+
+#endif

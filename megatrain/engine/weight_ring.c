@@ -1,0 +1,187 @@
+// weight_ring.c: the device weight buffers and the loads that fill them along
+// the step's uses (weight_uses.c).
+#include "engine/weight_ring.h"
+
+#include <stdlib.h>
+
+struct mt_weight_ring {
+    mt_backend *be;
+    mt_model *m;
+    mt_link *lk;
+    mt_opt_worker *opt;
+    int n_buf;
+    void **buf;
+    mt_event **ev_loaded, **ev_free;
+    void *template_buf;       // copy bind: the one buffer layers are bound to
+    void *embed, *head;       // resident units
+    mt_event *ev_embed_loaded, *ev_head_loaded;
+    mt_stream_id h2d;
+    mt_weight_use *uses;
+    int n_uses, issued, lookahead;
+    int issued_piece;         // next piece of uses[issued]
+    int n_pieces;             // pieces per layer load: 1, or one per submodule
+    size_t pieces[MT_MAX_SUBMODULES + 1];
+    long long prefetch_elems; // elements loaded ahead of use (-1: the ring alone)
+    int load_span;            // trace span of the load in flight
+    double opt_wait_ms;
+};
+
+mt_part_bytes mt_weight_ring_bytes(const mt_engine_shape *sh) {
+    size_t layer = mt_dev_round(sh->ll.numel * sh->ws);
+    int n = sh->s.weight_bufs + (sh->s.bind == MT_BIND_COPY ? 1 : 0);
+    return (mt_part_bytes){.device = (size_t)n * layer + mt_dev_round(sh->le.numel * sh->ws) +
+                                     mt_dev_round(sh->lh.numel * sh->ws)};
+}
+
+mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link *lk, mt_opt_worker *opt, mt_devmem *dm,
+                                mt_weight_ring **out) {
+    mt_weight_ring *r = calloc(1, sizeof *r);
+    if (!r) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the weight ring");
+    *out = r;
+    r->be = m->be;
+    r->m = m;
+    r->lk = lk;
+    r->opt = opt;
+    r->n_buf = sh->s.weight_bufs;
+    r->h2d = mt_schedule_h2d_stream(&sh->s);
+    r->prefetch_elems = sh->s.prefetch_elems;
+    r->buf = calloc((size_t)r->n_buf, sizeof *r->buf);
+    r->ev_loaded = calloc((size_t)r->n_buf, sizeof *r->ev_loaded);
+    r->ev_free = calloc((size_t)r->n_buf, sizeof *r->ev_free);
+    if (!r->buf || !r->ev_loaded || !r->ev_free) return mt_fail(MT_ERR_MEMORY, "host memory: the weight ring's tables");
+    size_t before = dm->bytes;
+    for (int i = 0; i < r->n_buf; i++) {
+        MT_TRY(mt_devmem_alloc(dm, sh->ll.numel * sh->ws, &r->buf[i]));
+        MT_TRY(mt_backend_event_create(r->be, &r->ev_loaded[i]));
+        MT_TRY(mt_backend_event_create(r->be, &r->ev_free[i]));
+    }
+    if (sh->s.bind == MT_BIND_COPY) MT_TRY(mt_devmem_alloc(dm, sh->ll.numel * sh->ws, &r->template_buf));
+    MT_TRY(mt_devmem_alloc(dm, sh->le.numel * sh->ws, &r->embed));
+    MT_TRY(mt_devmem_alloc(dm, sh->lh.numel * sh->ws, &r->head));
+    MT_TRY(mt_part_check("weight ring", mt_weight_ring_bytes(sh).device, dm->bytes - before));
+    MT_TRY(mt_backend_event_create(r->be, &r->ev_embed_loaded));
+    MT_TRY(mt_backend_event_create(r->be, &r->ev_head_loaded));
+    r->n_pieces = 1;
+    r->pieces[0] = 0;
+    r->pieces[1] = sh->ll.numel;
+    if (sh->s.submodule_fetch) r->n_pieces = mt_layout_submodules(&sh->ll, r->pieces);
+    MT_TRY(mt_weight_uses_build(sh, &r->uses, &r->n_uses));
+    r->lookahead = sh->s.weights_resident ? r->n_uses : sh->s.lookahead; // resident: every load up front
+    return MT_OK;
+}
+
+void mt_weight_ring_destroy(mt_weight_ring *r) {
+    if (!r) return;
+    for (int i = 0; i < r->n_buf; i++) {
+        if (r->ev_loaded && r->ev_loaded[i]) mt_backend_event_destroy(r->be, r->ev_loaded[i]);
+        if (r->ev_free && r->ev_free[i]) mt_backend_event_destroy(r->be, r->ev_free[i]);
+    }
+    if (r->ev_embed_loaded) mt_backend_event_destroy(r->be, r->ev_embed_loaded);
+    if (r->ev_head_loaded) mt_backend_event_destroy(r->be, r->ev_head_loaded);
+    free(r->buf);
+    free(r->ev_loaded);
+    free(r->ev_free);
+    free(r->uses);
+    free(r);
+}
+
+void mt_weight_ring_rewind(mt_weight_ring *r) { r->issued = r->issued_piece = 0; }
+int mt_weight_ring_n_uses(const mt_weight_ring *r) { return r->n_uses; }
+void *mt_weight_ring_embed(const mt_weight_ring *r) { return r->embed; }
+void *mt_weight_ring_head(const mt_weight_ring *r) { return r->head; }
+
+double mt_weight_ring_take_opt_wait(mt_weight_ring *r) {
+    double w = r->opt_wait_ms;
+    r->opt_wait_ms = 0;
+    return w;
+}
+
+static void piece_range(const mt_weight_ring *r, int piece, size_t *off, size_t *n) {
+    *off = r->pieces[piece];
+    *n = r->pieces[piece + 1] - r->pieces[piece];
+}
+
+// Issues the next piece of the next use's load (a use that needs no load just advances).
+static mt_status issue_piece(mt_weight_ring *r) {
+    const mt_weight_use *p = &r->uses[r->issued];
+    if (!p->load) {
+        r->issued++;
+        return MT_OK;
+    }
+    size_t ws = mt_dtype_size(r->m->wdt), off, n;
+    mt_unit *u = mt_model_layer(r->m, p->layer);
+    if (r->issued_piece == 0) {
+        r->opt_wait_ms += mt_opt_worker_wait_unit(r->opt, MT_UNIT_OF_LAYER(p->layer));
+        MT_TRY(mt_backend_stream_wait(r->be, r->h2d, r->ev_free[p->buf]));
+        MT_TRY(mt_link_begin(r->lk, r->h2d, MT_LANE_H2D, "weights in", p->layer, &r->load_span));
+    }
+    piece_range(r, r->issued_piece, &off, &n);
+    MT_TRY(mt_link_copy(r->lk, (char *)r->buf[p->buf] + off * ws, (char *)u->param + off * ws, n * ws, MT_COPY_H2D,
+                        r->h2d));
+    if (++r->issued_piece == r->n_pieces) {
+        MT_TRY(mt_link_end(r->lk, r->load_span));
+        MT_TRY(mt_backend_event_record(r->be, r->ev_loaded[p->buf], r->h2d));
+        r->issued_piece = 0;
+        r->issued++;
+    }
+    return MT_OK;
+}
+
+// Elements already issued for uses after `upto` (the prefetch budget's accounting).
+static long long elems_ahead(const mt_weight_ring *r, int upto) {
+    long long n = 0;
+    for (int i = upto + 1; i <= r->issued && i < r->n_uses; i++) {
+        if (!r->uses[i].load) continue;
+        int pieces = i < r->issued ? r->n_pieces : r->issued_piece;
+        n += (long long)(r->pieces[pieces] - r->pieces[0]);
+    }
+    return n;
+}
+
+// Issues every load the compute of use `upto` needs, then prefetches ahead:
+// up to `lookahead` uses (the ring), and within the prefetch budget when there is one.
+static mt_status issue_loads(mt_weight_ring *r, int upto) {
+    while (r->issued <= upto) MT_TRY(issue_piece(r));
+    long long budget = r->prefetch_elems >= 0 ? r->prefetch_elems - elems_ahead(r, upto) : -1;
+    while (r->issued < r->n_uses && r->issued <= upto + r->lookahead) {
+        if (budget >= 0 && r->uses[r->issued].load) {
+            size_t off, n;
+            piece_range(r, r->issued_piece, &off, &n);
+            if ((long long)n > budget) break;
+            budget -= (long long)n;
+        }
+        MT_TRY(issue_piece(r));
+    }
+    return MT_OK;
+}
+
+mt_status mt_weight_ring_acquire(mt_weight_ring *r, int idx, int layer, mt_layer_ptrs *w) {
+    if (idx >= r->n_uses || r->uses[idx].layer != layer)
+        return mt_fail(MT_ERR_BACKEND, "internal: weight uses out of step at use %d (layer %d)", idx, layer);
+    MT_TRY(issue_loads(r, idx));
+    MT_TRY(mt_backend_stream_wait(r->be, MT_STREAM_COMPUTE, r->ev_loaded[r->uses[idx].buf]));
+    void *weights = r->buf[r->uses[idx].buf];
+    if (r->template_buf) { // a device-to-device copy into the template, as the official code binds
+        size_t bytes = r->m->lay_layer.numel * mt_dtype_size(r->m->wdt);
+        MT_TRY(mt_backend_copy(r->be, r->template_buf, weights, bytes, MT_COPY_D2D, MT_STREAM_COMPUTE));
+        weights = r->template_buf;
+    }
+    mt_layer_bind(&r->m->lay_layer, weights, r->m->wdt, w); // pointer arithmetic only
+    return MT_OK;
+}
+
+mt_status mt_weight_ring_release(mt_weight_ring *r, int idx) {
+    return mt_backend_event_record(r->be, r->ev_free[r->uses[idx].buf], MT_STREAM_COMPUTE);
+}
+
+mt_status mt_weight_ring_load_resident(mt_weight_ring *r, int unit_index) {
+    int head = unit_index != 0;
+    mt_unit *u = &r->m->units[unit_index];
+    mt_event *ev = head ? r->ev_head_loaded : r->ev_embed_loaded;
+    r->opt_wait_ms += mt_opt_worker_wait_unit(r->opt, unit_index);
+    size_t bytes = u->lay->numel * mt_dtype_size(r->m->wdt);
+    MT_TRY(mt_link_traced_copy(r->lk, MT_LANE_H2D, head ? "head in" : "embedding in", -1, head ? r->head : r->embed,
+                               u->param, bytes, MT_COPY_H2D, r->h2d));
+    MT_TRY(mt_backend_event_record(r->be, ev, r->h2d));
+    return mt_backend_stream_wait(r->be, MT_STREAM_COMPUTE, ev);
+}

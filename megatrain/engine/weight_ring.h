@@ -1,0 +1,46 @@
+// weight_ring.h: the layer weights on the device. A ring of device buffers
+// (or, when weights are resident, one buffer per layer) serves the step's
+// weight uses in order (weight_uses.c: forward 0..L-1, then per checkpoint
+// block its recompute and its backward); loads run on the H2D stream ahead of
+// the compute, as far as the ring (and a prefetch budget) allows, each waiting
+// only for its own layer's optimizer update and its buffer to be free. The
+// embedding and head weights stay on the device and load once per step.
+#ifndef MT_WEIGHT_RING_H
+#define MT_WEIGHT_RING_H
+
+#include "engine/link.h"
+#include "engine/optimizer_worker.h"
+#include "engine/parts.h"
+
+// One use of a layer's weights on the device during a step.
+typedef struct {
+    int layer;
+    int buf;  // device buffer
+    int load; // 1 = copy the weights in first; 0 = already there
+} mt_weight_use;
+
+typedef struct mt_weight_ring mt_weight_ring;
+
+mt_part_bytes mt_weight_ring_bytes(const mt_engine_shape *sh);
+mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link *lk, mt_opt_worker *opt, mt_devmem *dm,
+                                mt_weight_ring **out);
+void mt_weight_ring_destroy(mt_weight_ring *r);
+
+// A new pass over the uses (a step, or an eval).
+void mt_weight_ring_rewind(mt_weight_ring *r);
+int mt_weight_ring_n_uses(const mt_weight_ring *r);
+// Use `idx` (which must be of layer `layer`) ready on the compute stream, the template bound to it.
+mt_status mt_weight_ring_acquire(mt_weight_ring *r, int idx, int layer, mt_layer_ptrs *w);
+// The compute of use `idx` is enqueued: its buffer is free once that has run.
+mt_status mt_weight_ring_release(mt_weight_ring *r, int idx);
+// The embedding (unit 0) or head (last unit) copied in after its update; the compute stream waits for it.
+mt_status mt_weight_ring_load_resident(mt_weight_ring *r, int unit_index);
+void *mt_weight_ring_embed(const mt_weight_ring *r);
+void *mt_weight_ring_head(const mt_weight_ring *r);
+// Host milliseconds the loads waited for optimizer updates since the last call.
+double mt_weight_ring_take_opt_wait(mt_weight_ring *r);
+
+// weight_uses.c: the step's uses in order, G micro-batches of them (*n set); caller frees.
+mt_status mt_weight_uses_build(const mt_engine_shape *sh, mt_weight_use **out, int *n);
+
+#endif

@@ -1,0 +1,63 @@
+// weight_uses.c: the order in which one step uses layer weights, and which
+// device buffer serves each use. Streamed: forward 0..L-1, then per
+// checkpoint block (last first) the recompute of the block's inputs and the
+// backward in reverse; consecutive uses of one layer share a buffer and load
+// once (so a layer crosses the link twice per micro-batch). With activations
+// kept there is no recompute; with weights resident every layer has its own
+// buffer and loads once per step.
+#include <stdlib.h>
+
+#include "engine/weight_ring.h"
+
+static int micro_batch_sequence(const mt_engine_shape *sh, int *seq) {
+    int n = 0, L = sh->L, K = sh->s.ckpt_interval;
+    for (int i = 0; i < L; i++) seq[n++] = i;
+    for (int s = (L - 1) / K * K; s >= 0; s -= K) {
+        int end = s + K < L ? s + K : L;
+        if (!sh->s.keep_activations)
+            for (int i = s; i < end - 1; i++) seq[n++] = i; // rebuild the block's layer inputs
+        for (int i = end - 1; i >= s; i--) seq[n++] = i;
+    }
+    return n;
+}
+
+mt_status mt_weight_uses_build(const mt_engine_shape *sh, mt_weight_use **out, int *n_out) {
+    int per_mb_max = 3 * sh->L;
+    int *seq = malloc(sizeof(int) * (size_t)per_mb_max);
+    mt_weight_use *uses = malloc(sizeof *uses * (size_t)per_mb_max * (size_t)sh->G);
+    int *loaded = calloc((size_t)sh->L, sizeof(int));
+    if (!seq || !uses || !loaded) {
+        free(seq);
+        free(uses);
+        free(loaded);
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the weight uses");
+    }
+    int n_seq = micro_batch_sequence(sh, seq);
+    int resident = sh->s.weights_resident;
+    int n = 0, ring = 0, prev = -1, prev_buf = -1;
+    for (int g = 0; g < sh->G; g++) {
+        for (int i = 0; i < n_seq; i++) {
+            mt_weight_use *p = &uses[n++];
+            p->layer = seq[i];
+            if (resident) {
+                p->buf = seq[i];
+                p->load = !loaded[seq[i]];
+                loaded[seq[i]] = 1;
+            } else if (seq[i] == prev) {
+                p->buf = prev_buf;
+                p->load = 0;
+            } else {
+                p->buf = ring;
+                p->load = 1;
+                ring = (ring + 1) % sh->s.weight_bufs;
+            }
+            prev = seq[i];
+            prev_buf = p->buf;
+        }
+    }
+    free(loaded);
+    free(seq);
+    *out = uses;
+    *n_out = n;
+    return MT_OK;
+}
