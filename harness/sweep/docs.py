@@ -115,17 +115,24 @@ def block_measured(ctx):
                      f"`mt-microbench` (Google Benchmark, mean over {a['iterations']} iteration(s)), "
                      f"`{rel(p)}`{cache} |")
     for r in ctx.by.get("extrapolation_cpu", []):
-        m = [x for x in ctx.by.get("c2_cpu", []) if x["system"] == r["system"] and x["batch"] == r["batch"]]
-        if not m:
-            continue
         f, E = r["fit"], r["step_ms"]["err_frac"]
-        err = r["step_ms"]["median"] / m[0]["step_ms"]["median"] - 1
+        chk = f.get("check")
+        if chk and chk.get("depth") == r["layers_model"]:
+            meas, where, rows_load = chk["measured_ms"], "measured in the same interleaved rounds", [r]
+        else:
+            m = [x for x in ctx.by.get("c2_cpu", []) if x["system"] == r["system"] and x["batch"] == r["batch"]]
+            if not m:
+                continue
+            meas, where, rows_load = m[0]["step_ms"]["median"], "measured in c2_cpu", [r, m[0]]
+        err = r["step_ms"]["median"] / meas - 1
+        rounds = f.get("rounds", 1)
         lines.append(f"| Depth extrapolation, {r['system']} ({r['model']}, batch {r['batch']}): fit on "
                      f"{' and '.join(map(str, f['depths']))} layers, reported at {r['layers_model']} | "
                      f"{r['step_ms']['median']:.0f} ms ±{100 * E:.0f}% (held-out {f['holdout']['depth']} layers: "
-                     f"{100 * f['holdout']['err_frac']:+.0f}%) vs {m[0]['step_ms']['median']:.0f} ms measured at "
+                     f"{100 * f['holdout']['err_frac']:+.0f}%) vs {meas:.0f} ms {where} at "
                      f"{r['layers_model']}: {100 * err:+.0f}%, {'inside' if abs(err) <= E else 'OUTSIDE'} the bar | "
-                     f"extrapolated and measured, {machine(r['env'])}{load([r, m[0]])} |")
+                     f"extrapolated and measured, {rounds} interleaved round(s), "
+                     f"{machine(r['env'])}{load(rows_load)} |")
     return "\n".join(lines)
 
 
