@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """cpu_optimizers.py: the peers' CPU optimizers beside ours and the STREAM triad, in one run.
 
-    python3 baselines/peers/cpu_optimizers.py [--n 16777216] [--repeats 5] [--threads T]
+    python3 baselines/peers/cpu_optimizers.py [--n 67108864] [--repeats 5] [--threads T]
         [--bin build/bin] [--out results/cpu_optimizers.jsonl]
 
 Each repeat is one round over every implementation in turn (so load on a shared machine
@@ -62,7 +62,7 @@ def load_avg():
 
 def microbench(exe, n, threads, min_time):
     """One mt-microbench run of triad/<n> and adamw/fp32/<n>: {name: bytes_per_second}."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MT_MB_HOST_N=str(n))  # mb.h: mt_mb_host_n
     cmd = [exe, f"--benchmark_filter=^(triad|adamw/fp32)/{n}/", "--benchmark_format=json",
            f"--benchmark_min_time={min_time}"]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -112,7 +112,8 @@ def stats(v):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=1 << 24, help="parameters per step (default 16M: beyond cache)")
+    ap.add_argument("--n", type=int, default=1 << 26,
+                    help="parameters per step (default 64M: 1 GiB of fp32 AdamW state, far beyond cache)")
     ap.add_argument("--repeats", type=int, default=5, help="rounds over all implementations (default 5)")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for every implementation")
     ap.add_argument("--min-time", type=float, default=0.5, help="seconds timed per implementation per round")
