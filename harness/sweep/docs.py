@@ -114,6 +114,22 @@ def block_measured(ctx):
                      f"({a['bytes_per_second'] / t['bytes_per_second']:.1f}×) | measured, {machine(env)}{la}, "
                      f"`mt-microbench` (Google Benchmark, mean over {a['iterations']} iteration(s)), "
                      f"`{rel(p)}`{cache} |")
+    opt = os.path.join(ctx.results, "cpu_optimizers.jsonl")  # baselines/peers/cpu_optimizers.py
+    rows = {r["impl"]: r for r in common.load_jsonl(opt)
+            if (r.get("env") or {}).get("git_dirty") is False or ctx.allow_dirty} if os.path.exists(opt) else {}
+    if len(rows) == 4:
+        names = (("megatrain_adamw", "ours"), ("deepspeed_cpu_adam", "DeepSpeedCPUAdam"),
+                 ("torch_adamw_fused", "torch fused"), ("torch_adamw_foreach", "torch foreach"))
+        r0 = rows["megatrain_adamw"]
+        la = r0["env"].get("load_avg_1min") or []
+        la = f", 1-minute load average {min(la):.1f}–{max(la):.1f} during the run" if la else ""
+        lines.append(f"| Host AdamW implementations, fp32, {r0['n_params'] / 2**20:.0f}M params, {r0['threads']} threads, "
+                     f"{r0['repeats']} interleaved rounds with the STREAM triad | "
+                     + ", ".join(f"{w} {rows[k]['params_per_s'] / 1e6:.0f}" for k, w in names) + " M params/s = "
+                     + ", ".join(f"{rows[k]['ratio_to_triad']:.2f}" for k, _ in names)
+                     + f"× the triad's {r0['triad_gb_s']:.1f} GB/s (at 28 B/param) | measured, {host(r0['env'])} (CPU only), DeepSpeed "
+                       f"{r0['env'].get('deepspeed')}, torch {r0['env'].get('torch')}{la}, medians over rounds, "
+                       f"`baselines/peers/cpu_optimizers.py`, `{rel(opt)}` |")
     for r in ctx.by.get("extrapolation_cpu", []):
         f, E = r["fit"], r["step_ms"]["err_frac"]
         chk = f.get("check")
