@@ -18,11 +18,14 @@ static const char *usage =
     "                 [--checkpoint-interval K] [--weight-buffers 1|2|3] [--grad-slabs S] [--serial-optimizer]\n"
     "                 [--mlp-chunk TOKENS] [--offload-checkpoints true|false|auto] [--bind pointer|copy] [--hardware PROFILE] [--trace FILE.json] [--zero3-* (baselines/ZERO3.md)]\n"
     "                 [--save DIR] [--save-every N] [--log FILE.jsonl] [--dump-grads FILE]\n"
+    "                 [--peer deepspeed-zero3|fsdp2-offload|official]  (with --backend sim: a peer as it runs,\n"
+    "                 in its own precision; baselines/PEERS.md)\n"
     "       megatrain eval --model DIR --data FILE --batch B --seq-len T [--steps N]\n"
     "                 [--schedule S] and the schedule's knobs train takes (forward only)\n"
     "       megatrain plan --model DIR | --config FILE --batch B --seq-len T --precision P [--grad-accum G]\n"
     "                 [--hardware NAME|FILE.json|measured] [--schedule megatrain|zero3|naive|resident] and its knobs\n"
     "                 [--host-mem-gb X] [--max-context]   (one JSON object: memory, fits, predicted speed)\n"
+    "                 [--peer deepspeed-zero3|fsdp2-offload|official]  (in place of --schedule)\n"
     "       megatrain --version\n"
     "Stdout carries JSON lines only; progress and errors go to stderr.\n";
 
