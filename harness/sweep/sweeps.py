@@ -27,7 +27,7 @@ DEFAULTS = {"model": None, "model_name": None, "overrides": {}, "layers": None, 
             "layers_holdout": None, "batch": 1, "seq_len": 1024, "tokens_per_step": None, "precision": "paper",
             "schedule": "megatrain", "backend": "cpu", "hardware": None, "mode": "measured",
             "args": [], "grad_accum": 1, "host_mem_gb": None, "variant": None, "steps": 8,
-            "warmup": 2, "timeout_s": 900, "seed": 1, "keep_trace": False, "cli": None}
+            "warmup": 2, "timeout_s": 900, "seed": 1, "keep_trace": False, "cli": None, "peer": None}
 # What a sweep file may hold besides its configurations (harness/sweep/README.md).
 TOP_FIELDS = {"schema", "experiment", "description", "defaults", "matrix", "configs", "paths", "order",
               "hardware_from_gpu", "baseline", "figures", "claims", "comment"}
@@ -126,6 +126,8 @@ def expand(sweep):
                 die(f"{where}: a configuration needs a model (HF config.json path)")
             if c["mode"] in ("projected", "projected-plan") and not c["hardware"]:
                 die(f"{where}: mode {c['mode']} needs a hardware profile")
+            if c["peer"] and c["mode"] not in ("projected", "projected-plan"):
+                die(f"{where}: peer '{c['peer']}' runs only projected (sim or plan: baselines/PEERS.md)")
             if c["mode"] == "projected":
                 c["backend"] = "sim"
             if c["mode"] == "projected-plan":
@@ -150,6 +152,8 @@ def expand(sweep):
 
 def config_key(c):
     ident = {f: c.get(f) for f in KEY_FIELDS}
+    if c.get("peer"):  # a peer (`--peer`, baselines/PEERS.md) in place of the schedule; absent, keys stay as they were
+        ident["peer"] = c["peer"]
     return hashlib.sha1(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -161,8 +165,18 @@ def model_name(c):
     return os.path.basename(c["model"] or "?").removesuffix(".json")
 
 
+def system(c):
+    """What a row's `system` says: the peer when the configuration runs one, else the schedule."""
+    return c.get("peer") or c["schedule"]
+
+
+def schedule_args(c):
+    """The megatrain flags that choose it: --peer NAME, or --schedule NAME."""
+    return ["--peer", c["peer"]] if c.get("peer") else ["--schedule", c["schedule"]]
+
+
 def label(c):
-    parts = [model_name(c), c["schedule"], f"b{c['batch']}", f"T{c['seq_len']}", c["precision"], c["backend"]]
+    parts = [model_name(c), system(c), f"b{c['batch']}", f"T{c['seq_len']}", c["precision"], c["backend"]]
     if c["cli"]:
         parts = [model_name(c), f"`megatrain` ({c['cli']} run)"]
     if c["hardware"]:
