@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "cli/commands.h"
+#include "engine/engine.h"
 
 static const char *usage =
     "usage: megatrain                      train the embedded tiny model on the embedded corpus\n"
@@ -14,7 +15,7 @@ static const char *usage =
     "                 --data FILE|synthetic|embedded --batch B --seq-len T --steps N [--grad-accum G]\n"
     "                 [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X] [--grad-clip X|0]\n"
     "                 [--lr-schedule constant|cosine] [--warmup N] [--precision paper|mixed|fp32]\n"
-    "                 [--backend auto|cpu|cuda|sim] [--attention auto|native|cudnn] [--schedule megatrain|zero3|naive|resident]\n"
+    "                 [--backend auto|cpu|cuda|sim] [--attention auto|native|cudnn] [--schedule S]\n"
     "                 [--checkpoint-interval K] [--weight-buffers 1|2|3] [--grad-slabs S] [--serial-optimizer]\n"
     "                 [--mlp-chunk TOKENS] [--offload-checkpoints true|false|auto] [--bind pointer|copy] [--hardware PROFILE] [--trace FILE.json] [--zero3-* (baselines/ZERO3.md)]\n"
     "                 [--save DIR] [--save-every N] [--log FILE.jsonl] [--dump-grads FILE]\n"
@@ -23,11 +24,23 @@ static const char *usage =
     "       megatrain eval --model DIR --data FILE --batch B --seq-len T [--steps N]\n"
     "                 [--schedule S] and the schedule's knobs train takes (forward only)\n"
     "       megatrain plan --model DIR | --config FILE --batch B --seq-len T --precision P [--grad-accum G]\n"
-    "                 [--hardware NAME|FILE.json|measured] [--schedule megatrain|zero3|naive|resident] and its knobs\n"
+    "                 [--hardware NAME|FILE.json|measured] [--schedule S] and its knobs\n"
     "                 [--host-mem-gb X] [--max-context]   (one JSON object: memory, fits, predicted speed)\n"
     "                 [--peer deepspeed-zero3|fsdp2-offload|official]  (in place of --schedule)\n"
     "       megatrain --version\n"
-    "Stdout carries JSON lines only; progress and errors go to stderr.\n";
+    "Stdout carries JSON lines only; progress and errors go to stderr.\n"
+    "Schedules (--schedule S):\n";
+
+// The usage, then the schedule table's names and summaries (a new schedule shows up here by itself).
+static void print_usage(void) {
+    mt_engine_opts d;
+    mt_engine_opts_defaults(&d);
+    fputs(usage, stderr);
+    for (int i = 0; i < mt_schedule_count(); i++) {
+        const mt_schedule_desc *s = mt_schedule_at(i);
+        fprintf(stderr, "  %-10s %s%s\n", s->name, s->summary, s == d.schedule ? " (default)" : "");
+    }
+}
 
 int mt_cmd_version(void) {
     cJSON *j = cJSON_CreateObject();
@@ -63,7 +76,7 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--version")) return mt_cmd_version();
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-        fputs(usage, stderr);
+        print_usage();
         return 0;
     }
     if (strcmp(cmd, "train") && strcmp(cmd, "eval") && strcmp(cmd, "plan")) {
@@ -75,7 +88,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (o.help) {
-        fputs(usage, stderr);
+        print_usage();
         return 0;
     }
     if (!strcmp(cmd, "plan")) return mt_cmd_plan(&o);

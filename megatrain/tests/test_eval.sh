@@ -14,8 +14,12 @@ check "eval covers every full window of the file by default (8192 tokens -> 127 
 check "eval loss is near ln(256) for a random-init model" jq -e '.loss > 5.0 and .loss < 6.0' <<< "$all"
 
 # eval takes every schedule train takes, with train's knobs, and gets the same loss
-# (the same kernels in the same order: bitwise on the cpu backend).
-for sched in "megatrain" "resident" "naive" "zero3" "megatrain --checkpoint-interval 2 --weight-buffers 3 --bind copy" \
+# (the same kernels in the same order: bitwise on the cpu backend). The schedules
+# are the table's, as --help lists them, so a new one is covered by itself.
+mapfile -t table < <("$MT" --help 2>&1 | sed -n '/^Schedules/,$p' | awk 'NR > 1 {print $1}')
+check "--help lists the schedule table (at least megatrain, resident, zero3, naive)" \
+  test "$(printf '%s\n' "${table[@]}" | grep -cxE 'megatrain|resident|zero3|naive')" -eq 4
+for sched in "${table[@]}" "megatrain --checkpoint-interval 2 --weight-buffers 3 --bind copy" \
              "zero3 --zero3-prefetch-bucket-size 1000 --zero3-pin-memory false" "megatrain --offload-checkpoints true"; do
   # shellcheck disable=SC2086
   got=$("$MT" eval "${args[@]}" --steps 4 --schedule $sched 2>"$TMP/err")

@@ -117,6 +117,13 @@ static void check_one(const char *cfg_path, mt_precision p, const variant *v, in
 
 int main(void) {
     int n = 0;
+    // Every schedule in the table is held to its plan: a new entry must join the variants.
+    for (int i = 0; i < mt_schedule_count(); i++) {
+        int listed = 0;
+        for (size_t vi = 0; vi < sizeof variants / sizeof *variants; vi++)
+            listed |= !strcmp(variants[vi].schedule, mt_schedule_at(i)->name);
+        CHECK(listed, "schedule %s is in the table but not among test_footprint's variants", mt_schedule_at(i)->name);
+    }
     for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++)
         for (int p = 0; p < 3; p++)
             for (size_t vi = 0; vi < sizeof variants / sizeof *variants; vi++, n++)
