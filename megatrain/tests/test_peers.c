@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend_call.h"
+#include "engine/engine.h"
+#include "engine/model_io.h"
 #include "engine/peer.h"
 #include "planner/planner.h"
 #include "tests/test_util.h"
@@ -193,10 +196,78 @@ static void test_memory(void) {
     }
 }
 
+// Two steps of `d` on the cpu backend: the parameters after them (each unit's param bytes, concatenated).
+static unsigned char *train_cpu(const mt_config *c, mt_precision prec, const mt_schedule_desc *d, int K, size_t *n) {
+    mt_backend *be = NULL;
+    mt_model m;
+    mt_engine *e = NULL;
+    unsigned char *out = NULL;
+    mt_engine_opts o;
+    mt_engine_opts_defaults(&o);
+    o.schedule = d;
+    o.B = 2;
+    o.T = 16;
+    o.sched.ckpt_interval = K;
+    if (mt_backend_create("cpu", MT_F32, &be) != MT_OK || mt_model_alloc(&m, c, prec, be) != MT_OK) {
+        CHECK(0, "cpu: %s", mt_last_error());
+        return NULL;
+    }
+    mt_model_init_random(&m, 7);
+    int32_t tok[2 * 16], tgt[2 * 16];
+    for (int i = 0; i < 32; i++) tok[i] = (i * 37 + 11) % c->vocab_size, tgt[i] = (i * 53 + 5) % c->vocab_size;
+    mt_optim_hparams hp = {1e-2f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
+    mt_status s = mt_engine_create(&m, be, &o, &e);
+    for (int step = 1; step <= 2 && s == MT_OK; step++) {
+        mt_step_stats st;
+        s = mt_engine_step(e, tok, tgt, &hp, 1e-2f, step, &st);
+    }
+    if (s == MT_OK) s = mt_engine_finish(e);
+    CHECK(s == MT_OK, "%s: %s", d->name, mt_last_error());
+    *n = 0;
+    for (int u = 0; u < m.n_units; u++) *n += m.units[u].lay->numel * mt_dtype_size(m.wdt);
+    out = malloc(*n);
+    size_t at = 0;
+    for (int u = 0; u < m.n_units && out; u++) {
+        size_t b = m.units[u].lay->numel * mt_dtype_size(m.wdt);
+        memcpy(out + at, m.units[u].param, b);
+        at += b;
+    }
+    mt_engine_destroy(e);
+    mt_model_free(&m);
+    mt_backend_destroy(be);
+    return out;
+}
+
+// A peer's descriptor prices a different schedule but computes the same numbers: on the cpu backend
+// (where every op runs) two steps give our schedule's parameters bit for bit (the official code's
+// three passes and re-run forwards, FSDP2's f32 wire cast on the device, DeepSpeed's hooks).
+static void test_same_numbers(void) {
+    mt_config c = load_config("megatrain/tests/data/tiny5_llama.json");
+    const mt_schedule_desc *ours = NULL, *zero3 = NULL;
+    CHECK(mt_schedule_find("megatrain", &ours) == MT_OK && mt_schedule_find("zero3", &zero3) == MT_OK, "table");
+    struct {
+        const char *peer;
+        const mt_schedule_desc *base;
+        mt_precision prec;
+        int K;
+    } cases[] = {{"official", ours, MT_PREC_PAPER, 4}, {"fsdp2-offload", ours, MT_PREC_MIXED, 1},
+                 {"deepspeed-zero3", zero3, MT_PREC_MIXED, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t na = 0, nb = 0;
+        unsigned char *a = train_cpu(&c, cases[i].prec, cases[i].base, cases[i].K, &na);
+        unsigned char *b = train_cpu(&c, cases[i].prec, mt_peer_schedule(peer(cases[i].peer)), cases[i].K, &nb);
+        CHECK(a && b && na == nb && !memcmp(a, b, na), "%s: the same parameters as %s after two steps", cases[i].peer,
+              cases[i].base->name);
+        free(a);
+        free(b);
+    }
+}
+
 int main(void) {
     test_table();
     test_rate();
     test_directions();
     test_memory();
+    test_same_numbers();
     return mt_test_finish("test_peers");
 }
