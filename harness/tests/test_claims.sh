@@ -129,7 +129,7 @@ grep -q "no longer exist: t_abl 2, t_c2 2" "$tmp/stale.err" && echo "ok   ... an
 
 # the committed sweep files declare valid claim rows (check_spec runs on every one)
 python3 harness/sweep/claims.py --results "$tmp/empty" > "$tmp/real.txt" 2> "$tmp/real.err" &&
-  grep -q "^C2 14B vs ZeRO-3 offload .* no data" "$tmp/real.txt" && echo "ok   the committed claim rows parse" ||
+  grep -q "^C2 14B vs DeepSpeed ZeRO-3 offload .* no data" "$tmp/real.txt" && echo "ok   the committed claim rows parse" ||
   { fail "committed claim rows"; cat "$tmp/real.err"; }
 
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
