@@ -13,3 +13,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
+# torch + transformers for test_hf_load: in CI (about 2 minutes, ~3 GB from PyPI) or on request.
+if [ "${CI:-}" = true ] || [ "${MT_INSTALL_HF:-}" = 1 ]; then
+  bash "$(dirname "$0")/install_hf_python.sh"
+fi

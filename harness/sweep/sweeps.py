@@ -28,6 +28,14 @@ DEFAULTS = {"model": None, "model_name": None, "overrides": {}, "layers": None, 
             "schedule": "megatrain", "backend": "cpu", "hardware": None, "mode": "measured",
             "args": [], "grad_accum": 1, "host_mem_gb": None, "variant": None, "steps": 8,
             "warmup": 2, "timeout_s": 900, "seed": 1, "keep_trace": False, "cli": None, "peer": None}
+# Key fields that enter the key only when set, so that configurations written before
+# they existed keep their keys (and their committed rows stay current).
+OPTIONAL_KEY_FIELDS = ("peer",)
+# Real peers a configuration can run instead of megatrain (baselines/peers/NAME.py).
+PEERS = ("deepspeed_zero3", "fsdp2_offload")
+# Peers as modelled by the sim and the planner (`megatrain --peer NAME`, baselines/PEERS.md),
+# for the projected modes.
+SIM_PEERS = ("deepspeed-zero3", "fsdp2-offload", "official")
 # What a sweep file may hold besides its configurations (harness/sweep/README.md).
 TOP_FIELDS = {"schema", "experiment", "description", "defaults", "matrix", "configs", "paths", "order",
               "hardware_from_gpu", "baseline", "figures", "claims", "comment"}
@@ -124,10 +132,16 @@ def expand(sweep):
                 die(f"{where}: cli '{c['cli']}' runs only in mode measured")
             if not c["cli"] and not c["model"]:
                 die(f"{where}: a configuration needs a model (HF config.json path)")
+            if c["peer"] is not None and c["mode"] in ("projected", "projected-plan"):
+                if c["peer"] not in SIM_PEERS:
+                    die(f"{where}: projected peer '{c['peer']}' is not one of {', '.join(SIM_PEERS)} (baselines/PEERS.md)")
+            elif c["peer"] is not None:
+                if c["peer"] not in PEERS:
+                    die(f"{where}: measured peer '{c['peer']}' is not one of {', '.join(PEERS)} (baselines/peers/README.md)")
+                if c["mode"] != "measured" or c["cli"] or c["precision"] not in ("mixed", "fp32"):
+                    die(f"{where}: a real peer runs in mode measured with precision mixed or fp32 (baselines/peers/README.md)")
             if c["mode"] in ("projected", "projected-plan") and not c["hardware"]:
                 die(f"{where}: mode {c['mode']} needs a hardware profile")
-            if c["peer"] and c["mode"] not in ("projected", "projected-plan"):
-                die(f"{where}: peer '{c['peer']}' runs only projected (sim or plan: baselines/PEERS.md)")
             if c["mode"] == "projected":
                 c["backend"] = "sim"
             if c["mode"] == "projected-plan":
@@ -152,8 +166,7 @@ def expand(sweep):
 
 def config_key(c):
     ident = {f: c.get(f) for f in KEY_FIELDS}
-    if c.get("peer"):  # a peer (`--peer`, baselines/PEERS.md) in place of the schedule; absent, keys stay as they were
-        ident["peer"] = c["peer"]
+    ident.update({f: c[f] for f in OPTIONAL_KEY_FIELDS if c.get(f) is not None})
     return hashlib.sha1(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -48,8 +48,10 @@ typedef enum {
     MT_HOST_ADAMW = 1,           // n parameters through the fused AdamW pass
 } mt_host_work_kind;
 
-// Flags for matmul_bwd.
-enum { MT_ACC_DINP = 1, MT_ACC_DW = 2 };
+// Flags for matmul_bwd. MT_DW_F32: dw (and dbias) are f32 buffers whatever wdt is, so
+// a weight gradient computed in token chunks is summed in f32 across the chunks (with
+// MT_ACC_DW) and rounded to wdt once, by the caller's cast, instead of once per chunk.
+enum { MT_ACC_DINP = 1, MT_ACC_DW = 2, MT_DW_F32 = 4 };
 
 typedef struct mt_backend_ops {
     const char *name; // "cpu", "cuda", "sim": for messages, never for decisions (use caps)
@@ -87,7 +89,8 @@ typedef struct mt_backend_ops {
     mt_status (*matmul_fwd)(mt_backend *be, void *out, const void *inp, const void *w, const void *bias, mt_dtype wdt,
                             int N, int IC, int OC);
     // dinp(N,IC) = dout @ w (skipped if dinp NULL); dw(OC,IC) = dout^T @ inp; dbias(OC) = sum_n dout
-    // (dbias skipped if NULL). flags: MT_ACC_DINP / MT_ACC_DW turn "=" into "+=" (dbias follows dw).
+    // (dbias skipped if NULL). flags: MT_ACC_DINP / MT_ACC_DW turn "=" into "+=" (dbias follows dw);
+    // MT_DW_F32: dw and dbias are f32 (the product is accumulated in f32 and never rounded to wdt).
     mt_status (*matmul_bwd)(mt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
                             const void *w, mt_dtype wdt, int N, int IC, int OC, int flags);
     // RMSNorm over rows: out(R,D) = inp / sqrt(mean(inp^2) + eps) * w(D); rstd(R) saved.

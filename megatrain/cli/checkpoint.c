@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -21,8 +22,8 @@
 #define SMALL_FILE_MAX ((size_t)16 << 20) // config.json, train_state.json
 #define MANIFEST_MAX ((size_t)256 << 20)
 
-static const char *const SMALL[2] = {"config.json", "train_state.json"};
-static const char *const TENSOR_FILES[2] = {"model.safetensors", "optimizer.safetensors"};
+static const char *const SMALL[2] = {"config.json", "train_state.json"}; // in every checkpoint
+static const char *const INDEXES[2] = {"model.safetensors.index.json", "optimizer.safetensors.index.json"};
 
 static const char *EDITED = "the file was changed after the save, or belongs to another checkpoint";
 
@@ -45,17 +46,22 @@ static mt_status small_file_entry(const char *dir, const char *name, cJSON *file
     return MT_OK;
 }
 
-static mt_status tensor_file_entry(const char *dir, const char *name, const mt_tensor_records *r, cJSON *files) {
+// One entry per tensor file of `r` (the records name their files), each with its size.
+static mt_status tensor_file_entries(const char *dir, const mt_tensor_records *r, cJSON *files) {
     char path[4200], hex[16];
-    path_of(path, sizeof path, dir, name);
-    struct stat sb;
-    if (stat(path, &sb) != 0) return mt_fail(MT_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    cJSON *e = cJSON_AddObjectToObject(files, name);
-    cJSON_AddNumberToObject(e, "bytes", (double)sb.st_size);
-    cJSON *ts = cJSON_AddObjectToObject(e, "tensors");
     for (int i = 0; i < r->n; i++) {
+        const char *name = r->t[i].file;
+        cJSON *e = cJSON_GetObjectItemCaseSensitive(files, name);
+        if (!e) {
+            path_of(path, sizeof path, dir, name);
+            struct stat sb;
+            if (stat(path, &sb) != 0) return mt_fail(MT_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+            e = cJSON_AddObjectToObject(files, name);
+            cJSON_AddNumberToObject(e, "bytes", (double)sb.st_size);
+            cJSON_AddObjectToObject(e, "tensors");
+        }
         const mt_tensor_record *t = &r->t[i];
-        cJSON *o = cJSON_AddObjectToObject(ts, t->name);
+        cJSON *o = cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(e, "tensors"), t->name);
         cJSON_AddStringToObject(o, "dtype", mt_dtype_name(t->dtype));
         cJSON *shape = cJSON_AddArrayToObject(o, "shape");
         for (int d = 0; d < t->ndim; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[d]));
@@ -67,7 +73,7 @@ static mt_status tensor_file_entry(const char *dir, const char *name, const mt_t
 
 mt_status mt_checkpoint_write(const char *dir, const mt_model *m, const mt_train_state *ts, const mt_options *o) {
     mt_ckpt_manifest man = {.step = ts->step};
-    mt_status s = mt_model_save(m, dir, &man.weights, &man.moments);
+    mt_status s = mt_model_save(m, dir, (size_t)o->shard_size, &man.weights, &man.moments);
     if (s == MT_OK) s = mt_train_state_save(dir, ts, o);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "format", MANIFEST_FORMAT);
@@ -75,8 +81,13 @@ mt_status mt_checkpoint_write(const char *dir, const mt_model *m, const mt_train
     cJSON_AddNumberToObject(j, "step", ts->step);
     cJSON *files = cJSON_AddObjectToObject(j, "files");
     for (int i = 0; i < 2 && s == MT_OK; i++) s = small_file_entry(dir, SMALL[i], files);
-    if (s == MT_OK) s = tensor_file_entry(dir, TENSOR_FILES[0], &man.weights, files);
-    if (s == MT_OK) s = tensor_file_entry(dir, TENSOR_FILES[1], &man.moments, files);
+    for (int i = 0; i < 2 && s == MT_OK; i++) { // a sharded save's indexes
+        char path[4200];
+        path_of(path, sizeof path, dir, INDEXES[i]);
+        if (access(path, F_OK) == 0) s = small_file_entry(dir, INDEXES[i], files);
+    }
+    if (s == MT_OK) s = tensor_file_entries(dir, &man.weights, files);
+    if (s == MT_OK) s = tensor_file_entries(dir, &man.moments, files);
     char *text = s == MT_OK ? cJSON_Print(j) : NULL;
     cJSON_Delete(j);
     mt_ckpt_manifest_free(&man);
@@ -89,6 +100,43 @@ mt_status mt_checkpoint_write(const char *dir, const mt_model *m, const mt_train
     s = mt_file_write_atomic(path, text, len + 1);
     free(text);
     return s;
+}
+
+// "1.31 MB", "220.45 GB": decimal units, as disks and --shard-size count.
+static const char *human(size_t b, char *buf, size_t cap) {
+    const char *units[] = {"bytes", "kB", "MB", "GB", "TB", "PB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1000 && u < 5) v /= 1000, u++;
+    if (u == 0) snprintf(buf, cap, "%zu bytes", b);
+    else snprintf(buf, cap, "%.2f %s", v, units[u]);
+    return buf;
+}
+
+mt_status mt_checkpoint_check_space(const mt_ckpt_dir *cd, const mt_model *m, const mt_options *o) {
+    if (getenv("MT_FAULT_NO_SPACE_CHECK")) return MT_OK; // test hook: reach the writes' own ENOSPC path
+    mt_save_bytes sb;
+    MT_TRY(mt_model_save_bytes(m, (size_t)o->shard_size, &sb));
+    struct statvfs fs;
+    if (statvfs(cd->parent, &fs) != 0) return MT_OK; // cannot tell: the writes report a full disk themselves
+    // config.json, train_state.json and checkpoint.json (about 200 bytes per tensor
+    // record) are small; every file rounds up to whole blocks.
+    int files = sb.weight_files + sb.optimizer_files + 3;
+    size_t small = (m->cfg.source_json ? strlen(m->cfg.source_json) : 0) + 8192 +
+                   (size_t)m->n_units * MT_T_COUNT * 3 * 200;
+    size_t block = fs.f_frsize ? fs.f_frsize : 4096;
+    size_t need = sb.weights_bytes + sb.optimizer_bytes + small + (size_t)files * block;
+    size_t have = (size_t)fs.f_bavail * block;
+    if (need <= have) return MT_OK;
+    char a[32], b[32], c[32], d[32], e[32];
+    return mt_fail(MT_ERR_IO,
+                   "%s %s: a checkpoint needs %s (weights %s in %d file%s, optimizer state %s in %d file%s, small files "
+                   "and block rounding %s) but %s has %s free (%zu bytes free, %zu needed); a save is written complete "
+                   "beside the previous checkpoint before it replaces it: free space or save elsewhere",
+                   cd->option, cd->dir, human(need, a, sizeof a), human(sb.weights_bytes, b, sizeof b), sb.weight_files,
+                   sb.weight_files > 1 ? "s" : "", human(sb.optimizer_bytes, c, sizeof c), sb.optimizer_files,
+                   sb.optimizer_files > 1 ? "s" : "", human(small + (size_t)files * block, d, sizeof d), cd->parent,
+                   human(have, e, sizeof e), have, need);
 }
 
 // ----------------------------------------------------------------------------
@@ -157,18 +205,23 @@ static mt_status check_small(const char *mpath, const char *dir, const cJSON *fi
     return MT_OK;
 }
 
+// Appends the tensors of files.NAME (a weights or optimizer file) to r, each record
+// naming its file.
 static mt_status parse_tensors(const char *mpath, const char *dir, const cJSON *files, const char *name,
                                mt_tensor_records *r) {
     const cJSON *e;
     MT_TRY(file_entry(mpath, dir, files, name, &e));
     const cJSON *ts = cJSON_GetObjectItemCaseSensitive(e, "tensors");
     if (!cJSON_IsObject(ts)) return mt_fail(MT_ERR_FORMAT, "%s: files.%s.tensors: missing or not an object", mpath, name);
+    if (strlen(name) >= sizeof r->t[0].file)
+        return mt_fail(MT_ERR_FORMAT, "%s: files.%s: name too long", mpath, name);
     int n = cJSON_GetArraySize(ts);
-    r->t = calloc((size_t)(n ? n : 1), sizeof *r->t);
-    r->n = 0;
-    if (!r->t) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", mpath);
+    mt_tensor_record *grown = realloc(r->t, (size_t)(r->n + n + 1) * sizeof *r->t);
+    if (!grown) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", mpath);
+    r->t = grown;
     for (const cJSON *t = ts->child; t; t = t->next) {
         mt_tensor_record *x = &r->t[r->n];
+        memset(x, 0, sizeof *x);
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
         const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
         int nd = cJSON_IsArray(shape) ? cJSON_GetArraySize(shape) : -1;
@@ -190,10 +243,35 @@ static mt_status parse_tensors(const char *mpath, const char *dir, const cJSON *
             x->shape[d] = (int64_t)dim;
         }
         snprintf(x->name, sizeof x->name, "%s", t->string);
+        snprintf(x->file, sizeof x->file, "%s", name);
         r->n++;
     }
-    mt_tensor_records_sort(r);
     return MT_OK;
+}
+
+// A stem's files are one STEM.safetensors, or shards 1..N of one N with the index.
+static mt_status check_layout(const char *mpath, const cJSON *files, mt_ckpt_file_kind kind, const char *stem,
+                              const char *index) {
+    int single = 0, shards = 0, of = -1, mixed = 0;
+    char one[64];
+    snprintf(one, sizeof one, "%s.safetensors", stem);
+    for (const cJSON *f = files->child; f; f = f->next) {
+        if (mt_ckpt_file_of(f->string) != kind) continue;
+        if (!strcmp(f->string, one)) {
+            single++;
+            continue;
+        }
+        int n = atoi(strstr(f->string, "-of-") + 4);
+        mixed |= of >= 0 && n != of;
+        of = n;
+        shards++;
+    }
+    int has_index = cJSON_GetObjectItemCaseSensitive(files, index) != NULL;
+    if (single == 1 && shards == 0 && !has_index) return MT_OK;
+    if (single == 0 && shards > 0 && !mixed && shards == of && has_index) return MT_OK;
+    return mt_fail(MT_ERR_FORMAT, "%s: files: the %s state is neither one %s nor shards 1..N of N with %s "
+                                  "(%d single, %d shards, index %s): a partial or mixed checkpoint",
+                   mpath, stem, one, index, single, shards, has_index ? "present" : "absent");
 }
 
 static mt_status parse_manifest(const char *mpath, const char *dir, const cJSON *j, mt_ckpt_manifest *man) {
@@ -211,13 +289,30 @@ static mt_status parse_manifest(const char *mpath, const char *dir, const cJSON 
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(j, "files");
     if (!cJSON_IsObject(files)) return mt_fail(MT_ERR_FORMAT, "%s: files: missing or not an object", mpath);
     for (const cJSON *f = files->child; f; f = f->next) {
-        int known = 0;
-        for (int i = 0; i < 2; i++) known |= !strcmp(f->string, SMALL[i]) || !strcmp(f->string, TENSOR_FILES[i]);
-        if (!known) return mt_fail(MT_ERR_FORMAT, "%s: files.%s: not a file of a megatrain checkpoint", mpath, f->string);
+        mt_ckpt_file_kind k = mt_ckpt_file_of(f->string);
+        if (k == MT_CKPT_FOREIGN || k == MT_CKPT_MANIFEST)
+            return mt_fail(MT_ERR_FORMAT, "%s: files.%s: not a file of a megatrain checkpoint", mpath, f->string);
     }
+    MT_TRY(check_layout(mpath, files, MT_CKPT_WEIGHTS, "model", INDEXES[0]));
+    MT_TRY(check_layout(mpath, files, MT_CKPT_MOMENTS, "optimizer", INDEXES[1]));
     for (int i = 0; i < 2; i++) MT_TRY(check_small(mpath, dir, files, SMALL[i]));
-    MT_TRY(parse_tensors(mpath, dir, files, TENSOR_FILES[0], &man->weights));
-    return parse_tensors(mpath, dir, files, TENSOR_FILES[1], &man->moments);
+    for (const cJSON *f = files->child; f; f = f->next) {
+        mt_ckpt_file_kind k = mt_ckpt_file_of(f->string);
+        if (k == MT_CKPT_SMALL && strcmp(f->string, SMALL[0]) && strcmp(f->string, SMALL[1]))
+            MT_TRY(check_small(mpath, dir, files, f->string)); // an index
+        else if (k == MT_CKPT_WEIGHTS || k == MT_CKPT_MOMENTS)
+            MT_TRY(parse_tensors(mpath, dir, files, f->string, k == MT_CKPT_WEIGHTS ? &man->weights : &man->moments));
+    }
+    mt_tensor_records_sort(&man->weights);
+    mt_tensor_records_sort(&man->moments);
+    for (int w = 0; w < 2; w++) { // a tensor recorded twice (in two shards) is a damaged manifest
+        const mt_tensor_records *r = w ? &man->moments : &man->weights;
+        for (int i = 1; i < r->n; i++)
+            if (!strcmp(r->t[i - 1].name, r->t[i].name))
+                return mt_fail(MT_ERR_FORMAT, "%s: tensor %s is recorded in both %s and %s", mpath, r->t[i].name,
+                               r->t[i - 1].file, r->t[i].file);
+    }
+    return MT_OK;
 }
 
 mt_status mt_checkpoint_open(const char *dir, mt_ckpt_manifest *man) {

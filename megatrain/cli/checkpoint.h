@@ -1,25 +1,30 @@
 // checkpoint.h: what a checkpoint holds and how it is verified. Beside the HF
-// files (config.json, model.safetensors) and ours (optimizer.safetensors,
-// train_state.json) a save writes checkpoint.json, last: the format, the step,
-// every file's size, the small files' CRC-32 and, per tensor, its dtype, shape
-// and CRC-32. A reader trusts nothing the manifest does not vouch for, so a
+// files (config.json, model.safetensors or its shards and index) and ours
+// (optimizer.safetensors or its shards and index, train_state.json) a save writes
+// checkpoint.json, last: the format, the step, every file's size, the small
+// files' CRC-32 and, per tensor, its file, dtype, shape and CRC-32. A reader trusts nothing the manifest does not vouch for, so a
 // mixed, partial, edited or foreign checkpoint is refused naming the file.
 #ifndef MT_CHECKPOINT_H
 #define MT_CHECKPOINT_H
 
 #include <stdint.h>
 
+#include "cli/ckpt_dir.h"
 #include "cli/options.h"
 #include "cli/train_state.h"
 #include "engine/model_io.h"
 
 typedef struct {
     int step;
-    mt_tensor_records weights, moments; // model.safetensors, optimizer.safetensors
+    mt_tensor_records weights, moments; // model*.safetensors, optimizer*.safetensors (each record names its file)
 } mt_ckpt_manifest;
 
-// Writes the whole checkpoint into `dir` (a staging directory), checkpoint.json last.
+// Writes the whole checkpoint into `dir` (a staging directory), checkpoint.json last;
+// the weights and the optimizer state in shards of o->shard_size bytes of tensor data.
 mt_status mt_checkpoint_write(const char *dir, const mt_model *m, const mt_train_state *ts, const mt_options *o);
+// Refuses a save the filesystem of cd's directory cannot hold (statvfs), naming the
+// bytes needed (weights, optimizer state, small files) and the bytes free.
+mt_status mt_checkpoint_check_space(const mt_ckpt_dir *cd, const mt_model *m, const mt_options *o);
 // Reads DIR/checkpoint.json and checks config.json and train_state.json (sizes,
 // CRC-32) and the tensor files' sizes against it; the tensor records it returns
 // check every tensor as it is loaded (mt_model_load_weights / _optimizer).

@@ -21,8 +21,29 @@
 #include "core/json_file.h"
 #include "engine/model_io.h"
 
-const char *const mt_ckpt_files[5] = {"config.json", "model.safetensors", "optimizer.safetensors", "train_state.json",
-                                      "checkpoint.json"};
+// STEM-DDDDD-of-DDDDD.safetensors (at least five digits each, 1 <= i <= n): a shard.
+static int is_shard_of(const char *name, const char *stem) {
+    size_t k = strlen(stem);
+    if (strncmp(name, stem, k) || name[k] != '-') return 0;
+    const char *p = name + k + 1;
+    size_t a = strspn(p, "0123456789");
+    if (a < 5 || strncmp(p + a, "-of-", 4)) return 0;
+    const char *q = p + a + 4;
+    size_t b = strspn(q, "0123456789");
+    if (b < 5 || strcmp(q + b, ".safetensors")) return 0;
+    long i = strtol(p, NULL, 10), n = strtol(q, NULL, 10);
+    return i >= 1 && i <= n;
+}
+
+mt_ckpt_file_kind mt_ckpt_file_of(const char *name) {
+    if (!strcmp(name, "checkpoint.json")) return MT_CKPT_MANIFEST;
+    if (!strcmp(name, "config.json") || !strcmp(name, "train_state.json") ||
+        !strcmp(name, "model.safetensors.index.json") || !strcmp(name, "optimizer.safetensors.index.json"))
+        return MT_CKPT_SMALL;
+    if (!strcmp(name, "model.safetensors") || is_shard_of(name, "model")) return MT_CKPT_WEIGHTS;
+    if (!strcmp(name, "optimizer.safetensors") || is_shard_of(name, "optimizer")) return MT_CKPT_MOMENTS;
+    return MT_CKPT_FOREIGN;
+}
 
 // Test hooks, so the tests can stop a save at each point that matters rather
 // than hope a random SIGKILL lands there: MT_FAULT_KILL_AT=POINT[:N] kills the
@@ -37,11 +58,6 @@ static void fault_point(const char *name) {
     if (++hits >= (at[n] == ':' ? atoi(at + n + 1) : 1)) raise(SIGKILL);
 }
 
-static int is_ckpt_file(const char *name) {
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(name, mt_ckpt_files[i])) return 1;
-    return 0;
-}
 
 // ".NAME.tmp-PID-XXXXXXXX" or ".NAME.old-PID-XXXXXXXX" (unique_name's pattern):
 // a staging or moved-aside directory of DIR.
@@ -275,7 +291,7 @@ static mt_status carry_over(mt_ckpt_dir *d) {
     char from[MT_CKPT_PATH_MAX + 512], to[MT_CKPT_PATH_MAX + 512];
     mt_status s = MT_OK;
     for (struct dirent *e; (e = readdir(dp)) && s == MT_OK;) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_ckpt_file(e->d_name)) continue;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || mt_ckpt_file_of(e->d_name) != MT_CKPT_FOREIGN) continue;
         join(from, sizeof from, d->dir, e->d_name);
         join(to, sizeof to, d->staged, e->d_name);
         struct stat sb;

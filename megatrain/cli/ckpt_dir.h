@@ -26,8 +26,18 @@ typedef struct {
     int committed_step;            // step DIR holds (-1: none yet)
 } mt_ckpt_dir;
 
-// The files a checkpoint consists of (what a save writes and replaces).
-extern const char *const mt_ckpt_files[5];
+// The files a checkpoint consists of (what a save writes and replaces), by name:
+// config.json, train_state.json, checkpoint.json; the weights as model.safetensors
+// or HF shards model-00001-of-0000N.safetensors with model.safetensors.index.json;
+// the optimizer state the same way under the stem "optimizer".
+typedef enum {
+    MT_CKPT_FOREIGN = 0,  // not a checkpoint file: carried over into the next save
+    MT_CKPT_SMALL = 1,    // config.json, train_state.json, an index (CRC-32 in the manifest)
+    MT_CKPT_WEIGHTS = 2,  // model.safetensors or one of its shards
+    MT_CKPT_MOMENTS = 3,  // optimizer.safetensors or one of its shards
+    MT_CKPT_MANIFEST = 4, // checkpoint.json
+} mt_ckpt_file_kind;
+mt_ckpt_file_kind mt_ckpt_file_of(const char *name);
 
 // Resolves DIR (creating its parent), takes the writer lock (a second writer is
 // refused naming the holder's pid), restores DIR from an interrupted switch,

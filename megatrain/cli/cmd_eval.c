@@ -15,7 +15,7 @@
 
 int mt_cmd_eval(mt_options *o) {
     mt_status s;
-    mt_config cfg;
+    mt_config cfg = {0};
     mt_backend *be = NULL;
     mt_model model = {0};
     mt_engine *eng = NULL;
@@ -40,6 +40,7 @@ int mt_cmd_eval(mt_options *o) {
     if ((s = mt_checkpoint_load_model(&model, o->model))) goto fail;
     mt_engine_opts eo = o->eng; // every schedule train takes, with the same knobs
     eo.grad_slabs = 1;          // forward only: no gradient leaves the device
+    eo.grad_sum = MT_GRAD_SUM_BF16; // forward only: no gradient is summed, so no f32 buffer
     if ((s = mt_engine_create(&model, be, &eo, &eng)) || (s = mt_sink_open(&sink, o->log, 0))) goto fail;
     size_t n = (size_t)o->eng.B * o->eng.T;
     inputs = malloc(n * 4);
@@ -77,5 +78,6 @@ fail:
     fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
 done:
     mt_run_release(&(mt_run_parts){be, &model, eng, &data, &sink, inputs, targets});
+    mt_config_release(&cfg);
     return rc;
 }

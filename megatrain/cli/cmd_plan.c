@@ -160,6 +160,10 @@ int mt_cmd_plan(mt_options *o) {
     add_num(g, "activation_bytes", (double)mem.engine.activations.device);
     // Layer-boundary checkpoints: on the device, or offloaded to pinned host memory (3 device slots).
     cJSON_AddStringToObject(g, "checkpoints", mem.engine.offload_checkpoints ? "host" : "device");
+    // How chunked weight gradients (MLP, LM head) are summed: f32 (an f32 buffer, one rounding) or bf16
+    // (one rounding per chunk, the official code's way); auto takes f32 where the device plan fits.
+    cJSON_AddStringToObject(g, "grad_accum_dtype", mem.engine.grad_sum_f32 ? "f32" : "bf16");
+    add_num(g, "grad_accum_bytes", (double)mem.engine.grad_sum_bytes);
     if (mem.engine.offload_checkpoints) add_num(h, "checkpoint_bytes", (double)mem.engine.checkpoints.host);
     if (gpu_known) {
         add_num(g, "mem_bytes", hw.hbm_bytes);

@@ -80,6 +80,7 @@ static mt_status stage_checkpoint(mt_ckpt_dir *cd, const mt_model *m, mt_engine 
     mt_status s = mt_model_check_finite(m);
     snprintf(what, sizeof what, "step %d: not saved: ", step);
     if (s != MT_OK) return fail_kept(s, cd, what);
+    if ((s = mt_checkpoint_check_space(cd, m, o)) != MT_OK) return fail_kept(s, cd, what);
     if ((s = mt_ckpt_dir_stage(cd)) != MT_OK) return fail_kept(s, cd, what);
     mt_train_state ts = {.step = step, .data_cursor = d->cursor};
     snprintf(ts.data, sizeof ts.data, "%s", d->source);
@@ -160,7 +161,7 @@ static void emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr
 
 int mt_cmd_train(mt_options *o, int is_default) {
     mt_status s;
-    mt_config cfg;
+    mt_config cfg = {0};
     mt_train_state rs = {0};
     mt_ckpt_manifest man = {0};
     mt_ckpt_dir cd = {.lock_fd = -1, .committed_step = -1};
@@ -239,6 +240,13 @@ int mt_cmd_train(mt_options *o, int is_default) {
         mt_model_init_random(&model, o->seed);
     }
     if ((s = mt_engine_create(&model, be, &eo, &eng))) goto fail;
+    // What the run does, in train_state.json too: a resume sums the same way (bit-exact trajectory).
+    o->eng.grad_sum = mt_engine_grad_sum(eng);
+    if (eo.grad_sum == MT_GRAD_SUM_AUTO && model.wdt != MT_F32 && o->eng.grad_sum != MT_GRAD_SUM_F32)
+        fprintf(stderr, "megatrain: note: chunked weight gradients are summed in bf16 (one rounding per chunk): the "
+                        "f32 buffer does not fit the device plan (--grad-accum-dtype f32 insists)\n");
+    // A run whose saves cannot fit stops before it trains (checked again before each save).
+    if (o->save && !virtual_run && (s = mt_checkpoint_check_space(&cd, &model, o))) goto fail;
     if ((s = mt_sink_open(&sink, o->log, o->resume != NULL))) goto fail;
 
     size_t per_step = (size_t)o->eng.grad_accum * o->eng.B * o->eng.T;
@@ -254,9 +262,11 @@ int mt_cmd_train(mt_options *o, int is_default) {
     mt_device_info info;
     mt_backend_device_info(be, &info);
     double params = (double)mt_config_params_total(&cfg);
-    fprintf(stderr, "megatrain: %s %.2fM params, %d layers | %s precision | %s schedule | backend %s (%s) | data %s\n",
-            mt_arch_model_type(cfg.arch), params / 1e6, cfg.num_layers, o->precision, o->eng.schedule->name, mt_backend_name(be),
-            info.name, data.source);
+    fprintf(stderr,
+            "megatrain: %s %.2fM params, %d layers | %s precision, grads summed in %s | %s schedule | backend %s (%s) "
+            "| data %s\n",
+            mt_arch_model_type(cfg.arch), params / 1e6, cfg.num_layers, o->precision, mt_grad_sum_name(o->eng.grad_sum),
+            o->eng.schedule->name, mt_backend_name(be), info.name, data.source);
     int first_step = rs.step + 1;
     if (first_step > o->steps) { // a resume already at --steps: nothing to train
         if (o->save && !same_dir(cd.dir, o->resume)) {
@@ -350,5 +360,6 @@ done:
     mt_ckpt_dir_close(&cd); // a save still staged (a failed run) is removed; DIR keeps what it had
     mt_ckpt_manifest_free(&man);
     mt_train_state_free(&rs);
+    mt_config_release(&cfg); // after the model, which borrowed its source text for the saves
     return rc;
 }

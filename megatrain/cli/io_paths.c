@@ -106,11 +106,7 @@ static mt_status probe_writable(const io_file *f) {
     return MT_OK;
 }
 
-static int is_ckpt_name(const char *name) {
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(name, mt_ckpt_files[i])) return 1;
-    return 0;
-}
+static int is_ckpt_name(const char *name) { return mt_ckpt_file_of(name) != MT_CKPT_FOREIGN; }
 
 static const char *base_of(const char *path) { return strrchr(path, '/') ? strrchr(path, '/') + 1 : path; }
 

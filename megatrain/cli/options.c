@@ -23,6 +23,8 @@ typedef enum {
     OPT_TRISTATE, // true/false/auto -> 1/0/-1
     OPT_SCHEDULE, // a schedule's name -> its descriptor (engine/schedule.h)
     OPT_BIND,     // pointer/copy -> mt_bind_mode
+    OPT_GRAD_SUM, // auto/f32/bf16 -> mt_grad_sum
+    OPT_BYTES,    // a positive byte count: 5000000000, 5GB, 4.5GiB, 500MB (transformers' units)
 } opt_kind;
 
 typedef struct {
@@ -69,9 +71,11 @@ static const opt_spec specs[] = {
     {"--serial-optimizer", OPT_FLAG, F(eng.sched.serial_optimizer), NG, "t"},
     {"--bind", OPT_BIND, F(eng.sched.bind), NG, "tep"},
     {"--mlp-chunk", OPT_NONNEG_INT, F(eng.mlp_rows), NG, "tep"},
+    {"--grad-accum-dtype", OPT_GRAD_SUM, F(eng.grad_sum), G(grad_accum_dtype), "tp"},
     {"--offload-checkpoints", OPT_TRISTATE, F(eng.sched.offload_checkpoints), NG, "tep"},
     {"--save", OPT_STR, F(save), NG, "t"},
     {"--save-every", OPT_POS_INT, F(save_every), NG, "t"},
+    {"--shard-size", OPT_BYTES, F(shard_size), NG, "t"},
     {"--resume", OPT_STR, F(resume), NG, "t"},
     {"--log", OPT_STR, F(log), NG, "te"},
     {"--trace", OPT_STR, F(trace), NG, "t"},
@@ -138,6 +142,7 @@ void mt_options_defaults(mt_options *o) {
     o->precision = "fp32";
     o->backend = "auto";
     o->attention = "auto";
+    o->shard_size = MT_DEFAULT_SHARD_SIZE;
 }
 
 // "a|b|c" contains v as a whole alternative.
@@ -168,6 +173,32 @@ static mt_status parse_float(const opt_spec *s, const char *v, float *out) {
                        x < 1 ? " (it rounds to 1 in single precision)" : "");
     *out = f;
     return MT_OK;
+}
+
+// A byte count as transformers' convert_file_size_to_int reads one: a number, then
+// optionally a unit, decimal (kB, MB, GB, TB: 10^3..10^12) or binary (KiB, MiB,
+// GiB, TiB: 2^10..2^40); "B" or nothing is bytes. The result is whole and positive.
+static mt_status parse_bytes(const opt_spec *s, const char *v, unsigned long long *out) {
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"", 1}, {"B", 1}, {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+                 {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || !(x > 0) || isinf(x))
+        return mt_fail(MT_ERR_ARG, "%s: expected a positive size such as 5GB, 500MB, 2GiB or 1000000000, got '%s'",
+                       s->name, v);
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+        if (strcmp(end, units[i].unit)) continue;
+        double bytes = x * units[i].scale;
+        if (bytes < 1 || bytes > 9.2e18 || bytes != floor(bytes))
+            return mt_fail(MT_ERR_ARG, "%s: %s is not a whole number of bytes in [1, 9.2e18]", s->name, v);
+        *out = (unsigned long long)bytes;
+        return MT_OK;
+    }
+    return mt_fail(MT_ERR_ARG, "%s: unknown unit '%s' in '%s' (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)", s->name, end, v);
 }
 
 static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
@@ -231,6 +262,10 @@ static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
             return mt_fail(MT_ERR_ARG, "%s: unknown value '%s' (expected one of pointer,copy)", s->name, v);
         *(mt_bind_mode *)field = !strcmp(v, "copy") ? MT_BIND_COPY : MT_BIND_POINTER;
         return MT_OK;
+    case OPT_GRAD_SUM:
+        return mt_grad_sum_parse(v, (mt_grad_sum *)field);
+    case OPT_BYTES:
+        return parse_bytes(s, v, (unsigned long long *)field);
     case OPT_COUNT: {
         double x = strtod(v, &end);
         if (errno || end == v || *end || !(x >= 0) || x > 9e18 || x != (double)(long long)x)

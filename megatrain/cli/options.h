@@ -6,6 +6,14 @@
 #include "core/status.h"
 #include "engine/engine.h"
 
+// Saves are sharded at 5 GB (10^9 bytes) of tensor data per file by default:
+// transformers 4.x's save_pretrained default (5.x moved to 50GB), so every loader
+// of the last years has read shards this size; the Hugging Face Hub caps a file at
+// 50 GB and recommends far less; and a tool that reads a shard whole into memory
+// needs 5 GB, not the whole model (a 120B-class checkpoint is ~220 GB of bf16
+// weights and ~880 GB of f32 moments). The count stays small: 44 + 176 files there.
+#define MT_DEFAULT_SHARD_SIZE 5000000000ULL
+
 typedef struct {
     const char *model, *config, *init, *data, *save, *resume, *log, *trace, *dump_grads;
     const char *precision, *backend, *lr_schedule, *hardware;
@@ -17,8 +25,9 @@ typedef struct {
     // (one set of defaults and one validation, engine.h): --schedule (the parser
     // maps the name to its descriptor), --batch, --seq-len, --grad-accum,
     // --checkpoint-interval, --weight-buffers, --grad-slabs, --serial-optimizer,
-    // --mlp-chunk, --offload-checkpoints, --bind and the --zero3-* knobs.
+    // --mlp-chunk, --grad-accum-dtype, --offload-checkpoints, --bind and the --zero3-* knobs.
     mt_engine_opts eng;
+    unsigned long long shard_size; // --shard-size: bytes of tensor data per saved safetensors shard
     float host_mem_gb; // plan: host memory to assume instead of the profile's (0 = the profile's)
     int max_context;   // plan: also search the longest --seq-len that fits
     int help;          // --help among the arguments: print the usage and exit 0
@@ -26,11 +35,12 @@ typedef struct {
     // which options were given explicitly (resume fills the others from train_state.json)
     struct {
         int steps, batch, seq_len, grad_accum, lr, weight_decay, beta1, beta2, eps, grad_clip, lr_schedule, warmup,
-            precision, data, seed, schedule;
+            precision, data, seed, schedule, grad_accum_dtype;
     } given;
 } mt_options;
 
 // Defaults per DESIGN.md: lr 3e-4, wd 0.1, betas 0.9/0.95, eps 1e-8, clip 1.0.
+// --shard-size 5GB: see MT_DEFAULT_SHARD_SIZE.
 void mt_options_defaults(mt_options *o);
 // Parses argv[first..argc) for `cmd` ("train", "eval", "plan"), then mt_options_check.
 // Stops at --help (o->help = 1).

@@ -31,6 +31,7 @@ mt_status mt_train_state_save(const char *dir, const mt_train_state *s, const mt
     cJSON_AddNumberToObject(j, "seq_len", o->eng.T);
     cJSON_AddNumberToObject(j, "grad_accum", o->eng.grad_accum);
     cJSON_AddNumberToObject(j, "total_steps", o->steps);
+    cJSON_AddStringToObject(j, "grad_accum_dtype", mt_grad_sum_name(o->eng.grad_sum)); // resolved: f32 or bf16
     cJSON *h = cJSON_AddObjectToObject(j, "hparams");
     cJSON_AddNumberToObject(h, "lr", o->lr);
     cJSON_AddNumberToObject(h, "weight_decay", o->weight_decay);
@@ -149,6 +150,14 @@ static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_o
             return mt_fail(MT_ERR_FORMAT, "%s: %s: %s", path, fields[i].key, why);
         }
     }
+    // grad_accum_dtype: how chunked weight gradients were summed (optional: states saved
+    // before it existed leave this run's choice alone).
+    const cJSON *gad = cJSON_GetObjectItemCaseSensitive(j, "grad_accum_dtype");
+    if (gad) {
+        if (!cJSON_IsString(gad) || !strcmp(gad->valuestring, "auto") ||
+            mt_options_set(&saved, "--grad-accum-dtype", gad->valuestring) != MT_OK)
+            return mt_fail(MT_ERR_FORMAT, "%s: grad_accum_dtype: expected \"f32\" or \"bf16\"", path);
+    }
     if (step > saved.steps)
         return mt_fail(MT_ERR_FORMAT, "%s: step %.0f is beyond total_steps %d", path, step, saved.steps);
     if (!(s->strings[n_str] = strdup(data->valuestring))) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
@@ -172,6 +181,7 @@ static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_o
     if (!o->given.eps) o->eps = saved.eps;
     if (!o->given.grad_clip) o->grad_clip = saved.grad_clip;
     if (!o->given.warmup) o->warmup = saved.warmup;
+    if (!o->given.grad_accum_dtype) o->eng.grad_sum = saved.eng.grad_sum;
     return MT_OK;
 }
 

@@ -13,7 +13,7 @@ typedef struct {
     int step;           // optimizer steps completed
     size_t data_cursor;
     char data[512];     // data source ("synthetic", "embedded" or a path)
-    char *strings[6];   // owned copies of the string options applied from the file
+    char *strings[8];   // owned copies of the string options applied from the file
 } mt_train_state;
 
 // Writes DIR/train_state.json (temp + rename) from the state and the options in force.

@@ -13,6 +13,18 @@ void mt_engine_opts_defaults(mt_engine_opts *o) {
     *o = d;
 }
 
+mt_status mt_grad_sum_parse(const char *s, mt_grad_sum *out) {
+    if (!strcmp(s, "auto")) *out = MT_GRAD_SUM_AUTO;
+    else if (!strcmp(s, "f32")) *out = MT_GRAD_SUM_F32;
+    else if (!strcmp(s, "bf16")) *out = MT_GRAD_SUM_BF16;
+    else return mt_fail(MT_ERR_ARG, "--grad-accum-dtype: unknown value '%s' (expected auto, f32 or bf16)", s);
+    return MT_OK;
+}
+
+const char *mt_grad_sum_name(mt_grad_sum g) {
+    return g == MT_GRAD_SUM_F32 ? "f32" : g == MT_GRAD_SUM_BF16 ? "bf16" : "auto";
+}
+
 mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c) {
     if (!o->schedule) return mt_fail(MT_ERR_ARG, "--schedule: none given");
     if (o->B <= 0) return mt_fail(MT_ERR_ARG, "--batch: must be positive (got %d)", o->B);
@@ -29,6 +41,8 @@ mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c) {
     if (o->grad_slabs < 1 || o->grad_slabs > 64)
         return mt_fail(MT_ERR_ARG, "--grad-slabs: must be in 1..64 (got %d)", o->grad_slabs);
     if (o->mlp_rows < 0) return mt_fail(MT_ERR_ARG, "--mlp-chunk: must be >= 0 (got %d)", o->mlp_rows);
+    if (o->grad_sum != MT_GRAD_SUM_AUTO && o->grad_sum != MT_GRAD_SUM_F32 && o->grad_sum != MT_GRAD_SUM_BF16)
+        return mt_fail(MT_ERR_ARG, "--grad-accum-dtype: expected auto, f32 or bf16");
     if (o->sched.offload_checkpoints < -1 || o->sched.offload_checkpoints > 1)
         return mt_fail(MT_ERR_ARG, "--offload-checkpoints: expected true, false or auto");
     if (o->schedule->takes & MT_TAKES_ZERO3) {
@@ -76,8 +90,11 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
     MT_TRY(mt_grad_offload_create(&e->sh, m, &e->link, &e->dev, &e->g));
     MT_TRY(mt_ckpt_store_create(&e->sh, be, &e->link, &e->dev, &e->ck));
     MT_TRY(mt_activations_create(&e->sh, be, &e->dev, &e->d, &e->a));
+    e->a->scratch.grad_sum = mt_grad_offload_sum(e->g); // the layers' MLP and the head sum chunked gradients there
     return MT_OK;
 }
+
+mt_grad_sum mt_engine_grad_sum(const mt_engine *e) { return e->sh.grad_sum_f32 ? MT_GRAD_SUM_F32 : MT_GRAD_SUM_BF16; }
 
 void mt_engine_destroy(mt_engine *e) {
     if (!e) return;

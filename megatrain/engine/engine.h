@@ -11,9 +11,19 @@
 #include "engine/host_state.h"
 #include "engine/schedule.h"
 
+// How a weight gradient computed in token chunks (the MLP's, the LM head's) is summed
+// across the chunks of a micro-batch when weight gradients are bf16 (paper, mixed):
+// in an f32 device buffer, rounded to bf16 once (F32), or in the bf16 gradient itself,
+// one rounding per chunk, as the official code's autograd does (BF16). AUTO (the
+// default, and what a zeroed options struct says): F32 where the device plan fits it.
+typedef enum { MT_GRAD_SUM_AUTO = 0, MT_GRAD_SUM_F32 = 1, MT_GRAD_SUM_BF16 = 2 } mt_grad_sum;
+mt_status mt_grad_sum_parse(const char *s, mt_grad_sum *out); // "auto", "f32", "bf16"
+const char *mt_grad_sum_name(mt_grad_sum g);
+
 typedef struct {
     const mt_schedule_desc *schedule; // a table entry (mt_schedule_find); resolved against the options here
     int B, T, grad_accum;  // micro-batch rows, sequence length, micro-batches per step
+    mt_grad_sum grad_sum;  // chunked weight gradients summed in f32 or bf16 (--grad-accum-dtype)
     int grad_slabs;        // pinned host slabs gradients stream through
     int mlp_rows;          // tokens per MLP chunk (0 = all at once); bounds the largest activations
     int keep_trace;        // keep every step's timeline for mt_engine_write_trace (--trace)
@@ -25,7 +35,8 @@ typedef struct {
 
 // The one set of defaults (DESIGN.md's CLI contract): the megatrain schedule, batch 4
 // x 64 tokens, no accumulation, K = 1, 2 weight buffers, 4 gradient slabs, 8k-token MLP
-// chunks, checkpoint offload auto, pointer bind, DeepSpeed's ZeRO-3 knobs.
+// chunks, chunked gradients summed in f32 where it fits (auto), checkpoint offload auto,
+// pointer bind, DeepSpeed's ZeRO-3 knobs.
 void mt_engine_opts_defaults(mt_engine_opts *o);
 // The one validation, against the model: what train, eval, plan and the planner
 // accept (one line naming the option).
@@ -67,9 +78,13 @@ typedef struct {
     mt_part_bytes optimizer;   // the optimizer worker's own buffers
     size_t device_bytes, host_bytes, pinned_bytes; // the sums
     int offload_checkpoints;   // the resolved choice (auto resolved against device_free)
+    int grad_sum_f32;          // the resolved choice: chunked weight gradients summed in f32 (fp32: always)
+    size_t grad_sum_bytes;     // its f32 device buffer (part of grads.device): the larger of the MLP's
+                               // (gate, up, down) and the LM head's gradient, when each runs in > 1 chunk
 } mt_engine_footprint;
 
-// offload_checkpoints = -1 is resolved against device_free (0 = unknown: keep on the device).
+// offload_checkpoints = -1 is resolved against device_free (0 = unknown: keep on the device);
+// then grad_sum AUTO: f32 unless its buffer makes the plan exceed device_free.
 // backend_caps: 0 for what the configuration needs (the plan); a backend's caps for
 // what its engine allocates (on a device the loss head's chunk grows into free memory).
 mt_engine_footprint mt_engine_footprint_of(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,
@@ -85,6 +100,8 @@ void mt_engine_destroy(mt_engine *e);
 // this returns; the next step (or mt_engine_finish) waits for it unit by unit.
 mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *targets, const mt_optim_hparams *hp,
                          float lr, int step, mt_step_stats *st);
+// The resolved --grad-accum-dtype: MT_GRAD_SUM_F32 or MT_GRAD_SUM_BF16 (f32 for fp32 precision).
+mt_grad_sum mt_engine_grad_sum(const mt_engine *e);
 // The engine's clock (ms): wall time, or virtual time under the sim backend.
 double mt_engine_now_ms(const mt_engine *e);
 // Writes the Chrome/Perfetto timeline of every step so far (needs keep_trace).

@@ -37,7 +37,31 @@ static mt_engine_footprint sum_parts(const mt_engine_shape *sh) {
         f.pinned_bytes += parts[i]->pinned;
     }
     f.offload_checkpoints = sh->s.offload_checkpoints;
+    f.grad_sum_f32 = sh->grad_sum_f32;
+    f.grad_sum_bytes = sh->grad_sum_elems ? mt_dev_round(sh->grad_sum_elems * 4) : 0;
     return f;
+}
+
+// Elements of the f32 buffer a chunked weight gradient is summed in: the larger of the
+// MLP's (gate, up and down: 3 F C) and the LM head's (V C), each only when it runs in
+// more than one chunk (the head at its floor chunk). 0 where weight gradients are f32 already.
+static size_t grad_sum_elems(const mt_engine_shape *sh) {
+    if (sh->wdt == MT_F32) return 0;
+    long long N = sh->d.N, C = sh->d.C;
+    size_t mlp = sh->d.mlp_rows > 0 && sh->d.mlp_rows < N ? (size_t)3 * sh->d.F * C : 0;
+    size_t head = sh->chunk_rows < N ? (size_t)sh->c.vocab_size * C : 0;
+    return mlp > head ? mlp : head;
+}
+
+// Offload only when there are more checkpoints than device slots; auto (-1): only
+// when the plan with every checkpoint on the device does not fit.
+static void resolve_offload(mt_engine_shape *sh, int asked, size_t device_free) {
+    int offload = asked > 0;
+    if (asked < 0 && device_free) {
+        sh->s.offload_checkpoints = 0;
+        offload = sum_parts(sh).device_bytes > device_free;
+    }
+    sh->s.offload_checkpoints = offload && sh->n_ckpt > MT_CKPT_SLOTS;
 }
 
 // The loss head's chunk on a device: the floor (<= 256 MiB of logits) grows into
@@ -87,14 +111,17 @@ void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision 
     sh->x_bytes = mt_dev_round((size_t)sh->d.N * sh->d.C * sh->as);
     sh->slab_elems = sh->ll.numel > sh->le.numel ? sh->ll.numel : sh->le.numel;
     if (sh->lh.numel > sh->slab_elems) sh->slab_elems = sh->lh.numel;
-    // Offload only when there are more checkpoints than device slots; auto: only
-    // when the plan with every checkpoint on the device does not fit.
-    int offload = sh->s.offload_checkpoints > 0;
-    if (sh->s.offload_checkpoints < 0 && device_free) {
-        sh->s.offload_checkpoints = 0;
-        offload = sum_parts(sh).device_bytes > device_free;
+    int asked = sh->s.offload_checkpoints;
+    int f32_sum = o->grad_sum != MT_GRAD_SUM_BF16;
+    sh->grad_sum_f32 = f32_sum || sh->wdt == MT_F32;
+    sh->grad_sum_elems = f32_sum ? grad_sum_elems(sh) : 0;
+    resolve_offload(sh, asked, device_free);
+    // AUTO gives the f32 buffer up (back to the official code's bf16 sum) rather than not fit.
+    if (o->grad_sum == MT_GRAD_SUM_AUTO && sh->grad_sum_elems && device_free && sum_parts(sh).device_bytes > device_free) {
+        sh->grad_sum_f32 = sh->wdt == MT_F32;
+        sh->grad_sum_elems = 0;
+        resolve_offload(sh, asked, device_free);
     }
-    sh->s.offload_checkpoints = offload && sh->n_ckpt > MT_CKPT_SLOTS;
     if ((caps & MT_CAP_DEVICE_MEMORY) && device_free) sh->chunk_rows = grown_chunk_rows(sh, device_free);
 }
 

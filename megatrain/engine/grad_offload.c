@@ -17,6 +17,7 @@ struct mt_grad_offload {
     void *stage[2];          // f32 wire: a unit's gradients cast before they leave (double-buffered)
     mt_event *ev_stage_free[2];
     int stage_next;
+    float *grad_sum;         // f32 sum of a chunked weight gradient (the head's, then each layer's MLP), or NULL
     mt_drain *drain;
     double *sumsq;           // per unit, set by the drain on the last micro-batch
 };
@@ -26,8 +27,9 @@ static size_t stage_elems(const mt_engine_shape *sh) { return sh->wire != sh->wd
 mt_part_bytes mt_grad_offload_bytes(const mt_engine_shape *sh) {
     size_t layer = mt_dev_round(sh->ll.numel * sh->ws), slabs = (size_t)sh->grad_slabs * sh->slab_elems * mt_dtype_size(sh->wire);
     size_t stage = stage_elems(sh) ? 2 * mt_dev_round(stage_elems(sh) * mt_dtype_size(sh->wire)) : 0;
+    size_t sum = sh->grad_sum_elems ? mt_dev_round(sh->grad_sum_elems * 4) : 0;
     return (mt_part_bytes){.device = 2 * layer + mt_dev_round(sh->le.numel * sh->ws) + mt_dev_round(sh->lh.numel * sh->ws) +
-                                     stage,
+                                     stage + sum,
                            .host = slabs,
                            .pinned = slabs};
 }
@@ -63,6 +65,7 @@ mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_link
         }
     MT_TRY(mt_devmem_alloc(dm, sh->le.numel * ws, &g->embed));
     MT_TRY(mt_devmem_alloc(dm, sh->lh.numel * ws, &g->head));
+    if (sh->grad_sum_elems) MT_TRY(mt_devmem_alloc(dm, sh->grad_sum_elems * 4, (void **)&g->grad_sum));
     MT_TRY(mt_part_check("gradient offload", mt_grad_offload_bytes(sh).device, dm->bytes - before));
     // Backward never writes the padding between tensor groups; zero it once so
     // offloaded gradients (and their norm) see zeros there.
@@ -75,6 +78,8 @@ mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_link
     mt_drain_on_final(g->drain, on_final, g);
     return MT_OK;
 }
+
+float *mt_grad_offload_sum(const mt_grad_offload *g) { return g->grad_sum; }
 
 void mt_grad_offload_destroy(mt_grad_offload *g) {
     if (!g) return;

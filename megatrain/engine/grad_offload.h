@@ -3,7 +3,8 @@
 // unit's gradients leave on the D2H stream (cast to the wire dtype first when
 // the schedule sends f32) into the drain's pinned slabs (grad_drain.h), and
 // the drain accumulates them into the host gradients and takes each unit's
-// sum of squares for the global norm.
+// sum of squares for the global norm. With --grad-accum-dtype f32 it also owns
+// the f32 buffer chunked weight gradients are summed in.
 #ifndef MT_GRAD_OFFLOAD_H
 #define MT_GRAD_OFFLOAD_H
 
@@ -23,6 +24,10 @@ mt_status mt_grad_offload_layer_buffer(mt_grad_offload *g, void **buf, int *slot
 // The compute stream waits until the head's and the embedding's gradients have left.
 mt_status mt_grad_offload_resident_free(mt_grad_offload *g);
 void *mt_grad_offload_embed(const mt_grad_offload *g);
+// The f32 buffer a weight gradient computed in token chunks is summed in before its
+// one rounding (--grad-accum-dtype f32): the head and each layer's MLP use it in
+// turn, never at once. NULL when gradients are summed in their own dtype.
+float *mt_grad_offload_sum(const mt_grad_offload *g);
 void *mt_grad_offload_head(const mt_grad_offload *g);
 // Layer `layer`'s gradients (in buffer `slot`) leave for the host; micro-batch mb of G.
 mt_status mt_grad_offload_send_layer(mt_grad_offload *g, int layer, int slot, int mb);

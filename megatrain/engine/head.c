@@ -27,6 +27,10 @@ mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float d
     void *dnorm = head_g + vn->offset * ws, *dW = gbase + vw->offset * ws;
     (void)mb;
 
+    // More than one chunk and an f32 sum buffer: the head's gradient is summed there and
+    // rounded into dW once (else each chunk's "+=" rounds the bf16 gradient again).
+    const int f32_sum = a->scratch.grad_sum && a->chunk_rows < N && m->wdt != MT_F32;
+    void *dW_sum = f32_sum ? (void *)a->scratch.grad_sum : dW;
     MT_TRY(mt_backend_rmsnorm_fwd(be, a->xn, a->rstd_final, a->x_final, norm_w, m->wdt, N, C, e->d.eps));
     for (int r0 = 0; r0 < N; r0 += a->chunk_rows) {
         int n = N - r0 < a->chunk_rows ? N - r0 : a->chunk_rows;
@@ -34,9 +38,10 @@ mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float d
         MT_TRY(mt_backend_matmul_fwd(be, a->logits, xn, W, NULL, m->wdt, n, C, V));
         MT_TRY(mt_backend_xent_fwd_bwd(be, a->logits, a->losses + r0, a->d_tgt + r0, n, V, dscale));
         if (want_grads)
-            MT_TRY(mt_backend_matmul_bwd(be, (char *)a->dxn + (size_t)r0 * C * as, dW, NULL, a->logits, xn, W, m->wdt, n, C, V,
-                                 r0 > 0 ? MT_ACC_DW : 0));
+            MT_TRY(mt_backend_matmul_bwd(be, (char *)a->dxn + (size_t)r0 * C * as, dW_sum, NULL, a->logits, xn, W,
+                                         m->wdt, n, C, V, (r0 > 0 ? MT_ACC_DW : 0) | (f32_sum ? MT_DW_F32 : 0)));
     }
     if (!want_grads) return MT_OK;
+    if (f32_sum) MT_TRY(mt_backend_cast(be, dW, m->wdt, dW_sum, MT_F32, (size_t)V * C));
     return mt_backend_rmsnorm_bwd(be, a->dx, dnorm, a->dxn, a->x_final, norm_w, a->rstd_final, m->wdt, N, C);
 }

@@ -127,18 +127,27 @@ mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_ptr
                             const mt_layer_acts *a, mt_layer_scratch *s, const void *x_in, void *dx) {
     const int N = d->N, C = d->C, QD = d->QKV * d->HD, AD = d->NH * d->HD;
     // MLP branch, chunk by chunk: dx is dL/dx_out = dL/d(mlp out) and (residual) part of dL/dx_mid.
+    // With more than one chunk and an f32 sum buffer, the gate/up and down gradients are
+    // summed there (gate/up first, down after) and rounded into g once.
     const size_t as = mt_dtype_size(be->act_dtype);
-    for (int r0 = 0, R = mt_layer_mlp_rows(d); r0 < N; r0 += R) {
-        int n = N - r0 < R ? N - r0 : R, acc = r0 > 0 ? MT_ACC_DW : 0;
+    const int R = mt_layer_mlp_rows(d), f32_sum = s->grad_sum && R < N && d->wdt != MT_F32;
+    const size_t n_gu = (size_t)2 * d->F * C, n_down = (size_t)C * d->F;
+    void *dgu_w = f32_sum ? (void *)s->grad_sum : g->gu_w, *ddown_w = f32_sum ? (void *)(s->grad_sum + n_gu) : g->down_w;
+    for (int r0 = 0; r0 < N; r0 += R) {
+        int n = N - r0 < R ? N - r0 : R, acc = (r0 > 0 ? MT_ACC_DW : 0) | (f32_sum ? MT_DW_F32 : 0);
         size_t row = (size_t)r0 * C * as;
         const void *ln2 = (const char *)a->ln2 + row;
         MT_TRY(mt_backend_matmul_fwd(be, s->gu, ln2, w->gu_w, NULL, d->wdt, n, C, 2 * d->F));
         MT_TRY(mt_backend_swiglu_fwd(be, s->h, s->gu, n, d->F));
-        MT_TRY(mt_backend_matmul_bwd(be, s->dh, g->down_w, NULL, (const char *)dx + row, s->h, w->down_w, d->wdt, n, d->F, C,
+        MT_TRY(mt_backend_matmul_bwd(be, s->dh, ddown_w, NULL, (const char *)dx + row, s->h, w->down_w, d->wdt, n, d->F, C,
                              acc));
         MT_TRY(mt_backend_swiglu_bwd(be, s->dgu, s->dh, s->gu, n, d->F));
-        MT_TRY(mt_backend_matmul_bwd(be, (char *)s->dln + row, g->gu_w, NULL, s->dgu, ln2, w->gu_w, d->wdt, n, C, 2 * d->F,
+        MT_TRY(mt_backend_matmul_bwd(be, (char *)s->dln + row, dgu_w, NULL, s->dgu, ln2, w->gu_w, d->wdt, n, C, 2 * d->F,
                              acc));
+    }
+    if (f32_sum) { // the one rounding of each
+        MT_TRY(mt_backend_cast(be, g->gu_w, d->wdt, dgu_w, MT_F32, n_gu));
+        MT_TRY(mt_backend_cast(be, g->down_w, d->wdt, ddown_w, MT_F32, n_down));
     }
     // dx = dL/dx_mid: the residual's gradient plus the ln2 branch's, added in the norm's pass
     MT_TRY(mt_backend_rmsnorm_bwd_add(be, dx, g->ln2, s->dln, a->x_mid, w->ln2, a->rstd2, d->wdt, N, C));

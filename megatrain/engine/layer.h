@@ -34,6 +34,8 @@ typedef struct {
 typedef struct {
     void *dtmp, *dln, *dqkv, *dqkv_pre, *datt; // dqkv_pre only with qk_norm
     void *gu, *h, *dgu, *dh;                   // one MLP chunk
+    float *grad_sum; // (3F*C) f32: the MLP's weight gradients summed over chunks, rounded once
+                     // (NULL: summed in wdt; set by the engine, not carved)
 } mt_layer_scratch;
 
 // Tokens per MLP chunk actually used (mlp_rows clamped to 1..N).

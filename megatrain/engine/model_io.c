@@ -147,6 +147,10 @@ static mt_status read_checked(const mt_safetensors *st, const mt_st_tensor *ti, 
         if (!r)
             return mt_fail(MT_ERR_FORMAT, "%s: tensor %s is not recorded in checkpoint.json: %s", file, ti->name,
                            FOREIGN_HINT);
+        const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+        if (strcmp(r->file, base))
+            return mt_fail(MT_ERR_FORMAT, "%s: tensor %s: checkpoint.json records it in %s: %s", file, ti->name,
+                           r->file, FOREIGN_HINT);
         int same = r->dtype == ti->dtype && r->ndim == ti->ndim;
         for (int d = 0; same && d < r->ndim; d++) same = r->shape[d] == ti->shape[d];
         if (!same)
@@ -158,8 +162,13 @@ static mt_status read_checked(const mt_safetensors *st, const mt_st_tensor *ti, 
     if (r && crc != r->crc32)
         return mt_fail(MT_ERR_FORMAT, "%s: tensor %s: CRC-32 %08x, but checkpoint.json records %08x: %s", file,
                        ti->name, (unsigned)crc, (unsigned)r->crc32, FOREIGN_HINT);
-    // An f32 value above bf16's largest finite one becomes infinite on the way in.
-    const char *what = dt == MT_BF16 && ti->dtype != MT_BF16 ? " (rounded to bf16)" : "";
+    // The range check of a narrowing read: an f32 value above bf16's largest finite one
+    // becomes infinite on the way in. F16 widens exactly (its whole range lies inside
+    // bf16's and f32's), so an infinity read from F16 was one in the file: most often a
+    // value that overflowed F16's 65504 when the checkpoint was cast to half.
+    const char *what = ti->dtype == MT_F16 ? " (stored as F16, largest finite 65504: an overflow when it was cast to F16?)"
+                       : dt == MT_BF16 && ti->dtype != MT_BF16 ? " (rounded to bf16)"
+                                                               : "";
     return check_finite(dst, dt, ti->numel, file, ti->name, what);
 }
 
@@ -270,26 +279,44 @@ static int collect(const mt_model *m, pick_kind pick, mt_st_entry *out, char (*n
     return n;
 }
 
-static mt_status write_picked(const mt_model *m, pick_kind a, pick_kind b, const char *path, mt_tensor_records *rec) {
+// The entries of picks a and b (a == b: one), with their names; the caller frees both.
+static mt_status picked(const mt_model *m, pick_kind a, pick_kind b, const char *what, mt_st_entry **entries,
+                        char (**names)[256], int *n) {
     int cap = m->n_units * MAX_TENSORS_PER_UNIT * 2;
-    mt_st_entry *entries = calloc((size_t)cap, sizeof *entries);
-    char(*names)[256] = calloc((size_t)cap, 256);
-    if (!entries || !names) {
-        free(entries);
-        free(names);
-        return mt_fail(MT_ERR_MEMORY, "%s: cannot allocate the tensor list", path);
+    *entries = calloc((size_t)cap, sizeof **entries);
+    *names = calloc((size_t)cap, 256);
+    if (!*entries || !*names) {
+        free(*entries);
+        free(*names);
+        return mt_fail(MT_ERR_MEMORY, "%s: cannot allocate the tensor list", what);
     }
-    int n = collect(m, a, entries, names);
-    if (b != a) n += collect(m, b, entries + n, names + n);
-    uint32_t *crcs = calloc((size_t)cap, sizeof *crcs);
-    mt_status s = crcs ? mt_st_write_sums(path, entries, n, crcs) : mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
+    *n = collect(m, a, *entries, *names);
+    if (b != a) *n += collect(m, b, *entries + *n, *names + *n);
+    return MT_OK;
+}
+
+// Writes picks a (and b) as DIR/STEM.safetensors, or as shards of at most
+// shard_bytes of tensor data with STEM.safetensors.index.json; `rec` (may be NULL)
+// receives every tensor's record, its file included.
+static mt_status write_picked(const mt_model *m, pick_kind a, pick_kind b, const char *dir, const char *stem,
+                              size_t shard_bytes, mt_tensor_records *rec) {
+    mt_st_entry *entries;
+    char(*names)[256];
+    int n = 0;
+    MT_TRY(picked(m, a, b, dir, &entries, &names, &n));
+    mt_st_shard_plan plan = {0};
+    uint32_t *crcs = calloc((size_t)(n ? n : 1), sizeof *crcs);
+    mt_status s = crcs ? mt_st_shard_plan_make(entries, n, shard_bytes, stem, &plan)
+                       : mt_fail(MT_ERR_MEMORY, "%s: out of memory", dir);
+    if (s == MT_OK) s = mt_st_write_sharded(dir, stem, entries, n, &plan, crcs);
     if (s == MT_OK && rec) {
         rec->n = 0;
         rec->t = calloc((size_t)(n ? n : 1), sizeof *rec->t);
-        if (!rec->t) s = mt_fail(MT_ERR_MEMORY, "%s: out of memory for the tensor records", path);
+        if (!rec->t) s = mt_fail(MT_ERR_MEMORY, "%s: out of memory for the tensor records", dir);
         for (int i = 0; i < n && s == MT_OK; i++) {
             mt_tensor_record *r = &rec->t[rec->n++];
             snprintf(r->name, sizeof r->name, "%s", entries[i].name);
+            mt_st_shard_name(stem, plan.shard_of[i], plan.n_shards, r->file, sizeof r->file);
             r->dtype = entries[i].file_dtype;
             r->ndim = entries[i].ndim;
             r->shape[0] = entries[i].shape[0];
@@ -298,29 +325,54 @@ static mt_status write_picked(const mt_model *m, pick_kind a, pick_kind b, const
         }
         mt_tensor_records_sort(rec);
     }
+    mt_st_shard_plan_free(&plan);
     free(crcs);
     free(entries);
     free(names);
     return s;
 }
 
-mt_status mt_model_save(const mt_model *m, const char *dir, mt_tensor_records *weights, mt_tensor_records *moments) {
+// Bytes and files of picks a (and b) saved with this shard size.
+static mt_status picked_bytes(const mt_model *m, pick_kind a, pick_kind b, const char *stem, size_t shard_bytes,
+                              size_t *bytes, int *files) {
+    mt_st_entry *entries;
+    char(*names)[256];
+    int n = 0;
+    MT_TRY(picked(m, a, b, stem, &entries, &names, &n));
+    mt_st_shard_plan plan;
+    mt_status s = mt_st_shard_plan_make(entries, n, shard_bytes, stem, &plan);
+    if (s == MT_OK) {
+        *bytes = plan.index_bytes;
+        for (int k = 0; k < plan.n_shards; k++) *bytes += plan.file_bytes[k];
+        *files = plan.n_shards + (plan.n_shards > 1);
+        mt_st_shard_plan_free(&plan);
+    }
+    free(entries);
+    free(names);
+    return s;
+}
+
+mt_status mt_model_save_bytes(const mt_model *m, size_t shard_bytes, mt_save_bytes *out) {
+    memset(out, 0, sizeof *out);
+    MT_TRY(picked_bytes(m, PICK_WEIGHTS, PICK_WEIGHTS, "model", shard_bytes, &out->weights_bytes, &out->weight_files));
+    return picked_bytes(m, PICK_EXP_AVG, PICK_EXP_AVG_SQ, "optimizer", shard_bytes, &out->optimizer_bytes,
+                        &out->optimizer_files);
+}
+
+mt_status mt_model_save(const mt_model *m, const char *dir, size_t shard_bytes, mt_tensor_records *weights,
+                        mt_tensor_records *moments) {
     char path[1100];
     snprintf(path, sizeof path, "%s/config.json", dir);
     mt_config c = m->cfg;
     c.torch_dtype = m->prec == MT_PREC_PAPER ? MT_BF16 : MT_F32;
     MT_TRY(mt_config_save(&c, path));
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    MT_TRY(write_picked(m, PICK_WEIGHTS, PICK_WEIGHTS, path, weights));
-    snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
-    return write_picked(m, PICK_EXP_AVG, PICK_EXP_AVG_SQ, path, moments);
+    MT_TRY(write_picked(m, PICK_WEIGHTS, PICK_WEIGHTS, dir, "model", shard_bytes, weights));
+    return write_picked(m, PICK_EXP_AVG, PICK_EXP_AVG_SQ, dir, "optimizer", shard_bytes, moments);
 }
 
 mt_status mt_model_load_optimizer(mt_model *m, const char *dir, const mt_tensor_records *expect) {
-    char path[1100];
-    snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
     mt_safetensors *st;
-    MT_TRY(mt_st_open(path, &st));
+    MT_TRY(mt_st_open_stem(dir, "optimizer", &st));
     mt_status s = expect_count(st, expect);
     for (int ui = 0; ui < m->n_units && s == MT_OK; ui++) {
         mt_unit *u = &m->units[ui];
@@ -335,7 +387,7 @@ mt_status mt_model_load_optimizer(mt_model *m, const char *dir, const mt_tensor_
                 for (size_t i = 0; k == 1 && s == MT_OK && i < v->numel; i++)
                     if (dst[i] < 0) // Adam divides by its square root
                         s = mt_fail(MT_ERR_FORMAT, "%s: tensor %s: %g at element %zu: exp_avg_sq cannot be negative",
-                                    path, ti->name, dst[i], i);
+                                    mt_st_path(st, ti->file), ti->name, dst[i], i);
             }
         }
     }
@@ -344,5 +396,12 @@ mt_status mt_model_load_optimizer(mt_model *m, const char *dir, const mt_tensor_
 }
 
 mt_status mt_model_save_grads(const mt_model *m, const char *path) {
-    return write_picked(m, PICK_GRADS, PICK_GRADS, path, NULL);
+    mt_st_entry *entries;
+    char(*names)[256];
+    int n = 0;
+    MT_TRY(picked(m, PICK_GRADS, PICK_GRADS, path, &entries, &names, &n));
+    mt_status s = mt_st_write(path, entries, n);
+    free(entries);
+    free(names);
+    return s;
 }

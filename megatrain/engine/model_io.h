@@ -13,6 +13,7 @@
 // One tensor of a saved file, as checkpoint.json records it.
 typedef struct {
     char name[256];
+    char file[96];  // the file holding it: model.safetensors, model-00001-of-00003.safetensors, ...
     mt_dtype dtype; // as stored in the file
     int ndim;
     int64_t shape[2];
@@ -35,11 +36,20 @@ const mt_tensor_record *mt_tensor_records_find(const mt_tensor_records *r, const
 mt_status mt_model_load_weights(mt_model *m, const char *path, const mt_tensor_records *expect);
 // N(0, 0.02) for matrices, ones for norms, zeros for biases; deterministic in seed.
 void mt_model_init_random(mt_model *m, unsigned long long seed);
-// Writes DIR/config.json and DIR/model.safetensors (HF layout; fp32 and mixed
-// write F32, paper writes BF16) and DIR/optimizer.safetensors (exp_avg, exp_avg_sq);
-// `weights` and `moments` (may be NULL) receive what was written.
-mt_status mt_model_save(const mt_model *m, const char *dir, mt_tensor_records *weights, mt_tensor_records *moments);
-// Reads DIR/optimizer.safetensors: finite moments, exp_avg_sq >= 0; `expect` as above.
+// Writes DIR/config.json (the source config written back, torch_dtype set: fp32 and
+// mixed write F32, paper BF16), the weights under HF names and the optimizer moments
+// (exp_avg, exp_avg_sq) each as DIR/STEM.safetensors, or, past shard_bytes of tensor
+// data, as HF shards STEM-0000i-of-0000N.safetensors with STEM.safetensors.index.json
+// (STEM: model, optimizer); `weights` and `moments` (may be NULL) receive what was written.
+mt_status mt_model_save(const mt_model *m, const char *dir, size_t shard_bytes, mt_tensor_records *weights,
+                        mt_tensor_records *moments);
+// What mt_model_save writes with this shard size: exact file sizes and counts (index included).
+typedef struct {
+    size_t weights_bytes, optimizer_bytes;
+    int weight_files, optimizer_files;
+} mt_save_bytes;
+mt_status mt_model_save_bytes(const mt_model *m, size_t shard_bytes, mt_save_bytes *out);
+// Reads DIR/optimizer.safetensors (or its shards): finite moments, exp_avg_sq >= 0; `expect` as above.
 mt_status mt_model_load_optimizer(mt_model *m, const char *dir, const mt_tensor_records *expect);
 // Fails naming the first tensor (HF name, and which of weights / exp_avg /
 // exp_avg_sq) that holds a NaN or an infinity, and the element.

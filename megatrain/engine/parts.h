@@ -31,13 +31,16 @@ typedef struct {
     int chunk_rows;          // loss-head rows per chunk (mt_engine_shape_init says how many)
     size_t x_bytes;          // one (N, C) activation, allocation-rounded
     size_t slab_elems;       // the largest unit: what one gradient slab holds
+    int grad_sum_f32;        // resolved --grad-accum-dtype: chunked weight gradients summed in f32 (fp32: always)
+    size_t grad_sum_elems;   // their f32 device buffer (grad_offload.h), 0 when none is needed
 } mt_engine_shape;
 
 // Shape of a run on a backend with capabilities `caps` (0: no backend, what the
 // configuration needs). offload_checkpoints = -1 (auto) is resolved against
 // device_free (0 = unknown: keep them on the device) with the loss-head chunk at
 // its floor; where the backend's memory is a device's (MT_CAP_DEVICE_MEMORY) the
-// chunk then grows into what the other parts leave of device_free.
+// chunk then grows into what the other parts leave of device_free. grad_sum AUTO
+// is resolved after the offload: f32 unless its buffer makes the plan exceed device_free.
 void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision p, mt_dtype act,
                           const mt_engine_opts *o, size_t device_free, unsigned caps);
 // head.c: rows per loss-head chunk for `budget_bytes` of logits: at least floor_rows, at most N.

@@ -5,6 +5,7 @@
 #include "model/config.h"
 
 #include "core/file_io.h"
+#include "core/json_edit.h"
 #include "core/json_file.h"
 
 #include <cjson/cJSON.h>
@@ -153,8 +154,8 @@ static mt_status parse_dtype(const char *path, const cJSON *root, mt_config *c) 
     if (!s) return MT_OK;
     if (strcmp(s, "bfloat16") == 0) c->torch_dtype = MT_BF16;
     else if (strcmp(s, "float32") == 0 || strcmp(s, "float") == 0) c->torch_dtype = MT_F32;
-    // A float16 checkpoint is still a 16-bit model; we train it in bf16 (tensors are
-    // read as F32/BF16 only, so an F16 file is refused when the weights are opened).
+    // A float16 checkpoint is still a 16-bit model: its F16 tensors are widened on read
+    // and it trains in bf16 (paper) or from an f32 copy (mixed, fp32); a save says which.
     else if (strcmp(s, "float16") == 0 || strcmp(s, "half") == 0) c->torch_dtype = MT_BF16;
     else
         return mt_fail(MT_ERR_UNSUPPORTED, "%s: %s: \"%s\" is not supported (bfloat16, float32 or float16)", path, key,
@@ -226,13 +227,31 @@ static mt_status parse_config(const char *path, const cJSON *root, mt_config *c)
 
 mt_status mt_config_load(const char *path, mt_config *out) {
     if (!path || !out) return mt_fail(MT_ERR_ARG, "mt_config_load: NULL argument");
+    char *text;
+    size_t len;
+    MT_TRY(mt_file_read_text(path, "an HF config.json", MT_CONFIG_MAX_BYTES, &text, &len));
     cJSON *root;
-    MT_TRY(mt_json_load(path, "an HF config.json", MT_CONFIG_MAX_BYTES, &root));
+    mt_status s = mt_json_parse(path, text, len, &root);
+    if (s != MT_OK) {
+        free(text);
+        return s;
+    }
     mt_config c;
-    mt_status s = parse_config(path, root, &c);
+    s = parse_config(path, root, &c);
     cJSON_Delete(root);
-    if (s == MT_OK) *out = c;
-    return s;
+    if (s != MT_OK) {
+        free(text);
+        return s;
+    }
+    c.source_json = text; // kept as written, for the save (mt_config_save)
+    *out = c;
+    return MT_OK;
+}
+
+void mt_config_release(mt_config *c) {
+    if (!c) return;
+    free(c->source_json);
+    c->source_json = NULL;
 }
 
 // ----------------------------------------------------------------------------
@@ -323,6 +342,21 @@ mt_status mt_config_validate(const mt_config *c, const char *what) {
     return check_sizes(c, what);
 }
 
+// Every field that defines the model (and its token ids): a source config
+// edited for a save must still describe exactly the model being saved.
+static int same_model(const mt_config *a, const mt_config *b) {
+    return a->arch == b->arch && a->vocab_size == b->vocab_size && a->hidden_size == b->hidden_size &&
+           a->intermediate_size == b->intermediate_size && a->num_layers == b->num_layers &&
+           a->num_heads == b->num_heads && a->num_kv_heads == b->num_kv_heads && a->head_dim == b->head_dim &&
+           a->max_position_embeddings == b->max_position_embeddings && a->rms_norm_eps == b->rms_norm_eps &&
+           a->rope_theta == b->rope_theta && a->tie_word_embeddings == b->tie_word_embeddings &&
+           a->attention_bias == b->attention_bias && a->qk_norm == b->qk_norm && a->rope_llama3 == b->rope_llama3 &&
+           (!a->rope_llama3 || (a->rope_factor == b->rope_factor && a->rope_low_freq_factor == b->rope_low_freq_factor &&
+                                a->rope_high_freq_factor == b->rope_high_freq_factor &&
+                                a->rope_original_max_pos == b->rope_original_max_pos)) &&
+           a->torch_dtype == b->torch_dtype && a->bos_token_id == b->bos_token_id && a->eos_token_id == b->eos_token_id;
+}
+
 long long mt_config_params_per_layer(const mt_config *c) {
     long long C = c->hidden_size, F = c->intermediate_size, HD = c->head_dim;
     long long q = (long long)c->num_heads * HD, kv = (long long)c->num_kv_heads * HD;
@@ -407,17 +441,58 @@ static cJSON *config_json(const mt_config *c) {
     return o;
 }
 
+// The source text with the dtype fields set: torch_dtype (transformers 4) and/or
+// dtype (transformers 5), whichever it has; torch_dtype added when it has neither.
+// The result is parsed again and must describe the same model as c.
+static mt_status edited_source(const mt_config *c, const char *path, char **out) {
+    const char *value = c->torch_dtype == MT_BF16 ? "\"bfloat16\"" : "\"float32\"";
+    size_t b, e;
+    int has_torch = mt_json_top_value_span(c->source_json, "torch_dtype", &b, &e);
+    int has_v5 = mt_json_top_value_span(c->source_json, "dtype", &b, &e);
+    char *text = NULL, *next = NULL;
+    MT_TRY(mt_json_set_top(c->source_json, has_v5 && !has_torch ? "dtype" : "torch_dtype", value, &text));
+    if (has_torch && has_v5) {
+        mt_status s = mt_json_set_top(text, "dtype", value, &next);
+        free(text);
+        MT_TRY(s);
+        text = next;
+    }
+    cJSON *root;
+    mt_status s = mt_json_parse(path, text, strlen(text), &root);
+    mt_config back;
+    if (s == MT_OK) {
+        s = parse_config(path, root, &back);
+        cJSON_Delete(root);
+    }
+    if (s == MT_OK && !same_model(c, &back))
+        s = mt_fail(MT_ERR_ARG, "%s: the config read from its source no longer matches the model being saved", path);
+    if (s != MT_OK) {
+        free(text);
+        return s;
+    }
+    *out = text;
+    return MT_OK;
+}
+
 mt_status mt_config_save(const mt_config *c, const char *path) {
     if (!path) return mt_fail(MT_ERR_ARG, "mt_config_save: NULL path");
     MT_TRY(mt_config_validate(c, path));
-    cJSON *o = config_json(c);
-    char *text = o ? cJSON_Print(o) : NULL;
-    cJSON_Delete(o);
-    if (!text) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
-
+    char *text = NULL;
+    if (c->source_json) {
+        MT_TRY(edited_source(c, path, &text));
+    } else {
+        cJSON *o = config_json(c);
+        char *printed = o ? cJSON_Print(o) : NULL;
+        cJSON_Delete(o);
+        if (!printed) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
+        text = strdup(printed);
+        cJSON_free(printed);
+        if (!text) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
+    }
     size_t tlen = strlen(text);
-    text[tlen] = '\n'; // the terminating NUL's byte becomes the file's final newline
+    while (tlen > 0 && strchr(" \t\r\n", text[tlen - 1])) tlen--;
+    text[tlen] = '\n'; // one final newline (a NUL or whitespace byte was there)
     mt_status s = mt_file_write_atomic(path, text, tlen + 1);
-    cJSON_free(text);
+    free(text);
     return s;
 }

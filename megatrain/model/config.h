@@ -29,15 +29,25 @@ typedef struct {
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max_pos;
     mt_dtype torch_dtype;    // as declared in config.json (bfloat16 or float32)
-    int bos_token_id, eos_token_id; // -1 when absent
+    int bos_token_id, eos_token_id; // -1 when absent (the first of a list)
+    // The text of the config.json this was loaded from (NULL for a config built in
+    // code). A save writes it back with only the fields megatrain owns changed, so
+    // eos_token_id lists and every field megatrain does not read survive. Owned by
+    // the config mt_config_load filled (mt_config_release frees it); copies borrow it.
+    char *source_json;
 } mt_config;
 
 // Parses an HF config.json. Errors name the file and the field:
 //   "cfg/config.json: num_attention_heads (7) does not divide hidden_size (64)".
 mt_status mt_config_load(const char *path, mt_config *out);
+// Frees source_json (of the config mt_config_load filled, not of a copy).
+void mt_config_release(mt_config *c);
 // Checks internal consistency (positive sizes, head divisibility). `what` names the source.
 mt_status mt_config_validate(const mt_config *c, const char *what);
-// Writes an HF-compatible config.json (model_type, architectures, ...) via temp + rename.
+// Writes an HF-compatible config.json via temp + rename: the source config.json's
+// text with torch_dtype (or transformers 5's dtype) set to c->torch_dtype, every
+// other byte as it was; without a source, one built from the fields (model_type,
+// architectures, ...).
 mt_status mt_config_save(const mt_config *c, const char *path);
 
 // Parameter counts (all parameters, embedding and head included; tied head counted once).

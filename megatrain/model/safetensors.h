@@ -1,5 +1,7 @@
-// safetensors.h: reading and writing HF safetensors files (F32 and BF16),
-// single file or sharded (model.safetensors.index.json).
+// safetensors.h: reading HF safetensors files (F32, BF16 and F16, converted on
+// read to F32 or BF16) and writing them (F32 and BF16; F16 for test fixtures),
+// one file or sharded the HF way (model-00001-of-0000N.safetensors beside
+// model.safetensors.index.json).
 // Reading validates every header field against the file: header length, JSON,
 // dtype names, shapes vs byte sizes, offsets inside the data buffer, no gaps or
 // overlaps, and that the tensors cover the buffer exactly.
@@ -36,7 +38,7 @@ const mt_st_tensor *mt_st_get(const mt_safetensors *st, int i);
 const mt_st_tensor *mt_st_find(const mt_safetensors *st, const char *name); // NULL if absent
 // Checks `t` has exactly this shape; error names the file, tensor, expected and found shapes.
 mt_status mt_st_expect_shape(const mt_safetensors *st, const mt_st_tensor *t, int ndim, const int64_t *shape);
-// Reads the tensor into dst, converting to dst_dtype (F32 <-> BF16).
+// Reads the tensor into dst, converting to dst_dtype (F32 or BF16; from F32, BF16 or F16).
 mt_status mt_st_read(const mt_safetensors *st, const mt_st_tensor *t, void *dst, mt_dtype dst_dtype);
 // The same, and *crc = CRC-32 (zlib's) of the tensor's bytes as stored in the file.
 mt_status mt_st_read_sum(const mt_safetensors *st, const mt_st_tensor *t, void *dst, mt_dtype dst_dtype,
@@ -58,5 +60,34 @@ typedef struct {
 mt_status mt_st_write(const char *path, const mt_st_entry *entries, int n);
 // The same, and crcs[i] = CRC-32 (zlib's) of entry i's bytes as written (file dtype).
 mt_status mt_st_write_sums(const char *path, const mt_st_entry *entries, int n, uint32_t *crcs);
+
+// Exact size of the file mt_st_write would write for these entries (header included).
+mt_status mt_st_file_bytes(const mt_st_entry *entries, int n, size_t *bytes);
+
+// ---- sharded writing, HF's layout (safetensors_shards.c) ----
+// Entries split into shards as transformers' save_pretrained splits a state dict:
+// in order, a shard closes when the next tensor would take its tensor bytes past
+// max_bytes; a tensor larger than max_bytes is a shard of its own.
+typedef struct {
+    int n_shards;
+    int *shard_of;      // per entry
+    size_t *file_bytes; // per shard: the file's exact size
+    size_t total_size;  // all tensor bytes: the index's metadata.total_size
+    size_t index_bytes; // size of STEM.safetensors.index.json (0: one shard, no index)
+} mt_st_shard_plan;
+
+mt_status mt_st_shard_plan_make(const mt_st_entry *entries, int n, size_t max_bytes, const char *stem,
+                                mt_st_shard_plan *out);
+void mt_st_shard_plan_free(mt_st_shard_plan *p);
+// Shard i (0-based) of n: "STEM.safetensors" when n is 1, else HF's
+// "STEM-%05d-of-%05d.safetensors" (1-based).
+void mt_st_shard_name(const char *stem, int i, int n, char *out, size_t cap);
+// Writes every shard of the plan into DIR (each as mt_st_write: temp, fsync, rename)
+// and, with more than one, STEM.safetensors.index.json: {"metadata": {"total_size"},
+// "weight_map": {tensor: shard file}}, the file transformers reads. crcs as mt_st_write_sums.
+mt_status mt_st_write_sharded(const char *dir, const char *stem, const mt_st_entry *entries, int n,
+                              const mt_st_shard_plan *plan, uint32_t *crcs);
+// Opens DIR/STEM.safetensors, else DIR/STEM.safetensors.index.json.
+mt_status mt_st_open_stem(const char *dir, const char *stem, mt_safetensors **out);
 
 #endif

@@ -148,8 +148,9 @@ static mt_status parse_entry(mt_safetensors *st, int file, const char *path, con
         return mt_fail(MT_ERR_FORMAT, "%s: tensor '%s': missing or non-string \"dtype\"", path, name);
     if (strcmp(dt->valuestring, "F32") == 0) t.dtype = MT_F32;
     else if (strcmp(dt->valuestring, "BF16") == 0) t.dtype = MT_BF16;
+    else if (strcmp(dt->valuestring, "F16") == 0) t.dtype = MT_F16; // widened on read (mt_st_read)
     else
-        return mt_fail(MT_ERR_UNSUPPORTED, "%s: tensor '%s': dtype %s is not supported (only F32 and BF16)",
+        return mt_fail(MT_ERR_UNSUPPORTED, "%s: tensor '%s': dtype %s is not supported (F32, BF16 and F16)",
                        path, name, dt->valuestring);
 
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");

@@ -98,7 +98,7 @@ static mt_status check_entries(const char *path, const mt_st_entry *es, int n) {
         const mt_st_entry *e = &es[i];
         if (!e->name || !e->name[0] || strcmp(e->name, "__metadata__") == 0)
             return mt_fail(MT_ERR_ARG, "%s: entry %d: missing or reserved tensor name", path, i);
-        if ((e->dtype != MT_F32 && e->dtype != MT_BF16) || (e->file_dtype != MT_F32 && e->file_dtype != MT_BF16))
+        if ((unsigned)e->dtype > MT_F16 || (unsigned)e->file_dtype > MT_F16)
             return mt_fail(MT_ERR_ARG, "%s: tensor '%s': bad dtype", path, e->name);
         if (e->ndim < 0 || e->ndim > MT_ST_MAX_DIMS)
             return mt_fail(MT_ERR_ARG, "%s: tensor '%s': %d dimensions (0..%d allowed)", path, e->name, e->ndim,
@@ -113,7 +113,7 @@ static mt_status check_entries(const char *path, const mt_st_entry *es, int n) {
         }
         if (numel > 0 && !e->data) return mt_fail(MT_ERR_ARG, "%s: tensor '%s': NULL data", path, e->name);
     }
-    const char **names = malloc((size_t)(n ? n : 1) * sizeof *names);
+    const char **names = malloc((size_t)(n > 0 ? n : 1) * sizeof *names);
     if (!names) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
     for (int i = 0; i < n; i++) names[i] = es[i].name;
     qsort(names, (size_t)n, sizeof *names, cmp_str_ptr);
@@ -129,7 +129,7 @@ static mt_status check_entries(const char *path, const mt_st_entry *es, int n) {
 // header is padded to 8 bytes, every tensor starts aligned to its element size
 // (the reference implementation orders by alignment for the same reason).
 static int *layout_order(const mt_st_entry *es, int n) {
-    int *ord = malloc((size_t)(n ? n : 1) * sizeof *ord);
+    int *ord = calloc((size_t)(n > 0 ? n : 1), sizeof *ord);
     if (!ord) return NULL;
     int k = 0;
     for (int i = 0; i < n; i++)
@@ -194,6 +194,21 @@ static mt_status write_body(int fd, const char *path, const mt_st_entry *es, con
         if (crcs) crcs[ord[k]] = crc;
     }
     free(buf);
+    return s;
+}
+
+mt_status mt_st_file_bytes(const mt_st_entry *entries, int n, size_t *bytes) {
+    if (n < 0 || (n > 0 && !entries) || !bytes) return mt_fail(MT_ERR_ARG, "mt_st_file_bytes: bad argument");
+    MT_TRY(check_entries("safetensors size", entries, n));
+    int *ord = layout_order(entries, n);
+    if (!ord) return mt_fail(MT_ERR_MEMORY, "out of memory");
+    strbuf hdr = {0};
+    mt_status s = build_header("safetensors size", entries, ord, n, &hdr);
+    size_t total = 8 + hdr.len;
+    for (int i = 0; i < n; i++) total += entry_numel(&entries[i]) * mt_dtype_size(entries[i].file_dtype);
+    if (s == MT_OK) *bytes = total;
+    free(hdr.p);
+    free(ord);
     return s;
 }
 

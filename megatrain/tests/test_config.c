@@ -199,9 +199,12 @@ static void test_roundtrip(void) {
         CHECK(same_config(&a, &b), "roundtrip %d differs", i);
         CHECK(mt_config_params_total(&a) == mt_config_params_total(&b), "params after roundtrip");
     }
-    // The saved file carries what transformers needs to pick the class.
+    // A config built in code (no source text) is saved with what transformers needs to pick the class.
     mt_config c;
-    if (load_ok("rt_q3.json", QWEN3_06B, &c) && mt_config_save(&c, mt_test_path("saved_q3.json")) == MT_OK) {
+    int loaded = load_ok("rt_q3.json", QWEN3_06B, &c);
+    mt_config built = c;
+    built.source_json = NULL;
+    if (loaded && mt_config_save(&built, mt_test_path("saved_q3.json")) == MT_OK) {
         FILE *f = fopen(mt_test_path("saved_q3.json"), "rb");
         char buf[4096] = {0};
         size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
@@ -212,6 +215,7 @@ static void test_roundtrip(void) {
               "saved json content:\n%s", buf);
     }
     // Saving refuses an invalid config and an unwritable path, leaving nothing behind.
+    c = built;
     c.num_kv_heads = 3;
     CHECK(mt_config_save(&c, mt_test_path("invalid.json")) == MT_ERR_SHAPE &&
               access(mt_test_path("invalid.json"), F_OK) != 0,
@@ -221,6 +225,66 @@ static void test_roundtrip(void) {
     CHECK(mt_config_save(&c, bad) == MT_ERR_IO && strstr(mt_last_error(), bad), "save unwritable: %s",
           mt_last_error());
     CHECK(access("/proc/nonexistent/config.json.tmp", F_OK) != 0, "no tmp for unwritable");
+}
+
+// ----------------------------------------------------------------------------
+// a save writes the source config.json back: only the dtype field changes
+
+// `text` with the first occurrence of `from` replaced by `to`, and one final newline.
+static char *replaced(const char *text, const char *from, const char *to) {
+    static char buf[8192];
+    const char *at = from ? strstr(text, from) : NULL;
+    if (!at) snprintf(buf, sizeof buf, "%s", text);
+    else snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    size_t n = strlen(buf);
+    while (n > 0 && buf[n - 1] == '\n') buf[--n] = 0;
+    snprintf(buf + n, sizeof buf - n, "\n");
+    return buf;
+}
+
+static void expect_saved(const char *name, const char *text, mt_dtype dt, const char *from, const char *to) {
+    mt_config c;
+    if (!load_ok(name, text, &c)) return;
+    c.torch_dtype = dt;
+    const char *out = mt_test_path("passthrough_out.json");
+    CHECK(mt_config_save(&c, out) == MT_OK, "%s: save: %s", name, mt_last_error());
+    char *got = mt_test_read_text(out);
+    const char *want = replaced(text, from, to);
+    CHECK(got && !strcmp(got, want), "%s: saved text differs\n--- got\n%s--- want\n%s", name, got ? got : "(none)",
+          want);
+    free(got);
+    mt_config_release(&c);
+}
+
+static void test_passthrough(void) {
+    // Unchanged dtype: byte for byte the source (eos list, 500000.0, 8.0 and fields we never read).
+    expect_saved("pt_31.json", LLAMA31_8B, MT_BF16, NULL, NULL);
+    expect_saved("pt_q25.json", QWEN25_7B, MT_BF16, NULL, NULL);
+    // Only the dtype's value changes: a paper-precision save of an F16 model, an fp32 save of a bf16 one.
+    expect_saved("pt_l2.json", LLAMA2_7B, MT_BF16, "\"torch_dtype\": \"float16\"", "\"torch_dtype\": \"bfloat16\"");
+    expect_saved("pt_l3.json", LLAMA3_8B, MT_F32, "\"torch_dtype\": \"bfloat16\"", "\"torch_dtype\": \"float32\"");
+    // transformers 5's "dtype" is the field set (no torch_dtype added beside it).
+    expect_saved("pt_v5.json", QWEN3_V5, MT_BF16, "\"dtype\": \"float32\"", "\"dtype\": \"bfloat16\"");
+    // No dtype in the source: torch_dtype is added as the last field.
+    expect_saved("pt_l1.json", LLAMA1_7B, MT_F32, "\"vocab_size\": 32000}",
+                 "\"vocab_size\": 32000,\n  \"torch_dtype\": \"float32\"\n}");
+    // A nested "dtype" or "torch_dtype" is not the top-level one.
+    const char *nested = "{\"model_type\": \"llama\", \"vocab_size\": 256, \"hidden_size\": 64,"
+                         " \"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+                         " \"quantization_config\": {\"torch_dtype\": \"float16\", \"s\": \"}\\\"{\"},"
+                         " \"torch_dtype\": \"float32\"}";
+    expect_saved("pt_nested.json", nested, MT_BF16, "\"torch_dtype\": \"float32\"", "\"torch_dtype\": \"bfloat16\"");
+    // A source that no longer describes the model is refused, and nothing is written.
+    mt_config c;
+    if (load_ok("pt_bad.json", LLAMA3_8B, &c)) {
+        c.num_layers = 2;
+        const char *out = mt_test_path("pt_bad_out.json");
+        CHECK(mt_config_save(&c, out) != MT_OK && strstr(mt_last_error(), "no longer matches") &&
+                  access(out, F_OK) != 0,
+              "edited config with a stale source: %s", mt_last_error());
+        mt_config_release(&c);
+        CHECK(c.source_json == NULL, "release clears the source");
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -360,6 +424,7 @@ int main(void) {
     test_llama();
     test_qwen();
     test_roundtrip();
+    test_passthrough();
     test_bad();
     return mt_test_finish("test_config");
 }

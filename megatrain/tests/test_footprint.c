@@ -1,11 +1,11 @@
 // test_footprint.c: the memory plan is what the engine allocates. For every
 // schedule and every switch that changes memory (weight buffers, K, copy bind,
 // checkpoint offload on/off/auto, gradient accumulation, MLP chunking, slabs,
-// the ZeRO-3 knobs) and every peer, in each precision and on model shapes with and without
-// biases, q/k norms and tied embeddings, the sim backend's peak device bytes
-// and peak host bytes over creating the engine and running two steps equal
-// the plan (mt_engine_footprint_of) exactly, and destroying everything gives
-// every byte back.
+// the ZeRO-3 knobs, the f32 sum of chunked weight gradients) and every peer, in each precision
+// and on model shapes with and without biases, q/k norms and tied embeddings,
+// the sim backend's peak device bytes and peak host bytes over creating the
+// engine and running two steps equal the plan (mt_engine_footprint_of)
+// exactly, and destroying everything gives every byte back.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,28 +25,31 @@ typedef struct {
     long long bucket, live;   // ZeRO-3 prefetch bucket and max live parameters (0: DeepSpeed's)
     int overlap_comm;         // -1: DeepSpeed's
     int pin_memory;           // -1: DeepSpeed's
+    mt_grad_sum grad_sum;     // chunked weight gradients: 0 auto (f32 where it fits), f32 or bf16
 } variant;
 
 static const variant variants[] = {
-    {"megatrain", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1},
-    {"megatrain", 1, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1},
-    {"megatrain", 3, 2, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1},
-    {"megatrain", 2, 3, 1, 0, 2, 8192, 1, MT_BIND_POINTER, 0, 0, -1, -1},
-    {"megatrain", 2, 1, 0, 0, 1, 16, 4, MT_BIND_COPY, 0, 0, -1, -1},
-    {"megatrain", 2, 1, 0, 1, 1, 0, 4, MT_BIND_POINTER, 0, 0, -1, -1},
-    {"megatrain", 3, 2, 0, 1, 2, 8192, 2, MT_BIND_POINTER, 0, 0, -1, -1},
-    {"megatrain", 2, 1, 0, -1, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1},
-    {"resident", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1},
-    {"resident", 2, 1, 0, 0, 2, 8192, 4, MT_BIND_COPY, 0, 0, -1, -1},
-    {"naive", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1},
-    {"naive", 2, 2, 0, 1, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1},
-    {"zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1},
-    {"zero3", 2, 1, 0, 0, 2, 8192, 2, MT_BIND_POINTER, 1000, 0, 0, 0},
-    {"zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_COPY, 1000000000LL, 20000, -1, -1},
+    {"megatrain", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"megatrain", 1, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"megatrain", 3, 2, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"megatrain", 2, 3, 1, 0, 2, 8192, 1, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"megatrain", 2, 1, 0, 0, 1, 16, 4, MT_BIND_COPY, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"megatrain", 2, 1, 0, 0, 1, 16, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_BF16},
+    {"megatrain", 2, 1, 0, 0, 1, 16, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_F32},
+    {"megatrain", 2, 1, 0, 1, 1, 0, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"megatrain", 3, 2, 0, 1, 2, 8192, 2, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"megatrain", 2, 1, 0, -1, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"resident", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"resident", 2, 1, 0, 0, 2, 8192, 4, MT_BIND_COPY, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"naive", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"naive", 2, 2, 0, 1, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"zero3", 2, 1, 0, 0, 2, 8192, 2, MT_BIND_POINTER, 1000, 0, 0, 0, MT_GRAD_SUM_AUTO},
+    {"zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_COPY, 1000000000LL, 20000, -1, -1, MT_GRAD_SUM_AUTO},
     // Peers (engine/peer.h): their own fields (f32 parameter staging, copy bind, three weight passes, hooks).
-    {"deepspeed-zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1},
-    {"fsdp2-offload", 2, 1, 0, 0, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1},
-    {"official", 2, 1, 0, 0, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1},
+    {"deepspeed-zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"fsdp2-offload", 2, 1, 0, 0, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"official", 2, 1, 0, 0, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
 };
 
 static const char *models[] = {
@@ -73,7 +76,7 @@ static void check_one(const char *cfg_path, mt_precision p, const variant *v, in
         CHECK(0, "sim: %s", mt_last_error());
         return;
     }
-    mt_engine_opts o = {.B = B, .T = T, .grad_accum = v->G, .grad_slabs = v->slabs, .mlp_rows = v->mlp,
+    mt_engine_opts o = {.B = B, .T = T, .grad_accum = v->G, .grad_sum = v->grad_sum, .grad_slabs = v->slabs, .mlp_rows = v->mlp,
                         .sched = {.weight_bufs = v->wbuf, .ckpt_interval = v->K < c.num_layers ? v->K : c.num_layers, .serial_optimizer = v->serial,
                                   .offload_checkpoints = v->offload, .bind = v->bind, .zero3 = mt_zero3_defaults()}};
     if (v->bucket) o.sched.zero3.prefetch_bucket_size = v->bucket;
@@ -138,9 +141,9 @@ int main(void) {
     // A real shape, where the MLP chunks and the loss head's chunking bite, and offload auto resolves
     // against the device: Qwen2.5-7B at 128k tokens keeps its checkpoints only when told to.
     const variant big[] = {
-        {"megatrain", 2, 1, 0, -1, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1},
-        {"megatrain", 3, 4, 0, 1, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1},
-        {"zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1},
+        {"megatrain", 2, 1, 0, -1, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+        {"megatrain", 3, 4, 0, 1, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+        {"zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
     };
     for (size_t vi = 0; vi < sizeof big / sizeof *big; vi++, n++)
         check_one("experiments/models/qwen2.5-7b.json", MT_PREC_PAPER, &big[vi], 1, 131072);

@@ -1,6 +1,8 @@
 // cpu_matmul.c: linear layers on OpenBLAS sgemm. bf16 weights are widened to
 // f32 scratch first and bf16 weight gradients are formed in f32 and rounded
-// once, so a bf16 run equals the f32 run on bf16-rounded weights.
+// once, so a bf16 run equals the f32 run on bf16-rounded weights. With
+// MT_DW_F32 the weight gradient stays in the caller's f32 buffer (sgemm with
+// beta 1 sums chunks in f32), for the caller to round once.
 #include <cblas.h>
 
 #include "backends/cpu/cpu_internal.h"
@@ -54,6 +56,7 @@ mt_status mt_cpu_op_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias
     MT_TRY(mt_cpu_check_wdt(wdt, "matmul_bwd"));
     if (N < 0 || IC <= 0 || OC <= 0) return mt_fail(MT_ERR_SHAPE, "cpu matmul_bwd: bad shape N=%d IC=%d OC=%d", N, IC, OC);
     int acc_dw = (flags & MT_ACC_DW) != 0;
+    mt_dtype dwt = (flags & MT_DW_F32) ? MT_F32 : wdt; // the type of dw and dbias
     if (dinp && N > 0) {
         const float *wf;
         MT_TRY(mt_cpu_weights_f32(be, MT_CPU_SCR_W, w, wdt, (size_t)OC * IC, &wf));
@@ -64,7 +67,7 @@ mt_status mt_cpu_op_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias
     if (dw) {
         size_t n = (size_t)OC * IC;
         float *dwf = dw;
-        if (wdt == MT_BF16) {
+        if (dwt == MT_BF16) {
             void *p;
             MT_TRY(mt_cpu_scratch(be, MT_CPU_SCR_DW, n * sizeof(float), &p));
             dwf = p;
@@ -76,12 +79,12 @@ mt_status mt_cpu_op_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias
                         acc_dw ? 1.0f : 0.0f, dwf, IC);
         else if (!acc_dw)
             for (size_t i = 0; i < n; i++) dwf[i] = 0.0f;
-        if (wdt == MT_BF16) {
+        if (dwt == MT_BF16) {
             uint16_t *d = dw;
 #pragma omp parallel for schedule(static)
             for (size_t i = 0; i < n; i++) d[i] = mt_f32_to_bf16(dwf[i]);
         }
     }
-    if (dbias) dbias_pass(dbias, wdt, dout, N, OC, acc_dw);
+    if (dbias) dbias_pass(dbias, dwt, dout, N, OC, acc_dw);
     return MT_OK;
 }

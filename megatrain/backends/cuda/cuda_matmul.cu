@@ -358,15 +358,17 @@ mt_status mt_cuda_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias, 
     mt_dtype act = be->act_dtype;
     cudaStream_t s = mt_cuda_compute(be);
     int acc_dw = (flags & MT_ACC_DW) != 0, acc_dinp = (flags & MT_ACC_DINP) != 0;
+    // dw and dbias: wdt, or f32 under MT_DW_F32 (the caller sums chunks there and rounds once).
+    mt_dtype dwt = (flags & MT_DW_F32) ? MT_F32 : wdt;
     if (N == 0) { // nothing to sum: "=" means zero, "+=" means unchanged
-        if (dw && !acc_dw) MT_CUDA_CHECK(cudaMemsetAsync(dw, 0, (size_t)OC * IC * mt_dtype_size(wdt), s));
-        if (dbias && !acc_dw) MT_CUDA_CHECK(cudaMemsetAsync(dbias, 0, (size_t)OC * mt_dtype_size(wdt), s));
+        if (dw && !acc_dw) MT_CUDA_CHECK(cudaMemsetAsync(dw, 0, (size_t)OC * IC * mt_dtype_size(dwt), s));
+        if (dbias && !acc_dw) MT_CUDA_CHECK(cudaMemsetAsync(dbias, 0, (size_t)OC * mt_dtype_size(dwt), s));
         return MT_OK;
     }
     cudaDataType t = cuda_type(act);
     // Scratch layout: [converted w | f32 dw | dbias partials].
     size_t wconv_bytes = wdt != act && dinp ? mt_cuda_align_up((size_t)OC * IC * mt_dtype_size(act), 256) : 0;
-    int need_dw_f32 = dw && act == MT_F32 && wdt == MT_BF16;
+    int need_dw_f32 = dw && act == MT_F32 && dwt == MT_BF16;
     size_t dwf_bytes = need_dw_f32 ? mt_cuda_align_up((size_t)OC * IC * 4, 256) : 0;
     int nchunk = dbias_chunks(N);
     size_t part_bytes = dbias ? mt_cuda_align_up((size_t)nchunk * OC * 4, 256) : 0;
@@ -391,10 +393,11 @@ mt_status mt_cuda_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias, 
             size_t n = (size_t)OC * IC;
             acc_f32_kernel<mt_bf16><<<mt_cuda_blocks(n, 256), 256, 0, s>>>((mt_bf16 *)dw, dwf, n, acc_dw);
             MT_CUDA_CHECK_LAUNCH();
-        } else { // same types, or bf16 inputs with an f32 dw (supported by cuBLASLt directly)
-            MT_TRY(gemm(be, 0, 1, IC, OC, N, inp, dout, dw, t, cuda_type(wdt), acc_dw ? 1.0f : 0.0f, NULL));
+        } else { // same types, or bf16 A/B into an f32 C/D: cuBLASLt (and cublasGemmEx) read and
+                 // write the f32 C directly under CUBLAS_COMPUTE_32F, so "+=" never rounds to bf16
+            MT_TRY(gemm(be, 0, 1, IC, OC, N, inp, dout, dw, t, cuda_type(dwt), acc_dw ? 1.0f : 0.0f, NULL));
         }
     }
-    if (dbias) MT_TRY(dbias_reduce(be, dbias, wdt, dout, N, OC, acc_dw, (float *)(scr + wconv_bytes + dwf_bytes), nchunk));
+    if (dbias) MT_TRY(dbias_reduce(be, dbias, dwt, dout, N, OC, acc_dw, (float *)(scr + wconv_bytes + dwf_bytes), nchunk));
     return MT_OK;
 }

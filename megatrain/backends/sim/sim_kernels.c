@@ -52,9 +52,11 @@ mt_status mt_sim_op_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias
         ms += mt_sim_gemm_ms(p, be->act_dtype, N, IC, OC, bytes);
         flops += 2.0 * N * IC * OC;
     }
-    if (dw) { // dw(OC,IC) = dout^T(OC,N) @ inp(N,IC); dbias folded into the same pass over dout
-        double bytes = (double)N * OC * as + (double)N * IC * as + (double)OC * IC * ws * (flags & MT_ACC_DW ? 2 : 1) +
-                       (dbias ? OC * ws : 0);
+    if (dw) { // dw(OC,IC) = dout^T(OC,N) @ inp(N,IC); dbias folded into the same pass over dout.
+              // Under MT_DW_F32 dw is read (to accumulate) and written as f32: twice the bytes of bf16.
+        double dws = (flags & MT_DW_F32) ? 4.0 : ws;
+        double bytes = (double)N * OC * as + (double)N * IC * as + (double)OC * IC * dws * (flags & MT_ACC_DW ? 2 : 1) +
+                       (dbias ? OC * dws : 0);
         ms += mt_sim_gemm_ms(p, be->act_dtype, OC, IC, N, bytes);
         flops += 2.0 * N * IC * OC;
     }
