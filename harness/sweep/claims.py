@@ -33,7 +33,8 @@ import common  # noqa: E402
 import sweeps  # noqa: E402
 from common import REPO, die  # noqa: E402
 
-TESTS = ("fits", "ratio", "at_least", "not_slower", "largest_fit", "extrapolation", "predicted", "ratios", "value")
+TESTS = ("fits", "ratio", "at_least", "not_slower", "largest_fit", "extrapolation", "predicted", "ratios", "value",
+         "published")
 
 
 # ---------------------------------------------------------------- rows
@@ -325,9 +326,29 @@ def t_value(spec, rows, ctx):
     return fmt(spec.get("ours", "{tflops:.0f} TFLOPS"), enrich(r)), [r], None, noise(r)
 
 
+def t_published(spec, rows, ctx):
+    """A published figure beside our model of that system (and, optionally, another row):
+    how far the model lands from it. A check of the model, so no verdict: nothing is fitted."""
+    metric = spec.get("metric", "tflops")
+    model = [r for r in rows if ok(r) and matches(r, spec["model"])]
+    if not model:
+        return None
+    m = model[0]
+    c = dict(enrich(m), model_value=m[metric], published=spec["published"],
+             err_pct=100 * (m[metric] / spec["published"] - 1), beside_value=float("nan"), beside_ratio=float("nan"))
+    used = [m]
+    beside = [r for r in rows if ok(r) and spec.get("beside") and matches(r, spec["beside"])]
+    if beside:
+        c["beside_value"] = beside[0][metric]
+        c["beside_ratio"] = beside[0][metric] / m[metric]
+        used.append(beside[0])
+    return fmt(spec["ours"], c), used, None, noise(m)
+
+
 RUN = {"fits": t_fits, "ratio": t_ratio, "at_least": t_at_least, "not_slower": t_not_slower,
        "largest_fit": t_largest_fit, "extrapolation": t_extrapolation, "predicted": t_predicted, "ratios": t_ratios,
-       "value": t_value}
+       "value": t_value,
+       "published": t_published}
 
 
 def claim_row(spec, rows, ctx):
@@ -355,7 +376,8 @@ def check_spec(spec, where):
         die(f"{where}: claim {spec['id']}: test '{spec['test']}' is not one of {', '.join(TESTS)}")
     need = {"ratio": ("numerator", "denominator", "at_least"), "at_least": ("field", "at_least"),
             "not_slower": ("a", "b"), "extrapolation": ("against",), "predicted": ("against", "within"),
-            "ratios": ("base",)}
+            "ratios": ("base",),
+            "published": ("published", "model", "ours")}
     for k in need.get(spec["test"], ()):
         if k not in spec:
             die(f"{where}: claim {spec['id']}: test {spec['test']} needs '{k}'")

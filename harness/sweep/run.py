@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import sweeps  # noqa: E402
 from common import REPO, RESULTS_SCHEMA, die, median  # noqa: E402
-from sweeps import config_key, expand, label  # noqa: E402
+from sweeps import config_key, expand, label, schedule_args, system  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import metrics  # noqa: E402  (harness/metrics.py: the metrics and the dense-peak table, defined once)
@@ -123,7 +123,7 @@ class Runner:
 
     def plan(self, c, cfg_path, hardware=None):
         cmd = [self.mt, "plan", "--config", cfg_path, "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]),
-               "--precision", c["precision"], "--schedule", c["schedule"], "--grad-accum", str(c["grad_accum"])]
+               "--precision", c["precision"], *schedule_args(c), "--grad-accum", str(c["grad_accum"])]
         if hardware:
             cmd += ["--hardware", str(hardware)]
         if c["host_mem_gb"]:
@@ -141,7 +141,7 @@ class Runner:
         else:
             cmd = [self.mt, "train", "--config", cfg_path, "--init", "random", "--seed", str(c["seed"]),
                    "--data", "synthetic", "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]),
-                   "--steps", str(c["steps"]), "--precision", c["precision"], "--schedule", c["schedule"],
+                   "--steps", str(c["steps"]), "--precision", c["precision"], *schedule_args(c),
                    "--grad-accum", str(c["grad_accum"]), "--backend", c["backend"]]
             if c["hardware"]:
                 cmd += ["--hardware", str(c["hardware"])]
@@ -185,7 +185,7 @@ def linfit(xs, ys):
 
 # ---------------------------------------------------------------- one configuration
 def blank_row(experiment, c, env, sweep_file=None, override=None):
-    return {"schema": RESULTS_SCHEMA, "experiment": experiment, "system": c["schedule"],
+    return {"schema": RESULTS_SCHEMA, "experiment": experiment, "system": system(c),
             "mode": "projected" if c["mode"] == "projected-plan" else c["mode"],
             "model": sweeps.model_name(c),
             "params": None, "layers_run": None, "layers_model": None, "batch": c["batch"],
@@ -276,7 +276,7 @@ def run_peer(R, row, c):
 def run_config(R, experiment, c, sweep_file=None, override=None):
     env = R.env(c["hardware"] if c["mode"] in ("projected", "projected-plan") else None)
     row = blank_row(experiment, c, env, sweep_file, override)
-    if c.get("peer"):
+    if c.get("peer") and c["mode"] == "measured":  # a real peer; projected peers run megatrain --peer
         return run_peer(R, row, c)
     tokens = c["batch"] * c["seq_len"] * c["grad_accum"]
     mode = c["mode"]
