@@ -21,7 +21,7 @@ kind of evidence it rests on:
                                                                the outcome certain
   CPU check (not the claim): ...                               measured on the CPU backend
   no verdict (why) / no data                                   nothing to test / no rows
-Tests: fits, ratio, at_least, not_slower, largest_fit, extrapolation, ratios, value
+Tests: fits, ratio, at_least, not_slower, largest_fit, extrapolation, predicted, ratios, value
 (harness/sweep/README.md, "Claim rows").
 """
 import argparse
@@ -33,7 +33,8 @@ import common  # noqa: E402
 import sweeps  # noqa: E402
 from common import REPO, die  # noqa: E402
 
-TESTS = ("fits", "ratio", "at_least", "not_slower", "largest_fit", "extrapolation", "ratios", "value")
+TESTS = ("fits", "ratio", "at_least", "not_slower", "largest_fit", "extrapolation", "predicted", "ratios", "value",
+         "published")
 
 
 # ---------------------------------------------------------------- rows
@@ -173,6 +174,9 @@ def t_ratio(spec, rows, ctx):
 
 
 def t_at_least(spec, rows, ctx):
+    """The first matching row's `field` >= `at_least`; with `of_profile` (a dotted path in
+    the hardware profile of the GPU the row ran on), >= at_least x that figure, and a
+    verdict only where the profile says the figure was measured."""
     f = spec["field"]
     rs = [r for r in rows if ok(r) and matches(r, spec.get("where")) and r.get(f) is not None]
     if not rs:
@@ -180,12 +184,25 @@ def t_at_least(spec, rows, ctx):
     r = rs[0]
     allowance = noise(r, "busy" if f == "gpu_busy_frac" else "step")
     c = enrich(r)
-    c["threshold"] = spec["at_least"]
+    c["threshold"] = threshold = spec["at_least"]
+    measured = True
+    if spec.get("of_profile"):
+        name = common.profile_of_gpu((r.get("env") or {}).get("gpu_name"))
+        prof = common.hardware_profile(name) or {}
+        v = field(prof, spec["of_profile"])
+        if not isinstance(v, (int, float)) or v <= 0:
+            return (f"no {spec['of_profile']} in a profile of {(r.get('env') or {}).get('gpu_name')}", [r], None,
+                    allowance)
+        src = str((prof.get("sources") or {}).get(spec["of_profile"], ""))
+        measured = src.startswith("measured")
+        c.update(profile=name + ("" if measured else ": datasheet, not measured"), profile_value=v,
+                 of_profile_pct=100 * r[f] / v)
+        c["threshold"] = threshold = spec["at_least"] * v
     text = fmt(spec.get("ours", "{" + f + ":.2f}"), c)
     con = [x for x in rows if ok(x) and spec.get("contrast") and matches(x, spec["contrast"])]
     if con and spec.get("ours_contrast"):
         text += fmt(spec["ours_contrast"], enrich(con[0]))
-    return text, [r], outcome_at_least(r[f], spec["at_least"], allowance), allowance
+    return text, [r], outcome_at_least(r[f], threshold, allowance) if measured else None, allowance
 
 
 def t_not_slower(spec, rows, ctx):
@@ -264,6 +281,37 @@ def t_extrapolation(spec, rows, ctx):
     return text, [pairs[0][0]], "agrees" if inside else "disagrees", 0.0
 
 
+def t_predicted(spec, rows, ctx):
+    """Each projected row of this sweep against the measured row of the same configuration
+    (experiments `against`, measured on the GPU whose profile the projection used):
+    |projected / measured - 1| <= `within`, allowing for the measured row's noise; stated
+    per configuration. Agrees when every pair is clearly inside, disagrees when one is
+    clearly outside."""
+    match = spec.get("match", ["model", "system", "batch", "seq_len", "precision", "variant", "layers_run"])
+    meas = [m for e in spec["against"] for m in ctx["all"].get(e, []) if ok(m) and m["mode"] == "measured"]
+    parts, used, outs = [], [], []
+    for r in rows:
+        if not ok(r) or r["mode"] != "projected" or not matches(r, spec.get("where")):
+            continue
+        for m in meas:
+            if any(r.get(k) != m.get(k) for k in match) or not common.same_gpu(r, m):
+                continue
+            err = r["step_ms"]["median"] / m["step_ms"]["median"] - 1
+            nm = noise(m)
+            outs.append("agrees" if abs(err) + nm <= spec["within"] else
+                        "disagrees" if abs(err) - nm > spec["within"] else "within")
+            parts.append(f"{m['model']} {m['system']} b{m['batch']} T{m['seq_len']}"
+                         + (f" L{m['layers_run']}" if m.get("layers_run") != m.get("layers_model") else "")
+                         + (f" {m['variant']}" if m.get("variant") else "") + f" {100 * err:+.0f}%")
+            used.append(m)
+            break
+    if not parts:
+        return None
+    out = "disagrees" if "disagrees" in outs else "agrees" if all(o == "agrees" for o in outs) else "within"
+    text = fmt(spec.get("ours", "sim vs measured step time: {pairs}"), {"pairs": ", ".join(parts), "n": len(parts)})
+    return text, used, out, max(noise(m) for m in used)
+
+
 def t_ratios(spec, rows, ctx):
     """Ratios of one system to the others at each value of `over` (no claim attached)."""
     rs = [r for r in rows if ok(r) and matches(r, spec.get("where"))]
@@ -289,8 +337,29 @@ def t_value(spec, rows, ctx):
     return fmt(spec.get("ours", "{tflops:.0f} TFLOPS"), enrich(r)), [r], None, noise(r)
 
 
+def t_published(spec, rows, ctx):
+    """A published figure beside our model of that system (and, optionally, another row):
+    how far the model lands from it. A check of the model, so no verdict: nothing is fitted."""
+    metric = spec.get("metric", "tflops")
+    model = [r for r in rows if ok(r) and matches(r, spec["model"])]
+    if not model:
+        return None
+    m = model[0]
+    c = dict(enrich(m), model_value=m[metric], published=spec["published"],
+             err_pct=100 * (m[metric] / spec["published"] - 1), beside_value=float("nan"), beside_ratio=float("nan"))
+    used = [m]
+    beside = [r for r in rows if ok(r) and spec.get("beside") and matches(r, spec["beside"])]
+    if beside:
+        c["beside_value"] = beside[0][metric]
+        c["beside_ratio"] = beside[0][metric] / m[metric]
+        used.append(beside[0])
+    return fmt(spec["ours"], c), used, None, noise(m)
+
+
 RUN = {"fits": t_fits, "ratio": t_ratio, "at_least": t_at_least, "not_slower": t_not_slower,
-       "largest_fit": t_largest_fit, "extrapolation": t_extrapolation, "ratios": t_ratios, "value": t_value}
+       "largest_fit": t_largest_fit, "extrapolation": t_extrapolation, "predicted": t_predicted, "ratios": t_ratios,
+       "value": t_value,
+       "published": t_published}
 
 
 def claim_row(spec, rows, ctx):
@@ -317,7 +386,9 @@ def check_spec(spec, where):
     if spec["test"] not in TESTS:
         die(f"{where}: claim {spec['id']}: test '{spec['test']}' is not one of {', '.join(TESTS)}")
     need = {"ratio": ("numerator", "denominator", "at_least"), "at_least": ("field", "at_least"),
-            "not_slower": ("a", "b"), "extrapolation": ("against",), "ratios": ("base",)}
+            "not_slower": ("a", "b"), "extrapolation": ("against",), "predicted": ("against", "within"),
+            "ratios": ("base",),
+            "published": ("published", "model", "ours")}
     for k in need.get(spec["test"], ()):
         if k not in spec:
             die(f"{where}: claim {spec['id']}: test {spec['test']} needs '{k}'")

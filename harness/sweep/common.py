@@ -119,11 +119,27 @@ def hardware_profile(name):
     """The parsed experiments/hardware/NAME.json (or a path), None if absent."""
     if not name or name == "measured":
         return None
-    path = name if name.endswith(".json") else os.path.join(REPO, "experiments", "hardware", name + ".json")
+    hw_dir = os.environ.get("MT_HARDWARE_DIR") or os.path.join(REPO, "experiments", "hardware")  # tests
+    path = name if name.endswith(".json") else os.path.join(hw_dir, name + ".json")
     if not os.path.exists(path):
         return None
     with open(path) as f:
         return json.load(f)
+
+
+def profile_of_gpu(gpu_name):
+    """The profile of the lent machine with this GPU (experiments/hardware/), None if none."""
+    g = gpu_name or ""
+    return "h200-128g" if "H200" in g else "h100-128g" if "H100" in g else None
+
+
+def same_gpu(proj, meas):
+    """A projection pairs with a measurement when its profile is the measured machine's."""
+    g = (meas.get("env") or {}).get("gpu_name") or ""
+    hw = proj.get("hardware") or ""
+    if meas.get("backend") == "cpu":
+        return hw.startswith("cpu")
+    return ("H100" in g and hw.startswith("h100")) or ("H200" in g and hw.startswith("h200-128g"))
 
 
 def median(xs):

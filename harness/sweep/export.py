@@ -209,13 +209,7 @@ def k_pairs(fig, spec, rows, ctx):
                      r["step_ms"]["min"], r["step_ms"]["max"]])
 
 
-def same_gpu(proj, meas):
-    """A projection pairs with a measurement when its profile is the measured machine's."""
-    g = (meas.get("env") or {}).get("gpu_name") or ""
-    hw = proj.get("hardware") or ""
-    if meas.get("backend") == "cpu":
-        return hw.startswith("cpu")
-    return ("H100" in g and hw.startswith("h100")) or ("H200" in g and hw.startswith("h200-128g"))
+same_gpu = common.same_gpu
 
 
 LANES = ["compute", "h2d", "d2h", "drain", "optimizer"]  # keywords of the trace's thread names

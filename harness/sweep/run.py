@@ -18,6 +18,8 @@ Modes (the row's `mode` is always set, never inferred by a reader):
                   `megatrain plan` for feasibility and memory
   projected-plan  `megatrain plan --hardware H` only (the analytic model); the row's
                   mode is `projected` and its `backend` is `plan`
+A configuration with "peer" runs a real peer instead (baselines/peers/PEER.py, mode
+measured): its row is made the same way, with the system the peer names.
 Resumable: a configuration whose key is already in the output file is skipped
 (unless --force). A failing configuration is recorded with an `error` field and
 the sweep goes on; the exit status is 1 if any configuration failed in this run.
@@ -38,19 +40,33 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import sweeps  # noqa: E402
 from common import REPO, RESULTS_SCHEMA, die, median  # noqa: E402
-from sweeps import config_key, expand, label  # noqa: E402
+from sweeps import config_key, expand, label, schedule_args, system  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import metrics  # noqa: E402  (harness/metrics.py: the metrics and the dense-peak table, defined once)
 
-# Options `megatrain plan` does not take (train-only); dropped from args for plan calls.
-PLAN_DROP_FLAGS = {"--serial-optimizer"}
+# Options `megatrain plan` does not take (train-only), with the number of values each
+# takes; dropped from args for plan calls.
+PLAN_DROP_FLAGS = {"--serial-optimizer": 0, "--attention": 1}
 MEMORY_REFUSAL = re.compile(r"device memory|host memory|cannot allocate|out of memory", re.I)
 
 
 # ---------------------------------------------------------------- running the CLI
 class RunError(Exception):
     pass
+
+
+def plan_args(args):
+    """A configuration's extra arguments less those `megatrain plan` does not take."""
+    out, skip = [], 0
+    for a in args:
+        if skip:
+            skip -= 1
+        elif a in PLAN_DROP_FLAGS:
+            skip = PLAN_DROP_FLAGS[a]
+        else:
+            out.append(a)
+    return out
 
 
 def run_cmd(cmd, timeout):
@@ -107,12 +123,12 @@ class Runner:
 
     def plan(self, c, cfg_path, hardware=None):
         cmd = [self.mt, "plan", "--config", cfg_path, "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]),
-               "--precision", c["precision"], "--schedule", c["schedule"], "--grad-accum", str(c["grad_accum"])]
+               "--precision", c["precision"], *schedule_args(c), "--grad-accum", str(c["grad_accum"])]
         if hardware:
             cmd += ["--hardware", str(hardware)]
         if c["host_mem_gb"]:
             cmd += ["--host-mem-gb", str(c["host_mem_gb"])]
-        cmd += [a for a in c["args"] if a not in PLAN_DROP_FLAGS]
+        cmd += plan_args(c["args"])
         out = run_cmd(cmd, self.timeout or c["timeout_s"])
         try:
             return json.loads(out)
@@ -125,7 +141,7 @@ class Runner:
         else:
             cmd = [self.mt, "train", "--config", cfg_path, "--init", "random", "--seed", str(c["seed"]),
                    "--data", "synthetic", "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]),
-                   "--steps", str(c["steps"]), "--precision", c["precision"], "--schedule", c["schedule"],
+                   "--steps", str(c["steps"]), "--precision", c["precision"], *schedule_args(c),
                    "--grad-accum", str(c["grad_accum"]), "--backend", c["backend"]]
             if c["hardware"]:
                 cmd += ["--hardware", str(c["hardware"])]
@@ -169,7 +185,7 @@ def linfit(xs, ys):
 
 # ---------------------------------------------------------------- one configuration
 def blank_row(experiment, c, env, sweep_file=None, override=None):
-    return {"schema": RESULTS_SCHEMA, "experiment": experiment, "system": c["schedule"],
+    return {"schema": RESULTS_SCHEMA, "experiment": experiment, "system": system(c),
             "mode": "projected" if c["mode"] == "projected-plan" else c["mode"],
             "model": sweeps.model_name(c),
             "params": None, "layers_run": None, "layers_model": None, "batch": c["batch"],
@@ -182,7 +198,7 @@ def blank_row(experiment, c, env, sweep_file=None, override=None):
             # the sweep that owns the row (a re-run of it rewrites the row's file)
             "sweep": {"file": sweep_file, "hardware_override": override},
             # what the top-level fields do not already say
-            "config": {k: c[k] for k in ("model", "overrides", "layers", "layers_fit", "layers_holdout", "args",
+            "config": {k: c[k] for k in ("model", "overrides", "layers", "layers_fit", "layers_holdout", "args", "peer",
                                          "grad_accum", "host_mem_gb", "steps", "warmup", "cli")
                        if c.get(k) not in (None, [], {})}}
 
@@ -221,9 +237,47 @@ def params_from_cli(steps):
     return int(round(s["tflops"] * 1e12 * (s["step_ms"] / 1e3) / (6.0 * s["tokens"])))
 
 
+def peers_dir():
+    """Where the peer scripts are: $MT_PEERS_DIR (tests), else baselines/peers."""
+    return os.environ.get("MT_PEERS_DIR") or os.path.join(REPO, "baselines", "peers")
+
+
+def run_peer(R, row, c):
+    """A real peer (baselines/peers/PEER.py) on the configuration: the same model (depth cut
+    with --layers), batch, sequence and timing rule (c.warmup untimed steps, then the
+    steady-state count of a megatrain row: steps - warmup - 1); its row's timings become
+    this row, the metrics recomputed here as for every row, the env from mt-env."""
+    src, _, layers_model = R.model_config(c, None)
+    cmd = [sys.executable, os.path.join(peers_dir(), c["peer"] + ".py"), "--config", src,
+           "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]), "--warmup", str(c["warmup"]),
+           "--steps", str(c["steps"] - c["warmup"] - 1), "--seed", str(c["seed"]), "--precision", c["precision"],
+           "--experiment", row["experiment"]]
+    if c["layers"] not in (None, layers_model):
+        cmd += ["--layers", str(c["layers"])]
+    out = run_cmd(cmd + list(c["args"]), R.timeout or c["timeout_s"])
+    got = [json.loads(l) for l in out.splitlines() if l.strip().startswith("{") and '"schema"' in l]
+    if not got:
+        raise RunError(f"{c['peer']} printed no results row")
+    p = got[-1]
+    s = p.get("step_ms") or {}
+    if not all(isinstance(s.get(k), (int, float)) for k in ("median", "min", "max")):
+        raise RunError(f"{c['peer']}: its row has no step_ms")
+    row["system"], row["backend"], row["precision"] = p["system"], "cuda", p["precision"]
+    row["params"], row["layers_run"], row["layers_model"] = p["params"], p["layers_run"], p["layers_model"]
+    row["step_ms"] = {"median": s["median"], "min": s["min"], "max": s["max"], "n": c["steps"] - c["warmup"] - 1}
+    row["fits"] = True
+    row["peak_gpu_bytes"], row["peak_host_bytes"] = p.get("peak_gpu_bytes"), p.get("peak_host_bytes")
+    row["peer"] = {"script": os.path.relpath(cmd[1], REPO) if cmd[1].startswith(REPO) else cmd[1],
+                   "system": p["system"], "torch_cuda": (p.get("env") or {}).get("cuda")}
+    finish_speed(row, c["batch"] * c["seq_len"], row["params"], dense_peak(row["env"].get("gpu_name")))
+    return row
+
+
 def run_config(R, experiment, c, sweep_file=None, override=None):
     env = R.env(c["hardware"] if c["mode"] in ("projected", "projected-plan") else None)
     row = blank_row(experiment, c, env, sweep_file, override)
+    if c.get("peer") and c["mode"] == "measured":  # a real peer; projected peers run megatrain --peer
+        return run_peer(R, row, c)
     tokens = c["batch"] * c["seq_len"] * c["grad_accum"]
     mode = c["mode"]
     profile = common.hardware_profile(str(c["hardware"])) if c["hardware"] else None

@@ -28,8 +28,16 @@ DEFAULTS = {"model": None, "model_name": None, "overrides": {}, "layers": None, 
             "layers_holdout": None, "batch": 1, "seq_len": 1024, "tokens_per_step": None, "precision": "paper",
             "schedule": "megatrain", "backend": "cpu", "hardware": None, "mode": "measured",
             "args": [], "grad_accum": 1, "host_mem_gb": None, "variant": None, "steps": 8,
-            "warmup": 2, "timeout_s": 900, "seed": 1, "keep_trace": False, "cli": None,
+            "warmup": 2, "timeout_s": 900, "seed": 1, "keep_trace": False, "cli": None, "peer": None,
             "rounds": 1, "layers_check": None}
+# Key fields that enter the key only when set, so that configurations written before
+# they existed keep their keys (and their committed rows stay current).
+OPTIONAL_KEY_FIELDS = ("peer",)
+# Real peers a configuration can run instead of megatrain (baselines/peers/NAME.py).
+PEERS = ("deepspeed_zero3", "fsdp2_offload")
+# Peers as modelled by the sim and the planner (`megatrain --peer NAME`, baselines/PEERS.md),
+# for the projected modes.
+SIM_PEERS = ("deepspeed-zero3", "fsdp2-offload", "official")
 # What a sweep file may hold besides its configurations (harness/sweep/README.md).
 TOP_FIELDS = {"schema", "experiment", "description", "defaults", "matrix", "configs", "paths", "order",
               "hardware_from_gpu", "baseline", "figures", "claims", "comment"}
@@ -126,6 +134,14 @@ def expand(sweep):
                 die(f"{where}: cli '{c['cli']}' runs only in mode measured")
             if not c["cli"] and not c["model"]:
                 die(f"{where}: a configuration needs a model (HF config.json path)")
+            if c["peer"] is not None and c["mode"] in ("projected", "projected-plan"):
+                if c["peer"] not in SIM_PEERS:
+                    die(f"{where}: projected peer '{c['peer']}' is not one of {', '.join(SIM_PEERS)} (baselines/PEERS.md)")
+            elif c["peer"] is not None:
+                if c["peer"] not in PEERS:
+                    die(f"{where}: measured peer '{c['peer']}' is not one of {', '.join(PEERS)} (baselines/peers/README.md)")
+                if c["mode"] != "measured" or c["cli"] or c["precision"] not in ("mixed", "fp32"):
+                    die(f"{where}: a real peer runs in mode measured with precision mixed or fp32 (baselines/peers/README.md)")
             if c["mode"] in ("projected", "projected-plan") and not c["hardware"]:
                 die(f"{where}: mode {c['mode']} needs a hardware profile")
             if c["mode"] == "projected":
@@ -160,6 +176,7 @@ def expand(sweep):
 
 def config_key(c):
     ident = {f: c.get(f) for f in KEY_FIELDS}
+    ident.update({f: c[f] for f in OPTIONAL_KEY_FIELDS if c.get(f) is not None})
     return hashlib.sha1(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -171,8 +188,18 @@ def model_name(c):
     return os.path.basename(c["model"] or "?").removesuffix(".json")
 
 
+def system(c):
+    """What a row's `system` says: the peer when the configuration runs one, else the schedule."""
+    return c.get("peer") or c["schedule"]
+
+
+def schedule_args(c):
+    """The megatrain flags that choose it: --peer NAME, or --schedule NAME."""
+    return ["--peer", c["peer"]] if c.get("peer") else ["--schedule", c["schedule"]]
+
+
 def label(c):
-    parts = [model_name(c), c["schedule"], f"b{c['batch']}", f"T{c['seq_len']}", c["precision"], c["backend"]]
+    parts = [model_name(c), system(c), f"b{c['batch']}", f"T{c['seq_len']}", c["precision"], c["backend"]]
     if c["cli"]:
         parts = [model_name(c), f"`megatrain` ({c['cli']} run)"]
     if c["hardware"]:

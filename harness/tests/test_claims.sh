@@ -20,7 +20,10 @@ cat > "$tmp/sweeps/t_c2.json" <<'EOF'
               "mode": "measured", "seq_len": 1024},
  "matrix": {"schedule": ["megatrain", "zero3"], "batch": [4]},
  "claims": [{"id": "T1", "claim": "ratio claim", "paper": "1.5x", "test": "ratio", "at_least": 1.5,
-             "numerator": {"system": "megatrain"}, "denominator": {"system": "zero3"}}]}
+             "numerator": {"system": "megatrain"}, "denominator": {"system": "zero3"}},
+            {"id": "T5", "claim": "h2d claim", "test": "at_least", "field": "h2d_gbps", "at_least": 0.9, "optional": true,
+             "of_profile": "link.h2d_gbps.pinned", "no_verdict": "not measured", "where": {"system": "megatrain"},
+             "ours": "{h2d_gbps:.1f} of {profile_value:.1f} GB/s ({profile})"}]}
 EOF
 cat > "$tmp/sweeps/t_abl.json" <<'EOF'
 {"schema": "megatrain.sweep/1", "experiment": "t_abl", "paths": ["gpu"],
@@ -31,6 +34,14 @@ cat > "$tmp/sweeps/t_abl.json" <<'EOF'
              "where": {"variant": "baseline"}},
             {"id": "T3", "claim": "bind claim", "test": "not_slower", "a": {"variant": "baseline"},
              "b": {"variant": "bind=copy"}, "by_construction": "the model charges the copy"}]}
+EOF
+cat > "$tmp/sweeps/t_pred.json" <<'EOF'
+{"schema": "megatrain.sweep/1", "experiment": "t_pred",
+ "defaults": {"model": "experiments/models/qwen2.5-14b.json", "model_name": "m", "mode": "projected",
+              "hardware": "h100-128g", "seq_len": 1024},
+ "matrix": {"schedule": ["megatrain", "zero3"], "batch": [4]},
+ "claims": [{"id": "T4", "claim": "sim claim", "test": "predicted", "against": ["t_c2"], "within": 0.1,
+             "optional": true, "words": {"agrees": "sim inside", "disagrees": "sim outside", "within": "sim borderline"}}]}
 EOF
 
 # mk DIR SPEC: writes DIR/t_c2.jsonl and DIR/t_abl.jsonl from a JSON spec of overrides:
@@ -117,6 +128,70 @@ mk "$tmp/bind3" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 
 verdict "a projection true by construction says so" "bind claim" 'by construction \(the model charges the copy\)$' "$tmp/bind3"
 verdict "a projection otherwise is pending GPU" "busy claim" 'pending GPU \(projection agrees; noise ±1\.1%\)$' "$tmp/bind3"
 
+# predicted: each projection against the measured row of its configuration (same GPU), per
+# configuration; one pair outside the tolerance is enough to disagree
+mkpred() {  # mkpred DIR ERR_MEGATRAIN ERR_ZERO3 [HARDWARE]: t_pred rows off the measured t_c2 rows
+  python3 - "$tmp/sweeps" "$@" <<'EOF'
+import json, os, sys
+sys.path.insert(0, "harness/sweep")
+import common, sweeps
+sdir, out, e1, e2 = sys.argv[1:5]
+hw = sys.argv[5] if len(sys.argv) > 5 else "h100-128g"
+sweeps.set_dir(sdir)
+meas = {r["system"]: r for r in common.load_jsonl(os.path.join(out, "t_c2.jsonl"))}
+rows = []
+for c in sweeps.expand(sweeps.by_experiment()["t_pred"]):
+    m = meas[c["schedule"]]
+    ms = m["step_ms"]["median"] * (1 + float(e1 if c["schedule"] == "megatrain" else e2))
+    r = dict(m, mode="projected", backend="sim", hardware=hw, config_key=sweeps.config_key(c), experiment="t_pred",
+             step_ms={"median": ms, "min": ms, "max": ms, "n": 5}, tokens_per_s=m["tokens"] / (ms / 1e3))
+    rows.append(r)
+common.write_jsonl(os.path.join(out, "t_pred.jsonl"), rows)
+EOF
+}
+for d in pred1 pred2 pred3 pred4; do
+  mk "$tmp/$d" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}}'
+done
+mkpred "$tmp/pred1" 0.05 -0.04
+verdict "predicted: every pair inside the tolerance" "sim claim" 'megatrain b4 T1024 \+5%, m zero3 b4 T1024 -4% .*sim inside' "$tmp/pred1"
+mkpred "$tmp/pred2" 0.05 -0.3
+verdict "predicted: one pair outside is enough" "sim claim" 'zero3 b4 T1024 -30% .*sim outside' "$tmp/pred2"
+mkpred "$tmp/pred3" 0.095 0.0
+verdict "predicted: at the edge, within the measured noise" "sim claim" 'sim borderline' "$tmp/pred3"
+mkpred "$tmp/pred4" 0.0 0.0 h200-128g
+got=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/pred4" 2>/dev/null | grep -c "^sim claim")
+[ "$got" = 0 ] && echo "ok   predicted: a projection on another GPU's profile pairs with nothing" ||
+  fail "an H200 projection paired with H100 rows"
+
+# at_least of a profile figure: against the pinned rate of the row's GPU, a verdict only
+# where the profile says it was measured (the committed profiles are datasheet figures)
+mkh2d() {  # mkh2d DIR H2D_GBPS: the t_c2 rows of DIR get an h2d_gbps
+  python3 - "$1" "$2" <<'EOF'
+import os, sys
+sys.path.insert(0, "harness/sweep")
+import common
+d, v = sys.argv[1], float(sys.argv[2])
+rows = common.load_jsonl(os.path.join(d, "t_c2.jsonl"))
+for r in rows:
+    r["h2d_gbps"] = v
+common.write_jsonl(os.path.join(d, "t_c2.jsonl"), rows)
+EOF
+}
+mkdir -p "$tmp/hw"
+python3 -c "
+import json, sys
+p = json.load(open('experiments/hardware/h100-128g.json'))
+p['link']['h2d_gbps']['pinned'] = 50.0
+p['sources']['link.h2d_gbps.pinned'] = 'measured: mt-microbench copy/cuda/pinned/h2d/1073741824 (test)'
+json.dump(p, open('$tmp/hw/h100-128g.json', 'w'))"
+for d in h2d1 h2d2 h2d3; do cp -r "$tmp/pred1" "$tmp/$d"; done
+mkh2d "$tmp/h2d1" 47; mkh2d "$tmp/h2d2" 40; mkh2d "$tmp/h2d3" 47
+MT_HARDWARE_DIR=$tmp/hw verdict "of_profile: 94% of a measured pinned rate agrees" "h2d claim" \
+  '47\.0 of 50\.0 GB/s \(h100-128g\) .*reproduced' "$tmp/h2d1"
+MT_HARDWARE_DIR=$tmp/hw verdict "of_profile: 80% of it does not" "h2d claim" 'not reproduced' "$tmp/h2d2"
+verdict "of_profile: a datasheet rate gives no verdict" "h2d claim" \
+  'h100-128g: datasheet, not measured\) .*no verdict \(not measured\)' "$tmp/h2d3"
+
 # rows from a dirty tree, and rows of entries no longer in the sweep, are left out
 mk "$tmp/dirty" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "dirty": true}'
 verdict "rows from a dirty tree are left out" "ratio claim" 'no data$' "$tmp/dirty"
@@ -156,9 +231,28 @@ grep -q "^no check: the other experiment disagrees .*measured in other.*megatrai
   echo "ok   extrapolation held to its own full-depth check first, else to the other experiment" ||
   { fail "extrapolation check"; cat "$tmp/ex.txt"; }
 
+# published: a published figure beside our model of that system, the model's error said, no verdict
+python3 - > "$tmp/pub.txt" 2>&1 <<'EOF'
+import sys
+sys.path.insert(0, "harness/sweep")
+import claims
+def row(system, tflops):
+    return {"system": system, "backend": "sim", "mode": "projected", "hardware": "h100-128g", "tflops": tflops,
+            "tokens_per_s": 1.0, "step_ms": {"median": 10.0, "min": 10.0, "max": 10.0}}
+spec = {"id": "P", "claim": "published check", "paper": "272 TFLOPS", "test": "published", "published": 272,
+        "model": {"system": "official"}, "beside": {"system": "megatrain"}, "no_verdict": "a check",
+        "ours": "{model_value:.0f} ({err_pct:+.0f}%), ours {beside_value:.0f} ({beside_ratio:.2f}x)"}
+claims.check_spec(spec, "t")
+print(claims.claim_row(spec, [row("official", 299.2), row("megatrain", 448.8)], {}))
+print(claims.claim_row(spec, [row("megatrain", 448.8)], {}))
+EOF
+grep -q "299 (+10%), ours 449 (1.50x)" "$tmp/pub.txt" && grep -q "no verdict (a check)" "$tmp/pub.txt" &&
+  grep -q "no rows" "$tmp/pub.txt" && echo "ok   published: the model's error beside the figure, no verdict" ||
+  { fail "published claim"; cat "$tmp/pub.txt"; }
+
 # the committed sweep files declare valid claim rows (check_spec runs on every one)
 python3 harness/sweep/claims.py --results "$tmp/empty" > "$tmp/real.txt" 2> "$tmp/real.err" &&
-  grep -q "^C2 14B vs ZeRO-3 offload .* no data" "$tmp/real.txt" && echo "ok   the committed claim rows parse" ||
+  grep -q "^C2 14B vs DeepSpeed ZeRO-3 offload .* no data" "$tmp/real.txt" && echo "ok   the committed claim rows parse" ||
   { fail "committed claim rows"; cat "$tmp/real.err"; }
 
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }

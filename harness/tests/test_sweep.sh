@@ -178,5 +178,65 @@ run --hardware h100-128g "$tmp/pr.json" 2> "$tmp/err10" || fail "override run ex
   [ "$(jq -s -c '[.[] | .hardware] | unique' "$R/t_pr.jsonl")" = '["h100-128g"]' ] &&
   pass "--hardware override recorded; the other profile's rows are gone" || fail "override rows"
 
+# ---- a real peer (baselines/peers/PEER.py) as a configuration: a stub peer here (CI has no
+# torch) prints the row the real scripts print (common.make_row); the sweep's row takes its
+# timings, names its system, recomputes the metrics and carries mt-env's env block; a peer
+# that fails gives an error row; the arguments the peer got are the sweep's.
+mkdir -p "$tmp/peers"
+cat > "$tmp/peers/deepspeed_zero3.py" <<'EOF'
+import argparse, json, os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "baselines", "peers"))
+import common
+ap = argparse.ArgumentParser()
+common.add_common_args(ap)
+ap.add_argument("--fail", action="store_true")
+a = ap.parse_args()
+open(os.environ["STUB_ARGS"], "w").write(json.dumps(sys.argv[1:]))
+if a.fail:
+    print("deepspeed_zero3: cannot load DeepSpeed's CPU Adam op (stub)", file=sys.stderr)
+    sys.exit(3)
+L = json.load(open(a.config))["num_hidden_layers"]  # common.load_config needs transformers
+row = common.make_row(experiment=a.experiment, system="deepspeed_zero3", model="stub", params=123456789,
+                      layers_run=a.layers or L, layers_model=L, batch=a.batch,
+                      seq_len=a.seq_len, precision=a.precision, step_times_s=[0.5, 0.4, 0.6, 0.45, 0.55][:a.steps],
+                      peak_gpu=1000, peak_host=2000, env={"gpu_name": "NVIDIA H100 80GB HBM3"})
+print(json.dumps(row))
+EOF
+cat > "$tmp/peer.json" <<'EOF'
+{"schema": "megatrain.sweep/1", "experiment": "t_peer",
+ "defaults": {"model": "megatrain/tests/data/tiny5_llama.json", "backend": "cuda", "mode": "measured",
+              "batch": 2, "seq_len": 16, "precision": "mixed", "layers": 3, "steps": 8, "warmup": 2,
+              "peer": "deepspeed_zero3"},
+ "configs": [{}, {"args": ["--fail"]}]}
+EOF
+MT_PEERS_DIR=$tmp/peers STUB_ARGS=$tmp/stub_args run "$tmp/peer.json" 2> "$tmp/err11"; rc=$?
+every_row "peer rows" "$R/t_peer.jsonl" 'true'
+if [ "$rc" = 1 ] && jq -s -e '(.[0].system == "deepspeed_zero3") and (.[0].backend == "cuda") and (.[0].mode == "measured")
+      and (.[0].step_ms == {"median": 500, "min": 400, "max": 600, "n": 5}) and (.[0].params == 123456789)
+      and (.[0].layers_run == 3) and (.[0].layers_model == 5) and (.[0].precision == "mixed") and (.[0].model == "tiny5_llama")
+      and (.[0].peer.system == "deepspeed_zero3") and (.[0].env.git_sha | type == "string" or . == null)
+      and (.[1].error | test("exit 3.*CPU Adam"))' "$R/t_peer.jsonl" >/dev/null; then
+  pass "peer configuration: the peer's timings in a sweep row, a failing peer an error row"
+else
+  fail "peer rows (exit $rc)"; cat "$tmp/err11"; jq -c '{system, step_ms, params, model, error}' "$R/t_peer.jsonl"
+fi
+if jq -e '. as $a | ($a | index("--warmup")) as $w | ($a | index("--steps")) as $s | ($a | index("--layers")) as $l
+          | $a[$w + 1] == "2" and $a[$s + 1] == "5" and $a[$l + 1] == "3" and ($a | index("--fail")) != null
+          and ($a[($a | index("--config")) + 1] | endswith("megatrain/tests/data/tiny5_llama.json"))' "$tmp/stub_args" >/dev/null; then
+  pass "the peer got the sweep's model, depth, warm-up and timed steps (steps - warmup - 1)"
+else
+  fail "peer arguments: $(cat "$tmp/stub_args" 2>/dev/null)"
+fi
+# a peer key is in the configuration key only when set: existing keys do not move
+k1=$(python3 -c "
+import sys; sys.path.insert(0, 'harness/sweep'); import sweeps
+c = sweeps.expand({'schema': 'megatrain.sweep/1', 'experiment': 'k', 'defaults': {'model': 'm.json'}})[0]
+print(sweeps.config_key(c))")
+[ "$k1" = "$(python3 -c "
+import hashlib, json, sys; sys.path.insert(0, 'harness/sweep'); import sweeps
+c = dict(sweeps.DEFAULTS, model='m.json')
+print(hashlib.sha1(json.dumps({f: c.get(f) for f in sweeps.KEY_FIELDS}, sort_keys=True).encode()).hexdigest()[:16])")" ] &&
+  pass "a configuration without a peer keeps the key it had before peers existed" || fail "config key moved: $k1"
+
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"

@@ -44,6 +44,11 @@ static double priced_now_ms(const mt_host_work *h) {
     return mt_vclock_now();
 }
 
+static void priced_spend(const mt_host_work *h, double ms) {
+    (void)h;
+    mt_vclock_advance(ms);
+}
+
 static void priced_waited_until(const mt_host_work *h, double t_ms) {
     (void)h;
     mt_vclock_join(t_ms);
@@ -52,6 +57,6 @@ static void priced_waited_until(const mt_host_work *h, double t_ms) {
 mt_host_work mt_host_work_priced(mt_backend *be) {
     return (mt_host_work){.name = "priced", .be = be, .accumulate = priced_accumulate, .adamw = priced_adamw,
                           .mean_loss = priced_mean_loss, .alloc = priced_alloc, .free = priced_free,
-                          .now_ms = priced_now_ms, .waited_until = priced_waited_until};
+                          .now_ms = priced_now_ms, .spend = priced_spend, .waited_until = priced_waited_until};
 }
 

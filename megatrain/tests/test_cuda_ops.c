@@ -7,7 +7,7 @@
 // Exit 77 (skipped) without CUDA or a device.
 // Usage: test_cuda_ops [--no-deliberate-errors]   (the flag leaves out the checks that
 // provoke CUDA API errors on purpose, e.g. a 1 PiB cudaMalloc, so that
-// compute-sanitizer's report holds only real errors; ci/gpu_suite.sh runs it so there.)
+// compute-sanitizer's report holds only real errors; ci/gpu_campaign.sh runs it so there, part G.)
 // Env: MT_TEST_VERBOSE=1 prints every comparison; MT_REQUIRE_CUDNN=1 fails (instead of
 // skipping the cuDNN part) when libcudnn does not load.
 #include <math.h>

@@ -282,7 +282,7 @@ static void check_model(const char *bin, const char *model, int G) {
     const char *common = "'%s/megatrain' train --model %s --data " FIXTURES "/tokens.bin --batch %d --seq-len %d "
                          "--steps %d --grad-accum %d --lr %.17g --weight-decay %.17g --beta1 %.17g --beta2 %.17g "
                          "--eps %.17g --grad-clip %.17g --backend %s --schedule megatrain";
-    // MT_PARITY_BACKEND=cuda runs the same checks on the GPU (ci/gpu_suite.sh); CI uses the CPU.
+    // MT_PARITY_BACKEND=cuda runs the same checks on the GPU (ci/gpu_campaign.sh, part A); CI uses the CPU.
     const char *backend = getenv("MT_PARITY_BACKEND") ? getenv("MT_PARITY_BACKEND") : "cpu";
     int n = snprintf(cmd, sizeof cmd, common, bin, dir, exp.batch, exp.seq_len, exp.nsteps, G, exp.lr,
                      exp.weight_decay, exp.beta1, exp.beta2, exp.eps, exp.grad_clip, backend);

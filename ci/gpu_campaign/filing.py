@@ -1,0 +1,143 @@
+"""filing.py: what came back from the GPU machine, filed here.
+
+`file DIR...` (DIR: a folder the device tool brought back, holding PART-manifest.json
+and the archives): for each part, the results rows go through
+harness/sweep/file_rows.py (every row checked; nothing of a part is filed if one fails),
+the calibrated profile goes to experiments/hardware/NAME.json, the kernel labs' JSON
+lines to results/labs/, and the part's summary and manifest to results/campaign/.
+A dry run's folder is refused: its rows are tiny CPU runs.
+
+`regenerate` (after committing what `file` wrote, so that new rows count as clean):
+re-runs, with --force, every projection on a profile the campaign calibrated (the
+gpu_predicted sweep, and any other sweep projecting on h100-128g / h200-128g), re-records
+the sim regression baselines when one of those sweeps is a baseline, then the figures
+(export.py, gnuplot), the claims table and the generated blocks of README/REPRODUCE.
+"""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pack
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "harness", "sweep"))
+import sweeps  # noqa: E402
+
+LENT = ("h100-128g", "h200-128g")
+
+
+def say(msg):
+    print(f"gpu_campaign: {msg}", file=sys.stderr, flush=True)
+
+
+def file_dirs(dirs, allow_dirty=False, dry_run=False):
+    mans = sorted(m for d in dirs for m in glob.glob(os.path.join(d, "*-manifest.json")))
+    if not mans:
+        say(f"no PART-manifest.json in {', '.join(dirs)}; HINT: the folder the device tool's files_at names")
+        return 2
+    bad = 0
+    for m in mans:
+        d = os.path.dirname(m)
+        man = json.load(open(m))
+        P, tag = man["part"], man.get("tag") or man["part"]
+        if man.get("dry_run"):
+            say(f"{m}: a dry run (tiny CPU rows): not filed")
+            bad += 1
+            continue
+        tmp = tempfile.mkdtemp(prefix=f"mt-file-{P}-")
+        try:
+            for a in (f"{P}-results.tar.gz", f"{P}-traces.tar.gz"):
+                if os.path.exists(os.path.join(d, a)):
+                    pack.extract(os.path.join(d, a), tmp)
+            rows = os.path.join(tmp, "rows")
+            if os.path.isdir(rows) and (glob.glob(os.path.join(rows, "*.jsonl")) or
+                                        glob.glob(os.path.join(rows, "*_*.json"))):
+                cmd = [sys.executable, os.path.join(REPO, "harness/sweep/file_rows.py"), rows]
+                cmd += ["--allow-dirty"] * allow_dirty + ["--dry-run"] * dry_run
+                if subprocess.run(cmd).returncode != 0:
+                    say(f"part {P}: rows refused (file_rows.py says why above); its profile and labs not filed")
+                    bad += 1
+                    continue
+            for prof in sorted(glob.glob(os.path.join(tmp, "profile", "*.json"))):
+                p = json.load(open(prof))
+                name = os.path.basename(prof)
+                if p.get("schema") != "megatrain.hardware/1" or name.removesuffix(".json") not in LENT:
+                    say(f"{prof}: not a profile of a lent machine ({', '.join(LENT)}): not filed")
+                    bad += 1
+                    continue
+                measured = sorted(k for k, v in (p.get("sources") or {}).items() if str(v).startswith("measured"))
+                say(f"part {P}: experiments/hardware/{name} <- calibrated ({len(measured)} figures measured: "
+                    f"{', '.join(measured[:6])}{'...' if len(measured) > 6 else ''})")
+                if not dry_run:
+                    shutil.copyfile(prof, os.path.join(REPO, "experiments", "hardware", name))
+            dest = {"labs": os.path.join(REPO, "results", "labs"),
+                    "campaign": os.path.join(REPO, "results", "campaign")}
+            labs = sorted(glob.glob(os.path.join(tmp, "labs", "*")))
+            for f in labs + [m, os.path.join(d, f"{P}-summary.txt")]:
+                where = dest["labs"] if f in labs else dest["campaign"]
+                name = os.path.basename(f) if f in labs else f"{tag}-{os.path.basename(f).split('-', 1)[1]}"
+                say(f"part {P}: {os.path.relpath(os.path.join(where, name), REPO)}")
+                if not dry_run and os.path.exists(f):
+                    os.makedirs(where, exist_ok=True)
+                    shutil.copyfile(f, os.path.join(where, name))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if bad:
+        return 1
+    say("filed. Next: commit results/ and experiments/hardware/, then "
+        "`bash ci/gpu_campaign.sh --regenerate` (projections on the calibrated profile, figures, claims table)")
+    return 0
+
+
+def calibrated_profiles():
+    out = []
+    for n in LENT:
+        p = json.load(open(os.path.join(REPO, "experiments", "hardware", n + ".json")))
+        if any(str(v).startswith("measured") for v in (p.get("sources") or {}).values()):
+            out.append(n)
+    return out
+
+
+def run(cmd, **kw):
+    say("$ " + " ".join(cmd))
+    return subprocess.run(cmd, cwd=REPO, **kw).returncode
+
+
+def regenerate(bin_dir):
+    if subprocess.run(["git", "status", "--porcelain", "-uno"], cwd=REPO, capture_output=True, text=True).stdout.strip():
+        say("WARNING: the tree has uncommitted changes: the rows made now count as dirty (commit what "
+            "`--file` wrote first)")
+    cal = calibrated_profiles()
+    say(f"calibrated profiles: {', '.join(cal) or 'none (the projections keep their datasheet profiles)'}")
+    force, baseline = [], False
+    for s in sweeps.all_sweeps():
+        hw = {os.path.basename(str(c["hardware"])).removesuffix(".json") for c in sweeps.expand(s)
+              if c["mode"].startswith("projected")}
+        if s["experiment"] == "gpu_predicted" or hw & set(cal):
+            force.append(sweeps.rel_path(s["_path"]))
+            baseline |= bool(s.get("baseline"))
+    failed = 0
+    env = dict(os.environ, MT_BIN=bin_dir)
+    if force:
+        failed += run([sys.executable, "harness/sweep/run.py", "--force", "--out-dir", "results"] + force, env=env) != 0
+    if baseline and not failed:
+        failed += run([sys.executable, "harness/sweep/baselines.py", "sim"]) != 0
+    failed += run([sys.executable, "harness/sweep/export.py", "--out", "plots/data"]) != 0
+    if shutil.which("gnuplot"):
+        os.makedirs(os.path.join(REPO, "plots", "out"), exist_ok=True)
+        for gp in sorted(glob.glob(os.path.join(REPO, "plots", "*.gp"))):
+            if os.path.basename(gp) != "common.gp":
+                failed += run(["gnuplot", os.path.relpath(gp, REPO)]) != 0
+    else:
+        say("no gnuplot: figures not drawn (make deps)")
+        failed += 1
+    failed += run([sys.executable, "harness/sweep/claims.py", "--markdown", "results/claims.md"],
+                  stdout=subprocess.DEVNULL) != 0
+    failed += run([sys.executable, "harness/sweep/docs.py", "--write"]) != 0
+    say("regenerated" if not failed else f"{failed} step(s) failed")
+    return 1 if failed else 0

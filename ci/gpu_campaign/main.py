@@ -1,0 +1,205 @@
+"""main.py: the GPU campaign's commands (ci/gpu_campaign.sh calls these; see its header).
+
+    main.py list [--detail]                 the parts in priority order with their estimates
+    main.py run PART [--dry-run] --out DIR [--only STEP,...] [--budget SECONDS]
+    main.py check DIR                       the layout of a part's folder and its rows
+    main.py file DIR... [--allow-dirty] [--dry-run]
+    main.py regenerate
+    main.py tree-check TREE                 the carried tree against the bundle's `git ls-files -s`
+Python 3 standard library only (the GPU machine has python3, no jq).
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import estimate  # noqa: E402
+import filing  # noqa: E402
+import pack  # noqa: E402
+import parts  # noqa: E402
+import runner  # noqa: E402
+
+REPO = runner.REPO
+SESSION_S = 27 * 60  # what one lent half hour leaves the parts (device README: 30 min; 3 kept back for the calls' overheads)
+
+
+def bin_dir():
+    return os.path.abspath(os.environ.get("MT_BIN") or os.path.join(REPO, "build", "bin"))
+
+
+def cmd_list(args):
+    try:
+        P = estimate.Planner(bin_dir())
+    except FileNotFoundError as e:
+        print(f"gpu_campaign: {e}", file=sys.stderr)
+        return 1
+    sessions = [[]]  # the parts in order, a new lent half hour when the next would not fit
+    total = 0.0
+    for p in parts.PARTS:
+        t, rows = estimate.part(P, p)
+        over = t - estimate.START_S > runner.PART_BUDGET_S + runner.PACK_RESERVE_S
+        print(f"{p['name']}  {estimate.minutes(t)} min  {p['what']}"
+              + ("  [over a part's 9 minutes: the steps past its budget are skipped]" if over else ""))
+        if total + t > SESSION_S and sessions[-1]:
+            sessions.append([])
+            total = 0.0
+        sessions[-1].append(p["name"])
+        total += t
+        if args.detail:
+            for name, s, basis in rows:
+                print(f"     {name:28s} {s:7.0f} s  {basis}")
+    print(f"# estimates (GPU minutes incl. the machine's start; nothing has been timed on a GPU yet): "
+          f"sweeps from `megatrain plan --hardware {estimate.HARDWARE}` step times x steps + setup at "
+          f"{estimate.SETUP_NS_PER_PARAM_CORE} ns/param/core over {estimate.GPU_CORES} cores (measured on the dev VM); "
+          f"other steps are allowances; start {estimate.START_S} s (device README: 1-2 min). "
+          f"Lent half hours ({SESSION_S // 60} min of parts each): "
+          f"{'; '.join(', '.join(x) for x in sessions)}. `--list --detail` shows each step.",
+          file=sys.stderr)
+    return 0
+
+
+def summary_text(ctx, check_problems):
+    out = [f"part {ctx.part['name']}{' (dry run)' if ctx.dry else ''}: {'PASS' if runner.passed(ctx) else 'FAIL'} "
+           f"in {time.time() - ctx.t0:.0f} s"]
+    out += ["  " + l for l in ctx.prelude]
+    for r in ctx.results:
+        out.append(f"  {r['name']:24s} {r['status']:8s} {r['seconds']:6.1f} s / {r['timeout_s']} s"
+                   + (f"  {r['note']}" if r.get("note") else ""))
+    for f in sorted(os.listdir(ctx.path("rows"))):
+        if f.endswith(".jsonl"):
+            out.append(f"rows {f}:")
+            out += ["  " + l for l in pack.row_lines(ctx.path("rows", f))]
+        if f.startswith("microbench_"):
+            out += [f"{f}: " + l for l in pack.copy_rates(ctx.path("rows", f))]
+    out += [f"check: {p}" for p in check_problems]
+    return "\n".join(out) + "\n"
+
+
+def cmd_run(args):
+    p = parts.by_name(args.part)
+    if p is None:
+        print(f"gpu_campaign: no part '{args.part}' (parts: {', '.join(x['name'] for x in parts.PARTS)})", file=sys.stderr)
+        return 2
+    only = set(args.only.split(",")) if args.only else None
+    if only and not only <= {s["name"] for s in p["steps"]}:
+        print(f"gpu_campaign: --only {args.only}: part {p['name']} has steps "
+              f"{', '.join(s['name'] for s in p['steps'])}", file=sys.stderr)
+        return 2
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    stale = [f for f in os.listdir(out) if f.startswith(p["name"] + "-")]
+    for f in stale:  # a re-run into the same folder replaces the part's files
+        os.remove(os.path.join(out, f))
+    t0 = float(os.environ.get("MT_CAMPAIGN_T0") or time.time())
+    ctx = runner.Ctx(p, args.dry_run, out, bin_dir(), only, t0, args.budget)
+    problems = []
+    try:
+        runner.run_part(ctx)
+        man = {"schema": "megatrain.gpu_campaign/1", "part": p["name"], "tag": ctx.tag, "dry_run": ctx.dry,
+               "what": p["what"], "gpu_name": ctx.gpu_name, "git_sha": os.environ.get("MT_GIT_SHA"),
+               "git_dirty": os.environ.get("MT_GIT_DIRTY"), "tree_check": os.environ.get("MT_TREE_CHECK"),
+               "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seconds": round(time.time() - t0, 1),
+               "budget_s": ctx.budget_s, "steps": ctx.results}
+        text = summary_text(ctx, [])
+        pack.pack(ctx, text, man)
+        tmp = tempfile.mkdtemp(prefix="mt-check-")
+        try:
+            problems = pack.check(out, tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if problems:  # said in the summary too, so that it comes back with the files
+            man["check"] = problems
+            pack.pack(ctx, summary_text(ctx, problems), man)
+        text = summary_text(ctx, problems)
+    finally:
+        shutil.rmtree(ctx.work, ignore_errors=True)
+    runner.say("== summary\n" + text.rstrip())
+    files = sorted(os.listdir(out))
+    runner.say(f"pack: {len(files)} file(s), {sum(os.path.getsize(os.path.join(out, f)) for f in files) / 2**20:.2f} "
+               f"MiB in {out}: {', '.join(files)}")
+    ok = runner.passed(ctx) and not problems
+    runner.say(f"result: {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
+def cmd_check(args):
+    tmp = tempfile.mkdtemp(prefix="mt-check-")
+    try:
+        problems = pack.check(args.dir, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for p in problems:
+        print(f"gpu_campaign: check: {p}", file=sys.stderr)
+    if problems:
+        return 1
+    man = json.load(open([os.path.join(args.dir, f) for f in os.listdir(args.dir) if f.endswith("-manifest.json")][0]))
+    print(json.dumps({"part": man["part"], "dry_run": man["dry_run"], "files": man["files"],
+                      "steps": {s["name"]: s["status"] for s in man["steps"]}}))
+    return 0
+
+
+def git_blob_sha1(path):
+    import hashlib
+    data = open(path, "rb").read()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def cmd_tree_check(args):
+    """The carried tree against the bundle's commit (TREE: `git ls-files -s` when it was
+    built): prints the number of tracked files that differ or are missing, and some names."""
+    diff = []
+    for line in open(args.tree):
+        meta, path = line.rstrip("\n").split("\t", 1)
+        mode, sha = meta.split()[:2]
+        if mode == "160000":  # a submodule: no blob to compare
+            continue
+        full = os.path.join(REPO, path)
+        if os.path.islink(full):
+            continue
+        if not os.path.isfile(full) or git_blob_sha1(full) != sha:
+            diff.append(path)
+    print(f"{len(diff)}" + (f" file(s) differ from the bundle's commit: {', '.join(diff[:5])}"
+                            + ("..." if len(diff) > 5 else "") if diff else ""))
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="gpu_campaign", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("list")
+    a.add_argument("--detail", action="store_true")
+    a = sub.add_parser("run")
+    a.add_argument("part")
+    a.add_argument("--dry-run", action="store_true")
+    a.add_argument("--out", required=True)
+    a.add_argument("--only")
+    a.add_argument("--budget", type=int, help="seconds for the steps (at most runner.PART_BUDGET_S)")
+    a = sub.add_parser("check")
+    a.add_argument("dir")
+    a = sub.add_parser("file")
+    a.add_argument("dirs", nargs="+")
+    a.add_argument("--allow-dirty", action="store_true")
+    a.add_argument("--dry-run", action="store_true")
+    sub.add_parser("regenerate")
+    a = sub.add_parser("tree-check")
+    a.add_argument("tree")
+    args = ap.parse_args()
+    if args.cmd == "tree-check":
+        return cmd_tree_check(args)
+    if args.cmd == "list":
+        return cmd_list(args)
+    if args.cmd == "run":
+        return cmd_run(args)
+    if args.cmd == "check":
+        return cmd_check(args)
+    if args.cmd == "file":
+        return filing.file_dirs(args.dirs, args.allow_dirty, args.dry_run)
+    return filing.regenerate(bin_dir())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

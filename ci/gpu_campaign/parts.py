@@ -1,0 +1,126 @@
+"""parts.py: what each part of the GPU campaign runs, in priority order.
+
+A part is one call of the device tool: a bare machine, at most 10 minutes a command,
+so each part finishes under 9 (runner.PART_BUDGET_S) and packs what it made into at
+most 8 files. The first three parts fit one lent half hour (27 minutes with their
+starts, `--list` says how each estimate is made); the later ones wait for the next.
+
+A step is a dict: `name`, `kind`, `timeout_s` (its own limit: a hang costs the step,
+not the part), and per kind:
+  machine     nvidia-smi, free -g, megatrain --version, mt-env          (allow_s)
+  test        BIN/<argv>; `env`, `dry_env` (the CPU variant's env)       (allow_s)
+  microbench  mt-microbench over `filter` (Google Benchmark regex); `calibrate`: the
+              profile of this GPU (h100-128g / h200-128g) from it          (allow_s)
+  sweep       harness/sweep/run.py on `sweep` (estimated from its configurations)
+  peers       the wheels in .whl/ installed, DeepSpeed's CPU Adam op built (allow_s)
+  lab         BIN/lab/<argv>, JSON lines kept as `keep`                   (allow_s)
+  labs        each of BIN/lab/<labs> in turn, the output kept as `keep`   (allow_s)
+  torch       python3 <argv> (needs torch with CUDA), JSON lines kept     (allow_s)
+  sanitizer   compute-sanitizer --tool <tool> BIN/test_cuda_ops --no-deliberate-errors
+`allow_s` is an allowance (seconds), not a derived figure: nothing here has run on a
+GPU yet. Sweep steps are estimated from `megatrain plan` instead (estimate.py).
+"""
+
+# Allowances for steps whose length no model predicts (seconds; the first GPU session
+# replaces them with what its summaries show). Each is below its step's timeout.
+ALLOW_MACHINE = 15        # nvidia-smi, free, --version, mt-env
+ALLOW_CUDNN_GRAPH = 10    # finalizes a few cuDNN graphs (0.2 s on the dev VM, no GPU)
+ALLOW_CUDA_OPS = 60       # every op at small shapes vs the CPU backend (T <= 150)
+ALLOW_PARITY = 30         # tiny Llama/Qwen2/Qwen3 x 2 precisions x G=1,2 (5 s on the dev VM's CPU)
+ALLOW_MICROBENCH = 75     # ~48 benchmarks at --benchmark_min_time=0.2 (copies 1 MiB..1 GiB, GEMMs, AdamW)
+ALLOW_COPYBENCH = 15      # pinned copies only (6 benchmarks)
+ALLOW_CALIBRATE = 5
+ALLOW_PEERS_SETUP = 90    # pip install of ~5 MiB of wheels + DeepSpeed's CPU Adam JIT build
+                          # ("about a minute": baselines/peers/README.md)
+ALLOW_ATTN_LAB = 60       # native vs cuDNN, fwd+bwd at 1k..128k (28 heads)
+ALLOW_TORCH_REF = 55      # PyTorch: the 7B layer GEMMs (12 products at 16k tokens) and SDPA at
+                          # 1k..128k with its default, cuDNN and flash backends
+ALLOW_LABS = 60           # the 8 kernel labs: each version vs a CPU reference, timed
+ALLOW_SANITIZER = 180     # test_cuda_ops under memcheck / racecheck (10-100x slower kernels)
+
+MICROBENCH_FILTER = "^(copy/cuda|gemm/cuda|layer/cuda|adamw|triad|memcpy)/"
+COPYBENCH_FILTER = "^copy/cuda/pinned/.*/1073741824/"
+DRY_MICROBENCH_FILTER = "^(triad|adamw/paper|copy/cuda/pinned/h2d/1048576)/"
+
+
+def machine():
+    return {"name": "machine", "kind": "machine", "timeout_s": 60, "allow_s": ALLOW_MACHINE}
+
+
+def gpu_tests():
+    return [
+        {"name": "test_cudnn_graph", "kind": "test", "argv": ["test_cudnn_graph"], "timeout_s": 60,
+         "allow_s": ALLOW_CUDNN_GRAPH},
+        {"name": "test_cuda_ops", "kind": "test", "argv": ["test_cuda_ops"], "timeout_s": 240,
+         "env": {"MT_REQUIRE_CUDNN": "1", "MT_TEST_VERBOSE": "1"}, "allow_s": ALLOW_CUDA_OPS},
+        {"name": "test_torch_parity_cuda", "kind": "test", "argv": ["test_torch_parity"], "timeout_s": 180,
+         "env": {"MT_PARITY_BACKEND": "cuda"}, "dry_env": {"MT_PARITY_BACKEND": "cpu"}, "allow_s": ALLOW_PARITY},
+    ]
+
+
+def sweep(path, timeout_s):
+    name = path.rsplit("/", 1)[-1].removesuffix(".json")
+    return {"name": name, "kind": "sweep", "sweep": path, "timeout_s": timeout_s}
+
+
+def copybench():
+    return {"name": "copybench", "kind": "microbench", "filter": COPYBENCH_FILTER, "min_time": 0.2,
+            "calibrate": False, "timeout_s": 90, "allow_s": ALLOW_COPYBENCH}
+
+
+PARTS = [
+    {"name": "A",
+     "what": "CUDA op tests (cuDNN required) and whole-model parity on CUDA; microbenchmarks "
+             "(pinned/pageable/bidirectional copies, GEMM, layer, AdamW, triad) -> the calibrated "
+             "profile; Qwen2.5-7B full depth at batch 158 in paper precision (the 400 TFLOPS goal, "
+             "GPU busy, MFU, H2D vs pinned)",
+     "steps": [machine()] + gpu_tests() + [
+         {"name": "microbench", "kind": "microbench", "filter": MICROBENCH_FILTER, "min_time": 0.2,
+          "calibrate": True, "timeout_s": 180, "allow_s": ALLOW_MICROBENCH + ALLOW_CALIBRATE},
+         sweep("experiments/sweeps/gpu_goal.json", 400)]},
+    {"name": "B",
+     "what": "C2 at 14B width (8 of 48 layers), batch 16 and 64: megatrain vs the real DeepSpeed "
+             "ZeRO-3 offload and vs our zero3 schedule, same machine; pinned copy rate",
+     "steps": [machine(), copybench(),
+               {"name": "peers_setup", "kind": "peers", "timeout_s": 240, "allow_s": ALLOW_PEERS_SETUP},
+               sweep("experiments/sweeps/gpu_c2_deepspeed.json", 420)]},
+    {"name": "C",
+     "what": "long context: Qwen2.5-3B width 4k..256k tokens and Qwen2.5-7B width 4k..128k (2 layers "
+             "each, 64k tokens a step); attention fwd+bwd 1k..128k native vs cuDNN vs PyTorch SDPA; the "
+             "layer GEMMs vs PyTorch's cuBLAS",
+     "steps": [machine(), copybench(),
+               sweep("experiments/sweeps/gpu_context.json", 390),
+               {"name": "attention_lab", "kind": "lab", "argv": ["attention", "--sweep", "28", "4", "128"],
+                "keep": "attention_sweep.jsonl", "timeout_s": 150, "allow_s": ALLOW_ATTN_LAB},
+               {"name": "torch_reference", "kind": "torch",
+                "argv": ["megatrain/backends/cuda/lab/torch_reference.py"],
+                "keep": "torch_reference.jsonl", "timeout_s": 150, "allow_s": ALLOW_TORCH_REF}]},
+    {"name": "D",
+     "what": "C2 at 14B width (8 of 48 layers), batch 16 and 64: megatrain vs the real PyTorch FSDP2 "
+             "CPU offload, same machine; pinned copy rate",
+     "steps": [machine(), copybench(), sweep("experiments/sweeps/gpu_c2_fsdp2.json", 450)]},
+    {"name": "E",
+     "what": "the ablations at 7B width (8 of 28 layers), batch 16: C4 GPU busy, C5 pointer vs copy "
+             "bind, buffers, checkpoint interval, serial optimizer, gradient slabs, attention (cuDNN vs native), naive and zero3",
+     "steps": [machine(), sweep("experiments/sweeps/gpu_ablations.json", 420)]},
+    {"name": "F",
+     "what": "C2 at 14B full depth, extrapolated: megatrain vs our zero3 schedule at batch 16 and 64 "
+             "(fit on 4 and 8 layers, 2 held out for the error bar)",
+     "steps": [machine(), sweep("experiments/sweeps/gpu_c2.json", 450)]},
+    {"name": "G",
+     "what": "compute-sanitizer memcheck and racecheck of the CUDA op tests (deliberate API errors "
+             "excluded); the kernel labs (each kernel's versions vs a CPU reference, timed)",
+     "steps": [machine()] + [
+         {"name": f"sanitizer_{tool}", "kind": "sanitizer", "tool": tool, "timeout_s": 240,
+          "allow_s": ALLOW_SANITIZER} for tool in ("memcheck", "racecheck")] + [
+         {"name": "kernel_labs", "kind": "labs", "labs": ["rmsnorm", "add_rmsnorm", "elementwise", "xent", "rope",
+                                                          "swiglu", "embedding", "attention"],
+          "keep": "kernel_labs.txt", "timeout_s": 120, "allow_s": ALLOW_LABS}]},
+]
+
+
+def by_name(name):
+    for p in PARTS:
+        if p["name"] == name:
+            return p
+    return None
