@@ -246,28 +246,39 @@ def t_largest_fit(spec, rows, ctx):
 
 
 def t_extrapolation(spec, rows, ctx):
-    """The extrapolated rows against measured rows of the same configuration in another
-    experiment: does the measured error fall inside the row's own error bar?"""
+    """The extrapolated rows against the full depth measured: the row's own check (fit.check,
+    measured in the same interleaved rounds as the fit, so under the same load) where it has
+    one, else the measured row of the same configuration in another experiment (`against`).
+    Does the measured error fall inside the row's own error bar (plus the measurement's noise)?"""
     against = [r for r in ctx["all"].get(spec["against"], []) if ok(r) and r["mode"] == "measured"]
     pairs = []
     for r in rows:
         if not ok(r) or r["mode"] != "extrapolated":
             continue
+        chk = (r.get("fit") or {}).get("check")
+        if chk and chk.get("depth") == r.get("layers_model") and chk.get("measured_ms"):
+            m = {"step_ms": {"median": chk["measured_ms"], "min": chk["measured_min_ms"],
+                             "max": chk["measured_max_ms"]}}
+            pairs.append((r, m, "same rounds"))
+            continue
         for m in against:
             if all(r.get(k) == m.get(k) for k in spec.get("match", ["system", "batch"])):
-                pairs.append((r, m))
+                pairs.append((r, m, spec["against"]))
                 break
     if not pairs:
         return None
     parts, inside = [], True
-    for r, m in pairs:
+    for r, m, where in pairs:
         err = r["step_ms"]["median"] / m["step_ms"]["median"] - 1
         E = r["step_ms"].get("err_frac", 0.0)
         nm = noise(m)
         inside &= abs(err) <= E + nm
         parts.append(f"{r['system']} {100 * err:+.0f}% (bar ±{100 * E:.0f}%)")
-    text = "extrapolated vs measured step time: " + ", ".join(parts)
-    return text, [pairs[0][1]], "agrees" if inside else "disagrees", 0.0
+    whence = sorted({w for _, _, w in pairs})
+    text = ("extrapolated vs measured step time (" + " and ".join(
+        "full depth measured in the same interleaved rounds" if w == "same rounds" else f"measured in {w}"
+        for w in whence) + "): " + ", ".join(parts))
+    return text, [pairs[0][0]], "agrees" if inside else "disagrees", 0.0
 
 
 def t_predicted(spec, rows, ctx):

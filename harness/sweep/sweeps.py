@@ -19,7 +19,8 @@ from common import REPO, SWEEP_SCHEMA, die
 SWEEP_DIR = os.path.join(REPO, "experiments", "sweeps")
 MODES = ("measured", "extrapolated", "projected", "projected-plan")
 # Fields that identify a configuration (the resumability key). steps/warmup/timeout
-# are not part of it: re-running with more steps needs --force.
+# (and an extrapolation's rounds and check depth: how it is measured) are not part of
+# it: re-running with more steps needs --force.
 KEY_FIELDS = ("model", "model_name", "overrides", "layers", "layers_fit", "layers_holdout", "batch", "seq_len",
               "precision", "schedule", "backend", "hardware", "mode", "args", "grad_accum",
               "host_mem_gb", "variant", "cli")
@@ -27,7 +28,8 @@ DEFAULTS = {"model": None, "model_name": None, "overrides": {}, "layers": None, 
             "layers_holdout": None, "batch": 1, "seq_len": 1024, "tokens_per_step": None, "precision": "paper",
             "schedule": "megatrain", "backend": "cpu", "hardware": None, "mode": "measured",
             "args": [], "grad_accum": 1, "host_mem_gb": None, "variant": None, "steps": 8,
-            "warmup": 2, "timeout_s": 900, "seed": 1, "keep_trace": False, "cli": None, "peer": None}
+            "warmup": 2, "timeout_s": 900, "seed": 1, "keep_trace": False, "cli": None, "peer": None,
+            "rounds": 1, "layers_check": None}
 # Key fields that enter the key only when set, so that configurations written before
 # they existed keep their keys (and their committed rows stay current).
 OPTIONAL_KEY_FIELDS = ("peer",)
@@ -153,6 +155,14 @@ def expand(sweep):
                 if not isinstance(hold, int) or hold in fit or hold == sum(fit) / len(fit):
                     die(f"{where}: mode extrapolated needs layers_holdout: one depth, not fitted and not the "
                         f"fitted depths' mean (the held-out check that sizes the error bar)")
+                chk = c["layers_check"]
+                if chk is not None and (not isinstance(chk, int) or chk in fit or chk == hold or chk < 1):
+                    die(f"{where}: layers_check is one depth (the model's full depth) measured beside the fit, "
+                        f"neither fitted nor held out")
+            elif c["layers_check"] is not None or c["rounds"] != 1:
+                die(f"{where}: rounds and layers_check belong to mode extrapolated")
+            if not isinstance(c["rounds"], int) or not 1 <= c["rounds"] <= 20:
+                die(f"{where}: rounds is a whole number of interleaved passes over the depths, 1..20")
             # One step more than warmup + 1: the last step carries the final optimizer pass
             # that no next step overlaps, so it is reported apart from the steady state.
             if c["mode"] in ("measured", "extrapolated", "projected") and c["steps"] < c["warmup"] + 2:

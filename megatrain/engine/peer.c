@@ -202,24 +202,30 @@ mt_status mt_peer_rate_of(const mt_peer *p, mt_precision prec, const mt_hw_profi
         return mt_fail(MT_ERR_ARG, "--peer %s: the hardware profile %s has no host.mem_gbps to scale its optimizer "
                                    "by", p->name, hw->name);
     const char *path = mt_peer_rates_path();
-    double pps = 0, triad = 0;
-    if (path) MT_TRY(measured_rate(path, p->opt.impl, &pps, &triad));
-    if (pps > 0) {
-        // Measured params/s per triad byte/s; measured in fp32 (DeepSpeedCPUAdam moves 28 B there), it is
-        // rescaled by the bytes this peer's dtypes move (the official's bf16 params: 22 B).
-        double width = p->opt.measured_bytes_per_param / p->opt.bytes_per_param;
-        out->params_per_triad_byte = pps * width / (triad * 1e9);
-        snprintf(out->source, sizeof out->source,
-                 "measured: %s (%s, %.3g params/s at triad %.3g GB/s, x%.3g for %.0f B/param)", path, p->opt.impl,
-                 pps, triad, width, p->opt.bytes_per_param);
-    } else {
-        out->params_per_triad_byte = p->opt.code_efficiency / p->opt.bytes_per_param;
-        snprintf(out->source, sizeof out->source,
-                 "assumed until results/cpu_optimizers.jsonl has a %s row: %.0f B/param (its code) at %.2f x triad",
-                 p->opt.impl, p->opt.bytes_per_param, p->opt.code_efficiency);
+    double pps = 0, ours = 0, triad = 0, triad_ours = 0;
+    if (path) {
+        MT_TRY(measured_rate(path, p->opt.impl, &pps, &triad));
+        MT_TRY(measured_rate(path, "megatrain_adamw", &ours, &triad_ours));
     }
     double triad_bps = hw->host_mem_gbps * 1e9;
-    out->update_params_per_s = out->params_per_triad_byte * triad_bps;
+    if (pps > 0 && ours > 0) {
+        // Measured beside our AdamW in one run, on one CPU, in fp32 (DeepSpeedCPUAdam moves 28 B there): the
+        // ratio carries to the target, whose AdamW rate the profile gives our engine too, so both sides of a
+        // comparison share the profile's assumption. (The ratio to the triad does not carry: a loaded or small
+        // host can run a fused pass above its own triad figure.) Rescaled by the bytes this peer's dtypes move.
+        double width = p->opt.measured_bytes_per_param / p->opt.bytes_per_param;
+        out->update_params_per_s = pps / ours * width * hw->adamw_params_per_s[MT_ADAMW_FP32];
+        out->params_per_triad_byte = out->update_params_per_s / triad_bps;
+        snprintf(out->source, sizeof out->source,
+                 "measured: %s (%s at %.3g x megatrain_adamw, x%.3g for %.0f B/param, on the profile's AdamW rate)",
+                 path, p->opt.impl, pps / ours, width, p->opt.bytes_per_param);
+    } else {
+        out->params_per_triad_byte = p->opt.code_efficiency / p->opt.bytes_per_param;
+        out->update_params_per_s = out->params_per_triad_byte * triad_bps;
+        snprintf(out->source, sizeof out->source,
+                 "assumed until results/cpu_optimizers.jsonl has %s and megatrain_adamw rows: %.0f B/param (its "
+                 "code) at %.2f x triad", p->opt.impl, p->opt.bytes_per_param, p->opt.code_efficiency);
+    }
     double s_per_param = 1 / out->update_params_per_s + p->opt.host_pass_bytes[prec] / triad_bps;
     out->params_per_s = 1 / s_per_param;
     return MT_OK;

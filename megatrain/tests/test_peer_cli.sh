@@ -72,7 +72,8 @@ check "train --peer: the same keys as a schedule's train line" test "$(jq -c key
 
 # One peer parameter at a time moves both predictions the way it should.
 base_p=$(plan_ms qwen2.5-7b h100-128g 8 deepspeed-zero3) base_s=$(sim_ms qwen2.5-7b h100-128g 8 deepspeed-zero3)
-echo '{"impl": "deepspeed_cpu_adam", "params_per_s": 1e8, "triad_gb_s": 20, "env": {}}' > "$MT_CPU_OPTIMIZERS"
+printf '%s\n' '{"impl": "deepspeed_cpu_adam", "params_per_s": 1e8, "triad_gb_s": 20, "env": {}}' \
+  '{"impl": "megatrain_adamw", "params_per_s": 1e9, "triad_gb_s": 20, "env": {}}' > "$MT_CPU_OPTIMIZERS"
 slow_p=$(plan_ms qwen2.5-7b h100-128g 8 deepspeed-zero3) slow_s=$(sim_ms qwen2.5-7b h100-128g 8 deepspeed-zero3)
 check "a slower measured DeepSpeedCPUAdam: plan slower ($base_p -> $slow_p)" jqt -n "$slow_p > $base_p"
 check "a slower measured DeepSpeedCPUAdam: sim slower ($base_s -> $slow_s)" jqt -n "$slow_s > $base_s"

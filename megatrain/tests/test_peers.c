@@ -1,6 +1,6 @@
 // test_peers.c: the peers (engine/peer.h) in the planner: each is a descriptor
 // from the schedule table with its own fields; its precisions are checked; its
-// optimizer rate scales with the host's triad bandwidth and comes from the
+// optimizer rate scales with the host (its measured ratio to our AdamW on the profile's AdamW rate) and comes from the
 // measurement file when one has its row; and changing one peer parameter moves
 // the closed-form step time the way it should (more hook time, a third weight
 // pass, f32 weights on the link, a slower optimizer: each slower, never faster).
@@ -106,14 +106,22 @@ static void test_rate(void) {
     CHECK(mt_peer_rate_of(ds, MT_PREC_MIXED, &fast, &b) == MT_OK && fabs(b.params_per_s / a.params_per_s - 2) < 1e-9,
           "twice the triad, twice the rate (%g vs %g)", b.params_per_s, a.params_per_s);
     CHECK(a.params_per_s < a.update_params_per_s, "the host passes cost time");
-    // A measured row: params/s per triad byte/s, scaled to the target.
+    // A measured row beside our AdamW's: the ratio, on the profile's AdamW rate (shared with our engine).
+    const char *half = mt_test_write_tmp("half.jsonl", "{\"impl\": \"deepspeed_cpu_adam\", \"params_per_s\": 5e8, "
+                                                       "\"triad_gb_s\": 20}\n{\"impl\": \"megatrain_adamw\", "
+                                                       "\"params_per_s\": 1e9, \"triad_gb_s\": 20, \"env\": {}}\n");
+    setenv("MT_CPU_OPTIMIZERS", half, 1);
+    CHECK(mt_peer_rate_of(ds, MT_PREC_MIXED, &hw, &b) == MT_OK, "%s", mt_last_error());
+    double want = 0.5 * ds->opt.measured_bytes_per_param / ds->opt.bytes_per_param * hw.adamw_params_per_s[MT_ADAMW_FP32];
+    CHECK(strstr(b.source, "measured") && fabs(b.update_params_per_s - want) < 1,
+          "measured at half our AdamW -> %g params/s, want %g (%s)", b.update_params_per_s, want, b.source);
+    // The peer's row alone (nothing to compare it with): the assumed default, labelled so.
     const char *meas = mt_test_write_tmp("meas.jsonl", "{\"impl\": \"deepspeed_cpu_adam\", \"params_per_s\": 5e8, "
                                                        "\"triad_gb_s\": 20, \"env\": {}}\n");
     setenv("MT_CPU_OPTIMIZERS", meas, 1);
-    CHECK(mt_peer_rate_of(ds, MT_PREC_MIXED, &hw, &b) == MT_OK, "%s", mt_last_error());
-    CHECK(strstr(b.source, "measured") && fabs(b.update_params_per_s - 5e8 / 20 * hw.host_mem_gbps) < 1,
-          "measured: 5e8 params/s at 20 GB/s -> %g at %g GB/s (%s)", b.update_params_per_s, hw.host_mem_gbps,
-          b.source);
+    CHECK(mt_peer_rate_of(ds, MT_PREC_MIXED, &hw, &b) == MT_OK && strstr(b.source, "assumed") &&
+              fabs(b.update_params_per_s - a.update_params_per_s) < 1,
+          "a peer row without megatrain_adamw's: assumed (%s)", b.source);
     const char *bad = mt_test_write_tmp("bad.jsonl", "{\"impl\": \"deepspeed_cpu_adam\", \"params_per_s\": -1, "
                                                      "\"triad_gb_s\": 20}\n");
     setenv("MT_CPU_OPTIMIZERS", bad, 1);
