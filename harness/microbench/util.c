@@ -1,5 +1,7 @@
 // util.c: helpers shared by the benchmark files (median, aligned touched buffers).
+#include <errno.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,4 +30,17 @@ void *mt_mb_alloc(size_t bytes) {
         if (off < cap) memset(p + off, 0, cap - off < 4096 ? cap - off : 4096);
     }
     return p;
+}
+
+int64_t mt_mb_host_n(void) {
+    const char *e = getenv("MT_MB_HOST_N");
+    if (!e || !*e) return 1ll << 24;
+    char *end;
+    errno = 0;
+    long long n = strtoll(e, &end, 10);
+    if (errno || *end || n < 1024 || n > (1ll << 31)) {
+        fprintf(stderr, "mt-microbench: MT_MB_HOST_N=%s: not a whole number of elements in [1024, 2^31]\n", e);
+        exit(2); // a malformed environment, like a malformed command line
+    }
+    return n;
 }

@@ -33,7 +33,8 @@ import common  # noqa: E402
 import sweeps  # noqa: E402
 from common import REPO, die  # noqa: E402
 
-TESTS = ("fits", "ratio", "at_least", "not_slower", "largest_fit", "extrapolation", "predicted", "ratios", "value")
+TESTS = ("fits", "ratio", "at_least", "not_slower", "largest_fit", "extrapolation", "predicted", "ratios", "value",
+         "published")
 
 
 # ---------------------------------------------------------------- rows
@@ -245,28 +246,39 @@ def t_largest_fit(spec, rows, ctx):
 
 
 def t_extrapolation(spec, rows, ctx):
-    """The extrapolated rows against measured rows of the same configuration in another
-    experiment: does the measured error fall inside the row's own error bar?"""
+    """The extrapolated rows against the full depth measured: the row's own check (fit.check,
+    measured in the same interleaved rounds as the fit, so under the same load) where it has
+    one, else the measured row of the same configuration in another experiment (`against`).
+    Does the measured error fall inside the row's own error bar (plus the measurement's noise)?"""
     against = [r for r in ctx["all"].get(spec["against"], []) if ok(r) and r["mode"] == "measured"]
     pairs = []
     for r in rows:
         if not ok(r) or r["mode"] != "extrapolated":
             continue
+        chk = (r.get("fit") or {}).get("check")
+        if chk and chk.get("depth") == r.get("layers_model") and chk.get("measured_ms"):
+            m = {"step_ms": {"median": chk["measured_ms"], "min": chk["measured_min_ms"],
+                             "max": chk["measured_max_ms"]}}
+            pairs.append((r, m, "same rounds"))
+            continue
         for m in against:
             if all(r.get(k) == m.get(k) for k in spec.get("match", ["system", "batch"])):
-                pairs.append((r, m))
+                pairs.append((r, m, spec["against"]))
                 break
     if not pairs:
         return None
     parts, inside = [], True
-    for r, m in pairs:
+    for r, m, where in pairs:
         err = r["step_ms"]["median"] / m["step_ms"]["median"] - 1
         E = r["step_ms"].get("err_frac", 0.0)
         nm = noise(m)
         inside &= abs(err) <= E + nm
         parts.append(f"{r['system']} {100 * err:+.0f}% (bar ±{100 * E:.0f}%)")
-    text = "extrapolated vs measured step time: " + ", ".join(parts)
-    return text, [pairs[0][1]], "agrees" if inside else "disagrees", 0.0
+    whence = sorted({w for _, _, w in pairs})
+    text = ("extrapolated vs measured step time (" + " and ".join(
+        "full depth measured in the same interleaved rounds" if w == "same rounds" else f"measured in {w}"
+        for w in whence) + "): " + ", ".join(parts))
+    return text, [pairs[0][0]], "agrees" if inside else "disagrees", 0.0
 
 
 def t_predicted(spec, rows, ctx):
@@ -325,9 +337,29 @@ def t_value(spec, rows, ctx):
     return fmt(spec.get("ours", "{tflops:.0f} TFLOPS"), enrich(r)), [r], None, noise(r)
 
 
+def t_published(spec, rows, ctx):
+    """A published figure beside our model of that system (and, optionally, another row):
+    how far the model lands from it. A check of the model, so no verdict: nothing is fitted."""
+    metric = spec.get("metric", "tflops")
+    model = [r for r in rows if ok(r) and matches(r, spec["model"])]
+    if not model:
+        return None
+    m = model[0]
+    c = dict(enrich(m), model_value=m[metric], published=spec["published"],
+             err_pct=100 * (m[metric] / spec["published"] - 1), beside_value=float("nan"), beside_ratio=float("nan"))
+    used = [m]
+    beside = [r for r in rows if ok(r) and spec.get("beside") and matches(r, spec["beside"])]
+    if beside:
+        c["beside_value"] = beside[0][metric]
+        c["beside_ratio"] = beside[0][metric] / m[metric]
+        used.append(beside[0])
+    return fmt(spec["ours"], c), used, None, noise(m)
+
+
 RUN = {"fits": t_fits, "ratio": t_ratio, "at_least": t_at_least, "not_slower": t_not_slower,
        "largest_fit": t_largest_fit, "extrapolation": t_extrapolation, "predicted": t_predicted, "ratios": t_ratios,
-       "value": t_value}
+       "value": t_value,
+       "published": t_published}
 
 
 def claim_row(spec, rows, ctx):
@@ -355,7 +387,8 @@ def check_spec(spec, where):
         die(f"{where}: claim {spec['id']}: test '{spec['test']}' is not one of {', '.join(TESTS)}")
     need = {"ratio": ("numerator", "denominator", "at_least"), "at_least": ("field", "at_least"),
             "not_slower": ("a", "b"), "extrapolation": ("against",), "predicted": ("against", "within"),
-            "ratios": ("base",)}
+            "ratios": ("base",),
+            "published": ("published", "model", "ours")}
     for k in need.get(spec["test"], ()):
         if k not in spec:
             die(f"{where}: claim {spec['id']}: test {spec['test']} needs '{k}'")

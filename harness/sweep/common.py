@@ -10,6 +10,9 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS_SCHEMA = "megatrain.results/1"
 SWEEP_SCHEMA = "megatrain.sweep/1"
+# results/ files that are not results rows (their own schema, their own writer and test):
+# the claims, figures and filing leave them alone.
+SIDE_FILES = {"cpu_optimizers.jsonl": "megatrain.cpu_optimizers/1"}  # baselines/peers/cpu_optimizers.py
 
 # The keys DESIGN.md fixes for every results row, in the order rows are written.
 RESULT_KEYS = ["schema", "experiment", "system", "mode", "model", "params", "layers_run",
@@ -49,22 +52,22 @@ def load_jsonl(path):
 
 
 def load_results(results_dir):
-    """All rows of every results/*.jsonl (baselines/ excluded), in file order."""
+    """All rows of every results/*.jsonl (baselines/ and SIDE_FILES excluded), in file order."""
     rows = []
     if not os.path.isdir(results_dir):
         return rows
     for name in sorted(os.listdir(results_dir)):
-        if name.endswith(".jsonl"):
+        if name.endswith(".jsonl") and name not in SIDE_FILES:
             rows.extend(load_jsonl(os.path.join(results_dir, name)))
     return rows
 
 
 def load_results_files(results_dir):
-    """{file name: rows} of every results/*.jsonl (baselines/ excluded)."""
+    """{file name: rows} of every results/*.jsonl (baselines/ and SIDE_FILES excluded)."""
     out = {}
     if os.path.isdir(results_dir):
         for name in sorted(os.listdir(results_dir)):
-            if name.endswith(".jsonl"):
+            if name.endswith(".jsonl") and name not in SIDE_FILES:
                 out[name] = load_jsonl(os.path.join(results_dir, name))
     return out
 

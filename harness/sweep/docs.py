@@ -114,18 +114,41 @@ def block_measured(ctx):
                      f"({a['bytes_per_second'] / t['bytes_per_second']:.1f}×) | measured, {machine(env)}{la}, "
                      f"`mt-microbench` (Google Benchmark, mean over {a['iterations']} iteration(s)), "
                      f"`{rel(p)}`{cache} |")
+    opt = os.path.join(ctx.results, "cpu_optimizers.jsonl")  # baselines/peers/cpu_optimizers.py
+    rows = {r["impl"]: r for r in common.load_jsonl(opt)
+            if (r.get("env") or {}).get("git_dirty") is False or ctx.allow_dirty} if os.path.exists(opt) else {}
+    if len(rows) == 4:
+        names = (("megatrain_adamw", "ours"), ("deepspeed_cpu_adam", "DeepSpeedCPUAdam"),
+                 ("torch_adamw_fused", "torch fused"), ("torch_adamw_foreach", "torch foreach"))
+        r0 = rows["megatrain_adamw"]
+        la = r0["env"].get("load_avg_1min") or []
+        la = f", 1-minute load average {min(la):.1f}–{max(la):.1f} during the run" if la else ""
+        lines.append(f"| Host AdamW implementations, fp32, {r0['n_params'] / 2**20:.0f}M params, {r0['threads']} threads, "
+                     f"{r0['repeats']} interleaved rounds with the STREAM triad | "
+                     + ", ".join(f"{w} {rows[k]['params_per_s'] / 1e6:.0f}" for k, w in names) + " M params/s = "
+                     + ", ".join(f"{rows[k]['ratio_to_triad']:.2f}" for k, _ in names)
+                     + f"× the triad's {r0['triad_gb_s']:.1f} GB/s (at 28 B/param) | measured, {host(r0['env'])} (CPU only), DeepSpeed "
+                       f"{r0['env'].get('deepspeed')}, torch {r0['env'].get('torch')}{la}, medians over rounds, "
+                       f"`baselines/peers/cpu_optimizers.py`, `{rel(opt)}` |")
     for r in ctx.by.get("extrapolation_cpu", []):
-        m = [x for x in ctx.by.get("c2_cpu", []) if x["system"] == r["system"] and x["batch"] == r["batch"]]
-        if not m:
-            continue
         f, E = r["fit"], r["step_ms"]["err_frac"]
-        err = r["step_ms"]["median"] / m[0]["step_ms"]["median"] - 1
+        chk = f.get("check")
+        if chk and chk.get("depth") == r["layers_model"]:
+            meas, where, rows_load = chk["measured_ms"], "measured in the same interleaved rounds", [r]
+        else:
+            m = [x for x in ctx.by.get("c2_cpu", []) if x["system"] == r["system"] and x["batch"] == r["batch"]]
+            if not m:
+                continue
+            meas, where, rows_load = m[0]["step_ms"]["median"], "measured in c2_cpu", [r, m[0]]
+        err = r["step_ms"]["median"] / meas - 1
+        rounds = f.get("rounds", 1)
         lines.append(f"| Depth extrapolation, {r['system']} ({r['model']}, batch {r['batch']}): fit on "
                      f"{' and '.join(map(str, f['depths']))} layers, reported at {r['layers_model']} | "
                      f"{r['step_ms']['median']:.0f} ms ±{100 * E:.0f}% (held-out {f['holdout']['depth']} layers: "
-                     f"{100 * f['holdout']['err_frac']:+.0f}%) vs {m[0]['step_ms']['median']:.0f} ms measured at "
+                     f"{100 * f['holdout']['err_frac']:+.0f}%) vs {meas:.0f} ms {where} at "
                      f"{r['layers_model']}: {100 * err:+.0f}%, {'inside' if abs(err) <= E else 'OUTSIDE'} the bar | "
-                     f"extrapolated and measured, {machine(r['env'])}{load([r, m[0]])} |")
+                     f"extrapolated and measured, {rounds} interleaved round(s), "
+                     f"{machine(r['env'])}{load(rows_load)} |")
     return "\n".join(lines)
 
 

@@ -181,12 +181,19 @@ def k_largest_fit(fig, spec, rows, ctx):
 
 def k_pairs(fig, spec, rows, ctx):
     """Each extrapolated or projected row of this sweep beside the measured row of the
-    same configuration (in the experiments named by `against`), with the predicted
-    row's min..max (an extrapolated row's error band)."""
+    same configuration (in the experiments named by `against`; an extrapolated row with
+    a full-depth check in its fit: that check, measured in the same rounds), with the
+    predicted row's min..max (an extrapolated row's error band)."""
     match = spec.get("match", ["model", "system", "batch", "seq_len", "precision", "variant", "layers_run"])
     meas = [m for e in spec["against"] for m in ctx["by"].get(e, []) if m["mode"] == "measured" and ok(m)]
     for r in rows:
         if r["mode"] == "measured" or not ok(r) or not matches(r, spec.get("where")):
+            continue
+        chk = (r.get("fit") or {}).get("check") if r["mode"] == "extrapolated" else None
+        if chk and chk.get("depth") == r.get("layers_model"):  # the full depth, measured in the same rounds
+            fig.add(f"depth extrapolation vs measured in the same rounds on {r.get('backend')}", KIND[r["mode"]],
+                    [chk["measured_ms"], r["step_ms"]["median"], f"{r['system']} b{r['batch']}",
+                     r["step_ms"]["min"], r["step_ms"]["max"]])
             continue
         for m in meas:
             if any(r.get(k) != m.get(k) for k in match):

@@ -129,6 +129,8 @@ def main():
     table = sweeps.by_experiment()
     incoming, problems = {}, []
     for path in sorted(glob.glob(os.path.join(args.dir, "*.jsonl"))):
+        if os.path.basename(path) in common.SIDE_FILES:  # not results rows (common.SIDE_FILES)
+            continue
         for n, r in enumerate(common.load_jsonl(path), 1):
             for p in row_problems(r, args.allow_dirty, args.unswept, table):
                 problems.append(f"{path}:{n}: {p}")

@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import sweeps  # noqa: E402
 from common import REPO, RESULTS_SCHEMA, die, median  # noqa: E402
-from sweeps import config_key, expand, label  # noqa: E402
+from sweeps import config_key, expand, label, schedule_args, system  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import metrics  # noqa: E402  (harness/metrics.py: the metrics and the dense-peak table, defined once)
@@ -123,7 +123,7 @@ class Runner:
 
     def plan(self, c, cfg_path, hardware=None):
         cmd = [self.mt, "plan", "--config", cfg_path, "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]),
-               "--precision", c["precision"], "--schedule", c["schedule"], "--grad-accum", str(c["grad_accum"])]
+               "--precision", c["precision"], *schedule_args(c), "--grad-accum", str(c["grad_accum"])]
         if hardware:
             cmd += ["--hardware", str(hardware)]
         if c["host_mem_gb"]:
@@ -141,7 +141,7 @@ class Runner:
         else:
             cmd = [self.mt, "train", "--config", cfg_path, "--init", "random", "--seed", str(c["seed"]),
                    "--data", "synthetic", "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]),
-                   "--steps", str(c["steps"]), "--precision", c["precision"], "--schedule", c["schedule"],
+                   "--steps", str(c["steps"]), "--precision", c["precision"], *schedule_args(c),
                    "--grad-accum", str(c["grad_accum"]), "--backend", c["backend"]]
             if c["hardware"]:
                 cmd += ["--hardware", str(c["hardware"])]
@@ -185,7 +185,7 @@ def linfit(xs, ys):
 
 # ---------------------------------------------------------------- one configuration
 def blank_row(experiment, c, env, sweep_file=None, override=None):
-    return {"schema": RESULTS_SCHEMA, "experiment": experiment, "system": c["schedule"],
+    return {"schema": RESULTS_SCHEMA, "experiment": experiment, "system": system(c),
             "mode": "projected" if c["mode"] == "projected-plan" else c["mode"],
             "model": sweeps.model_name(c),
             "params": None, "layers_run": None, "layers_model": None, "batch": c["batch"],
@@ -276,7 +276,7 @@ def run_peer(R, row, c):
 def run_config(R, experiment, c, sweep_file=None, override=None):
     env = R.env(c["hardware"] if c["mode"] in ("projected", "projected-plan") else None)
     row = blank_row(experiment, c, env, sweep_file, override)
-    if c.get("peer"):
+    if c.get("peer") and c["mode"] == "measured":  # a real peer; projected peers run megatrain --peer
         return run_peer(R, row, c)
     tokens = c["batch"] * c["seq_len"] * c["grad_accum"]
     mode = c["mode"]
@@ -370,13 +370,13 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
     row["layers_model"] = layers_model
     row["layers_run"] = layers_model  # the depth the row reports; the fit's depths are in `fit`
     row["params"] = R.plan(c, full_path)["params"]
-    runs = {}
-    for d in sorted(set(c["layers_fit"]) | {c["layers_holdout"]}):
-        cfg_path, _, _ = R.model_config(c, d)
-        steps = R.train(c, cfg_path)
-        rss = [s["peak_rss_bytes"] for s in steps if isinstance(s.get("peak_rss_bytes"), (int, float))]
-        runs[d] = {"stats": step_stats(steps, c["warmup"]), "rss": max(rss) if rss else None}
-    row["step_ms"], row["fit"] = extrapolate(runs, sorted(c["layers_fit"]), c["layers_holdout"], layers_model)
+    check = c.get("layers_check")
+    if check is not None and check != layers_model:
+        raise RunError(f"layers_check {check} is not the model's full depth {layers_model}")
+    runs, per_round = measure_depths(R, c, sorted(set(c["layers_fit"]) | {c["layers_holdout"]}
+                                                   | ({check} if check else set())))
+    row["step_ms"], row["fit"] = extrapolate(runs, sorted(c["layers_fit"]), c["layers_holdout"], layers_model,
+                                             per_round, check)
     fit_rss = [runs[d]["rss"] for d in row["fit"]["depths"]]
     if all(v is not None for v in fit_rss):
         ra, rb = linfit(row["fit"]["depths"], fit_rss)
@@ -388,14 +388,43 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
     return row
 
 
-def extrapolate(runs, depths, holdout, L):
+def measure_depths(R, c, depths):
+    """Runs every depth `rounds` times, interleaved (round r: all depths, in alternating
+    order), so that what else runs on a shared machine falls on every depth alike
+    instead of on whichever depth happened to run during it: the fit then measures
+    depth, not the load. Returns {depth: {stats over all timed steps of all rounds,
+    rss}} and, per round, {depth: median of that round's timed steps}."""
+    paths = {d: R.model_config(c, d)[0] for d in depths}
+    timed = {d: [] for d in depths}
+    rss = {d: None for d in depths}
+    per_round = []
+    for r in range(c.get("rounds") or 1):
+        med = {}
+        for d in (depths if r % 2 == 0 else depths[::-1]):
+            steps = R.train(c, paths[d])
+            t = [s["step_ms"] for s in steps[c["warmup"]:-1]]  # step_stats' steady state
+            timed[d] += t
+            med[d] = median(t)
+            got = [s["peak_rss_bytes"] for s in steps if isinstance(s.get("peak_rss_bytes"), (int, float))]
+            if got:
+                rss[d] = max(got + ([rss[d]] if rss[d] is not None else []))
+        per_round.append(med)
+    runs = {d: {"stats": {"median": median(timed[d]), "min": min(timed[d]), "max": max(timed[d]),
+                          "n": len(timed[d])}, "rss": rss[d]} for d in depths}
+    return runs, per_round
+
+
+def extrapolate(runs, depths, holdout, L, per_round=None, check=None):
     """Step time fitted linear in depth over `depths` (medians), reported at depth L with
     an error bar from the method's own held-out check: the fit predicts the held-out
     depth h, and its error there grows with the distance from the fitted depths' mean
     x, as the error of a fitted slope does: err(L) = err(h) (L - x) / (h - x). The
     timing noise of the runs (half the min..max spread over the median, the largest
-    of them) is added in quadrature. step_ms.min and .max are median -/+ that error:
-    a band around the median, never outside it."""
+    of them) is added in quadrature, and with >= 2 interleaved rounds so is the spread
+    of the rounds' own predictions at L (half their min..max over the prediction): how
+    much the machine's load moved the answer. step_ms.min and .max are median -/+ that
+    error: a band around the median, never outside it. With `check` (the full depth L,
+    measured in the same rounds) the row also says how far the prediction fell from it."""
     med = [runs[d]["stats"]["median"] for d in depths]
     a, b = linfit(depths, med)
     pred_L = a + b * L
@@ -410,7 +439,12 @@ def extrapolate(runs, depths, holdout, L):
     err_h = (pred_h - meas_h) / meas_h  # signed, relative, at the held-out depth
     err_L = abs(pred_h - meas_h) * lever / pred_L
     noise = max((r["stats"]["max"] - r["stats"]["min"]) / (2 * r["stats"]["median"]) for r in runs.values())
-    E = (err_L ** 2 + noise ** 2) ** 0.5
+    round_preds = []
+    for pr in per_round or []:
+        ra, rb = linfit(depths, [pr[d] for d in depths])
+        round_preds.append(ra + rb * L)
+    spread = (max(round_preds) - min(round_preds)) / (2 * pred_L) if len(round_preds) >= 2 else 0.0
+    E = (err_L ** 2 + noise ** 2 + spread ** 2) ** 0.5
     step = {"median": pred_L, "min": max(0.0, pred_L * (1 - E)), "max": pred_L * (1 + E),
             "n": min(runs[d]["stats"]["n"] for d in depths), "err_frac": E}
     fit = {"depths": depths, "step_ms": med, "intercept_ms": a, "per_layer_ms": b,
@@ -419,9 +453,17 @@ def extrapolate(runs, depths, holdout, L):
            "holdout": {"depth": h, "measured_ms": meas_h, "predicted_ms": pred_h, "err_frac": err_h,
                        "lever": lever, "measured_min_ms": runs[h]["stats"]["min"],
                        "measured_max_ms": runs[h]["stats"]["max"]},
-           "noise_frac": noise, "err_frac": E,
+           "noise_frac": noise, "err_frac": E, "rounds": len(per_round or []) or 1,
            "err_method": "held-out depth: |predicted - measured| x (L - mean fitted depth) / (h - mean fitted depth), "
-                         "with the runs' timing noise in quadrature"}
+                         "with the runs' timing noise and the interleaved rounds' spread at L in quadrature"}
+    if len(round_preds) >= 2:
+        fit["round_predicted_ms"], fit["round_spread_frac"] = round_preds, spread
+    if check is not None:
+        m = runs[check]["stats"]
+        fit["check"] = {"depth": check, "measured_ms": m["median"], "measured_min_ms": m["min"],
+                        "measured_max_ms": m["max"], "predicted_ms": a + b * check,
+                        "err_frac": (a + b * check) / m["median"] - 1,
+                        "how": "measured at full depth in the same interleaved rounds as the fit"}
     return step, fit
 
 

@@ -19,7 +19,8 @@ from common import REPO, SWEEP_SCHEMA, die
 SWEEP_DIR = os.path.join(REPO, "experiments", "sweeps")
 MODES = ("measured", "extrapolated", "projected", "projected-plan")
 # Fields that identify a configuration (the resumability key). steps/warmup/timeout
-# are not part of it: re-running with more steps needs --force.
+# (and an extrapolation's rounds and check depth: how it is measured) are not part of
+# it: re-running with more steps needs --force.
 KEY_FIELDS = ("model", "model_name", "overrides", "layers", "layers_fit", "layers_holdout", "batch", "seq_len",
               "precision", "schedule", "backend", "hardware", "mode", "args", "grad_accum",
               "host_mem_gb", "variant", "cli")
@@ -27,12 +28,16 @@ DEFAULTS = {"model": None, "model_name": None, "overrides": {}, "layers": None, 
             "layers_holdout": None, "batch": 1, "seq_len": 1024, "tokens_per_step": None, "precision": "paper",
             "schedule": "megatrain", "backend": "cpu", "hardware": None, "mode": "measured",
             "args": [], "grad_accum": 1, "host_mem_gb": None, "variant": None, "steps": 8,
-            "warmup": 2, "timeout_s": 900, "seed": 1, "keep_trace": False, "cli": None, "peer": None}
+            "warmup": 2, "timeout_s": 900, "seed": 1, "keep_trace": False, "cli": None, "peer": None,
+            "rounds": 1, "layers_check": None}
 # Key fields that enter the key only when set, so that configurations written before
 # they existed keep their keys (and their committed rows stay current).
 OPTIONAL_KEY_FIELDS = ("peer",)
 # Real peers a configuration can run instead of megatrain (baselines/peers/NAME.py).
 PEERS = ("deepspeed_zero3", "fsdp2_offload")
+# Peers as modelled by the sim and the planner (`megatrain --peer NAME`, baselines/PEERS.md),
+# for the projected modes.
+SIM_PEERS = ("deepspeed-zero3", "fsdp2-offload", "official")
 # What a sweep file may hold besides its configurations (harness/sweep/README.md).
 TOP_FIELDS = {"schema", "experiment", "description", "defaults", "matrix", "configs", "paths", "order",
               "hardware_from_gpu", "baseline", "figures", "claims", "comment"}
@@ -129,11 +134,14 @@ def expand(sweep):
                 die(f"{where}: cli '{c['cli']}' runs only in mode measured")
             if not c["cli"] and not c["model"]:
                 die(f"{where}: a configuration needs a model (HF config.json path)")
-            if c["peer"] is not None:
+            if c["peer"] is not None and c["mode"] in ("projected", "projected-plan"):
+                if c["peer"] not in SIM_PEERS:
+                    die(f"{where}: projected peer '{c['peer']}' is not one of {', '.join(SIM_PEERS)} (baselines/PEERS.md)")
+            elif c["peer"] is not None:
                 if c["peer"] not in PEERS:
-                    die(f"{where}: peer '{c['peer']}' is not one of {', '.join(PEERS)}")
+                    die(f"{where}: measured peer '{c['peer']}' is not one of {', '.join(PEERS)} (baselines/peers/README.md)")
                 if c["mode"] != "measured" or c["cli"] or c["precision"] not in ("mixed", "fp32"):
-                    die(f"{where}: a peer runs in mode measured with precision mixed or fp32 (baselines/peers/README.md)")
+                    die(f"{where}: a real peer runs in mode measured with precision mixed or fp32 (baselines/peers/README.md)")
             if c["mode"] in ("projected", "projected-plan") and not c["hardware"]:
                 die(f"{where}: mode {c['mode']} needs a hardware profile")
             if c["mode"] == "projected":
@@ -147,6 +155,14 @@ def expand(sweep):
                 if not isinstance(hold, int) or hold in fit or hold == sum(fit) / len(fit):
                     die(f"{where}: mode extrapolated needs layers_holdout: one depth, not fitted and not the "
                         f"fitted depths' mean (the held-out check that sizes the error bar)")
+                chk = c["layers_check"]
+                if chk is not None and (not isinstance(chk, int) or chk in fit or chk == hold or chk < 1):
+                    die(f"{where}: layers_check is one depth (the model's full depth) measured beside the fit, "
+                        f"neither fitted nor held out")
+            elif c["layers_check"] is not None or c["rounds"] != 1:
+                die(f"{where}: rounds and layers_check belong to mode extrapolated")
+            if not isinstance(c["rounds"], int) or not 1 <= c["rounds"] <= 20:
+                die(f"{where}: rounds is a whole number of interleaved passes over the depths, 1..20")
             # One step more than warmup + 1: the last step carries the final optimizer pass
             # that no next step overlaps, so it is reported apart from the steady state.
             if c["mode"] in ("measured", "extrapolated", "projected") and c["steps"] < c["warmup"] + 2:
@@ -172,8 +188,18 @@ def model_name(c):
     return os.path.basename(c["model"] or "?").removesuffix(".json")
 
 
+def system(c):
+    """What a row's `system` says: the peer when the configuration runs one, else the schedule."""
+    return c.get("peer") or c["schedule"]
+
+
+def schedule_args(c):
+    """The megatrain flags that choose it: --peer NAME, or --schedule NAME."""
+    return ["--peer", c["peer"]] if c.get("peer") else ["--schedule", c["schedule"]]
+
+
 def label(c):
-    parts = [model_name(c), c["peer"] or c["schedule"], f"b{c['batch']}", f"T{c['seq_len']}", c["precision"], c["backend"]]
+    parts = [model_name(c), system(c), f"b{c['batch']}", f"T{c['seq_len']}", c["precision"], c["backend"]]
     if c["cli"]:
         parts = [model_name(c), f"`megatrain` ({c['cli']} run)"]
     if c["hardware"]:

@@ -202,9 +202,57 @@ mk "$tmp/stale" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 
 verdict "rows of removed sweep entries are left out, even with --allow-dirty" "ratio claim" 'no data$' "$tmp/stale" --allow-dirty
 grep -q "no longer exist: t_abl 2, t_c2 2" "$tmp/stale.err" && echo "ok   ... and said so" || fail "no word of the stale rows"
 
+# the depth-extrapolation check: a row's own full-depth measurement from the same interleaved
+# rounds (fit.check) is what it is held to, before any row of the `against` experiment
+python3 - > "$tmp/ex.txt" 2>&1 <<'EOF'
+import sys
+sys.path.insert(0, "harness/sweep")
+import claims
+env = {"git_sha": "0123456789ab", "git_dirty": False}
+def ex(pred, E, check=None):
+    r = {"mode": "extrapolated", "system": "megatrain", "batch": 4, "layers_model": 8, "env": env, "tokens_per_s": 1.0,
+         "step_ms": {"median": pred, "min": pred * (1 - E), "max": pred * (1 + E), "err_frac": E},
+         "fit": {"depths": [2, 4], "holdout": {"depth": 6}}}
+    if check:
+        r["fit"]["check"] = {"depth": 8, "measured_ms": check, "measured_min_ms": check, "measured_max_ms": check}
+    return r
+far = {"mode": "measured", "system": "megatrain", "batch": 4, "env": env, "tokens_per_s": 1.0,
+       "step_ms": {"median": 500.0, "min": 500.0, "max": 500.0}}
+spec = {"against": "other", "match": ["system", "batch"]}
+ctx = {"all": {"other": [far]}}
+for name, rows in (("check inside", [ex(1000, 0.1, 950)]), ("check outside", [ex(1000, 0.1, 700)]),
+                   ("no check: the other experiment", [ex(1000, 0.1)])):
+    text, used, outcome, _ = claims.t_extrapolation(spec, rows, ctx)
+    print(name, outcome, text)
+EOF
+grep -q "^check inside agrees .*same interleaved rounds.*megatrain +5% (bar ±10%)" "$tmp/ex.txt" &&
+grep -q "^check outside disagrees .*megatrain +43%" "$tmp/ex.txt" &&
+grep -q "^no check: the other experiment disagrees .*measured in other.*megatrain +100%" "$tmp/ex.txt" &&
+  echo "ok   extrapolation held to its own full-depth check first, else to the other experiment" ||
+  { fail "extrapolation check"; cat "$tmp/ex.txt"; }
+
+# published: a published figure beside our model of that system, the model's error said, no verdict
+python3 - > "$tmp/pub.txt" 2>&1 <<'EOF'
+import sys
+sys.path.insert(0, "harness/sweep")
+import claims
+def row(system, tflops):
+    return {"system": system, "backend": "sim", "mode": "projected", "hardware": "h100-128g", "tflops": tflops,
+            "tokens_per_s": 1.0, "step_ms": {"median": 10.0, "min": 10.0, "max": 10.0}}
+spec = {"id": "P", "claim": "published check", "paper": "272 TFLOPS", "test": "published", "published": 272,
+        "model": {"system": "official"}, "beside": {"system": "megatrain"}, "no_verdict": "a check",
+        "ours": "{model_value:.0f} ({err_pct:+.0f}%), ours {beside_value:.0f} ({beside_ratio:.2f}x)"}
+claims.check_spec(spec, "t")
+print(claims.claim_row(spec, [row("official", 299.2), row("megatrain", 448.8)], {}))
+print(claims.claim_row(spec, [row("megatrain", 448.8)], {}))
+EOF
+grep -q "299 (+10%), ours 449 (1.50x)" "$tmp/pub.txt" && grep -q "no verdict (a check)" "$tmp/pub.txt" &&
+  grep -q "no rows" "$tmp/pub.txt" && echo "ok   published: the model's error beside the figure, no verdict" ||
+  { fail "published claim"; cat "$tmp/pub.txt"; }
+
 # the committed sweep files declare valid claim rows (check_spec runs on every one)
 python3 harness/sweep/claims.py --results "$tmp/empty" > "$tmp/real.txt" 2> "$tmp/real.err" &&
-  grep -q "^C2 14B vs ZeRO-3 offload .* no data" "$tmp/real.txt" && echo "ok   the committed claim rows parse" ||
+  grep -q "^C2 14B vs DeepSpeed ZeRO-3 offload .* no data" "$tmp/real.txt" && echo "ok   the committed claim rows parse" ||
   { fail "committed claim rows"; cat "$tmp/real.err"; }
 
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }

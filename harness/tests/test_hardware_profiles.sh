@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# experiments/hardware/*.json follow experiments/hardware/README.md: the five
+# experiments/hardware/*.json follow experiments/hardware/README.md: the nine
 # required profiles exist, every key is there with a positive number, every figure
 # has a source, and derived values agree (params_per_s, pageable <= pinned <= theory).
 set -uo pipefail
@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.." || exit 1
 command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
 dir=experiments/hardware
 fails=0
-for name in h100-128g h200-128g h200-1.5t gh200-480g rtx4090-256g; do
+for name in h100-128g h200-128g h200-1.5t gh200-480g rtx4090-256g mi300x-1.5t mi355x-1.5t b200-2t gb200-480g; do
   [ -f "$dir/$name.json" ] || { echo "FAIL: $dir/$name.json missing"; fails=$((fails + 1)); }
 done
 for f in "$dir"/*.json; do
@@ -52,5 +52,24 @@ for f in "$dir"/*.json; do
       then "gpu.peak_tflops.bf16 \($have) != dense_peaks.json \($e.match) \($e.bf16_tflops)" else "" end' --arg peaks "$peaks" "$f")
   if [ -n "$got" ]; then echo "FAIL $name: $got"; fails=$((fails + 1)); else echo "ok   $name: bf16 peak as harness/dense_peaks.json"; fi
 done
+# Every profile loads where it is used: the planner (plan --hardware) and the sim
+# backend (train --backend sim), each giving a positive step time.
+BIN=${MT_BIN:-$(pwd)/build/bin}
+if [ -x "$BIN/megatrain" ]; then
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+  jq '.num_hidden_layers = 2 | .max_window_layers = 2' experiments/models/qwen2.5-7b.json > "$tmp/m.json"
+  for f in "$dir"/*.json; do
+    name=$(basename "$f" .json)
+    common=(--config "$tmp/m.json" --batch 2 --seq-len 1024 --precision paper --hardware "$name")
+    plan=$("$BIN/megatrain" plan "${common[@]}" 2>"$tmp/err") && ms=$(echo "$plan" | jq -e '.step_ms | select(. > 0)') \
+      || { echo "FAIL $name: plan: $(tail -n 1 "$tmp/err")"; fails=$((fails + 1)); continue; }
+    sim=$("$BIN/megatrain" train --backend sim "${common[@]}" --init random --data synthetic --steps 2 2>"$tmp/err") \
+      && sms=$(echo "$sim" | jq -se '[.[] | select(.step_ms)] | last | .step_ms | select(. > 0)') \
+      || { echo "FAIL $name: sim: $(tail -n 1 "$tmp/err")"; fails=$((fails + 1)); continue; }
+    echo "ok   $name: plan $ms ms, sim $sms ms per step (qwen2.5-7b width, 2 layers, batch 2)"
+  done
+else
+  echo "note: $BIN/megatrain not built: profiles not loaded by plan and sim"
+fi
 [ "$fails" -eq 0 ] || { echo "$fails profile(s) failed"; exit 1; }
 echo "all checks passed"

@@ -15,7 +15,7 @@ fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 hint="HINT: run \`make reproduce\` from a clean committed tree and commit results/, plots/data/, README.md, REPRODUCE.md"
 
 if python3 harness/sweep/file_rows.py results --results "$tmp/x" --dry-run > /dev/null 2> "$tmp/rows.err"; then
-  echo "ok   every committed row is current, clean and well-formed ($(cat results/*.jsonl | grep -c .) rows)"
+  echo "ok   every committed row is current, clean and well-formed ($(python3 -c "import sys; sys.path.insert(0, 'harness/sweep'); import common; print(len(common.load_results('results')))") rows)"
 else
   fail "committed rows"; grep -v "^file_rows: [a-z0-9_]*: " "$tmp/rows.err" | head -20; echo "$hint"
 fi

@@ -126,6 +126,24 @@ every_row "extrapolated row: a median and its held-out error band" "$R/t_ex.json
   and (.step_ms.min == ([0, .step_ms.median * (1 - .step_ms.err_frac)] | max))
   and ((.fit.holdout.predicted_ms - (.fit.intercept_ms + 3 * .fit.per_layer_ms)) | fabs) < 1e-9 * .fit.holdout.predicted_ms
   and (.fits == null) and (.params > 0)'
+# interleaved rounds with the full depth measured beside the fit (the CPU check's form): every
+# depth runs once per round, the rounds' predictions and the check are recorded, and on the
+# deterministic sim the rounds agree, so the error bar gains nothing from them.
+jq '.experiment = "t_ex2" | .defaults.rounds = 2 | .defaults.layers_check = 5' "$tmp/ex.json" > "$tmp/ex2.json"
+run "$tmp/ex2.json" 2> "$tmp/err7b" || fail "extrapolated (rounds, check) run exit $?"
+every_row "extrapolated row over 2 interleaved rounds with its full-depth check" "$R/t_ex2.jsonl" '
+  (.fit.rounds == 2) and (.fit.round_predicted_ms | length == 2) and (.fit.round_spread_frac < 1e-9)
+  and (.fit.check.depth == 5) and (.fit.check.measured_ms > 0)
+  and ((.fit.check.err_frac - (.fit.check.predicted_ms / .fit.check.measured_ms - 1)) | fabs) < 1e-12
+  and ((.fit.check.predicted_ms - .step_ms.median) | fabs) < 1e-9 * .step_ms.median
+  and (.step_ms.n == 4) and (.step_ms.err_frac >= .fit.noise_frac)'
+for bad in '.defaults.layers_check = 2' '.defaults.layers_check = 3' '.defaults.rounds = 0' \
+           '.defaults.mode = "measured" | .defaults.rounds = 2'; do
+  jq "$bad" "$tmp/ex2.json" > "$tmp/ex_bad.json"
+  run "$tmp/ex_bad.json" 2> "$tmp/err9"; rc=$?
+  [ "$rc" = 2 ] && grep -q "rounds\|layers_check" "$tmp/err9" && pass "refused before running: $bad" ||
+    fail "sweep with $bad: exit $rc, want 2"
+done
 # without a held-out depth the sweep is refused before anything runs
 jq 'del(.defaults.layers_holdout)' "$tmp/ex.json" > "$tmp/ex_nohold.json"
 run "$tmp/ex_nohold.json" 2> "$tmp/err8"; rc=$?

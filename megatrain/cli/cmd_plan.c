@@ -74,6 +74,10 @@ int mt_cmd_plan(mt_options *o) {
     if (o->host_mem_gb > 0) hw.host_mem_bytes = (double)o->host_mem_gb * 1e9;
     if (hw.host_mem_bytes > 0) // the speculative step's restore copies take only what the plan leaves
         in.eng.host_free = (size_t)(hw.host_mem_bytes * (1.0 - MT_PLAN_HOST_RESERVE));
+    const mt_peer *peer = NULL;
+    mt_peer_rate peer_rate;
+    if (o->peer && (s = mt_peer_find(o->peer, &peer))) return fail(s);
+    if (peer && have_rates && (s = mt_peer_profile(peer, in.prec, &hw, &hw, &peer_rate))) return fail(s);
     int gpu_known = hw.hbm_bytes > 0;
     if (gpu_known && hw.hbm_bytes > (double)MT_PLAN_GPU_RESERVE_BYTES)
         in.gpu_free_bytes = (size_t)(hw.hbm_bytes - (double)MT_PLAN_GPU_RESERVE_BYTES);
@@ -107,7 +111,9 @@ int mt_cmd_plan(mt_options *o) {
     add_num(j, "grad_accum", in.eng.grad_accum);
     if (sd->takes & MT_TAKES_CKPT_INTERVAL) add_num(j, "checkpoint_interval", in.eng.sched.ckpt_interval);
     if (sd->takes & MT_TAKES_WEIGHT_BUFS) add_num(j, "weight_buffers", in.eng.sched.weight_bufs);
-    cJSON_AddStringToObject(j, "bind", in.eng.sched.bind == MT_BIND_COPY ? "copy" : "pointer");
+    mt_schedule_desc rs; // resolved: a peer binds as it does
+    mt_schedule_resolve(sd, &in.eng.sched, &cfg, &rs);
+    cJSON_AddStringToObject(j, "bind", rs.bind == MT_BIND_COPY ? "copy" : "pointer");
     add_num(j, "tokens_per_step", (double)in.eng.B * in.eng.T * in.eng.grad_accum);
 
     cJSON_AddBoolToObject(j, "fits", fit.fits);
@@ -158,7 +164,7 @@ int mt_cmd_plan(mt_options *o) {
     add_num(h, "mem_bytes", hw.host_mem_bytes);
     add_num(h, "reserve_fraction", MT_PLAN_HOST_RESERVE);
     add_num(h, "have_bytes", fit.host_have_bytes);
-    if (sd->host_bytes_per_param[in.prec]) { // the real system's own accounting, beside what our schedule allocates
+    if (sd->host_bytes_per_param[in.prec] && (sd->takes & MT_TAKES_ZERO3)) { // the real system's own accounting, beside what our schedule allocates
         add_num(h, "deepspeed_estimator_bytes", 1.5 * (double)sd->host_bytes_per_param[in.prec] * (double)N);
         add_num(h, "engine_zero3_bytes", (double)mem.engine.host_bytes);
         add_num(j, "deepspeed_gpu_bytes", (double)mem.deepspeed_gpu_bytes);
@@ -190,6 +196,31 @@ int mt_cmd_plan(mt_options *o) {
         add_num(z, "stage3_param_persistence_threshold", (double)zk->param_persistence_threshold);
         add_num(z, "reduce_bucket_size", (double)zk->reduce_bucket_size);
         add_num(z, "stage3_max_live_parameters", (double)zk->max_live_parameters);
+    }
+
+    if (peer) { // what only the peer has (engine/peer.h; sources in baselines/PEERS.md)
+        cJSON *pj = cJSON_AddObjectToObject(j, "peer");
+        cJSON_AddStringToObject(pj, "name", peer->name);
+        cJSON_AddStringToObject(pj, "what", peer->summary);
+        cJSON_AddStringToObject(pj, "schedule_base", peer->schedule);
+        add_num(pj, "host_bytes_per_param", rs.host_bytes_per_param[in.prec]);
+        add_num(pj, "checkpoint_interval", rs.ckpt_interval);
+        add_num(pj, "weight_passes", rs.weight_passes == 3 ? 3 : 2);
+        add_num(pj, "weight_buffers", rs.weight_bufs);
+        cJSON_AddStringToObject(pj, "fetch", rs.submodule_fetch ? "submodule" : "layer");
+        add_num(pj, "fetch_overhead_ms", rs.fetch_overhead_ms);
+        cJSON_AddStringToObject(pj, "param_wire", rs.param_wire_f32 && in.prec == MT_PREC_MIXED ? "f32" : in.prec == MT_PREC_FP32 ? "f32" : "bf16");
+        cJSON_AddStringToObject(pj, "grad_wire", rs.grad_wire_f32 || in.prec == MT_PREC_FP32 ? "f32" : "bf16");
+        cJSON_AddStringToObject(pj, "optimizer", peer->opt.what);
+        cJSON_AddStringToObject(pj, "optimizer_impl", peer->opt.impl);
+        cJSON_AddStringToObject(pj, "optimizer_when", rs.optimizer_overlapped ? "overlapped" : "after backward (serial)");
+        add_num(pj, "optimizer_bytes_per_param", peer->opt.bytes_per_param);
+        add_num(pj, "host_pass_bytes_per_param", peer->opt.host_pass_bytes[in.prec]);
+        if (have_rates) {
+            add_num(pj, "optimizer_update_params_per_s", peer_rate.update_params_per_s);
+            add_num(pj, "optimizer_params_per_s", peer_rate.params_per_s);
+            cJSON_AddStringToObject(pj, "optimizer_rate_source", peer_rate.source);
+        }
     }
 
     cJSON *hwj = cJSON_AddObjectToObject(j, "hardware");

@@ -208,6 +208,11 @@ int mt_cmd_train(mt_options *o, int is_default) {
         if ((s = resume_cursor(o, &rs, &data))) goto fail;
     }
     if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention))) goto fail;
+    mt_peer_rate peer_rate;
+    if ((s = mt_setup_peer(o->peer, prec, be, &peer_rate))) goto fail;
+    if (o->peer)
+        fprintf(stderr, "megatrain: --peer %s: optimizer %.3g params/s with its host passes (%s)\n", o->peer,
+                peer_rate.params_per_s, peer_rate.source);
     // Host threads (created from here on: drain, optimizer, OpenMP) and the pinned
     // state they first touch go to the GPU's NUMA node.
     mt_device_info near;

@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
+#include "engine/peer.h"
 
 static const char *usage =
     "usage: megatrain                      train the embedded tiny model on the embedded corpus\n"
@@ -20,11 +21,13 @@ static const char *usage =
     "                 [--mlp-chunk TOKENS] [--grad-accum-dtype auto|f32|bf16]\n"
     "                 [--speculative-step true|false|auto] [--offload-checkpoints true|false|auto] [--bind pointer|copy] [--hardware PROFILE] [--trace FILE.json] [--zero3-* (baselines/ZERO3.md)]\n"
     "                 [--save DIR] [--save-every N] [--shard-size BYTES|5GB] [--log FILE.jsonl] [--dump-grads FILE]\n"
+    "                 [--peer P]  (with --backend sim: a peer as it runs, in its own precision)\n"
     "       megatrain eval --model DIR --data FILE --batch B --seq-len T [--steps N]\n"
     "                 [--schedule S] and the schedule's knobs train takes (forward only)\n"
     "       megatrain plan --model DIR | --config FILE --batch B --seq-len T --precision P [--grad-accum G]\n"
     "                 [--hardware NAME|FILE.json|measured] [--schedule S] and its knobs\n"
     "                 [--host-mem-gb X] [--max-context] [--rollback-rate R]   (one JSON object: memory, fits, predicted speed)\n"
+    "                 [--peer P]  (in place of --schedule)\n"
     "       megatrain --version\n"
     "--save writes HF's layout: model.safetensors, or past --shard-size of tensor data (default 5GB: transformers\n"
     "4.x's default, within the Hub's file limits, one shard in memory at a time for tools that load whole files)\n"
@@ -44,6 +47,11 @@ static void print_usage(void) {
     for (int i = 0; i < mt_schedule_count(); i++) {
         const mt_schedule_desc *s = mt_schedule_at(i);
         fprintf(stderr, "  %-10s %s%s\n", s->name, s->summary, s == d.schedule ? " (default)" : "");
+    }
+    fputs("Peers (--peer P; train --backend sim and plan; baselines/PEERS.md):\n", stderr);
+    for (int i = 0; i < mt_peer_count(); i++) {
+        const mt_peer *p = mt_peer_at(i);
+        fprintf(stderr, "  %-16s %s (runs %s by default)\n", p->name, p->summary, mt_precision_name(p->precision));
     }
 }
 

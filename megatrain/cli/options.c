@@ -5,6 +5,7 @@
 #include "cli/options.h"
 
 #include "backend/backend.h"
+#include "engine/peer.h"
 
 #include <errno.h>
 #include <float.h>
@@ -61,7 +62,9 @@ static const opt_spec specs[] = {
     {"--attention", OPT_STR, F(attention), NG, "te"},
     // The schedule and its knobs: train, eval and plan take the same ones (eval runs
     // forward only, so it has no gradient slabs, optimizer or accumulation to set).
-    {"--schedule", OPT_SCHEDULE, F(eng.schedule), NG, "tep"},
+    {"--schedule", OPT_SCHEDULE, F(eng.schedule), G(schedule), "tep"},
+    // A peer as it really runs (sim and plan only): a schedule descriptor plus its own costs.
+    {"--peer", OPT_STR, F(peer), NG, "tp"},
     {"--checkpoint-interval", OPT_POS_INT, F(eng.sched.ckpt_interval), NG, "tep"},
     {"--weight-buffers", OPT_POS_INT, F(eng.sched.weight_bufs), NG, "tep"},
     {"--grad-slabs", OPT_POS_INT, F(eng.grad_slabs), NG, "tp"},
@@ -276,6 +279,22 @@ static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
     return MT_OK;
 }
 
+// --peer: its descriptor is the schedule, and its precision the default; --schedule
+// names another schedule, so both together are refused.
+static mt_status apply_peer(mt_options *o) {
+    if (!o->peer) return MT_OK;
+    const mt_peer *p;
+    MT_TRY(mt_peer_find(o->peer, &p));
+    if (o->given.schedule)
+        return mt_fail(MT_ERR_ARG, "--peer %s: replaces --schedule (a peer is its own schedule); give one of them",
+                       o->peer);
+    o->eng.schedule = mt_peer_schedule(p);
+    if (!o->given.precision) o->precision = mt_precision_name(p->precision);
+    mt_precision prec;
+    MT_TRY(mt_precision_parse(o->precision, &prec));
+    return mt_peer_check_precision(p, prec);
+}
+
 static const opt_spec *find_spec(const char *name) {
     for (size_t k = 0; k < sizeof specs / sizeof *specs; k++)
         if (!strcmp(name, specs[k].name)) return &specs[k];
@@ -309,6 +328,7 @@ mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv
         MT_TRY(parse_value(s, v, o));
         if (s->given_offset != NG) *(int *)((char *)o + s->given_offset) = 1;
     }
+    MT_TRY(apply_peer(o));
     return mt_options_check(o, cmd);
 }
 
@@ -338,6 +358,10 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
     if (train && no_data && (o->save || o->resume || o->dump_grads))
         return mt_fail(MT_ERR_ARG, "--backend %s: simulates timing only; --save, --resume and --dump-grads need data",
                        o->backend);
+    if (train && o->peer && !virtual_time)
+        return mt_fail(MT_ERR_ARG, "--peer %s: peers run only in the simulator or the planner (their costs are "
+                                   "modelled, not their code); add --backend sim --hardware PROFILE, or use `plan`",
+                       o->peer);
     if ((train || eval) && o->hardware && !virtual_time)
         return mt_fail(MT_ERR_ARG, "--hardware %s: only --backend sim uses a hardware profile (--backend %s runs on "
                                    "this machine); drop --hardware or add --backend sim",

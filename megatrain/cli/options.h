@@ -18,6 +18,7 @@ typedef struct {
     const char *model, *config, *init, *data, *save, *resume, *log, *trace, *dump_grads;
     const char *precision, *backend, *lr_schedule, *hardware;
     const char *attention; // --attention auto|native|cudnn (backend.h mt_attn_impl)
+    const char *peer;      // --peer NAME (engine/peer.h): its descriptor replaces --schedule, its precision the default
     unsigned long long seed;
     int steps, warmup, save_every;
     // What the engine and the planner take, parsed straight into their own struct
@@ -35,7 +36,7 @@ typedef struct {
     // which options were given explicitly (resume fills the others from train_state.json)
     struct {
         int steps, batch, seq_len, grad_accum, lr, weight_decay, beta1, beta2, eps, grad_clip, lr_schedule, warmup,
-            precision, data, seed, speculative, grad_accum_dtype;
+            precision, data, seed, schedule, speculative, grad_accum_dtype;
     } given;
 } mt_options;
 

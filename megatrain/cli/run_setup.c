@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/sim/sim.h"
 #include "model/hardware_profile.h"
 
 void mt_default_config(mt_config *c) {
@@ -48,6 +49,17 @@ mt_status mt_setup_backend(const char *name, const char *hardware, mt_precision 
         return mt_backend_sim_create(path, act, out);
     }
     return mt_backend_create(name, act, out);
+}
+
+mt_status mt_setup_peer(const char *peer, mt_precision p, mt_backend *be, mt_peer_rate *rate) {
+    if (!peer) return MT_OK;
+    const mt_peer *pe;
+    MT_TRY(mt_peer_find(peer, &pe));
+    const mt_hw_profile *hw = mt_sim_profile_of(be);
+    if (!hw) return mt_fail(MT_ERR_ARG, "--peer %s: needs --backend sim (its costs are priced, not run)", peer);
+    mt_hw_profile adj;
+    MT_TRY(mt_peer_profile(pe, p, hw, &adj, rate));
+    return mt_sim_set_profile(be, &adj);
 }
 
 mt_status mt_setup_attention(mt_backend *be, const char *attention) {

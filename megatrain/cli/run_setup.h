@@ -11,6 +11,7 @@
 #include "data/dataloader.h"
 #include "engine/engine.h"
 #include "engine/host_state.h"
+#include "engine/peer.h"
 
 // The embedded default model: a tiny byte-level Llama.
 void mt_default_config(mt_config *c);
@@ -19,6 +20,9 @@ mt_status mt_setup_config(const mt_options *o, mt_config *c, int allow_default);
 // Backend by name; activations bf16 where the backend has them (MT_CAP_BF16) unless precision is fp32.
 // `hardware` names the profile the sim backend prices ops with.
 mt_status mt_setup_backend(const char *name, const char *hardware, mt_precision p, mt_backend **out);
+// --peer NAME on a sim backend: it prices with the peer's profile (its optimizer's
+// rate, engine/peer.h); rate (may be NULL) says what that rate is and where it came from.
+mt_status mt_setup_peer(const char *peer, mt_precision p, mt_backend *be, mt_peer_rate *rate);
 // --attention auto|native|cudnn on the created backend (backend.h mt_backend_set_attention).
 mt_status mt_setup_attention(mt_backend *be, const char *attention);
 

@@ -43,6 +43,10 @@ struct mt_host_work {
     // ... the time every thread's clock has surely reached (the wall clock now; none,
     // -INFINITY, under virtual time, where each thread keeps its own) ...
     double (*shared_now_ms)(const mt_host_work *h);
+    // Host time a peer's framework spends between device calls (its Python hooks,
+    // engine/peer.h): the priced seam advances the thread's clock by ms, the real one
+    // spins the wall clock (peers run only where time is virtual; the CLI refuses others).
+    void (*spend)(const mt_host_work *h, double ms);
     // ... and this thread has waited for something that finished at t_ms on that
     // clock (virtual time catches up; wall time already has).
     void (*waited_until)(const mt_host_work *h, double t_ms);

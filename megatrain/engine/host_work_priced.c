@@ -54,6 +54,11 @@ static double priced_shared_now_ms(const mt_host_work *h) {
     return -INFINITY; // each thread's virtual clock is its own
 }
 
+static void priced_spend(const mt_host_work *h, double ms) {
+    (void)h;
+    mt_vclock_advance(ms);
+}
+
 static void priced_waited_until(const mt_host_work *h, double t_ms) {
     (void)h;
     mt_vclock_join(t_ms);
@@ -63,6 +68,6 @@ mt_host_work mt_host_work_priced(mt_backend *be) {
     return (mt_host_work){.name = "priced", .be = be, .accumulate = priced_accumulate, .adamw = priced_adamw,
                           .state_copy = priced_state_copy,
                           .mean_loss = priced_mean_loss, .alloc = priced_alloc, .free = priced_free,
-                          .now_ms = priced_now_ms, .shared_now_ms = priced_shared_now_ms, .waited_until = priced_waited_until};
+                          .now_ms = priced_now_ms, .shared_now_ms = priced_shared_now_ms, .spend = priced_spend, .waited_until = priced_waited_until};
 }
 

@@ -66,6 +66,11 @@ static double real_now_ms(const mt_host_work *h) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+static void real_spend(const mt_host_work *h, double ms) {
+    for (double end = real_now_ms(h) + ms; real_now_ms(h) < end;) {
+    }
+}
+
 static void real_waited_until(const mt_host_work *h, double t_ms) {
     (void)h;
     (void)t_ms; // the wait was real: the wall clock is already there
@@ -75,5 +80,5 @@ mt_host_work mt_host_work_real(mt_backend *be) {
     return (mt_host_work){.name = "real", .be = be, .accumulate = real_accumulate, .adamw = real_adamw,
                           .state_copy = real_state_copy,
                           .mean_loss = real_mean_loss, .alloc = real_alloc, .free = real_free,
-                          .now_ms = real_now_ms, .shared_now_ms = real_now_ms, .waited_until = real_waited_until};
+                          .now_ms = real_now_ms, .shared_now_ms = real_now_ms, .spend = real_spend, .waited_until = real_waited_until};
 }

@@ -35,22 +35,22 @@ static const mt_schedule_desc table[] = {
     {.name = "megatrain",
      .summary = "stream layers through a ring of device buffers, checkpoint every K-th input and recompute, "
                 "optimizer overlapped with the next step",
-     .takes = MT_TAKES_WEIGHT_BUFS | MT_TAKES_CKPT_INTERVAL | MT_TAKES_SERIAL_OPT | MT_TAKES_OFFLOAD_CKPT |
+     .takes = MT_TAKES_WEIGHT_BUFS | MT_TAKES_CKPT_INTERVAL | MT_TAKES_SERIAL_OPT | MT_TAKES_OFFLOAD_CKPT | MT_TAKES_BIND |
               MT_TAKES_SPECULATIVE,
      .weight_bufs = 2, .prefetch_elems = -1, .ckpt_interval = 1, .host_pinned = 1,
      .optimizer_overlapped = 1},
     {.name = "resident",
      .summary = "every layer resident on the device, all activations kept, optimizer after backward (reference)",
-     .weights_resident = 1, .prefetch_elems = -1, .keep_activations = 1, .ckpt_interval = 1,
-     .host_pinned = 1},
+     .takes = MT_TAKES_BIND, .weights_resident = 1, .prefetch_elems = -1, .keep_activations = 1,
+     .ckpt_interval = 1, .host_pinned = 1},
     {.name = "zero3",
      .summary = "DeepSpeed ZeRO-3 + CPU offload as a schedule: per-submodule fetch within a prefetch bucket, fp32 "
                 "gradients out, per-layer checkpoints, CPU Adam after backward (baselines/ZERO3.md)",
-     .takes = MT_TAKES_ZERO3, .submodule_fetch = 1, .ckpt_interval = 1, .grad_wire_f32 = 1,
+     .takes = MT_TAKES_ZERO3 | MT_TAKES_BIND, .submodule_fetch = 1, .ckpt_interval = 1, .grad_wire_f32 = 1,
      .optimizer_master = 1, .host_bytes_per_param = {18, 18, 16}, .derive = zero3_derive},
     {.name = "naive",
      .summary = "one stream: copy a layer in, compute, copy its gradients out; no prefetch; optimizer after backward",
-     .takes = MT_TAKES_CKPT_INTERVAL | MT_TAKES_OFFLOAD_CKPT, .weight_bufs = 1,
+     .takes = MT_TAKES_CKPT_INTERVAL | MT_TAKES_OFFLOAD_CKPT | MT_TAKES_BIND, .weight_bufs = 1,
      .prefetch_elems = -1, .ckpt_interval = 1, .serial_link = 1, .host_pinned = 1},
 };
 #define N_SCHEDULES (int)(sizeof table / sizeof *table)
@@ -74,7 +74,7 @@ mt_status mt_schedule_find(const char *name, const mt_schedule_desc **out) {
 void mt_schedule_resolve(const mt_schedule_desc *entry, const mt_schedule_opts *o, const mt_config *c,
                          mt_schedule_desc *d) {
     *d = *entry;
-    d->bind = o->bind; // every schedule binds either way (the copy is the official code's ablation)
+    if (d->takes & MT_TAKES_BIND) d->bind = o->bind; // ours bind either way (copy: the official code's ablation)
     if (d->takes & MT_TAKES_WEIGHT_BUFS) d->weight_bufs = o->weight_bufs;
     if (d->takes & MT_TAKES_CKPT_INTERVAL) d->ckpt_interval = o->ckpt_interval;
     if (d->takes & MT_TAKES_SERIAL_OPT) d->optimizer_overlapped = !o->serial_optimizer;

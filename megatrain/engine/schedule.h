@@ -38,7 +38,8 @@ enum {
     MT_TAKES_SERIAL_OPT = 1 << 2,    // --serial-optimizer
     MT_TAKES_OFFLOAD_CKPT = 1 << 3,  // --offload-checkpoints
     MT_TAKES_ZERO3 = 1 << 4,         // --zero3-* (DeepSpeed's knobs)
-    MT_TAKES_SPECULATIVE = 1 << 5,   // --speculative-step (the optimizer may run under the backward)
+    MT_TAKES_BIND = 1 << 5,          // --bind (our schedules bind either way; a peer binds as it does)
+    MT_TAKES_SPECULATIVE = 1 << 6,   // --speculative-step (the optimizer may run under the backward)
 };
 
 typedef struct mt_schedule_desc mt_schedule_desc;
@@ -81,6 +82,15 @@ struct mt_schedule_desc {
     int speculative;         // 1: a unit's update runs as soon as its gradient is final, under the backward,
                              // with clip scale 1, and is rolled back and redone when the global norm says so
                              // (resolved; the window of units it may run ahead for is the plan's: parts.h)
+
+    // ---- what only a peer does (engine/peer.h; 0 for our schedules)
+    int weight_passes;       // 3: every layer crosses in forward, in its block's recompute (the block's last
+                             // layer too) and again in backward, whose layer re-runs its forward first
+                             // (the official MegaTrain); 0: ours (consecutive uses share a load)
+    int param_wire_f32;      // parameters cross the link as f32 from the f32 master and are cast on the
+                             // device (FSDP2 CPUOffloadPolicy: fp32 shards, param_dtype bf16)
+    double fetch_overhead_ms;// host time per fetch (a submodule, or a layer when not per submodule) that
+                             // the peer's Python hooks spend before the compute can be issued
 
     // ---- what the planner reports beside the engine's own accounting
     int host_bytes_per_param[3]; // by mt_precision: host bytes per parameter the real system keeps

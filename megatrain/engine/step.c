@@ -71,8 +71,9 @@ static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cu
     mt_layer_ptrs w, g;
     MT_TRY(mt_weight_ring_acquire(e->w, *cursor, i, &w));
     mt_layer_acts *a = acts_for(e, i);
-    if (e->a->n_acts == 1 && e->a->acts_layer != i)
-        MT_TRY(layer_forward(e, "recompute", i, &w, a, x_in, NULL)); // recompute the internals
+    // Recompute the internals; three weight passes re-run the forward in every backward (the official code).
+    if (e->a->n_acts == 1 && (e->a->acts_layer != i || e->s->weight_passes == 3))
+        MT_TRY(layer_forward(e, "recompute", i, &w, a, x_in, NULL));
     void *gbuf;
     int slot, span;
     MT_TRY(mt_grad_offload_layer_buffer(e->g, &gbuf, &slot));
@@ -108,10 +109,13 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
             MT_TRY(mt_ckpt_prefetch(e->ck, j - 1)); // the next block's input streams in while this one computes
             MT_TRY(mt_ckpt_acquire(e->ck, j));
             a->blk_in[0] = mt_ckpt_dev(e->ck, j);
-            for (int i = s; i < end - 1; i++) { // rebuild the inputs of the block's layers
+            // Rebuild the inputs of the block's layers; three weight passes run its last layer too (output unused).
+            int tail = e->s->weight_passes == 3;
+            for (int i = s; i < end - 1 + tail; i++) {
                 mt_layer_ptrs w;
                 MT_TRY(mt_weight_ring_acquire(e->w, *cursor, i, &w));
-                MT_TRY(layer_forward(e, "recompute", i, &w, &a->acts[0], a->blk_in[i - s], a->blk_in[i - s + 1]));
+                MT_TRY(layer_forward(e, "recompute", i, &w, &a->acts[0], a->blk_in[i - s],
+                                     i < end - 1 ? a->blk_in[i - s + 1] : NULL));
                 MT_TRY(mt_weight_ring_release(e->w, (*cursor)++));
             }
             for (int i = end - 1; i >= s; i--) MT_TRY(layer_backward(e, i, a->blk_in[i - s], mb, cursor));

@@ -13,6 +13,8 @@ struct mt_weight_ring {
     void **buf;
     mt_event **ev_loaded, **ev_free;
     void *template_buf;       // copy bind: the one buffer layers are bound to
+    void **stage;             // f32 parameter wire: one f32 staging buffer per ring buffer (NULL otherwise)
+    double fetch_ms;          // host time a peer's hooks spend per fetch (a piece: submodule or layer)
     void *embed, *head;       // resident units
     mt_event *ev_embed_loaded, *ev_head_loaded;
     mt_stream_id h2d;
@@ -26,10 +28,17 @@ struct mt_weight_ring {
     double opt_wait_ms;
 };
 
+// Parameters cross as f32 and are cast on the device: only where the weights are
+// narrower than f32 and an f32 master exists to send (FSDP2's fp32 shards).
+static int f32_param_wire(const mt_engine_shape *sh) {
+    return sh->s.param_wire_f32 && sh->wdt != MT_F32 && sh->prec == MT_PREC_MIXED;
+}
+
 mt_part_bytes mt_weight_ring_bytes(const mt_engine_shape *sh) {
     size_t layer = mt_dev_round(sh->ll.numel * sh->ws);
     int n = sh->s.weight_bufs + (sh->s.bind == MT_BIND_COPY ? 1 : 0);
-    return (mt_part_bytes){.device = (size_t)n * layer + mt_dev_round(sh->le.numel * sh->ws) +
+    size_t stage = f32_param_wire(sh) ? (size_t)sh->s.weight_bufs * mt_dev_round(sh->ll.numel * 4) : 0;
+    return (mt_part_bytes){.device = (size_t)n * layer + stage + mt_dev_round(sh->le.numel * sh->ws) +
                                      mt_dev_round(sh->lh.numel * sh->ws)};
 }
 
@@ -56,6 +65,12 @@ mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link 
         MT_TRY(mt_backend_event_create(r->be, &r->ev_free[i]));
     }
     if (sh->s.bind == MT_BIND_COPY) MT_TRY(mt_devmem_alloc(dm, sh->ll.numel * sh->ws, &r->template_buf));
+    if (f32_param_wire(sh)) {
+        if (!(r->stage = calloc((size_t)r->n_buf, sizeof *r->stage)))
+            return mt_fail(MT_ERR_MEMORY, "host memory: the weight ring's tables");
+        for (int i = 0; i < r->n_buf; i++) MT_TRY(mt_devmem_alloc(dm, sh->ll.numel * 4, &r->stage[i]));
+    }
+    r->fetch_ms = sh->s.fetch_overhead_ms;
     MT_TRY(mt_devmem_alloc(dm, sh->le.numel * sh->ws, &r->embed));
     MT_TRY(mt_devmem_alloc(dm, sh->lh.numel * sh->ws, &r->head));
     MT_TRY(mt_part_check("weight ring", mt_weight_ring_bytes(sh).device, dm->bytes - before));
@@ -82,6 +97,7 @@ void mt_weight_ring_destroy(mt_weight_ring *r) {
     free(r->ev_loaded);
     free(r->ev_free);
     free(r->uses);
+    free(r->stage);
     free(r);
 }
 
@@ -116,8 +132,13 @@ static mt_status issue_piece(mt_weight_ring *r) {
         MT_TRY(mt_link_begin(r->lk, r->h2d, MT_LANE_H2D, "weights in", p->layer, &r->load_span));
     }
     piece_range(r, r->issued_piece, &off, &n);
-    MT_TRY(mt_link_copy(r->lk, (char *)r->buf[p->buf] + off * ws, (char *)u->param + off * ws, n * ws, MT_COPY_H2D,
-                        r->h2d));
+    if (r->fetch_ms > 0) r->m->host.spend(&r->m->host, r->fetch_ms); // the peer's hook before this fetch
+    if (r->stage) // the f32 master crosses; the compute stream casts it at acquire
+        MT_TRY(mt_link_copy(r->lk, (char *)r->stage[p->buf] + off * 4, (char *)u->master + off * 4, n * 4,
+                            MT_COPY_H2D, r->h2d));
+    else
+        MT_TRY(mt_link_copy(r->lk, (char *)r->buf[p->buf] + off * ws, (char *)u->param + off * ws, n * ws,
+                            MT_COPY_H2D, r->h2d));
     if (++r->issued_piece == r->n_pieces) {
         MT_TRY(mt_link_end(r->lk, r->load_span));
         MT_TRY(mt_backend_event_record(r->be, r->ev_loaded[p->buf], r->h2d));
@@ -161,6 +182,9 @@ mt_status mt_weight_ring_acquire(mt_weight_ring *r, int idx, int layer, mt_layer
     MT_TRY(issue_loads(r, idx));
     MT_TRY(mt_backend_stream_wait(r->be, MT_STREAM_COMPUTE, r->ev_loaded[r->uses[idx].buf]));
     void *weights = r->buf[r->uses[idx].buf];
+    if (r->stage && r->uses[idx].load) // f32 wire: to the weights' dtype on the device, as FSDP2 casts to param_dtype
+        MT_TRY(mt_backend_cast(r->be, weights, r->m->wdt, r->stage[r->uses[idx].buf], MT_F32,
+                               r->m->lay_layer.numel));
     if (r->template_buf) { // a device-to-device copy into the template, as the official code binds
         size_t bytes = r->m->lay_layer.numel * mt_dtype_size(r->m->wdt);
         MT_TRY(mt_backend_copy(r->be, r->template_buf, weights, bytes, MT_COPY_D2D, MT_STREAM_COMPUTE));

@@ -2,7 +2,8 @@
 // device buffer serves each use. Streamed: forward 0..L-1, then per
 // checkpoint block (last first) the recompute of the block's inputs and the
 // backward in reverse; consecutive uses of one layer share a buffer and load
-// once (so a layer crosses the link twice per micro-batch). With activations
+// once (so a layer crosses the link twice per micro-batch); a schedule with
+// three weight passes (the official code's) reloads at every use. With activations
 // kept there is no recompute; with weights resident every layer has its own
 // buffer and loads once per step.
 #include <stdlib.h>
@@ -10,12 +11,12 @@
 #include "engine/weight_ring.h"
 
 static int micro_batch_sequence(const mt_engine_shape *sh, int *seq) {
-    int n = 0, L = sh->L, K = sh->s.ckpt_interval;
+    int n = 0, L = sh->L, K = sh->s.ckpt_interval, tail = sh->s.weight_passes == 3;
     for (int i = 0; i < L; i++) seq[n++] = i;
     for (int s = (L - 1) / K * K; s >= 0; s -= K) {
         int end = s + K < L ? s + K : L;
-        if (!sh->s.keep_activations)
-            for (int i = s; i < end - 1; i++) seq[n++] = i; // rebuild the block's layer inputs
+        if (!sh->s.keep_activations) // rebuild the block's layer inputs (three passes: its last layer too)
+            for (int i = s; i < end - 1 + tail; i++) seq[n++] = i;
         for (int i = end - 1; i >= s; i--) seq[n++] = i;
     }
     return n;
@@ -43,7 +44,7 @@ mt_status mt_weight_uses_build(const mt_engine_shape *sh, mt_weight_use **out, i
                 p->buf = seq[i];
                 p->load = !loaded[seq[i]];
                 loaded[seq[i]] = 1;
-            } else if (seq[i] == prev) {
+            } else if (seq[i] == prev && sh->s.weight_passes != 3) { // three passes: every use loads
                 p->buf = prev_buf;
                 p->load = 0;
             } else {

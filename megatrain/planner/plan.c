@@ -23,8 +23,19 @@ mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt
     out->engine = mt_engine_footprint_of(c, in->prec, &eo, act, in->gpu_free_bytes, 0); // what it needs: no backend
     const mt_engine_footprint *e = &out->engine;
     out->gpu_bytes = e->device_bytes;
-    if (in->eng.schedule->host_bytes_per_param[in->prec]) {
+    int bpp = in->eng.schedule->host_bytes_per_param[in->prec];
+    if (bpp && (in->eng.schedule->takes & MT_TAKES_ZERO3)) {
         mt_zero3_memory(c, in, out);
+        return MT_OK;
+    }
+    if (bpp) { // a peer's own host state per parameter (engine/peer.h), beside our staging and pinning
+        out->host_state_bytes = (size_t)bpp * (size_t)mt_config_params_total(c);
+        out->host_staging_bytes = e->grads.host + e->activations.host;
+        out->host_bytes = out->host_state_bytes + out->host_staging_bytes;
+        out->pinned_bytes = e->pinned_bytes;
+        out->host_bytes_per_param = bpp;
+        out->host_accounting = "the peer's own host state per parameter (baselines/PEERS.md) + our engine's staging; "
+                               "pinned: what our engine pins for this descriptor";
         return MT_OK;
     }
     out->host_bytes = e->host_bytes;

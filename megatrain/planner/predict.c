@@ -34,6 +34,12 @@
 //              step = G * (forward + backward) + opt (CPU Adam serially after backward, at the
 //              mixed rate, fp32 for --precision fp32); pageable link rates when pin_memory is off
 //   serial (naive)  step = G * (c_f + c_b + 2*W/h2d + Wg/d2h) + (P_E+P_H)*ws*(1/h2d + 1/d2h) + opt
+//   peers (engine/peer.h, baselines/PEERS.md) take these forms with their own fields: W and Wg at
+//              their wire dtypes (FSDP2: f32 both ways; DeepSpeed: f32 gradients), a third weight pass
+//              ((passes-1)*W in backward and a second recompute, the official code), the optimizer
+//              after backward (+ opt, no opt_0: streamed form), every pass at least its host hooks
+//              (hooked(): max(device time, hooks), the excess credited to "hooks"), opt at the
+//              peer's rate (its profile: mt_peer_profile).
 //   resident  step = G * (c_f + max(c_b, Wg/d2h)) + P_L*ws/d2h + opt + N*ws/h2d (no recompute;
 //              grads still go to the host optimizer and the updated weights come back)
 // Metrics (core/METRICS.md, core/metrics.c): tflops = 6*N*G*n / step, mfu = tflops /
@@ -42,10 +48,11 @@
 #include <string.h>
 
 #include "core/metrics.h"
+#include "model/layout.h"
 #include "planner/planner.h"
 
-enum { R_COMPUTE, R_H2D, R_D2H, R_OPT, R_COUNT };
-static const char *res_names[R_COUNT] = {"compute", "h2d", "d2h", "optimizer"};
+enum { R_COMPUTE, R_H2D, R_D2H, R_OPT, R_HOOKS, R_COUNT };
+static const char *res_names[R_COUNT] = {"compute", "h2d", "d2h", "optimizer", "hooks"};
 
 typedef struct {
     double t[R_COUNT];
@@ -53,7 +60,7 @@ typedef struct {
 
 // max over (compute, h2d, d2h, optimizer) candidates; credits the winner.
 static double take_max(tally *ty, double c, double in, double out, double opt) {
-    double v[R_COUNT] = {c, in, out, opt};
+    double v[R_COUNT] = {c, in, out, opt, 0};
     int w = 0;
     for (int i = 1; i < R_COUNT; i++)
         if (v[i] > v[w]) w = i;
@@ -76,6 +83,14 @@ static double zero3_pass(tally *ty, double c, double x, double params, double bu
     return c + x - hidden;
 }
 
+// A pass whose device time is t under host hooks worth `hooks` ms (a peer's,
+// engine/peer.h): the host issues the compute only after its hooks, so the pass
+// takes the longer of the two; the excess is credited to the hooks.
+static double hooked(tally *ty, double t, double hooks) {
+    if (hooks <= t) return t;
+    return t + serial(ty, R_HOOKS, hooks - t);
+}
+
 // What every closed form shares: the model, the machine and the descriptor.
 typedef struct {
     const mt_config *c;
@@ -88,6 +103,9 @@ typedef struct {
     int spec_units;            // speculative step: the window (0: off)
     double opt_s, copy_s;      // the window's update and its restore copies (ms)
     double rollback_rate;      // fraction of steps that roll back
+    double wsi, gs;   // bytes per parameter on the link: weights in, gradients out (a peer's f32 wires)
+    double passes;    // layer loads per micro-batch: 2, or 3 (weight_passes: the official code's)
+    double hook_ms;   // host hooks per layer fetch (fetch_overhead_ms x the fetches a layer takes)
 } terms;
 
 // Each form returns the step time, credits the tally, and may set the link
@@ -98,27 +116,39 @@ typedef struct {
 
 // Layers stream through the device ring under the compute; unit u's update
 // runs under the next forward, which waits only for embedding and layer 0.
-// `rem`: the optimizer work left when the backward ends (all of it without speculation).
+// A peer in this shape (engine/peer.h) may load each layer three times, send f32
+// weights and gradients, run its optimizer after backward and spend host time in
+// hooks per layer fetch; with none of those this is megatrain's form exactly.
+// `rem`: the overlapped optimizer work left when the backward ends (all of it
+// without speculation); a serial optimizer's runs after it, whole.
 static double streamed_step(const terms *t, tally *ty, double rem) {
     const double PE = t->PE, PL = t->PL, PH = t->PH, ws = t->ws, h2d = t->h2d, d2h = t->d2h, f = t->f;
-    const double W = t->W, Wg = t->Wg, EH = t->EH, cf = t->cf, cb = t->cb;
-    const int G = (int)t->G;
-    double opt0 = (PE + PL) / t->hw->adamw_params_per_s[t->prec] * 1e3;
+    const double W = t->W, Wg = t->Wg, cf = t->cf, cb = t->cb, L = t->L;
+    const double wsi = t->wsi, gs = t->gs, P = t->passes, EHg = (PE + PH) * gs;
+    const int G = (int)t->G, serial_opt = !t->s->optimizer_overlapped;
+    double opt0 = serial_opt ? 0 : (PE + PL) / t->hw->adamw_params_per_s[t->prec] * 1e3;
     if (opt0 > rem) opt0 = rem; // speculated already: the next forward need not wait for it
-    double fill = (PE + PL) * ws / h2d, drain = (PL + PE) * ws / d2h;
+    double fill = (PE * ws + PL * wsi) / h2d, drain = (PL + PE) * gs / d2h;
     double step = serial(ty, R_H2D, fill) + serial(ty, R_OPT, opt0) + serial(ty, R_D2H, drain);
-    step += take_max(ty, cf, (W + PH * ws) / h2d, 0, rem - opt0);
-    for (int k = 1; k < G; k++) step += take_max(ty, cf, W / h2d, 0, 0);
+    step += hooked(ty, take_max(ty, cf, (W + PH * ws) / h2d, 0, serial_opt ? 0 : rem - opt0), L * t->hook_ms);
+    for (int k = 1; k < G; k++) step += hooked(ty, take_max(ty, cf, W / h2d, 0, 0), L * t->hook_ms);
     for (int k = 0; k < G; k++) {
-        double out_b = (Wg + (k == G - 1 ? EH : 0)) / (f * d2h);
-        step += take_max(ty, cb, W / (f * h2d), out_b, 0);
+        double out_b = (Wg + (k == G - 1 ? EHg : 0)) / (f * d2h);
+        step += hooked(ty, take_max(ty, cb, (P - 1) * W / (f * h2d), out_b, 0), (P - 1) * L * t->hook_ms);
     }
+    if (serial_opt) step += serial(ty, R_OPT, t->opt);
     return step;
 }
 
 static void streamed_form(const terms *t, tally *ty, mt_plan_prediction *out, form_out *r) {
-    out->formula = "fill + opt_0 + max(c_f, (W+P_H*ws)/h2d, opt-opt_0) + (G-1)*max(c_f, W/h2d) "
-                   "+ G*max(c_b, W/(f*h2d), Wg/(f*d2h)) + drain";
+    const int serial_opt = !t->s->optimizer_overlapped;
+    out->h2d_bytes = t->passes * t->G * t->W + (t->PE + t->PH) * t->ws;
+    out->d2h_bytes = t->G * t->Wg + (t->PE + t->PH) * t->gs;
+    out->formula = serial_opt ? "fill + max(c_f, (W+P_H*ws)/h2d) + (G-1)*max(c_f, W/h2d) "
+                                "+ G*max(c_b, (passes-1)*W/(f*h2d), Wg/(f*d2h)) + drain + opt (serial); each pass at "
+                                "least its hooks; W, Wg at the peer's wire dtypes"
+                              : "fill + opt_0 + max(c_f, (W+P_H*ws)/h2d, opt-opt_0) + (G-1)*max(c_f, W/h2d) "
+                                "+ G*max(c_b, W/(f*h2d), Wg/(f*d2h)) + drain";
     if (!t->spec_units) {
         r->step = streamed_step(t, ty, t->opt);
         return;
@@ -160,14 +190,17 @@ static void per_module_form(const terms *t, tally *ty, mt_plan_prediction *out, 
     // hides under backward but for the last reduce bucket; on the compute stream it is serial.
     const int overlap = !s->grads_on_compute;
     const double fb = overlap ? f : 1;
+    const double H = t->hook_ms; // a peer's hooks per layer fetch (its submodules' fetches)
     double step = 0;
     for (int m = 0; m < (int)G; m++) {
         step += zero3_pass(ty, 0, PE * ws / zh2d, PE, bucket);
-        for (int l = 0; l < c->num_layers; l++) step += zero3_pass(ty, cf_layer, PL * ws / zh2d, PL, bucket);
+        for (int l = 0; l < c->num_layers; l++)
+            step += hooked(ty, zero3_pass(ty, cf_layer, PL * ws / zh2d, PL, bucket), H);
         step += zero3_pass(ty, cf_head, Phead * ws / zh2d, Phead, bucket);
         tally tb = {{0}};
         double bwd = zero3_pass(&tb, cb_head, Phead * ws / (fb * zh2d), Phead, bucket);
-        for (int l = 0; l < c->num_layers; l++) bwd += zero3_pass(&tb, cb_layer, PL * ws / (fb * zh2d), PL, bucket);
+        for (int l = 0; l < c->num_layers; l++)
+            bwd += hooked(&tb, zero3_pass(&tb, cb_layer, PL * ws / (fb * zh2d), PL, bucket), H);
         bwd += zero3_pass(&tb, 0, PE * ws / (fb * zh2d), PE, bucket);
         for (int i = 0; i < R_COUNT; i++) ty->t[i] += tb.t[i];
         step += bwd;
@@ -244,9 +277,20 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     const int recompute = !s.keep_activations;
 
     const double Ff = t.Ff = (2 * Pmm + 4 * L * dA * T) * n, Fb = t.Fb = 2 * Ff;
-    const double Fr = t.Fr = recompute ? (2 * L * PL + 4 * L * dA * T) * n : 0;
+    // Three weight passes (the official code) recompute each layer twice: its block's recompute and the
+    // forward autograd re-runs inside its backward.
+    t.passes = s.weight_passes == 3 ? 3 : 2;
+    const double Fr = t.Fr = recompute ? (t.passes - 1) * (2 * L * PL + 4 * L * dA * T) * n : 0;
     const double cf = t.cf = Ff / R, cb = t.cb = (Fb + Fr) / R;
-    const double W = t.W = L * PL * ws, Wg = t.Wg = W, EH = t.EH = (PE + PH) * ws;
+    t.wsi = s.param_wire_f32 && in->prec == MT_PREC_MIXED ? 4 : ws; // the peer's f32 shards cross as f32
+    t.gs = s.grad_wire_f32 ? 4 : ws;
+    if (s.fetch_overhead_ms > 0) {
+        mt_unit_layout le, ll, lh;
+        size_t pieces[MT_MAX_SUBMODULES + 1];
+        mt_layout_build(c, &le, &ll, &lh);
+        t.hook_ms = s.fetch_overhead_ms * (s.submodule_fetch ? mt_layout_submodules(&ll, pieces) : 1);
+    }
+    const double W = t.W = L * PL * t.wsi, Wg = t.Wg = L * PL * t.gs, EH = t.EH = (PE + PH) * ws;
     const mt_precision opt_prec = s.optimizer_master && !fp32 ? MT_PREC_MIXED : in->prec;
     const double opt = t.opt = N / hw->adamw_params_per_s[opt_prec] * 1e3;
 

@@ -16,7 +16,8 @@ check "eval loss is near ln(256) for a random-init model" jq -e '.loss > 5.0 and
 # eval takes every schedule train takes, with train's knobs, and gets the same loss
 # (the same kernels in the same order: bitwise on the cpu backend). The schedules
 # are the table's, as --help lists them, so a new one is covered by itself.
-mapfile -t table < <("$MT" --help 2>&1 | sed -n '/^Schedules/,$p' | awk 'NR > 1 {print $1}')
+# (the indented lines under "Schedules", up to the next heading: the peers follow, and eval takes no peer)
+mapfile -t table < <("$MT" --help 2>&1 | awk '/^Schedules/ {on = 1; next} on && /^  / {print $1; next} on {exit}')
 check "--help lists the schedule table (at least megatrain, resident, zero3, naive)" \
   test "$(printf '%s\n' "${table[@]}" | grep -cxE 'megatrain|resident|zero3|naive')" -eq 4
 for sched in "${table[@]}" "megatrain --checkpoint-interval 2 --weight-buffers 3 --bind copy" \

@@ -1,7 +1,7 @@
 // test_footprint.c: the memory plan is what the engine allocates. For every
 // schedule and every switch that changes memory (weight buffers, K, copy bind,
 // checkpoint offload on/off/auto, gradient accumulation, MLP chunking, slabs,
-// the ZeRO-3 knobs, the f32 sum of chunked weight gradients), in each precision
+// the ZeRO-3 knobs, the f32 sum of chunked weight gradients) and every peer, in each precision
 // and on model shapes with and without biases, q/k norms and tied embeddings,
 // the sim backend's peak device bytes and peak host bytes over creating the
 // engine and running two steps equal the plan (mt_engine_footprint_of)
@@ -13,6 +13,7 @@
 #include "backend/backend_call.h"
 #include "backends/sim/sim.h"
 #include "engine/engine.h"
+#include "engine/peer.h"
 #include "model/config.h"
 #include "model/hardware_profile.h"
 #include "test_util.h"
@@ -45,6 +46,10 @@ static const variant variants[] = {
     {"zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
     {"zero3", 2, 1, 0, 0, 2, 8192, 2, MT_BIND_POINTER, 1000, 0, 0, 0, MT_GRAD_SUM_AUTO},
     {"zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_COPY, 1000000000LL, 20000, -1, -1, MT_GRAD_SUM_AUTO},
+    // Peers (engine/peer.h): their own fields (f32 parameter staging, copy bind, three weight passes, hooks).
+    {"deepspeed-zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"fsdp2-offload", 2, 1, 0, 0, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"official", 2, 1, 0, 0, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
 };
 
 static const char *models[] = {
@@ -78,7 +83,9 @@ static void check_one(const char *cfg_path, mt_precision p, const variant *v, in
     if (v->live) o.sched.zero3.max_live_parameters = v->live;
     if (v->overlap_comm >= 0) o.sched.zero3.overlap_comm = v->overlap_comm;
     if (v->pin_memory >= 0) o.sched.zero3.pin_memory = v->pin_memory;
-    CHECK(mt_schedule_find(v->schedule, &o.schedule) == MT_OK, "%s", mt_last_error());
+    const mt_peer *peer;
+    if (mt_peer_find(v->schedule, &peer) == MT_OK) o.schedule = mt_peer_schedule(peer);
+    else CHECK(mt_schedule_find(v->schedule, &o.schedule) == MT_OK, "%s", mt_last_error());
     mt_schedule_desc sd;
     mt_schedule_resolve(o.schedule, &o.sched, &c, &sd);
     mt_device_info info;

@@ -89,5 +89,7 @@ mt_status mt_sim_stats_get(mt_backend *be, mt_sim_stats *out);
 long long mt_sim_count_ops(mt_backend *be, int s, const char *name);
 // The profile a sim backend prices with (NULL for other backends).
 const mt_hw_profile *mt_sim_profile_of(mt_backend *be);
+// Prices with `p` from now on (a peer's profile: its optimizer's rate, engine/peer.h).
+mt_status mt_sim_set_profile(mt_backend *be, const mt_hw_profile *p);
 
 #endif

@@ -463,6 +463,15 @@ const mt_hw_profile *mt_sim_profile_of(mt_backend *be) {
     return c ? &c->prof : NULL;
 }
 
+mt_status mt_sim_set_profile(mt_backend *be, const mt_hw_profile *p) {
+    mt_sim_ctx *c = sim_ctx_checked(be);
+    if (!c) return mt_fail(MT_ERR_ARG, "mt_sim_set_profile: the %s backend is not the simulator", be ? be->ops->name : "null");
+    pthread_mutex_lock(&c->mu);
+    c->prof = *p;
+    pthread_mutex_unlock(&c->mu);
+    return MT_OK;
+}
+
 mt_status mt_sim_stats_get(mt_backend *be, mt_sim_stats *out) {
     mt_sim_ctx *c = sim_ctx_checked(be);
     if (!c) return mt_fail(MT_ERR_ARG, "mt_sim_stats_get: the %s backend is not the simulator", be ? be->ops->name : "null");

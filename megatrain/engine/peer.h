@@ -1,0 +1,72 @@
+// peer.h: peers as they really run (`--peer NAME`, sim and plan only). A peer
+// is a descriptor from the schedule table (schedule.h) with the fields that
+// peer fixes, plus the costs only it has: its host bytes per parameter, the
+// dtype its parameters and gradients cross the link in, its CPU optimizer (the
+// implementation, its rate and the serial host passes around it), the host time
+// its hooks spend per fetch, its checkpoint policy, weight passes and bind mode.
+// Every figure's source is in baselines/PEERS.md.
+//
+// The optimizer's rate is not a number for one machine: it is params/s per byte/s
+// of STREAM triad bandwidth, measured here beside the triad (results/
+// cpu_optimizers.jsonl, written by harness/tools; until a row exists, a default
+// from reading the implementation's code, labelled so), and scaled by the target
+// profile's host.mem_gbps. The serial host passes beside it (gradient norm, clip,
+// casts, copies) move their bytes at the triad rate.
+#ifndef MT_PEER_H
+#define MT_PEER_H
+
+#include "engine/host_state.h"
+#include "engine/schedule.h"
+#include "model/hardware_profile.h"
+
+// A peer's CPU optimizer.
+typedef struct {
+    const char *impl;            // its row in results/cpu_optimizers.jsonl ("deepspeed_cpu_adam", ...)
+    const char *what;            // one line: what runs, in the peer's dtypes
+    double bytes_per_param;      // what one update reads and writes per parameter (from its code)
+    double measured_bytes_per_param; // the same for the fp32 configuration results/ measures it in
+    double code_efficiency;      // default: the fraction of triad bandwidth it reaches (assumed, until measured)
+    double host_pass_bytes[3];   // by mt_precision: serial host passes beside the update, bytes per parameter
+} mt_peer_optimizer;
+
+typedef struct mt_peer mt_peer;
+struct mt_peer {
+    const char *name;            // --peer NAME
+    const char *schedule;        // the schedule table entry it starts from
+    const char *summary;
+    unsigned precisions;         // 1 << mt_precision for each precision it runs
+    mt_precision precision;      // the one it runs in practice (the default)
+    mt_peer_optimizer opt;
+    // The descriptor: the base entry with this peer's fields set (ckpt interval,
+    // bind, passes, wire dtypes, overlap, hooks, host bytes per parameter).
+    void (*describe)(mt_schedule_desc *d);
+};
+
+int mt_peer_count(void);
+const mt_peer *mt_peer_at(int i);
+// Peer by name; an unknown name fails naming --peer and the known names.
+mt_status mt_peer_find(const char *name, const mt_peer **out);
+// The peer's descriptor, a table entry like any schedule's (static storage, one per peer).
+const mt_schedule_desc *mt_peer_schedule(const mt_peer *p);
+// Refuses (one line naming --precision) a precision the peer does not run.
+mt_status mt_peer_check_precision(const mt_peer *p, mt_precision prec);
+
+// The optimizer's rate on a machine, and where it came from.
+typedef struct {
+    double params_per_triad_byte; // params/s per byte/s of triad bandwidth
+    double update_params_per_s;   // the update alone on the target
+    double params_per_s;          // with the serial host passes: what the step pays per parameter
+    char source[256];             // "results/cpu_optimizers.jsonl (...)" or "assumed: ..."
+} mt_peer_rate;
+
+// The file the measured rates are read from: $MT_CPU_OPTIMIZERS, else
+// results/cpu_optimizers.jsonl beside the hardware profiles' tree (NULL when neither exists).
+const char *mt_peer_rates_path(void);
+// The rate of p's optimizer on `hw` (host.mem_gbps) in precision prec.
+mt_status mt_peer_rate_of(const mt_peer *p, mt_precision prec, const mt_hw_profile *hw, mt_peer_rate *out);
+// `hw` as the peer runs on it: its optimizer's rate in place of ours, for every
+// precision (the planner's and the simulator's AdamW charge read it).
+mt_status mt_peer_profile(const mt_peer *p, mt_precision prec, const mt_hw_profile *hw, mt_hw_profile *out,
+                          mt_peer_rate *rate);
+
+#endif
