@@ -58,7 +58,9 @@ int mt_cmd_plan(mt_options *o) {
     const char *cfg_src = o->model ? o->model : o->config;
     if (!cfg_src) return fail(mt_fail(MT_ERR_ARG, "plan: --model DIR or --config FILE is required"));
     if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, cfg_src))) return fail(s);
-    mt_plan_input in = {.eng = o->eng}; // the same options struct train and eval hand the engine
+    mt_plan_input in = {.eng = o->eng, .rollback_rate = o->rollback_rate}; // the options train and eval hand the engine
+    if (o->rollback_rate > 1)
+        return fail(mt_fail(MT_ERR_ARG, "--rollback-rate: a fraction of steps, in [0, 1]; got %g", (double)o->rollback_rate));
     if ((s = mt_precision_parse(o->precision, &in.prec))) return fail(s);
     const mt_schedule_desc *sd = in.eng.schedule;
 
@@ -70,6 +72,8 @@ int mt_cmd_plan(mt_options *o) {
         this_machine(&hw);
     }
     if (o->host_mem_gb > 0) hw.host_mem_bytes = (double)o->host_mem_gb * 1e9;
+    if (hw.host_mem_bytes > 0) // the speculative step's restore copies take only what the plan leaves
+        in.eng.host_free = (size_t)(hw.host_mem_bytes * (1.0 - MT_PLAN_HOST_RESERVE));
     const mt_peer *peer = NULL;
     mt_peer_rate peer_rate;
     if (o->peer && (s = mt_peer_find(o->peer, &peer))) return fail(s);
@@ -136,6 +140,17 @@ int mt_cmd_plan(mt_options *o) {
         add_num(j, "days_per_billion_tokens", pr.days_per_billion_tokens);
         cJSON_AddStringToObject(j, "bound", pr.bound);
     }
+    if (sd->takes & MT_TAKES_SPECULATIVE) { // the plan says whether the step speculates, and what a rollback costs
+        cJSON *sp = cJSON_AddObjectToObject(j, "speculative");
+        cJSON_AddBoolToObject(sp, "on", mem.engine.spec_window > 0);
+        add_num(sp, "window_units", mem.engine.spec_window);
+        add_num(sp, "restore_bytes", (double)mem.engine.optimizer.host);
+        if (have_rates && pr.spec_units) {
+            add_num(sp, "rollback_rate", o->rollback_rate);
+            add_num(sp, "step_ms_no_rollback", pr.step_ms_no_rollback);
+            add_num(sp, "rollback_cost_ms", pr.rollback_cost_ms);
+        }
+    }
     if (o->max_context) {
         add_num(j, "max_seq_len", max_context(&cfg, in, &hw, gpu_known));
         add_num(j, "max_position_embeddings", cfg.max_position_embeddings);
@@ -144,6 +159,7 @@ int mt_cmd_plan(mt_options *o) {
     cJSON *h = cJSON_AddObjectToObject(j, "host");
     add_num(h, "state_bytes", (double)mem.host_state_bytes);
     add_num(h, "staging_bytes", (double)mem.host_staging_bytes);
+    add_num(h, "restore_bytes", (double)mem.host_restore_bytes);
     cJSON_AddStringToObject(h, "accounting", mem.host_accounting);
     add_num(h, "mem_bytes", hw.host_mem_bytes);
     add_num(h, "reserve_fraction", MT_PLAN_HOST_RESERVE);

@@ -74,7 +74,7 @@ static mt_status fail_kept(mt_status s, const mt_ckpt_dir *cd, const char *what)
 
 // Writes the state after `step` into a fresh staging directory beside --save DIR.
 static mt_status stage_checkpoint(mt_ckpt_dir *cd, const mt_model *m, mt_engine *e, const mt_options *o, int step,
-                                  const mt_data *d) {
+                                  int skipped_steps, const mt_data *d) {
     char what[64];
     MT_TRY(mt_engine_finish(e)); // the last update must be in host memory
     mt_status s = mt_model_check_finite(m);
@@ -82,7 +82,7 @@ static mt_status stage_checkpoint(mt_ckpt_dir *cd, const mt_model *m, mt_engine 
     if (s != MT_OK) return fail_kept(s, cd, what);
     if ((s = mt_checkpoint_check_space(cd, m, o)) != MT_OK) return fail_kept(s, cd, what);
     if ((s = mt_ckpt_dir_stage(cd)) != MT_OK) return fail_kept(s, cd, what);
-    mt_train_state ts = {.step = step, .data_cursor = d->cursor};
+    mt_train_state ts = {.step = step, .data_cursor = d->cursor, .skipped_steps = skipped_steps};
     snprintf(ts.data, sizeof ts.data, "%s", d->source);
     s = mt_checkpoint_write(cd->staged, m, &ts, o);
     if (s != MT_OK) {
@@ -136,6 +136,9 @@ static void emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr
     cJSON_AddRawToObject(j, "lr", lr_text);
     cJSON_AddNumberToObject(j, "grad_norm", st->grad_norm);
     cJSON_AddNumberToObject(j, "clip", st->clip_factor);
+    cJSON_AddBoolToObject(j, "skipped", st->skipped); // a non-finite gradient: no update (README: non-finite gradients)
+    cJSON_AddNumberToObject(j, "spec_units", st->spec_units); // updated under the backward (speculative step)
+    cJSON_AddNumberToObject(j, "rollbacks", st->rollbacks);   // of those, restored and redone
     cJSON_AddNumberToObject(j, "tokens", (double)st->tokens);
     cJSON_AddNumberToObject(j, "step_ms", step_ms);
     cJSON_AddNumberToObject(j, "tokens_per_s", mt_metric_tokens_per_s((double)st->tokens, step_ms));
@@ -270,7 +273,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     int first_step = rs.step + 1;
     if (first_step > o->steps) { // a resume already at --steps: nothing to train
         if (o->save && !same_dir(cd.dir, o->resume)) {
-            if ((s = stage_checkpoint(&cd, &model, eng, o, rs.step, &data)) || (s = commit_checkpoint(&cd, rs.step)))
+            if ((s = stage_checkpoint(&cd, &model, eng, o, rs.step, rs.skipped_steps, &data)) || (s = commit_checkpoint(&cd, rs.step)))
                 goto fail;
             fprintf(stderr, "megatrain: nothing to train (the checkpoint is at step %d = --steps); saved it to %s\n",
                     rs.step, o->save);
@@ -284,13 +287,13 @@ int mt_cmd_train(mt_options *o, int is_default) {
     mt_progress prog;
     mt_progress_start(&prog, first_step, o->steps);
     double first_loss = NAN, last_loss = NAN;
-    int saved_last = 0;
+    int saved_last = 0, skipped = rs.skipped_steps;
     for (int step = first_step; step <= o->steps; step++) {
         for (int g = 0; g < o->eng.grad_accum; g++)
             mt_data_next(&data, o->eng.B, o->eng.T, inputs + (size_t)g * o->eng.B * o->eng.T,
                          targets + (size_t)g * o->eng.B * o->eng.T);
         float lr = lr_at(o, step);
-        mt_optim_hparams hp = {o->lr, o->weight_decay, o->beta1, o->beta2, o->eps, o->grad_clip};
+        mt_optim_hparams hp = {o->lr, o->weight_decay, o->beta1, o->beta2, o->eps, o->grad_clip, skipped};
         mt_step_stats st;
         double t0 = mt_engine_now_ms(eng);
         if ((s = mt_engine_step(eng, inputs, targets, &hp, lr, step, &st))) goto fail;
@@ -309,6 +312,10 @@ int mt_cmd_train(mt_options *o, int is_default) {
             fprintf(stderr, "megatrain: saved step %d to %s\n", pending, o->save);
             pending = -1;
         }
+        if (st.skipped) {
+            skipped++;
+            fprintf(stderr, "megatrain: step %d: the gradient norm is not finite; the step is skipped (no update)\n", step);
+        }
         if (step == 1 && o->dump_grads && (s = mt_model_save_grads(&model, o->dump_grads))) goto fail;
         emit_step(&sink, step, &st, lr, step_ms, params);
         if (isnan(first_loss)) first_loss = st.loss;
@@ -316,7 +323,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
         mt_progress_update(&prog, step, st.loss, mt_metric_tokens_per_s((double)st.tokens, step_ms));
         int last = step == o->steps;
         if (o->save && (last || interrupted || (o->save_every && step % o->save_every == 0))) {
-            if ((s = stage_checkpoint(&cd, &model, eng, o, step, &data))) goto fail;
+            if ((s = stage_checkpoint(&cd, &model, eng, o, step, skipped, &data))) goto fail;
             if (last || interrupted) { // no next step to vouch for it; it is finite
                 if ((s = commit_checkpoint(&cd, step))) goto fail;
                 if (!last) fprintf(stderr, "megatrain: saved step %d to %s\n", step, o->save);

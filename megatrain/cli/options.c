@@ -69,6 +69,7 @@ static const opt_spec specs[] = {
     {"--weight-buffers", OPT_POS_INT, F(eng.sched.weight_bufs), NG, "tep"},
     {"--grad-slabs", OPT_POS_INT, F(eng.grad_slabs), NG, "tp"},
     {"--serial-optimizer", OPT_FLAG, F(eng.sched.serial_optimizer), NG, "t"},
+    {"--speculative-step", OPT_TRISTATE, F(eng.sched.speculative), G(speculative), "tp"},
     {"--bind", OPT_BIND, F(eng.sched.bind), NG, "tep"},
     {"--mlp-chunk", OPT_NONNEG_INT, F(eng.mlp_rows), NG, "tep"},
     {"--grad-accum-dtype", OPT_GRAD_SUM, F(eng.grad_sum), G(grad_accum_dtype), "tp"},
@@ -90,6 +91,7 @@ static const opt_spec specs[] = {
     {"--zero3-reduce-bucket-size", OPT_COUNT, F(eng.sched.zero3.reduce_bucket_size), NG, "p"},
     {"--zero3-max-live-parameters", OPT_COUNT, F(eng.sched.zero3.max_live_parameters), NG, "tep"},
     {"--host-mem-gb", OPT_POS_FLOAT, F(host_mem_gb), NG, "p"},
+    {"--rollback-rate", OPT_NONNEG_FLOAT, F(rollback_rate), NG, "p"},
     {"--max-context", OPT_FLAG, F(max_context), NG, "p"},
 };
 
@@ -342,6 +344,7 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
         return mt_fail(MT_ERR_ARG, "--resume: takes the model from the checkpoint; drop --model/--config");
     if (train && !o->model && !o->config && !o->resume)
         return mt_fail(MT_ERR_ARG, "train: missing --model DIR, --config FILE or --resume DIR");
+    if (!eval) MT_TRY(mt_engine_opts_check_speculative(&o->eng)); // options that contradict: exit 2
     if (eval && !o->model) return mt_fail(MT_ERR_ARG, "eval: --model DIR is required");
     if (eval && !o->given.data) return mt_fail(MT_ERR_ARG, "eval: --data FILE is required");
     if (eval && no_data)

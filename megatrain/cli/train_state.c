@@ -23,6 +23,7 @@ mt_status mt_train_state_save(const char *dir, const mt_train_state *s, const mt
     cJSON_AddNumberToObject(j, "version", STATE_VERSION);
     cJSON_AddNumberToObject(j, "step", s->step);
     cJSON_AddNumberToObject(j, "data_cursor", (double)s->data_cursor);
+    cJSON_AddNumberToObject(j, "skipped_steps", s->skipped_steps);
     cJSON_AddStringToObject(j, "data", s->data);
     cJSON_AddStringToObject(j, "seed", seed);
     cJSON_AddStringToObject(j, "precision", o->precision);
@@ -30,6 +31,7 @@ mt_status mt_train_state_save(const char *dir, const mt_train_state *s, const mt
     cJSON_AddNumberToObject(j, "batch", o->eng.B);
     cJSON_AddNumberToObject(j, "seq_len", o->eng.T);
     cJSON_AddNumberToObject(j, "grad_accum", o->eng.grad_accum);
+    cJSON_AddStringToObject(j, "speculative_step", o->eng.sched.speculative < 0 ? "auto" : o->eng.sched.speculative ? "true" : "false");
     cJSON_AddNumberToObject(j, "total_steps", o->steps);
     cJSON_AddStringToObject(j, "grad_accum_dtype", mt_grad_sum_name(o->eng.grad_sum)); // resolved: f32 or bf16
     cJSON *h = cJSON_AddObjectToObject(j, "hparams");
@@ -124,6 +126,11 @@ static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_o
     double step = 0, cursor = 0;
     MT_TRY(whole(path, j, "step", 2147483647.0, &step));
     MT_TRY(whole(path, j, "data_cursor", 9007199254740992.0, &cursor)); // 2^53: exact in a double
+    // Fields added after version 2 (optional: a state written before them reads as it did).
+    double skipped = 0;
+    if (cJSON_GetObjectItemCaseSensitive(j, "skipped_steps")) MT_TRY(whole(path, j, "skipped_steps", step, &skipped));
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(j, "speculative_step");
+    if (spec && !cJSON_IsString(spec)) return mt_fail(MT_ERR_FORMAT, "%s: speculative_step: expected a string", path);
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data");
     if (!cJSON_IsString(data) || !data->valuestring[0] || strlen(data->valuestring) >= sizeof s->data)
         return mt_fail(MT_ERR_FORMAT, "%s: data: expected the data source's name (a non-empty string)", path);
@@ -163,7 +170,11 @@ static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_o
     if (!(s->strings[n_str] = strdup(data->valuestring))) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
     s->step = (int)step;
     s->data_cursor = (size_t)cursor;
+    s->skipped_steps = (int)skipped;
     snprintf(s->data, sizeof s->data, "%s", data->valuestring);
+
+    if (spec && mt_options_set(&saved, "--speculative-step", spec->valuestring) != MT_OK)
+        return mt_fail(MT_ERR_FORMAT, "%s: speculative_step: %s", path, mt_last_error());
 
     // Apply what the command line did not give.
     if (!o->given.data) o->data = s->strings[n_str];
@@ -181,6 +192,7 @@ static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_o
     if (!o->given.eps) o->eps = saved.eps;
     if (!o->given.grad_clip) o->grad_clip = saved.grad_clip;
     if (!o->given.warmup) o->warmup = saved.warmup;
+    if (!o->given.speculative) o->eng.sched.speculative = saved.eng.sched.speculative;
     if (!o->given.grad_accum_dtype) o->eng.grad_sum = saved.eng.grad_sum;
     return MT_OK;
 }

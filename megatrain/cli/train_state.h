@@ -12,6 +12,7 @@
 typedef struct {
     int step;           // optimizer steps completed
     size_t data_cursor;
+    int skipped_steps;  // steps skipped for a non-finite gradient (Adam counts step - skipped_steps updates)
     char data[512];     // data source ("synthetic", "embedded" or a path)
     char *strings[8];   // owned copies of the string options applied from the file
 } mt_train_state;

@@ -8,9 +8,22 @@
 void mt_engine_opts_defaults(mt_engine_opts *o) {
     mt_engine_opts d = {.B = 4, .T = 64, .grad_accum = 1, .grad_slabs = 4, .mlp_rows = 8192,
                         .sched = {.weight_bufs = 2, .ckpt_interval = 1, .offload_checkpoints = -1,
-                                  .bind = MT_BIND_POINTER, .zero3 = mt_zero3_defaults()}};
+                                  .bind = MT_BIND_POINTER, .zero3 = mt_zero3_defaults(), .speculative = -1}};
     mt_schedule_find("megatrain", &d.schedule);
     *o = d;
+}
+
+mt_status mt_engine_opts_check_speculative(const mt_engine_opts *o) {
+    if (o->sched.speculative < -1 || o->sched.speculative > 1)
+        return mt_fail(MT_ERR_ARG, "--speculative-step: expected true, false or auto");
+    if (o->sched.speculative == 1 && !(o->schedule->takes & MT_TAKES_SPECULATIVE))
+        return mt_fail(MT_ERR_ARG, "--speculative-step true: the %s schedule runs its optimizer after the backward, "
+                                   "with nothing to overlap; it applies to --schedule megatrain",
+                       o->schedule->name);
+    if (o->sched.speculative == 1 && o->sched.serial_optimizer)
+        return mt_fail(MT_ERR_ARG, "--speculative-step true with --serial-optimizer: speculation runs the optimizer "
+                                   "under the backward, the serial optimizer after it; drop one");
+    return MT_OK;
 }
 
 mt_status mt_grad_sum_parse(const char *s, mt_grad_sum *out) {
@@ -45,6 +58,7 @@ mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c) {
         return mt_fail(MT_ERR_ARG, "--grad-accum-dtype: expected auto, f32 or bf16");
     if (o->sched.offload_checkpoints < -1 || o->sched.offload_checkpoints > 1)
         return mt_fail(MT_ERR_ARG, "--offload-checkpoints: expected true, false or auto");
+    MT_TRY(mt_engine_opts_check_speculative(o));
     if (o->schedule->takes & MT_TAKES_ZERO3) {
         const mt_zero3_knobs *z = &o->sched.zero3;
         if (z->prefetch_bucket_size <= 0 || z->param_persistence_threshold < 0 || z->reduce_bucket_size <= 0 ||
@@ -54,13 +68,17 @@ mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c) {
     return MT_OK;
 }
 
-mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o, mt_engine **out) {
+static void grad_final(void *ctx, int unit, double sumsq) { mt_opt_worker_grad_final(ctx, unit, sumsq); }
+
+mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *opts, mt_engine **out) {
     const mt_config *c = &m->cfg;
     *out = NULL;
-    MT_TRY(mt_engine_opts_validate(o, c));
+    MT_TRY(mt_engine_opts_validate(opts, c));
 
     mt_device_info info;
     MT_TRY(mt_backend_device_info(be, &info));
+    mt_engine_opts oo = *opts, *o = &oo;
+    if (!o->host_free) o->host_free = info.host_mem_avail_bytes; // the speculative window is sized against it
     mt_engine *e = calloc(1, sizeof *e);
     if (!e) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the engine");
     *out = e;
@@ -84,10 +102,11 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
 
     MT_TRY(mt_trace_create(be, &m->host, o->keep_trace, &e->trace));
     e->link = (mt_link){.be = be, .trace = e->trace};
-    MT_TRY(mt_opt_worker_create(m, &e->opt));
+    MT_TRY(mt_opt_worker_create(m, e->sh.spec_window, &e->opt));
     mt_opt_worker_set_trace(e->opt, e->trace);
     MT_TRY(mt_weight_ring_create(&e->sh, m, &e->link, e->opt, &e->dev, &e->w));
     MT_TRY(mt_grad_offload_create(&e->sh, m, &e->link, &e->dev, &e->g));
+    if (e->sh.spec_window) mt_grad_offload_on_final(e->g, grad_final, e->opt);
     MT_TRY(mt_ckpt_store_create(&e->sh, be, &e->link, &e->dev, &e->ck));
     MT_TRY(mt_activations_create(&e->sh, be, &e->dev, &e->d, &e->a));
     e->a->scratch.grad_sum = mt_grad_offload_sum(e->g); // the layers' MLP and the head sum chunked gradients there

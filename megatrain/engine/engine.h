@@ -30,7 +30,10 @@ typedef struct {
     mt_schedule_opts sched; // what the schedule may take from the options: weight buffers, K (keep the input
                             // of every K-th layer, recompute the rest), serial optimizer, checkpoint offload
                             // (1: layer-boundary checkpoints in pinned host memory, 3 device slots; 0: on the
-                            // device; -1 auto: offload only when the device plan does not fit), bind, ZeRO-3 knobs
+                            // device; -1 auto: offload only when the device plan does not fit), bind, ZeRO-3 knobs,
+                            // speculative step (1, 0, -1 auto)
+    size_t host_free;       // host bytes the whole plan may use, state included (0 = unknown: no limit); the
+                            // speculative step keeps its restore copies only for the units that fit in it
 } mt_engine_opts;
 
 // The one set of defaults (DESIGN.md's CLI contract): the megatrain schedule, batch 4
@@ -41,9 +44,12 @@ void mt_engine_opts_defaults(mt_engine_opts *o);
 // The one validation, against the model: what train, eval, plan and the planner
 // accept (one line naming the option).
 mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c);
+// The part of it that needs no model: --speculative-step against the schedule (the CLI refuses early).
+mt_status mt_engine_opts_check_speculative(const mt_engine_opts *o);
 
 typedef struct {
     float lr, weight_decay, beta1, beta2, eps, grad_clip; // grad_clip 0 = off
+    int skipped_before; // steps skipped so far for non-finite gradients: Adam's step count is step - skipped_before
 } mt_optim_hparams;
 
 typedef struct {
@@ -56,6 +62,12 @@ typedef struct {
     // Per-phase busy time within the step (union of spans per lane), from events:
     double compute_ms, h2d_ms, d2h_ms, drain_ms, optimizer_ms, span_ms;
     double h2d_bytes, d2h_bytes; // bytes that crossed the link this step
+    // The non-finite policy: a non-finite global norm skips the step (no parameter or
+    // moment changes, as PyTorch's GradScaler skips optimizer.step()).
+    int skipped;
+    // The speculative step: units updated under the backward with clip scale 1, and
+    // those of them restored from their copies and redone (clipping or a skip).
+    int spec_units, rollbacks;
 } mt_step_stats;
 
 typedef struct mt_engine mt_engine;
@@ -78,6 +90,7 @@ typedef struct {
     mt_part_bytes optimizer;   // the optimizer worker's own buffers
     size_t device_bytes, host_bytes, pinned_bytes; // the sums
     int offload_checkpoints;   // the resolved choice (auto resolved against device_free)
+    int spec_window;           // speculative step: units with restore copies (0: speculation off), against host_free
     int grad_sum_f32;          // the resolved choice: chunked weight gradients summed in f32 (fp32: always)
     size_t grad_sum_bytes;     // its f32 device buffer (part of grads.device): the larger of the MLP's
                                // (gate, up, down) and the LM head's gradient, when each runs in > 1 chunk

@@ -37,6 +37,7 @@ static mt_engine_footprint sum_parts(const mt_engine_shape *sh) {
         f.pinned_bytes += parts[i]->pinned;
     }
     f.offload_checkpoints = sh->s.offload_checkpoints;
+    f.spec_window = sh->spec_window;
     f.grad_sum_f32 = sh->grad_sum_f32;
     f.grad_sum_bytes = sh->grad_sum_elems ? mt_dev_round(sh->grad_sum_elems * 4) : 0;
     return f;
@@ -83,6 +84,24 @@ static int grown_chunk_rows(const mt_engine_shape *sh, size_t device_free) {
     return mt_head_chunk_rows(d->N, sh->c.vocab_size, sh->as, budget, sh->chunk_rows);
 }
 
+// The speculative step's window: units from the head down (the order their
+// gradients become final) while their restore copies fit in what the rest of
+// the plan leaves of host_free (0 = unknown: every unit). None fits: speculation off.
+static void spec_window(mt_engine_shape *sh, size_t host_free) {
+    sh->spec_window = 0;
+    size_t used = sum_parts(sh).host_bytes, room = host_free > used ? host_free - used : 0;
+    int n = sh->L + 2;
+    for (int k = 0; k < n; k++) {
+        int u = n - 1 - k;
+        const mt_unit_layout *lay = u == n - 1 ? &sh->lh : u == 0 ? &sh->le : &sh->ll;
+        size_t b = mt_opt_restore_bytes(lay, sh->prec);
+        if (host_free && b > room) break;
+        room -= host_free ? b : 0;
+        sh->spec_window++;
+    }
+    if (!sh->spec_window) sh->s.speculative = 0;
+}
+
 void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision p, mt_dtype act,
                           const mt_engine_opts *o, size_t device_free, unsigned caps) {
     mt_engine_shape z = {0};
@@ -123,6 +142,7 @@ void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision 
         resolve_offload(sh, asked, device_free);
     }
     if ((caps & MT_CAP_DEVICE_MEMORY) && device_free) sh->chunk_rows = grown_chunk_rows(sh, device_free);
+    if (sh->s.speculative) spec_window(sh, o->host_free);
 }
 
 mt_engine_footprint mt_engine_footprint_of(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,

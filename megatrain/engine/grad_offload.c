@@ -20,6 +20,8 @@ struct mt_grad_offload {
     float *grad_sum;         // f32 sum of a chunked weight gradient (the head's, then each layer's MLP), or NULL
     mt_drain *drain;
     double *sumsq;           // per unit, set by the drain on the last micro-batch
+    mt_drain_final_fn then;  // told next (the speculative step's optimizer), or NULL
+    void *then_ctx;
 };
 
 static size_t stage_elems(const mt_engine_shape *sh) { return sh->wire != sh->wdt ? sh->slab_elems : 0; }
@@ -38,6 +40,12 @@ mt_part_bytes mt_grad_offload_bytes(const mt_engine_shape *sh) {
 static void on_final(void *ctx, int unit, double sumsq) {
     mt_grad_offload *g = ctx;
     g->sumsq[unit] = sumsq;
+    if (g->then) g->then(g->then_ctx, unit, sumsq);
+}
+
+void mt_grad_offload_on_final(mt_grad_offload *g, mt_drain_final_fn fn, void *ctx) {
+    g->then = fn;
+    g->then_ctx = ctx;
 }
 
 mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_link *lk, mt_devmem *dm,

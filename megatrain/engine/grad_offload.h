@@ -33,6 +33,8 @@ void *mt_grad_offload_head(const mt_grad_offload *g);
 mt_status mt_grad_offload_send_layer(mt_grad_offload *g, int layer, int slot, int mb);
 // The embedding's (unit 0) or the head's (last unit) gradients leave for the host.
 mt_status mt_grad_offload_send_resident(mt_grad_offload *g, int unit_index, int mb);
+// Also tells fn when a unit's gradients are final (the drain thread calls it; set before the first step).
+void mt_grad_offload_on_final(mt_grad_offload *g, mt_drain_final_fn fn, void *ctx);
 // After the step's last send: waits for every drain. *wait_ms: host time spent
 // waiting for slabs and drains; *sumsq: the squared global norm (units in order).
 mt_status mt_grad_offload_finish(mt_grad_offload *g, double *wait_ms, double *sumsq);

@@ -30,6 +30,8 @@ struct mt_host_work {
     // tensors with ndim >= 2, as torch param groups do).
     void (*adamw)(const mt_host_work *h, const struct mt_model *m, struct mt_unit *u, const mt_adamw_hparams *hp,
                   float weight_decay);
+    // Copies `bytes` of host state (the speculative step's restore copies and restores).
+    void (*state_copy)(const mt_host_work *h, void *dst, const void *src, size_t bytes);
     // The mean of n per-token losses (NaN where no data exists).
     double (*mean_loss)(const mt_host_work *h, const float *losses, size_t n);
     // A host block of the model state: page-locked through the backend or
@@ -38,6 +40,9 @@ struct mt_host_work {
     void (*free)(const mt_host_work *h, void *p, size_t bytes, int pinned);
     // The engine's clock in ms (wall, or this thread's virtual time) ...
     double (*now_ms)(const mt_host_work *h);
+    // ... the time every thread's clock has surely reached (the wall clock now; none,
+    // -INFINITY, under virtual time, where each thread keeps its own) ...
+    double (*shared_now_ms)(const mt_host_work *h);
     // Host time a peer's framework spends between device calls (its Python hooks,
     // engine/peer.h): the priced seam advances the thread's clock by ms, the real one
     // spins the wall clock (peers run only where time is virtual; the CLI refuses others).

@@ -22,6 +22,11 @@ static void priced_adamw(const mt_host_work *h, const mt_model *m, mt_unit *u, c
     mt_vclock_advance(mt_backend_host_work_ms(h->be, MT_HOST_ADAMW, n, m->wdt, u->master != NULL));
 }
 
+static void priced_state_copy(const mt_host_work *h, void *dst, const void *src, size_t bytes) {
+    (void)dst, (void)src;
+    mt_vclock_advance(mt_backend_host_work_ms(h->be, MT_HOST_STATE_COPY, bytes, MT_F32, 0));
+}
+
 static double priced_mean_loss(const mt_host_work *h, const float *losses, size_t n) {
     (void)h, (void)losses, (void)n;
     return NAN; // no data, no loss
@@ -44,6 +49,11 @@ static double priced_now_ms(const mt_host_work *h) {
     return mt_vclock_now();
 }
 
+static double priced_shared_now_ms(const mt_host_work *h) {
+    (void)h;
+    return -INFINITY; // each thread's virtual clock is its own
+}
+
 static void priced_spend(const mt_host_work *h, double ms) {
     (void)h;
     mt_vclock_advance(ms);
@@ -56,7 +66,8 @@ static void priced_waited_until(const mt_host_work *h, double t_ms) {
 
 mt_host_work mt_host_work_priced(mt_backend *be) {
     return (mt_host_work){.name = "priced", .be = be, .accumulate = priced_accumulate, .adamw = priced_adamw,
+                          .state_copy = priced_state_copy,
                           .mean_loss = priced_mean_loss, .alloc = priced_alloc, .free = priced_free,
-                          .now_ms = priced_now_ms, .spend = priced_spend, .waited_until = priced_waited_until};
+                          .now_ms = priced_now_ms, .shared_now_ms = priced_shared_now_ms, .spend = priced_spend, .waited_until = priced_waited_until};
 }
 

@@ -28,6 +28,11 @@ static void real_adamw(const mt_host_work *h, const mt_model *m, mt_unit *u, con
     }
 }
 
+static void real_state_copy(const mt_host_work *h, void *dst, const void *src, size_t bytes) {
+    (void)h;
+    memcpy(dst, src, bytes);
+}
+
 static double real_mean_loss(const mt_host_work *h, const float *losses, size_t n) {
     (void)h;
     double s = 0;
@@ -73,6 +78,7 @@ static void real_waited_until(const mt_host_work *h, double t_ms) {
 
 mt_host_work mt_host_work_real(mt_backend *be) {
     return (mt_host_work){.name = "real", .be = be, .accumulate = real_accumulate, .adamw = real_adamw,
+                          .state_copy = real_state_copy,
                           .mean_loss = real_mean_loss, .alloc = real_alloc, .free = real_free,
-                          .now_ms = real_now_ms, .spend = real_spend, .waited_until = real_waited_until};
+                          .now_ms = real_now_ms, .shared_now_ms = real_now_ms, .spend = real_spend, .waited_until = real_waited_until};
 }

@@ -1,32 +1,156 @@
-// optimizer_worker.c: generation counters per unit, one worker thread.
+// optimizer_worker.c: generation counters per unit, one worker thread; the
+// speculative step's queue of final units and their restore copies.
 #include "engine/optimizer_worker.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct mt_opt_worker {
     mt_model *m;
     mt_adamw_hparams h;
     float wd;
-    int started;   // updates started
-    int *done;     // per unit: updates applied
+    int skip;       // the started update is a skipped step: no unit changes
+    int rollback;   // and its speculated units are restored and redone
+    int started;    // updates started
+    int *done;      // per unit: updates applied
     double *done_t; // per unit: when its last update finished (the engine clock)
     double start_t; // when the running update was started
     int stop;
     mt_trace *trace;
+    // ---- speculation
+    int window;       // units n-window .. n-1 have restore copies
+    void **copy;      // per unit (NULL outside the window): param | m | v | master as they were
+    int spec_open;    // the coming step may speculate
+    mt_adamw_hparams hs; // its hyper-parameters (grad_scale 1)
+    float wd_s, clip;
+    double partial;   // running sum of squares of the final units, in arrival order
+    int *queue;       // final units waiting to be speculated, in arrival order (a ring of n_units)
+    double *queue_t;  // when each became final
+    double *queue_sq; // the running sum of squares then
+    int settling;     // steps whose norm is known (speculation to settle)
+    int resolved;     // of those, settled
+    int resolved_spec;// the units speculated in the last one
+    int q_head, q_len;
+    int *spec;        // per unit: updated speculatively since the last start
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
     int thread_started;
 };
 
+size_t mt_opt_restore_bytes(const mt_unit_layout *lay, mt_precision p) {
+    return lay->numel * (mt_dtype_size(mt_precision_wdt(p)) + 8 + (p == MT_PREC_MIXED ? 4 : 0));
+}
+
+// The window: units counted from the head down, as their gradients become final.
 mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh) {
-    (void)sh;
-    return (mt_part_bytes){0, 0, 0};
+    size_t host = 0;
+    int n = sh->L + 2;
+    for (int k = 0; k < sh->spec_window && k < n; k++) {
+        int u = n - 1 - k;
+        const mt_unit_layout *lay = u == n - 1 ? &sh->lh : u == 0 ? &sh->le : &sh->ll;
+        host += mt_opt_restore_bytes(lay, sh->prec);
+    }
+    return (mt_part_bytes){0, host, 0};
 }
 
 void mt_opt_update_unit(mt_model *m, mt_unit *u, const mt_adamw_hparams *h, float weight_decay) {
     m->host.adamw(&m->host, m, u, h, weight_decay);
+}
+
+// The regions AdamW overwrites, in copy order; returns how many.
+static int regions(const mt_model *m, mt_unit *u, void **ptr, size_t *bytes) {
+    size_t n = u->lay->numel;
+    int k = 0;
+    ptr[k] = u->param, bytes[k++] = n * mt_dtype_size(m->wdt);
+    ptr[k] = u->m, bytes[k++] = n * 4;
+    ptr[k] = u->v, bytes[k++] = n * 4;
+    if (u->master) ptr[k] = u->master, bytes[k++] = n * 4;
+    return k;
+}
+
+// to_copy: state -> copy (before a speculative update); else copy -> state (a rollback).
+static void copy_state(mt_opt_worker *w, int unit, int to_copy) {
+    mt_unit *u = &w->m->units[unit];
+    void *ptr[4];
+    size_t bytes[4];
+    int k = regions(w->m, u, ptr, bytes);
+    char *c = w->copy[unit];
+    for (int i = 0; i < k; i++) {
+        if (to_copy) w->m->host.state_copy(&w->m->host, c, ptr[i], bytes[i]);
+        else w->m->host.state_copy(&w->m->host, ptr[i], c, bytes[i]);
+        c += bytes[i];
+    }
+}
+
+static void traced(mt_opt_worker *w, const char *what, int unit, double t0) {
+    if (w->trace) mt_trace_host(w->trace, MT_LANE_OPTIMIZER, what, w->m->units[unit].layer, t0, mt_trace_host_now(w->trace));
+}
+
+static double now(mt_opt_worker *w) { return w->trace ? mt_trace_host_now(w->trace) : 0; }
+
+// One speculative update: copy aside, then update with scale 1.
+static void speculate_unit(mt_opt_worker *w, int unit, const mt_adamw_hparams *h, float wd) {
+    double t0 = now(w);
+    copy_state(w, unit, 1);
+    traced(w, "copy for rollback", unit, t0);
+    t0 = now(w);
+    mt_opt_update_unit(w->m, &w->m->units[unit], h, wd);
+    traced(w, "adamw (speculative)", unit, t0);
+}
+
+// The final pass of generation `gen`, in forward order.
+static void final_pass(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, float wd, int skip, int rollback) {
+    for (int u = 0; u < w->m->n_units; u++) {
+        if (w->spec[u] && rollback) {
+            double t0 = now(w);
+            copy_state(w, u, 0);
+            traced(w, "rollback", u, t0);
+        }
+        if (!skip && (!w->spec[u] || rollback)) {
+            double t0 = now(w);
+            mt_opt_update_unit(w->m, &w->m->units[u], h, wd);
+            traced(w, "adamw", u, t0);
+        }
+        pthread_mutex_lock(&w->mu);
+        w->spec[u] = 0;
+        w->done[u] = gen;
+        w->done_t[u] = w->m->host.now_ms(&w->m->host);
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+    }
+}
+
+// The speculative update keeps its result only under the very same hyper-parameters.
+static int same_hparams(const mt_adamw_hparams *a, float wa, const mt_adamw_hparams *b, float wb) {
+    return a->lr == b->lr && a->beta1 == b->beta1 && a->beta2 == b->beta2 && a->eps == b->eps &&
+           a->grad_scale == b->grad_scale && a->step == b->step && wa == wb;
+}
+
+// The head of the speculation queue: whether its unit may be speculated (the
+// running norm when it became final is finite and below the clip), and the time
+// the worker would begin it.
+static int head_eligible(mt_opt_worker *w, double *begin) {
+    int k = w->q_head;
+    double norm = sqrt(w->queue_sq[k]), now_t = w->m->host.now_ms(&w->m->host);
+    *begin = w->queue_t[k] > now_t ? w->queue_t[k] : now_t;
+    return w->copy[w->queue[k]] && isfinite(norm) && (w->clip <= 0 || norm < w->clip);
+}
+
+// Pops the head and speculates it (called and returns with the lock held).
+static void speculate_head(mt_opt_worker *w) {
+    int u = w->queue[w->q_head];
+    double t = w->queue_t[w->q_head];
+    w->q_head = (w->q_head + 1) % w->m->n_units, w->q_len--;
+    w->spec[u] = 1;
+    mt_adamw_hparams h = w->hs;
+    float wd = w->wd_s;
+    pthread_mutex_unlock(&w->mu);
+    w->m->host.waited_until(&w->m->host, t);
+    speculate_unit(w, u, &h, wd);
+    pthread_mutex_lock(&w->mu);
 }
 
 static void *worker_main(void *arg) {
@@ -34,40 +158,81 @@ static void *worker_main(void *arg) {
     int gen = 0;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        while (w->started == gen && !w->stop) pthread_cond_wait(&w->cv, &w->mu);
-        if (w->started == gen && w->stop) break;
-        gen++;
-        mt_adamw_hparams h = w->h;
-        float wd = w->wd;
-        w->m->host.waited_until(&w->m->host, w->start_t);
-        pthread_mutex_unlock(&w->mu);
-        for (int u = 0; u < w->m->n_units; u++) {
-            double t0 = w->trace ? mt_trace_host_now(w->trace) : 0;
-            mt_opt_update_unit(w->m, &w->m->units[u], &h, wd);
-            if (w->trace) mt_trace_host(w->trace, MT_LANE_OPTIMIZER, "adamw", w->m->units[u].layer, t0,
-                                        mt_trace_host_now(w->trace));
-            pthread_mutex_lock(&w->mu);
-            w->done[u] = gen;
-            w->done_t[u] = w->m->host.now_ms(&w->m->host);
+        if (w->settling != w->resolved) {
+            // The norm is known from start_t on: what is still queued was speculated
+            // only if the worker would have begun it before then (on its own clock:
+            // wall time, or its virtual time, so a priced run decides as a real one).
+            while (w->spec_open && w->q_len) {
+                double begin;
+                if (!head_eligible(w, &begin)) {
+                    w->q_head = (w->q_head + 1) % w->m->n_units, w->q_len--;
+                    continue;
+                }
+                if (!(begin < w->start_t)) break;
+                speculate_head(w);
+            }
+            w->spec_open = 0;
+            w->q_len = 0;
+            int n_spec = 0;
+            for (int u = 0; u < w->m->n_units; u++) n_spec += w->spec[u];
+            w->resolved_spec = n_spec;
+            w->resolved = w->settling;
             pthread_cond_broadcast(&w->cv);
-            pthread_mutex_unlock(&w->mu);
+            continue;
         }
-        pthread_mutex_lock(&w->mu);
+        if (w->started != gen) { // the final pass: the next step's forward waits on it
+            gen++;
+            mt_adamw_hparams h = w->h;
+            float wd = w->wd;
+            int skip = w->skip, rollback = w->rollback; // decided when settled: hs may be the next step's by now
+            w->m->host.waited_until(&w->m->host, w->start_t);
+            pthread_mutex_unlock(&w->mu);
+            final_pass(w, gen, &h, wd, skip, rollback);
+            pthread_mutex_lock(&w->mu);
+            continue;
+        }
+        if (w->spec_open && w->q_len) {
+            double begin;
+            if (!head_eligible(w, &begin)) {
+                w->q_head = (w->q_head + 1) % w->m->n_units, w->q_len--;
+                continue;
+            }
+            // Speculate what has surely begun before the norm can be known; under
+            // virtual time nothing is sure before the step's start says when.
+            if (begin <= w->m->host.shared_now_ms(&w->m->host)) {
+                speculate_head(w);
+                continue;
+            }
+        }
+        if (w->stop) break;
+        pthread_cond_wait(&w->cv, &w->mu);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
-mt_status mt_opt_worker_create(mt_model *m, mt_opt_worker **out) {
+mt_status mt_opt_worker_create(mt_model *m, int window, mt_opt_worker **out) {
     mt_opt_worker *w = calloc(1, sizeof *w);
     if (!w) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the optimizer worker");
+    int n = m->n_units;
     w->m = m;
-    w->done = calloc((size_t)m->n_units, sizeof *w->done);
-    w->done_t = calloc((size_t)m->n_units, sizeof *w->done_t);
+    w->window = window < n ? window : n;
+    w->done = calloc((size_t)n, sizeof *w->done);
+    w->done_t = calloc((size_t)n, sizeof *w->done_t);
+    w->copy = calloc((size_t)n, sizeof *w->copy);
+    w->queue = calloc((size_t)n, sizeof *w->queue);
+    w->queue_t = calloc((size_t)n, sizeof *w->queue_t);
+    w->queue_sq = calloc((size_t)n, sizeof *w->queue_sq);
+    w->spec = calloc((size_t)n, sizeof *w->spec);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     *out = w;
-    if (!w->done || !w->done_t) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the optimizer worker");
+    if (!w->done || !w->done_t || !w->copy || !w->queue || !w->queue_t || !w->queue_sq || !w->spec)
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the optimizer worker");
+    for (int k = 0; k < w->window; k++) {
+        int u = n - 1 - k;
+        MT_TRY(m->host.alloc(&m->host, mt_opt_restore_bytes(m->units[u].lay, m->prec), 0, &w->copy[u]));
+    }
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
         return mt_fail(MT_ERR_BACKEND, "cannot start the optimizer thread");
     w->thread_started = 1;
@@ -80,26 +245,79 @@ void mt_opt_worker_destroy(mt_opt_worker *w) {
         mt_opt_worker_wait_all(w);
         pthread_mutex_lock(&w->mu);
         w->stop = 1;
+        w->spec_open = 0;
         pthread_cond_broadcast(&w->cv);
         pthread_mutex_unlock(&w->mu);
         pthread_join(w->thread, NULL);
     }
+    for (int u = 0; w->copy && u < w->m->n_units; u++)
+        if (w->copy[u]) w->m->host.free(&w->m->host, w->copy[u], mt_opt_restore_bytes(w->m->units[u].lay, w->m->prec), 0);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w->done);
     free(w->done_t);
+    free(w->copy);
+    free(w->queue);
+    free(w->queue_t);
+    free(w->queue_sq);
+    free(w->spec);
     free(w);
 }
 
 void mt_opt_worker_set_trace(mt_opt_worker *w, mt_trace *t) { w->trace = t; }
 
-void mt_opt_worker_start(mt_opt_worker *w, const mt_adamw_hparams *h, float weight_decay) {
+void mt_opt_worker_speculate(mt_opt_worker *w, const mt_adamw_hparams *h, float weight_decay, float clip) {
+    if (!w->window) return;
+    pthread_mutex_lock(&w->mu);
+    w->hs = *h;
+    w->hs.grad_scale = 1.0f;
+    w->wd_s = weight_decay;
+    w->clip = clip;
+    w->partial = 0;
+    w->q_head = w->q_len = 0;
+    w->spec_open = 1;
+    pthread_mutex_unlock(&w->mu);
+}
+
+void mt_opt_worker_grad_final(mt_opt_worker *w, int u, double sumsq) {
+    if (!w->window) return;
+    double t = w->m->host.now_ms(&w->m->host);
+    pthread_mutex_lock(&w->mu);
+    if (w->spec_open) {
+        w->partial += sumsq;
+        int k = (w->q_head + w->q_len) % w->m->n_units; // each unit is final once per step: never more than n
+        w->queue[k] = u;
+        w->queue_t[k] = t;
+        w->queue_sq[k] = w->partial;
+        w->q_len++;
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+void mt_opt_worker_settle(mt_opt_worker *w, const mt_adamw_hparams *h, float weight_decay, int skip, int *spec_units,
+                          int *rollbacks) {
     mt_opt_worker_wait_all(w); // one update in flight at a time
     pthread_mutex_lock(&w->mu);
     w->h = *h;
     w->wd = weight_decay;
-    w->started++;
+    w->skip = skip;
     w->start_t = w->m->host.now_ms(&w->m->host);
+    w->settling++;
+    pthread_cond_broadcast(&w->cv);
+    // The worker settles what was speculated (at most the unit it is updating, on
+    // the wall clock) before the counts are known.
+    while (w->resolved != w->settling) pthread_cond_wait(&w->cv, &w->mu);
+    int n_spec = w->resolved_spec, rollback = skip || !same_hparams(h, weight_decay, &w->hs, w->wd_s);
+    w->rollback = rollback;
+    pthread_mutex_unlock(&w->mu);
+    if (spec_units) *spec_units = n_spec;
+    if (rollbacks) *rollbacks = rollback ? n_spec : 0;
+}
+
+void mt_opt_worker_start(mt_opt_worker *w) {
+    pthread_mutex_lock(&w->mu);
+    w->started++;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }

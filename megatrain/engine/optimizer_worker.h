@@ -2,6 +2,17 @@
 // in forward order (embedding, layer 0 .. L-1, head) so that the next step's
 // prefetch of unit u only waits for u's update, not for the whole optimizer.
 // Each unit's update is independent, so the result equals a serial step.
+//
+// The speculative step: while the backward runs, a unit's update may start as
+// soon as its gradients are final (the drain says so), with clip scale 1,
+// after copying what the update overwrites (the streamed parameters, m, v and
+// the f32 master) aside. When the step's global norm is known, a unit updated
+// so is kept when the final hyper-parameters equal the speculative ones
+// (scale 1: no clipping, a finite norm), else restored from its copy, bit for
+// bit, and updated again with the final ones (or left as it was, for a skipped
+// step). Either way the state equals the non-speculative step's, bitwise.
+// Copies exist for a window of units only (parts.h: spec_window), the first
+// whose gradients become final; the others wait for the norm as before.
 #ifndef MT_OPTIMIZER_WORKER_H
 #define MT_OPTIMIZER_WORKER_H
 
@@ -12,13 +23,30 @@
 
 typedef struct mt_opt_worker mt_opt_worker;
 
-// The worker's own memory: none today (it updates the host state in place);
-// a speculative step that keeps copies to roll back would count them here.
+// Bytes of one unit's restore copy: what AdamW overwrites (param in the weights'
+// dtype, m, v, and the f32 master in mixed precision).
+size_t mt_opt_restore_bytes(const mt_unit_layout *lay, mt_precision p);
+// The worker's own memory: the restore copies of the speculative window's units
+// (pageable host memory), nothing without speculation.
 mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh);
-mt_status mt_opt_worker_create(mt_model *m, mt_opt_worker **out);
+// `window`: units with restore copies (sh->spec_window; 0: never speculates).
+mt_status mt_opt_worker_create(mt_model *m, int window, mt_opt_worker **out);
 void mt_opt_worker_destroy(mt_opt_worker *w);
-// Starts one update of every unit with these hyper-parameters (returns at once).
-void mt_opt_worker_start(mt_opt_worker *w, const mt_adamw_hparams *h, float weight_decay);
+// Opens speculation for the step about to run: units whose gradients become
+// final are updated with `h` (grad_scale 1) while the running norm stays finite
+// and, with clip > 0, below clip (past it the step will clip: no point).
+void mt_opt_worker_speculate(mt_opt_worker *w, const mt_adamw_hparams *h, float weight_decay, float clip);
+// Called on the drain thread: unit u's gradients are final, with their sum of squares.
+void mt_opt_worker_grad_final(mt_opt_worker *w, int u, double sumsq);
+// The step's norm is known: the final hyper-parameters (with `skip` no unit
+// changes: the non-finite policy). Settles what was speculated: units updated
+// with other hyper-parameters (or under a skip) will be rolled back.
+// *spec_units: units speculated this step; *rollbacks: of those, the ones that
+// will be restored (either may be NULL).
+void mt_opt_worker_settle(mt_opt_worker *w, const mt_adamw_hparams *h, float weight_decay, int skip, int *spec_units,
+                          int *rollbacks);
+// Starts the settled step's update of every unit, in forward order (returns at once).
+void mt_opt_worker_start(mt_opt_worker *w);
 // Blocks until unit `u` has received every started update; returns ms waited.
 double mt_opt_worker_wait_unit(mt_opt_worker *w, int u);
 double mt_opt_worker_wait_all(mt_opt_worker *w);

@@ -35,7 +35,8 @@ static const mt_schedule_desc table[] = {
     {.name = "megatrain",
      .summary = "stream layers through a ring of device buffers, checkpoint every K-th input and recompute, "
                 "optimizer overlapped with the next step",
-     .takes = MT_TAKES_WEIGHT_BUFS | MT_TAKES_CKPT_INTERVAL | MT_TAKES_SERIAL_OPT | MT_TAKES_OFFLOAD_CKPT | MT_TAKES_BIND,
+     .takes = MT_TAKES_WEIGHT_BUFS | MT_TAKES_CKPT_INTERVAL | MT_TAKES_SERIAL_OPT | MT_TAKES_OFFLOAD_CKPT | MT_TAKES_BIND |
+              MT_TAKES_SPECULATIVE,
      .weight_bufs = 2, .prefetch_elems = -1, .ckpt_interval = 1, .host_pinned = 1,
      .optimizer_overlapped = 1},
     {.name = "resident",
@@ -79,6 +80,8 @@ void mt_schedule_resolve(const mt_schedule_desc *entry, const mt_schedule_opts *
     if (d->takes & MT_TAKES_SERIAL_OPT) d->optimizer_overlapped = !o->serial_optimizer;
     d->offload_checkpoints = (d->takes & MT_TAKES_OFFLOAD_CKPT) ? o->offload_checkpoints : 0;
     if (d->takes & MT_TAKES_ZERO3) d->zero3 = o->zero3;
+    // Speculation needs the overlapped optimizer: its point is that the next forward does not wait.
+    d->speculative = (d->takes & MT_TAKES_SPECULATIVE) && d->optimizer_overlapped && o->speculative != 0;
     if (d->derive) d->derive(d, c);
     int L = c->num_layers;
     if (d->weights_resident) d->weight_bufs = L;

@@ -39,6 +39,7 @@ enum {
     MT_TAKES_OFFLOAD_CKPT = 1 << 3,  // --offload-checkpoints
     MT_TAKES_ZERO3 = 1 << 4,         // --zero3-* (DeepSpeed's knobs)
     MT_TAKES_BIND = 1 << 5,          // --bind (our schedules bind either way; a peer binds as it does)
+    MT_TAKES_SPECULATIVE = 1 << 6,   // --speculative-step (the optimizer may run under the backward)
 };
 
 typedef struct mt_schedule_desc mt_schedule_desc;
@@ -48,6 +49,7 @@ typedef struct {
     int weight_bufs, ckpt_interval, serial_optimizer, offload_checkpoints; // offload: 1, 0, -1 auto
     mt_bind_mode bind;
     mt_zero3_knobs zero3;
+    int speculative; // --speculative-step: 1, 0, -1 auto (on where the optimizer overlaps the next step)
 } mt_schedule_opts;
 
 struct mt_schedule_desc {
@@ -77,6 +79,9 @@ struct mt_schedule_desc {
     // ---- the optimizer
     int optimizer_overlapped;// 1: unit i's update runs under the next step's forward; 0: after backward
     int optimizer_master;    // the real system updates an f32 master copy (the planner prices the mixed rate)
+    int speculative;         // 1: a unit's update runs as soon as its gradient is final, under the backward,
+                             // with clip scale 1, and is rolled back and redone when the global norm says so
+                             // (resolved; the window of units it may run ahead for is the plan's: parts.h)
 
     // ---- what only a peer does (engine/peer.h; 0 for our schedules)
     int weight_passes;       // 3: every layer crosses in forward, in its block's recompute (the block's last

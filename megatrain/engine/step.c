@@ -145,6 +145,13 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     mt_weight_ring_take_opt_wait(e->w); // waits outside a step (an eval) are not this step's
     mt_link_rewind(&e->link);
     MT_TRY(mt_trace_step_begin(e->trace, step));
+    // Adam counts the updates it applied: skipped steps are not among them (GradScaler's way).
+    int adam_step = step - hp->skipped_before;
+    if (e->s->speculative) {
+        mt_adamw_hparams hs = {.lr = lr, .beta1 = hp->beta1, .beta2 = hp->beta2, .eps = hp->eps, .grad_scale = 1.0f,
+                               .step = adam_step};
+        mt_opt_worker_speculate(e->opt, &hs, hp->weight_decay, hp->grad_clip);
+    }
     int cursor = 0;
     for (int mb = 0; mb < G; mb++) {
         MT_TRY(forward(e, mb, &cursor));
@@ -157,6 +164,23 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     // Every stream, not just compute: the trace reads all the step's events, and a
     // checkpoint's copy-out on the D2H stream has no later reader to wait for it.
     for (int s = 0; s < MT_NUM_STREAMS; s++) MT_TRY(mt_backend_stream_sync(e->be, (mt_stream_id)s));
+    st->loss = e->m->host.mean_loss(&e->m->host, a->h_losses, (size_t)G * N); // NaN where no data exists
+    st->grad_norm = sqrt(sq);
+    st->tokens = (long long)G * N;
+    // torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to 1.
+    st->clip_factor = 1.0;
+    if (hp->grad_clip > 0) {
+        float coef = (float)(hp->grad_clip / ((float)st->grad_norm + 1e-6));
+        st->clip_factor = coef < 1.0f ? coef : 1.0f;
+    }
+    // The non-finite policy (both paths): a non-finite global norm skips the step.
+    st->skipped = !isfinite(st->grad_norm);
+    if (st->skipped) st->clip_factor = 1.0;
+    mt_adamw_hparams h = {.lr = lr, .beta1 = hp->beta1, .beta2 = hp->beta2, .eps = hp->eps,
+                          .grad_scale = (float)st->clip_factor, .step = adam_step};
+    // Before the step's timeline closes: what was speculated under the backward is settled
+    // (and, in virtual time, traced) by then; the update itself starts after it, as before.
+    mt_opt_worker_settle(e->opt, &h, hp->weight_decay, st->skipped, &st->spec_units, &st->rollbacks);
     mt_phase_times ph;
     MT_TRY(mt_trace_step_end(e->trace, &ph));
     st->compute_ms = ph.busy_ms[MT_LANE_COMPUTE];
@@ -169,18 +193,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     st->d2h_bytes = e->link.bytes[1];
     st->opt_wait_ms = mt_weight_ring_take_opt_wait(e->w);
 
-    st->loss = e->m->host.mean_loss(&e->m->host, a->h_losses, (size_t)G * N); // NaN where no data exists
-    st->grad_norm = sqrt(sq);
-    st->tokens = (long long)G * N;
-    // torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to 1.
-    st->clip_factor = 1.0;
-    if (hp->grad_clip > 0) {
-        float coef = (float)(hp->grad_clip / ((float)st->grad_norm + 1e-6));
-        st->clip_factor = coef < 1.0f ? coef : 1.0f;
-    }
-    mt_adamw_hparams h = {.lr = lr, .beta1 = hp->beta1, .beta2 = hp->beta2, .eps = hp->eps,
-                          .grad_scale = (float)st->clip_factor, .step = step};
-    mt_opt_worker_start(e->opt, &h, hp->weight_decay);
+    mt_opt_worker_start(e->opt);
     if (!e->s->optimizer_overlapped) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
     e->step_done++;
     return MT_OK;

@@ -39,6 +39,7 @@ typedef struct {
     mt_engine_opts eng;
     mt_precision prec;
     size_t gpu_free_bytes;   // for --offload-checkpoints auto: the device memory available (0 = unknown: keep on the device)
+    double rollback_rate;    // speculative step: the fraction of steps that roll back (--rollback-rate, 0 by default)
 } mt_plan_input;
 
 typedef struct {
@@ -48,6 +49,7 @@ typedef struct {
     size_t host_bytes, pinned_bytes, gpu_bytes;
     size_t host_state_bytes;      // params, grads, moments, master (what scales with N)
     size_t host_staging_bytes;    // slabs, token staging, other buffers
+    size_t host_restore_bytes;    // the speculative step's restore copies (its window's units)
     size_t deepspeed_gpu_bytes;   // zero3: DeepSpeed's own GPU footprint model (gpu_bytes is our schedule's)
     double host_bytes_per_param;  // host_state_bytes / params
     const char *host_accounting;  // one line: where the bytes per param come from
@@ -98,6 +100,10 @@ typedef struct {
     double h2d_bytes, d2h_bytes;
     const char *bound;          // "compute", "h2d", "d2h" or "optimizer": the resource that set most of the step
     const char *formula;        // the step formula of this schedule, in words
+    // The speculative step (0 units: off): the window, its restore copies, the step
+    // when nothing rolls back and what one rollback adds to a step.
+    int spec_units;
+    double restore_bytes, step_ms_no_rollback, rollback_cost_ms;
 } mt_plan_prediction;
 
 mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, mt_plan_prediction *out);

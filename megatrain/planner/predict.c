@@ -100,6 +100,9 @@ typedef struct {
     int fp32;
     double L, PL, N, VC, PE, PH, dA, T, n, G, ws, R, h2d, d2h, f;
     double Ff, Fb, Fr, cf, cb, W, Wg, EH, opt;
+    int spec_units;            // speculative step: the window (0: off)
+    double opt_s, copy_s;      // the window's update and its restore copies (ms)
+    double rollback_rate;      // fraction of steps that roll back
     double wsi, gs;   // bytes per parameter on the link: weights in, gradients out (a peer's f32 wires)
     double passes;    // layer loads per micro-batch: 2, or 3 (weight_passes: the official code's)
     double hook_ms;   // host hooks per layer fetch (fetch_overhead_ms x the fetches a layer takes)
@@ -116,29 +119,57 @@ typedef struct {
 // A peer in this shape (engine/peer.h) may load each layer three times, send f32
 // weights and gradients, run its optimizer after backward and spend host time in
 // hooks per layer fetch; with none of those this is megatrain's form exactly.
-static void streamed_form(const terms *t, tally *ty, mt_plan_prediction *out, form_out *r) {
+// `rem`: the overlapped optimizer work left when the backward ends (all of it
+// without speculation); a serial optimizer's runs after it, whole.
+static double streamed_step(const terms *t, tally *ty, double rem) {
     const double PE = t->PE, PL = t->PL, PH = t->PH, ws = t->ws, h2d = t->h2d, d2h = t->d2h, f = t->f;
-    const double W = t->W, Wg = t->Wg, cf = t->cf, cb = t->cb, opt = t->opt, L = t->L;
+    const double W = t->W, Wg = t->Wg, cf = t->cf, cb = t->cb, L = t->L;
     const double wsi = t->wsi, gs = t->gs, P = t->passes, EHg = (PE + PH) * gs;
     const int G = (int)t->G, serial_opt = !t->s->optimizer_overlapped;
     double opt0 = serial_opt ? 0 : (PE + PL) / t->hw->adamw_params_per_s[t->prec] * 1e3;
+    if (opt0 > rem) opt0 = rem; // speculated already: the next forward need not wait for it
     double fill = (PE * ws + PL * wsi) / h2d, drain = (PL + PE) * gs / d2h;
     double step = serial(ty, R_H2D, fill) + serial(ty, R_OPT, opt0) + serial(ty, R_D2H, drain);
-    step += hooked(ty, take_max(ty, cf, (W + PH * ws) / h2d, 0, serial_opt ? 0 : opt - opt0), L * t->hook_ms);
+    step += hooked(ty, take_max(ty, cf, (W + PH * ws) / h2d, 0, serial_opt ? 0 : rem - opt0), L * t->hook_ms);
     for (int k = 1; k < G; k++) step += hooked(ty, take_max(ty, cf, W / h2d, 0, 0), L * t->hook_ms);
     for (int k = 0; k < G; k++) {
         double out_b = (Wg + (k == G - 1 ? EHg : 0)) / (f * d2h);
         step += hooked(ty, take_max(ty, cb, (P - 1) * W / (f * h2d), out_b, 0), (P - 1) * L * t->hook_ms);
     }
-    if (serial_opt) step += serial(ty, R_OPT, opt);
-    out->h2d_bytes = P * t->G * W + (PE + PH) * ws;
-    out->d2h_bytes = t->G * Wg + EHg;
+    if (serial_opt) step += serial(ty, R_OPT, t->opt);
+    return step;
+}
+
+static void streamed_form(const terms *t, tally *ty, mt_plan_prediction *out, form_out *r) {
+    const int serial_opt = !t->s->optimizer_overlapped;
+    out->h2d_bytes = t->passes * t->G * t->W + (t->PE + t->PH) * t->ws;
+    out->d2h_bytes = t->G * t->Wg + (t->PE + t->PH) * t->gs;
     out->formula = serial_opt ? "fill + max(c_f, (W+P_H*ws)/h2d) + (G-1)*max(c_f, W/h2d) "
                                 "+ G*max(c_b, (passes-1)*W/(f*h2d), Wg/(f*d2h)) + drain + opt (serial); each pass at "
                                 "least its hooks; W, Wg at the peer's wire dtypes"
                               : "fill + opt_0 + max(c_f, (W+P_H*ws)/h2d, opt-opt_0) + (G-1)*max(c_f, W/h2d) "
                                 "+ G*max(c_b, W/(f*h2d), Wg/(f*d2h)) + drain";
-    r->step = step;
+    if (!t->spec_units) {
+        r->step = streamed_step(t, ty, t->opt);
+        return;
+    }
+    // Speculative: the window's updates (opt_s) and their restore copies (copy_s) run
+    // under the last backward as gradients become final; the fraction x of them that
+    // fits in c_b is done when the norm is known, the rest of the update (rem = opt -
+    // x*opt_s) runs in forward order under the next forward as above. A rollback
+    // restores what was speculated (x*copy_s) and redoes all of opt.
+    double x = t->opt_s + t->copy_s > 0 ? t->cb / (t->opt_s + t->copy_s) : 1;
+    if (x > 1) x = 1;
+    tally t0 = {{0}}, t1 = {{0}};
+    double s0 = streamed_step(t, &t0, t->opt - x * t->opt_s), s1 = streamed_step(t, &t1, t->opt + x * t->copy_s);
+    double rate = t->rollback_rate;
+    for (int i = 0; i < R_COUNT; i++) ty->t[i] += (1 - rate) * t0.t[i] + rate * t1.t[i];
+    out->step_ms_no_rollback = s0;
+    out->rollback_cost_ms = s1 - s0;
+    out->formula = "speculative: the streamed form with opt -> rem = opt - x*opt_s (x = min(1, c_b/(opt_s + copy_s)): "
+                   "the window's share of the update done under the last backward); a rollback step: rem = opt + "
+                   "x*copy_s; step = (1 - rollback_rate)*no_rollback + rollback_rate*rollback";
+    r->step = (1 - rate) * s0 + rate * s1;
 }
 
 // Each submodule fetched within the prefetch window, gradients out in the wire
@@ -263,6 +294,20 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     const mt_precision opt_prec = s.optimizer_master && !fp32 ? MT_PREC_MIXED : in->prec;
     const double opt = t.opt = N / hw->adamw_params_per_s[opt_prec] * 1e3;
 
+    // The speculative window, as the engine resolves it against the plan's host memory.
+    mt_dtype act = fp32 ? MT_F32 : MT_BF16;
+    mt_engine_footprint fp = mt_engine_footprint_of(c, in->prec, &in->eng, act, in->gpu_free_bytes, 0);
+    t.spec_units = s.speculative ? fp.spec_window : 0;
+    if (t.spec_units) {
+        double Pw = 0; // parameters in the window: head, then layers L-1 down, then the embedding
+        for (int k = 0; k < t.spec_units; k++) Pw += k == 0 ? PH : k <= L ? PL : PE;
+        t.opt_s = Pw / hw->adamw_params_per_s[opt_prec] * 1e3;
+        t.copy_s = 2.0 * (double)fp.optimizer.host / (hw->host_mem_gbps * 1e6); // read + write, as the sim prices it
+        t.rollback_rate = in->rollback_rate;
+    }
+    out->spec_units = t.spec_units;
+    out->restore_bytes = (double)fp.optimizer.host;
+
     tally ty = {{0}};
     out->h2d_bytes = 2 * G * W + EH;
     out->d2h_bytes = G * Wg + EH;
@@ -284,6 +329,7 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     out->optimizer_ms = opt;
     out->exposed_ms = step - out->compute_ms;
     out->step_ms = step;
+    if (!t.spec_units) out->step_ms_no_rollback = step;
     out->tokens_per_s = mt_metric_tokens_per_s((double)out->tokens, step);
     out->tflops = mt_metric_tflops(N, (double)out->tokens, step);
     out->mfu = mt_metric_mfu(out->tflops, peak_bf16);

@@ -74,7 +74,7 @@ static void test_link_bytes(const char *schedule, int K, int offload, int G) {
     CHECK(mt_model_alloc(&m, &c, MT_PREC_PAPER, be) == MT_OK, "%s", mt_last_error());
     CHECK(mt_engine_create(&m, be, &o, &e) == MT_OK, "%s", mt_last_error());
     int32_t *tok = calloc((size_t)G * N, sizeof *tok);
-    mt_optim_hparams hp = {3e-4f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
+    mt_optim_hparams hp = {3e-4f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f, 0};
     for (int step = 1; step <= 2; step++) {
         double in0 = mt_backend_copied_bytes(be, MT_COPY_H2D), out0 = mt_backend_copied_bytes(be, MT_COPY_D2H);
         mt_step_stats st;

@@ -102,7 +102,7 @@ static void check_one(const char *cfg_path, mt_precision p, const variant *v, in
     if (s == MT_OK) s = mt_engine_create(&m, be, &o, &e);
     CHECK(s == MT_OK, "%s: engine: %s", what, mt_last_error());
     int32_t *tok = calloc((size_t)v->G * B * T, sizeof *tok);
-    mt_optim_hparams hp = {3e-4f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
+    mt_optim_hparams hp = {3e-4f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f, 0};
     for (int step = 1; step <= 2 && s == MT_OK; step++) {
         mt_step_stats st;
         s = mt_engine_step(e, tok, tok, &hp, 3e-4f, step, &st);

@@ -223,7 +223,7 @@ static unsigned char *train_cpu(const mt_config *c, mt_precision prec, const mt_
     mt_model_init_random(&m, 7);
     int32_t tok[2 * 16], tgt[2 * 16];
     for (int i = 0; i < 32; i++) tok[i] = (i * 37 + 11) % c->vocab_size, tgt[i] = (i * 53 + 5) % c->vocab_size;
-    mt_optim_hparams hp = {1e-2f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
+    mt_optim_hparams hp = {1e-2f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f, 0};
     mt_status s = mt_engine_create(&m, be, &o, &e);
     for (int step = 1; step <= 2 && s == MT_OK; step++) {
         mt_step_stats st;

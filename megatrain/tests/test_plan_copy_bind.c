@@ -54,7 +54,7 @@ static size_t engine_peak_bytes(const mt_config *c, const char *s, int copy_bind
     }
     mt_engine_opts eo = opts(s, copy_bind);
     int32_t *tok = calloc(256, sizeof *tok);
-    mt_optim_hparams hp = {3e-4f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
+    mt_optim_hparams hp = {3e-4f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f, 0};
     mt_step_stats st;
     if (!tok || mt_engine_create(&m, be, &eo, &e) != MT_OK || mt_engine_step(e, tok, tok, &hp, 3e-4f, 1, &st) != MT_OK ||
         mt_engine_finish(e) != MT_OK) {

@@ -22,6 +22,8 @@ for prec in fp32 paper mixed; do
   check "losses of steps 4..6 identical ($prec)" test "$(losses "$res.jsonl")" = "$(losses "$full.jsonl" | tail -n 3)"
   check "weights bitwise ($prec)" cmp -s "$full/model.safetensors" "$res/model.safetensors"
   check "moments bitwise ($prec)" cmp -s "$full/optimizer.safetensors" "$res/optimizer.safetensors"
+  # The speculative step is the default: these runs speculated and (clip 1.0) rolled back.
+  check "speculated and rolled back ($prec)" test "$(jq -s 'map(.spec_units) | add > 0' "$full.jsonl")" = true
 done
 
 # SIGINT mid-run with a cosine schedule: the step in flight finishes, the state is

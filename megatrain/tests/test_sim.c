@@ -349,7 +349,7 @@ static run_result run_engine(const char *cfg_path, const char *profile, mt_preci
     if ((r.status = mt_schedule_find("megatrain", &eo.schedule)) != MT_OK) goto out_model;
     if ((r.status = mt_engine_create(&m, be, &eo, &e)) != MT_OK) goto out_model;
     tok = calloc((size_t)G * B * T, sizeof *tok);
-    mt_optim_hparams hp = {3e-4f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
+    mt_optim_hparams hp = {3e-4f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f, 0};
     for (int s = 1; s <= steps && s <= 8; s++) {
         mt_step_stats st;
         mt_sim_stats_get(be, &r.before[s - 1]);
