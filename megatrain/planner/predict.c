@@ -11,8 +11,14 @@
 //   backward     F_b = 2 * F_f                        per token fwd+bwd, not halved
 //   recompute    F_r = (2*L*P_L + 4*L*dA*T) * n       for causal masking
 //                (megatrain, naive, zero3: one extra layer forward; resident: 0)
+//                F_* count the FLOPs (hfu); the time prices GEMMs and attention apart:
 //   rate         R = peak (bf16 for paper/mixed, fp32 -- no TF32 -- for fp32) x gemm_efficiency
-//   c_f = F_f / R,  c_b = (F_b + F_r) / R
+//   attention    A_f = 2*L*dA*T*n causal FLOPs forward (as the sim and the labs count them),
+//                backward 2.5 A_f, recompute A_f per extra pass, at R_a = the rate the profile
+//                measured for the implementation at T (--attention, a peer's own), else
+//                MT_ATTN_ASSUMED_EFF x peak (mt_hw_attention_tflops)
+//   c_f = 2*P_mm*n / R + A_f / R_a,  c_b = (4*P_mm*n + F_r,gemm) / R + (2.5 + passes-1) A_f / R_a
+//                (2.5 = MT_ATTN_BWD_FACTOR)
 //   link         W = L*P_L*ws per pass (in), Wg = L*P_L*ws grads (out); h2d, d2h
 //                pinned rates; under duplex each direction runs at f x its rate
 //   optimizer    opt = N / adamw_params_per_s[precision] (the simulator's charge)
@@ -280,8 +286,15 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     // Three weight passes (the official code) recompute each layer twice: its block's recompute and the
     // forward autograd re-runs inside its backward.
     t.passes = s.weight_passes == 3 ? 3 : 2;
-    const double Fr = t.Fr = recompute ? (t.passes - 1) * (2 * L * PL + 4 * L * dA * T) * n : 0;
-    const double cf = t.cf = Ff / R, cb = t.cb = (Fb + Fr) / R;
+    const double extra = recompute ? t.passes - 1 : 0; // layer forwards re-run per micro-batch
+    const double Fr = t.Fr = extra * (2 * L * PL + 4 * L * dA * T) * n;
+    // Attention at its implementation's own rate, GEMMs at R.
+    out->attention_kernel = s.attention_kernel ? s.attention_kernel : mt_attn_kernel_name(in->attention, !fp32);
+    const double Ra = mt_hw_attention_tflops(hw, out->attention_kernel, !fp32, T, &out->attention_source) * 1e9;
+    const double Af = 2 * L * dA * T * n, ca_f = Af / Ra, ca_b = (MT_ATTN_BWD_FACTOR + extra) * Af / Ra;
+    out->attention_tflops = Ra / 1e9;
+    out->attention_ms = G * (ca_f + ca_b);
+    const double cf = t.cf = 2 * Pmm * n / R + ca_f, cb = t.cb = (4 * Pmm * n + extra * 2 * L * PL * n) / R + ca_b;
     t.wsi = s.param_wire_f32 && in->prec == MT_PREC_MIXED ? 4 : ws; // the peer's f32 shards cross as f32
     t.gs = s.grad_wire_f32 ? 4 : ws;
     if (s.fetch_overhead_ms > 0) {
