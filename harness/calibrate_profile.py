@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """calibrate_profile.py: a hardware profile calibrated from mt-microbench.
 
-usage: calibrate_profile.py BASE_PROFILE.json MICROBENCH.json [--name NAME] [--out FILE] [--no-env]
+usage: calibrate_profile.py BASE_PROFILE.json [MICROBENCH.json] [--attention ROWS.jsonl ...]
+                            [--env ENV.json] [--name NAME] [--out FILE] [--no-env]
 
 Writes BASE_PROFILE (experiments/hardware/README.md, schema megatrain.hardware/1)
 with every figure that MICROBENCH.json (Google Benchmark JSON from build/bin/
@@ -36,6 +37,17 @@ gpu.gemm_efficiency                 gemm/cuda/bf16/<N>/<IC>/<OC> tflops at the l
                                     rate; capped at 1.0
 host.cpu_cores, host.numa_nodes,    the env block (mt-env: topology, nvidia-smi), unless --no-env
 host.mem_bytes, link.theory_gbps    (theory_gbps = pcie_gbps, only for a pcie link)
+
+gpu.attention_tflops.<kernel>       --attention: JSON lines of the attention lab (`attention --sweep`:
+                                    kernels native, cudnn) and of torch_reference.py (torch_sdpa,
+                                    torch_sdpa_cudnn, torch_sdpa_flash): every row
+                                    {"bench": "attention/<kernel>/fwd_bwd", "T": .., "tflops": ..}
+                                    without an "error" becomes a point [T, tflops] (the median where
+                                    one T has several rows); the rest of a file (comments, headers)
+                                    is skipped. Sourced with the file, the shape, and the env block
+                                    of MICROBENCH, else of --env (mt-env's JSON, for utc and gpu_name).
+                                    The simulator and the planner price each implementation's
+                                    attention at its table (model/hardware_profile.h).
 
 copy/cpu/* and gemm/cpu/* are the cpu backend, not the GPU link or GPU GEMMs: never used.
 The name is NAME, else the --out file's name without .json, else the base's.
@@ -237,6 +249,45 @@ def sim_constants():
     return consts, note
 
 
+ATTN_BENCH = re.compile(r"^attention/([a-z0-9_]+)/fwd_bwd$")
+ATTN_MAX_POINTS = 16  # model/hardware_profile.h MT_HW_ATTN_POINTS
+ATTN_MAX_KERNELS = 8  # MT_HW_ATTN_KERNELS
+
+
+def attention_tables(paths):
+    """{kernel: ([[T, tflops], ...], "file, shape")} from the labs' JSON lines."""
+    pts, shapes = {}, {}
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                lines = f.readlines()
+        except OSError as e:
+            raise InputError("%s: cannot read the attention rows: %s" % (path, e.strerror or e))
+        for line in lines:
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # the lab's '#' comments, a torch warning
+            m = ATTN_BENCH.match(r.get("bench", "")) if isinstance(r, dict) and isinstance(r.get("bench"), str) else None
+            if not m or "error" in r:
+                continue
+            T, tf = r.get("T"), r.get("tflops")
+            if not (is_num(T) and T >= 1 and float(T).is_integer() and is_num(tf) and tf > 0):
+                raise InputError("%s: %s: expected a whole T and a positive tflops: %s" % (path, r["bench"], line.strip()))
+            pts.setdefault(m.group(1), {}).setdefault(int(T), []).append(float(tf))
+            shape = "B %s NH %s NKV %s HD %s" % tuple(r.get(k, "?") for k in ("B", "NH", "NKV", "HD"))
+            shapes.setdefault(m.group(1), {}).setdefault(os.path.basename(path), set()).add(shape)
+    out = {}
+    for k in sorted(pts):
+        table = [[T, round(statistics.median(v), 2)] for T, v in sorted(pts[k].items())]
+        if len(table) > ATTN_MAX_POINTS:
+            raise InputError("attention/%s: %d sequence lengths, the profile holds at most %d" %
+                             (k, len(table), ATTN_MAX_POINTS))
+        where = "; ".join("%s (%s)" % (f, ", ".join(sorted(s))) for f, s in sorted(shapes[k].items()))
+        out[k] = (table, where)
+    return out
+
+
 def gbps_of(runs, name):
     v = runs.value(name, "gbps")
     if v is None:
@@ -257,7 +308,10 @@ def main(argv):
     ap = argparse.ArgumentParser(prog="calibrate_profile.py",
                                  description="A hardware profile with the figures mt-microbench measured.")
     ap.add_argument("base", metavar="BASE_PROFILE.json")
-    ap.add_argument("microbench", metavar="MICROBENCH.json")
+    ap.add_argument("microbench", metavar="MICROBENCH.json", nargs="?")
+    ap.add_argument("--attention", action="append", default=[], metavar="ROWS.jsonl",
+                    help="attention lab / torch_reference.py JSON lines (repeatable)")
+    ap.add_argument("--env", metavar="ENV.json", help="mt-env's JSON (utc, gpu_name) when there is no MICROBENCH")
     ap.add_argument("--name", help="the profile's name (default: the --out file name, else the base's)")
     ap.add_argument("--out", help="write here (default: stdout)")
     ap.add_argument("--no-env", action="store_true",
@@ -267,8 +321,26 @@ def main(argv):
     try:
         prof = load_json(a.base, "the base profile")
         check_profile(a.base, prof)
-        mb = load_json(a.microbench, "the microbench output")
-        env, rows = check_microbench(a.microbench, mb)
+        if not a.microbench and not a.attention:
+            raise InputError("nothing to calibrate from: give MICROBENCH.json and/or --attention ROWS.jsonl")
+        if a.microbench:
+            mb = load_json(a.microbench, "the microbench output")
+            env, rows = check_microbench(a.microbench, mb)
+        else:
+            mb, rows = {"context": {}}, []
+            if not a.env:
+                raise InputError("--attention without MICROBENCH.json: give --env ENV.json (mt-env's output) for "
+                                 "the time and the GPU of the run")
+            env = load_json(a.env, "the env block")
+            if not isinstance(env, dict) or not isinstance(env.get("utc"), str) or not env["utc"]:
+                raise InputError("%s: utc: required string is missing (not mt-env's output?)" % a.env)
+            a.no_env = True  # the env block sets no host figure without a microbench of this machine
+        attn = attention_tables(a.attention)
+        if a.attention and not attn:
+            raise InputError("%s: no attention/<kernel>/fwd_bwd row with a time (the lab failed or was skipped?)" %
+                             ", ".join(a.attention))
+        if len(attn) > ATTN_MAX_KERNELS:
+            raise InputError("%d attention implementations, the profile holds at most %d" % (len(attn), ATTN_MAX_KERNELS))
     except InputError as e:
         die(str(e))
 
@@ -395,6 +467,19 @@ def main(argv):
             notes.append("gemm/cuda/f32/%d/%d/%d: %.1f TFLOP/s = %.3f of the fp32 peak %g (not in the profile)" %
                          (k + (f32[k], f32[k] / get(new, "gpu.peak_tflops.fp32"), get(new, "gpu.peak_tflops.fp32"))))
 
+    # --- attention per implementation (merged into what the base measured before)
+    attn_changed = []
+    if attn:
+        tables = new["gpu"].setdefault("attention_tflops", {})
+        for k, (table, where) in attn.items():
+            attn_changed.append((k, tables.get(k), table))
+            tables[k] = table
+            src["gpu.attention_tflops." + k] = ("measured: attention/%s/fwd_bwd, causal forward + backward, %s, %s, %s"
+                                                % (k, where, utc, gpu))
+        if len(tables) > ATTN_MAX_KERNELS:
+            die("gpu.attention_tflops: %d implementations with the base's, the profile holds at most %d" %
+                (len(tables), ATTN_MAX_KERNELS))
+
     # --- the env block
     if not a.no_env:
         def env_src(key, extra=""):
@@ -410,7 +495,7 @@ def main(argv):
             set_fig("link.theory_gbps", round(v, 1), env_src("pcie_gbps", " (nvidia-smi max link gen x width, "
                                                              "after encoding)"))
 
-    if not changed:
+    if a.microbench and not changed:
         die("%s: no benchmark in it measures a profile figure (copy/cuda, gemm/cuda/bf16, triad, memcpy, adamw)"
             % a.microbench)
 
@@ -422,8 +507,19 @@ def main(argv):
 
     name = a.name or (os.path.basename(a.out)[:-5] if a.out and a.out.endswith(".json") else None) or new["name"]
     new["name"] = name
-    desc = re.sub(r"\s*\(calibrated: [^)]*\)$", "", new.get("description") or "")
-    new["description"] = "%s (calibrated: mt-microbench %s, %s)" % (desc, utc, gpu)
+    # The description ends in what was calibrated when: "(calibrated: ...)" for the microbench,
+    # "(attention measured: ...)" for the labs; a new run replaces its own note, keeps the other.
+    desc = new.get("description") or ""
+    notes_in = dict(re.findall(r"\((calibrated|attention measured): ([^)]*)\)", desc))
+    desc = re.sub(r"(\s*\((calibrated|attention measured): [^)]*\))+$", "", desc)
+    if a.microbench:
+        notes_in["calibrated"] = "mt-microbench %s, %s" % (utc, gpu)
+    if attn:
+        notes_in["attention measured"] = "%s, %s" % (utc, gpu)
+    for k in ("calibrated", "attention measured"):
+        if k in notes_in:
+            desc += " (%s: %s)" % (k, notes_in[k])
+    new["description"] = desc
 
     # --- warnings about what the profile now says
     pg = (get(old, "gpu.name") or "").lower()
@@ -450,12 +546,17 @@ def main(argv):
         warn("ignored, error_occurred: %s" % e)
 
     # --- summary table on stderr
-    w = max(len(c[0]) for c in changed)
+    w = max([len(c[0]) for c in changed] + [len("gpu.attention_tflops.") + len(k) for k, _, _ in attn_changed] + [6])
     lines = ["%s: %s <- %s (%s, %s)" % (PROG, name, os.path.basename(a.base), utc, gpu),
              "%-*s  %14s  %14s  %8s" % (w, "figure", "old", "new", "change")]
     for path, o, n in changed:
         ch = "%+.1f%%" % (100.0 * (n - o) / o) if is_num(o) and o else "-"
         lines.append("%-*s  %14s  %14s  %8s" % (w, path, fmt(o), fmt(n), ch))
+    for k, o, n in attn_changed:
+        def span(t):
+            return "%d pts, %.3g-%.3g" % (len(t), min(p[1] for p in t), max(p[1] for p in t)) if t else "-"
+        lines.append("%-*s  %14s  %14s  %8s" % (w, "gpu.attention_tflops." + k, span(o), span(n),
+                                                 "T %d-%d" % (n[0][0], n[-1][0])))
     kept = [p for p in NUM_PATHS if p not in {c[0] for c in changed}]
     lines.append("kept from the base (not measured): %s" % (", ".join(kept) if kept else "none"))
     for n in notes:

@@ -16,6 +16,8 @@ not the part), and per kind:
   lab         BIN/lab/<argv>, JSON lines kept as `keep`                   (allow_s)
   labs        each of BIN/lab/<labs> in turn, the output kept as `keep`   (allow_s)
   torch       python3 <argv> (needs torch with CUDA), JSON lines kept     (allow_s)
+  attention_profile  the profile of this GPU with the attention tables the lab and
+              torch steps before it measured (calibrate_profile.py --attention) (allow_s)
   sanitizer   compute-sanitizer --tool <tool> BIN/test_cuda_ops --no-deliberate-errors
 `allow_s` is an allowance (seconds), not a derived figure: nothing here has run on a
 GPU yet. Sweep steps are estimated from `megatrain plan` instead (estimate.py).
@@ -94,7 +96,10 @@ PARTS = [
                 "keep": "attention_sweep.jsonl", "timeout_s": 150, "allow_s": ALLOW_ATTN_LAB},
                {"name": "torch_reference", "kind": "torch",
                 "argv": ["megatrain/backends/cuda/lab/torch_reference.py"],
-                "keep": "torch_reference.jsonl", "timeout_s": 150, "allow_s": ALLOW_TORCH_REF}]},
+                "keep": "torch_reference.jsonl", "timeout_s": 150, "allow_s": ALLOW_TORCH_REF},
+               {"name": "attention_profile", "kind": "attention_profile",
+                "rows": ["attention_sweep.jsonl", "torch_reference.jsonl"], "timeout_s": 30,
+                "allow_s": ALLOW_CALIBRATE}]},
     {"name": "D",
      "what": "C2 at 14B width (8 of 48 layers), batch 16 and 64: megatrain vs the real PyTorch FSDP2 "
              "CPU offload, same machine; pinned copy rate",

@@ -273,6 +273,29 @@ def step_torch(ctx, st, log, timeout):
     return classify(ctx, rc), None
 
 
+def step_attention_profile(ctx, st, log, timeout):
+    """The attention tables (gpu.attention_tflops.<kernel>) of this GPU's profile from the rows
+    the lab and torch steps kept: the simulator and the planner then price each implementation
+    (ours, PyTorch's SDPA for the peers) at what it measured here."""
+    rows = [ctx.path("labs", f"{ctx.tag}-{k}") for k in st["rows"]]
+    rows = [r for r in rows if os.path.exists(r) and os.path.getsize(r) > 0]
+    if not rows:
+        return "skipped", ("no attention rows (the attention lab and torch_reference.py need a CUDA device)"
+                           if ctx.dry else "no attention rows: the lab and torch steps kept none")
+    base = profile_base(ctx)
+    out = ctx.path("profile", base + ".json")
+    base_file = out if os.path.exists(out) else f"experiments/hardware/{base}.json"  # after this part's own microbench
+    argv = [sys.executable, "harness/calibrate_profile.py", base_file, "--env", ctx.path("rows", f"env_{ctx.tag}.json"),
+            "--out", out]
+    for r in rows:
+        argv += ["--attention", r]
+    rc, _ = run_proc(ctx, argv, log, timeout)
+    if rc != 0:
+        return classify(ctx, rc), "calibrate_profile.py --attention failed (the log says why)"
+    say(f"  attention tables in {base}.json: " + ", ".join(sorted(json.load(open(out))["gpu"]["attention_tflops"])))
+    return "ok", None
+
+
 def step_sanitizer(ctx, st, log, timeout):
     san = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if ctx.dry:
@@ -290,7 +313,8 @@ def step_sanitizer(ctx, st, log, timeout):
 
 
 KINDS = {"machine": step_machine, "test": step_test, "microbench": step_microbench, "sweep": step_sweep,
-         "peers": step_peers, "lab": step_lab, "labs": step_labs, "torch": step_torch, "sanitizer": step_sanitizer}
+         "peers": step_peers, "lab": step_lab, "labs": step_labs, "torch": step_torch, "sanitizer": step_sanitizer,
+         "attention_profile": step_attention_profile}
 
 
 # ---------------------------------------------------------------- the part

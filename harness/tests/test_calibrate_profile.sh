@@ -134,6 +134,41 @@ check "cpu: host figures measured" "$out" \
 grep -q 'no GPU in this run' "$tmp/err" && pass "cpu: warns that only host figures came" || fail "cpu: no warning"
 loads "$out" cpu
 
+# ---- attention per implementation: the labs' rows (hand-made test input in their formats)
+out=$tmp/attn.json
+if $CAL "$BASE" --attention "$DATA/attention_sweep.jsonl" --attention "$DATA/torch_reference.jsonl" \
+    --env "$DATA/env_h100.json" --out "$out" 2> "$tmp/err"; then pass "attention: exit 0"
+else fail "attention: exit $?: $(cat "$tmp/err")"; fi
+check "attention: one table per implementation, ascending T, the median where a T has two rows" "$out" \
+  '.gpu.attention_tflops == {"cudnn":[[1024,300],[4096,460]],"native":[[1024,150],[4096,250]],
+                             "torch_sdpa":[[1024,200],[4096,350]]}'
+check "attention: a row with an error and a GEMM row are not points" "$out" '.gpu.attention_tflops | has("torch_sdpa_flash") | not'
+check "attention: each table sourced with its file, shape, utc and GPU" "$out" \
+  '.sources["gpu.attention_tflops.native"] == "measured: attention/native/fwd_bwd, causal forward + backward, attention_sweep.jsonl (B 1 NH 28 NKV 4 HD 128), 2026-12-01T11:00:00Z, NVIDIA H100 80GB HBM3"
+   and (.sources["gpu.attention_tflops.torch_sdpa"] | contains("torch_reference.jsonl"))'
+check "attention: nothing else changed (no microbench: no env figures either)" "$out" --slurpfile b "$BASE" \
+  '$b[0] as $b | (.gpu | del(.attention_tflops)) == $b.gpu and .link == $b.link and .host == $b.host'
+problems=$(invariants "$out" attn)
+[ -z "$problems" ] && pass "attention: profile invariants" || fail "attention: invariants: $problems"
+loads "$out" attn
+# the planner prices each implementation at its table (log-T interpolation between 1k and 4k)
+"$BIN/megatrain" plan --config "$CFG" --batch 2 --seq-len 2048 --precision paper --hardware "$out" --attention native \
+  > "$tmp/plan_native.json" 2>/dev/null
+check "attention: plan --attention native prices its measured rate at T=2048" "$tmp/plan_native.json" \
+  '.attention.kernel == "native" and (.attention.tflops - 200 | fabs) < 1e-9 and (.attention.source | startswith("measured"))'
+"$BIN/megatrain" plan --config "$CFG" --batch 2 --seq-len 2048 --precision paper --hardware "$BASE" \
+  > "$tmp/plan_base.json" 2>/dev/null
+check "attention: without a table the assumed fraction, said so" "$tmp/plan_base.json" \
+  '.attention.kernel == "cudnn" and (.attention.tflops - 0.35 * 989 | fabs) < 1e-9 and (.attention.source | startswith("assumed"))'
+# a microbench run after it keeps the tables (what parts A and C file one after the other)
+$CAL "$out" "$DATA/microbench_h100.json" --out "$tmp/attn_mb.json" 2>/dev/null
+check "attention: a later microbench calibration keeps the tables and both notes" "$tmp/attn_mb.json" --slurpfile a "$out" \
+  '.gpu.attention_tflops == $a[0].gpu.attention_tflops and .sources["gpu.attention_tflops.cudnn"] == $a[0].sources["gpu.attention_tflops.cudnn"]
+   and (.description | test("calibrated: mt-microbench .*attention measured: "))'
+$CAL "$tmp/attn_mb.json" --attention "$DATA/attention_sweep.jsonl" --env "$DATA/env_h100.json" > "$tmp/attn2.json" 2>/dev/null
+check "attention: re-measuring replaces its note, not stacked" "$tmp/attn2.json" \
+  '(.description | [match("attention measured:"; "g")] | length == 1) and (.description | test("calibrated: mt-microbench"))'
+
 # ---- bad input: one line on stderr, exit 1, no output file
 expect_error() { # NAME PATTERN ARGS...
   local name=$1 pat=$2; shift 2
@@ -159,6 +194,14 @@ jq 'del(.benchmarks)' "$DATA/microbench_h100.json" > "$tmp/m_nobench.json"
 expect_error "microbench without benchmarks" "benchmarks" "$BASE" "$tmp/m_nobench.json"
 jq '.benchmarks |= map(select(.name | startswith("gemm/cpu")))' "$DATA/microbench_cpu.json" > "$tmp/m_none.json"
 expect_error "microbench measuring no figure" "no benchmark in it measures" "$BASE" "$tmp/m_none.json" --no-env
+expect_error "nothing to calibrate from" "nothing to calibrate from" "$BASE"
+expect_error "attention without an env block" "give --env" "$BASE" --attention "$DATA/attention_sweep.jsonl"
+grep -v '"attention/' "$DATA/torch_reference.jsonl" > "$tmp/no_attn.jsonl"
+expect_error "attention file without a timed row" "no attention/<kernel>/fwd_bwd row" "$BASE" \
+  --attention "$tmp/no_attn.jsonl" --env "$DATA/env_h100.json"
+echo '{"bench":"attention/native/fwd_bwd","T":1024.5,"tflops":100}' > "$tmp/bad_t.jsonl"
+expect_error "attention row with a fractional T" "expected a whole T" "$BASE" --attention "$tmp/bad_t.jsonl" \
+  --env "$DATA/env_h100.json"
 
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"

@@ -279,5 +279,37 @@ grep -q "measured.*H100" "$tmp/data/batch_gpu.gpi" && grep -q "measured.*H100" "
   pass "the figures get the GPU series: batch, context, ablations, predicted vs measured" ||
   { fail "export of GPU-like rows"; cat "$tmp/export.err"; grep -h "T\[" "$tmp/data/"{batch_gpu,context,predicted}.gpi | head; }
 
+# ---- part C's attention_profile step on rows like the GPU's (hand-made test input): the profile of the
+# machine it ran on gets one attention table per implementation, sourced, and the planner prices them
+cat > "$tmp/attn_step.py" <<'PY'
+import json, os, shutil, sys
+sys.path.insert(0, "ci/gpu_campaign")
+import parts, runner
+runner.say = lambda msg: print(msg, file=sys.stderr)  # stdout carries the results
+part = parts.by_name("C")
+st = next(s for s in part["steps"] if s["kind"] == "attention_profile")
+ctx = runner.Ctx(part, False, sys.argv[1], os.environ["MT_BIN"])
+ctx.gpu_name, ctx.tag = "NVIDIA H100 80GB HBM3", "h100-C"
+data = "harness/tests/data/calibrate"
+shutil.copy(f"{data}/attention_sweep.jsonl", ctx.path("labs", "h100-C-attention_sweep.jsonl"))
+shutil.copy(f"{data}/torch_reference.jsonl", ctx.path("labs", "h100-C-torch_reference.jsonl"))
+shutil.copy(f"{data}/env_h100.json", ctx.path("rows", "env_h100-C.json"))
+status, note = runner.step_attention_profile(ctx, st, ctx.path("logs", "attn.log"), 30)
+prof = json.load(open(ctx.path("profile", "h100-128g.json"))) if status == "ok" else {}
+print(json.dumps({"status": status, "note": note, "tables": sorted(prof.get("gpu", {}).get("attention_tflops", {})),
+                  "sourced": all(prof["sources"][f"gpu.attention_tflops.{k}"].startswith("measured")
+                                 for k in prof.get("gpu", {}).get("attention_tflops", {}))}))
+empty = runner.Ctx(part, True, sys.argv[1], os.environ["MT_BIN"])
+print(json.dumps({"dry": runner.step_attention_profile(empty, st, empty.path("logs", "a.log"), 30)}))
+shutil.rmtree(ctx.work, ignore_errors=True)
+shutil.rmtree(empty.work, ignore_errors=True)
+PY
+python3 "$tmp/attn_step.py" "$tmp/attn_out" > "$tmp/attn_step.json" 2> "$tmp/attn_step.err" || true
+if jq -e -s '.[0].status == "ok" and .[0].tables == ["cudnn", "native", "torch_sdpa"] and .[0].sourced and
+           (.[1].dry[0] == "skipped") and (.[1].dry[1] | test("need a CUDA device"))' \
+     "$tmp/attn_step.json" > /dev/null 2>&1; then
+  pass "part C's attention_profile step: ok on rows, skipped with a reason in the dry run"
+else fail "attention_profile step: $(cat "$tmp/attn_step.json" "$tmp/attn_step.err" | head -5)"; fi
+
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"

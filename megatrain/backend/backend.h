@@ -179,15 +179,19 @@ unsigned mt_backend_caps_of(const char *name);
 // kernels (backends/cuda/attention_kernels.cuh), and "cudnn", cuDNN's fused flash
 // attention (backends/cuda/cudnn_attention.c), compiled where the cuDNN headers are and
 // used where libcudnn.so.9 loads at run time. AUTO: cudnn when it loads, else native; the
-// cuda backend says which on stderr at its first attention call. cpu and sim have one
-// implementation each and accept auto and native (sim also cudnn: it prices attention
-// from its hardware profile either way).
+// cuda backend says which on stderr at its first attention call. cpu has one
+// implementation and accepts auto and native; sim accepts all three and prices the one
+// chosen at its profile's measured rate (mt_hw_attention_tflops).
 typedef enum { MT_ATTN_AUTO = 0, MT_ATTN_NATIVE = 1, MT_ATTN_CUDNN = 2 } mt_attn_impl;
 // Parses "auto", "native" or "cudnn" (the --attention values).
 mt_status mt_attn_impl_parse(const char *name, mt_attn_impl *out);
 // Picks the attention implementation of a created backend (an explicit cudnn that cannot
 // load fails here, naming why; AUTO falls back to native).
 mt_status mt_backend_set_attention(mt_backend *be, mt_attn_impl impl);
+// The name a hardware profile measures `impl` under (gpu.attention_tflops.<name>):
+// "native" or "cudnn"; AUTO is what the cuda backend picks on a machine with cuDNN:
+// cudnn for bf16 activations, native for f32 (cuDNN's fused attention takes bf16).
+const char *mt_attn_kernel_name(mt_attn_impl impl, int bf16);
 // Names of the attention implementations compiled in, e.g. {"native","cudnn"}; returns count.
 int mt_attention_list(const char **names, int max);
 

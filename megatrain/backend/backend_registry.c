@@ -80,6 +80,11 @@ mt_status mt_backend_set_attention(mt_backend *be, mt_attn_impl impl) {
     return MT_OK;
 }
 
+const char *mt_attn_kernel_name(mt_attn_impl impl, int bf16) {
+    if (impl == MT_ATTN_AUTO) impl = bf16 ? MT_ATTN_CUDNN : MT_ATTN_NATIVE;
+    return impl == MT_ATTN_CUDNN ? "cudnn" : "native";
+}
+
 int mt_attention_list(const char **names, int max) {
     static const char *const compiled[] = {
         "native",

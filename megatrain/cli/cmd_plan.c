@@ -61,7 +61,8 @@ int mt_cmd_plan(mt_options *o) {
     mt_plan_input in = {.eng = o->eng, .rollback_rate = o->rollback_rate}; // the options train and eval hand the engine
     if (o->rollback_rate > 1)
         return fail(mt_fail(MT_ERR_ARG, "--rollback-rate: a fraction of steps, in [0, 1]; got %g", (double)o->rollback_rate));
-    if ((s = mt_precision_parse(o->precision, &in.prec))) return fail(s);
+    if ((s = mt_precision_parse(o->precision, &in.prec)) || (s = mt_attn_impl_parse(o->attention, &in.attention)))
+        return fail(s);
     const mt_schedule_desc *sd = in.eng.schedule;
 
     mt_hw_profile hw;
@@ -139,6 +140,11 @@ int mt_cmd_plan(mt_options *o) {
         add_num(j, "hfu", pr.hfu);
         add_num(j, "days_per_billion_tokens", pr.days_per_billion_tokens);
         cJSON_AddStringToObject(j, "bound", pr.bound);
+        cJSON *aj = cJSON_AddObjectToObject(j, "attention"); // as priced: which kernel, at what rate, from where
+        cJSON_AddStringToObject(aj, "kernel", pr.attention_kernel);
+        add_num(aj, "tflops", pr.attention_tflops);
+        add_num(aj, "ms", pr.attention_ms);
+        cJSON_AddStringToObject(aj, "source", pr.attention_source);
     }
     if (sd->takes & MT_TAKES_SPECULATIVE) { // the plan says whether the step speculates, and what a rollback costs
         cJSON *sp = cJSON_AddObjectToObject(j, "speculative");

@@ -59,7 +59,7 @@ static const opt_spec specs[] = {
     {"--warmup", OPT_NONNEG_INT, F(warmup), G(warmup), "t"},
     {"--precision", OPT_STR, F(precision), G(precision), "tep"},
     {"--backend", OPT_STR, F(backend), NG, "tep"},
-    {"--attention", OPT_STR, F(attention), NG, "te"},
+    {"--attention", OPT_STR, F(attention), NG, "tep"},
     // The schedule and its knobs: train, eval and plan take the same ones (eval runs
     // forward only, so it has no gradient slabs, optimizer or accumulation to set).
     {"--schedule", OPT_SCHEDULE, F(eng.schedule), G(schedule), "tep"},
@@ -68,7 +68,7 @@ static const opt_spec specs[] = {
     {"--checkpoint-interval", OPT_POS_INT, F(eng.sched.ckpt_interval), NG, "tep"},
     {"--weight-buffers", OPT_POS_INT, F(eng.sched.weight_bufs), NG, "tep"},
     {"--grad-slabs", OPT_POS_INT, F(eng.grad_slabs), NG, "tp"},
-    {"--serial-optimizer", OPT_FLAG, F(eng.sched.serial_optimizer), NG, "t"},
+    {"--serial-optimizer", OPT_FLAG, F(eng.sched.serial_optimizer), NG, "tp"},
     {"--speculative-step", OPT_TRISTATE, F(eng.sched.speculative), G(speculative), "tp"},
     {"--bind", OPT_BIND, F(eng.sched.bind), NG, "tep"},
     {"--mlp-chunk", OPT_NONNEG_INT, F(eng.mlp_rows), NG, "tep"},
@@ -288,6 +288,9 @@ static mt_status apply_peer(mt_options *o) {
     if (o->given.schedule)
         return mt_fail(MT_ERR_ARG, "--peer %s: replaces --schedule (a peer is its own schedule); give one of them",
                        o->peer);
+    if (o->attention && strcmp(o->attention, "auto"))
+        return mt_fail(MT_ERR_ARG, "--peer %s: runs its own attention (%s); drop --attention %s", o->peer,
+                       mt_peer_schedule(p)->attention_kernel, o->attention);
     o->eng.schedule = mt_peer_schedule(p);
     if (!o->given.precision) o->precision = mt_precision_name(p->precision);
     mt_precision prec;

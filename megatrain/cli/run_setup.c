@@ -59,6 +59,7 @@ mt_status mt_setup_peer(const char *peer, mt_precision p, mt_backend *be, mt_pee
     if (!hw) return mt_fail(MT_ERR_ARG, "--peer %s: needs --backend sim (its costs are priced, not run)", peer);
     mt_hw_profile adj;
     MT_TRY(mt_peer_profile(pe, p, hw, &adj, rate));
+    MT_TRY(mt_sim_set_attention_kernel(be, mt_peer_schedule(pe)->attention_kernel));
     return mt_sim_set_profile(be, &adj);
 }
 

@@ -33,6 +33,7 @@ static void deepspeed_describe(mt_schedule_desc *d) {
     d->summary = "DeepSpeed ZeRO-3 + CPU offload as it runs: per-submodule fetch through Python hooks, fp32 "
                  "gradients out, DeepSpeedCPUAdam on the fp32 master after backward, then the bf16 copy";
     d->fetch_overhead_ms = MT_PEER_DS_HOOK_MS;
+    d->attention_kernel = "torch_sdpa"; // the HF model with attn_implementation="sdpa" (baselines/peers)
     d->host_bytes_per_param[MT_PREC_PAPER] = 0; // refused (mt_peer_check_precision)
     d->host_bytes_per_param[MT_PREC_MIXED] = 18;
     d->host_bytes_per_param[MT_PREC_FP32] = 16;
@@ -56,6 +57,7 @@ static void fsdp2_describe(mt_schedule_desc *d) {
     d->optimizer_overlapped = 0;
     d->optimizer_master = 1;
     d->fetch_overhead_ms = MT_PEER_FSDP2_HOOK_MS;
+    d->attention_kernel = "torch_sdpa"; // as DeepSpeed's: the HF model with SDPA
     d->host_bytes_per_param[MT_PREC_MIXED] = 16;
     d->host_bytes_per_param[MT_PREC_FP32] = 16;
 }
@@ -77,6 +79,9 @@ static void official_describe(mt_schedule_desc *d) {
     d->offload_checkpoints = 0;
     d->bind = MT_BIND_COPY;
     d->weight_passes = 3;
+    // attn_implementation flash_attention_2 (qwen_7b_1gpu.yaml): the flash-attn package, which the GPU
+    // machine lacks; PyTorch's SDPA flash backend runs FlashAttention-2's kernels and stands in for it
+    d->attention_kernel = "torch_sdpa_flash";
     d->optimizer_overlapped = 0;
     d->host_bytes_per_param[MT_PREC_PAPER] = 14;
 }

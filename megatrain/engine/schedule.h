@@ -89,6 +89,8 @@ struct mt_schedule_desc {
                              // (the official MegaTrain); 0: ours (consecutive uses share a load)
     int param_wire_f32;      // parameters cross the link as f32 from the f32 master and are cast on the
                              // device (FSDP2 CPUOffloadPolicy: fp32 shards, param_dtype bf16)
+    const char *attention_kernel; // the attention implementation it runs, as a hardware profile names
+                             // it (gpu.attention_tflops.<name>); NULL: ours, chosen by --attention
     double fetch_overhead_ms;// host time per fetch (a submodule, or a layer when not per submodule) that
                              // the peer's Python hooks spend before the compute can be issued
 

@@ -14,6 +14,27 @@ enum { MT_PEAK_BF16 = 0, MT_PEAK_TF32 = 1, MT_PEAK_FP32 = 2 };
 // Index of adamw_params_per_s: the order of mt_precision (engine/host_state.h).
 enum { MT_ADAMW_PAPER = 0, MT_ADAMW_MIXED = 1, MT_ADAMW_FP32 = 2 };
 
+// Attention without a measurement of its implementation in the profile runs at this
+// fraction of the dense peak: assumed, a FlashAttention-2-class kernel (the
+// FlashAttention-3 paper, arXiv 2407.08608: "FlashAttention-2 achieves only 35%
+// utilization on the H100"); applied to forward and backward alike.
+#define MT_ATTN_ASSUMED_EFF 0.35
+#define MT_ATTN_BWD_FACTOR 2.5 // backward runs 5 GEMM-like products vs forward's 2 (the labs count so too)
+#define MT_HW_ATTN_KERNELS 8  // implementations a profile may measure
+#define MT_HW_ATTN_POINTS 16  // sequence lengths per implementation
+
+// gpu.attention_tflops.<kernel>: measured causal attention forward + backward of one
+// implementation at bf16, as [[T, TFLOP/s], ...] (FLOPs counted causally: forward
+// 2*B*NH*T^2*HD, backward 2.5x; the attention lab's and torch_reference.py's
+// convention), with its sources entry. Kernel names are the labs' bench names:
+// native, cudnn (ours), torch_sdpa (PyTorch's own choice), torch_sdpa_flash, ...
+typedef struct {
+    char kernel[32];
+    int n;                                       // points, ascending T
+    double T[MT_HW_ATTN_POINTS], tflops[MT_HW_ATTN_POINTS];
+    char source[320];
+} mt_hw_attn_rate;
+
 typedef struct {
     char name[64];
     char source[1100];     // the file read, or "measured"
@@ -28,10 +49,19 @@ typedef struct {
     double host_mem_bytes, host_mem_gbps;
     int cpu_cores, numa_nodes;
     double adamw_params_per_s[3];                // MT_ADAMW_PAPER, _MIXED, _FP32
+    int n_attn;                                  // measured attention implementations (optional key)
+    mt_hw_attn_rate attn[MT_HW_ATTN_KERNELS];
     double pinned_limit_bytes;                   // page-lock limit below host memory (ulimit -l), 0 = none
     int measured;                                // built from this machine (planner/measured_profile.c)
     char measured_note[512];                     // what was read and what was assumed
 } mt_hw_profile;
+
+// The rate (TFLOP/s, causal convention above) at which `kernel` runs attention at
+// sequence length T: the profile's measurement, interpolated linearly in log T
+// between measured lengths and held flat beyond them, when it has one and the
+// activations are bf16 (what was measured); else MT_ATTN_ASSUMED_EFF x the dense
+// peak of the compute precision. *source (may be NULL) says which, in words.
+double mt_hw_attention_tflops(const mt_hw_profile *p, const char *kernel, int bf16, double T, const char **source);
 
 // Reads and validates a profile file; errors are one line naming the file and
 // the key: "x.json: link.h2d_gbps.pinned: required number is missing".

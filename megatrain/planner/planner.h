@@ -40,6 +40,7 @@ typedef struct {
     mt_precision prec;
     size_t gpu_free_bytes;   // for --offload-checkpoints auto: the device memory available (0 = unknown: keep on the device)
     double rollback_rate;    // speculative step: the fraction of steps that roll back (--rollback-rate, 0 by default)
+    mt_attn_impl attention;  // --attention (a peer's descriptor names its own implementation instead)
 } mt_plan_input;
 
 typedef struct {
@@ -104,6 +105,10 @@ typedef struct {
     // when nothing rolls back and what one rollback adds to a step.
     int spec_units;
     double restore_bytes, step_ms_no_rollback, rollback_cost_ms;
+    // Attention as priced: the implementation (a profile's gpu.attention_tflops name), its
+    // rate at the run's T, where that rate comes from, and the GPU time it takes per step.
+    const char *attention_kernel, *attention_source;
+    double attention_tflops, attention_ms;
 } mt_plan_prediction;
 
 mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, mt_plan_prediction *out);

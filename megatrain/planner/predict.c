@@ -11,8 +11,14 @@
 //   backward     F_b = 2 * F_f                        per token fwd+bwd, not halved
 //   recompute    F_r = (2*L*P_L + 4*L*dA*T) * n       for causal masking
 //                (megatrain, naive, zero3: one extra layer forward; resident: 0)
+//                F_* count the FLOPs (hfu); the time prices GEMMs and attention apart:
 //   rate         R = peak (bf16 for paper/mixed, fp32 -- no TF32 -- for fp32) x gemm_efficiency
-//   c_f = F_f / R,  c_b = (F_b + F_r) / R
+//   attention    A_f = 2*L*dA*T*n causal FLOPs forward (as the sim and the labs count them),
+//                backward 2.5 A_f, recompute A_f per extra pass, at R_a = the rate the profile
+//                measured for the implementation at T (--attention, a peer's own), else
+//                MT_ATTN_ASSUMED_EFF x peak (mt_hw_attention_tflops)
+//   c_f = 2*P_mm*n / R + A_f / R_a,  c_b = (4*P_mm*n + F_r,gemm) / R + (2.5 + passes-1) A_f / R_a
+//                (2.5 = MT_ATTN_BWD_FACTOR)
 //   link         W = L*P_L*ws per pass (in), Wg = L*P_L*ws grads (out); h2d, d2h
 //                pinned rates; under duplex each direction runs at f x its rate
 //   optimizer    opt = N / adamw_params_per_s[precision] (the simulator's charge)
@@ -26,6 +32,7 @@
 //              (the last gradients out after backward); embedding/head grads (P_E+P_H)*ws
 //              leave once per step inside the last backward's d2h term.
 //   per module (zero3)  per module u (embedding, each layer, head) and pass: t = c + x - min(c, x)*ov,
+//              c of a layer: its GEMMs at R and its attention at R_a as above (recompute included),
 //              x = P_u*ws/h2d (f*h2d in backward, gradients flowing out), ov = min(1, bucket/P_u)
 //              (the prefetch bucket, 5e7 elements by default, lets at most that much run ahead
 //              of use); gradients leave as fp32 (4 B/param, as DeepSpeed offloads them):
@@ -106,6 +113,7 @@ typedef struct {
     double wsi, gs;   // bytes per parameter on the link: weights in, gradients out (a peer's f32 wires)
     double passes;    // layer loads per micro-batch: 2, or 3 (weight_passes: the official code's)
     double hook_ms;   // host hooks per layer fetch (fetch_overhead_ms x the fetches a layer takes)
+    double Ra;        // attention's rate (FLOP/ms): the implementation's measured one at T, else assumed
 } terms;
 
 // Each form returns the step time, credits the tally, and may set the link
@@ -184,8 +192,9 @@ static void per_module_form(const terms *t, tally *ty, mt_plan_prediction *out, 
     const double zd2h = s->host_pinned ? t->d2h : t->hw->d2h_pageable_gbps * 1e6;
     const double gs = s->grad_wire_f32 ? 4 : ws, bucket = (double)s->prefetch_elems;
     const double Phead = c->tie_word_embeddings ? VC + PH : PH; // tied: the head fetches the embedding again
-    const double cf_layer = (2 * PL + 4 * dA * T) * n / R, cf_head = 2 * VC * n / R;
-    const double cb_layer = (2 * 2 * PL + 2 * 4 * dA * T) * n / R + cf_layer, cb_head = 2 * cf_head;
+    const double a_f = 2 * dA * T * n / t->Ra; // one layer's causal attention forward
+    const double cf_layer = 2 * PL * n / R + a_f, cf_head = 2 * VC * n / R;
+    const double cb_layer = 4 * PL * n / R + MT_ATTN_BWD_FACTOR * a_f + cf_layer, cb_head = 2 * cf_head;
     // Backward: with the gradient offload on its own stream it shares the link (duplex) and
     // hides under backward but for the last reduce bucket; on the compute stream it is serial.
     const int overlap = !s->grads_on_compute;
@@ -280,8 +289,15 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     // Three weight passes (the official code) recompute each layer twice: its block's recompute and the
     // forward autograd re-runs inside its backward.
     t.passes = s.weight_passes == 3 ? 3 : 2;
-    const double Fr = t.Fr = recompute ? (t.passes - 1) * (2 * L * PL + 4 * L * dA * T) * n : 0;
-    const double cf = t.cf = Ff / R, cb = t.cb = (Fb + Fr) / R;
+    const double extra = recompute ? t.passes - 1 : 0; // layer forwards re-run per micro-batch
+    const double Fr = t.Fr = extra * (2 * L * PL + 4 * L * dA * T) * n;
+    // Attention at its implementation's own rate, GEMMs at R.
+    out->attention_kernel = s.attention_kernel ? s.attention_kernel : mt_attn_kernel_name(in->attention, !fp32);
+    const double Ra = t.Ra = mt_hw_attention_tflops(hw, out->attention_kernel, !fp32, T, &out->attention_source) * 1e9;
+    const double Af = 2 * L * dA * T * n, ca_f = Af / Ra, ca_b = (MT_ATTN_BWD_FACTOR + extra) * Af / Ra;
+    out->attention_tflops = Ra / 1e9;
+    out->attention_ms = G * (ca_f + ca_b);
+    const double cf = t.cf = 2 * Pmm * n / R + ca_f, cb = t.cb = (4 * Pmm * n + extra * 2 * L * PL * n) / R + ca_b;
     t.wsi = s.param_wire_f32 && in->prec == MT_PREC_MIXED ? 4 : ws; // the peer's f32 shards cross as f32
     t.gs = s.grad_wire_f32 ? 4 : ws;
     if (s.fetch_overhead_ms > 0) {

@@ -87,4 +87,26 @@ off_p=$(plan_ms qwen2.5-7b h100-128g 64 deepspeed-zero3 --zero3-overlap-comm fal
 off_s=$(sim_ms qwen2.5-7b h100-128g 64 deepspeed-zero3 --zero3-overlap-comm false)
 check "overlap_comm off: plan slower ($on_p -> $off_p)" jqt -n "$off_p > $on_p"
 check "overlap_comm off: sim slower ($on_s -> $off_s)" jqt -n "$off_s > $on_s"
+
+# Each peer's attention is its own implementation, priced at the profile's table for it: a slow
+# measured torch_sdpa moves DeepSpeed and FSDP2 (HF models with SDPA), not the official code
+# (FlashAttention-2, torch_sdpa_flash), and the plan names the kernel and the source.
+jq '.gpu.attention_tflops = {"torch_sdpa": [[1024, 5]]} | .sources["gpu.attention_tflops.torch_sdpa"] = "test table"' \
+  experiments/hardware/h100-128g.json > "$TMP/sdpa.json"
+for p in deepspeed-zero3 fsdp2-offload; do
+  b_p=$(plan_ms qwen2.5-7b h100-128g 8 $p) t_p=$(plan_ms qwen2.5-7b "$TMP/sdpa.json" 8 $p)
+  b_s=$(sim_ms qwen2.5-7b h100-128g 8 $p) t_s=$(sim_ms qwen2.5-7b "$TMP/sdpa.json" 8 $p)
+  check "$p: a slow measured torch_sdpa makes plan ($b_p -> $t_p) and sim ($b_s -> $t_s) slower" \
+    jqt -n "$t_p > $b_p and $t_s > $b_s"
+done
+check "official: a torch_sdpa table leaves it alone (it runs FlashAttention-2)" \
+  jqt -n "$(plan_ms qwen2.5-7b h100-128g 8 official) == $(plan_ms qwen2.5-7b "$TMP/sdpa.json" 8 official)"
+"$MT" plan --config experiments/models/qwen2.5-7b.json --batch 8 --seq-len 1024 --hardware "$TMP/sdpa.json" \
+  --peer fsdp2-offload | jq -c .attention > "$TMP/attn"
+check "the plan names the peer's kernel, its rate and the table's source" \
+  jqt -e '.kernel == "torch_sdpa" and .tflops == 5 and .source == "test table"' "$TMP/attn"
+"$MT" plan --config experiments/models/qwen2.5-7b.json --batch 8 --seq-len 1024 --peer official --attention cudnn \
+  > /dev/null 2> "$TMP/err"
+check "--peer with --attention: refused (exit 2), naming the peer's own" \
+  bash -c "[ $? -eq 2 ] && grep -q 'runs its own attention (torch_sdpa_flash)' '$TMP/err'"
 finish

@@ -161,8 +161,12 @@ static void test_zero3_memory(void) {
 
 // Hand-worked numbers for round_config at B=1, T=1000 (n = 1000 tokens):
 //   P_L = 7,002,000, L = 10, P_E = 1e6, P_H = 1,001,000, P_mm = 70.02e6 + 1e6 = 71.02e6, dA = 1000
-//   F_f = (2*71.02e6 + 4*10*1000*1000) * 1000 = 182.04e9  -> c_f = 1.8204 ms at 1e14 FLOP/s
-//   F_b = 364.08e9, F_r = (2*70.02e6 + 40e6) * 1000 = 180.04e9 -> c_b = 5.4412 ms
+//   F_f = (2*71.02e6 + 4*10*1000*1000) * 1000 = 182.04e9, F_b = 364.08e9,
+//   F_r = (2*70.02e6 + 40e6) * 1000 = 180.04e9 (the FLOPs hfu counts); the time prices GEMMs at
+//   R = 1e14 FLOP/s and attention apart, causal, at the assumed 0.35 x the 100 TFLOP/s peak:
+//   a = 2*dA*T*n / 3.5e13 s = 0.0571428... ms per layer forward (A), backward 2.5 a, recompute a:
+//   c_f = 2*P_mm*n/R + 10 a = 1.4204 + 0.571428... = 1.991828...
+//   c_b = (4*P_mm*n + 2*10*P_L*n)/R + 3.5 * 10 a = 4.2412 + 2.0 = 6.2412 ms
 //   W = Wg = 70.02e6 * 2 = 140.04e6 B; EH = (P_E + P_H) * 2 = 4.002e6 B; opt = N / 1e12 = 0.072021 ms
 static void test_predict(void) {
     mt_config c = round_config();
@@ -171,13 +175,18 @@ static void test_predict(void) {
     CHECK(mt_hw_profile_load(round_profile("r100.json", 100), &hw) == MT_OK, "%s", mt_last_error());
 
     // 100 GB/s: compute bound. fill = drain = 8.002e6*2 / 1e11 s = 0.16004 ms, opt_0 = 0.008002 ms,
-    // forward max(1.8204, (140.04e6 + 2.002e6)/1e11 s = 1.42042, 0.064019) = 1.8204,
-    // backward max(5.4412, 1.4004, (140.04e6 + 4.002e6)/1e11 s = 1.44042) = 5.4412.
+    // forward max(c_f, (140.04e6 + 2.002e6)/1e11 s = 1.42042, 0.064019) = c_f,
+    // backward max(6.2412, 1.4004, (140.04e6 + 4.002e6)/1e11 s = 1.44042) = 6.2412.
+    const double a = 2e9 / 3.5e13 * 1e3, cf = 1.4204 + 10 * a, cb = 4.2412 + 35 * a;
     mt_plan_input in = round_input("megatrain");
     CHECK(mt_plan_predict(&c, &in, &hw, &p) == MT_OK, "%s", mt_last_error());
-    CHECK(near(p.compute_ms, 7.2616, 1e-9), "compute %.9g", p.compute_ms);
+    CHECK(near(p.compute_ms, cf + cb, 1e-9), "compute %.9g", p.compute_ms);
+    CHECK(near(p.attention_ms, 45 * a, 1e-9) && !strcmp(p.attention_kernel, "cudnn") && near(p.attention_tflops, 35, 1e-12) &&
+              !strncmp(p.attention_source, "assumed", 7),
+          "attention %.9g ms, %s at %g TFLOP/s (%s)", p.attention_ms, p.attention_kernel, p.attention_tflops,
+          p.attention_source);
     CHECK(near(p.optimizer_ms, 0.072021, 1e-9), "optimizer %.9g", p.optimizer_ms);
-    CHECK(near(p.step_ms, 0.16004 + 0.008002 + 0.16004 + 1.8204 + 5.4412, 1e-9), "compute-bound step %.9g", p.step_ms);
+    CHECK(near(p.step_ms, 0.16004 + 0.008002 + 0.16004 + cf + cb, 1e-9), "compute-bound step %.9g", p.step_ms);
     CHECK(!strcmp(p.bound, "compute"), "bound %s", p.bound);
     CHECK(p.tokens == 1000 && near(p.flops_6n, 6 * 72021000.0 * 1000, 1e-12), "6N tokens");
     CHECK(near(p.tflops, 6 * 72021000.0 * 1000 / (p.step_ms / 1e3) / 1e12, 1e-12) && near(p.mfu, p.tflops / 100, 1e-12),
@@ -186,7 +195,7 @@ static void test_predict(void) {
     CHECK(near(p.flops_executed, 182.04e9 + 364.08e9 + 180.04e9, 1e-12), "executed %.9g", p.flops_executed);
 
     // 10 GB/s: transfer bound. fill = drain = 1.6004, forward (140.04e6 + 2.002e6)/1e10 s = 14.2042,
-    // backward max(5.4412, 14.004, 14.4042) = 14.4042 (d2h: layer grads + embedding/head grads).
+    // backward max(6.2412, 14.004, 14.4042) = 14.4042 (d2h: layer grads + embedding/head grads).
     CHECK(mt_hw_profile_load(round_profile("r10.json", 10), &hw) == MT_OK, "%s", mt_last_error());
     CHECK(mt_plan_predict(&c, &in, &hw, &p) == MT_OK, "%s", mt_last_error());
     CHECK(near(p.step_ms, 1.6004 + 0.008002 + 1.6004 + 14.2042 + 14.4042, 1e-9), "transfer-bound step %.9g", p.step_ms);
@@ -196,24 +205,24 @@ static void test_predict(void) {
     CHECK(mt_hw_profile_load(round_profile("r100.json", 100), &hw) == MT_OK, "%s", mt_last_error());
     in = round_input("naive");
     CHECK(mt_plan_predict(&c, &in, &hw, &p) == MT_OK, "%s", mt_last_error());
-    CHECK(near(p.step_ms, 7.2616 + 2.8008 + 1.4004 + 0.04002 + 0.04002 + 0.072021, 1e-9), "naive step %.9g", p.step_ms);
+    CHECK(near(p.step_ms, cf + cb + 2.8008 + 1.4004 + 0.04002 + 0.04002 + 0.072021, 1e-9), "naive step %.9g", p.step_ms);
 
-    // resident: no recompute: c_b = (364.08e9)/1e14 = 3.6408; grads out hide under backward;
-    // + last layer out 0.14004 + opt + all weights back in N*2/1e11 s = 1.44042.
+    // resident: no recompute: c_b = 4*P_mm*n/R + 2.5 * 10 a = 2.8408 + 25 a; grads out hide under
+    // backward; + last layer out 0.14004 + opt + all weights back in N*2/1e11 s = 1.44042.
     in = round_input("resident");
     CHECK(mt_plan_predict(&c, &in, &hw, &p) == MT_OK, "%s", mt_last_error());
-    CHECK(near(p.step_ms, 1.8204 + 3.6408 + 0.14004 + 0.072021 + 1.44042, 1e-9), "resident step %.9g", p.step_ms);
+    CHECK(near(p.step_ms, cf + 2.8408 + 25 * a + 0.14004 + 0.072021 + 1.44042, 1e-9), "resident step %.9g", p.step_ms);
 
     // zero3 at 100 GB/s, prefetch bucket 5e7 >= every module: full overlap per module, so each
-    // module costs max(c, x); x = P*2/1e11 s. Layer c: forward (2*7.002e6 + 4e6)*1000/1e14 s =
-    // 0.18004 ms, backward 2x that + the recompute = 0.54012; x = 0.14004.
-    //   forward  = embedding 0.02 (x only) + 10 * 0.18004 + head max(2e9/1e14 s = 0.02, 0.02002)
-    //   backward = head max(0.04, 0.02002) + 10 * 0.54012 + embedding 0.02 = 5.4612, longer than
+    // module costs max(c, x); x = P*2/1e11 s. Layer c: forward 2*7.002e6*1000/1e14 s + a =
+    // 0.14004 + a ms, backward 0.28008 + 2.5 a + the recompute; x = 0.14004.
+    //   forward  = embedding 0.02 (x only) + 10 * (0.14004 + a) + head max(2e9/1e14 s = 0.02, 0.02002)
+    //   backward = head max(0.04, 0.02002) + 10 * (0.42012 + 3.5 a) + embedding 0.02, longer than
     //              the fp32 gradients out N*4/1e11 s = 2.88084, which then add the last reduce
     //              bucket (all of N < 5e8) 2.88084; + CPU Adam 0.072021 serially.
     in = round_input("zero3");
     CHECK(mt_plan_predict(&c, &in, &hw, &p) == MT_OK, "%s", mt_last_error());
-    double fwd = 0.02 + 10 * 0.18004 + 0.02002, bwd = 0.04 + 10 * 0.54012 + 0.02;
+    double fwd = 0.02 + 10 * (0.14004 + a) + 0.02002, bwd = 0.04 + 10 * (0.42012 + 3.5 * a) + 0.02;
     CHECK(near(p.step_ms, fwd + bwd + 2.88084 + 0.072021, 1e-9), "zero3 step %.9g vs %.9g", p.step_ms,
           fwd + bwd + 2.88084 + 0.072021);
 
@@ -221,7 +230,7 @@ static void test_predict(void) {
     in = round_input("naive");
     in.eng.grad_accum = 3;
     CHECK(mt_plan_predict(&c, &in, &hw, &p) == MT_OK, "%s", mt_last_error());
-    CHECK(near(p.step_ms, 3 * (7.2616 + 2.8008 + 1.4004) + 0.04002 + 0.04002 + 0.072021, 1e-9), "naive G=3 %.9g",
+    CHECK(near(p.step_ms, 3 * (cf + cb + 2.8008 + 1.4004) + 0.04002 + 0.04002 + 0.072021, 1e-9), "naive G=3 %.9g",
           p.step_ms);
     CHECK(p.tokens == 3000, "tokens %lld", p.tokens);
 }

@@ -262,6 +262,80 @@ static void test_host_work(void) {
     mt_backend_destroy(be);
 }
 
+// Attention priced per implementation: the profile's measured table for the kernel
+// chosen (interpolated in log T, flat beyond its ends), the assumed fraction of peak
+// for a kernel it did not measure or for f32 activations; a table without its source
+// or with T out of order is refused naming the key.
+static const char *with_attention(const char *tables, const char *sources) {
+    static char buf[8192];
+    const char *base = test_profile_json(0);
+    const char *gpu_end = strstr(base, "\"hbm_bytes\":80000000000");
+    snprintf(buf, sizeof buf, "%.*s\"attention_tflops\":%s,%s%s", (int)(gpu_end - base), base, tables,
+             gpu_end, "");
+    size_t n = strlen(buf);
+    snprintf(buf + n - 1, sizeof buf - n + 1, ",\"sources\":%s}", sources); // replace the closing brace
+    return buf;
+}
+
+static double attention_fwd_ms(mt_backend *be, int T) {
+    double t0 = mt_vclock_now();
+    be->ops->attention_fwd(be, NULL, NULL, NULL, 1, T, 32, 8, 128);
+    be->ops->stream_sync(be, MT_STREAM_COMPUTE);
+    return mt_vclock_now() - t0 - L_MS;
+}
+
+static void test_attention_pricing(void) {
+    const char *tables = "{\"native\":[[1024,100],[16384,300]],\"torch_sdpa\":[[4096,200]]}";
+    const char *srcs = "{\"gpu.attention_tflops.native\":\"test: native\",\"gpu.attention_tflops.torch_sdpa\":\"test\"}";
+    char good[1024];
+    snprintf(good, sizeof good, "%s", mt_test_write_tmp("attn.json", with_attention(tables, srcs)));
+    mt_hw_profile p;
+    CHECK(mt_hw_profile_load(good, &p) == MT_OK, "profile with attention tables: %s", mt_last_error());
+    const char *src = NULL;
+    CHECK(near(mt_hw_attention_tflops(&p, "native", 1, 4096, &src), 200) && !strcmp(src, "test: native"),
+          "native at 4k: log-T midpoint of 100 and 300, its source (%s)", src ? src : "null");
+    CHECK(near(mt_hw_attention_tflops(&p, "native", 1, 512, NULL), 100), "below the table: its first point");
+    CHECK(near(mt_hw_attention_tflops(&p, "native", 1, 1 << 20, NULL), 300), "beyond the table: its last point");
+    CHECK(near(mt_hw_attention_tflops(&p, "cudnn", 1, 4096, &src), MT_ATTN_ASSUMED_EFF * P_BF16) &&
+              !strncmp(src, "assumed", 7), "cudnn unmeasured: the assumed fraction of peak");
+    CHECK(near(mt_hw_attention_tflops(&p, "native", 0, 4096, NULL), MT_ATTN_ASSUMED_EFF * P_FP32),
+          "f32 activations: the measurement (bf16) does not apply");
+
+    // through the backend: --attention picks the table, a peer's kernel its own
+    mt_backend *be = NULL;
+    CHECK(mt_backend_sim_create(good, MT_BF16, &be) == MT_OK, "sim on the attention profile");
+    const int T = 4096;
+    double flops = 2.0 * 32 * (double)T * T * 128;
+    CHECK(!strcmp(mt_sim_attention_kernel(be), "cudnn"), "auto on bf16 prices cudnn, as the cuda backend picks it");
+    double ms_auto = attention_fwd_ms(be, T);
+    CHECK(near(ms_auto, flops / (MT_ATTN_ASSUMED_EFF * P_BF16 * 1e9)), "cudnn (unmeasured) %.6f ms", ms_auto);
+    CHECK(mt_backend_set_attention(be, MT_ATTN_NATIVE) == MT_OK, "--attention native on sim");
+    double ms_native = attention_fwd_ms(be, T);
+    CHECK(near(ms_native, flops / (200 * 1e9)), "native at its measured 200 TFLOP/s: %.6f ms", ms_native);
+    CHECK(mt_sim_set_attention_kernel(be, "torch_sdpa") == MT_OK, "a peer's kernel");
+    CHECK(near(attention_fwd_ms(be, T), flops / (200 * 1e9)), "torch_sdpa at 200");
+    double t0 = mt_vclock_now();
+    be->ops->attention_bwd(be, NULL, NULL, NULL, NULL, NULL, 1, T, 32, 8, 128);
+    be->ops->stream_sync(be, MT_STREAM_COMPUTE);
+    CHECK(near(mt_vclock_now() - t0 - L_MS, MT_ATTN_BWD_FACTOR * flops / (200 * 1e9)), "backward at the same rate");
+    mt_backend_destroy(be);
+
+    // refused: a table without its source, T not ascending, a rate out of range
+    struct { const char *tables, *srcs, *says; } bad[] = {
+        {"{\"native\":[[1024,100]]}", "{}", "every attention table needs its source"},
+        {"{\"native\":[[4096,100],[1024,90]]}", "{\"gpu.attention_tflops.native\":\"x\"}", "ascending"},
+        {"{\"native\":[[1024,1e9]]}", "{\"gpu.attention_tflops.native\":\"x\"}", "outside"},
+        {"{\"native\":[1024,100]}", "{\"gpu.attention_tflops.native\":\"x\"}", "expected [T, tflops]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const char *path = mt_test_write_tmp("attn-bad.json", with_attention(bad[i].tables, bad[i].srcs));
+        mt_status s = mt_hw_profile_load(path, &p);
+        CHECK(s == MT_ERR_FORMAT && strstr(mt_last_error(), bad[i].says) &&
+                  strstr(mt_last_error(), "gpu.attention_tflops"),
+              "bad table %zu refused naming the key: %s", i, mt_last_error());
+    }
+}
+
 // ---- (2) memory and errors ----
 
 static void test_memory_and_errors(void) {
@@ -545,6 +619,7 @@ int main(void) {
     test_event_chain();
     test_pipeline();
     test_host_work();
+    test_attention_pricing();
     test_memory_and_errors();
     test_engine_schedule(tiny);
     test_engine_pure(tiny);

@@ -16,8 +16,11 @@
 //              ~3.6 us of fill/tail on H100 bf16); a dimension under 64 wastes
 //              tensor-core tiles. Roofline: never faster than its bytes at HBM.
 //   attention  causal flash-style: forward 2*B*NH*T^2*HD FLOPs (QK^T and PV,
-//              half masked), backward MT_SIM_ATTN_BWD_FACTOR x forward, at
-//              peak * MT_SIM_ATTN_EFF; roofline on the bytes of qkv/out.
+//              half masked), backward MT_ATTN_BWD_FACTOR x forward, at the
+//              rate the profile measured for the implementation priced (the
+//              engine's --attention, a peer's own) at that T, else at
+//              MT_ATTN_ASSUMED_EFF x peak (mt_hw_attention_tflops,
+//              model/hardware_profile.h); roofline on the bytes of qkv/out.
 //   memory-bound kernels (norms, rope, swiglu, add, xent, embedding, cast,
 //              memset, D2D copy): bytes moved / (gpu.hbm_gbps * MT_SIM_HBM_EFF).
 //   every GPU op lasts at least MT_SIM_KERNEL_MIN_MS.
@@ -46,8 +49,6 @@
 #define MT_SIM_KERNEL_MIN_MS 0.002         // assumed: shortest GPU op (launch-to-retire of an empty kernel)
 #define MT_SIM_GEMM_HALF_MACS 1073741824.0 // assumed: M*N*K at which a GEMM reaches half its large-GEMM rate
 #define MT_SIM_GEMM_FULL_DIM 64.0          // assumed: smallest dimension that fills tensor-core tiles
-#define MT_SIM_ATTN_EFF 0.35               // assumed: FlashAttention-2-class kernel, fraction of dense peak
-#define MT_SIM_ATTN_BWD_FACTOR 2.5         // backward runs 5 GEMM-like products vs forward's 2
 #define MT_SIM_HBM_EFF 0.8                 // assumed: streaming kernels reach ~80% of datasheet HBM bandwidth
 #define MT_SIM_MAX_LANES 16                // host thread lanes in stats and trace
 
@@ -58,8 +59,9 @@
 double mt_sim_gemm_eff(const mt_hw_profile *p, double M, double N, double K);
 // C(M,N) = A(M,K) B(K,N); bytes = what the GEMM reads and writes (roofline).
 double mt_sim_gemm_ms(const mt_hw_profile *p, mt_dtype act, double M, double N, double K, double bytes);
-double mt_sim_attention_ms(const mt_hw_profile *p, mt_dtype act, int backward, int B, int T, int NH, int HD,
-                           double bytes);
+// `kernel`: the implementation priced (gpu.attention_tflops.<kernel>; NULL: none measured).
+double mt_sim_attention_ms(const mt_hw_profile *p, const char *kernel, mt_dtype act, int backward, int B, int T,
+                           int NH, int HD, double bytes);
 double mt_sim_hbm_ms(const mt_hw_profile *p, double bytes);
 // One copy alone on the link: dir MT_COPY_H2D / MT_COPY_D2H.
 double mt_sim_link_ms(const mt_hw_profile *p, mt_copy_kind dir, int pinned, double bytes);
@@ -91,5 +93,10 @@ long long mt_sim_count_ops(mt_backend *be, int s, const char *name);
 const mt_hw_profile *mt_sim_profile_of(mt_backend *be);
 // Prices with `p` from now on (a peer's profile: its optimizer's rate, engine/peer.h).
 mt_status mt_sim_set_profile(mt_backend *be, const mt_hw_profile *p);
+// Prices attention as implementation `kernel` runs it (a profile's gpu.attention_tflops
+// name: a peer's "torch_sdpa", ...); --attention sets "native" or "cudnn" the same way.
+mt_status mt_sim_set_attention_kernel(mt_backend *be, const char *kernel);
+// The implementation priced (the name looked up in the profile).
+const char *mt_sim_attention_kernel(mt_backend *be);
 
 #endif

@@ -376,6 +376,12 @@ static double sim_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n,
     return ms;
 }
 
+// --attention: the implementation whose measured rate prices attention (the profile's
+// gpu.attention_tflops.<name>); the data path is the same for all.
+static mt_status sim_set_attention(mt_backend *be, int impl) {
+    return mt_sim_set_attention_kernel(be, mt_attn_kernel_name((mt_attn_impl)impl, be->act_dtype == MT_BF16));
+}
+
 static const mt_backend_ops sim_ops = {
     .name = "sim",
     .caps = MT_CAP_VIRTUAL_TIME | MT_CAP_BF16 | MT_CAP_ASYNC | MT_CAP_DEVICE_MEMORY, // no tensor data; host unbacked
@@ -415,6 +421,7 @@ static const mt_backend_ops sim_ops = {
     .cast = mt_sim_op_cast,
     .host_work_ms = sim_host_work_ms,
     .trace_write = mt_sim_trace_write,
+    .set_attention = sim_set_attention,
 };
 
 unsigned mt_backend_sim_caps(void) { return sim_ops.caps; }
@@ -439,6 +446,7 @@ mt_status mt_backend_sim_create(const char *profile_path, mt_dtype act_dtype, mt
     }
     pthread_mutex_init(&c->mu, NULL);
     c->act = act_dtype;
+    snprintf(c->attn_kernel, sizeof c->attn_kernel, "%s", mt_attn_kernel_name(MT_ATTN_AUTO, act_dtype == MT_BF16));
     c->creator = pthread_self();
     pthread_mutex_lock(&instance_mu);
     c->id = next_instance_id++;
@@ -470,6 +478,21 @@ mt_status mt_sim_set_profile(mt_backend *be, const mt_hw_profile *p) {
     c->prof = *p;
     pthread_mutex_unlock(&c->mu);
     return MT_OK;
+}
+
+mt_status mt_sim_set_attention_kernel(mt_backend *be, const char *kernel) {
+    mt_sim_ctx *c = sim_ctx_checked(be);
+    if (!c) return mt_fail(MT_ERR_ARG, "mt_sim_set_attention_kernel: the %s backend is not the simulator",
+                           be ? be->ops->name : "null");
+    pthread_mutex_lock(&c->mu);
+    snprintf(c->attn_kernel, sizeof c->attn_kernel, "%s", kernel);
+    pthread_mutex_unlock(&c->mu);
+    return MT_OK;
+}
+
+const char *mt_sim_attention_kernel(mt_backend *be) {
+    mt_sim_ctx *c = sim_ctx_checked(be);
+    return c ? c->attn_kernel : NULL;
 }
 
 mt_status mt_sim_stats_get(mt_backend *be, mt_sim_stats *out) {

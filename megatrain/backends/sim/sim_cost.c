@@ -26,11 +26,12 @@ double mt_sim_gemm_ms(const mt_hw_profile *p, mt_dtype act, double M, double N, 
     return max2(flops / (peak_flops_per_ms(p, act) * mt_sim_gemm_eff(p, M, N, K)), mt_sim_hbm_ms(p, bytes));
 }
 
-double mt_sim_attention_ms(const mt_hw_profile *p, mt_dtype act, int backward, int B, int T, int NH, int HD,
-                           double bytes) {
+double mt_sim_attention_ms(const mt_hw_profile *p, const char *kernel, mt_dtype act, int backward, int B, int T,
+                           int NH, int HD, double bytes) {
     double flops = 2.0 * B * NH * (double)T * T * HD;
-    if (backward) flops *= MT_SIM_ATTN_BWD_FACTOR;
-    return max2(flops / (peak_flops_per_ms(p, act) * MT_SIM_ATTN_EFF), mt_sim_hbm_ms(p, bytes));
+    if (backward) flops *= MT_ATTN_BWD_FACTOR;
+    double rate = mt_hw_attention_tflops(p, kernel, act == MT_BF16, T, NULL) * 1e9; // FLOP/ms
+    return max2(flops / rate, mt_sim_hbm_ms(p, bytes));
 }
 
 double mt_sim_link_ms(const mt_hw_profile *p, mt_copy_kind dir, int pinned, double bytes) {

@@ -36,6 +36,7 @@ typedef struct {
 typedef struct {
     mt_hw_profile prof;
     mt_dtype act;
+    char attn_kernel[32]; // the attention implementation priced (mt_sim_set_attention_kernel)
     pthread_mutex_t mu;
     pthread_t creator;
     unsigned long id; // distinguishes instances for the thread-local lane ids
