@@ -12,7 +12,8 @@ RESULTS_SCHEMA = "megatrain.results/1"
 SWEEP_SCHEMA = "megatrain.sweep/1"
 # results/ files that are not results rows (their own schema, their own writer and test):
 # the claims, figures and filing leave them alone.
-SIDE_FILES = {"cpu_optimizers.jsonl": "megatrain.cpu_optimizers/1"}  # baselines/peers/cpu_optimizers.py
+SIDE_FILES = {"cpu_optimizers.jsonl": "megatrain.cpu_optimizers/1",  # baselines/peers/cpu_optimizers.py
+              "peer_hooks.jsonl": "megatrain.peer_hooks/1"}  # baselines/peers/stage3_hooks.py
 
 # The keys DESIGN.md fixes for every results row, in the order rows are written.
 RESULT_KEYS = ["schema", "experiment", "system", "mode", "model", "params", "layers_run",

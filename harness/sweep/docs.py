@@ -130,6 +130,25 @@ def block_measured(ctx):
                      + f"× the triad's {r0['triad_gb_s']:.1f} GB/s (at 28 B/param) | measured, {host(r0['env'])} (CPU only), DeepSpeed "
                        f"{r0['env'].get('deepspeed')}, torch {r0['env'].get('torch')}{la}, medians over rounds, "
                        f"`baselines/peers/cpu_optimizers.py`, `{rel(opt)}` |")
+    hk = os.path.join(ctx.results, "peer_hooks.jsonl")  # baselines/peers/stage3_hooks.py
+    rows = {(r["system"], r["pass"]): r for r in common.load_jsonl(hk)
+            if (r.get("env") or {}).get("git_dirty") is False or ctx.allow_dirty} if os.path.exists(hk) else {}
+    if len(rows) == 4:
+        ds, fs = rows[("deepspeed-zero3", "fwd_bwd")], rows[("fsdp2-offload", "fwd_bwd")]
+        dsf, fsf = rows[("deepspeed-zero3", "fwd")], rows[("fsdp2-offload", "fwd")]
+        rng = lambda r: f"{r['fetch_overhead_ms_range'][0]:.2f}–{r['fetch_overhead_ms_range'][1]:.2f}"  # noqa: E731
+        la = ds["env"].get("load_avg_1min") or []
+        la = f", 1-minute load average {min(la):.1f}–{max(la):.1f} during the run" if la else ""
+        lines.append(f"| Peers' host hook time per fetch, forward + backward (tiny Llama, every layer checkpointed, "
+                     f"against plain torch; per layer from depths {ds['model']['depths'][0]} and "
+                     f"{ds['model']['depths'][1]}; {ds['rounds']} interleaved rounds) | DeepSpeed ZeRO-3 "
+                     f"(offload_param cpu) {ds['fetch_overhead_ms']:.3f} ms per submodule fetch ({rng(ds)}; "
+                     f"{ds['ms_per_call']:.3f} ms per `fetch_sub_module` call, {ds['calls_per_layer']:.0f} a layer), "
+                     f"FSDP2 (CPUOffloadPolicy) {fs['fetch_overhead_ms']:.3f} ms per layer fetch ({rng(fs)}); "
+                     f"forward only {dsf['fetch_overhead_ms']:.3f} and {fsf['fetch_overhead_ms']:.3f} | measured, "
+                     f"{host(ds['env'])} (CPU only), DeepSpeed {ds['env'].get('deepspeed')} on its CPU accelerator, "
+                     f"torch {ds['env'].get('torch')}{la}, medians over rounds; the peer models' hook time "
+                     f"(`baselines/PEERS.md`), `baselines/peers/stage3_hooks.py`, `{rel(hk)}` |")
     for r in ctx.by.get("extrapolation_cpu", []):
         f, E = r["fit"], r["step_ms"]["err_frac"]
         chk = f.get("check")

@@ -10,11 +10,18 @@
 #include <string.h>
 #include <unistd.h>
 
-// Assumed, not measured (PEERS.md): host time one framework hook spends per fetch
-// before the compute can be issued (DeepSpeed's pre/post sub-module hooks with
-// PartitionedParameterCoordinator.fetch_sub_module; FSDP2's per-module pre/post
-// forward and backward hooks). Python-level bookkeeping per call: ~0.1 ms.
-#define MT_PEER_HOOK_MS 0.1
+// Host time a framework's hooks spend per fetch before the compute can be issued,
+// measured (PEERS.md, "hooks"): results/peer_hooks.jsonl, rows "fwd_bwd", the median
+// over 11 interleaved rounds of `~/.cache/megatrain/peers-venv/bin/python
+// baselines/peers/stage3_hooks.py --rounds 11 --steps 30` on the 2-core dev VM (Intel
+// Xeon, CPU only, DeepSpeed 0.19.8 on its CPU accelerator, torch 2.15), 2026-11-24.
+// Each is the per-layer hook time (a tiny Llama under the framework minus plain torch,
+// the slope over depths 2 and 8) divided by the fetches our model charges a layer:
+// DeepSpeed 6 submodules x 2 loads (forward; the backward's recompute), FSDP2 1 x 2.
+// That VM's CPU; a target host's may be faster.
+#define MT_PEER_DS_HOOK_MS 0.586    // range 0.517-0.757 (0.171 ms per fetch_sub_module call, 41 a layer)
+#define MT_PEER_FSDP2_HOOK_MS 0.874 // range 0.468-1.022 (0.582 ms per FSDPParamGroup.unshard, 3 a layer)
+#define MT_PEER_HOOK_SOURCE "measured: results/peer_hooks.jsonl (baselines/peers/stage3_hooks.py on the 2-core dev VM, 2026-11-24)"
 
 // DeepSpeed ZeRO-3 with offload_param and offload_optimizer to the CPU: the zero3
 // schedule (per-submodule fetch within the prefetch bucket, fp32 gradients out,
@@ -25,7 +32,7 @@ static void deepspeed_describe(mt_schedule_desc *d) {
     d->name = "deepspeed-zero3";
     d->summary = "DeepSpeed ZeRO-3 + CPU offload as it runs: per-submodule fetch through Python hooks, fp32 "
                  "gradients out, DeepSpeedCPUAdam on the fp32 master after backward, then the bf16 copy";
-    d->fetch_overhead_ms = MT_PEER_HOOK_MS;
+    d->fetch_overhead_ms = MT_PEER_DS_HOOK_MS;
     d->attention_kernel = "torch_sdpa"; // the HF model with attn_implementation="sdpa" (baselines/peers)
     d->host_bytes_per_param[MT_PREC_PAPER] = 0; // refused (mt_peer_check_precision)
     d->host_bytes_per_param[MT_PREC_MIXED] = 18;
@@ -49,7 +56,7 @@ static void fsdp2_describe(mt_schedule_desc *d) {
     d->grad_wire_f32 = 1;
     d->optimizer_overlapped = 0;
     d->optimizer_master = 1;
-    d->fetch_overhead_ms = MT_PEER_HOOK_MS;
+    d->fetch_overhead_ms = MT_PEER_FSDP2_HOOK_MS;
     d->attention_kernel = "torch_sdpa"; // as DeepSpeed's: the HF model with SDPA
     d->host_bytes_per_param[MT_PREC_MIXED] = 16;
     d->host_bytes_per_param[MT_PREC_FP32] = 16;
@@ -89,7 +96,7 @@ static const mt_peer peers[] = {
      // fp32 -> bf16 partition copy (read 4, write 2); fp32 training has no bf16 copy.
      .opt = {.impl = "deepspeed_cpu_adam", .what = "DeepSpeedCPUAdam (AVX + OpenMP) on the fp32 master",
              .bytes_per_param = 28, .measured_bytes_per_param = 28, .code_efficiency = 0.6, .host_pass_bytes = {0, 18, 12}},
-     .describe = deepspeed_describe},
+     .hook_source = MT_PEER_HOOK_SOURCE, .describe = deepspeed_describe},
     {.name = "fsdp2-offload", .schedule = "megatrain",
      .summary = "PyTorch FSDP2 fully_shard per layer, CPUOffloadPolicy(pin_memory=True), torch.optim.AdamW",
      .precisions = P(MT_PREC_MIXED) | P(MT_PREC_FP32), .precision = MT_PREC_MIXED,
@@ -98,7 +105,7 @@ static const mt_peer peers[] = {
      // Beside it: clip_grad_norm_ (norm: read 4; scale: read+write 8).
      .opt = {.impl = "torch_adamw_foreach", .what = "torch.optim.AdamW, the per-tensor loop (CPU default)",
              .bytes_per_param = 80, .measured_bytes_per_param = 80, .code_efficiency = 0.6, .host_pass_bytes = {0, 12, 12}},
-     .describe = fsdp2_describe},
+     .hook_source = MT_PEER_HOOK_SOURCE, .describe = fsdp2_describe},
     {.name = "official", .schedule = "megatrain",
      .summary = "the official MegaTrain code (DLYuanGod/MegaTrain), examples/sft/configs/qwen_7b_1gpu.yaml",
      .precisions = P(MT_PREC_PAPER), .precision = MT_PREC_PAPER,
@@ -107,7 +114,7 @@ static const mt_peer peers[] = {
      // the bf16 grads (norm: read 2; scale: read+write 4) and _sync_params_to_gpu's flats (read 2, write 2).
      .opt = {.impl = "deepspeed_cpu_adam", .what = "DeepSpeedCPUAdam on bf16 params and grads, fp32 moments",
              .bytes_per_param = 22, .measured_bytes_per_param = 28, .code_efficiency = 0.6, .host_pass_bytes = {10, 0, 0}},
-     .describe = official_describe},
+     .hook_source = "none: no module hooks (code: cpu_master.py)", .describe = official_describe},
 };
 #undef P
 #define N_PEERS (int)(sizeof peers / sizeof *peers)

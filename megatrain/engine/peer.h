@@ -37,6 +37,7 @@ struct mt_peer {
     unsigned precisions;         // 1 << mt_precision for each precision it runs
     mt_precision precision;      // the one it runs in practice (the default)
     mt_peer_optimizer opt;
+    const char *hook_source;     // where its hook time per fetch (fetch_overhead_ms) comes from
     // The descriptor: the base entry with this peer's fields set (ckpt interval,
     // bind, passes, wire dtypes, overlap, hooks, host bytes per parameter).
     void (*describe)(mt_schedule_desc *d);
