@@ -74,6 +74,21 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def skip(prog: str, msg: str) -> None:
+    """What a measurement needs is missing here (torch, DeepSpeed, a binary): exit 77, CTest's skip."""
+    print(f"{prog}: skipped: {msg}", file=sys.stderr)
+    sys.exit(77)
+
+
+def load_avg() -> Optional[float]:
+    """The 1-minute load average, recorded beside timings taken on a shared machine."""
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 # --------------------------------------------------------------------- metrics
 
 def dense_peak_tflops(gpu_name: Optional[str]) -> Optional[float]:

@@ -36,28 +36,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import common  # noqa: E402  (log, skip, the load average, the env block: stdlib only)
 SCHEMA = "megatrain.cpu_optimizers/1"
 BYTES_PER_PARAM = 28  # fp32 AdamW: read p g m v, write p m v (harness/microbench/adamw.c)
 TRIAD_BYTES_PER_ELEMENT = 24
 LR, BETAS, EPS, WD = 3e-4, (0.9, 0.95), 1e-8, 0.1
 IMPLS = ("megatrain_adamw", "deepspeed_cpu_adam", "torch_adamw_foreach", "torch_adamw_fused")
 
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def skip(msg):
-    print(f"cpu_optimizers: skipped: {msg}", file=sys.stderr)
-    sys.exit(77)
-
-
-def load_avg():
-    try:
-        with open("/proc/loadavg") as f:
-            return float(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def microbench(exe, n, threads, min_time):
@@ -125,40 +111,38 @@ def main():
         return 2
     exe = os.path.join(a.bin, "mt-microbench")
     if not os.access(exe, os.X_OK):
-        skip(f"{exe} not built (needs Google Benchmark; make, or --bin DIR)")
+        common.skip("cpu_optimizers", f"{exe} not built (needs Google Benchmark; make, or --bin DIR)")
     os.environ["OMP_NUM_THREADS"] = str(a.threads)  # before torch loads its OpenMP runtime
     try:
         import torch
     except ImportError as e:
-        skip(f"torch not importable ({e}); CI does not install it")
+        common.skip("cpu_optimizers", f"torch not importable ({e}); CI does not install it")
     try:
         import deepspeed
     except Exception as e:  # noqa: BLE001 - any import failure means: not here
-        skip(f"deepspeed not importable ({type(e).__name__}: {e})")
+        common.skip("cpu_optimizers", f"deepspeed not importable ({type(e).__name__}: {e})")
     torch.set_num_threads(a.threads)
-    sys.path.insert(0, HERE)
-    import common  # noqa: E402  (the env block, from mt-env)
     os.environ.setdefault("MT_BIN", a.bin)
     env = common.collect_env()
 
-    log(f"cpu_optimizers: n={a.n}, {a.threads} threads, {a.repeats} rounds; building the optimizers "
+    common.log(f"cpu_optimizers: n={a.n}, {a.threads} threads, {a.repeats} rounds; building the optimizers "
         "(DeepSpeed JIT-compiles cpu_adam the first time, minutes)")
     steppers = {}
     for impl in IMPLS[1:]:
         t0 = time.time()
         steppers[impl] = TorchStep(torch, impl, a.n)
-        log(f"  {impl} ready ({time.time() - t0:.1f} s)")
+        common.log(f"  {impl} ready ({time.time() - t0:.1f} s)")
 
     rounds = []
-    load = [load_avg()]
+    load = [common.load_avg()]
     for r in range(a.repeats):
         mb = microbench(exe, a.n, a.threads, a.min_time)
         pps = {"megatrain_adamw": mb["adamw"] / BYTES_PER_PARAM}
         for impl, s in steppers.items():
             pps[impl] = s.rate(a.min_time)
         rounds.append({"triad": mb["triad"], "pps": pps})
-        load.append(load_avg())
-        log(f"  round {r + 1}/{a.repeats}: triad {mb['triad'] / 1e9:.2f} GB/s; "
+        load.append(common.load_avg())
+        common.log(f"  round {r + 1}/{a.repeats}: triad {mb['triad'] / 1e9:.2f} GB/s; "
             + ", ".join(f"{k} {v / 1e6:.0f} M params/s" for k, v in pps.items()))
 
     env_extra = {"torch": torch.__version__, "deepspeed": deepspeed.__version__, "omp_num_threads": a.threads,
@@ -191,7 +175,7 @@ def main():
     os.replace(tmp, a.out)
     for row in rows:
         print(json.dumps(row))
-    log(f"cpu_optimizers: wrote {a.out}")
+    common.log(f"cpu_optimizers: wrote {a.out}")
     return 0
 
 

@@ -48,6 +48,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import common  # noqa: E402  (log, skip, the load average, the env block: stdlib only)
 SCHEMA = "megatrain.peer_hooks/1"
 PROG = "stage3_hooks"
 SYSTEMS = ("torch", "deepspeed-zero3", "fsdp2-offload")
@@ -61,22 +63,6 @@ MODEL_FETCHES = {("deepspeed-zero3", "fwd_bwd"): 6 * 2, ("deepspeed-zero3", "fwd
 TINY = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
             vocab_size=256, max_position_embeddings=256, use_cache=False)
 
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def skip(msg):
-    print(f"{PROG}: skipped: {msg}", file=sys.stderr)
-    sys.exit(77)
-
-
-def load_avg():
-    try:
-        with open("/proc/loadavg") as f:
-            return float(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def stats(v):
@@ -105,8 +91,6 @@ class Counter:
 
 def build(torch, system, layers, batch, seq):
     """(module to call, zero_grad or None, the layer module list) for one system at one depth."""
-    sys.path.insert(0, HERE)
-    import common
     from transformers import LlamaConfig, AutoModelForCausalLM
     cfg = LlamaConfig(num_hidden_layers=layers, **TINY)
     torch.manual_seed(0)
@@ -195,17 +179,15 @@ def main():
     try:
         import torch
     except ImportError as e:
-        skip(f"torch not importable ({e}); CI does not install the peers' environment")
+        common.skip(PROG, f"torch not importable ({e}); CI does not install the peers' environment")
     try:
         import deepspeed
         import transformers  # noqa: F401
         from deepspeed.runtime.zero.partitioned_param_coordinator import PartitionedParameterCoordinator
         from torch.distributed.fsdp._fully_shard._fsdp_param_group import FSDPParamGroup
     except Exception as e:  # noqa: BLE001 - any import failure means: not here
-        skip(f"deepspeed, transformers or FSDP2 not importable ({type(e).__name__}: {e})")
+        common.skip(PROG, f"deepspeed, transformers or FSDP2 not importable ({type(e).__name__}: {e})")
     torch.set_num_threads(a.threads)
-    sys.path.insert(0, HERE)
-    import common
     os.environ.setdefault("MT_BIN", a.bin)
     try:
         env = common.collect_env()
@@ -235,17 +217,17 @@ def main():
                     with Counter(*counted[s]) as c:
                         f()
                     calls[(s, L, p)] = c.n
-    log(f"{PROG}: built and warmed {len(SYSTEMS)} systems x depths {depths} in {time.time() - t0:.1f} s; "
+    common.log(f"{PROG}: built and warmed {len(SYSTEMS)} systems x depths {depths} in {time.time() - t0:.1f} s; "
         f"{a.rounds} rounds of {a.steps} steps, {a.threads} thread(s)")
 
     keys = list(fns)
-    rounds, load = [], [load_avg()]
+    rounds, load = [], [common.load_avg()]
     for r in range(a.rounds):
         k = r % len(keys)
         order = keys[k:] + keys[:k]
         rounds.append({key: median_ms(fns[key], a.steps) for key in order})
-        load.append(load_avg())
-        log(f"  round {r + 1}/{a.rounds}: " + ", ".join(
+        load.append(common.load_avg())
+        common.log(f"  round {r + 1}/{a.rounds}: " + ", ".join(
             f"{s} L{L} {p} {rounds[-1][(s, L, p)]:.2f} ms" for s, L, p in keys))
 
     torch.distributed.destroy_process_group()
@@ -298,7 +280,7 @@ def main():
     os.replace(tmp, a.out)
     for row in rows:
         print(json.dumps(row))
-    log(f"{PROG}: wrote {a.out}: " + "; ".join(
+    common.log(f"{PROG}: wrote {a.out}: " + "; ".join(
         f"{r['system']} {r['pass']} {r['fetch_overhead_ms']:.4f} ms/fetch ({r['ms_per_call']:.4f} ms/call)"
         for r in rows if r["ms_per_call"] is not None))
     return 0
