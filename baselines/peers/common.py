@@ -198,6 +198,19 @@ def error_row(*, experiment: str, system: str, model: Optional[str], batch, seq_
             "utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
+def write_jsonl(path: str, rows: list) -> None:
+    """Replaces `path` with `rows`, one JSON line each, atomically (tmp + rename: an
+    interrupted run leaves the old file whole), and echoes them on stdout."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    os.replace(tmp, path)
+    for row in rows:
+        print(json.dumps(row))
+
+
 def append_jsonl(path: str, row: dict) -> None:
     """Appends one line; a single write() of a complete line, so concurrent
     appenders never interleave within a row."""

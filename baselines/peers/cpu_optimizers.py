@@ -167,14 +167,7 @@ def main():
             "stat": "median over rounds, min and max beside it; ratio_to_triad is per round, then the median",
             "env": dict(env, **env_extra),
         })
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    tmp = a.out + ".tmp"
-    with open(tmp, "w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
-    os.replace(tmp, a.out)
-    for row in rows:
-        print(json.dumps(row))
+    common.write_jsonl(a.out, rows)
     common.log(f"cpu_optimizers: wrote {a.out}")
     return 0
 

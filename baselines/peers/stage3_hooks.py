@@ -272,14 +272,7 @@ def main():
                         "over rounds, min and max beside it",
                 "env": dict(env, **env_extra),
             })
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    tmp = a.out + ".tmp"
-    with open(tmp, "w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
-    os.replace(tmp, a.out)
-    for row in rows:
-        print(json.dumps(row))
+    common.write_jsonl(a.out, rows)
     common.log(f"{PROG}: wrote {a.out}: " + "; ".join(
         f"{r['system']} {r['pass']} {r['fetch_overhead_ms']:.4f} ms/fetch ({r['ms_per_call']:.4f} ms/call)"
         for r in rows if r["ms_per_call"] is not None))
