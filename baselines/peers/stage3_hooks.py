@@ -40,7 +40,6 @@ line on stderr for anything else. Progress on stderr.
 import argparse
 import contextlib
 import io
-import json
 import os
 import statistics
 import sys
