@@ -1,5 +1,5 @@
 // grad_ops.c: gradient accumulate / sum of squares / scale on the host.
-// Threaded over contiguous chunks; the generic inner loops are plain C that GCC
+// Threaded over fixed pieces; the generic inner loops are plain C that GCC
 // vectorises, cloned per ISA (target_clones) since the project builds for baseline
 // x86-64. aarch64 runs NEON or SVE intrinsics instead (grad_ops_arm.c).
 #include "optim/grad_ops.h"
@@ -32,13 +32,12 @@ static inline float bf16_f32(uint16_t h) {
     return f;
 }
 
-// Splits [0, n) into one contiguous, 64-element aligned chunk per thread.
-static inline void chunk(size_t n, size_t *lo, size_t *hi) {
-    size_t nt = (size_t)omp_get_num_threads(), t = (size_t)omp_get_thread_num();
-    size_t per = ((n + nt - 1) / nt + 63) & ~(size_t)63;
-    *lo = t * per < n ? t * per : n;
-    *hi = *lo + per < n ? *lo + per : n;
-}
+// Elementwise work is shared out in fixed pieces (a multiple of 64 elements) taken
+// by whichever thread is free: no thread waits for a slowed one (see adamw.c).
+#define MT_GRAD_PIECE ((size_t)1 << 17)
+
+static inline long n_pieces(size_t n) { return (long)((n + MT_GRAD_PIECE - 1) / MT_GRAD_PIECE); }
+static inline size_t piece_end(size_t lo, size_t n) { return lo + MT_GRAD_PIECE < n ? lo + MT_GRAD_PIECE : n; }
 
 // ---------------------------------------------------------------- generic kernels
 
@@ -100,15 +99,12 @@ static const mt_grad_kernels *kernels(mt_simd_isa isa) {
 void mt_grad_accumulate_isa(mt_simd_isa isa, void *dst, const void *src, mt_dtype t, size_t n, int first) {
     const mt_grad_kernels *k = kernels(isa);
     size_t es = mt_dtype_size(t);
-#pragma omp parallel if (n >= MT_GRAD_PAR_MIN)
-    {
-        size_t lo, hi;
-        chunk(n, &lo, &hi);
-        if (lo < hi) {
-            if (first) memcpy((char *)dst + lo * es, (const char *)src + lo * es, (hi - lo) * es);
-            else if (t == MT_F32) k->add_f32((float *)dst + lo, (const float *)src + lo, hi - lo);
-            else k->add_bf16((uint16_t *)dst + lo, (const uint16_t *)src + lo, hi - lo);
-        }
+#pragma omp parallel for schedule(dynamic, 1) if (n >= MT_GRAD_PAR_MIN)
+    for (long p = 0; p < n_pieces(n); p++) {
+        size_t lo = (size_t)p * MT_GRAD_PIECE, hi = piece_end(lo, n);
+        if (first) memcpy((char *)dst + lo * es, (const char *)src + lo * es, (hi - lo) * es);
+        else if (t == MT_F32) k->add_f32((float *)dst + lo, (const float *)src + lo, hi - lo);
+        else k->add_bf16((uint16_t *)dst + lo, (const uint16_t *)src + lo, hi - lo);
     }
 }
 
@@ -119,7 +115,7 @@ double mt_grad_sumsq_isa(mt_simd_isa isa, const void *x, mt_dtype t, size_t n) {
     double sums[MT_SUMSQ_ROUND];
     for (size_t b0 = 0; b0 < nblocks; b0 += MT_SUMSQ_ROUND) {
         long nb = (long)(nblocks - b0 < MT_SUMSQ_ROUND ? nblocks - b0 : MT_SUMSQ_ROUND);
-#pragma omp parallel for schedule(static) if (n >= MT_GRAD_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, 4) if (n >= MT_GRAD_PAR_MIN)
         for (long b = 0; b < nb; b++) {
             size_t lo = (b0 + (size_t)b) * MT_SUMSQ_BLOCK;
             size_t len = n - lo < MT_SUMSQ_BLOCK ? n - lo : MT_SUMSQ_BLOCK;
@@ -133,14 +129,11 @@ double mt_grad_sumsq_isa(mt_simd_isa isa, const void *x, mt_dtype t, size_t n) {
 
 void mt_grad_scale_isa(mt_simd_isa isa, void *x, mt_dtype t, size_t n, float s) {
     const mt_grad_kernels *k = kernels(isa);
-#pragma omp parallel if (n >= MT_GRAD_PAR_MIN)
-    {
-        size_t lo, hi;
-        chunk(n, &lo, &hi);
-        if (lo < hi) {
-            if (t == MT_F32) k->scale_f32((float *)x + lo, hi - lo, s);
-            else k->scale_bf16((uint16_t *)x + lo, hi - lo, s);
-        }
+#pragma omp parallel for schedule(dynamic, 1) if (n >= MT_GRAD_PAR_MIN)
+    for (long p = 0; p < n_pieces(n); p++) {
+        size_t lo = (size_t)p * MT_GRAD_PIECE, hi = piece_end(lo, n);
+        if (t == MT_F32) k->scale_f32((float *)x + lo, hi - lo, s);
+        else k->scale_bf16((uint16_t *)x + lo, hi - lo, s);
     }
 }
 

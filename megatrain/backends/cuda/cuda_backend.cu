@@ -4,6 +4,9 @@
 // Threading: copies/events may be issued from any host thread; the kernel ops
 // (which share the GEMM cache and the scratch buffer) from one thread at a time.
 #include "backends/cuda/cuda_internal.h"
+extern "C" {
+#include "core/host_mem.h"
+}
 
 #include <ctype.h>
 #include <stdio.h>
@@ -87,12 +90,32 @@ static void cuda_dev_free(mt_backend *be, void *p) {
     if (p) cudaFree(p);
 }
 
+// Pinned host memory. By default the block is mapped and faulted in by every thread
+// (core/host_mem.h: huge pages where the OS gives them), then page-locked with
+// cudaHostRegister: cudaHostAlloc faults and pins in one thread, which took most
+// of a minute for a 14B-width state on the H200 host. MT_PIN=alloc keeps the old
+// way (for comparison); either way the block is zeroed.
+static int pin_by_register(void) {
+    const char *e = getenv("MT_PIN");
+    return !(e && !strcmp(e, "alloc"));
+}
+
 static mt_status cuda_host_alloc(mt_backend *be, size_t bytes, void **out) {
     (void)be;
     *out = NULL;
     size_t page = 4096;
     bytes = mt_cuda_align_up(bytes ? bytes : 1, page);
-    // Portable pinned memory (page-aligned by the driver); callers pin in bounded slabs.
+    if (pin_by_register()) {
+        void *p = NULL;
+        MT_TRY(mt_host_mem_alloc(bytes, &p));
+        cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
+        if (e == cudaSuccess) {
+            *out = p;
+            return MT_OK;
+        }
+        cudaGetLastError(); // not fatal: cudaHostAlloc below says why if it fails too
+        mt_host_mem_free(p, bytes);
+    }
     cudaError_t e = cudaHostAlloc(out, bytes, cudaHostAllocPortable);
     if (e != cudaSuccess) {
         cudaGetLastError();
@@ -107,13 +130,20 @@ static mt_status cuda_host_alloc(mt_backend *be, size_t bytes, void **out) {
         *out = NULL;
         return mt_fail(MT_ERR_BACKEND, "cuda: cudaHostAlloc returned a pointer that is not page-aligned");
     }
+    memset(*out, 0, bytes);
     return MT_OK;
 }
 
 static void cuda_host_free(mt_backend *be, void *p, size_t bytes) {
     (void)be;
-    (void)bytes;
-    if (p) cudaFreeHost(p);
+    if (!p) return;
+    // A registered block is unregistered and unmapped; one from cudaHostAlloc is not registered.
+    if (cudaHostUnregister(p) == cudaSuccess) {
+        mt_host_mem_free(p, mt_cuda_align_up(bytes ? bytes : 1, 4096));
+        return;
+    }
+    cudaGetLastError();
+    cudaFreeHost(p);
 }
 
 // ---- streams and events ----
@@ -264,6 +294,14 @@ extern "C" int mt_backend_cuda_available(void) {
     return n > 0 ? 1 : 0;
 }
 
+static unsigned cuda_sync_flag(void) {
+    const char *e = getenv("MT_CUDA_SYNC");
+    if (e && !strcmp(e, "spin")) return cudaDeviceScheduleSpin;
+    if (e && !strcmp(e, "yield")) return cudaDeviceScheduleYield;
+    if (e && !strcmp(e, "auto")) return cudaDeviceScheduleAuto;
+    return cudaDeviceScheduleBlockingSync;
+}
+
 static mt_status cuda_init(mt_cuda_ctx *ctx) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -276,6 +314,11 @@ static mt_status cuda_init(mt_cuda_ctx *ctx) {
     ctx->device = env ? atoi(env) : 0;
     if (ctx->device < 0 || ctx->device >= n)
         return mt_fail(MT_ERR_ARG, "MT_CUDA_DEVICE=%d: out of range (this machine has %d CUDA devices)", ctx->device, n);
+    // How host threads wait for the GPU. The default (auto: spin with one context) keeps a
+    // core busy in every waiting thread, the drain's and the host's; the host AdamW's
+    // threads then share cores with spinners. Blocking waits cost microseconds a wake.
+    // MT_CUDA_SYNC=spin|yield|block|auto (default block) for comparison.
+    MT_CUDA_CHECK(cudaInitDevice(ctx->device, cuda_sync_flag(), 0));
     MT_CUDA_CHECK(cudaSetDevice(ctx->device));
     MT_CUDA_CHECK(cudaGetDeviceProperties(&ctx->prop, ctx->device));
     if (ctx->prop.major < 8)
