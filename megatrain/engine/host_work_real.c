@@ -3,12 +3,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/host_mem.h"
 #include "engine/host_state.h"
 #include "optim/grad_ops.h"
 
 static double real_accumulate(const mt_host_work *h, void *grad, mt_dtype wdt, void *slab, mt_dtype wire, size_t n,
                               int first, int last) {
     (void)h;
+    if (slab == grad) return last ? mt_grad_sumsq(grad, wdt, n) : 0; // copied in place by the link
     // f32 -> bf16 in place, front to back: exact, the values were bf16 on the device
     if (wire != wdt) mt_convert(slab, wdt, slab, wire, n);
     mt_grad_accumulate(grad, slab, wdt, n, first);
@@ -40,23 +42,17 @@ static double real_mean_loss(const mt_host_work *h, const float *losses, size_t 
     return s / (double)n;
 }
 
-#define PAGE 4096
-
+// Blocks come zeroed and faulted in by every thread (core/host_mem.h); pinned ones
+// are page-locked by the backend as well.
 static mt_status real_alloc(const mt_host_work *h, size_t bytes, int pinned, void **out) {
-    if (pinned) {
-        MT_TRY(mt_backend_host_alloc(h->be, bytes, out));
-    } else if (posix_memalign(out, PAGE, bytes) != 0) {
-        *out = NULL;
-        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate %zu bytes", bytes);
-    }
-    memset(*out, 0, bytes);
-    return MT_OK;
+    if (pinned) return mt_backend_host_alloc(h->be, bytes, out);
+    return mt_host_mem_alloc(bytes, out);
 }
 
 static void real_free(const mt_host_work *h, void *p, size_t bytes, int pinned) {
     if (!p) return;
     if (pinned) mt_backend_host_free(h->be, p, bytes);
-    else free(p);
+    else mt_host_mem_free(p, bytes);
 }
 
 static double real_now_ms(const mt_host_work *h) {

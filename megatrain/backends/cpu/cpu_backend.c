@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backends/cpu/cpu_internal.h"
+#include "core/host_mem.h"
 #include "core/sysinfo.h"
 
 struct mt_event {
@@ -111,21 +112,16 @@ static void cpu_dev_free(mt_backend *be, void *p) {
     free(p);
 }
 
+// Page-aligned, zeroed, faulted in by every thread (core/host_mem.h): the CPU
+// backend's "pinned" memory is plain host memory, allocated as fast as the OS allows.
 static mt_status cpu_host_alloc(mt_backend *be, size_t bytes, void **out) {
     (void)be;
-    void *p = NULL;
-    if (posix_memalign(&p, 4096, bytes ? bytes : 4096) != 0) {
-        *out = NULL;
-        return mt_fail(MT_ERR_MEMORY, "cpu host_alloc: cannot allocate %zu bytes (page-aligned)", bytes);
-    }
-    *out = p;
-    return MT_OK;
+    return mt_host_mem_alloc(bytes, out);
 }
 
 static void cpu_host_free(mt_backend *be, void *p, size_t bytes) {
     (void)be;
-    (void)bytes;
-    free(p);
+    mt_host_mem_free(p, bytes);
 }
 
 // ---- streams and events: all work is already complete when a call returns ----
