@@ -54,10 +54,12 @@ static void *drain_main(void *arg) {
         mt_trace *tr = d->lk->trace;
         double t0 = mt_trace_host_now(tr);
         if (s == MT_OK) {
-            double sq = d->h->accumulate(d->h, o->u->grad, o->wdt, d->slabs[t.slab], o->wire, n, o->first, o->last);
+            void *src = o->direct ? o->u->grad : d->slabs[t.slab]; // direct: already in place
+            double sq = d->h->accumulate(d->h, o->u->grad, o->wdt, src, o->wire, n, o->first, o->last);
             if (o->last && d->on_final) d->on_final(d->on_final_ctx, o->unit, sq);
         }
-        mt_trace_host(tr, MT_LANE_DRAIN, "accumulate", o->u->layer, t0, mt_trace_host_now(tr));
+        mt_trace_host(tr, MT_LANE_DRAIN, o->direct ? "sum of squares" : "accumulate", o->u->layer, t0,
+                      mt_trace_host_now(tr));
 
         pthread_mutex_lock(&d->mu);
         if (s != MT_OK && d->error == MT_OK) {
@@ -142,7 +144,8 @@ mt_status mt_drain_offload(mt_drain *d, const mt_offload *of) {
     if (err != MT_OK) return mt_fail(err, "%s", d->error_msg);
 
     MT_TRY(mt_backend_stream_wait(d->be, of->stream, of->ready));
-    MT_TRY(mt_link_traced_copy(d->lk, MT_LANE_D2H, "grads out", of->u->layer, d->slabs[k], of->dev_grad, bytes,
+    MT_TRY(mt_link_traced_copy(d->lk, MT_LANE_D2H, "grads out", of->u->layer, of->direct ? of->u->grad : d->slabs[k],
+                               of->dev_grad, bytes,
                                MT_COPY_D2H, of->stream));
     MT_TRY(mt_backend_event_record(d->be, d->slab_ev[k], of->stream));
     if (of->dev_free) MT_TRY(mt_backend_event_record(d->be, of->dev_free, of->stream));

@@ -1,7 +1,9 @@
 // grad_drain.h: gradients leave the device through a pool of pinned host
 // slabs. The D2H stream copies a unit's device gradients into a free slab; one
 // host thread drains slabs, in arrival order, into the unit's host gradients
-// (copy on the first micro-batch, add after) and, on the last micro-batch,
+// (copy on the first micro-batch, add after; the first micro-batch of a bf16 or
+// f32 wire into pinned host gradients lands there directly, with no host copy:
+// a copy moved twice the DMA's bytes through host memory) and, on the last micro-batch,
 // takes the unit's sum of squares for the global norm while the device keeps
 // computing. One thread keeps the per-unit order without locks per unit.
 #ifndef MT_GRAD_DRAIN_H
@@ -30,11 +32,14 @@ typedef struct {
     mt_event *dev_free;     // recorded after the copy: dev_grad may be overwritten (may be NULL)
     mt_stream_id stream;    // stream that carries the copy (D2H, or compute for the naive schedule)
     int first, last;        // first / last micro-batch of the step
+    int direct;             // copy straight into u->grad (first micro-batch, wire = wdt, u->grad
+                            // pinned): no slab copy on the host, only the sum of squares
 } mt_offload;
 
-// Queues: `stream` waits `ready`, copies dev_grad into a free slab, records
-// `dev_free`; the drain thread converts (link type -> host type, exact) and
-// accumulates the slab into u->grad.
+// Queues: `stream` waits `ready`, copies dev_grad into a free slab (or, direct,
+// into u->grad; the slab's event still orders the drain), records `dev_free`; the
+// drain thread converts (link type -> host type, exact) and accumulates the slab
+// into u->grad.
 mt_status mt_drain_offload(mt_drain *d, const mt_offload *o);
 // Called on the drain thread when a unit's gradients are final in host memory
 // (its last micro-batch accumulated), with their sum of squares: where the

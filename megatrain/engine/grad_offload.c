@@ -134,7 +134,9 @@ static mt_status send(mt_grad_offload *g, int unit_index, const void *dev_grad, 
     MT_TRY(mt_backend_event_record(g->be, g->ev_ready, MT_STREAM_COMPUTE));
     mt_offload of = {.u = u, .unit = unit_index, .wdt = g->m->wdt, .dev_grad = src, .wire = g->wire,
                      .ready = g->ev_ready, .dev_free = dev_free, .stream = g->d2h, .first = mb == 0,
-                     .last = mb == g->G - 1};
+                     .last = mb == g->G - 1,
+                     // The first micro-batch lands in the pinned host gradients themselves.
+                     .direct = mb == 0 && g->wire == g->m->wdt && g->m->pinned};
     return mt_drain_offload(g->drain, &of);
 }
 

@@ -24,6 +24,7 @@ struct mt_host_work {
     // n elements of `wire` in `slab` into `grad` (n elements of `wdt`): converted
     // (exactly: the values were wdt on the device), copied on the first micro-batch,
     // added after. With `last`, returns the sum of squares of the accumulated grad.
+    // slab == grad: the values are already in place (a direct copy): nothing to add.
     double (*accumulate)(const mt_host_work *h, void *grad, mt_dtype wdt, void *slab, mt_dtype wire, size_t n,
                          int first, int last);
     // One fused AdamW pass over every tensor of unit u (weight decay only on

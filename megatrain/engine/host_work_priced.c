@@ -9,7 +9,11 @@
 
 static double priced_accumulate(const mt_host_work *h, void *grad, mt_dtype wdt, void *slab, mt_dtype wire, size_t n,
                                 int first, int last) {
-    (void)grad, (void)wdt, (void)slab, (void)first, (void)last;
+    (void)first;
+    if (slab == grad) { // in place already: only the sum of squares, on the last micro-batch
+        if (last) mt_vclock_advance(mt_backend_host_work_ms(h->be, MT_HOST_GRAD_SUMSQ, n, wdt, 0));
+        return 0;
+    }
     mt_vclock_advance(mt_backend_host_work_ms(h->be, MT_HOST_GRAD_ACCUMULATE, n, wire, 0));
     return 0; // no data: no norm
 }

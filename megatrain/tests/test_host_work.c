@@ -35,6 +35,12 @@ static void test_real(void) {
     double sq = h.accumulate(&h, grad, MT_F32, slab, MT_F32, 4, 0, 1);
     CHECK(grad[0] == 2 && grad[1] == -4 && grad[3] == 1, "later micro-batches add");
     CHECK(sq == 4.0 + 16.0 + 36.0 + 1.0, "last micro-batch: sum of squares %g", sq);
+    // In place (the link copied straight into grad): nothing changes, the norm is taken.
+    float before[4] = {grad[0], grad[1], grad[2], grad[3]};
+    CHECK(h.accumulate(&h, grad, MT_F32, grad, MT_F32, 4, 1, 0) == 0, "in place, not last: no norm");
+    sq = h.accumulate(&h, grad, MT_F32, grad, MT_F32, 4, 1, 1);
+    CHECK(!memcmp(before, grad, sizeof grad), "in place: the gradients are left as they are");
+    CHECK(sq == 4.0 + 16.0 + 36.0 + 1.0, "in place, last: sum of squares %g", sq);
     // An f32 wire into bf16 gradients: converted exactly (the values were bf16).
     float wire[2] = {1.5f, -0.25f};
     uint16_t g16[2];
@@ -64,9 +70,20 @@ static void test_priced(void) {
     CHECK(!strcmp(h.name, "priced"), "sim gets %s host work", h.name);
     const mt_hw_profile *prof = mt_sim_profile_of(be);
     double t0 = h.now_ms(&h);
-    CHECK(h.accumulate(&h, NULL, MT_BF16, NULL, MT_F32, 1000000, 1, 1) == 0, "priced: no data, no norm");
+    char grad_at, slab_at; // priced work never touches them: distinct addresses say "a slab"
+    CHECK(h.accumulate(&h, &grad_at, MT_BF16, &slab_at, MT_F32, 1000000, 1, 1) == 0, "priced: no data, no norm");
     double want = mt_sim_host_work_ms(prof, MT_HOST_GRAD_ACCUMULATE, 1000000, MT_F32, 0);
     CHECK(fabs(h.now_ms(&h) - t0 - want) < 1e-12, "accumulate costs %g ms of virtual time (want %g)",
+          h.now_ms(&h) - t0, want);
+    // In place (a direct copy): the sum of squares alone, and only on the last micro-batch.
+    t0 = h.now_ms(&h);
+    h.accumulate(&h, &grad_at, MT_BF16, &grad_at, MT_BF16, 1000000, 1, 0);
+    CHECK(h.now_ms(&h) == t0, "in place, not last: free (%g ms)", h.now_ms(&h) - t0);
+    h.accumulate(&h, &grad_at, MT_BF16, &grad_at, MT_BF16, 1000000, 1, 1);
+    want = mt_sim_host_work_ms(prof, MT_HOST_GRAD_SUMSQ, 1000000, MT_BF16, 0);
+    CHECK(want > 0 && want < mt_sim_host_work_ms(prof, MT_HOST_GRAD_ACCUMULATE, 1000000, MT_BF16, 0) / 3.9,
+          "a sum of squares reads once: a quarter of an accumulate's bytes (%g ms)", want);
+    CHECK(fabs(h.now_ms(&h) - t0 - want) < 1e-12, "in place, last: the sum of squares (%g ms, want %g)",
           h.now_ms(&h) - t0, want);
     // AdamW over a unit: the sum of its present tensors, at the precision's rate.
     mt_config c = {.arch = MT_ARCH_LLAMA, .vocab_size = 256, .hidden_size = 64, .intermediate_size = 96,

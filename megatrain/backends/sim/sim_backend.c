@@ -366,11 +366,11 @@ static mt_status sim_memset_zero(mt_backend *be, void *dst, size_t bytes, mt_str
 static double sim_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master) {
     mt_sim_ctx *c = be->ctx;
     double ms = mt_sim_host_work_ms(&c->prof, kind, n, wdt, master);
-    int acc = kind == MT_HOST_GRAD_ACCUMULATE;
+    int acc = kind == MT_HOST_GRAD_ACCUMULATE || kind == MT_HOST_GRAD_SUMSQ;
     pthread_mutex_lock(&c->mu);
     int lane = mt_sim_host_lane_locked(c, acc ? "grad-drain" : "optimizer");
     double t = mt_vclock_now();
-    const char *what = acc ? "grad_accumulate" : kind == MT_HOST_STATE_COPY ? "state_copy" : "adamw";
+    const char *what = kind == MT_HOST_GRAD_SUMSQ ? "grad_sumsq" : acc ? "grad_accumulate" : kind == MT_HOST_STATE_COPY ? "state_copy" : "adamw";
     mt_sim_record_locked(c, lane, what, t, t + ms, (double)n, MT_SIM_ELEMENTS);
     pthread_mutex_unlock(&c->mu);
     return ms;
