@@ -30,6 +30,10 @@ struct mt_engine {
     mt_ckpt_store *ck;
     mt_activations *a;
     int step_done;             // steps completed
+    int spec_gated;            // --speculative-step auto: not after a step that clipped or skipped, whose
+                               // speculation would all be rolled back (a norm above the clip rarely drops below
+                               // it in one step; at random init every step clips)
+    int last_clipped;          // the last step clipped or skipped
 };
 
 // head.c: final norm + LM head + cross-entropy over micro-batch mb (loss only without want_grads).

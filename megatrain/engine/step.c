@@ -147,7 +147,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     MT_TRY(mt_trace_step_begin(e->trace, step));
     // Adam counts the updates it applied: skipped steps are not among them (GradScaler's way).
     int adam_step = step - hp->skipped_before;
-    if (e->s->speculative) {
+    if (e->s->speculative && !(e->spec_gated && e->last_clipped)) {
         mt_adamw_hparams hs = {.lr = lr, .beta1 = hp->beta1, .beta2 = hp->beta2, .eps = hp->eps, .grad_scale = 1.0f,
                                .step = adam_step};
         mt_opt_worker_speculate(e->opt, &hs, hp->weight_decay, hp->grad_clip);
@@ -176,6 +176,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     // The non-finite policy (both paths): a non-finite global norm skips the step.
     st->skipped = !isfinite(st->grad_norm);
     if (st->skipped) st->clip_factor = 1.0;
+    e->last_clipped = st->skipped || st->clip_factor < 1.0;
     mt_adamw_hparams h = {.lr = lr, .beta1 = hp->beta1, .beta2 = hp->beta2, .eps = hp->eps,
                           .grad_scale = (float)st->clip_factor, .step = adam_step};
     // Before the step's timeline closes: what was speculated under the backward is settled
