@@ -2,7 +2,7 @@
 # Installs the Debian packages the build and tests need, once. Quiet when all
 # are present, so `make` stays fast on a machine that has them.
 set -euo pipefail
-pkgs=(cmake pkg-config libopenblas-dev libcjson-dev zlib1g-dev libhwloc-dev libbenchmark-dev jq gnuplot-nox)
+pkgs=(cmake pkg-config libopenblas-dev libcjson-dev zlib1g-dev libhwloc-dev libbenchmark-dev jq gnuplot-nox time)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -34,13 +34,13 @@ int mt_cmd_eval(mt_options *o) {
     // Default: every full, non-overlapping batch window of the file once.
     size_t windows = (data.n - 1) / ((size_t)o->eng.B * o->eng.T);
     int steps = o->given.steps && (size_t)o->steps < windows ? o->steps : (int)windows;
-    if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention)) ||
-        (s = mt_model_alloc(&model, &cfg, prec, be)))
-        goto fail;
-    if ((s = mt_checkpoint_load_model(&model, o->model))) goto fail;
     mt_engine_opts eo = o->eng; // every schedule train takes, with the same knobs
     eo.grad_slabs = 1;          // forward only: no gradient leaves the device
     eo.grad_sum = MT_GRAD_SUM_BF16; // forward only: no gradient is summed, so no f32 buffer
+    if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention)) ||
+        (s = mt_engine_check_host_memory(&cfg, prec, &eo, be)) || (s = mt_model_alloc(&model, &cfg, prec, be)))
+        goto fail;
+    if ((s = mt_checkpoint_load_model(&model, o->model))) goto fail;
     if ((s = mt_engine_create(&model, be, &eo, &eng)) || (s = mt_sink_open(&sink, o->log, 0))) goto fail;
     size_t n = (size_t)o->eng.B * o->eng.T;
     inputs = malloc(n * 4);

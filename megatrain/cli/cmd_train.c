@@ -22,6 +22,7 @@
 #include "cli/progress.h"
 #include "cli/run_setup.h"
 #include "cli/train_state.h"
+#include "core/host_mem.h"
 #include "core/metrics.h"
 #include "core/sysinfo.h"
 #include "data/dataloader.h"
@@ -162,7 +163,14 @@ static void emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr
     cJSON_Delete(j);
 }
 
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 int mt_cmd_train(mt_options *o, int is_default) {
+    double t_start = mono_s(), t_backend = 0, t_alloc = 0, t_init = 0, t_engine = 0; // time to the first step, by phase
     mt_status s;
     mt_config cfg = {0};
     mt_train_state rs = {0};
@@ -208,6 +216,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
         if ((s = resume_cursor(o, &rs, &data))) goto fail;
     }
     if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention))) goto fail;
+    t_backend = mono_s();
     mt_peer_rate peer_rate;
     if ((s = mt_setup_peer(o->peer, prec, be, &peer_rate))) goto fail;
     if (o->peer)
@@ -229,7 +238,11 @@ int mt_cmd_train(mt_options *o, int is_default) {
     eo.keep_trace = o->trace != NULL;
     mt_schedule_desc resolved;
     mt_schedule_resolve(eo.schedule, &eo.sched, &cfg, &resolved);
+    if ((s = mt_engine_check_host_memory(&cfg, prec, &eo, be))) goto fail; // one check, before any allocation
+    double t0 = mono_s();
     if ((s = mt_model_alloc_ex(&model, &cfg, prec, be, resolved.host_pinned))) goto fail;
+    t_alloc = mono_s() - t0;
+    t0 = mono_s();
     int virtual_run = !mt_backend_has(be, MT_CAP_TENSOR_DATA);
     if (virtual_run) {
         // no tensor data exists: nothing to load or initialise
@@ -242,7 +255,10 @@ int mt_cmd_train(mt_options *o, int is_default) {
     } else {
         mt_model_init_random(&model, o->seed);
     }
+    t_init = mono_s() - t0;
+    t0 = mono_s();
     if ((s = mt_engine_create(&model, be, &eo, &eng))) goto fail;
+    t_engine = mono_s() - t0;
     // What the run does, in train_state.json too: a resume sums the same way (bit-exact trajectory).
     o->eng.grad_sum = mt_engine_grad_sum(eng);
     if (eo.grad_sum == MT_GRAD_SUM_AUTO && model.wdt != MT_F32 && o->eng.grad_sum != MT_GRAD_SUM_F32)
@@ -284,6 +300,13 @@ int mt_cmd_train(mt_options *o, int is_default) {
         rc = 0;
         goto done;
     }
+    // Time to the first step (the campaign's sweep reads "ready in X s").
+    fprintf(stderr,
+            "megatrain: ready in %.1f s (backend %.1f s, host state %.1f GiB allocated in %.1f s%s, %s %.1f s, "
+            "engine %.1f s)\n",
+            mono_s() - t_start, t_backend - t_start, mt_model_host_bytes(&cfg, prec) / 1073741824.0, t_alloc,
+            mt_host_mem_hugepages() ? ", huge pages asked" : "",
+            virtual_run ? "no data" : o->resume ? "resume" : o->model ? "load" : "random init", t_init, t_engine);
     mt_progress prog;
     mt_progress_start(&prog, first_step, o->steps);
     double first_loss = NAN, last_loss = NAN;

@@ -30,11 +30,21 @@ size_t mt_meminfo_bytes(const char *path, const char *key) {
 
 size_t mt_host_mem_total_bytes(void) { return mt_meminfo_bytes(NULL, "MemTotal"); }
 
+// MT_HOST_MEM_LIMIT (bytes) caps it: a run that must share the host with others,
+// and the tests of the memory check, which cannot make a machine smaller.
 size_t mt_host_mem_available_bytes(void) {
     size_t b = mt_meminfo_bytes(NULL, "MemAvailable");
-    if (b) return b;
-    long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    return pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : 0;
+    if (!b) {
+        long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        b = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : 0;
+    }
+    const char *cap = getenv("MT_HOST_MEM_LIMIT");
+    if (cap && *cap) {
+        char *end;
+        unsigned long long c = strtoull(cap, &end, 10);
+        if (*end == 0 && c > 0 && (!b || c < b)) b = (size_t)c;
+    }
+    return b;
 }
 
 #define MPOL_PREFERRED 1 // linux/mempolicy.h

@@ -14,7 +14,7 @@ size_t mt_meminfo_bytes(const char *path, const char *key);
 // MemTotal (all host memory); 0 if unknown.
 size_t mt_host_mem_total_bytes(void);
 // MemAvailable from /proc/meminfo (what can be allocated without swapping);
-// free pages where /proc is missing; 0 if unknown.
+// free pages where /proc is missing; 0 if unknown. MT_HOST_MEM_LIMIT=BYTES lowers it.
 size_t mt_host_mem_available_bytes(void);
 
 // What a NUMA binding did.

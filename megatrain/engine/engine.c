@@ -68,6 +68,41 @@ mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c) {
     return MT_OK;
 }
 
+// The host memory the run may plan with: MemAvailable (or the simulated machine's),
+// less the device plan where the device's memory is host memory (the CPU backend),
+// so the speculative window sized against it leaves room for the device buffers.
+static size_t host_free_for(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_backend *be,
+                            const mt_device_info *info) {
+    if (o->host_free) return o->host_free;
+    size_t avail = info->host_mem_avail_bytes;
+    if (!avail || mt_backend_has(be, MT_CAP_DEVICE_MEMORY)) return avail;
+    mt_engine_footprint fp = mt_engine_footprint_of(c, p, o, be->act_dtype, info->mem_free_bytes, mt_backend_caps(be));
+    return fp.device_bytes < avail ? avail - fp.device_bytes : 1; // 1: no room (0 would mean "no limit")
+}
+
+mt_status mt_engine_check_host_memory(const mt_config *c, mt_precision p, const mt_engine_opts *opts, mt_backend *be) {
+    MT_TRY(mt_engine_opts_validate(opts, c));
+    mt_device_info info;
+    MT_TRY(mt_backend_device_info(be, &info));
+    size_t avail = info.host_mem_avail_bytes;
+    if (!avail) return MT_OK; // unknown: nothing to check against
+    mt_engine_opts o = *opts;
+    o.host_free = host_free_for(c, p, opts, be, &info);
+    mt_engine_footprint fp = mt_engine_footprint_of(c, p, &o, be->act_dtype, info.mem_free_bytes, mt_backend_caps(be));
+    int device_on_host = !mt_backend_has(be, MT_CAP_DEVICE_MEMORY);
+    size_t need = fp.host_bytes + (device_on_host ? fp.device_bytes : 0);
+    if (need <= avail) return MT_OK;
+    const double GiB = 1073741824.0;
+    return mt_fail(MT_ERR_MEMORY,
+                   "host memory: the run needs %.2f GiB (model state %.2f, pinned slabs and staging %.2f, speculative "
+                   "copies %.2f%s%.2f) but %.2f GiB is available; nothing was allocated. HINT: a smaller model or "
+                   "--batch, --precision paper, or `megatrain plan`",
+                   need / GiB, fp.state.host / GiB,
+                   (fp.host_bytes - fp.state.host - fp.optimizer.host) / GiB, fp.optimizer.host / GiB,
+                   device_on_host ? ", device buffers in host memory " : ", device buffers not counted ",
+                   device_on_host ? fp.device_bytes / GiB : 0.0, avail / GiB);
+}
+
 static void grad_final(void *ctx, int unit, double sumsq) { mt_opt_worker_grad_final(ctx, unit, sumsq); }
 
 mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *opts, mt_engine **out) {
@@ -78,7 +113,7 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *op
     mt_device_info info;
     MT_TRY(mt_backend_device_info(be, &info));
     mt_engine_opts oo = *opts, *o = &oo;
-    if (!o->host_free) o->host_free = info.host_mem_avail_bytes; // the speculative window is sized against it
+    o->host_free = host_free_for(c, m->prec, opts, be, &info); // the speculative window is sized against it
     mt_engine *e = calloc(1, sizeof *e);
     if (!e) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the engine");
     *out = e;
@@ -86,6 +121,7 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *op
     e->be = be;
     mt_engine_shape_init(&e->sh, c, m->prec, be->act_dtype, o, info.mem_free_bytes, mt_backend_caps(be));
     e->s = &e->sh.s;
+    e->spec_gated = o->sched.speculative < 0;
     e->d = e->sh.d;
     e->dev.be = be;
     // What the configuration needs (the loss head at its floor) must fit; the head then grows into what is left.

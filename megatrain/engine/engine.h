@@ -44,6 +44,11 @@ void mt_engine_opts_defaults(mt_engine_opts *o);
 // The one validation, against the model: what train, eval, plan and the planner
 // accept (one line naming the option).
 mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c);
+// Before anything is allocated: everything the run will hold in host memory (the
+// model state, pinned slabs and staging, the speculative step's copies, and the
+// device plan where the device's memory is host memory) against MemAvailable (or
+// the simulated machine's): a one-line error naming the parts when it cannot fit.
+mt_status mt_engine_check_host_memory(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_backend *be);
 // The part of it that needs no model: --speculative-step against the schedule (the CLI refuses early).
 mt_status mt_engine_opts_check_speculative(const mt_engine_opts *o);
 
