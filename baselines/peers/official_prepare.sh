@@ -20,6 +20,7 @@
 # mirror $MT_OFFICIAL_MIRROR (default /work/.mirror/DLYuanGod+MegaTrain/repo). Neither
 # holding the commit: one line, exit 1. Idempotent: a .official/ at the same commit
 # with its wheels is left as it is (MT_OFFICIAL_FORCE=1 rebuilds it).
+# MT_OFFICIAL_DEST: another destination (the tests); MT_OFFICIAL_WHEELS="": no wheels.
 set -euo pipefail
 
 COMMIT=919520f07182c0d4d3e9765b2f915702e71c11a4   # HEAD of the mirror, 2026-04-18
@@ -27,14 +28,14 @@ URL=${MT_OFFICIAL_URL:-https://github.com/DLYuanGod/MegaTrain}
 MIRROR=${MT_OFFICIAL_MIRROR:-/work/.mirror/DLYuanGod+MegaTrain/repo}
 # datasets 5.2.0 with the dill and multiprocess versions it accepts; the rest of its
 # needs (pyarrow, pandas, xxhash, fsspec, huggingface-hub, ...) are in the GPU image.
-WHEELS=${MT_OFFICIAL_WHEELS:-"datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19"}
+WHEELS=${MT_OFFICIAL_WHEELS-"datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19"}
 PY=${PYTHON:-python3}
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-dest="$root/.official"
+dest=${MT_OFFICIAL_DEST:-$root/.official}
 die() { echo "official_prepare: $*" >&2; exit 1; }
 
-have_wheels() { [ -n "$(ls "$dest"/wheels/*.whl 2>/dev/null)" ]; }
+have_wheels() { [ -z "$WHEELS" ] || [ -n "$(ls "$dest"/wheels/*.whl 2>/dev/null)" ]; }
 if [ "${MT_OFFICIAL_FORCE:-0}" != 1 ] && [ "$(cat "$dest/COMMIT" 2>/dev/null)" = "$COMMIT" ] \
    && [ -f "$dest/src/examples/sft/train.py" ] && have_wheels; then
   echo "official_prepare: .official already at $COMMIT ($(du -sh "$dest" | cut -f1))" >&2
@@ -74,7 +75,7 @@ git --git-dir="$gitdir" show "$COMMIT:examples/sft/configs/qwen_7b_1gpu.yaml" \
 
 mkdir -p "$tmp/wheels"
 # shellcheck disable=SC2086
-"$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+[ -z "$WHEELS" ] || "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d "$tmp/wheels" $WHEELS || die "pip download of $WHEELS failed (PyPI unreachable?)"
 
