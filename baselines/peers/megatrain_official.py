@@ -105,25 +105,32 @@ def _dist_name(wheel: str) -> str:
 
 def install_wheels(official: str, work: str) -> tuple:
     """(site or None, seconds): .whl/ and .official/wheels/ into WORK/site, once per set."""
-    picked = {}
+    picked, sdists = {}, {}
     for d in (os.path.join(ROOT, ".whl"), os.path.join(official, "wheels")):  # later wins
         if os.path.isdir(d):
             for n in sorted(os.listdir(d)):
                 if n.endswith(".whl"):
                     picked[_dist_name(n)] = os.path.join(d, n)
-    if not picked:
+                elif n.startswith("deepspeed-") and n.endswith(".tar.gz"):
+                    sdists["deepspeed"] = os.path.join(d, n)  # fetch_wheels.sh's fallback
+    sdists = {k: v for k, v in sdists.items() if k not in picked}
+    if not picked and not sdists:
         return None, 0.0
     site = os.path.join(work, "site")
-    stamp = "\n".join(sorted(os.path.basename(p) for p in picked.values()))
+    stamp = "\n".join(sorted(os.path.basename(p) for p in list(picked.values()) + list(sdists.values())))
     marker = os.path.join(site, ".megatrain_official")
     if os.path.exists(marker) and open(marker).read() == stamp:
         return site, 0.0
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-                        "--no-cache-dir", "--upgrade", "--target", site] + sorted(picked.values()),
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        raise PeerError("pip install of the carried wheels failed: %s" % (r.stderr.strip().splitlines() or ["?"])[-1])
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-cache-dir",
+           "--upgrade", "--target", site]
+    # the sdist builds against the image's torch and setuptools, ops left to JIT (DS_BUILD_OPS=0)
+    for cmd in ([pip + ["--no-compile"] + sorted(picked.values())] if picked else []) + \
+               [pip + ["--no-build-isolation", s] for s in sdists.values()]:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, DS_BUILD_OPS="0"))
+        if r.returncode != 0:
+            raise PeerError("pip install of the carried wheels failed: %s"
+                            % (r.stderr.strip().splitlines() or ["?"])[-1])
     with open(marker, "w") as f:
         f.write(stamp)
     return site, time.perf_counter() - t0
