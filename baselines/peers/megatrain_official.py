@@ -15,7 +15,8 @@ Then, each step cached under the work folder ($MT_OFFICIAL_WORK, default
 
   wheels      .whl/*.whl and .official/wheels/*.whl installed into WORK/site (one per
               package; .official's wins), put on the official code's PYTHONPATH only;
-  cpu_adam    DeepSpeed's CPU Adam op JIT-built (TORCH_EXTENSIONS_DIR=WORK/torch_extensions).
+  cpu_adam    DeepSpeed's CPU Adam op JIT-built, in torch's default extension cache (or
+              $TORCH_EXTENSIONS_DIR): deepspeed_zero3.py's build of it is reused.
               The official code's own CUDA extensions (infinity/cuda_pipeline, csrc/) are
               not built: examples/sft/train.py imports neither;
   model       CFG cut to --layers, transformers' random init after manual_seed(--seed) (the
@@ -138,14 +139,14 @@ def install_wheels(official: str, work: str) -> tuple:
 
 def child_env(official: str, work: str, site) -> dict:
     """The official code's environment: its tree and the wheels first on PYTHONPATH,
-    every Hugging Face library offline, caches under WORK."""
+    every Hugging Face library offline, its caches under WORK (torch's extension cache
+    left where the deepspeed_zero3 peer builds the same cpu_adam)."""
     env = dict(os.environ)
     paths = [os.path.join(official, "src")] + ([site] if site else [])
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env.update(PYTHONPATH=os.pathsep.join(paths), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
                TRANSFORMERS_OFFLINE="1", HF_HOME=os.path.join(work, "hf"),
-               TORCH_EXTENSIONS_DIR=os.path.join(work, "torch_extensions"),
                TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
     return env
 

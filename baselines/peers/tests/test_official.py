@@ -128,6 +128,48 @@ class TestDataAndTokenizer(unittest.TestCase):
         self.assertEqual(list(enc["attention_mask"]), [1] * len(row))
 
 
+@unittest.skipUnless(have("datasets") and os.path.isfile(os.path.join(ROOT, ".official", "src", "infinity",
+                                                                      "data", "datasets.py")),
+                     "datasets or .official/ (official_prepare.sh) absent here")
+class TestOfficialLoader(unittest.TestCase):
+    """Our dataset files through the official code's own registry loader and alpaca
+    conversion (.official/src/infinity/data/datasets.py), in a child process; without torch
+    here, a stub torch module stands in for the one import that module makes at load
+    (torch.utils.data.Dataset as a base class), dropped from sys.modules before datasets
+    runs (it inspects any imported torch)."""
+
+    def test_load_dataset_by_name(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        rows = [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]]
+        of.write_files(os.path.join(tmp, "data"), of.dataset_files(rows))
+        stub = os.path.join(tmp, "stub")
+        if not have("torch"):
+            os.makedirs(os.path.join(stub, "torch", "utils"))
+            for f, text in (("torch/__init__.py", "from . import utils\n"), ("torch/utils/__init__.py", "from . import data\n"),
+                            ("torch/utils/data.py", "class Dataset:\n    pass\n")):
+                with open(os.path.join(stub, f), "w") as fh:
+                    fh.write(text)
+        code = ("import importlib.util, json, sys\n"
+                "spec = importlib.util.spec_from_file_location('offds', sys.argv[1])\n"
+                "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+                "if sys.argv[4] == 'stub':\n"
+                "    [sys.modules.pop(k) for k in list(sys.modules) if k == 'torch' or k.startswith('torch.')]\n"
+                "ds, attr = m.load_dataset_by_name(sys.argv[2], sys.argv[3])\n"
+                "msgs = [m.convert_alpaca(ds[i], attr.get('columns', {}))[0] for i in range(len(ds))]\n"
+                "print(json.dumps(msgs))\n")
+        env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=os.path.join(tmp, "hf"),
+                   PYTHONPATH=os.pathsep.join([stub] + sys.path))
+        r = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, ".official", "src", "infinity", "data",
+                            "datasets.py"), of.DATASET_NAME, os.path.join(tmp, "data"),
+                            "real" if have("torch") else "stub"],
+                           capture_output=True, text=True, env=env, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        msgs = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertEqual(msgs, [[{"role": "user", "content": of.sample_text(row)},
+                                 {"role": "assistant", "content": ""}] for row in rows])
+
+
 class TestParse(unittest.TestCase):
     B, T = 4, 1024
 
