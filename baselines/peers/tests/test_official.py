@@ -219,6 +219,47 @@ class TestSkip(unittest.TestCase):
                       "baselines/peers/official_prepare.sh", r.stderr)
 
 
+class TestRunTrain(unittest.TestCase):
+    """The plumbing around train.py (megatrain_official.run_train, child_env) on a fake
+    official tree whose examples/sft/train.py prints the real format."""
+
+    def fake_tree(self, body):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        os.makedirs(os.path.join(tmp, "src", "examples", "sft"))
+        with open(os.path.join(tmp, "src", "examples", "sft", "train.py"), "w") as f:
+            f.write(body)
+        return tmp
+
+    def test_log_streamed_parsed_and_kept(self):
+        import megatrain_official as mo
+        text = official_log([(1.0, 0.2, 0.3)] * 4, B=2, T=16)
+        tree = self.fake_tree("import sys, time\nsys.stderr.write(%r)\n" % text)
+        logf = os.path.join(tree, "train.log")
+        env = mo.child_env(tree, tree, "/site")
+        self.assertEqual(env["PYTHONPATH"].split(os.pathsep)[:2], [os.path.join(tree, "src"), "/site"])
+        self.assertEqual((env["HF_HUB_OFFLINE"], env["HF_DATASETS_OFFLINE"]), ("1", "1"))
+        rc, got, started, wall = mo.run_train(tree, "x.yaml", env, 60, logf)
+        self.assertEqual(rc, 0)
+        self.assertEqual(got, text)
+        self.assertIsNotNone(started)
+        with open(logf) as f:
+            self.assertEqual(f.read(), text)
+        s = op.timed_summary(op.parse_log(got), batch=2, seq_len=16, warmup=2)
+        self.assertEqual(len(s["step_s"]), 2)
+
+    def test_timeout_kills_the_group(self):
+        import megatrain_official as mo
+        tree = self.fake_tree("import subprocess, sys, time\n"
+                              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+                              "print('Starting training...', flush=True)\ntime.sleep(60)\n")
+        t0 = __import__("time").perf_counter()
+        rc, got, started, wall = mo.run_train(tree, "x.yaml", dict(os.environ), 2, os.path.join(tree, "l"))
+        self.assertEqual(rc, 124)
+        self.assertLess(__import__("time").perf_counter() - t0, 30)  # the grandchild did not hold stdout open
+        self.assertIn("Starting training...", got)
+
+
 @unittest.skipUnless(os.path.isdir(MIRROR) and shutil.which("git"), "no mirror of DLYuanGod/MegaTrain here")
 class TestPrepare(unittest.TestCase):
     def run_prepare(self, dest, **env):
