@@ -28,9 +28,12 @@ Then, each step cached under the work folder ($MT_OFFICIAL_WORK, default
   load        train.py's own start (imports, from_pretrained, its pinned flats) until
               "Starting training...".
 
-then runs examples/sft/train.py with a YAML (official_files.train_yaml: our B, T, steps =
-warmup+steps, AdamW lr 3e-4, betas 0.9/0.95, eps 1e-8, wd 0.1, clip 1.0, sdpa attention,
---checkpoint-interval), reads its log (official_parse.py), drops the warm-up steps and
+then runs examples/sft/train.py (through official_launch.py) with a YAML
+(official_files.train_yaml: our B, T, steps = warmup+steps, AdamW lr 3e-4, betas 0.9/0.95,
+eps 1e-8, wd 0.1, clip 1.0, --checkpoint-interval, --attn: flash_attention_2 where the
+flash-attn package imports, else sdpa, whose 2-D padding mask official_launch.py turns into
+plain causal attention: the official single-GPU path works with flash_attention_2 only),
+reads its log (official_parse.py), drops the warm-up steps and
 prints our results row (the last stdout line; extra key "official": per-phase medians,
 setup times, the log's own TFLOPS, commit). The full log: $OUT/official_<utc>.log when
 $OUT is set (the device tool), else WORK/runs/<utc>/train.log.
@@ -77,6 +80,9 @@ def parse_args(argv=None):
     ap.add_argument("--optimizer", choices=["deepspeed", "torch"], default="deepspeed",
                     help="deepspeed: DeepSpeedCPUAdam, fp32 moments (the paper's); torch: torch AdamW")
     ap.add_argument("--num-workers", type=int, default=1, help="train.py's DataLoader workers")
+    ap.add_argument("--attn", choices=["auto", "flash_attention_2", "sdpa"], default="auto",
+                    help="auto: flash_attention_2 where flash-attn imports, else sdpa through "
+                         "official_launch.py's 2-D mask wrapper")
     ap.add_argument("--timeout", type=int, default=3000, help="seconds for train.py")
     ap.add_argument("--prepare-only", action="store_true",
                     help="install wheels, build cpu_adam, write the model; no training")
@@ -154,7 +160,7 @@ def child_env(official: str, work: str, site) -> dict:
 PROBE = """
 import importlib, json
 out = {}
-for m in ("infinity", "datasets", "deepspeed"):
+for m in ("infinity", "datasets", "deepspeed", "flash_attn"):
     try:
         importlib.import_module(m); out[m] = None
     except Exception as e:
@@ -163,9 +169,9 @@ print(json.dumps(out))
 """
 
 
-def probe(env: dict, optimizer: str) -> None:
+def probe(env: dict, optimizer: str) -> dict:
     """What train.py imports, tried in its environment, so a missing package is one line
-    now rather than a traceback after the model load."""
+    now rather than a traceback after the model load. {module: None or the error}."""
     r = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=300)
     try:
         got = json.loads(r.stdout.strip().splitlines()[-1])
@@ -179,6 +185,7 @@ def probe(env: dict, optimizer: str) -> None:
     if optimizer == "deepspeed" and got["deepspeed"]:
         raise PeerError("deepspeed does not import (%s): run fetch_wheels.sh and carry .whl, "
                         "or --optimizer torch" % got["deepspeed"])
+    return got
 
 
 def build_cpu_adam(env: dict) -> float:
@@ -263,7 +270,10 @@ def run_train(official: str, yaml_path: str, env: dict, timeout: int, logf: str)
     """(exit status, log text, seconds to "Starting training..." or None, wall seconds).
     The log goes to stderr and logf as it comes; on timeout the whole process group
     (train.py and its DataLoader workers) is killed."""
-    cmd = [sys.executable, os.path.join("examples", "sft", "train.py"), "--config", yaml_path]
+    # official_launch.py runs train.py as it is, with SDPA's 2-D mask handling when
+    # MT_OFFICIAL_SDPA_2D=1 (its docstring says why the official code needs it without flash-attn)
+    cmd = [sys.executable, os.path.join(HERE, "official_launch.py"), os.path.join("examples", "sft", "train.py"),
+           "--config", yaml_path]
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, cwd=os.path.join(official, "src"), env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
@@ -319,7 +329,11 @@ def main(argv=None) -> int:
     setup = {}
     site, setup["wheels"] = install_wheels(a.official, a.work)
     env = child_env(a.official, a.work, site)
-    probe(env, a.optimizer)
+    imports = probe(env, a.optimizer)
+    attn = a.attn if a.attn != "auto" else ("flash_attention_2" if imports["flash_attn"] is None else "sdpa")
+    if attn == "flash_attention_2" and imports["flash_attn"]:
+        raise PeerError("--attn flash_attention_2: flash_attn does not import (%s)" % imports["flash_attn"])
+    env["MT_OFFICIAL_SDPA_2D"] = "1" if attn == "sdpa" else "0"
     setup["cpu_adam"] = build_cpu_adam(env) if a.optimizer == "deepspeed" else None
     model_dir, setup["model"], cached = ensure_model(a, spec, a.work)
     log("%s: commit %s, model %s (%s), setup so far %s" % (PROG, commit[:12], model_dir,
@@ -340,7 +354,7 @@ def main(argv=None) -> int:
             steps=a.warmup + a.steps, seed=a.seed, lr=common.LR, weight_decay=common.WEIGHT_DECAY,
             beta1=common.BETA1, beta2=common.BETA2, eps=common.EPS, clip=common.GRAD_CLIP,
             checkpoint_interval=a.checkpoint_interval, num_workers=a.num_workers,
-            optimizer="deepspeed_adam" if a.optimizer == "deepspeed" else "adamw"))
+            optimizer="deepspeed_adam" if a.optimizer == "deepspeed" else "adamw", attn=attn))
     logf = os.path.join(os.environ["OUT"], "official_%s.log" % stamp) if os.environ.get("OUT") \
         else os.path.join(run_dir, "train.log")
     log("%s: running examples/sft/train.py --config %s (log %s)" % (PROG, yaml_path, logf))
@@ -368,6 +382,7 @@ def main(argv=None) -> int:
         layers_run=spec.layers_run, layers_model=spec.layers_model, batch=a.batch, seq_len=a.seq_len,
         precision=precision, step_times_s=got["step_s"], peak_gpu=got["peak_gpu_bytes"],
         peak_host=got["peak_host_bytes"], env=common.collect_env())
+    got["extra"]["attn_note"] = None if attn != "sdpa" else "2-D padding mask run as causal SDPA (official_launch.py)"
     row["official"] = dict(got["extra"], commit=commit, checkpoint_interval=a.checkpoint_interval,
                            num_workers=a.num_workers, data=a.data or "synthetic", log=logf,
                            setup_s={k: (round(v, 2) if isinstance(v, float) else v) for k, v in setup.items()})
