@@ -19,8 +19,9 @@ Then, each step cached under the work folder ($MT_OFFICIAL_WORK, default
               $TORCH_EXTENSIONS_DIR): deepspeed_zero3.py's build of it is reused.
               The official code's own CUDA extensions (infinity/cuda_pipeline, csrc/) are
               not built: examples/sft/train.py imports neither;
-  model       CFG cut to --layers, transformers' random init after manual_seed(--seed) (the
-              other peers' model, bit for bit), saved in HF layout (safetensors, bf16) with a
+  model       CFG cut to --layers, transformers' random init after manual_seed(--seed), as
+              the other peers build it (the values differ with the device and dtype of the
+              init; a step's time does not), saved in HF layout (safetensors, bf16) with a
               word-level tokenizer whose word "t<i>" is id i (official_files.py): train.py
               loads both with from_pretrained;
   data        the llm.c windows of --data (or the synthetic draw) every peer trains on, one
