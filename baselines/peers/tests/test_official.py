@@ -260,6 +260,59 @@ class TestRunTrain(unittest.TestCase):
         self.assertIn("Starting training...", got)
 
 
+class TestLaunchShim(unittest.TestCase):
+    """official_launch.py's SDPA wrapper, against a stand-in transformers registry and
+    mask objects (no torch here): a 2-D all-ones mask is dropped (SDPA then runs causal),
+    checked once per mask; a padded 2-D mask is an error; a 4-D mask passes unchanged."""
+
+    class Mask:
+        def __init__(self, ndim, ones, ptr):
+            self.ndim, self.ones, self.ptr, self.shape, self.checks = ndim, ones, ptr, (2, 8), 0
+
+        def dim(self):
+            return self.ndim
+
+        def data_ptr(self):
+            return self.ptr
+
+        def bool(self):
+            return self
+
+        def all(self):
+            self.checks += 1
+            return self.ones
+
+    def test_wrapper(self):
+        import types
+        import official_launch
+        calls = []
+        registry = {"sdpa": lambda module, q, k, v, mask, *a, **kw: calls.append((mask, kw)) or "out"}
+        fake = types.ModuleType("transformers.modeling_utils")
+        fake.ALL_ATTENTION_FUNCTIONS = registry
+        saved = {k: sys.modules.get(k) for k in ("transformers", "transformers.modeling_utils")}
+        sys.modules["transformers"] = types.ModuleType("transformers")
+        sys.modules["transformers.modeling_utils"] = fake
+        try:
+            official_launch.install_sdpa_2d_mask()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
+        f = registry["sdpa"]
+        ones = self.Mask(2, True, 1)
+        for _ in range(3):  # every layer of a step sees the same mask
+            self.assertEqual(f("m", "q", "k", "v", ones, scaling=0.1), "out")
+        self.assertEqual(ones.checks, 1)
+        self.assertEqual(calls[-1], (None, {"scaling": 0.1}))
+        four = self.Mask(4, False, 2)
+        f("m", "q", "k", "v", four)
+        self.assertIs(calls[-1][0], four)
+        with self.assertRaisesRegex(RuntimeError, "padded batch"):
+            f("m", "q", "k", "v", self.Mask(2, False, 3))
+
+
 @unittest.skipUnless(os.path.isdir(MIRROR) and shutil.which("git"), "no mirror of DLYuanGod/MegaTrain here")
 class TestPrepare(unittest.TestCase):
     def run_prepare(self, dest, **env):
