@@ -127,8 +127,10 @@ def install_wheels(official: str, work: str) -> tuple:
     site = os.path.join(work, "site")
     stamp = "\n".join(sorted(os.path.basename(p) for p in list(picked.values()) + list(sdists.values())))
     marker = os.path.join(site, ".megatrain_official")
-    if os.path.exists(marker) and open(marker).read() == stamp:
-        return site, 0.0
+    if os.path.exists(marker):
+        with open(marker) as f:
+            if f.read() == stamp:
+                return site, 0.0
     t0 = time.perf_counter()
     pip = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-cache-dir",
            "--upgrade", "--target", site]
@@ -297,6 +299,7 @@ def run_train(official: str, yaml_path: str, env: dict, timeout: int, logf: str)
             sys.stderr.write(line)
             if started_at is None and official_parse.STARTED in line:
                 started_at = time.perf_counter() - t0
+    p.stdout.close()
     rc = p.wait()
     timer.cancel()
     if timed_out:

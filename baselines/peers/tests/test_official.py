@@ -170,6 +170,59 @@ class TestOfficialLoader(unittest.TestCase):
                                  {"role": "assistant", "content": ""}] for row in rows])
 
 
+@unittest.skipUnless(have("yaml") and os.path.isfile(os.path.join(ROOT, ".official", "src", "infinity", "config",
+                                                                  "yaml_loader.py")),
+                     "pyyaml or .official/ (official_prepare.sh) absent here")
+class TestOfficialConfig(unittest.TestCase):
+    """Our YAML through the official loader itself (infinity/config: load_training_config,
+    get_optimizer_type, get_num_workers and CPUMasterConfig's own checks), in a child; a
+    stub torch (dtype objects only) stands in where torch is absent."""
+
+    def test_official_loader_reads_our_yaml(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        y = os.path.join(tmp, "train.yaml")
+        with open(y, "w") as f:
+            f.write(of.train_yaml(model_dir="/w/m", data_dir="/w/d", batch=16, seq_len=1024, steps=7, seed=1234,
+                                  lr=3e-4, weight_decay=0.1, beta1=0.9, beta2=0.95, eps=1e-8, clip=1.0,
+                                  checkpoint_interval=4, optimizer="deepspeed_adam"))
+        stub = os.path.join(tmp, "stub")
+        if not have("torch"):
+            os.makedirs(os.path.join(stub, "torch"))
+            with open(os.path.join(stub, "torch", "__init__.py"), "w") as f:
+                f.write("class dtype:\n    def __init__(self, n):\n        self.n = n\n"
+                        "    def __repr__(self):\n        return 'torch.' + self.n\n"
+                        "bfloat16, float16, float32 = dtype('bfloat16'), dtype('float16'), dtype('float32')\n")
+        code = ("import importlib.util, json, sys, types, warnings\n"
+                "src = sys.argv[1]\n"
+                "pkg = types.ModuleType('infinity'); pkg.__path__ = [src + '/infinity']; sys.modules['infinity'] = pkg\n"
+                "from infinity.config.yaml_loader import load_yaml_config, load_training_config, "
+                "get_optimizer_type, get_num_workers\n"
+                "with warnings.catch_warnings():\n"
+                "    warnings.simplefilter('error')\n"
+                "    c = load_training_config(sys.argv[2])\n"
+                "y = load_yaml_config(sys.argv[2])\n"
+                "keys = ('model_name', 'attn_implementation', 'trust_remote_code', 'dataset_name', 'dataset_dir', "
+                "'max_seq_len', 'train_on_prompt', 'batch_size', 'gradient_accumulation_steps', 'num_steps', "
+                "'learning_rate', 'weight_decay', 'max_grad_norm', 'seed', 'beta1', 'beta2', 'eps', "
+                "'checkpoint_interval', 'num_grad_slabs', 'log_interval', 'world_size', 'devices')\n"
+                "out = {k: getattr(c, k) for k in keys}\n"
+                "out.update(dtype=repr(c.dtype), optimizer=get_optimizer_type(y), workers=get_num_workers(y))\n"
+                "print(json.dumps(out))\n")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([stub] + sys.path))
+        r = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, ".official", "src"), y],
+                           capture_output=True, text=True, env=env, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        got = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertEqual(got, {
+            "model_name": "/w/m", "attn_implementation": "sdpa", "trust_remote_code": False,
+            "dataset_name": of.DATASET_NAME, "dataset_dir": "/w/d", "max_seq_len": 1024, "train_on_prompt": True,
+            "batch_size": 16, "gradient_accumulation_steps": 1, "num_steps": 7, "learning_rate": 3e-4,
+            "weight_decay": 0.1, "max_grad_norm": 1.0, "seed": 1234, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8,
+            "checkpoint_interval": 4, "num_grad_slabs": 12, "log_interval": 1, "world_size": 1, "devices": [0],
+            "dtype": "torch.bfloat16", "optimizer": "deepspeed_adam", "workers": 1})
+
+
 class TestParse(unittest.TestCase):
     B, T = 4, 1024
 
