@@ -223,6 +223,27 @@ class TestOfficialConfig(unittest.TestCase):
             "dtype": "torch.bfloat16", "optimizer": "deepspeed_adam", "workers": 1})
 
 
+@unittest.skipUnless(have("transformers") and have("jinja2"), "transformers not importable here")
+class TestModelDir(unittest.TestCase):
+    def test_train_py_reads_config_and_tokenizer(self):
+        """What train.py loads from the model dir before the weights (AutoTokenizer, then
+        AutoConfig and its VLM test), from the config our --write-model child saves
+        (common.load_config's, cut to --layers) and our tokenizer files."""
+        import common
+        from transformers import AutoConfig, AutoTokenizer
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        spec = common.load_config(os.path.join(ROOT, "experiments", "models", "qwen2.5-14b.json"), 2)
+        spec.config.save_pretrained(d)
+        of.write_files(d, of.tokenizer_files(spec.config.vocab_size))
+        tok = AutoTokenizer.from_pretrained(d, trust_remote_code=False)
+        cfg = AutoConfig.from_pretrained(d, trust_remote_code=False)
+        self.assertEqual((cfg.model_type, cfg.num_hidden_layers, cfg.vocab_size), ("qwen2", 2, 152064))
+        self.assertFalse(hasattr(cfg, "vision_config"))
+        self.assertEqual(len(tok), cfg.vocab_size)
+        self.assertEqual(tok.pad_token, "t0")
+
+
 class TestParse(unittest.TestCase):
     B, T = 4, 1024
 
