@@ -1,28 +1,39 @@
 #!/usr/bin/env python3
-"""Turns the log of an official MegaTrain run into one results row (our schema).
+"""The log of the official MegaTrain examples/sft/train.py, read into our results row.
 
     python3 baselines/peers/official_parse.py --log run.log --config CFG.json \
         --batch B --seq-len T [--layers N] [--warmup 2] [--out results/x.jsonl]
 
-We do not know the official code's output format beyond what shared/REFERENCE.md
-says (it reports TFLOPS = 6 x all params x batch x padded seq / full step wall
-time), so the parser is deliberately narrow and says what it found:
+(megatrain_official.py runs the code and calls the same functions; this CLI re-reads a
+saved log.) The format is that of train.py at the pinned commit (919520f), whose
+logger prints, through logging's "%(asctime)s [%(levelname)s] %(message)s", per step:
 
-  * a step time: on one line, a word "step" or "iter" and a time given as
-    `time[:=] X` / `step_time[:=] X` / `X s/it` / `X ms`, the unit ms or s
-    (a bare number after "time" is read as seconds), one value per line;
-  * a TFLOPS figure: `TFLOPS[:=] X` or `X TFLOPS` on the same or any line.
+    Step {step+1}/{num_steps} | Loss {loss:.4f} | Avg {avg:.4f}
+      Time: {step_time:.2f}s | Tokens/s {tps:.1f} | TFLOPS {tflops:.1f}
+      FWD: {fwd:.2f}s | BWD: {bwd:.2f}s
+      GPU: {peak:.2f}GB peak (alloc {a:.2f}GB / reserved {r:.2f}GB)
+      CPU: {rss:.2f}GB
 
-The first --warmup step times are dropped; median/min/max of the rest (at least
-one) make step_ms, and tflops/mfu are recomputed with OUR formula from N_all of
---config (depth --layers), so the row is comparable with ours. If no step time
-is found but TFLOPS figures are, step times are derived from them with the same
-formula (said on stderr). Nothing found: exit 1 with one line.
+and, before the loop, "Using DeepSpeed CPUAdam optimizer (SIMD-accelerated)" or "Using
+PyTorch AdamW optimizer", "Model loaded. Attention implementation: X", "Starting
+training...". step_time is time.perf_counter() around forward_and_backward (which ends
+in torch.cuda.synchronize()), clip_grad_norm_, optimizer.step(), the copy of the
+updated weights into the pinned flats (_sync_params_to_gpu) and zero_grad; the batch
+fetch is outside it. FWD/BWD are CUDA-event times inside forward_and_backward.
+
+Each step's time is taken as B*T / Tokens/s (printed to 0.1 token/s, so about five
+significant digits) rather than Time (two decimals of a second); the two must agree to
+the printed precision, or the log is refused. The first --warmup steps are dropped.
+tflops/mfu are recomputed with OUR 6*N_all formula; the log's own TFLOPS (which uses
+the same formula, N = the parameters its optimizer holds) is kept beside it.
 """
+
+from __future__ import annotations
 
 import argparse
 import os
 import re
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,38 +41,101 @@ import common  # noqa: E402
 from common import PeerError  # noqa: E402
 
 PROG = "official_parse"
-
-_NUM = r"([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"
-_STEP_WORD = re.compile(r"(?<![a-z])(step|iter|iteration)(?![a-z])", re.I)
-_TIME_PATTERNS = [
-    re.compile(r"\b(?:step[_ ]?time|iter(?:ation)?[_ ]?time|time(?:/step)?)\s*[:=]?\s*" + _NUM + r"\s*(ms|s|sec|seconds)?\b", re.I),
-    re.compile(_NUM + r"\s*(s|ms)/it\b", re.I),
-]
-_TFLOPS_PATTERNS = [
-    re.compile(r"\btflops\s*[:=]?\s*" + _NUM, re.I),
-    re.compile(_NUM + r"\s*tflops", re.I),
-]
+_F = r"([-+]?(?:[0-9]+(?:\.[0-9]*)?|nan|inf))"
+RE_STEP = re.compile(r"\bStep (\d+)/(\d+) \| Loss " + _F)
+RE_TIME = re.compile(r"\bTime: " + _F + r"s \| Tokens/s " + _F + r" \| TFLOPS " + _F)
+RE_PHASE = re.compile(r"\bFWD: " + _F + r"s \| BWD: " + _F + r"s")
+RE_GPU = re.compile(r"\bGPU: " + _F + r"GB peak")
+RE_CPU = re.compile(r"^\S+ \[INFO\]\s+CPU: " + _F + r"GB\s*$")
+RE_ATTN = re.compile(r"Model loaded\. Attention implementation: (\S+)")
+STARTED = "Starting training..."
+OPTIMIZERS = {"Using DeepSpeed CPUAdam optimizer": "deepspeed_cpu_adam",
+              "Using PyTorch AdamW optimizer": "torch_adamw"}
 
 
 def parse_log(text: str) -> dict:
-    """{"step_s": [...], "tflops": [...]} in order of appearance."""
-    steps, tfl = [], []
+    """{"steps": [{step, loss, time_s, tokens_per_s, tflops, fwd_s, bwd_s, gpu_gb,
+    cpu_gb}], "optimizer", "attn", "started"} from the log text."""
+    out = {"steps": [], "optimizer": None, "attn": None, "started": False}
+    cur = None
     for line in text.splitlines():
-        for p in _TFLOPS_PATTERNS:
-            m = p.search(line)
-            if m:
-                tfl.append(float(m.group(1)))
-                break
-        if not _STEP_WORD.search(line):
+        for k, v in OPTIMIZERS.items():
+            if k in line:
+                out["optimizer"] = v
+        if STARTED in line:
+            out["started"] = True
+        m = RE_ATTN.search(line)
+        if m:
+            out["attn"] = m.group(1)
+        m = RE_STEP.search(line)
+        if m:
+            cur = {"step": int(m.group(1)), "loss": float(m.group(3))}
+            out["steps"].append(cur)
             continue
-        for p in _TIME_PATTERNS:
-            m = p.search(line)
-            if m:
-                v = float(m.group(1))
-                unit = (m.group(2) or "s").lower()
-                steps.append(v / 1000.0 if unit == "ms" else v)
-                break
-    return {"step_s": steps, "tflops": tfl}
+        if cur is None:
+            continue
+        m = RE_TIME.search(line)
+        if m:
+            cur.update(time_s=float(m.group(1)), tokens_per_s=float(m.group(2)), tflops=float(m.group(3)))
+        m = RE_PHASE.search(line)
+        if m:
+            cur.update(fwd_s=float(m.group(1)), bwd_s=float(m.group(2)))
+        m = RE_GPU.search(line)
+        if m:
+            cur["gpu_gb"] = float(m.group(1))
+        m = RE_CPU.search(line)
+        if m:
+            cur["cpu_gb"] = float(m.group(1))
+    return out
+
+
+def step_seconds(s: dict, tokens: int) -> float:
+    """One step's time: tokens / Tokens/s, checked against the 2-decimal Time."""
+    if "time_s" not in s:
+        raise PeerError("step %d has no 'Time:' line" % s["step"])
+    t = tokens / s["tokens_per_s"] if s["tokens_per_s"] > 0 else s["time_s"]
+    if abs(t - s["time_s"]) > 0.006 + 1e-3 * t:
+        raise PeerError("step %d: Time %.2fs and %d tokens at %.1f tokens/s (%.4fs) disagree: "
+                        "is --batch/--seq-len the run's?" % (s["step"], s["time_s"], tokens, s["tokens_per_s"], t))
+    return t
+
+
+def _median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def timed_summary(parsed: dict, *, batch: int, seq_len: int, warmup: int) -> dict:
+    """The timed steps' seconds and the extra fields of the row (phases, the log's own
+    figures, loss), or a PeerError saying what is missing."""
+    steps = parsed["steps"]
+    if not steps:
+        raise PeerError("no 'Step i/N' lines in the log (did train.py start training?)")
+    for s in steps:
+        if s["loss"] != s["loss"]:
+            raise PeerError("loss is NaN at step %d" % s["step"])
+    timed = steps[warmup:]
+    if not timed:
+        raise PeerError("%d step(s) in the log, none left after %d warm-up" % (len(steps), warmup))
+    tokens = batch * seq_len
+    secs = [step_seconds(s, tokens) for s in timed]
+    ms = lambda k: _median([s.get(k) for s in timed])  # noqa: E731
+    fwd, bwd = ms("fwd_s"), ms("bwd_s")
+    # the rest of the step: clip, the CPU optimizer, the copy into the pinned flats, zero_grad
+    rest = _median([t - s["fwd_s"] - s["bwd_s"] for t, s in zip(secs, timed) if "fwd_s" in s])
+    gpu = [s["gpu_gb"] for s in steps if "gpu_gb" in s]
+    cpu = [s["cpu_gb"] for s in steps if "cpu_gb" in s]
+    extra = {
+        "phases_ms": {"forward": fwd * 1e3 if fwd is not None else None,
+                      "backward": bwd * 1e3 if bwd is not None else None,
+                      "optimizer_and_rest": rest * 1e3 if rest is not None else None},
+        "log_tflops_median": ms("tflops"),
+        "loss_first": steps[0]["loss"], "loss_last": steps[-1]["loss"],
+        "steps_logged": len(steps), "optimizer": parsed["optimizer"], "attn": parsed["attn"],
+    }
+    return {"step_s": secs, "extra": extra,
+            "peak_gpu_bytes": int(max(gpu) * 2**30) if gpu else None,
+            "peak_host_bytes": int(max(cpu) * 2**30) if cpu else None}
 
 
 def main(argv=None) -> int:
@@ -72,8 +146,6 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--seq-len", type=int, required=True)
     ap.add_argument("--warmup", type=int, default=common.MIN_WARMUP)
-    ap.add_argument("--precision", default="paper",
-                    help="what the official code keeps: bf16 weights+grads, fp32 moments (REFERENCE.md)")
     ap.add_argument("--experiment", default="peers")
     ap.add_argument("--system", default="megatrain_official")
     ap.add_argument("--out", default=None)
@@ -84,33 +156,17 @@ def main(argv=None) -> int:
     except OSError as e:
         raise PeerError("%s: cannot read log (%s)" % (a.log, e.strerror))
     spec = common.load_config(a.config, a.layers)
-    n_params = common.count_params_meta(spec)
-    got = parse_log(text)
-    steps = got["step_s"]
-    if not steps and got["tflops"]:
-        tokens = a.batch * a.seq_len
-        steps = [6.0 * n_params * tokens / (t * 1e12) for t in got["tflops"] if t > 0]
-        print("%s: no step times in %s; derived %d from its TFLOPS with 6*N*tokens" % (PROG, a.log, len(steps)),
-              file=sys.stderr)
-    if not steps:
-        raise PeerError("%s: found neither step times nor TFLOPS figures" % a.log)
-    timed = steps[a.warmup:] if len(steps) > a.warmup else []
-    if not timed:
-        raise PeerError("%s: %d step time(s), none left after %d warm-up" % (a.log, len(steps), a.warmup))
-    if len(timed) < common.MIN_STEPS:
-        print("%s: only %d timed steps (DESIGN.md asks for >= %d)" % (PROG, len(timed), common.MIN_STEPS),
-              file=sys.stderr)
+    got = timed_summary(parse_log(text), batch=a.batch, seq_len=a.seq_len, warmup=a.warmup)
+    precision = "paper" if got["extra"]["optimizer"] == "deepspeed_cpu_adam" else "bf16"
     row = common.make_row(
-        experiment=a.experiment, system=a.system, model=spec.name, params=n_params,
+        experiment=a.experiment, system=a.system, model=spec.name, params=common.count_params_meta(spec),
         layers_run=spec.layers_run, layers_model=spec.layers_model, batch=a.batch, seq_len=a.seq_len,
-        precision=a.precision, step_times_s=timed, peak_gpu=None, peak_host=None,
-        env=common.collect_env())
+        precision=precision, step_times_s=got["step_s"], peak_gpu=got["peak_gpu_bytes"],
+        peak_host=got["peak_host_bytes"], env=common.collect_env())
+    row["official"] = got["extra"]
     if a.out:
         common.append_jsonl(a.out, row)
     print(common.json.dumps(row))
-    if got["tflops"]:
-        print("%s: the log's own TFLOPS (median of reported) %.1f vs ours %.1f"
-              % (PROG, sorted(got["tflops"])[len(got["tflops"]) // 2], row["tflops"]), file=sys.stderr)
     return 0
 
 

@@ -20,7 +20,8 @@
 # /tmp/peers_site and puts that on PYTHONPATH, unless deepspeed is already importable.
 # A peer that fails (exit != 0, or the timeout) gets a row
 # {"schema","experiment","system","model","batch","seq_len","layers_run","error","utc"}
-# and the loop goes on; "official" without MEGATRAIN_OFFICIAL is skipped (no row).
+# and the loop goes on; "official" (megatrain_official.py) without .official/ is
+# skipped (no row; official_prepare.sh lays it out, carried as .official).
 # Progress and the peers' logs go to stderr, and, when $OUT is set (the device
 # tool), the results file and the whole log are copied into $OUT after every run.
 # Exit status: 0 if every run that was not skipped wrote a row, 1 otherwise.
@@ -114,26 +115,21 @@ for peer in $peers; do
     say "[$i/$total] $peer model $model batch $b seq $seq layers ${layers:-all} (timeout ${tmo}s)"
     errf=$(mktemp /tmp/run_peers.err.XXXXXX)
     t0=$(date +%s)
-    if [ "$peer" = official ]; then
-      args=(--config "$config" --batch "$b" --seq-len "$seq" --out "$out" --warmup "$warmup"
-            --experiment "$experiment")
-      [ -n "$layers" ] && args+=(--layers "$layers")
-      timeout "$tmo" bash "$here/official_megatrain.sh" "${args[@]}" 2> >(tee -a "$log_all" "$errf" >&2) >>"$log_all"
-      rc=$?
-      system=megatrain_official
-    else
-      args=(--config "$config" --batch "$b" --seq-len "$seq" --steps "$steps" --warmup "$warmup"
-            --out "$out" --experiment "$experiment")
-      [ -n "$layers" ] && args+=(--layers "$layers")
-      timeout "$tmo" python3 "$here/$peer.py" "${args[@]}" "${extra[@]}" \
-        2> >(tee -a "$log_all" "$errf" >&2) >>"$log_all"
-      rc=$?
-      system=$peer
-    fi
+    # "official" is megatrain_official.py (the official code, laid out by official_prepare.sh)
+    script=$peer system=$peer
+    [ "$peer" = official ] && script=megatrain_official system=megatrain_official
+    args=(--config "$config" --batch "$b" --seq-len "$seq" --steps "$steps" --warmup "$warmup"
+          --out "$out" --experiment "$experiment")
+    [ -n "$layers" ] && args+=(--layers "$layers")
+    pextra=("${extra[@]}")
+    [ "$peer" = official ] && pextra=()  # the torch peers' flags (--ds-*, --adam) are not its
+    timeout "$tmo" python3 "$here/$script.py" "${args[@]}" "${pextra[@]}" \
+      2> >(tee -a "$log_all" "$errf" >&2) >>"$log_all"
+    rc=$?
     sleep 1  # let the tee of stderr finish
     dt=$(( $(date +%s) - t0 ))
     if [ $rc -eq 77 ] && [ "$peer" = official ]; then
-      say "[$i/$total] $peer skipped (set MEGATRAIN_OFFICIAL)"
+      say "[$i/$total] $peer skipped ($(grep -m1 -o 'skipped: .*' "$errf"))"
     elif [ $rc -eq 0 ]; then
       n_runs=$((n_runs + 1))
       say "[$i/$total] $peer batch $b done in ${dt}s"
@@ -143,7 +139,7 @@ for peer in $peers; do
         msg="timeout after ${tmo}s"
       else
         # the peer's one clear line, else the last line it printed
-        msg=$(grep -E "^(fsdp2_offload|deepspeed_zero3|official_megatrain|official_parse): " "$errf" | tail -1)
+        msg=$(grep -E "^(fsdp2_offload|deepspeed_zero3|megatrain_official): " "$errf" | tail -1)
         [ -n "$msg" ] || msg=$(grep -v '^[[:space:]]*$' "$errf" | tail -1)
         msg="exit $rc: ${msg:-no output}"
       fi

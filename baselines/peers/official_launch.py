@@ -1,0 +1,62 @@
+"""Starts the official examples/sft/train.py, with SDPA taught the one thing its
+single-GPU path needs from flash_attention_2 (megatrain_official.py runs this file).
+
+    MT_OFFICIAL_SDPA_2D=1 python3 official_launch.py TRAIN_PY --config YAML
+
+(MT_OFFICIAL_SDPA_2D unset or 0: train.py runs with nothing changed.)
+
+Why: at the pinned commit, CPUMasterModel._forward_and_backward_single_gpu (infinity/
+model/cpu_master.py) hands each decoder layer the batch's 2-D [B, T] padding mask as
+`attention_mask`. flash_attention_2 (what every official config asks for) reads such a
+mask as padding and stays causal. SDPA, the only fast attention on a machine without
+the flash-attn package, cannot: torch's scaled_dot_product_attention would broadcast the
+[B, T] integer mask against [B, H, T, T] (an error for B != T) and, with a mask given,
+transformers turns is_causal off. (Only the multi-GPU worker converts the mask to 4-D.)
+
+What the wrapper does, and only when the mask is 2-D: checks once per mask tensor that
+it is all ones (our rows are never padded: official_files writes exactly T tokens per
+sample; a padded batch is an error, not silently mis-attended), then calls transformers'
+own SDPA function with no mask, so it runs causal, as flash_attention_2 would, on
+PyTorch's flash kernel. 4-D masks and every other call pass through unchanged. The
+official code itself is run as it is (runpy), from its own tree.
+"""
+
+import os
+import runpy
+import sys
+
+
+def install_sdpa_2d_mask() -> None:
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    sdpa = ALL_ATTENTION_FUNCTIONS["sdpa"]
+    checked = {}
+
+    def sdpa_2d_mask(module, query, key, value, attention_mask, *args, **kwargs):
+        if attention_mask is not None and attention_mask.dim() == 2:
+            k = (attention_mask.data_ptr(), tuple(attention_mask.shape))
+            if k not in checked:  # one host sync per step's mask, not per layer
+                if len(checked) > 64:
+                    checked.clear()
+                checked[k] = bool(attention_mask.bool().all())
+            if not checked[k]:
+                raise RuntimeError("official_launch: a padded batch reached SDPA with a 2-D mask; "
+                                   "only unpadded rows are supported without flash-attn")
+            attention_mask = None
+        return sdpa(module, query, key, value, attention_mask, *args, **kwargs)
+
+    ALL_ATTENTION_FUNCTIONS["sdpa"] = sdpa_2d_mask
+
+
+def main() -> None:
+    if len(sys.argv) < 2:
+        sys.exit("usage: official_launch.py TRAIN_PY [its arguments]")
+    train_py = os.path.abspath(sys.argv[1])
+    if os.environ.get("MT_OFFICIAL_SDPA_2D") == "1":
+        install_sdpa_2d_mask()
+    sys.argv = [train_py] + sys.argv[2:]
+    sys.path.insert(0, os.path.dirname(train_py))  # as `python3 train.py` would
+    runpy.run_path(train_py, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
