@@ -51,6 +51,7 @@ void mt_mb_error(mt_mb_state *s, const char *msg);
 // Each benchmark file registers its benchmarks; release frees what they cached.
 void mt_mb_register_host(void);   // host_mem.c: memcpy, triad
 void mt_mb_register_adamw(void);  // adamw.c
+void mt_mb_register_adamw_unit(void); // adamw_unit.c: the engine's AdamW over embedding, layer, head
 void mt_mb_register_gemm(void);   // gemm.c
 void mt_mb_register_copy(void);   // copy.c
 void mt_mb_register_layer(void);  // layer.c
