@@ -23,6 +23,7 @@
 #include "cli/run_setup.h"
 #include "cli/train_state.h"
 #include "core/host_mem.h"
+#include "core/json_file.h"
 #include "core/metrics.h"
 #include "core/sysinfo.h"
 #include "data/dataloader.h"
@@ -127,36 +128,36 @@ static mt_status resume_cursor(const mt_options *o, const mt_train_state *rs, mt
 
 static void emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr, double step_ms, double params) {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "step", step);
-    cJSON_AddNumberToObject(j, "loss", st->loss);
+    mt_json_add_exact(j, "step", step);
+    mt_json_add_exact(j, "loss", st->loss);
     char lr_text[32]; // the f32 lr as its shortest round-tripping decimal, not its double expansion
     for (int digits = 6; digits <= 9; digits++) {
         snprintf(lr_text, sizeof lr_text, "%.*g", digits, lr);
         if ((float)strtod(lr_text, NULL) == lr) break;
     }
     cJSON_AddRawToObject(j, "lr", lr_text);
-    cJSON_AddNumberToObject(j, "grad_norm", st->grad_norm);
-    cJSON_AddNumberToObject(j, "clip", st->clip_factor);
+    mt_json_add_exact(j, "grad_norm", st->grad_norm);
+    mt_json_add_exact(j, "clip", st->clip_factor);
     cJSON_AddBoolToObject(j, "skipped", st->skipped); // a non-finite gradient: no update (README: non-finite gradients)
-    cJSON_AddNumberToObject(j, "spec_units", st->spec_units); // updated under the backward (speculative step)
-    cJSON_AddNumberToObject(j, "rollbacks", st->rollbacks);   // of those, restored and redone
-    cJSON_AddNumberToObject(j, "tokens", (double)st->tokens);
-    cJSON_AddNumberToObject(j, "step_ms", step_ms);
-    cJSON_AddNumberToObject(j, "tokens_per_s", mt_metric_tokens_per_s((double)st->tokens, step_ms));
-    cJSON_AddNumberToObject(j, "tflops", mt_metric_tflops(params, (double)st->tokens, step_ms));
+    mt_json_add_exact(j, "spec_units", st->spec_units); // updated under the backward (speculative step)
+    mt_json_add_exact(j, "rollbacks", st->rollbacks);   // of those, restored and redone
+    mt_json_add_exact(j, "tokens", (double)st->tokens);
+    mt_json_add_exact(j, "step_ms", step_ms);
+    mt_json_add_exact(j, "tokens_per_s", mt_metric_tokens_per_s((double)st->tokens, step_ms));
+    mt_json_add_exact(j, "tflops", mt_metric_tflops(params, (double)st->tokens, step_ms));
     // Per-phase busy time from the engine's events (union of spans per stream / host thread).
-    cJSON_AddNumberToObject(j, "compute_ms", st->compute_ms);
-    cJSON_AddNumberToObject(j, "h2d_ms", st->h2d_ms);
-    cJSON_AddNumberToObject(j, "d2h_ms", st->d2h_ms);
-    cJSON_AddNumberToObject(j, "drain_ms", st->drain_ms);
-    cJSON_AddNumberToObject(j, "optimizer_ms", st->optimizer_ms);
-    cJSON_AddNumberToObject(j, "gpu_busy_frac", mt_metric_busy_frac(st->compute_ms, step_ms));
-    cJSON_AddNumberToObject(j, "h2d_gbps", mt_metric_gbps(st->h2d_bytes, st->h2d_ms));
-    cJSON_AddNumberToObject(j, "d2h_gbps", mt_metric_gbps(st->d2h_bytes, st->d2h_ms));
-    cJSON_AddNumberToObject(j, "opt_wait_ms", st->opt_wait_ms);
-    cJSON_AddNumberToObject(j, "drain_wait_ms", st->drain_wait_ms);
+    mt_json_add_exact(j, "compute_ms", st->compute_ms);
+    mt_json_add_exact(j, "h2d_ms", st->h2d_ms);
+    mt_json_add_exact(j, "d2h_ms", st->d2h_ms);
+    mt_json_add_exact(j, "drain_ms", st->drain_ms);
+    mt_json_add_exact(j, "optimizer_ms", st->optimizer_ms);
+    mt_json_add_exact(j, "gpu_busy_frac", mt_metric_busy_frac(st->compute_ms, step_ms));
+    mt_json_add_exact(j, "h2d_gbps", mt_metric_gbps(st->h2d_bytes, st->h2d_ms));
+    mt_json_add_exact(j, "d2h_gbps", mt_metric_gbps(st->d2h_bytes, st->d2h_ms));
+    mt_json_add_exact(j, "opt_wait_ms", st->opt_wait_ms);
+    mt_json_add_exact(j, "drain_wait_ms", st->drain_wait_ms);
     struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) == 0) cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)ru.ru_maxrss * 1024);
+    if (getrusage(RUSAGE_SELF, &ru) == 0) mt_json_add_exact(j, "peak_rss_bytes", (double)ru.ru_maxrss * 1024);
     char *s = cJSON_PrintUnformatted(j);
     mt_sink_line(sink, s);
     free(s);

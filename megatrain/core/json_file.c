@@ -2,6 +2,7 @@
 // duplicated keys), with errors that name the file and the line.
 #include "core/json_file.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,4 +67,17 @@ mt_status mt_json_load(const char *path, const char *what, size_t max_bytes, cJS
     mt_status s = mt_json_parse(path, text, len, out);
     free(text);
     return s;
+}
+
+void mt_json_add_exact(cJSON *o, const char *key, double v) {
+    if (!isfinite(v)) {
+        cJSON_AddNullToObject(o, key);
+        return;
+    }
+    char buf[40];
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    cJSON_AddRawToObject(o, key, buf);
 }

@@ -20,4 +20,10 @@ mt_status mt_json_load(const char *path, const char *what, size_t max_bytes, cJS
 // The same checks on text already in memory (`path` only names it in errors).
 mt_status mt_json_parse(const char *path, const char *text, size_t len, cJSON **out);
 
+// Adds `v` to object `o` as the shortest decimal that reads back as the same double
+// (cJSON's own printing accepts 15 digits within an epsilon, which can lose the last
+// bit, so a reader recomputing a metric from the printed inputs would differ);
+// null where v is not finite, as cJSON prints it.
+void mt_json_add_exact(cJSON *o, const char *key, double v);
+
 #endif
