@@ -35,6 +35,49 @@ def say(msg):
     print(f"gpu_campaign: {msg}", file=sys.stderr, flush=True)
 
 
+def _get(d, path):
+    for k in path.split("."):
+        if not isinstance(d, dict) or k not in d:
+            return None, False
+        d = d[k]
+    return d, True
+
+
+def _set(d, path, value):
+    keys = path.split(".")
+    for k in keys[:-1]:
+        d = d.setdefault(k, {})
+    d[keys[-1]] = value
+
+
+def merge_profile(old, new):
+    """The profile `new` (one part's calibration) filed over `old` (what is there): each
+    figure the new one measured or derived from a measurement replaces the old one with
+    its source; every other figure keeps the old value and source, so calibrations from
+    different parts (A's GEMM and host rates, C's attention tables) and later runs add
+    up instead of the last part's base erasing the rest. Returns (merged, keys taken)."""
+    if not old:
+        return new, sorted((new.get("sources") or {}).keys())
+    merged = json.loads(json.dumps(old))
+    merged.setdefault("sources", {})
+    taken = []
+    srcs = new.get("sources") or {}
+    # A derived figure comes along only where this part measured something in its section
+    # (host.adamw_params_per_s from a measured host.adamw_gbps), not a base's derivation
+    # from an assumption.
+    measured_in = {k.split(".")[0] for k, v in srcs.items() if str(v).startswith("measured")}
+    for key, src in sorted(srcs.items()):
+        if not (str(src).startswith("measured") or (str(src).startswith("derived") and key.split(".")[0] in measured_in)):
+            continue
+        value, ok = _get(new, key)
+        if not ok:
+            continue
+        _set(merged, key, value)
+        merged["sources"][key] = src
+        taken.append(key)
+    return merged, taken
+
+
 def file_dirs(dirs, allow_dirty=False, dry_run=False):
     mans = sorted(m for d in dirs for m in glob.glob(os.path.join(d, "*-manifest.json")))
     if not mans:
@@ -70,17 +113,26 @@ def file_dirs(dirs, allow_dirty=False, dry_run=False):
                     say(f"{prof}: not a profile of a lent machine ({', '.join(LENT)}): not filed")
                     bad += 1
                     continue
-                measured = sorted(k for k, v in (p.get("sources") or {}).items() if str(v).startswith("measured"))
-                say(f"part {P}: experiments/hardware/{name} <- calibrated ({len(measured)} figures measured: "
-                    f"{', '.join(measured[:6])}{'...' if len(measured) > 6 else ''})")
+                dest_prof = os.path.join(REPO, "experiments", "hardware", name)
+                old = json.load(open(dest_prof)) if os.path.exists(dest_prof) else None
+                merged, taken = merge_profile(old, p)
+                say(f"part {P}: experiments/hardware/{name} <- {len(taken)} figures measured or derived here, "
+                    f"the rest kept: {', '.join(taken[:6])}{'...' if len(taken) > 6 else ''}")
                 if not dry_run:
-                    shutil.copyfile(prof, os.path.join(REPO, "experiments", "hardware", name))
+                    with open(dest_prof + ".tmp", "w") as f:
+                        json.dump(merged, f, indent=2)
+                        f.write("\n")
+                    os.replace(dest_prof + ".tmp", dest_prof)
             dest = {"labs": os.path.join(REPO, "results", "labs"),
                     "campaign": os.path.join(REPO, "results", "campaign")}
             labs = sorted(glob.glob(os.path.join(tmp, "labs", "*")))
             for f in labs + [m, os.path.join(d, f"{P}-summary.txt")]:
                 where = dest["labs"] if f in labs else dest["campaign"]
-                name = os.path.basename(f) if f in labs else f"{tag}-{os.path.basename(f).split('-', 1)[1]}"
+                # Two folders of one part (a part re-run, or split over calls) keep both: the
+                # manifest's time is in the name.
+                when = str(man.get("utc") or "").replace("-", "").replace(":", "")
+                stem = f"{tag}-{when}" if when else tag
+                name = os.path.basename(f) if f in labs else f"{stem}-{os.path.basename(f).split('-', 1)[1]}"
                 say(f"part {P}: {os.path.relpath(os.path.join(where, name), REPO)}")
                 if not dry_run and os.path.exists(f):
                     os.makedirs(where, exist_ok=True)
