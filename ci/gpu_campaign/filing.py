@@ -50,6 +50,28 @@ def _set(d, path, value):
     d[keys[-1]] = value
 
 
+def _split_source(p, key):
+    """Before `key` gets a source of its own: an ancestor's source ("host.adamw_gbps" for
+    "host.adamw_gbps.paper") is handed to each of the ancestor's other leaves and dropped,
+    so no stale source speaks for a figure that now has its own."""
+    parts = key.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        anc = ".".join(parts[:i])
+        if anc not in p["sources"]:
+            continue
+        src = p["sources"].pop(anc)
+        value, ok = _get(p, anc)
+        def leaves(v, path):
+            if isinstance(v, dict):
+                for k, sub in v.items():
+                    yield from leaves(sub, f"{path}.{k}")
+            else:
+                yield path
+        for leaf in (leaves(value, anc) if ok else ()):
+            if leaf != key and not leaf.startswith(key + ".") and leaf not in p["sources"]:
+                p["sources"][leaf] = src
+
+
 def merge_profile(old, new):
     """The profile `new` (one part's calibration) filed over `old` (what is there): each
     figure the new one measured or derived from a measurement replaces the old one with
@@ -72,6 +94,7 @@ def merge_profile(old, new):
         value, ok = _get(new, key)
         if not ok:
             continue
+        _split_source(merged, key)
         _set(merged, key, value)
         merged["sources"][key] = src
         taken.append(key)

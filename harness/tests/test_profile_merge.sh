@@ -54,6 +54,18 @@ check(later["gpu"]["gemm_efficiency"] == 0.81 and later["sources"]["gpu.gemm_eff
       "a later calibration replaces the figure and its source")
 check(later["gpu"]["attention_tflops"] == ac["gpu"]["attention_tflops"], "and keeps what it did not measure")
 check(filing.merge_profile(None, C)[0] == C, "nothing there yet: the part's profile as it is")
+# A figure measured under a key whose parent had one source: the parent's source goes to the
+# figures still under it, not to the measured one.
+P = copy.deepcopy(base)
+P["link"]["h2d_gbps"]["pageable"] = 27.5
+P["sources"]["link.h2d_gbps"] = "assumed: both"
+P["sources"].pop("link.h2d_gbps.pinned")
+Q = copy.deepcopy(P)
+Q["link"]["h2d_gbps"]["pinned"] = 55.35
+Q["sources"]["link.h2d_gbps.pinned"] = "measured: copy"
+m, _ = filing.merge_profile(P, Q)
+check("link.h2d_gbps" not in m["sources"] and m["sources"]["link.h2d_gbps.pinned"] == "measured: copy" and
+      m["sources"]["link.h2d_gbps.pageable"] == "assumed: both", "a parent's source is split among the figures left under it")
 sys.exit(1 if fails else 0)
 PY
 rc=$?
