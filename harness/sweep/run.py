@@ -283,7 +283,8 @@ def run_peer(R, row, c):
     src, _, layers_model = R.model_config(c, None)
     script = os.path.join(peers_dir(), c["peer"] + ".py")
     if not os.path.isfile(script):  # a peer still being written, or left out of this tree
-        raise Unreached(f"skipped: {os.path.relpath(script, REPO)} is not in this tree")
+        where = os.path.relpath(script, REPO) if script.startswith(REPO + os.sep) else script
+        raise Unreached(f"skipped: {where} is not in this tree")
     cmd = [sys.executable, script, "--config", src,
            "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]), "--warmup", str(c["warmup"]),
            "--steps", str(c["steps"] - c["warmup"] - 1), "--seed", str(c["seed"]), "--precision", c["precision"],
