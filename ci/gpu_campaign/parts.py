@@ -87,7 +87,10 @@ def peers_setup():
             "allow_s": max(ALLOW_PEERS_SETUP, ALLOW_OFFICIAL_PREP),
             # the official code's prepare, beside the JIT build (baselines/peers/megatrain_official.py)
             "official": {"script": "baselines/peers/megatrain_official.py", "config": C2_MODEL,
-                         "layers": C2_LAYERS, "timeout_s": OFFICIAL_PREP_TIMEOUT}}
+                         "layers": C2_LAYERS, "timeout_s": OFFICIAL_PREP_TIMEOUT,
+                         # the sweeps' seed (harness/sweep/sweeps.py DEFAULTS): the prepared model is
+                         # cached by seed, and the sweep's run must find the one prepared here
+                         "seed": 1}}
 
 
 def cpu_adam():

@@ -41,7 +41,9 @@ class Ctx:
         self.work = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"mt_campaign_{part['name']}_{os.getpid()}")
         for d in ("rows", "profile", "labs", "logs", "sweeps"):
             os.makedirs(os.path.join(self.work, d), exist_ok=True)
-        self.env = dict(os.environ, MT_BIN=bin_dir, PYTHONUNBUFFERED="1")
+        # OUT: where a step's own tools put their files (the official peer writes its train.py log
+        # to $OUT): the part's logs, packed, never the device tool's $OUT, which holds 8 files at most
+        self.env = dict(os.environ, MT_BIN=bin_dir, PYTHONUNBUFFERED="1", OUT=os.path.join(self.work, "logs"))
         self.gpu_name = None
         self.tag = "dryrun-" + part["name"] if dry else None
         self.results = []   # one dict per step: name, kind, status, rc, seconds, timeout_s, note
@@ -252,7 +254,8 @@ def step_peers(ctx, st, log, timeout):
             off_why = f"skipped: {off['script']} is not in this tree"
         else:
             jobs["official_prepare"] = ([sys.executable, off["script"], "--prepare-only", "--config", off["config"],
-                                         "--layers", str(off["layers"])], log.replace(".log", "-official.log"),
+                                         "--layers", str(off["layers"]), "--seed", str(off.get("seed", 1))],
+                                        log.replace(".log", "-official.log"),
                                         min(off["timeout_s"], max(10, t_end - time.time())))
     rcs = run_side_by_side(ctx, jobs)
     for name, (rc, dt) in rcs.items():

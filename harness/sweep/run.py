@@ -309,6 +309,15 @@ def run_peer(R, row, c):
     for k in PEER_PHASES:  # its per-phase medians and setup time, where the peer reports them
         if p.get(k) is not None:
             row[k] = p[k]
+    off = p.get("official")
+    if isinstance(off, dict):  # megatrain_official.py: its per-phase medians and setup inside "official"
+        row["official"] = off
+        ph = off.get("phases_ms") or {}
+        for k, name in (("fwd_ms", "forward"), ("bwd_ms", "backward")):
+            if row.get(k) is None and isinstance(ph.get(name), (int, float)):
+                row[k] = ph[name]
+        if row.get("setup") is None and isinstance(off.get("setup_s"), dict):
+            row["setup"] = off["setup_s"]
     finish_speed(row, c["batch"] * c["seq_len"], row["params"], dense_peak(row["env"].get("gpu_name")))
     return row
 
