@@ -44,11 +44,12 @@ def cmd_list(args):
         over = t - estimate.START_S - estimate.PACK_S > p.get("budget_s", runner.PART_BUDGET_S)
         print(f"{p['name']}  {estimate.minutes(t)} min  {p['what']}"
               + ("  [over a part's 9 minutes: the steps past its budget are skipped]" if over else ""))
-        if total + t > SESSION_S and sessions[-1]:
+        m = estimate.minutes(t) * 60  # grouped by the minutes printed, so the groups add up as shown
+        if total + m > SESSION_S and sessions[-1]:
             sessions.append([])
             total = 0.0
         sessions[-1].append(p["name"])
-        total += t
+        total += m
         if args.detail:
             for name, s, basis in rows:
                 print(f"     {name:28s} {s:7.0f} s  {basis}")
