@@ -334,7 +334,17 @@ def step_cpu_adam(ctx, st, log, timeout):
     rc, _ = run_proc(ctx, argv, log, timeout, stdout=ctx.path("logs", "cpu_adam.stdout"))
     for l in tail(log, 4):
         say("  " + l)
-    return classify(ctx, rc), (None if rc == 0 else "cpu_optimizers.py did not finish (the log says why)")
+    if rc != 0:
+        return classify(ctx, rc), "cpu_optimizers.py did not finish (the log says why)"
+    try:  # the figures into the summary: params/s and bytes/s each, ours over DeepSpeed, the triad
+        rows = {r["impl"]: r for r in (json.loads(l) for l in open(keep) if l.strip())}
+        o, d = rows["megatrain_adamw_paper"], rows["deepspeed_cpu_adam"]
+        return "ok", (f"ours/DeepSpeed {o['ratio_to_deepspeed']:.2f}x at {o['threads']} threads, n {o['n_params']} "
+                      f"({o['n_over_llc']:.1f}x the LLC): ours {o['params_per_s'] / 1e6:.0f} M params/s "
+                      f"({o['bytes_per_s'] / 1e9:.1f} GB/s), DeepSpeed {d['params_per_s'] / 1e6:.0f} M params/s "
+                      f"({d['bytes_per_s'] / 1e9:.1f} GB/s), triad {o['triad_gb_s']:.1f} GB/s")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return "failed", f"cpu_adam rows unreadable: {type(e).__name__}: {e}"
 
 
 def step_lab(ctx, st, log, timeout):
