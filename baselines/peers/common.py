@@ -47,6 +47,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "harness"))
 import metrics  # noqa: E402  (harness/metrics.py)
 
+T0 = time.time()  # this module is imported first, before torch: setup_s counts from here
+
 SCHEMA = "megatrain.results/1"
 RESULT_KEYS = (
     "schema", "experiment", "system", "mode", "model", "params", "layers_run",
@@ -299,20 +301,62 @@ class ModelSpec:
 
 
 
-def report(a, prog: str, system: str, spec, n_params: int, times, peak_gpu: int) -> dict:
+def report(a, prog: str, system: str, spec, n_params: int, times, peak_gpu: int, extras=None) -> dict:
     """One timed configuration of a peer: the results row, appended to a.out (if set),
-    printed on stdout, and summarized on stderr."""
+    printed on stdout, and summarized on stderr. `extras` (phase_fields) follow
+    DESIGN.md's keys: the harness copies them into its sweep row."""
     row = make_row(
         experiment=a.experiment, system=system, model=spec.name, params=n_params,
         layers_run=spec.layers_run, layers_model=spec.layers_model, batch=a.batch,
         seq_len=a.seq_len, precision=a.precision, step_times_s=times,
         peak_gpu=peak_gpu, peak_host=peak_host_bytes(), env=collect_env())
+    row.update(extras or {})
     if a.out:
         append_jsonl(a.out, row)
     print(json.dumps(row), flush=True)
     log("%s: median %.1f ms, %.1f TFLOP/s, mfu %s" % (prog, row["step_ms"]["median"], row["tflops"],
                                                      "%.3f" % row["mfu"] if row["mfu"] else "-"))
+    if row.get("fwd_ms") is not None:
+        log("%s: phases (medians) forward %.1f ms, backward %.1f ms, optimizer %.1f ms; setup %.1f s %s"
+            % (prog, row["fwd_ms"], row["bwd_ms"], row["optimizer_ms"], row.get("setup_s") or 0,
+               json.dumps(row.get("setup") or {})))
     return row
+
+
+class Phases:
+    """Per-step phase times, each bracketed by a device synchronize (so a phase's queued GPU
+    work is charged to it, not to the next). The sync costs a few microseconds per phase, a
+    small price for knowing where a peer's step goes: forward, backward, optimizer."""
+
+    def __init__(self, device=None):
+        self.device, self.t, self.cur = device, None, {}
+
+    def start(self) -> None:
+        _sync(self.device)
+        self.t, self.cur = time.perf_counter(), {}
+
+    def mark(self, name: str) -> None:
+        _sync(self.device)
+        now = time.perf_counter()
+        self.cur[name] = (now - self.t) * 1000.0
+        self.t = now
+
+    def take(self) -> dict:
+        cur, self.cur = self.cur, {}
+        return cur
+
+
+def phase_fields(rows, setup: dict) -> dict:
+    """The row's extra fields: medians over the timed steps of each phase (fwd_ms, bwd_ms,
+    optimizer_ms), setup_s (process start to the first step) and its parts (setup)."""
+    timed = [r for r in rows if not r.get("warmup")]
+    out = {}
+    for k in ("fwd_ms", "bwd_ms", "optimizer_ms"):
+        v = [r[k] for r in timed if isinstance(r.get(k), (int, float))]
+        out[k] = statistics.median(v) if v else None
+    out["setup_s"] = setup.get("total_s")
+    out["setup"] = {k: round(v, 2) for k, v in setup.items() if k != "total_s"}
+    return out
 
 def load_config(path: str, layers: Optional[int] = None) -> ModelSpec:
     """Reads an HF config.json (or a directory holding one); --layers N overrides
@@ -476,16 +520,25 @@ def adamw_param_groups(params, weight_decay: float = WEIGHT_DECAY):
 
 # ------------------------------------------------------------------ the loop
 
-def train_step_torch(loss_model, optimizer, params, x, y, clip: float = GRAD_CLIP):
+def train_step_torch(loss_model, optimizer, params, x, y, clip: float = GRAD_CLIP, phases=None):
     """One step as every torch-optimizer peer runs it (plain torch and FSDP2):
     forward + backward, clip_grad_norm_ on the global L2 norm, AdamW step.
-    Returns (loss, grad_norm) as tensors (no host sync here)."""
+    Returns (loss, grad_norm) as tensors (no host sync here unless `phases` times them:
+    fwd_ms, bwd_ms, optimizer_ms = clipping + AdamW + zero_grad)."""
     import torch
+    if phases:
+        phases.start()
     loss = loss_model(x, y)
+    if phases:
+        phases.mark("fwd_ms")
     loss.backward()
+    if phases:
+        phases.mark("bwd_ms")
     gn = torch.nn.utils.clip_grad_norm_(params, clip) if clip and clip > 0 else None
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+    if phases:
+        phases.mark("optimizer_ms")
     return loss, gn
 
 
@@ -496,10 +549,11 @@ def _sync(device) -> None:
 
 
 def run_timed(step_fn: Callable, batches: TokenBatches, *, warmup: int, steps: int,
-              device=None, label: str = "") -> tuple:
+              device=None, label: str = "", phases: Optional[Phases] = None) -> tuple:
     """Runs warmup + steps steps; each timed from a synchronized start to a
     synchronized end, the batch fetch and host-to-device copy included.
-    step_fn(x, y) -> (loss, grad_norm). Returns (timed step seconds, log rows)."""
+    step_fn(x, y) -> (loss, grad_norm); with `phases` (the Phases step_fn marks), each
+    log row also has the step's phase times. Returns (timed step seconds, log rows)."""
     times, rows = [], []
     for i in range(warmup + steps):
         _sync(device)
@@ -515,6 +569,8 @@ def run_timed(step_fn: Callable, batches: TokenBatches, *, warmup: int, steps: i
             gv = float(g.float().item()) if hasattr(g, "item") else float(g)
         r = {"step": i + 1, "warmup": i < warmup, "loss": lv, "grad_norm": gv,
              "tokens": batches.B * batches.T, "step_ms": dt * 1000.0}
+        if phases is not None:
+            r.update(phases.take())
         rows.append(r)
         log("%s step %d/%d%s loss %.4f grad_norm %s %.1f ms"
             % (label, i + 1, warmup + steps, " (warm-up)" if i < warmup else "",

@@ -39,6 +39,7 @@ be reported as the DeepSpeed baseline.
 import argparse
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
@@ -143,12 +144,16 @@ def load_cpu_adam_op() -> None:
         sys.exit(EXIT_NO_OP)
 
 
-def setup(a, spec, dist_backend: str = "nccl"):
+def setup(a, spec, dist_backend: str = "nccl", timings=None):
     """init_distributed, the model under zero.Init, per-layer checkpointing, the
     loss wrapper, the optimizer and deepspeed.initialize. Returns (engine, N_all).
+    `timings` (a dict) gets model_build_s and engine_init_s.
     (The tests call this with DS_ACCELERATOR=cpu and gloo.)"""
+    import time
     import torch
     import deepspeed
+    timings = {} if timings is None else timings
+    t = time.time()
     deepspeed.init_distributed(dist_backend=dist_backend, auto_mpi_discovery=False)
     cfg = ds_config(a, spec.config.hidden_size)
     log("%s: deepspeed %s, config %s" % (PROG, deepspeed.__version__, common.json.dumps(cfg)))
@@ -163,6 +168,8 @@ def setup(a, spec, dist_backend: str = "nccl"):
     if not a.no_checkpointing:
         common.checkpoint_each_layer(model)
     loss_model = common.make_loss_model(model, a.ce_chunk)
+    timings["model_build_s"] = time.time() - t  # init_distributed and zero.Init's partitioning included
+    t = time.time()
 
     groups = common.adamw_param_groups(loss_model.parameters())
     if a.torch_adam:
@@ -173,17 +180,28 @@ def setup(a, spec, dist_backend: str = "nccl"):
                                weight_decay=common.WEIGHT_DECAY, adamw_mode=True)
     engine, _, _, _ = deepspeed.initialize(model=loss_model, optimizer=opt, config=cfg)
     engine.train()
+    timings["engine_init_s"] = time.time() - t
     log("%s: %d parameters (N_all), precision %s, ce chunk %d" % (PROG, n_params, a.precision, a.ce_chunk))
     return engine, n_params
 
 
-def make_step(engine):
+def make_step(engine, phases=None):
     """One DeepSpeed step: forward, engine.backward (ZeRO-3 reduces and offloads
-    gradients), engine.step (clipping + CPU Adam + bf16 copy back)."""
+    gradients), engine.step (clipping + CPU Adam + bf16 copy back). With `phases`
+    (common.Phases) each of the three is timed: fwd_ms, bwd_ms, optimizer_ms."""
+    def mark(name):
+        if phases is not None:
+            phases.mark(name)
+
     def step(x, y):
+        if phases is not None:
+            phases.start()
         loss = engine(x, y)
+        mark("fwd_ms")
         engine.backward(loss)
+        mark("bwd_ms")
         engine.step()
+        mark("optimizer_ms")
         return loss, engine.get_global_grad_norm()
     return step
 
@@ -202,18 +220,25 @@ def main(argv=None) -> int:
     # bf16 param 2 + fp32 master 4 + fp32 m, v 8 + fp32 grad partition 4 (fp32 mode: 4 + 4 + 8 + 4)
     common.check_host_budget(common.count_params_meta(spec), 18 if a.precision == "mixed" else 20,
                              "ZeRO-3 offload of %s (%d layers)" % (spec.name, spec.layers_run))
+    timings = {"imports_s": time.time() - common.T0}  # torch, deepspeed, transformers' config
     if not a.torch_adam:
         log("%s: building/loading DeepSpeed's cpu_adam op (first use JIT-compiles, ~1 min)" % PROG)
+        t = time.time()
         load_cpu_adam_op()
+        timings["cpu_adam_load_s"] = time.time() - t
 
     common.setup_single_rank_env()
     torch.cuda.set_device(0)
-    engine, n_params = setup(a, spec, dist_backend="nccl")
+    engine, n_params = setup(a, spec, dist_backend="nccl", timings=timings)
     torch.cuda.reset_peak_memory_stats()
 
-    times, _ = common.run_timed(make_step(engine), batches, warmup=a.warmup, steps=a.steps,
-                                device=torch.device("cuda", 0), label=PROG)
-    common.report(a, PROG, system_name(a), spec, n_params, times, int(torch.cuda.max_memory_allocated()))
+    device = torch.device("cuda", 0)
+    phases = common.Phases(device)
+    timings["total_s"] = time.time() - common.T0
+    times, rows = common.run_timed(make_step(engine, phases), batches, warmup=a.warmup, steps=a.steps,
+                                   device=device, label=PROG, phases=phases)
+    common.report(a, PROG, system_name(a), spec, n_params, times, int(torch.cuda.max_memory_allocated()),
+                  extras=common.phase_fields(rows, timings))
     try:
         engine.destroy()
     except Exception:  # noqa: BLE001 - teardown only

@@ -32,6 +32,7 @@ progress on stderr. Exit 1 with one line on bad input.
 import argparse
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
@@ -86,6 +87,7 @@ def main(argv=None) -> int:
     spec = common.load_config(a.config, a.layers)
     batches = common.TokenBatches(a.data, a.batch, a.seq_len, spec.config.vocab_size, seed=a.seed)
 
+    timings = {"imports_s": time.time() - common.T0}
     common.setup_single_rank_env()
     torch.cuda.set_device(0)
     dist.init_process_group(backend="cuda:nccl,cpu:gloo")
@@ -101,15 +103,19 @@ def main(argv=None) -> int:
             init_dev = "cuda" if n_meta * 4 < 0.6 * free else "cpu"
         log("%s: building %s (%d of %d layers) in fp32 on %s" % (PROG, spec.name, spec.layers_run,
                                                                  spec.layers_model, init_dev))
+        t = time.time()
         model = common.build_model(spec, dtype=master_dtype, seed=a.seed, device=init_dev)
         n_params = common.count_params(model)
         if not a.no_checkpointing:
             common.checkpoint_each_layer(model)
         loss_model = common.make_loss_model(model, a.ce_chunk)
 
+        timings["model_build_s"] = time.time() - t
+        t = time.time()
         apply_fsdp2(loss_model, model, a.precision, offload=True)
         if init_dev == "cuda":
             torch.cuda.empty_cache()
+        timings["fsdp2_shard_s"] = time.time() - t  # fully_shard: the move to pinned host shards
 
         opt_kw = {"lr": common.LR, "betas": (common.BETA1, common.BETA2), "eps": common.EPS,
                   "fused": a.adam == "fused"}
@@ -125,14 +131,19 @@ def main(argv=None) -> int:
         loss_model.train()
         torch.cuda.reset_peak_memory_stats()
 
-        def step(x, y):
-            return common.train_step_torch(loss_model, optimizer, params, x, y, common.GRAD_CLIP)
+        phases = common.Phases(device)
 
-        times, _ = common.run_timed(step, batches, warmup=a.warmup, steps=a.steps, device=device, label=PROG)
+        def step(x, y):
+            return common.train_step_torch(loss_model, optimizer, params, x, y, common.GRAD_CLIP, phases=phases)
+
+        timings["total_s"] = time.time() - common.T0
+        times, rows = common.run_timed(step, batches, warmup=a.warmup, steps=a.steps, device=device, label=PROG,
+                                       phases=phases)
         system = PROG if a.adam == "default" else "%s_%sadam" % (PROG, a.adam)
         if a.no_checkpointing:
             system += "_noac"
-        common.report(a, PROG, system, spec, n_params, times, int(torch.cuda.max_memory_allocated()))
+        common.report(a, PROG, system, spec, n_params, times, int(torch.cuda.max_memory_allocated()),
+                      extras=common.phase_fields(rows, timings))
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

@@ -1,9 +1,14 @@
 """estimate.py: each part's GPU minutes, derived from the sizes of its steps (--list).
 
-Nothing here has been timed on a GPU: these are estimates, and each term says what it
-rests on.
-  start      90 s: a bare machine at every call, "1-2 min" (/work/.library/device/README.md)
-  sweep      per configuration: steps x the step time `megatrain plan --hardware h100-128g`
+These are estimates; each term says what it rests on (measured: the H200 leases of
+2026-11-25/26, shared/gpu-runs/README.md and their summaries).
+  start      30 s: measured (2026-11-25: "the start took about 30 s"; the device README
+             says 1-2 min, the figure before it was measured)
+  sweep      per configuration with `expect_s`: that wall time (measured on the 2026-11-26 lease
+             for megatrain and DeepSpeed: 83-85 s and 73-80 s; an allowance the sweep file
+             says so for the rest); the part's budget (parts.py budget_s) cuts the sweep where
+             the next configuration would not fit, as run.py --deadline does on the machine;
+             without expect_s: steps x the step time `megatrain plan --hardware h100-128g`
              predicts (the analytic model; test_plan_vs_sim keeps it within 10% of the sim),
              + setup: params x SETUP_NS_PER_PARAM_CORE / 16 cores (random init and zeroed
              moments of the host state; the rate measured on the dev VM: 495M params in
@@ -13,8 +18,9 @@ rests on.
              step (our model of it, baselines/ZERO3.md) + setup; FSDP2 offload: the same plus
              torch's serial CPU AdamW at TORCH_ADAM_NS_PER_PARAM (shared/REFERENCE.md: an
              11.6B step in 56 s)
-  the rest   the step's allowance (parts.py: ALLOW_*), not derived
-  pack       PACK_S
+  the rest   parts.py's ALLOW_*: measured where the step ran on a lease (machine 0.7 s,
+             copybench 3.7 s, peers_setup 53.3 s), else an allowance
+  pack       PACK_S (measured: about 1 s, 2026-11-26 part B: 475 s in all, 474 s of steps)
 """
 import json
 import math
@@ -29,8 +35,10 @@ sys.path.insert(0, os.path.join(REPO, "harness", "sweep"))
 import run  # noqa: E402
 import sweeps  # noqa: E402
 
-START_S = 90
-PACK_S = 15
+START_S = 30
+PACK_S = 5
+RUNNER_PACK_RESERVE_S = 25  # runner.PACK_RESERVE_S: the steps stop this much before the budget
+RUNNER_PART_BUDGET_S = 510  # runner.PART_BUDGET_S
 PROCESS_S = 5                 # process start, CUDA context, cuBLAS/cuDNN handles, plan: an allowance
 SETUP_NS_PER_PARAM_CORE = 70  # measured on the dev VM (see above)
 GPU_CORES = 16                # the lent machine (device README)
@@ -80,6 +88,8 @@ def setup_s(params):
 
 def config_s(P, c):
     """(seconds, basis) of one sweep configuration on the GPU machine."""
+    if c.get("expect_s"):
+        return float(c["expect_s"]), "expect_s"
     if c.get("peer"):
         d = P.plan(c, c["layers"], schedule="zero3", precision="paper")
         n = c["steps"] - 1  # warm-up + timed: a peer has no extra last step
@@ -101,25 +111,45 @@ def config_s(P, c):
     return 2.0, "sim"  # a projection: seconds of CPU
 
 
-def step_s(P, st):
+def step_s(P, st, left=None):
+    """(seconds, basis) of a step; a sweep given `left` seconds stops before the first
+    configuration that no longer fits (run.py --deadline), and says which it leaves out."""
     if st["kind"] == "sweep":
         s = sweeps.load(os.path.join(REPO, st["sweep"]))
-        parts = [config_s(P, c) for c in sweeps.expand(s)]
-        t = sum(x for x, _ in parts)
-        return t, f"{len(parts)} configurations from megatrain plan ({HARDWARE})"
+        cs = sweeps.expand(s)
+        t, runs, cut, kinds = 0.0, 0, [], set()
+        for c in cs:
+            x, k = config_s(P, c)
+            if left is not None and (cut or t + x > left - 5):
+                cut.append(sweeps.label(c))
+                continue
+            t, runs = t + x, runs + 1
+            kinds.add(k)
+        how = " and ".join(sorted({"expect_s": "their expect_s (measured wall, or the sweep's allowance)",
+                                   "peer": f"megatrain plan ({HARDWARE}, our model of the peer)",
+                                   "plan": f"megatrain plan ({HARDWARE})"}.get(k, k) for k in kinds)) or "-"
+        basis = f"{runs} of {len(cs)} configurations from {how}" if cut else f"{len(cs)} configurations from {how}"
+        if cut:
+            basis += "; not reached in the budget: " + ", ".join(cut)
+        return t, basis
     t = st.get("allow_s", 0)
     if st["kind"] == "peers":
-        return t, "allowance (pip install + DeepSpeed's cpu_adam JIT build)"
-    return t, "allowance"
+        return t, ("measured 53 s for pip + DeepSpeed's cpu_adam JIT build; the official code's prepare "
+                   "beside it: an allowance" if st.get("official") else "measured 53 s: pip + cpu_adam JIT build")
+    return t, st.get("basis") or "allowance (parts.py ALLOW_*)"
 
 
 def part(P, p):
-    rows = [("start", START_S, "device README: 1-2 min")]
+    budget = p.get("budget_s", RUNNER_PART_BUDGET_S)
+    steps_end = budget - RUNNER_PACK_RESERVE_S  # as runner.run_part gives the steps their time
+    rows, used = [("start", START_S, "measured about 30 s (2026-11-25); device README: 1-2 min")], 0.0
     for st in p["steps"]:
-        t, basis = step_s(P, st)
-        capped = min(t, st["timeout_s"])
-        rows.append((st["name"], capped, basis + (f"; {t:.0f} s capped at its timeout" if capped < t else "")))
-    rows.append(("pack", PACK_S, "allowance"))
+        left = steps_end - used
+        t, basis = step_s(P, st, left if st["kind"] == "sweep" else None)
+        capped = max(0.0, min(t, st["timeout_s"], left))
+        rows.append((st["name"], capped, basis + (f"; {t:.0f} s capped at its limit" if capped < t else "")))
+        used += capped
+    rows.append(("pack", PACK_S, "measured about 1 s"))
     return sum(t for _, t, _ in rows), rows
 
 

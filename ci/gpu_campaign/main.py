@@ -41,21 +41,24 @@ def cmd_list(args):
     total = 0.0
     for p in parts.PARTS:
         t, rows = estimate.part(P, p)
-        over = t - estimate.START_S > runner.PART_BUDGET_S + runner.PACK_RESERVE_S
+        over = t - estimate.START_S - estimate.PACK_S > p.get("budget_s", runner.PART_BUDGET_S)
         print(f"{p['name']}  {estimate.minutes(t)} min  {p['what']}"
               + ("  [over a part's 9 minutes: the steps past its budget are skipped]" if over else ""))
-        if total + t > SESSION_S and sessions[-1]:
+        m = estimate.minutes(t) * 60  # grouped by the minutes printed, so the groups add up as shown
+        if total + m > SESSION_S and sessions[-1]:
             sessions.append([])
             total = 0.0
         sessions[-1].append(p["name"])
-        total += t
+        total += m
         if args.detail:
             for name, s, basis in rows:
                 print(f"     {name:28s} {s:7.0f} s  {basis}")
-    print(f"# estimates (GPU minutes incl. the machine's start; nothing has been timed on a GPU yet): "
-          f"sweeps from `megatrain plan --hardware {estimate.HARDWARE}` step times x steps + setup at "
-          f"{estimate.SETUP_NS_PER_PARAM_CORE} ns/param/core over {estimate.GPU_CORES} cores (measured on the dev VM); "
-          f"other steps are allowances; start {estimate.START_S} s (device README: 1-2 min). "
+    print(f"# estimates (GPU minutes incl. the machine's start): "
+          f"sweeps from their configurations' expect_s (wall times measured on the H200 lease) or from "
+          f"`megatrain plan --hardware {estimate.HARDWARE}` step times x steps + setup at "
+          f"{estimate.SETUP_NS_PER_PARAM_CORE} ns/param/core over {estimate.GPU_CORES} cores (measured on the dev VM), "
+          f"cut at the part's budget; other steps as measured on the leases, else allowances; start "
+          f"{estimate.START_S} s (measured). "
           f"Lent half hours ({SESSION_S // 60} min of parts each): "
           f"{'; '.join(', '.join(x) for x in sessions)}. `--list --detail` shows each step.",
           file=sys.stderr)
@@ -69,6 +72,8 @@ def summary_text(ctx, check_problems):
     for r in ctx.results:
         out.append(f"  {r['name']:24s} {r['status']:8s} {r['seconds']:6.1f} s / {r['timeout_s']} s"
                    + (f"  {r['note']}" if r.get("note") else ""))
+        for u in r.get("unreached") or []:  # the sweep's configurations it did not run, and why
+            out.append(f"    not reached: {u['label']}: {u['reason']}")
     for f in sorted(os.listdir(ctx.path("rows"))):
         if f.endswith(".jsonl"):
             out.append(f"rows {f}:")

@@ -238,5 +238,12 @@ def row_lines(jsonl):
         out.append(f"{lab} [{r['mode']}]: step {s['median']:.0f} ms ({s['min']:.0f}..{s['max']:.0f}), "
                    f"{f(r.get('tflops'), '%.1f')} TFLOPS, mfu {f(r.get('mfu'), '%.3f')}, "
                    f"busy {f(r.get('gpu_busy_frac'), '%.2f')}, h2d {f(r.get('h2d_gbps'), '%.1f')} GB/s, "
-                   f"host {f((r.get('peak_host_bytes') or 0) / 2**30, '%.1f')} GiB")
+                   f"host {f((r.get('peak_host_bytes') or 0) / 2**30, '%.1f')} GiB"
+                   # where the step goes (peers' phases, megatrain's optimizer) and the time before it
+                   + (f"; fwd {f(r.get('fwd_ms'), '%.0f')} bwd {f(r.get('bwd_ms'), '%.0f')} ms"
+                      if r.get("fwd_ms") is not None else "")
+                   + (f"; optimizer {r['optimizer_ms']:.0f} ms" if isinstance(r.get("optimizer_ms"), (int, float)) else "")
+                   + (f"; setup {r['setup_s']:.1f} s" if isinstance(r.get("setup_s"), (int, float)) else "")
+                   + (f"; startup {r['startup_s']:.1f} s" if isinstance(r.get("startup_s"), (int, float)) else "")
+                   + (f"; wall {r['wall_s']:.0f} s" if isinstance(r.get("wall_s"), (int, float)) else ""))
     return out

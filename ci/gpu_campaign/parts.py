@@ -12,28 +12,40 @@ not the part), and per kind:
   microbench  mt-microbench over `filter` (Google Benchmark regex); `calibrate`: the
               profile of this GPU (h100-128g / h200-128g) from it          (allow_s)
   sweep       harness/sweep/run.py on `sweep` (estimated from its configurations)
-  peers       the wheels in .whl/ installed, DeepSpeed's CPU Adam op built (allow_s)
+  peers       the wheels in .whl/ installed, then side by side, each timed: DeepSpeed's CPU
+              Adam op built and `official` (the official code's prepare: its extension,
+              its model); what failed or was skipped is not run by the sweeps (allow_s)
+  cpu_adam    baselines/peers/cpu_optimizers.py --layouts: ours vs DeepSpeedCPUAdam, each
+              in its own state layout, 4x the LLC, the triad beside, rows kept (allow_s)
   lab         BIN/lab/<argv>, JSON lines kept as `keep`                   (allow_s)
   labs        each of BIN/lab/<labs> in turn, the output kept as `keep`   (allow_s)
   torch       python3 <argv> (needs torch with CUDA), JSON lines kept     (allow_s)
   attention_profile  the profile of this GPU with the attention tables the lab and
               torch steps before it measured (calibrate_profile.py --attention) (allow_s)
   sanitizer   compute-sanitizer --tool <tool> BIN/test_cuda_ops --no-deliberate-errors
-`allow_s` is an allowance (seconds), not a derived figure: nothing here has run on a
-GPU yet. Sweep steps are estimated from `megatrain plan` instead (estimate.py).
+`allow_s` is what the step took on the H200 leases (2026-11-25/26 summaries) where it ran
+there, an allowance (seconds) where it has not. Sweep steps are estimated from their
+configurations' `expect_s` (measured wall times) or `megatrain plan` (estimate.py). A part's
+`budget_s` (default runner.PART_BUDGET_S) bounds its steps and packing: its sweep stops
+before a configuration that no longer fits and lists it as not reached.
 """
 
-# Allowances for steps whose length no model predicts (seconds; the first GPU session
-# replaces them with what its summaries show). Each is below its step's timeout.
-ALLOW_MACHINE = 15        # nvidia-smi, free, --version, mt-env
+# What each step took on the lent H200s (part B's summary of 2026-11-26, "measured"), or
+# an allowance for steps whose length no model predicts. Each is below its step's timeout.
+ALLOW_MACHINE = 1         # measured 0.7 s: nvidia-smi, free, --version, mt-env
 ALLOW_CUDNN_GRAPH = 10    # finalizes a few cuDNN graphs (0.2 s on the dev VM, no GPU)
 ALLOW_CUDA_OPS = 60       # every op at small shapes vs the CPU backend (T <= 150)
 ALLOW_PARITY = 30         # tiny Llama/Qwen2/Qwen3 x 2 precisions x G=1,2 (5 s on the dev VM's CPU)
 ALLOW_MICROBENCH = 75     # ~48 benchmarks at --benchmark_min_time=0.2 (copies 1 MiB..1 GiB, GEMMs, AdamW)
-ALLOW_COPYBENCH = 15      # pinned copies only (6 benchmarks)
+ALLOW_COPYBENCH = 4       # measured 3.7 s: pinned copies only (3 benchmarks at 1 GiB)
 ALLOW_CALIBRATE = 5
-ALLOW_PEERS_SETUP = 90    # pip install of ~5 MiB of wheels + DeepSpeed's CPU Adam JIT build
-                          # ("about a minute": baselines/peers/README.md)
+ALLOW_PEERS_SETUP = 53    # measured 53.3 s: pip install of .whl/ (the sdist then) + DeepSpeed's
+                          # CPU Adam JIT build, one after the other
+ALLOW_OFFICIAL_PREP = 60  # allowance: the official code's prepare (its extension, the model
+                          # written), beside the JIT build; not yet run on a GPU
+OFFICIAL_PREP_TIMEOUT = 120  # past this the official configurations are not run
+ALLOW_CPU_ADAM = 30       # allowance: torch + deepspeed imports, 2 x 4 x LLC of state, 3 rounds
+                          # (18 s on the 2-core dev VM at 11M params, 2 rounds)
 ALLOW_ATTN_LAB = 60       # native vs cuDNN, fwd+bwd at 1k..128k (28 heads)
 ALLOW_TORCH_REF = 55      # PyTorch: the 7B layer GEMMs (12 products at 16k tokens) and SDPA at
                           # 1k..128k with its default, cuDNN and flash backends
@@ -46,7 +58,8 @@ DRY_MICROBENCH_FILTER = "^(triad|adamw/paper|copy/cuda/pinned/h2d/1048576)/"
 
 
 def machine():
-    return {"name": "machine", "kind": "machine", "timeout_s": 60, "allow_s": ALLOW_MACHINE}
+    return {"name": "machine", "kind": "machine", "timeout_s": 60, "allow_s": ALLOW_MACHINE,
+            "basis": "measured 0.7 s (2026-11-26 part B)"}
 
 
 def gpu_tests():
@@ -65,9 +78,31 @@ def sweep(path, timeout_s):
     return {"name": name, "kind": "sweep", "sweep": path, "timeout_s": timeout_s}
 
 
+C2_MODEL = "experiments/models/qwen2.5-14b.json"
+C2_LAYERS = 8
+C2_BUDGET_S = 390  # the part's steps and packing: with the measured 30 s start, 7 minutes
+
+
+def peers_setup():
+    return {"name": "peers_setup", "kind": "peers", "timeout_s": 180,
+            "allow_s": max(ALLOW_PEERS_SETUP, ALLOW_OFFICIAL_PREP),
+            # the official code's prepare, beside the JIT build (baselines/peers/megatrain_official.py)
+            "official": {"script": "baselines/peers/megatrain_official.py", "config": C2_MODEL,
+                         "layers": C2_LAYERS, "timeout_s": OFFICIAL_PREP_TIMEOUT,
+                         # the sweeps' seed (harness/sweep/sweeps.py DEFAULTS): the prepared model is
+                         # cached by seed, and the sweep's run must find the one prepared here
+                         "seed": 1}}
+
+
+def cpu_adam():
+    return {"name": "cpu_adam", "kind": "cpu_adam", "timeout_s": 60, "allow_s": ALLOW_CPU_ADAM,
+            "basis": "allowance: imports + 3 rounds over 4x the LLC (not yet run on a GPU host)",
+            "keep": "cpu_adam.jsonl"}
+
+
 def copybench():
     return {"name": "copybench", "kind": "microbench", "filter": COPYBENCH_FILTER, "min_time": 0.2,
-            "calibrate": False, "timeout_s": 90, "allow_s": ALLOW_COPYBENCH}
+            "calibrate": False, "timeout_s": 90, "allow_s": ALLOW_COPYBENCH, "basis": "measured 3.7 s (2026-11-26 part B)"}
 
 
 PARTS = [
@@ -81,10 +116,11 @@ PARTS = [
           "calibrate": True, "timeout_s": 180, "allow_s": ALLOW_MICROBENCH + ALLOW_CALIBRATE},
          sweep("experiments/sweeps/gpu_goal.json", 400)]},
     {"name": "B",
-     "what": "C2 at 14B width (8 of 48 layers), batch 16 and 64: megatrain vs the real DeepSpeed "
-             "ZeRO-3 offload and vs our zero3 schedule, same machine; pinned copy rate",
-     "steps": [machine(), copybench(),
-               {"name": "peers_setup", "kind": "peers", "timeout_s": 240, "allow_s": ALLOW_PEERS_SETUP},
+     "what": "C2 at 14B width (8 of 48 layers), in 7 minutes: megatrain (paper, and mixed at b16) vs the "
+             "real DeepSpeed ZeRO-3 offload, the official MegaTrain code and FSDP2 offload, b16 then b64, "
+             "per-phase timings; host AdamW ours vs DeepSpeedCPUAdam at 16 threads; pinned copy rate",
+     "budget_s": C2_BUDGET_S,
+     "steps": [machine(), copybench(), peers_setup(), cpu_adam(),
                sweep("experiments/sweeps/gpu_c2_deepspeed.json", 420)]},
     {"name": "C",
      "what": "long context: Qwen2.5-3B width 4k..256k tokens and Qwen2.5-7B width 4k..128k (2 layers "
@@ -100,10 +136,6 @@ PARTS = [
                {"name": "attention_profile", "kind": "attention_profile",
                 "rows": ["attention_sweep.jsonl", "torch_reference.jsonl"], "timeout_s": 30,
                 "allow_s": ALLOW_CALIBRATE}]},
-    {"name": "D",
-     "what": "C2 at 14B width (8 of 48 layers), batch 16 and 64: megatrain vs the real PyTorch FSDP2 "
-             "CPU offload, same machine; pinned copy rate",
-     "steps": [machine(), copybench(), sweep("experiments/sweeps/gpu_c2_fsdp2.json", 450)]},
     {"name": "E",
      "what": "the ablations at 7B width (8 of 28 layers), batch 16: C4 GPU busy, C5 pointer vs copy "
              "bind, buffers, checkpoint interval, serial optimizer, gradient slabs, attention (cuDNN vs native), naive and zero3",

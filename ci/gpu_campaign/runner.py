@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import dryrun
@@ -31,13 +32,18 @@ KILL_GRACE_S = 20     # SIGTERM -> SIGKILL (megatrain finishes its step in fligh
 class Ctx:
     def __init__(self, part, dry, out, bin_dir, only=None, t0=None, budget_s=None):
         self.part, self.dry, self.out, self.bin, self.only = part, dry, out, bin_dir, only
-        # --budget: less than a part's usual share, when the lent session has less left
-        self.budget_s = min(PART_BUDGET_S, budget_s) if budget_s else PART_BUDGET_S
+        # the part's own budget (parts.py budget_s), or --budget (at most PART_BUDGET_S): less
+        # when the lent session has less left, more when it has more
+        self.budget_s = min(PART_BUDGET_S, budget_s) if budget_s else part.get("budget_s", PART_BUDGET_S)
+        self.skip_peers = {}   # peer -> why its configurations are not run (peers_setup says)
+        self.step_extra = {}   # what a step adds to its result (the setup's timings, configurations not reached)
         self.t0 = t0 or time.time()
         self.work = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"mt_campaign_{part['name']}_{os.getpid()}")
         for d in ("rows", "profile", "labs", "logs", "sweeps"):
             os.makedirs(os.path.join(self.work, d), exist_ok=True)
-        self.env = dict(os.environ, MT_BIN=bin_dir, PYTHONUNBUFFERED="1")
+        # OUT: where a step's own tools put their files (the official peer writes its train.py log
+        # to $OUT): the part's logs, packed, never the device tool's $OUT, which holds 8 files at most
+        self.env = dict(os.environ, MT_BIN=bin_dir, PYTHONUNBUFFERED="1", OUT=os.path.join(self.work, "logs"))
         self.gpu_name = None
         self.tag = "dryrun-" + part["name"] if dry else None
         self.results = []   # one dict per step: name, kind, status, rc, seconds, timeout_s, note
@@ -177,14 +183,30 @@ def step_sweep(ctx, st, log, timeout):
             note = ("peers skipped in the dry run (they need torch, DeepSpeed and a CUDA device): "
                     + ", ".join(dropped))
             say("  " + note)
-    rc, _ = run_proc(ctx, [sys.executable, "harness/sweep/run.py", "--out-dir", ctx.path("rows"), "--bin", ctx.bin,
-                           path], log, timeout)
+    # the sweep itself stops before a configuration that no longer fits (its expect_s), a few
+    # seconds before this step's limit, so that it ends cleanly with what it has
+    argv = [sys.executable, "harness/sweep/run.py", "--out-dir", ctx.path("rows"), "--bin", ctx.bin,
+            "--deadline", f"{time.time() + timeout - 5:.0f}"]
+    for peer, why in sorted(ctx.skip_peers.items()):
+        argv += ["--skip-peer", f"{peer}={why}"]
+    rc, _ = run_proc(ctx, argv + [path], log, timeout)
     exp = json.load(open(path))["experiment"]
     for l in pack.row_lines(ctx.path("rows", exp + ".jsonl")):
         say("  " + l)
     status = classify(ctx, rc)
     if status == "failed" and rc == 1:
         note = (note + "; " if note else "") + "some configurations failed (rows with an 'error' field)"
+    unreached = []
+    try:
+        with open(ctx.path("rows", exp + ".unreached.json")) as f:
+            unreached = json.load(f)
+    except (OSError, ValueError):
+        pass
+    if unreached:
+        ctx.step_extra["unreached"] = unreached
+        for u in unreached:
+            say(f"  not reached: {u['label']}: {u['reason']}")
+        note = (note + "; " if note else "") + f"{len(unreached)} configuration(s) not reached (listed below)"
     return status, note
 
 
@@ -194,42 +216,135 @@ def have_module(ctx, code):
 
 def step_peers(ctx, st, log, timeout):
     """Installs the carried wheels (.whl/, baselines/peers/fetch_wheels.sh) unless DeepSpeed
-    imports already, then builds DeepSpeed's CPU Adam op once (the first peer would build it
-    inside its own time limit)."""
+    imports already; then, side by side (neither measures anything), builds DeepSpeed's CPU
+    Adam op once (the first peer would build it inside its own time limit) and runs the
+    official code's prepare (`official`: its extension, its model), each timed. A peer whose
+    setup failed or was skipped is not run by the sweep after it (ctx.skip_peers, with why)."""
+    off = st.get("official")
     if ctx.dry:
         missing = [m for m in ("torch", "deepspeed") if not have_module(ctx, f"import {m}")]
         why = (" and ".join(missing) + " not importable") if missing else "no CUDA device in a dry run"
-        return "skipped", f"peers: skipped ({why}); on the GPU machine this installs .whl/ and builds cpu_adam"
-    t_end = time.time() + timeout
+        for peer in ("deepspeed_zero3", "fsdp2_offload", "megatrain_official"):
+            ctx.skip_peers[peer] = "not run in a dry run"
+        return "skipped", (f"peers: skipped ({why}); on the GPU machine this installs .whl/, builds cpu_adam"
+                           + (" and prepares the official code" if off else ""))
+    t_end, times, status, notes = time.time() + timeout, {}, "ok", []
+    t = time.time()
+    installed = True
     if not have_module(ctx, "import deepspeed"):
-        whl = os.path.join(REPO, ".whl")
-        wheels = sorted(os.path.join(whl, f) for f in os.listdir(whl) if f.endswith(".whl")) if os.path.isdir(whl) else []
-        sdists = sorted(os.path.join(whl, f) for f in os.listdir(whl) if f.startswith("deepspeed-") and
-                        f.endswith(".tar.gz")) if os.path.isdir(whl) else []
-        if not wheels and not sdists:
-            return "failed", "deepspeed not importable and no .whl/ carried (bash baselines/peers/fetch_wheels.sh here)"
-        site = "/tmp/peers_site"
-        pip = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-cache-dir", "--upgrade",
-               "--target", site]
-        if wheels:
-            rc, _ = run_proc(ctx, pip + ["--no-compile"] + wheels, log, max(10, t_end - time.time()))
-            if rc != 0:
-                return classify(ctx, rc), "pip install of .whl/*.whl failed"
-        if sdists:
-            env = dict(ctx.env, DS_BUILD_OPS="0")
-            rc, _ = run_proc(ctx, pip + ["--no-build-isolation", sdists[0]], log, max(10, t_end - time.time()), env=env)
-            if rc != 0:
-                return classify(ctx, rc), "building deepspeed from its sdist failed"
-        ctx.env["PYTHONPATH"] = site + (":" + ctx.env["PYTHONPATH"] if ctx.env.get("PYTHONPATH") else "")
+        status, why = install_wheels(ctx, log, t_end)
+        installed = status == "ok"
+        if not installed:  # the official code's prepare still runs
+            ctx.skip_peers["deepspeed_zero3"] = "not installed in peers_setup: " + why
+            notes.append(why)
+    times["pip_s"] = round(time.time() - t, 1)
     # DeepSpeed JIT-builds cpu_adam with ninja: the one beside this python must be on PATH
     r = subprocess.run([sys.executable, "-c", "import ninja; print(ninja.BIN_DIR)"], capture_output=True, text=True,
                        env=ctx.env)
     if r.returncode == 0 and r.stdout.strip():
         ctx.env["PATH"] = r.stdout.strip() + ":" + ctx.env.get("PATH", "")
-    rc, _ = run_proc(ctx, [sys.executable, "-c", "import deepspeed; from deepspeed.ops.op_builder import "
-                           "CPUAdamBuilder; CPUAdamBuilder().load(); print('cpu_adam built, deepspeed', "
-                           "deepspeed.__version__)"], log, max(10, t_end - time.time()))
-    return classify(ctx, rc), (None if rc == 0 else "DeepSpeed's CPU Adam op did not build: its rows will be errors")
+    jobs = {}
+    if installed:
+        jobs["cpu_adam"] = ([sys.executable, "-c", "import deepspeed; from deepspeed.ops.op_builder import "
+                             "CPUAdamBuilder; CPUAdamBuilder().load(); print('cpu_adam built, deepspeed', "
+                             "deepspeed.__version__)"], log, max(10, t_end - time.time()))
+    off_why = None
+    if off:
+        if not os.path.isfile(os.path.join(REPO, off["script"])):
+            off_why = f"skipped: {off['script']} is not in this tree"
+        else:
+            jobs["official_prepare"] = ([sys.executable, off["script"], "--prepare-only", "--config", off["config"],
+                                         "--layers", str(off["layers"]), "--seed", str(off.get("seed", 1))],
+                                        log.replace(".log", "-official.log"),
+                                        min(off["timeout_s"], max(10, t_end - time.time())))
+    rcs = run_side_by_side(ctx, jobs)
+    for name, (rc, dt) in rcs.items():
+        times[name + "_s"] = round(dt, 1)
+    ctx.step_extra["timings"] = times
+    notes.insert(0, "; ".join(f"{k} {v:.1f} s" for k, v in times.items()))
+    if "cpu_adam" in rcs:
+        rc, _ = rcs["cpu_adam"]
+        status = classify(ctx, rc)
+        if rc != 0:
+            ctx.skip_peers["deepspeed_zero3"] = "its CPU Adam op did not build in peers_setup"
+            notes.append("DeepSpeed's CPU Adam op did not build: its configurations are not run")
+    if "official_prepare" in rcs:
+        orc, _ = rcs["official_prepare"]
+        if orc == 77:
+            off_why = "skipped: " + (" ".join(tail(jobs["official_prepare"][1], 1)) or "exit 77")
+        elif orc != 0:
+            off_why = "its prepare " + ("timed out" if orc is None else f"failed (exit {orc})")
+            status = "failed" if status == "ok" else status
+            for l in tail(jobs["official_prepare"][1], 3):
+                say("    | " + l)
+    if off_why:
+        ctx.skip_peers["megatrain_official"] = off_why
+        notes.append("official code: " + off_why)
+    return status, ", ".join(notes)
+
+
+def install_wheels(ctx, log, t_end):
+    """pip install of .whl/ (wheels, and DeepSpeed's sdist when no wheel of it was built) into
+    /tmp/peers_site, put on PYTHONPATH. Returns (status, why)."""
+    whl = os.path.join(REPO, ".whl")
+    wheels = sorted(os.path.join(whl, f) for f in os.listdir(whl) if f.endswith(".whl")) if os.path.isdir(whl) else []
+    sdists = sorted(os.path.join(whl, f) for f in os.listdir(whl) if f.startswith("deepspeed-") and
+                    f.endswith(".tar.gz")) if os.path.isdir(whl) else []
+    if not wheels and not sdists:
+        return "failed", "deepspeed not importable and no .whl/ carried (bash baselines/peers/fetch_wheels.sh here)"
+    site = "/tmp/peers_site"
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-cache-dir", "--upgrade",
+           "--target", site]
+    if wheels:
+        rc, _ = run_proc(ctx, pip + ["--no-compile"] + wheels, log, max(10, t_end - time.time()))
+        if rc != 0:
+            return classify(ctx, rc), "pip install of .whl/*.whl failed"
+    if sdists and not any(os.path.basename(w).startswith("deepspeed-") for w in wheels):
+        env = dict(ctx.env, DS_BUILD_OPS="0")
+        rc, _ = run_proc(ctx, pip + ["--no-build-isolation", sdists[0]], log, max(10, t_end - time.time()), env=env)
+        if rc != 0:
+            return classify(ctx, rc), "building deepspeed from its sdist failed"
+    ctx.env["PYTHONPATH"] = site + (":" + ctx.env["PYTHONPATH"] if ctx.env.get("PYTHONPATH") else "")
+    return "ok", None
+
+
+def run_side_by_side(ctx, jobs):
+    """jobs: {name: (argv, log, timeout)} run at once, each in its own process group and log;
+    returns {name: (rc or None on timeout, seconds)}."""
+    out, threads = {}, []
+    for name, (argv, lg, to) in jobs.items():
+        th = threading.Thread(target=lambda n=name, a=argv, l=lg, t=to: out.__setitem__(n, run_proc(ctx, a, l, t)))
+        th.start()
+        threads.append(th)
+    for th in threads:
+        th.join()
+    return out
+
+
+def step_cpu_adam(ctx, st, log, timeout):
+    """Our AdamW (paper layout) against DeepSpeedCPUAdam (its fp32 layout) at every core, the
+    triad beside (baselines/peers/cpu_optimizers.py --layouts), after peers_setup built the op."""
+    if ctx.dry and not (have_module(ctx, "import torch") and have_module(ctx, "import deepspeed")):
+        return "skipped", "torch or deepspeed not importable (cpu_optimizers.py --layouts runs on the GPU machine)"
+    keep = ctx.path("labs", f"{ctx.tag}-{st['keep']}")
+    argv = [sys.executable, "baselines/peers/cpu_optimizers.py", "--layouts", "--repeats", "3", "--min-time", "0.3",
+            "--bin", ctx.bin, "--out", keep]
+    if ctx.dry:
+        argv += ["--n", str(1 << 20), "--repeats", "1", "--min-time", "0.05"]
+    rc, _ = run_proc(ctx, argv, log, timeout, stdout=ctx.path("logs", "cpu_adam.stdout"))
+    for l in tail(log, 4):
+        say("  " + l)
+    if rc != 0:
+        return classify(ctx, rc), "cpu_optimizers.py did not finish (the log says why)"
+    try:  # the figures into the summary: params/s and bytes/s each, ours over DeepSpeed, the triad
+        rows = {r["impl"]: r for r in (json.loads(l) for l in open(keep) if l.strip())}
+        o, d = rows["megatrain_adamw_paper"], rows["deepspeed_cpu_adam"]
+        return "ok", (f"ours/DeepSpeed {o['ratio_to_deepspeed']:.2f}x at {o['threads']} threads, n {o['n_params']} "
+                      f"({o['n_over_llc']:.1f}x the LLC): ours {o['params_per_s'] / 1e6:.0f} M params/s "
+                      f"({o['bytes_per_s'] / 1e9:.1f} GB/s), DeepSpeed {d['params_per_s'] / 1e6:.0f} M params/s "
+                      f"({d['bytes_per_s'] / 1e9:.1f} GB/s), triad {o['triad_gb_s']:.1f} GB/s")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return "failed", f"cpu_adam rows unreadable: {type(e).__name__}: {e}"
 
 
 def step_lab(ctx, st, log, timeout):
@@ -313,7 +428,7 @@ def step_sanitizer(ctx, st, log, timeout):
 
 
 KINDS = {"machine": step_machine, "test": step_test, "microbench": step_microbench, "sweep": step_sweep,
-         "peers": step_peers, "lab": step_lab, "labs": step_labs, "torch": step_torch, "sanitizer": step_sanitizer,
+         "peers": step_peers, "cpu_adam": step_cpu_adam, "lab": step_lab, "labs": step_labs, "torch": step_torch, "sanitizer": step_sanitizer,
          "attention_profile": step_attention_profile}
 
 
@@ -334,13 +449,15 @@ def run_part(ctx):
         if timeout < MIN_STEP_S:
             status, note, dt = "skipped", f"no time left in the part ({left:.0f} s)", 0.0
         else:
+            ctx.step_extra = {}
             try:
                 status, note = KINDS[st["kind"]](ctx, st, log, timeout)
             except (OSError, ValueError, subprocess.SubprocessError) as e:
                 status, note = "failed", f"{type(e).__name__}: {e}"
             dt = time.time() - t
-        ctx.results.append({"name": st["name"], "kind": st["kind"], "status": status, "seconds": round(dt, 1),
-                            "timeout_s": round(timeout), "note": note})
+        ctx.results.append(dict({"name": st["name"], "kind": st["kind"], "status": status, "seconds": round(dt, 1),
+                                 "timeout_s": round(timeout), "note": note}, **ctx.step_extra))
+        ctx.step_extra = {}
         say(f"[{part['name']} {i}/{len(steps)}] {st['name']}: {status} ({dt:.1f} s of {timeout:.0f})"
             + (f" - {note}" if note else ""))
         if status in ("failed", "timeout") and os.path.exists(log):

@@ -71,7 +71,11 @@ def plan_args(args):
     return out
 
 
-def run_cmd(cmd, timeout):
+class Unreached(Exception):
+    """A configuration not run, cleanly: no time left, its peer absent or skipped (exit 77)."""
+
+
+def run_cmd(cmd, timeout, want_stderr=False):
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -80,8 +84,10 @@ def run_cmd(cmd, timeout):
         raise RunError(f"cannot run {cmd[0]}: {e}")
     if p.returncode != 0:
         last = [l for l in p.stderr.strip().splitlines() if l.strip()]
+        if p.returncode == 77:  # CTest's skip: what the command needs is absent here (a peer's checkout)
+            raise Unreached(f"skipped (exit 77): {last[-1] if last else '(no message)'}")
         raise RunError(f"exit {p.returncode}: {last[-1] if last else '(no message)'}")
-    return p.stdout
+    return (p.stdout, p.stderr) if want_stderr else p.stdout
 
 
 class Runner:
@@ -90,6 +96,8 @@ class Runner:
         self.env_bin = os.path.join(bindir, "mt-env")
         self.tmp = tmpdir
         self.timeout = timeout
+        self.deadline = None    # --deadline: no command runs past it
+        self.last_stderr = ""  # the last train's stderr (its "ready in S s" line)
         self.env_cache = {}
         for b in (self.mt, self.env_bin):
             if not os.access(b, os.X_OK):
@@ -123,6 +131,13 @@ class Runner:
             json.dump(cfg, f)
         return path, int(cfg["num_hidden_layers"]), layers_model
 
+    def limit(self, c):
+        """A command's time limit: the configuration's (or --timeout), cut at --deadline."""
+        t = self.timeout or c["timeout_s"]
+        if self.deadline is not None:
+            t = min(t, max(1, int(self.deadline - time.time())))
+        return t
+
     def plan(self, c, cfg_path, hardware=None):
         cmd = [self.mt, "plan", "--config", cfg_path, "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]),
                "--precision", c["precision"], *schedule_args(c), "--grad-accum", str(c["grad_accum"])]
@@ -131,7 +146,7 @@ class Runner:
         if c["host_mem_gb"]:
             cmd += ["--host-mem-gb", str(c["host_mem_gb"])]
         cmd += plan_args(c["args"])
-        out = run_cmd(cmd, self.timeout or c["timeout_s"])
+        out = run_cmd(cmd, self.limit(c))
         try:
             return json.loads(out)
         except json.JSONDecodeError:
@@ -150,7 +165,7 @@ class Runner:
             if trace:
                 cmd += ["--trace", trace]
             cmd += list(c["args"])
-        out = run_cmd(cmd, self.timeout or c["timeout_s"])
+        out, self.last_stderr = run_cmd(cmd, self.limit(c), want_stderr=True)
         steps = []
         for line in out.splitlines():
             line = line.strip()
@@ -232,11 +247,27 @@ def cli_medians(row, timed):
             row[k] = median(v)
 
 
+READY = re.compile(r"ready in ([0-9.]+) s")
+
+
+def startup_s(stderr):
+    """megatrain's time to its first step, from its stderr line `megatrain: ready in 12.3 s (...)`;
+    None when the binary prints none (older builds)."""
+    m = READY.search(stderr or "")
+    return float(m.group(1)) if m else None
+
+
 def params_from_cli(steps):
     """N as the CLI counted it, from its own tflops = 6 N tokens / step time (the
     default run has no config file to plan)."""
     s = steps[0]
     return int(round(s["tflops"] * 1e12 * (s["step_ms"] / 1e3) / (6.0 * s["tokens"])))
+
+
+# What a peer's row may add to DESIGN.md's keys (baselines/peers/common.py, report): the medians
+# over the timed steps of its forward, backward and optimizer step (optimizer_ms as megatrain's
+# rows name their host optimizer), and its setup before the first step, with the parts of it.
+PEER_PHASES = ("fwd_ms", "bwd_ms", "optimizer_ms", "setup_s", "setup")
 
 
 def peers_dir():
@@ -250,13 +281,17 @@ def run_peer(R, row, c):
     steady-state count of a megatrain row: steps - warmup - 1); its row's timings become
     this row, the metrics recomputed here as for every row, the env from mt-env."""
     src, _, layers_model = R.model_config(c, None)
-    cmd = [sys.executable, os.path.join(peers_dir(), c["peer"] + ".py"), "--config", src,
+    script = os.path.join(peers_dir(), c["peer"] + ".py")
+    if not os.path.isfile(script):  # a peer still being written, or left out of this tree
+        where = os.path.relpath(script, REPO) if script.startswith(REPO + os.sep) else script
+        raise Unreached(f"skipped: {where} is not in this tree")
+    cmd = [sys.executable, script, "--config", src,
            "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]), "--warmup", str(c["warmup"]),
            "--steps", str(c["steps"] - c["warmup"] - 1), "--seed", str(c["seed"]), "--precision", c["precision"],
            "--experiment", row["experiment"]]
     if c["layers"] not in (None, layers_model):
         cmd += ["--layers", str(c["layers"])]
-    out = run_cmd(cmd + list(c["args"]), R.timeout or c["timeout_s"])
+    out = run_cmd(cmd + list(c["args"]), R.limit(c))
     got = [json.loads(l) for l in out.splitlines() if l.strip().startswith("{") and '"schema"' in l]
     if not got:
         raise RunError(f"{c['peer']} printed no results row")
@@ -271,6 +306,18 @@ def run_peer(R, row, c):
     row["peak_gpu_bytes"], row["peak_host_bytes"] = p.get("peak_gpu_bytes"), p.get("peak_host_bytes")
     row["peer"] = {"script": os.path.relpath(cmd[1], REPO) if cmd[1].startswith(REPO) else cmd[1],
                    "system": p["system"], "torch_cuda": (p.get("env") or {}).get("cuda")}
+    for k in PEER_PHASES:  # its per-phase medians and setup time, where the peer reports them
+        if p.get(k) is not None:
+            row[k] = p[k]
+    off = p.get("official")
+    if isinstance(off, dict):  # megatrain_official.py: its per-phase medians and setup inside "official"
+        row["official"] = off
+        ph = off.get("phases_ms") or {}
+        for k, name in (("fwd_ms", "forward"), ("bwd_ms", "backward")):
+            if row.get(k) is None and isinstance(ph.get(name), (int, float)):
+                row[k] = ph[name]
+        if row.get("setup") is None and isinstance(off.get("setup_s"), dict):
+            row["setup"] = off["setup_s"]
     finish_speed(row, c["batch"] * c["seq_len"], row["params"], dense_peak(row["env"].get("gpu_name")))
     return row
 
@@ -335,6 +382,7 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
         row["step_ms_last"] = steps[-1]["step_ms"]
         if mode == "measured":
             row["fits"] = True
+            row["startup_s"] = startup_s(R.last_stderr)
             row["loss_first"], row["loss_last"] = steps[0]["loss"], steps[-1]["loss"]
             rss = [s["peak_rss_bytes"] for s in steps if isinstance(s.get("peak_rss_bytes"), (int, float))]
             row["peak_host_bytes"] = max(rss) if rss else None
@@ -512,7 +560,17 @@ def main():
     ap.add_argument("--timeout", type=int, help="per-command time limit in seconds (default: per config, 900)")
     ap.add_argument("--hardware", help="replace the hardware profile of every projected configuration "
                     "(e.g. h200-128g when the GPU sweeps run on the H200 machine)")
+    ap.add_argument("--deadline", type=float, help="epoch seconds: a configuration whose expect_s no longer fits "
+                    "before it is not started (reported as not reached), and no command runs past it")
+    ap.add_argument("--skip-peer", action="append", default=[], metavar="PEER=REASON",
+                    help="do not run this peer's configurations, reporting them as not reached for REASON "
+                    "(its setup failed or was skipped)")
     args = ap.parse_args()
+    skip_peers = {}
+    for x in args.skip_peer:
+        name, _, why = x.partition("=")
+        skip_peers[name] = why or "skipped"
+    args.skip_peers = skip_peers
 
     todo_sweeps = []
     for p in args.sweep:
@@ -531,6 +589,7 @@ def main():
     try:
         R = Runner(common.bin_dir(args.bin), tmp, args.timeout)
         R.out_dir = args.out_dir
+        R.deadline = args.deadline
         for s, cs in todo_sweeps:
             failed += run_sweep(R, s, cs, args)
     finally:
@@ -564,11 +623,24 @@ def run_sweep(R, s, cs, args):
     common.write_jsonl(out, [old[k] for k in keys if k in old])
     sweep_file, override = sweeps.rel_path(s["_path"]), args.hardware
     failed, t_start = 0, time.time()
+    unreached = []  # configurations not run, with why: <out-dir>/<experiment>.unreached.json
     for i, c in enumerate(todo, 1):
         t0 = time.time()
+        why = not_reached(R, c, getattr(args, "skip_peers", {}))
+        if why:
+            unreached.append({"label": label(c), "config_key": config_key(c), "reason": why})
+            write_unreached(args.out_dir, exp, unreached)
+            print(f"  [{i}/{len(todo)}] {label(c)}: not reached: {why}", file=sys.stderr)
+            continue
         load0 = host_load()
         try:
             row = run_config(R, exp, c, sweep_file, override)
+        except Unreached as e:
+            unreached.append({"label": label(c), "config_key": config_key(c), "reason": str(e),
+                              "seconds": round(time.time() - t0, 1)})
+            write_unreached(args.out_dir, exp, unreached)
+            print(f"  [{i}/{len(todo)}] {label(c)}: not reached: {e}", file=sys.stderr)
+            continue
         except (RunError, KeyError, ValueError, ZeroDivisionError, OSError) as e:
             row = blank_row(exp, c, R.env(c["hardware"] if c["mode"].startswith("projected") else None),
                             sweep_file, override)
@@ -587,7 +659,34 @@ def run_sweep(R, s, cs, args):
             if row["step_ms"] else ("does not fit" if row.get("fits") is False else "no timing"))
         print(f"  [{i}/{len(todo)}] {label(c)}: {what}  ({time.time() - t0:.1f} s, ETA {fmt_s(eta)})",
               file=sys.stderr)
+    write_unreached(args.out_dir, exp, unreached)
     return failed
+
+
+def not_reached(R, c, skip_peers):
+    """Why a configuration is not started, or None: its peer's setup failed, or what its
+    expect_s says it needs no longer fits before --deadline."""
+    if c.get("peer") in skip_peers:
+        return f"{c['peer']}: {skip_peers[c['peer']]}"
+    if R.deadline is not None:
+        left = R.deadline - time.time()
+        need = c.get("expect_s") or 30
+        if left < need:
+            return f"no time left: it needs about {need:.0f} s, {max(0, left):.0f} s were left"
+    return None
+
+
+def write_unreached(out_dir, exp, unreached):
+    """The configurations this run did not reach (not JSON lines: no results rows), rewritten
+    whole; removed when there are none."""
+    path = os.path.join(out_dir, exp + ".unreached.json")
+    if not unreached:
+        if os.path.exists(path):
+            os.remove(path)
+        return
+    with open(path + ".tmp", "w") as f:
+        json.dump(unreached, f, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":

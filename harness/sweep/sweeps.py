@@ -29,12 +29,14 @@ DEFAULTS = {"model": None, "model_name": None, "overrides": {}, "layers": None, 
             "schedule": "megatrain", "backend": "cpu", "hardware": None, "mode": "measured",
             "args": [], "grad_accum": 1, "host_mem_gb": None, "variant": None, "steps": 8,
             "warmup": 2, "timeout_s": 900, "seed": 1, "keep_trace": False, "cli": None, "peer": None,
-            "rounds": 1, "layers_check": None}
+            "rounds": 1, "layers_check": None, "expect_s": None}
 # Key fields that enter the key only when set, so that configurations written before
 # they existed keep their keys (and their committed rows stay current).
 OPTIONAL_KEY_FIELDS = ("peer",)
 # Real peers a configuration can run instead of megatrain (baselines/peers/NAME.py).
-PEERS = ("deepspeed_zero3", "fsdp2_offload")
+PEERS = ("deepspeed_zero3", "fsdp2_offload", "megatrain_official")
+# Real peers that run megatrain's own precision (the official code keeps bf16 weights, fp32 moments).
+PAPER_PEERS = ("megatrain_official",)
 # Peers as modelled by the sim and the planner (`megatrain --peer NAME`, baselines/PEERS.md),
 # for the projected modes.
 SIM_PEERS = ("deepspeed-zero3", "fsdp2-offload", "official")
@@ -140,7 +142,8 @@ def expand(sweep):
             elif c["peer"] is not None:
                 if c["peer"] not in PEERS:
                     die(f"{where}: measured peer '{c['peer']}' is not one of {', '.join(PEERS)} (baselines/peers/README.md)")
-                if c["mode"] != "measured" or c["cli"] or c["precision"] not in ("mixed", "fp32"):
+                ok_prec = ("mixed", "fp32") + (("paper",) if c["peer"] in PAPER_PEERS else ())
+                if c["mode"] != "measured" or c["cli"] or c["precision"] not in ok_prec:
                     die(f"{where}: a real peer runs in mode measured with precision mixed or fp32 (baselines/peers/README.md)")
             if c["mode"] in ("projected", "projected-plan") and not c["hardware"]:
                 die(f"{where}: mode {c['mode']} needs a hardware profile")

@@ -44,7 +44,7 @@ over=$(echo "$groups" | tr ';' '\n' | while read -r g; do
   { fail "half hours: first three $first3 min, groups '$groups', over: $over"; cat "$tmp/list.err"; }
 $C --list --detail > "$tmp/detail" 2>/dev/null
 grep -Eq '^ +gpu_goal +[0-9]+ s +1 configurations from megatrain plan' "$tmp/detail" &&
-  grep -Eq '^ +start +90 s' "$tmp/detail" && pass "--list --detail: each step's seconds and basis" ||
+  grep -Eq '^ +start +30 s' "$tmp/detail" && pass "--list --detail: each step's seconds and basis" ||
   { fail "--list --detail"; head -12 "$tmp/detail"; }
 MT_BIN=$tmp/nobin $C --list > /dev/null 2> "$tmp/nobin.err"; rc=$?
 [ "$rc" = 1 ] && grep -q "make build" "$tmp/nobin.err" && pass "--list without binaries: exit 1 with a hint" ||

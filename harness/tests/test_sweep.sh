@@ -200,8 +200,11 @@ row = common.make_row(experiment=a.experiment, system="deepspeed_zero3", model="
                       layers_run=a.layers or L, layers_model=L, batch=a.batch,
                       seq_len=a.seq_len, precision=a.precision, step_times_s=[0.5, 0.4, 0.6, 0.45, 0.55][:a.steps],
                       peak_gpu=1000, peak_host=2000, env={"gpu_name": "NVIDIA H100 80GB HBM3"})
+row.update(fwd_ms=100.0, bwd_ms=250.0, optimizer_ms=150.0, setup_s=42.0, setup={"imports_s": 9.0})  # phase_fields
 print(json.dumps(row))
 EOF
+printf 'import sys\nprint("megatrain_official: skipped: no .official/ checkout", file=sys.stderr)\nsys.exit(77)\n' \
+  > "$tmp/peers/megatrain_official.py"
 cat > "$tmp/peer.json" <<'EOF'
 {"schema": "megatrain.sweep/1", "experiment": "t_peer",
  "defaults": {"model": "megatrain/tests/data/tiny5_llama.json", "backend": "cuda", "mode": "measured",
@@ -215,6 +218,7 @@ if [ "$rc" = 1 ] && jq -s -e '(.[0].system == "deepspeed_zero3") and (.[0].backe
       and (.[0].step_ms == {"median": 500, "min": 400, "max": 600, "n": 5}) and (.[0].params == 123456789)
       and (.[0].layers_run == 3) and (.[0].layers_model == 5) and (.[0].precision == "mixed") and (.[0].model == "tiny5_llama")
       and (.[0].peer.system == "deepspeed_zero3") and (.[0].env.git_sha | type == "string" or . == null)
+      and (.[0].fwd_ms == 100) and (.[0].optimizer_ms == 150) and (.[0].setup_s == 42) and (.[0].setup.imports_s == 9)
       and (.[1].error | test("exit 3.*CPU Adam"))' "$R/t_peer.jsonl" >/dev/null; then
   pass "peer configuration: the peer's timings in a sweep row, a failing peer an error row"
 else
@@ -227,6 +231,35 @@ if jq -e '. as $a | ($a | index("--warmup")) as $w | ($a | index("--steps")) as 
 else
   fail "peer arguments: $(cat "$tmp/stub_args" 2>/dev/null)"
 fi
+# configurations not reached are no errors: a peer that skips (exit 77), a peer script not in the
+# tree, a peer --skip-peer names, one whose expect_s no longer fits before --deadline; each is
+# listed with its reason in <experiment>.unreached.json and the sweep exits 0
+cat > "$tmp/reach.json" <<'EOF'
+{"schema": "megatrain.sweep/1", "experiment": "t_reach",
+ "defaults": {"model": "megatrain/tests/data/tiny5_llama.json", "backend": "cuda", "mode": "measured",
+              "batch": 2, "seq_len": 16, "precision": "mixed", "layers": 3, "steps": 8, "warmup": 2},
+ "configs": [{"peer": "megatrain_official", "precision": "paper"}, {"peer": "fsdp2_offload"},
+             {"peer": "deepspeed_zero3"}, {"peer": "deepspeed_zero3", "batch": 4, "expect_s": 100000}]}
+EOF
+MT_PEERS_DIR=$tmp/peers STUB_ARGS=$tmp/stub_args run "$tmp/reach.json" --skip-peer "deepspeed_zero3=its CPU Adam op did not build" \
+  --deadline $(( $(date +%s) + 600 )) 2> "$tmp/err12"; rc=$?
+u=$R/t_reach.unreached.json
+if [ "$rc" = 0 ] && [ ! -s "$R/t_reach.jsonl" ] && jq -e 'length == 4 and (.[0].reason | test("exit 77"))
+      and (.[1].reason | test("fsdp2_offload.py is not in this tree")) and (.[2].reason | test("CPU Adam op did not build"))
+      and (.[3].reason | test("CPU Adam"))' "$u" > /dev/null; then
+  pass "configurations not reached (exit 77, no script, --skip-peer) are listed with their reason, no error rows"
+else
+  fail "not reached (exit $rc)"; cat "$tmp/err12"; cat "$u"
+fi
+MT_PEERS_DIR=$tmp/peers STUB_ARGS=$tmp/stub_args run "$tmp/reach.json" --only "b4" --force \
+  --deadline $(( $(date +%s) + 600 )) 2> "$tmp/err13"; rc=$?
+[ "$rc" = 0 ] && jq -e 'length == 1 and (.[0].reason | test("no time left: it needs about 100000 s"))' "$u" > /dev/null &&
+  pass "--deadline: a configuration whose expect_s does not fit is not started" ||
+  { fail "--deadline (exit $rc)"; cat "$tmp/err13"; }
+[ "$(python3 -c "import sys; sys.path.insert(0, 'harness/sweep'); import run
+print(run.startup_s('megatrain: ready in 12.3 s (alloc 1.0 s)'), run.startup_s('no such line'))")" = "12.3 None" ] &&
+  pass "startup_s: megatrain's 'ready in S s' line, None without one" || fail "startup_s parse"
+
 # a peer key is in the configuration key only when set: existing keys do not move
 k1=$(python3 -c "
 import sys; sys.path.insert(0, 'harness/sweep'); import sweeps

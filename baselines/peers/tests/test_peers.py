@@ -347,8 +347,12 @@ class TestTrainingLoop(TmpDir):
             opt = torch.optim.AdamW(groups, lr=common.LR, betas=(common.BETA1, common.BETA2), eps=common.EPS)
             params = [p for g in groups for p in g["params"]]
             b = common.TokenBatches("synthetic", 2, 16, spec.config.vocab_size, seed=11)
-            t, rows = common.run_timed(lambda x, y: common.train_step_torch(lm, opt, params, x, y), b,
-                                       warmup=0, steps=2)
+            ph = common.Phases()  # the GPU run's per-phase timing, on the CPU
+            t, rows = common.run_timed(lambda x, y: common.train_step_torch(lm, opt, params, x, y, phases=ph), b,
+                                       warmup=0, steps=2, phases=ph)
+            f = common.phase_fields(rows, {"total_s": 1.5, "model_build_s": 0.5})
+            assert all(f[k] > 0 for k in ("fwd_ms", "bwd_ms", "optimizer_ms")) and f["setup_s"] == 1.5, f
+            assert f["setup"] == {"model_build_s": 0.5}, f
             print(json.dumps([[r["loss"], r["grad_norm"]] for r in rows]))
             dist.destroy_process_group()
         """) % (PEERS, cfg)
@@ -462,9 +466,14 @@ class TestDeepSpeedCPU(TmpDir):
             dz.load_cpu_adam_op()
             common.setup_single_rank_env()
             spec = common.load_config(a.config, a.layers)
-            engine, n = dz.setup(a, spec, dist_backend="gloo")
+            timings = {}
+            engine, n = dz.setup(a, spec, dist_backend="gloo", timings=timings)
             b = common.TokenBatches("synthetic", 2, 16, spec.config.vocab_size, seed=11)
-            t, rows = common.run_timed(dz.make_step(engine), b, warmup=0, steps=2)
+            ph = common.Phases()  # the GPU run's per-phase timing, on DeepSpeed's CPU accelerator
+            t, rows = common.run_timed(dz.make_step(engine, ph), b, warmup=0, steps=2, phases=ph)
+            f = common.phase_fields(rows, dict(timings, total_s=2.0))
+            assert all(f[k] > 0 for k in ("fwd_ms", "bwd_ms", "optimizer_ms")), f
+            assert set(f["setup"]) == {"model_build_s", "engine_init_s"}, f
             print(json.dumps({"n": n, "rows": rows}))
         """) % (PEERS, cfg)
         env = dict(os.environ, DS_ACCELERATOR="cpu")
