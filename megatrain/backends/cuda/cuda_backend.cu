@@ -318,7 +318,8 @@ static mt_status cuda_init(mt_cuda_ctx *ctx) {
     // core busy in every waiting thread, the drain's and the host's; the host AdamW's
     // threads then share cores with spinners. Blocking waits cost microseconds a wake.
     // MT_CUDA_SYNC=spin|yield|block|auto (default block) for comparison.
-    MT_CUDA_CHECK(cudaInitDevice(ctx->device, cuda_sync_flag(), 0));
+    if (cudaInitDevice(ctx->device, cuda_sync_flag(), 0) != cudaSuccess) // already initialised: keep its flags
+        cudaGetLastError();
     MT_CUDA_CHECK(cudaSetDevice(ctx->device));
     MT_CUDA_CHECK(cudaGetDeviceProperties(&ctx->prop, ctx->device));
     if (ctx->prop.major < 8)
