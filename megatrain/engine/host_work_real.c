@@ -32,7 +32,7 @@ static void real_adamw(const mt_host_work *h, const mt_model *m, mt_unit *u, con
 
 static void real_state_copy(const mt_host_work *h, void *dst, const void *src, size_t bytes) {
     (void)h;
-    memcpy(dst, src, bytes);
+    mt_host_mem_copy(dst, src, bytes);
 }
 
 static double real_mean_loss(const mt_host_work *h, const float *losses, size_t n) {
