@@ -39,8 +39,17 @@ def install_sdpa_2d_mask() -> None:
                     checked.clear()
                 checked[k] = bool(attention_mask.bool().all())
             if not checked[k]:
-                raise RuntimeError("official_launch: a padded batch reached SDPA with a 2-D mask; "
-                                   "only unpadded rows are supported without flash-attn")
+                # Say which rows and where, so a lease's log tells why (seen once on the H200,
+                # 2026-11-26; the same files give unpadded rows on the CPU here).
+                try:
+                    m = attention_mask.bool()
+                    rows = [(r, int(m[r].sum()), int((~m[r]).nonzero()[0])) for r in range(m.shape[0])
+                            if not bool(m[r].all())]
+                except Exception as e:  # a stand-in mask (tests), or anything else: the error still stands
+                    rows = "not read (%s)" % type(e).__name__
+                raise RuntimeError("official_launch: a padded batch reached SDPA with a 2-D mask %s; rows (row, "
+                                   "real tokens, first padded position): %s; only unpadded rows are supported "
+                                   "without flash-attn" % (tuple(attention_mask.shape), rows[:8]))
             attention_mask = None
         return sdpa(module, query, key, value, attention_mask, *args, **kwargs)
 
