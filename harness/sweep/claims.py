@@ -118,6 +118,21 @@ def outcome_at_least(v, threshold, allowance):
     return "within"
 
 
+def reduced_depth(rows):
+    """"8 of 48 layers" where a row ran a depth-cut model (its verdict is not a full-depth one), else ""."""
+    cut = sorted({(r["layers_run"], r["layers_model"]) for r in rows
+                  if isinstance(r.get("layers_run"), int) and isinstance(r.get("layers_model"), int)
+                  and r["layers_run"] < r["layers_model"]})
+    return ", ".join(f"{a} of {b} layers" for a, b in cut)
+
+
+def failed_rows(spec, rows):
+    """Rows with an error that a claim would have read: a failed configuration shows where
+    its figure would have been, instead of the claim quietly having no data."""
+    sel = [spec[k] for k in ("numerator", "denominator", "where", "a", "b") if isinstance(spec.get(k), dict)]
+    return [r for r in rows if "error" in r and (not sel or any(matches(r, w) for w in sel))]
+
+
 def verdict(outcome, rows, spec, allowance):
     """The verdict words: the outcome, said for the kind of evidence it rests on."""
     modes = {r["mode"] for r in rows}
@@ -132,8 +147,9 @@ def verdict(outcome, rows, spec, allowance):
         words = {"agrees": "agrees", "disagrees": "disagrees", "within": "within error"}[outcome]
         return f"extrapolated (±{100 * (allowance or 0):.0f}%): {words}"
     if all(r.get("backend") == "cuda" for r in rows):
-        return {"agrees": "reproduced", "disagrees": "not reproduced",
-                "within": "inconclusive (within noise)"}[outcome] + (f" ({pct})" if pct else "")
+        v = {"agrees": "reproduced", "disagrees": "not reproduced", "within": "inconclusive (within noise)"}[outcome]
+        cut = reduced_depth(rows)
+        return v + (f" at reduced depth ({cut})" if cut else "") + (f" ({pct})" if pct else "")
     return f"CPU check (not the claim): {words}" + (f" ({pct})" if pct else "")
 
 
@@ -365,6 +381,15 @@ RUN = {"fits": t_fits, "ratio": t_ratio, "at_least": t_at_least, "not_slower": t
 def claim_row(spec, rows, ctx):
     res = RUN[spec["test"]](spec, rows, ctx)
     if res is None:
+        failed = failed_rows(spec, rows)
+        if failed:
+            r = failed[0]
+            err = " ".join(str(r["error"]).split())
+            what = f"{r.get('system')} b{r.get('batch')}" + (f" {r['precision']}" if r.get("precision") else "")
+            return (spec["claim"], spec.get("paper", "-"),
+                    f"no figure: {what} failed: {err[:160]}{'...' if len(err) > 160 else ''}",
+                    (r.get("env") or {}).get("gpu_name") or r.get("backend") or "-",
+                    f"failed ({len(failed)} row(s) with an error in results/{r.get('experiment')}.jsonl)")
         if spec.get("optional"):
             return None
         return (spec["claim"], spec.get("paper", "-"), "no rows", "-", "no data")

@@ -44,7 +44,8 @@ cat > "$tmp/sweeps/t_pred.json" <<'EOF'
              "optional": true, "words": {"agrees": "sim inside", "disagrees": "sim outside", "within": "sim borderline"}}]}
 EOF
 
-# mk DIR SPEC: writes DIR/t_c2.jsonl and DIR/t_abl.jsonl from a JSON spec of overrides:
+# mk DIR SPEC: writes DIR/t_c2.jsonl and DIR/t_abl.jsonl from a JSON spec of overrides
+# ("layers": [run, model] cuts every row's depth; "error": SCHEDULE fails that row):
 # {"c2": {"megatrain": [tps, noise, mode], "zero3": [...]}, "busy": [v, lo, hi],
 #  "bind": [pointer_ms, copy_ms, noise], "backend": "cuda", "dirty": false, "stale": false}
 mk() {
@@ -72,6 +73,11 @@ def row(exp, c, ms, noise, mode, **extra):
     r["tokens_per_s"] = r["tokens"] / (ms / 1e3)
     r["tflops"] = 6 * 14e9 * r["tokens_per_s"] / 1e12
     r.update(extra)
+    if spec.get("layers"):  # a depth-cut run: layers_run of layers_model
+        r["layers_run"], r["layers_model"] = spec["layers"]
+    if spec.get("error") == c["schedule"]:  # a configuration that failed: an error, no figures
+        r["error"] = "exit 1: the run failed"
+        r["step_ms"] = r["tokens_per_s"] = r["tflops"] = None
     return r
 by = {s["experiment"]: s for s in sweeps.all_sweeps()}
 rows = []
@@ -255,5 +261,14 @@ python3 harness/sweep/claims.py --results "$tmp/empty" > "$tmp/real.txt" 2> "$tm
   grep -q "^C2 14B vs DeepSpeed ZeRO-3 offload .* no data" "$tmp/real.txt" && echo "ok   the committed claim rows parse" ||
   { fail "committed claim rows"; cat "$tmp/real.err"; }
 
+# A depth-cut run's verdict says so (issue 23: it is not a full-depth reproduction).
+mk "$tmp/cut" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "layers": [8, 48]}'
+verdict "a depth-cut run: reproduced at reduced depth" "ratio claim" \
+  'reproduced at reduced depth \(8 of 48 layers\) \(noise ±2\.0%\)$' "$tmp/cut"
+# A configuration that failed shows where its figure would be, with its error (issue 23), not "no data".
+mk "$tmp/failed" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "error": "zero3"}'
+verdict "a failed denominator: the claim says failed, with the error" "ratio claim" \
+  'no figure: zero3 b4 paper failed: exit 1: the run failed .*failed \(1 row\(s\) with an error in results/t_c2\.jsonl\)$' \
+  "$tmp/failed"
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"
