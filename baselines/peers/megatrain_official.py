@@ -338,6 +338,7 @@ def main(argv=None) -> int:
     if attn == "flash_attention_2" and imports["flash_attn"]:
         raise PeerError("--attn flash_attention_2: flash_attn does not import (%s)" % imports["flash_attn"])
     env["MT_OFFICIAL_SDPA_2D"] = "1" if attn == "sdpa" else "0"
+    env["MT_OFFICIAL_WORD_TOKENIZER"] = "1"  # our model dirs carry our word tokenizer (official_launch.py)
     setup["cpu_adam"] = build_cpu_adam(env) if a.optimizer == "deepspeed" else None
     model_dir, setup["model"], cached = ensure_model(a, spec, a.work)
     log("%s: commit %s, model %s (%s), setup so far %s" % (PROG, commit[:12], model_dir,

@@ -3,7 +3,8 @@ single-GPU path needs from flash_attention_2 (megatrain_official.py runs this fi
 
     MT_OFFICIAL_SDPA_2D=1 python3 official_launch.py TRAIN_PY --config YAML
 
-(MT_OFFICIAL_SDPA_2D unset or 0: train.py runs with nothing changed.)
+(MT_OFFICIAL_SDPA_2D unset or 0: train.py runs with nothing changed.) MT_OFFICIAL_WORD_TOKENIZER=1
+loads our word-level tokenizer as what it is (install_word_tokenizer says why).
 
 Why: at the pinned commit, CPUMasterModel._forward_and_backward_single_gpu (infinity/
 model/cpu_master.py) hands each decoder layer the batch's 2-D [B, T] padding mask as
@@ -56,10 +57,51 @@ def install_sdpa_2d_mask() -> None:
     ALL_ATTENTION_FUNCTIONS["sdpa"] = sdpa_2d_mask
 
 
+def is_word_tokenizer(path) -> bool:
+    """Whether `path` holds the word-level tokenizer official_files writes ("t<i>" is id i)."""
+    import json
+    tj = os.path.join(str(path), "tokenizer.json")
+    if not os.path.isfile(tj):
+        return False
+    try:
+        with open(tj) as f:
+            model = json.load(f).get("model") or {}
+    except (OSError, ValueError):
+        return False
+    return model.get("type") == "WordLevel" and model.get("unk_token") == "t0"
+
+
+def install_word_tokenizer() -> None:
+    """AutoTokenizer.from_pretrained on a model directory whose config.json says qwen2
+    builds transformers' Qwen2Tokenizer, which ignores our tokenizer.json's word-level
+    model and pre-tokenizer: every row came out as padding (mask all zeros, seen on the
+    H200 on 2026-11-26 as "a padded batch reached SDPA"). For our word tokenizer, build
+    PreTrainedTokenizerFast from its tokenizer.json and tokenizer_config.json instead,
+    which gives back exactly our ids; any other directory loads as before."""
+    import json
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+    original = AutoTokenizer.from_pretrained
+
+    def from_pretrained(path, *args, **kwargs):
+        if not is_word_tokenizer(path):
+            return original(path, *args, **kwargs)
+        with open(os.path.join(str(path), "tokenizer_config.json")) as f:
+            cfg = json.load(f)
+        tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(str(path), "tokenizer.json"),
+                                      unk_token=cfg["unk_token"], eos_token=cfg["eos_token"],
+                                      pad_token=cfg["pad_token"], model_max_length=cfg["model_max_length"])
+        tok.chat_template = cfg["chat_template"]
+        return tok
+
+    AutoTokenizer.from_pretrained = from_pretrained
+
+
 def main() -> None:
     if len(sys.argv) < 2:
         sys.exit("usage: official_launch.py TRAIN_PY [its arguments]")
     train_py = os.path.abspath(sys.argv[1])
+    if os.environ.get("MT_OFFICIAL_WORD_TOKENIZER") == "1":
+        install_word_tokenizer()
     if os.environ.get("MT_OFFICIAL_SDPA_2D") == "1":
         install_sdpa_2d_mask()
     sys.argv = [train_py] + sys.argv[2:]

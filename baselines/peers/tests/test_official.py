@@ -243,6 +243,35 @@ class TestModelDir(unittest.TestCase):
         self.assertEqual(len(tok), cfg.vocab_size)
         self.assertEqual(tok.pad_token, "t0")
 
+    def test_word_tokenizer_in_a_qwen2_dir_gives_our_ids(self):
+        """The model dir says qwen2, so AutoTokenizer may build Qwen2Tokenizer, which ignores
+        our word-level tokenizer.json (on the H200, 2026-11-26: every row came out as padding).
+        official_launch's install_word_tokenizer makes train.py's AutoTokenizer load it as
+        what it is: a 1024-word row is exactly its 1024 ids, nothing padded."""
+        import random
+        import common
+        import official_launch
+        from transformers import AutoTokenizer
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        spec = common.load_config(os.path.join(ROOT, "experiments", "models", "qwen2.5-14b.json"), 2)
+        spec.config.save_pretrained(d)
+        of.write_files(d, of.tokenizer_files(spec.config.vocab_size))
+        self.assertTrue(official_launch.is_word_tokenizer(d))
+        self.assertFalse(official_launch.is_word_tokenizer(tempfile.gettempdir()))
+        original = AutoTokenizer.from_pretrained
+        self.addCleanup(setattr, AutoTokenizer, "from_pretrained", original)
+        official_launch.install_word_tokenizer()
+        tok = AutoTokenizer.from_pretrained(d, trust_remote_code=False)
+        rng = random.Random(7)
+        row = [rng.randrange(spec.config.vocab_size) for _ in range(1024)]
+        row[3] = 0  # "t0" is also the pad token: still a real token
+        msgs = [{"role": "user", "content": of.sample_text(row)}, {"role": "assistant", "content": ""}]
+        text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False)
+        enc = tok(text, max_length=1024, truncation=True, padding="max_length", add_special_tokens=False)
+        self.assertEqual(enc["input_ids"], row)
+        self.assertEqual(sum(enc["attention_mask"]), 1024)
+
 
 class TestParse(unittest.TestCase):
     B, T = 4, 1024
