@@ -153,8 +153,8 @@ EOF
   jq '.dry_run = false | .tag = "h100-A"' "$tmp/out/A/A-manifest.json" > "$tmp/real/A-manifest.json"
   $C --file --dry-run "$tmp/real" 2> "$tmp/file2.err"; rc=$?
   [ "$rc" = 0 ] && grep -q "gpu_goal: 1 row(s) -> .*results/gpu_goal.jsonl" "$tmp/file2.err" &&
-    grep -q "experiments/hardware/h100-128g.json <- calibrated" "$tmp/file2.err" &&
-    grep -q "results/campaign/h100-A-summary.txt" "$tmp/file2.err" &&
+    grep -q "experiments/hardware/h100-128g.json <- [0-9]* figures measured or derived here" "$tmp/file2.err" &&
+    grep -Eq "results/campaign/h100-A-[0-9]{8}T[0-9]{6}Z-summary.txt" "$tmp/file2.err" &&
     pass "--file: the rows through file_rows.py, the calibrated profile to experiments/hardware/" ||
     { fail "--file of a real-like part: exit $rc"; cat "$tmp/file2.err"; }
   git diff --quiet -- results experiments/hardware 2>/dev/null && [ -z "$(git status --porcelain -- results experiments/hardware 2>/dev/null)" ] &&
