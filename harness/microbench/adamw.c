@@ -64,7 +64,7 @@ static void bm_adamw(mt_mb_state *s, const int64_t *args, const void *user) {
 }
 
 void mt_mb_register_adamw(void) {
-    const int64_t n = mt_mb_host_n(); // default 16M params: 352-448 MiB of state
+    const int64_t n = mt_mb_host_n(); // 2^24 params or more: 4x the last-level cache at 12 B/param
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         mt_mb_register(modes[i].name, bm_adamw, &modes[i], &n, 1, MT_MB_REAL_TIME);
 }

@@ -72,6 +72,6 @@ static void bm_triad(mt_mb_state *s, const int64_t *args, const void *user) {
 void mt_mb_register_host(void) {
     const int64_t sizes[] = {32ll << 20, 256ll << 20};
     for (int i = 0; i < 2; i++) mt_mb_register("memcpy", bm_memcpy, NULL, &sizes[i], 1, MT_MB_REAL_TIME);
-    const int64_t n = mt_mb_host_n(); // default 2^24: 3 x 128 MiB, beyond the last-level cache
+    const int64_t n = mt_mb_host_n(); // 2^24 or more: beyond the last-level cache (util.c)
     mt_mb_register("triad", bm_triad, NULL, &n, 1, MT_MB_REAL_TIME);
 }

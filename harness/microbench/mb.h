@@ -62,9 +62,9 @@ void mt_mb_backends_release(void);
 struct mt_backend;
 struct mt_backend *mt_mb_backend(const char *name, int act_dtype, const char **why);
 
-// Elements of the host-memory benchmarks (triad, adamw): $MT_MB_HOST_N, default 2^24
-// (16M: beyond the dev VM's reported 260 MiB L3 for triad, at its edge for fp32 AdamW's
-// 256 MiB of state; baselines/peers/cpu_optimizers.py asks for more). Exits 2 when malformed.
+// Elements of the host-memory benchmarks (triad, adamw): $MT_MB_HOST_N, else the larger
+// of 2^24 and 4x the last-level cache (sysfs) over AdamW's 12 B/param in paper precision
+// (the H200 host's 300 MB L3: 104857600). Exits 2 when malformed.
 int64_t mt_mb_host_n(void);
 // Median of n samples (sorts v in place).
 double mt_mb_median(double *v, int n);
