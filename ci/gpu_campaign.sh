@@ -16,6 +16,10 @@
 #                                                 tiny sizes; GPU-only steps, torch and the peers
 #                                                 skipped with one line each), the same files in DIR
 #                                                 (default $OUT, else gpu_campaign_out/PART)
+#   bash ci/gpu_campaign.sh next [--budget S]     on the GPU machine: the highest-priority parts not yet
+#                                                 filed for this GPU (results/campaign/) that fit S seconds
+#                                                 (default 540), at most 2, each packed in $OUT/PART
+#   bash ci/gpu_campaign.sh --next-plan GPU [--budget S]   here: what `next` would run on that GPU
 #   bash ci/gpu_campaign.sh --check DIR           a part's folder: the device tool's limits, the
 #                                                 manifest, every results row
 #   bash ci/gpu_campaign.sh --file DIR...         here, on what came back (the device tool's
@@ -25,8 +29,9 @@
 #                                                 projections on the calibrated profiles, figures,
 #                                                 claims table, README/REPRODUCE blocks
 # Before a GPU session, here: `bash ci/gpu_bundle.sh` (the CUDA build, .device/bundle.tar.xz)
-# and, for part B, `bash baselines/peers/fetch_wheels.sh` (.whl/). The device tool's call:
-#   run(command="bash ci/gpu_campaign.sh A", carry=[".device", ".whl"], timeout_s=600)
+# and, for part B, `bash baselines/peers/fetch_wheels.sh` (.whl/) and `bash baselines/peers/official_prepare.sh`
+# (.official/). The device tool's call:
+#   run(command="bash ci/gpu_campaign.sh A", carry=[".device", ".whl", ".official"], timeout_s=600)
 # REPRODUCE.md ("GPU path") has the whole procedure. The parts themselves are in
 # ci/gpu_campaign/parts.py; the runner, packing and filing beside it (Python, stdlib only).
 set -uo pipefail
@@ -35,12 +40,14 @@ cd "$(dirname "$0")/.." || exit 2
 ROOT=$(pwd)
 PY=${PYTHON:-python3}
 M=ci/gpu_campaign/main.py
-usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; }
 [ $# -ge 1 ] || { usage >&2; exit 2; }
 
 case "$1" in
   -h|--help) usage; exit 0 ;;
   --list) shift; exec "$PY" "$M" list "$@" ;;
+  --next-plan) [ $# -ge 2 ] || { echo "gpu_campaign: --next-plan GPU-NAME [--budget S]" >&2; exit 2; }
+               gpu=$2; shift 2; exec "$PY" "$M" next --plan-only --gpu "$gpu" "$@" ;;
   --check) [ $# = 2 ] || { echo "gpu_campaign: --check DIR" >&2; exit 2; }; exec "$PY" "$M" check "$2" ;;
   --file) shift; [ $# -ge 1 ] || { echo "gpu_campaign: --file DIR..." >&2; exit 2; }; exec "$PY" "$M" file "$@" ;;
   --regenerate) exec "$PY" "$M" regenerate ;;
@@ -59,6 +66,7 @@ case "$1" in
     done
     export MT_BIN=${MT_BIN:-$ROOT/build/bin}
     [ -x "$MT_BIN/megatrain" ] || { echo "gpu_campaign: $MT_BIN/megatrain not found; HINT: make build" >&2; exit 2; }
+    [ "$part" = next ] && exec "$PY" "$M" next --dry-run --out "$out" "${extra[@]}"
     exec "$PY" "$M" run "$part" --dry-run --out "$out" "${extra[@]}" ;;
   -*) echo "gpu_campaign: unknown option '$1' (see --help)" >&2; exit 2 ;;
 esac
@@ -99,4 +107,5 @@ export MT_CAMPAIGN_PRELUDE=$BUNDLE/prelude.log
   echo "gpu_campaign: bundle $MT_GIT_SHA (dirty $MT_GIT_DIRTY), $(du -sh "$BUNDLE" | cut -f1) unpacked in $BUNDLE"
 } 2> "$MT_CAMPAIGN_PRELUDE" 1>&2
 cat "$MT_CAMPAIGN_PRELUDE" >&2
+[ "$part" = next ] && exec "$PY" "$M" next --out "$OUT" "${extra[@]}"
 exec "$PY" "$M" run "$part" --out "$OUT" "${extra[@]}"

@@ -102,7 +102,9 @@ def merge_profile(old, new):
 
 
 def file_dirs(dirs, allow_dirty=False, dry_run=False):
-    mans = sorted(m for d in dirs for m in glob.glob(os.path.join(d, "*-manifest.json")))
+    # A part's folder, or one holding a folder per part (what `gpu_campaign.sh next` brings back).
+    mans = sorted(m for d in dirs for pat in ("*-manifest.json", os.path.join("*", "*-manifest.json"))
+                  for m in glob.glob(os.path.join(d, pat)))
     if not mans:
         say(f"no PART-manifest.json in {', '.join(dirs)}; HINT: the folder the device tool's files_at names")
         return 2

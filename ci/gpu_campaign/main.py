@@ -6,6 +6,9 @@
     main.py file DIR... [--allow-dirty] [--dry-run]
     main.py regenerate
     main.py tree-check TREE                 the carried tree against the bundle's `git ls-files -s`
+    main.py next --out DIR [--budget S] [--gpu NAME] [--plan-only]
+                                            the highest-priority parts not yet filed for this GPU that
+                                            fit S seconds (at most 2: 8 files), each run and packed in DIR/PART
 Python 3 standard library only (the GPU machine has python3, no jq).
 """
 import argparse
@@ -131,6 +134,83 @@ def cmd_run(args):
     return 0 if ok else 1
 
 
+NEXT_MAX_PARTS = 2  # each part packs 4 files; the device tool brings back 8
+
+
+def gpu_slug(name):
+    """The tag a part's files carry for this GPU (runner.py names them the same way)."""
+    return "h200" if "H200" in (name or "") else "h100" if "H100" in (name or "") else "gpu"
+
+
+def filed_parts(slug, campaign_dir=None):
+    """Parts with a manifest filed in results/campaign/ for this kind of GPU (any date)."""
+    d = campaign_dir or os.path.join(REPO, "results", "campaign")
+    done = set()
+    for f in os.listdir(d) if os.path.isdir(d) else ():
+        if f.startswith(slug + "-") and f.endswith("-manifest.json"):
+            try:
+                man = json.load(open(os.path.join(d, f)))
+            except (OSError, ValueError):
+                continue
+            if not man.get("dry_run"):
+                done.add(man.get("part"))
+    return done
+
+
+def plan_next(P, slug, budget_s, campaign_dir=None):
+    """[(part, estimated seconds of its steps)], in priority order, not yet filed for this GPU,
+    as many as fit the budget (the machine's start is not in it: the call is already running)."""
+    done, chosen, left = filed_parts(slug, campaign_dir), [], budget_s
+    for p in parts.PARTS:
+        if p["name"] in done or len(chosen) == NEXT_MAX_PARTS:
+            continue
+        t = estimate.part(P, p)[0] - estimate.START_S
+        if t <= left:
+            chosen.append((p, t))
+            left -= t
+    return chosen
+
+
+def cmd_next(args):
+    name = args.gpu or ("dry run (no GPU)" if args.dry_run else None)
+    if not name:
+        try:
+            import subprocess
+            out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                 text=True, timeout=30).stdout.strip().splitlines()
+            name = out[0].strip() if out else None
+        except (OSError, subprocess.SubprocessError):
+            name = None
+    if not name:
+        print("gpu_campaign: next: no GPU found (nvidia-smi); HINT: --gpu NAME to plan for one", file=sys.stderr)
+        return 2
+    try:
+        P = estimate.Planner(bin_dir())
+    except FileNotFoundError as e:
+        print(f"gpu_campaign: {e}", file=sys.stderr)
+        return 1
+    slug = gpu_slug(name)
+    done = filed_parts(slug, args.campaign_dir)
+    chosen = plan_next(P, slug, args.budget, args.campaign_dir)
+    print(f"gpu_campaign: next for {name} ({slug}): filed already: {', '.join(sorted(done)) or 'none'}; "
+          f"within {args.budget} s: " + (", ".join(f"{p['name']} (~{t:.0f} s)" for p, t in chosen) or "nothing fits"),
+          file=sys.stderr)
+    if args.plan_only or not chosen:
+        return 0 if chosen or args.plan_only else 1
+    rc, t_end = 0, time.time() + args.budget
+    for p, _ in chosen:
+        left = int(t_end - time.time())
+        if left < 60:
+            print(f"gpu_campaign: next: {left} s left, part {p['name']} not started", file=sys.stderr)
+            rc = 1
+            break
+        os.environ["MT_CAMPAIGN_T0"] = str(time.time())
+        ns = argparse.Namespace(part=p["name"], dry_run=args.dry_run, out=os.path.join(args.out, p["name"]), only=None,
+                                budget=min(runner.PART_BUDGET_S, left))
+        rc |= cmd_run(ns)
+    return rc
+
+
 def cmd_check(args):
     tmp = tempfile.mkdtemp(prefix="mt-check-")
     try:
@@ -192,7 +272,16 @@ def main():
     sub.add_parser("regenerate")
     a = sub.add_parser("tree-check")
     a.add_argument("tree")
+    a = sub.add_parser("next")
+    a.add_argument("--out", default=os.environ.get("OUT") or os.path.join(REPO, "gpu_campaign_out", "next"))
+    a.add_argument("--budget", type=int, default=540, help="seconds for the parts' steps and packing (default 540)")
+    a.add_argument("--gpu", help="plan for this GPU name instead of nvidia-smi's")
+    a.add_argument("--plan-only", action="store_true")
+    a.add_argument("--dry-run", action="store_true", help="the chosen parts as CPU dry runs")
+    a.add_argument("--campaign-dir", help=argparse.SUPPRESS)  # tests: another results/campaign
     args = ap.parse_args()
+    if args.cmd == "next":
+        return cmd_next(args)
     if args.cmd == "tree-check":
         return cmd_tree_check(args)
     if args.cmd == "list":
