@@ -189,6 +189,9 @@ def t_ratio(spec, rows, ctx):
     return fmt(spec.get("ours", "{ratio:.2f}x best/best{same_batch}"), c), [m, z], out, allowance
 
 
+EXACT_FIELDS = ("seq_len", "batch", "params", "layers_run", "tokens")
+
+
 def t_at_least(spec, rows, ctx):
     """The first matching row's `field` >= `at_least`; with `of_profile` (a dotted path in
     the hardware profile of the GPU the row ran on), >= at_least x that figure, and a
@@ -197,8 +200,10 @@ def t_at_least(spec, rows, ctx):
     rs = [r for r in rows if ok(r) and matches(r, spec.get("where")) and r.get(f) is not None]
     if not rs:
         return None
-    r = rs[0]
-    allowance = noise(r, "busy" if f == "gpu_busy_frac" else "step")
+    # "pick": "max" tests the best row (the longest sequence trained), else the first.
+    r = max(rs, key=lambda x: x[f]) if spec.get("pick") == "max" else rs[0]
+    # A figure of the configuration (seq_len, batch, params) is exact: no timing noise allowed for.
+    allowance = 0.0 if f in EXACT_FIELDS else noise(r, "busy" if f == "gpu_busy_frac" else "step")
     c = enrich(r)
     c["threshold"] = threshold = spec["at_least"]
     measured = True

@@ -23,7 +23,11 @@ cat > "$tmp/sweeps/t_c2.json" <<'EOF'
              "numerator": {"system": "megatrain"}, "denominator": {"system": "zero3"}},
             {"id": "T5", "claim": "h2d claim", "test": "at_least", "field": "h2d_gbps", "at_least": 0.9, "optional": true,
              "of_profile": "link.h2d_gbps.pinned", "no_verdict": "not measured", "where": {"system": "megatrain"},
-             "ours": "{h2d_gbps:.1f} of {profile_value:.1f} GB/s ({profile})"}]}
+             "ours": "{h2d_gbps:.1f} of {profile_value:.1f} GB/s ({profile})"},
+            {"id": "T6", "claim": "seq claim", "test": "at_least", "field": "seq_len", "at_least": 1024,
+             "pick": "max", "optional": true},
+            {"id": "T7", "claim": "longer seq claim", "test": "at_least", "field": "seq_len", "at_least": 2048,
+             "pick": "max", "optional": true}]}
 EOF
 cat > "$tmp/sweeps/t_abl.json" <<'EOF'
 {"schema": "megatrain.sweep/1", "experiment": "t_abl", "paths": ["gpu"],
@@ -99,7 +103,7 @@ verdict() {
   local name=$1 claim=$2 want=$3 dir=$4; shift 4
   local got
   got=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$dir" "$@" 2> "$dir.err" |
-        grep "^$claim " | sed 's/  */ /g')
+        grep "^$claim " | sed 's/  */ /g; s/ *$//')
   if printf '%s' "$got" | grep -Eq -- "$want"; then echo "ok   $name"; else
     fail "$name: want /$want/ in: $got"; cat "$dir.err"; fi
 }
@@ -261,6 +265,10 @@ python3 harness/sweep/claims.py --results "$tmp/empty" > "$tmp/real.txt" 2> "$tm
   grep -q "^C2 14B vs DeepSpeed ZeRO-3 offload .* no data" "$tmp/real.txt" && echo "ok   the committed claim rows parse" ||
   { fail "committed claim rows"; cat "$tmp/real.err"; }
 
+# A figure of the configuration (seq_len) is exact: no timing noise makes a met threshold
+# "inconclusive", and one above every row is not reproduced (issue 23: the long-context claim).
+verdict "an exact field that meets its threshold" "seq claim" 'reproduced \(noise ±0\.0%\)$' "$tmp/agree"
+verdict "an exact field below its threshold" "longer seq claim" 'not reproduced \(noise ±0\.0%\)$' "$tmp/agree"
 # A depth-cut run's verdict says so (issue 23: it is not a full-depth reproduction).
 mk "$tmp/cut" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "layers": [8, 48]}'
 verdict "a depth-cut run: reproduced at reduced depth" "ratio claim" \
