@@ -137,11 +137,6 @@ def cmd_run(args):
 NEXT_MAX_PARTS = 2  # each part packs 4 files; the device tool brings back 8
 
 
-def gpu_slug(name):
-    """The tag a part's files carry for this GPU (runner.py names them the same way)."""
-    return "h200" if "H200" in (name or "") else "h100" if "H100" in (name or "") else "gpu"
-
-
 def filed_parts(slug, campaign_dir=None):
     """Parts with a manifest filed in results/campaign/ for this kind of GPU (any date)."""
     d = campaign_dir or os.path.join(REPO, "results", "campaign")
@@ -189,7 +184,7 @@ def cmd_next(args):
     except FileNotFoundError as e:
         print(f"gpu_campaign: {e}", file=sys.stderr)
         return 1
-    slug = gpu_slug(name)
+    slug = runner.gpu_slug(name)
     done = filed_parts(slug, args.campaign_dir)
     chosen = plan_next(P, slug, args.budget, args.campaign_dir)
     print(f"gpu_campaign: next for {name} ({slug}): filed already: {', '.join(sorted(done)) or 'none'}; "

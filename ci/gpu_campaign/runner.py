@@ -57,6 +57,11 @@ class Ctx:
         return self.budget_s - (time.time() - self.t0)
 
 
+def gpu_slug(name):
+    """The tag a part's files carry for a GPU kind (h200-B-...); `next` reads them back by it."""
+    return "h200" if "H200" in (name or "") else "h100" if "H100" in (name or "") else "gpu"
+
+
 def say(msg):
     print(msg, flush=True)
 
@@ -126,9 +131,7 @@ def step_machine(ctx, st, log, timeout):
         run_proc(ctx, ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], log, 30, stdout=q)
         names = [l.strip() for l in open(q, errors="replace") if l.strip()]
         ctx.gpu_name = names[0] if names else None
-    slug = "dryrun" if ctx.dry else ("h200" if "H200" in (ctx.gpu_name or "") else
-                                      "h100" if "H100" in (ctx.gpu_name or "") else "gpu")
-    ctx.tag = f"{slug}-{ctx.part['name']}"
+    ctx.tag = f"{'dryrun' if ctx.dry else gpu_slug(ctx.gpu_name)}-{ctx.part['name']}"
     ver = ctx.path("logs", "version.json")
     rc1, _ = run_proc(ctx, [os.path.join(ctx.bin, "megatrain"), "--version"], log, 30, stdout=ver)
     say("megatrain " + " ".join(tail(ver, 1)))

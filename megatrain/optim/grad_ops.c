@@ -7,8 +7,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <omp.h>
-
 #include "optim/grad_ops_isa.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__gnu_linux__)

@@ -139,7 +139,7 @@ static void cuda_host_free(mt_backend *be, void *p, size_t bytes) {
     if (!p) return;
     // A registered block is unregistered and unmapped; one from cudaHostAlloc is not registered.
     if (cudaHostUnregister(p) == cudaSuccess) {
-        mt_host_mem_free(p, mt_cuda_align_up(bytes ? bytes : 1, 4096));
+        mt_host_mem_free(p, bytes); // it rounds to whole pages as mt_host_mem_alloc did
         return;
     }
     cudaGetLastError();
