@@ -3,8 +3,10 @@
 # steps): DeepSpeed ZeRO-3 with offload_param on its CPU accelerator and FSDP2 with
 # CPUOffloadPolicy on a CPU mesh, each against plain torch. Its rows are well formed, the
 # fetches it counts are the frameworks' own (DeepSpeed's forward fetches each module of a
-# layer once, FSDP2 each layer once, the backward more), and forward + backward costs
-# positive, finite host time per layer under both.
+# layer once, FSDP2 each layer once, the backward more), and each figure is finite and
+# inside the min..max of its rounds. Its sign is not checked: it is a difference of
+# differences of timings, and on CI's 2 shared cores FSDP2's small hook cost fell below
+# the noise once (-0.35 ms); timings are never gated here.
 # Needs torch, DeepSpeed and transformers: a python that imports them is taken from
 # MT_PEERS_PYTHON, else ~/.cache/megatrain/peers-venv (made by hand: baselines/peers/README.md),
 # else python3; without one the test is skipped (77), saying so (CI does not install DeepSpeed).
@@ -38,7 +40,8 @@ if jq -s -e '
     and .calls_per_step["3"] - .calls_per_step["1"] == 2 * .calls_per_layer)
   and ([.[] | select(.system == "deepspeed-zero3" and .pass == "fwd") | .calls_per_layer == .modules_per_layer] == [true])
   and ([.[] | select(.system == "fsdp2-offload" and .pass == "fwd") | .calls_per_layer] == [1])
-  and all(.[] | select(.pass == "fwd_bwd"); .fetch_overhead_ms > 0 and .fetch_overhead_ms < 100 and .calls_per_layer > 1)
+  and all(.[]; .fetch_overhead_ms_range[0] <= .fetch_overhead_ms and .fetch_overhead_ms <= .fetch_overhead_ms_range[1])
+  and all(.[] | select(.pass == "fwd_bwd"); .calls_per_layer > 1)
   ' "$tmp/h.jsonl" > /dev/null; then
   echo "ok   $(jq -s -r 'map("\(.system) \(.pass) \(.fetch_overhead_ms * 1000 | round) us/fetch, \(.calls_per_layer) calls/layer") | join("; ")' "$tmp/h.jsonl")"
 else
