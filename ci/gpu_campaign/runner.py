@@ -59,7 +59,12 @@ class Ctx:
 
 def gpu_slug(name):
     """The tag a part's files carry for a GPU kind (h200-B-...); `next` reads them back by it."""
-    return "h200" if "H200" in (name or "") else "h100" if "H100" in (name or "") else "gpu"
+    # GH200 first: its name contains "H200". Case-blind: a user types `--next-plan h200`.
+    n = (name or "").upper()
+    for kind in ("GH200", "H200", "H100"):
+        if kind in n:
+            return kind.lower()
+    return "gpu"
 
 
 def say(msg):
