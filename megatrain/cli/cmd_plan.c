@@ -208,7 +208,7 @@ int mt_cmd_plan(mt_options *o) {
         cJSON *pj = cJSON_AddObjectToObject(j, "peer");
         cJSON_AddStringToObject(pj, "name", peer->name);
         cJSON_AddStringToObject(pj, "what", peer->summary);
-        cJSON_AddStringToObject(pj, "schedule_base", peer->schedule);
+        cJSON_AddStringToObject(pj, "schedule_base", peer->like);
         add_num(pj, "host_bytes_per_param", rs.host_bytes_per_param[in.prec]);
         add_num(pj, "checkpoint_interval", rs.ckpt_interval);
         add_num(pj, "weight_passes", rs.weight_passes == 3 ? 3 : 2);

@@ -46,6 +46,7 @@ static void print_usage(void) {
     fputs(usage, stderr);
     for (int i = 0; i < mt_schedule_count(); i++) {
         const mt_schedule_desc *s = mt_schedule_at(i);
+        if (s->peer) continue; // listed under --peer
         fprintf(stderr, "  %-10s %s%s\n", s->name, s->summary, s == d.schedule ? " (default)" : "");
     }
     fputs("Peers (--peer P; train --backend sim and plan; baselines/PEERS.md):\n", stderr);
