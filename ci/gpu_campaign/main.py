@@ -3,7 +3,7 @@
     main.py list [--detail]                 the parts in priority order with their estimates
     main.py run PART [--dry-run] --out DIR [--only STEP,...] [--budget SECONDS]
     main.py check DIR                       the layout of a part's folder and its rows
-    main.py file DIR... [--allow-dirty] [--dry-run]
+    main.py file DIR... [--allow-dirty] [--replace-gpu] [--dry-run]
     main.py regenerate
     main.py tree-check TREE                 the carried tree against the bundle's `git ls-files -s`
     main.py next --out DIR [--budget S] [--gpu NAME] [--plan-only]
@@ -263,6 +263,8 @@ def main():
     a = sub.add_parser("file")
     a.add_argument("dirs", nargs="+")
     a.add_argument("--allow-dirty", action="store_true")
+    a.add_argument("--replace-gpu", action="store_true",
+                   help="rows measured on this GPU replace filed rows of the same configuration from another")
     a.add_argument("--dry-run", action="store_true")
     sub.add_parser("regenerate")
     a = sub.add_parser("tree-check")
@@ -286,7 +288,7 @@ def main():
     if args.cmd == "check":
         return cmd_check(args)
     if args.cmd == "file":
-        return filing.file_dirs(args.dirs, args.allow_dirty, args.dry_run)
+        return filing.file_dirs(args.dirs, args.allow_dirty, args.dry_run, args.replace_gpu)
     return filing.regenerate(bin_dir())
 
 

@@ -151,7 +151,13 @@ EOF
   tar -C "$tmp/real_x" -czf "$tmp/real/A-results.tar.gz" rows profile
   cp "$tmp/out/A/A-summary.txt" "$tmp/real/"
   jq '.dry_run = false | .tag = "h100-A"' "$tmp/out/A/A-manifest.json" > "$tmp/real/A-manifest.json"
-  $C --file --dry-run "$tmp/real" 2> "$tmp/file2.err"; rc=$?
+  # results/gpu_goal.jsonl holds the H200's row of that configuration: an H100 row does not
+  # replace it unless told to
+  $C --file --dry-run "$tmp/real" 2> "$tmp/file1.err"; rc=$?
+  [ "$rc" = 1 ] && grep -q "would replace the row measured on NVIDIA H200 with one from NVIDIA H100" "$tmp/file1.err" &&
+    pass "--file: an H100 row does not replace the filed H200 row of its configuration" ||
+    { fail "--file of another GPU's row: exit $rc"; cat "$tmp/file1.err"; }
+  $C --file --dry-run --replace-gpu "$tmp/real" 2> "$tmp/file2.err"; rc=$?
   [ "$rc" = 0 ] && grep -q "gpu_goal: 1 row(s) -> .*results/gpu_goal.jsonl" "$tmp/file2.err" &&
     grep -q "experiments/hardware/h100-128g.json <- [0-9]* figures measured or derived here" "$tmp/file2.err" &&
     grep -Eq "results/campaign/h100-A-[0-9]{8}T[0-9]{6}Z-summary.txt" "$tmp/file2.err" &&
