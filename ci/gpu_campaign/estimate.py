@@ -1,7 +1,7 @@
 """estimate.py: each part's GPU minutes, derived from the sizes of its steps (--list).
 
 These are estimates; each term says what it rests on (measured: the H200 leases of
-2026-11-25/26, shared/gpu-runs/README.md and their summaries).
+2026-11-25/26: their summaries, results/campaign/*-summary.txt).
   start      30 s: measured (2026-11-25: "the start took about 30 s"; the device README
              says 1-2 min, the figure before it was measured)
   sweep      per configuration with `expect_s`: that wall time (measured on the 2026-11-26 lease
@@ -16,7 +16,7 @@ These are estimates; each term says what it rests on (measured: the H200 leases 
              an extrapolated configuration: that for each depth it runs
   peers      DeepSpeed ZeRO-3 offload: (warm-up + timed) steps x our zero3 schedule's planned
              step (our model of it, baselines/ZERO3.md) + setup; FSDP2 offload: the same plus
-             torch's serial CPU AdamW at TORCH_ADAM_NS_PER_PARAM (shared/REFERENCE.md: an
+             torch's serial CPU AdamW at TORCH_ADAM_NS_PER_PARAM (docs/REFERENCE.md#peers: an
              11.6B step in 56 s)
   the rest   parts.py's ALLOW_*: measured where the step ran on a lease (machine 0.7 s,
              copybench 3.7 s, peers_setup 53.3 s), else an allowance
@@ -42,7 +42,7 @@ RUNNER_PART_BUDGET_S = 510  # runner.PART_BUDGET_S
 PROCESS_S = 5                 # process start, CUDA context, cuBLAS/cuDNN handles, plan: an allowance
 SETUP_NS_PER_PARAM_CORE = 70  # measured on the dev VM (see above)
 GPU_CORES = 16                # the lent machine (device README)
-TORCH_ADAM_NS_PER_PARAM = 56e9 / 11.6e9  # REFERENCE.md, PyTorch's CPU Adam
+TORCH_ADAM_NS_PER_PARAM = 56e9 / 11.6e9  # docs/REFERENCE.md#peers, PyTorch's CPU Adam
 HARDWARE = "h100-128g"
 
 

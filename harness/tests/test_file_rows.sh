@@ -66,7 +66,7 @@ refuse "a row from a dirty tree" "dirty tree" '.env.git_dirty = true'
 refuse "a row from an unknown tree" "unknown tree" '.env.git_dirty = null'
 refuse "a row whose sweep entry is gone" "is not a configuration of" '.config_key = "0123456789abcdef"'
 refuse "min > median" "does not hold" '.step_ms.min = .step_ms.median * 2'
-refuse "a missing DESIGN.md key" "missing key(s) h2d_gbps" 'del(.h2d_gbps)'
+refuse "a missing docs/DESIGN.md#results key" "missing key(s) h2d_gbps" 'del(.h2d_gbps)'
 refuse "an extrapolated row without its error" "without step_ms.err_frac" '.mode = "extrapolated"'
 refuse "an experiment no sweep names" "no sweep file names" '.experiment = "t_nosweep"'
 # --allow-dirty takes a dirty row; --unswept a row of an experiment without a sweep
