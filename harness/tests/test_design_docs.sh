@@ -168,7 +168,7 @@ except Exception:
     files = [os.path.join(dp, f)[2:] for dp, dn, fn in os.walk(".") for f in fn
              if not dp.startswith(("./.git", "./build"))]
 anchors = {"DESIGN": sections("docs/DESIGN.md"), "REFERENCE": sections("docs/REFERENCE.md")}
-outside = re.compile(r"shared/(DESIGN|REFERENCE|STYLE)\.md|\.\./shared/|shared/gpu-runs")
+outside = re.compile(r"shared/(DESIGN|REFERENCE|STYLE)\.md|\.\./shared/|shared/gpu-runs|\.library/|device README|\bKINDS\.md")
 bare = re.compile(r"(?<![\w/.-])(DESIGN|REFERENCE)\.md")
 cited = 0
 for f in files:
