@@ -27,7 +27,7 @@ import parts  # noqa: E402
 import runner  # noqa: E402
 
 REPO = runner.REPO
-SESSION_S = 27 * 60  # what one lent half hour leaves the parts (device README: 30 min; 3 kept back for the calls' overheads)
+SESSION_S = 27 * 60  # what one lent half hour leaves the parts (docs/REFERENCE.md#the-lent-gpu-machine: 30 min; 3 kept back for the calls' overheads)
 
 
 def bin_dir():

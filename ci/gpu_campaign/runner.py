@@ -430,7 +430,7 @@ def step_sanitizer(ctx, st, log, timeout):
     rc, _ = run_proc(ctx, [san, "--tool", st["tool"], "--error-exitcode", "99",
                            os.path.join(ctx.bin, "test_cuda_ops"), "--no-deliberate-errors"], log, timeout)
     if rc != 0 and any("Device not supported" in l for l in tail(log, 50)):
-        # gVisor machines refuse the tool (device README, KINDS.md: "Device not supported", error 999)
+        # gVisor machines refuse the tool (docs/REFERENCE.md#the-lent-gpu-machine: "Device not supported", error 999)
         return "skipped", "compute-sanitizer does not support this machine's runtime (gVisor?): run part G on another"
     return classify(ctx, rc), ("the sanitizer reported errors (exit 99)" if rc == 99 else None)
 

@@ -8,7 +8,7 @@ machine's results/) into results/, under the same rules as a sweep run here.
 DIR holds what `harness/sweep/run.py --out-dir DIR` wrote: <experiment>.jsonl files,
 traces/, and optionally env_<host>.json and microbench_<host>.json. Every row is
 checked first, and nothing is filed if one fails:
-  - the results schema: every DESIGN.md key and env key, a known mode, and where
+  - the results schema: every docs/DESIGN.md#results key and env key, a known mode, and where
     step_ms is set min <= median <= max (an extrapolated row also carries err_frac);
   - the tree that made it: env.git_sha set and env.git_dirty false (--allow-dirty
     admits a dirty or unknown tree; the claims table and figures still leave such

@@ -3,7 +3,7 @@
 # `--list` gives one line per part (name, `N min`, what), the first parts fitting one lent
 # half hour; every part's `--dry-run` passes and leaves what the device tool would bring
 # back (at most 8 flat files, each <= 16 MiB, names of letters, digits, '.', '_', '-'; a
-# manifest; every results row with DESIGN.md's keys and env block, one row per
+# manifest; every results row with docs/DESIGN.md#results keys and env block, one row per
 # configuration the part's sweeps run, no error row); `--check` refuses a folder that
 # breaks those limits or holds a bad row; `--file` refuses a dry run's rows and files
 # (dry) the rows of a part made like a real one; the tree check sees a changed file;
@@ -71,7 +71,7 @@ for p in $parts; do
   fi
   $C --check "$out" > "$tmp/$p.check" 2>&1 || { fail "part $p: --check"; cat "$tmp/$p.check"; }
   mkdir -p "$tmp/x/$p" && tar -C "$tmp/x/$p" -xzf "$out/$p-results.tar.gz"
-  # every configuration of its sweeps has a row, none an error, all with DESIGN.md's keys and env
+  # every configuration of its sweeps has a row, none an error, all with docs/DESIGN.md#results keys and env
   want=$(python3 - "$tmp/x/$p/sweeps" <<'EOF'
 import glob, sys
 sys.path.insert(0, "harness/sweep")

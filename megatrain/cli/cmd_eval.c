@@ -28,9 +28,7 @@ int mt_cmd_eval(mt_options *o) {
     if ((s = mt_check_io_paths(o))) goto fail;
     if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, o->model))) goto fail;
     if ((s = mt_precision_parse(o->precision, &prec))) goto fail;
-    if (!strcmp(o->data, "synthetic")) s = mt_data_synthetic(&data, o->seed, cfg.vocab_size, (size_t)o->eng.B * o->eng.T * 16 + 1);
-    else s = mt_data_open_file(&data, o->data, cfg.vocab_size, o->eng.B, o->eng.T);
-    if (s) goto fail;
+    if ((s = mt_data_open_file(&data, o->data, cfg.vocab_size, o->eng.B, o->eng.T))) goto fail; // a file only (options.c)
     // Default: every full, non-overlapping batch window of the file once.
     size_t windows = (data.n - 1) / ((size_t)o->eng.B * o->eng.T);
     int steps = o->given.steps && (size_t)o->steps < windows ? o->steps : (int)windows;

@@ -350,6 +350,11 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
     if (!eval) MT_TRY(mt_engine_opts_check_speculative(&o->eng)); // options that contradict: exit 2
     if (eval && !o->model) return mt_fail(MT_ERR_ARG, "eval: --model DIR is required");
     if (eval && !o->given.data) return mt_fail(MT_ERR_ARG, "eval: --data FILE is required");
+    // docs/DESIGN.md, CLI: train reads FILE|synthetic|embedded, eval a token file only.
+    if (eval && (!strcmp(o->data, "synthetic") || !strcmp(o->data, "embedded")))
+        return mt_fail(MT_ERR_ARG, "eval --data %s: eval reads a token file only (flat uint32 ids; %s is a source "
+                                   "for train); a file of that name: --data ./%s",
+                       o->data, o->data, o->data);
     if (eval && no_data)
         return mt_fail(MT_ERR_ARG, "eval --backend %s: the %s backend times operations without data, so it has "
                                    "no loss to report; use cpu or cuda",
