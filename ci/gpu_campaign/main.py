@@ -27,7 +27,9 @@ import parts  # noqa: E402
 import runner  # noqa: E402
 
 REPO = runner.REPO
-SESSION_S = 27 * 60  # what one lent half hour leaves the parts (docs/REFERENCE.md#the-lent-gpu-machine: 30 min; 3 kept back for the calls' overheads)
+# What one lent session leaves the parts: 15 min of device time in all (docs/REFERENCE.md#the-lent-gpu-machine),
+# less 2 for the calls' idle waits and transfers (each part's estimate already holds its start).
+SESSION_S = 13 * 60
 
 
 def bin_dir():
@@ -40,7 +42,7 @@ def cmd_list(args):
     except FileNotFoundError as e:
         print(f"gpu_campaign: {e}", file=sys.stderr)
         return 1
-    sessions = [[]]  # the parts in order, a new lent half hour when the next would not fit
+    sessions = [[]]  # the parts in order, a new lent session when the next would not fit
     total = 0.0
     for p in parts.PARTS:
         t, rows = estimate.part(P, p)
@@ -62,7 +64,7 @@ def cmd_list(args):
           f"{estimate.SETUP_NS_PER_PARAM_CORE} ns/param/core over {estimate.GPU_CORES} cores (measured on the dev VM), "
           f"cut at the part's budget; other steps as measured on the leases, else allowances; start "
           f"{estimate.START_S} s (measured). "
-          f"Lent half hours ({SESSION_S // 60} min of parts each): "
+          f"Lent 15-minute sessions ({SESSION_S // 60} min of parts each): "
           f"{'; '.join(', '.join(x) for x in sessions)}. `--list --detail` shows each step.",
           file=sys.stderr)
     return 0

@@ -2,8 +2,9 @@
 
 A part is one call of the device tool: a bare machine, at most 10 minutes a command,
 so each part finishes under 9 (runner.PART_BUDGET_S) and packs what it made into at
-most 8 files. The first three parts fit one lent half hour (27 minutes with their
-starts, `--list` says how each estimate is made); the later ones wait for the next.
+most 8 files. A lent session has 15 minutes of device time in all, so it runs one part,
+or what `gpu_campaign.sh next` fits in one call (`--list` groups the parts into sessions
+and says how each estimate is made).
 
 A step is a dict: `name`, `kind`, `timeout_s` (its own limit: a hang costs the step,
 not the part), and per kind:

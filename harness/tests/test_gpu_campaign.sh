@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ci/gpu_campaign.sh without a GPU, so that the campaign cannot rot between GPU sessions:
-# `--list` gives one line per part (name, `N min`, what), the first parts fitting one lent
-# half hour; every part's `--dry-run` passes and leaves what the device tool would bring
+# `--list` gives one line per part (name, `N min`, what), grouped into lent 15-minute
+# sessions; every part's `--dry-run` passes and leaves what the device tool would bring
 # back (at most 8 flat files, each <= 16 MiB, names of letters, digits, '.', '_', '-'; a
 # manifest; every results row with docs/DESIGN.md#results keys and env block, one row per
 # configuration the part's sweeps run, no error row); `--check` refuses a folder that
@@ -31,17 +31,17 @@ if [ "$(cut -d' ' -f1 "$tmp/list" | tr '\n' ' ' | sed 's/ $//')" = "$parts" ] &&
 else
   fail "--list lines"; cat "$tmp/list"
 fi
-# the footer groups the parts into lent half hours (27 minutes of parts each, in order); the
-# first holds the first three parts, and no group's minutes pass 27
-first3=$(head -3 "$tmp/list" | awk '{s += $2} END {print s}')
-groups=$(sed -n 's/.*Lent half hours (27 min of parts each): \([^.]*\)\..*/\1/p' "$tmp/list.err")
+# the footer groups the parts into lent 15-minute sessions (13 minutes of parts each, in
+# order); the first holds the first part, and no group's minutes pass 13
+first=$(head -1 "$tmp/list" | awk '{print $2}')
+groups=$(sed -n 's/.*Lent 15-minute sessions (13 min of parts each): \([^.]*\)\..*/\1/p' "$tmp/list.err")
 over=$(echo "$groups" | tr ';' '\n' | while read -r g; do
   m=$(for n in ${g//,/ }; do grep "^$n  " "$tmp/list" | awk '{print $2}'; done | awk '{s += $1} END {print s}')
-  [ "$m" -le 27 ] || echo "$g: $m min"; done)
-[ "$first3" -le 27 ] && [ "${groups%%;*}" = "$(head -3 "$tmp/list" | cut -d' ' -f1 | paste -sd, | sed 's/,/, /g')" ] &&
+  [ "$m" -le 13 ] || echo "$g: $m min"; done)
+[ -n "$groups" ] && [ "$first" -le 13 ] && [ "${groups%%;*}" = "$(head -1 "$tmp/list" | cut -d' ' -f1)" ] &&
   [ -z "$over" ] && grep -q "megatrain plan" "$tmp/list.err" &&
-  pass "the first three parts fit one lent half hour ($first3 min); the footer groups the rest ($groups) and says how the estimates are made" ||
-  { fail "half hours: first three $first3 min, groups '$groups', over: $over"; cat "$tmp/list.err"; }
+  pass "the first part fits one lent session ($first min); the footer groups the rest ($groups) and says how the estimates are made" ||
+  { fail "sessions: first $first min, groups '$groups', over: $over"; cat "$tmp/list.err"; }
 $C --list --detail > "$tmp/detail" 2>/dev/null
 grep -Eq '^ +gpu_goal +[0-9]+ s +1 configurations from megatrain plan' "$tmp/detail" &&
   grep -Eq '^ +start +30 s' "$tmp/detail" && pass "--list --detail: each step's seconds and basis" ||
