@@ -206,6 +206,16 @@ typedef struct {
     const char *profile_path;
 } mt_backend_args;
 
+// Another code path of a backend, chosen by an environment setting when it is created
+// (MT_GEMM_FALLBACK=1: cuda's classic-cuBLAS GEMMs). The op tests rerun the cases of
+// `ops` on it.
+typedef struct {
+    const char *env;          // "NAME=VALUE", set while the backend is created and its attention chosen
+    unsigned long long ops;   // 1ull << mt_op: the ops it changes
+    int attention;            // mt_attn_impl to choose on it (MT_ATTN_AUTO: leave the default)
+    int act_bf16_only;        // 1: only with bf16 activations
+} mt_backend_variant;
+
 // A backend is its folder (backends/NAME/) plus one row in the registry's table. The CLI
 // (--backend), the planner and the tests (test_backend_ops) find backends only here.
 typedef struct {
@@ -216,6 +226,8 @@ typedef struct {
     mt_status (*create)(const mt_backend_args *a, mt_backend **out);
     // Its ops table's supports() (NULL: every shape): what it takes, asked before creating one.
     int (*supports)(const mt_backend *be, mt_op op, const mt_op_shape *s);
+    const mt_backend_variant *variants; // its other code paths (may be NULL)
+    int n_variants;
 } mt_backend_entry;
 
 int mt_backend_count(void);                         // rows in the table

@@ -367,6 +367,13 @@ static mt_status cuda_create(const mt_backend_args *a, mt_backend **out) {
     return mt_backend_cuda_create(a->act_dtype, out);
 }
 
+// MT_GEMM_FALLBACK=1: every GEMM through classic cuBLAS (cuda_matmul.cu); MT_CUDNN_DETERMINISTIC=1:
+// cuDNN's backward without its f32 dQ accumulator, bitwise the same run to run.
+static const mt_backend_variant cuda_variants[] = {
+    {"MT_GEMM_FALLBACK=1", (1ull << MT_OP_MATMUL_FWD) | (1ull << MT_OP_MATMUL_BWD), MT_ATTN_AUTO, 0},
+    {"MT_CUDNN_DETERMINISTIC=1", 1ull << MT_OP_ATTENTION_BWD, MT_ATTN_CUDNN, 1},
+};
+
 extern "C" const mt_backend_entry mt_backend_cuda_entry = {
     /*name*/ "cuda",
     /*summary*/ "one NVIDIA GPU (cuBLASLt, cuDNN attention where it loads); f32 or bf16 activations",
@@ -374,6 +381,8 @@ extern "C" const mt_backend_entry mt_backend_cuda_entry = {
     /*available*/ mt_backend_cuda_available,
     /*create*/ cuda_create,
     /*supports*/ cuda_supports,
+    /*variants*/ cuda_variants,
+    /*n_variants*/ (int)(sizeof cuda_variants / sizeof cuda_variants[0]),
 };
 
 extern "C" mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out) {
