@@ -102,7 +102,7 @@ static const struct {
     {"--init", "random"},
     {"--lr-schedule", "constant|cosine"},
     {"--precision", "paper|mixed|fp32"},
-    {"--bind", "pointer|copy"}, // (--schedule: the schedule table's names)
+    {"--bind", "pointer|copy"}, // (--schedule: the schedule table's names; --backend: the registry's)
 };
 
 static const char *choices_of(const char *name) {
