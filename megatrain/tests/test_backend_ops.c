@@ -33,6 +33,7 @@
 #include "test_util.h"
 
 static const char *only_case; // --case
+static const oc_row *cur_row;  // the case running (for messages)
 
 // ---------------------------------------------------------------- tensors and checks
 
@@ -143,7 +144,7 @@ void oc_close(oc_ctx *c, const char *what, const oc_t *x, const double *ref, dou
     if (c->verbose) fprintf(stderr, "  %-36s %-40s nmse %.3e (tol %.0e)\n", what, c->cfg, e, tol);
     CHECK(finite && e <= tol,
           "%s [%s]: nmse %.3e > %.1e%s\nHINT: MT_TEST_VERBOSE=1 prints every comparison; --case %s runs this family",
-          what, c->cfg, e, tol, finite ? "" : " (non-finite values)", c->s.flags ? "?" : what);
+          what, c->cfg, e, tol, finite ? "" : " (non-finite values)", cur_row ? cur_row->family : "FAMILY");
     free(g);
 }
 
@@ -192,8 +193,6 @@ static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
-
-static const oc_row *cur_row;
 
 void oc_perf_report(oc_ctx *c, const char *what, const double *ms, int n, double flops) {
     double s[64];
