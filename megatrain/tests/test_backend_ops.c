@@ -8,12 +8,13 @@
 // backend plumbing (memory, streams, events) every data backend shares.
 // A backend that only prices ops (sim: no data) has its own checks (test_sim).
 // Usage: test_backend_ops [--backend NAME] [--case FAMILY] [--perf [--reps N]]
-//                         [--no-deliberate-errors] [--list]
+//                         [--no-deliberate-errors] [--list] [--count]
 //   --backend: only that backend (exit 77, skipped, where it is not compiled in or has no
 //   device); --perf: time each case's main call (median of N, default 10) as JSON lines on
 //   stdout, no checks; --no-deliberate-errors: leaves out the checks that provoke API
 //   errors on purpose (a 1 PiB allocation), so that compute-sanitizer reports only real
-//   ones (ci/gpu_campaign.sh, part G); --list: the table, one case a line.
+//   ones (ci/gpu_campaign.sh, part G); --list: the table, one case a line; --count: the
+//   cases each data backend's supports() takes, without creating one (JSON lines).
 // Env: MT_TEST_VERBOSE=1 prints every comparison; MT_REQUIRE_CUDNN=1 fails (instead of
 // skipping) when an attention implementation named cudnn cannot be chosen; MT_EMULATED
 // (make test-aarch64) leaves out the cases marked heavy.
@@ -471,9 +472,38 @@ static void test_registry(void) {
 
 // ---------------------------------------------------------------- main
 
+// --count: per data backend in the registry (a device is not needed), the cases its
+// supports() takes at its default attention, by activation type; variants and other
+// attention implementations add to these where they run.
+static int count_cases(void) {
+    for (int bi = 0; bi < mt_backend_count(); bi++) {
+        const mt_backend_entry *e = mt_backend_at(bi);
+        if (!(e->caps & MT_CAP_TENSOR_DATA)) continue;
+        for (int ai = 0; ai < 2; ai++) {
+            mt_dtype act = ai ? MT_BF16 : MT_F32;
+            if (act == MT_BF16 && !(e->caps & MT_CAP_BF16)) continue;
+            int yes = 0, no = 0;
+            for (int i = 0; i < mt_op_case_count; i++) {
+                const oc_row *r = &mt_op_cases[i];
+                if ((r->flags & OC_ACT_F32) && act != MT_F32) continue;
+                for (int wi = 0; wi < 2; wi++) {
+                    if (r->wdts ? !(r->wdts & (1u << wi)) : wi) continue;
+                    mt_op_shape sh = r->s;
+                    sh.act = act, sh.wdt = wi ? MT_BF16 : MT_F32, sh.flags = 0;
+                    if (!e->supports || e->supports(NULL, r->op, &sh)) yes++;
+                    else no++;
+                }
+            }
+            printf("{\"backend\":\"%s\",\"act\":\"%s\",\"rows\":%d,\"cases\":%d,\"not_supported\":%d}\n", e->name,
+                   mt_dtype_name(act), mt_op_case_count, yes, no);
+        }
+    }
+    return 0;
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: test_backend_ops [--backend NAME] [--case FAMILY] [--perf [--reps N]] "
-                    "[--no-deliberate-errors] [--list]\n");
+                    "[--no-deliberate-errors] [--list] [--count]\n");
 }
 
 int main(int argc, char **argv) {
@@ -485,6 +515,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--perf")) base.perf = 1;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) base.reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-deliberate-errors")) base.deliberate_errors = 0;
+        else if (!strcmp(argv[i], "--count")) return count_cases();
         else if (!strcmp(argv[i], "--list")) {
             for (int k = 0; k < mt_op_case_count; k++) {
                 const oc_row *r = &mt_op_cases[k];
