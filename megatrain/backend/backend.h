@@ -268,9 +268,6 @@ const char *mt_attn_kernel_name(mt_attn_impl impl, int bf16);
 // Names of the attention implementations compiled in, e.g. {"native","cudnn"}; returns count.
 int mt_attention_list(const char **names, int max);
 
-// Each backend's registry row (defined in its backends/<name>/ directory).
-extern const mt_backend_entry mt_backend_cpu_entry, mt_backend_cuda_entry, mt_backend_sim_entry;
-
 // Backend constructors (each defined in its backends/<name>/ directory).
 mt_status mt_backend_cpu_create(mt_dtype act_dtype, mt_backend **out);
 mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out);

@@ -8,6 +8,9 @@
 
 #include "backend/backend.h"
 
+// Each row is defined in its backend's folder (backends/NAME/), beside its ops table.
+extern const mt_backend_entry mt_backend_cpu_entry, mt_backend_cuda_entry, mt_backend_sim_entry;
+
 static const mt_backend_entry *const table[] = {
     &mt_backend_cpu_entry,
 #ifdef MT_HAVE_CUDA
