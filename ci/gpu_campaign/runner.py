@@ -428,7 +428,7 @@ def step_sanitizer(ctx, st, log, timeout):
     # --no-deliberate-errors: without the checks that provoke CUDA API errors on purpose (the 1 PiB
     # cudaMalloc of the out-of-memory check), so whatever the tool reports is real
     rc, _ = run_proc(ctx, [san, "--tool", st["tool"], "--error-exitcode", "99",
-                           os.path.join(ctx.bin, "test_cuda_ops"), "--no-deliberate-errors"], log, timeout)
+                           os.path.join(ctx.bin, "test_backend_ops"), "--backend", "cuda", "--no-deliberate-errors"], log, timeout)
     if rc != 0 and any("Device not supported" in l for l in tail(log, 50)):
         # gVisor machines refuse the tool (docs/REFERENCE.md#the-lent-gpu-machine: "Device not supported", error 999)
         return "skipped", "compute-sanitizer does not support this machine's runtime (gVisor?): run part G on another"

@@ -39,7 +39,8 @@ static const char *usage =
     "Stdout carries JSON lines only; progress and errors go to stderr.\n"
     "Schedules (--schedule S):\n";
 
-// The usage, then the schedule table's names and summaries (a new schedule shows up here by itself).
+// The usage, then the schedule table's and the backend registry's names and summaries (a new
+// schedule or backend shows up here by itself).
 static void print_usage(void) {
     mt_engine_opts d;
     mt_engine_opts_defaults(&d);
@@ -48,6 +49,11 @@ static void print_usage(void) {
         const mt_schedule_desc *s = mt_schedule_at(i);
         if (s->peer) continue; // listed under --peer
         fprintf(stderr, "  %-10s %s%s\n", s->name, s->summary, s == d.schedule ? " (default)" : "");
+    }
+    fputs("Backends (--backend NAME, auto: the first with a device of its own here, else cpu):\n", stderr);
+    for (int i = 0; i < mt_backend_count(); i++) { // the registry's rows (backend/backend.h)
+        const mt_backend_entry *b = mt_backend_at(i);
+        fprintf(stderr, "  %-10s %s%s\n", b->name, b->summary, b == mt_backend_find("auto") ? " (auto here)" : "");
     }
     fputs("Peers (--peer P; train --backend sim and plan; baselines/PEERS.md):\n", stderr);
     for (int i = 0; i < mt_peer_count(); i++) {

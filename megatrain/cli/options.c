@@ -102,8 +102,7 @@ static const struct {
     {"--init", "random"},
     {"--lr-schedule", "constant|cosine"},
     {"--precision", "paper|mixed|fp32"},
-    {"--backend", "auto|cpu|cuda|sim"},
-    {"--bind", "pointer|copy"}, // (--schedule: the schedule table's names)
+    {"--bind", "pointer|copy"}, // (--schedule: the schedule table's names; --backend: the registry's)
 };
 
 static const char *choices_of(const char *name) {
@@ -339,6 +338,8 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
     int train = !strcmp(cmd, "train"), eval = !strcmp(cmd, "eval");
     // What the chosen backend can do, from its capabilities (0: not in this binary; its own error later).
     unsigned caps = mt_backend_caps_of(o->backend);
+    mt_status named = mt_backend_check_name(o->backend); // the registry's names (backend/backend.h)
+    if (named == MT_ERR_ARG) return named;
     int no_data = caps && !(caps & MT_CAP_TENSOR_DATA), virtual_time = (caps & MT_CAP_VIRTUAL_TIME) != 0;
     mt_attn_impl attn;
     MT_TRY(mt_attn_impl_parse(o->attention, &attn));

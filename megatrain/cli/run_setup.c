@@ -41,14 +41,15 @@ mt_status mt_setup_config(const mt_options *o, mt_config *c, int allow_default) 
 
 mt_status mt_setup_backend(const char *name, const char *hardware, mt_precision p, mt_backend **out) {
     // bf16 activations unless the precision is fp32 or the backend computes in f32 only
-    mt_dtype act = p != MT_PREC_FP32 && (mt_backend_caps_of(name) & MT_CAP_BF16) ? MT_BF16 : MT_F32;
-    if (!strcmp(name, "sim")) { // the simulator is made with the machine it prices
-        if (!hardware) return mt_fail(MT_ERR_ARG, "--backend sim: needs --hardware PROFILE (see experiments/hardware/)");
-        char path[4096]; // a path, or a profile name looked up in experiments/hardware/
+    unsigned caps = mt_backend_caps_of(name);
+    mt_backend_args a = {p != MT_PREC_FP32 && (caps & MT_CAP_BF16) ? MT_BF16 : MT_F32, NULL};
+    char path[4096]; // a path, or a profile name looked up in experiments/hardware/
+    if (caps & MT_CAP_VIRTUAL_TIME) { // a simulator is made with the machine it prices
+        if (!hardware) return mt_fail(MT_ERR_ARG, "--backend %s: needs --hardware PROFILE (see experiments/hardware/)", name);
         MT_TRY(mt_hw_profile_find(hardware, path, sizeof path));
-        return mt_backend_sim_create(path, act, out);
+        a.profile_path = path;
     }
-    return mt_backend_create(name, act, out);
+    return mt_backend_create_with(name, &a, out);
 }
 
 mt_status mt_setup_peer(const char *peer, mt_precision p, mt_backend *be, mt_peer_rate *rate) {
