@@ -19,6 +19,7 @@
 
 #include "core/file_io.h"
 #include "core/json_file.h"
+#include "core/out_file.h"
 #include "engine/model_io.h"
 
 // STEM-DDDDD-of-DDDDD.safetensors (at least five digits each, 1 <= i <= n): a shard.
@@ -152,9 +153,22 @@ static mt_status resolve(mt_ckpt_dir *d, const char *dir) {
 static mt_status take_lock(mt_ckpt_dir *d, const char *shown) {
     char lock[MT_CKPT_PATH_MAX + 512], pid[32] = "";
     snprintf(lock, sizeof lock, "%s/.%s.lock", d->parent, d->name);
-    d->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    // Never through a link or into another kind of file: the holder's pid is
+    // written into the lock, and a planted link would aim that write elsewhere.
+    struct stat sb;
+    if (lstat(lock, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return mt_fail(MT_ERR_IO, "%s %s: the lock %s is %s, not a plain file: megatrain will not write through it; "
+                                  "remove it",
+                       d->option, shown, lock, mt_file_kind_name(sb.st_mode));
+    d->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
     if (d->lock_fd < 0)
-        return mt_fail(MT_ERR_IO, "%s %s: cannot create the lock %s: %s", d->option, shown, lock, strerror(errno));
+        return mt_fail(MT_ERR_IO, "%s %s: cannot create the lock %s: %s%s", d->option, shown, lock, strerror(errno),
+                       errno == ELOOP ? " (it is a symbolic link: remove it)" : "");
+    if (fstat(d->lock_fd, &sb) != 0 || !S_ISREG(sb.st_mode)) { // swapped in since the lstat
+        close(d->lock_fd);
+        d->lock_fd = -1;
+        return mt_fail(MT_ERR_IO, "%s %s: the lock %s is not a plain file: remove it", d->option, shown, lock);
+    }
     if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
         int err = errno;
         ssize_t r = pread(d->lock_fd, pid, sizeof pid - 1, 0);
@@ -168,9 +182,10 @@ static mt_status take_lock(mt_ckpt_dir *d, const char *shown) {
                            d->option, shown, pid[0] ? pid : "unknown");
         return mt_fail(MT_ERR_IO, "%s %s: cannot lock %s: %s", d->option, shown, lock, strerror(err));
     }
-    // The holder's pid, for the message a refused second writer prints (best effort).
+    // The holder's pid, for the message a refused second writer prints (best
+    // effort); not into a lock with other hard links, whose content is another file's too.
     int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (ftruncate(d->lock_fd, 0) != 0 || pwrite(d->lock_fd, pid, (size_t)n, 0) != n) {
+    if (sb.st_nlink != 1 || ftruncate(d->lock_fd, 0) != 0 || pwrite(d->lock_fd, pid, (size_t)n, 0) != n) {
         // only a refused second writer's message reads it: not worth failing the run for
     }
     return MT_OK;

@@ -11,12 +11,13 @@
 
 #include "core/file_io.h"
 
-static const char *kind_name(mode_t m) {
+const char *mt_file_kind_name(mode_t m) {
     if (S_ISDIR(m)) return "a directory";
     if (S_ISBLK(m)) return "a block device";
     if (S_ISCHR(m)) return "a character device";
     if (S_ISFIFO(m)) return "a FIFO";
     if (S_ISSOCK(m)) return "a socket";
+    if (S_ISLNK(m)) return "a symbolic link";
     return "not a regular file";
 }
 
@@ -50,7 +51,7 @@ mt_status mt_out_resolve(const char *option, const char *path, mt_out_kind kind,
             return MT_OK;
         }
         return mt_fail(MT_ERR_IO, "%s %s: is %s; megatrain writes this output only to a regular file%s", option, path,
-                       kind_name(sb.st_mode),
+                       mt_file_kind_name(sb.st_mode),
                        kind == MT_OUT_STREAM ? " (or through a character device or FIFO)" : ", never through a device");
     }
     return follow_links(option, path, dest, cap);

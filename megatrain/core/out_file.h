@@ -15,6 +15,11 @@
 
 #define MT_OUT_PATH_MAX 4200
 
+#include <sys/types.h>
+
+// "a directory", "a character device", "a FIFO", ... for st_mode m.
+const char *mt_file_kind_name(mode_t m);
+
 typedef enum {
     MT_OUT_FILE = 0,   // a file readers open as a whole (safetensors): regular only
     MT_OUT_STREAM = 1, // text written front to back: a device or FIFO is written through
