@@ -366,7 +366,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
         }
         if (sig && !last) {
             fprintf(stderr, "megatrain: interrupted by %s%s after step %d%s%s\n", mt_run_signal_name(sig),
-                    sig == SIGPIPE ? " (stdout was closed)" : "", step,
+                    sig == SIGPIPE && sink.stdout_errno == EPIPE ? " (stdout was closed)" : "", step,
                     o->save ? "; saved to " : " (no --save: state not kept)", o->save ? o->save : "");
             rc = 130;
             goto done;
