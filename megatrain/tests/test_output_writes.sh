@@ -13,6 +13,24 @@ source "$(dirname "$0")/lib.sh"
 run=(train --model $FIX/tiny_llama --data $FIX/tokens.bin --batch 2 --seq-len 16 --lr 2e-3 --backend cpu)
 last_err() { tail -n 1 "$TMP/err" | tr '\r' '\n' | tail -n 1; }
 
+# --- --log on a full filesystem (a tmpfs filled up). As root directly, else in a
+# user + mount namespace; skipped where neither is permitted.
+full_fs_case() {
+  local mnt=$1
+  head -c 600000 /dev/zero > "$mnt/filler" 2> /dev/null # the rest of the 512 kB tmpfs
+  "$MT" "${run[@]}" --steps 3 --log "$mnt/log.jsonl" > /dev/null 2> "$TMP/err"
+  rc=$?
+  check "--log on a full filesystem: exit 1 ($(last_err))" test $rc -eq 1
+  check "--log on a full filesystem: names the option and the device error" \
+    grep -q -- "--log $mnt/log.jsonl: write failed: No space left on device" "$TMP/err"
+}
+if [ "${1:-}" = --full-fs ]; then # only this case, inside a user + mount namespace (the end of this file)
+  mkdir -p "$TMP/mnt" && mount -t tmpfs -o size=512k tmpfs "$TMP/mnt" || exit 77
+  trap 'umount "$TMP/mnt" 2>/dev/null; rm -rf "$TMP"' EXIT
+  full_fs_case "$TMP/mnt"
+  finish
+fi
+
 # --- stdout on a full device (/dev/full: every write fails with ENOSPC).
 "$MT" "${run[@]}" --steps 3 > /dev/full 2> "$TMP/err"
 rc=$?
@@ -80,22 +98,7 @@ for sig in INT TERM HUP PIPE; do
   check "SIG$sig: the save resumes ($(last_err))" test $rc -eq 0
 done
 
-# --- --log on a full filesystem (a tmpfs filled up). As root directly, else in a
-# user + mount namespace; skipped where neither is permitted.
-full_fs_case() {
-  local mnt=$1
-  head -c 600000 /dev/zero > "$mnt/filler" 2> /dev/null # the rest of the 512 kB tmpfs
-  "$MT" "${run[@]}" --steps 3 --log "$mnt/log.jsonl" > /dev/null 2> "$TMP/err"
-  rc=$?
-  check "--log on a full filesystem: exit 1 ($(last_err))" test $rc -eq 1
-  check "--log on a full filesystem: names the option and the device error" \
-    grep -q -- "--log $mnt/log.jsonl: write failed: No space left on device" "$TMP/err"
-}
-if [ "${1:-}" = --full-fs ]; then # inside the namespace (below)
-  mkdir -p "$TMP/mnt" && mount -t tmpfs -o size=512k tmpfs "$TMP/mnt" || exit 77
-  full_fs_case "$TMP/mnt"
-  finish
-fi
+# --- --log on a full filesystem (full_fs_case above).
 mkdir -p "$TMP/mnt"
 if mount -t tmpfs -o size=512k tmpfs "$TMP/mnt" 2> /dev/null; then
   trap 'umount "$TMP/mnt" 2>/dev/null; rm -rf "$TMP"' EXIT
