@@ -155,10 +155,10 @@ static mt_status emit_step(mt_sink *sink, int step, const mt_step_stats *st, flo
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) mt_json_add_exact(j, "peak_rss_bytes", (double)ru.ru_maxrss * 1024);
     char *s = cJSON_PrintUnformatted(j);
-    mt_status st_ = s ? mt_sink_line(sink, s) : mt_fail(MT_ERR_MEMORY, "step %d: cannot format the JSON line", step);
+    mt_status out = s ? mt_sink_line(sink, s) : mt_fail(MT_ERR_MEMORY, "step %d: cannot format the JSON line", step);
     free(s);
     cJSON_Delete(j);
-    return st_;
+    return out;
 }
 
 static double mono_s(void) {

@@ -16,7 +16,10 @@ source "$(dirname "$0")/lib.sh"
 run=(train --model $FIX/tiny_llama --data $FIX/tokens.bin --batch 2 --seq-len 16 --lr 2e-3 --backend cpu)
 last_err() { tail -n 1 "$TMP/err" | tr '\r' '\n' | tail -n 1; }
 mounted=()
-trap 'for m in "${mounted[@]}"; do umount "$m" 2> /dev/null; done; rm -rf "$TMP"' EXIT
+unmount_all() { # the last mounted first (a bind mount may sit inside another)
+  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount "${mounted[i]}" 2> /dev/null; done
+}
+trap 'unmount_all; rm -rf "$TMP"' EXIT
 leftovers() { find "$(dirname "$1")" -maxdepth 1 -name ".$(basename "$1").tmp-*" -o -maxdepth 1 -name ".$(basename "$1").old-*"; }
 # refused_before_training NAME: the last run exited 1 and reported no step.
 refused_before_training() {
