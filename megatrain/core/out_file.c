@@ -4,6 +4,7 @@
 #include "core/out_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -65,7 +66,14 @@ mt_status mt_out_open(mt_out_file *o, const char *option, const char *path, mt_o
     MT_TRY(mt_out_resolve(option, path, kind, o->dest, sizeof o->dest, &in_place));
     if (!in_place && !mt_file_tmp_name(o->dest, o->tmp, sizeof o->tmp))
         return mt_fail(MT_ERR_ARG, "%s %s: path too long", option, path);
-    o->f = fopen(in_place ? o->dest : o->tmp, "w");
+    if (in_place) {
+        o->f = fopen(o->dest, "w");
+    } else { // a fresh file: never through a link planted under the temporary's name
+        unlink(o->tmp);
+        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        o->f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!o->f && fd >= 0) close(fd);
+    }
     if (!o->f) {
         mt_status s = mt_fail(MT_ERR_IO, "%s %s: cannot open %s for writing: %s", option, path,
                               in_place ? o->dest : o->tmp, strerror(errno));
