@@ -67,9 +67,10 @@ int mt_cmd_eval(mt_options *o) {
     cJSON_AddNumberToObject(j, "loss", loss);
     cJSON_AddNumberToObject(j, "tokens", (double)steps * n);
     char *text = cJSON_PrintUnformatted(j);
-    mt_sink_line(&sink, text);
+    s = text ? mt_sink_line(&sink, text) : mt_fail(MT_ERR_MEMORY, "eval: cannot format the JSON result");
     free(text);
     cJSON_Delete(j);
+    if (s || (s = mt_sink_close(&sink))) goto fail; // the result is all eval makes: lost is an error
     rc = 0;
     goto done;
 fail:

@@ -1,6 +1,8 @@
 // main.c: the megatrain CLI entry: subcommand dispatch, --version, --help,
 // and the no-argument default run (tiny model, embedded corpus).
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +82,16 @@ int mt_cmd_version(void) {
     return 0;
 }
 
-int main(int argc, char **argv) {
+// A command's result that did not reach stdout (a full disk, a closed pipe) is
+// lost: exit 1 saying so rather than 0.
+static int stdout_checked(int rc) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    if (rc == 0) fprintf(stderr, "megatrain: error: stdout: write failed: %s\n", strerror(errno ? errno : EIO));
+    return rc ? rc : 1;
+}
+
+static int run(int argc, char **argv) {
     mt_options o;
     mt_options_defaults(&o);
     if (argc == 1) {
@@ -113,4 +124,11 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "plan")) return mt_cmd_plan(&o);
     return !strcmp(cmd, "train") ? mt_cmd_train(&o, 0) : mt_cmd_eval(&o);
+}
+
+int main(int argc, char **argv) {
+    // A closed stdout gives EPIPE, which every write checks, instead of killing
+    // the process mid-save (train catches SIGPIPE itself: run_signals.h).
+    signal(SIGPIPE, SIG_IGN);
+    return stdout_checked(run(argc, argv));
 }
