@@ -180,6 +180,8 @@ static mt_status file_entry(const char *mpath, const char *dir, const cJSON *fil
     if (stat(path, &sb) != 0)
         return mt_fail(MT_ERR_IO, "%s: missing (checkpoint.json lists it): a partial checkpoint: %s", path,
                        strerror(errno));
+    if (!S_ISREG(sb.st_mode)) // its size means nothing, and reading a FIFO would block
+        return mt_fail(MT_ERR_IO, "%s: not a regular file but %s", path, mt_file_kind(sb.st_mode));
     if ((double)sb.st_size != bytes)
         return mt_fail(MT_ERR_FORMAT, "%s: %lld bytes, but checkpoint.json records %.0f: %s", path,
                        (long long)sb.st_size, bytes, EDITED);

@@ -1,27 +1,35 @@
 // dataloader.c: token files, synthetic tokens, the embedded corpus, batching.
 #include "data/dataloader.h"
 
+#define _POSIX_C_SOURCE 200809L // fdopen under -std=c11
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/file_io.h"
 
 mt_status mt_data_open_file(mt_data *d, const char *path, int vocab, int B, int T) {
     memset(d, 0, sizeof *d);
     snprintf(d->source, sizeof d->source, "%s", path);
     struct stat sb;
-    if (stat(path, &sb) != 0) return mt_fail(MT_ERR_IO, "%s: cannot open data file: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode)) return mt_fail(MT_ERR_IO, "%s: not a regular file", path);
-    if (sb.st_size % 4 != 0)
-        return mt_fail(MT_ERR_FORMAT, "%s: size %lld bytes is not a multiple of 4 (expected flat uint32 token ids)", path,
-                       (long long)sb.st_size);
+    int fd;
+    MT_TRY(mt_file_open_regular(path, "a token file (--data)", &fd, &sb));
+    mt_status bad = MT_OK;
     size_t n = (size_t)sb.st_size / 4, need = (size_t)B * T + 1;
-    if (n < need)
-        return mt_fail(MT_ERR_FORMAT, "%s: %zu tokens, fewer than one batch needs (batch x seq-len + 1 = %zu)", path, n,
-                       need);
-    FILE *f = fopen(path, "rb");
-    if (!f) return mt_fail(MT_ERR_IO, "%s: cannot open data file: %s", path, strerror(errno));
+    if (sb.st_size % 4 != 0)
+        bad = mt_fail(MT_ERR_FORMAT, "%s: size %lld bytes is not a multiple of 4 (expected flat uint32 token ids)", path,
+                      (long long)sb.st_size);
+    else if (n < need)
+        bad = mt_fail(MT_ERR_FORMAT, "%s: %zu tokens, fewer than one batch needs (batch x seq-len + 1 = %zu)", path, n,
+                      need);
+    FILE *f = bad == MT_OK ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        close(fd);
+        return bad != MT_OK ? bad : mt_fail(MT_ERR_IO, "%s: cannot open data file: %s", path, strerror(errno));
+    }
     d->tokens = malloc(n * 4);
     if (!d->tokens) {
         fclose(f);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/file_io.h"
 #include "core/json_file.h"
 
 // The safetensors spec caps the header at 100 MB: a larger length is corruption.
@@ -99,8 +100,8 @@ static int cmp_offset(const void *a, const void *b) {
 }
 
 static mt_status add_file(mt_safetensors *st, const char *path, int *file_out) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return mt_fail(MT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
+    MT_TRY(mt_file_open_regular(path, "a safetensors file", &fd, NULL)); // a FIFO would block the open forever
     char **paths = realloc(st->paths, (size_t)(st->nfiles + 1) * sizeof *paths);
     if (paths) st->paths = paths;
     int *fds = paths ? realloc(st->fds, (size_t)(st->nfiles + 1) * sizeof *fds) : NULL;
@@ -231,7 +232,6 @@ static mt_status parse_file(mt_safetensors *st, const char *path) {
     int fd = st->fds[file];
     struct stat sb;
     if (fstat(fd, &sb) != 0) return mt_fail(MT_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode)) return mt_fail(MT_ERR_IO, "%s: not a regular file", path);
     size_t fsize = (size_t)sb.st_size;
     if (fsize < 8)
         return mt_fail(MT_ERR_FORMAT, "%s: file is %zu bytes, too short for a safetensors header", path, fsize);
@@ -291,13 +291,9 @@ static mt_status parse_file(mt_safetensors *st, const char *path) {
 // sharded: model.safetensors.index.json {"weight_map": {name: shard file}}
 
 static mt_status read_small_file(const char *path, size_t max, char **out, size_t *len) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return mt_fail(MT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return mt_fail(MT_ERR_IO, "%s: not a readable regular file", path);
-    }
+    MT_TRY(mt_file_open_regular(path, "a safetensors index", &fd, &sb));
     if ((size_t)sb.st_size > max) {
         close(fd);
         return mt_fail(MT_ERR_FORMAT, "%s: %lld bytes is too large for an index file", path, (long long)sb.st_size);
