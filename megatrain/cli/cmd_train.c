@@ -273,7 +273,9 @@ int mt_cmd_train(mt_options *o, int is_default) {
     inputs = malloc(per_step * 4);
     targets = malloc(per_step * 4);
     if (!inputs || !targets) {
-        s = mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the batch");
+        s = mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the step's batch: --grad-accum %d x --batch %d x "
+                                   "--seq-len %d = %zu tokens (%.2f GiB of ids); lower one of them",
+                    o->eng.grad_accum, o->eng.B, o->eng.T, per_step, (double)per_step * 8 / 1073741824.0);
         goto fail;
     }
     signal(SIGINT, on_signal);

@@ -40,7 +40,7 @@ static mt_status find_view(const mt_safetensors *st, const mt_unit *u, int t, co
     mt_layout_hf_name(u->lay, (mt_tensor_id)t, u->layer, name, 256);
     strcat(name, suffix);
     *out = mt_st_find(st, name);
-    if (!*out) return mt_fail(MT_ERR_SHAPE, "%s: missing tensor %s", mt_st_path(st, 0), name);
+    if (!*out) return mt_fail(MT_ERR_SHAPE, "%s: missing tensor %s", mt_st_source(st), name);
     const mt_tensor_slot *v = &u->lay->t[t];
     return mt_st_expect_shape(st, *out, v->ndim, v->shape);
 }
@@ -133,7 +133,7 @@ static const char *FOREIGN_HINT = "the file was changed or damaged after the sav
 // With `expect`: the file holds exactly the recorded tensors.
 static mt_status expect_count(const mt_safetensors *st, const mt_tensor_records *expect) {
     if (!expect || mt_st_count(st) == expect->n) return MT_OK;
-    return mt_fail(MT_ERR_FORMAT, "%s: holds %d tensors but checkpoint.json records %d: %s", mt_st_path(st, 0),
+    return mt_fail(MT_ERR_FORMAT, "%s: holds %d tensors but checkpoint.json records %d: %s", mt_st_source(st),
                    mt_st_count(st), expect->n, FOREIGN_HINT);
 }
 
