@@ -339,11 +339,11 @@ mt_status mt_checkpoint_open(const char *dir, mt_ckpt_manifest *man) {
     return s;
 }
 
-mt_status mt_checkpoint_load_model(mt_model *m, const char *dir) {
-    if (!mt_checkpoint_present(dir)) return mt_model_load_weights(m, dir, NULL);
+mt_status mt_checkpoint_load_model(mt_model *m, const char *dir, mt_load_report *rep) {
+    if (!mt_checkpoint_present(dir)) return mt_model_load_weights(m, dir, NULL, rep);
     mt_ckpt_manifest man;
     mt_status s = mt_checkpoint_open(dir, &man);
-    if (s == MT_OK) s = mt_model_load_weights(m, dir, &man.weights);
+    if (s == MT_OK) s = mt_model_load_weights(m, dir, &man.weights, rep);
     mt_ckpt_manifest_free(&man);
     if (s != MT_OK && strstr(mt_last_error(), "checkpoint.json records")) { // a mismatch, not a damaged file
         char why[1024];

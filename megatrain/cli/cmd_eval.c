@@ -50,7 +50,9 @@ int mt_cmd_eval(mt_options *o) {
     if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention)) ||
         (s = mt_engine_check_host_memory(&cfg, prec, &eo, be)) || (s = mt_model_alloc(&model, &cfg, prec, be)))
         goto fail;
-    if ((s = mt_checkpoint_load_model(&model, o->model))) goto fail;
+    mt_load_report rep = {.allow_unused = o->allow_unused};
+    if ((s = mt_checkpoint_load_model(&model, o->model, &rep))) goto fail;
+    mt_note_unused(&rep);
     if ((s = mt_engine_create(&model, be, &eo, &eng)) || (s = mt_sink_open(&sink, o->log, 0))) goto fail;
     size_t n = (size_t)o->eng.B * o->eng.T;
     inputs = malloc(n * 4);

@@ -248,11 +248,13 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if (virtual_run) {
         // no tensor data exists: nothing to load or initialise
     } else if (o->resume) {
-        if ((s = mt_model_load_weights(&model, o->resume, &man.weights)) ||
+        if ((s = mt_model_load_weights(&model, o->resume, &man.weights, NULL)) ||
             (s = mt_model_load_optimizer(&model, o->resume, &man.moments)))
             goto fail;
     } else if (o->model) {
-        if ((s = mt_checkpoint_load_model(&model, o->model))) goto fail;
+        mt_load_report rep = {.allow_unused = o->allow_unused};
+        if ((s = mt_checkpoint_load_model(&model, o->model, &rep))) goto fail;
+        mt_note_unused(&rep);
     } else {
         mt_model_init_random(&model, o->seed);
     }
