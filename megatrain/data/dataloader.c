@@ -1,15 +1,20 @@
 // dataloader.c: token files, synthetic tokens, the embedded corpus, batching.
 #include "data/dataloader.h"
 
-#define _POSIX_C_SOURCE 200809L // fdopen under -std=c11
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "core/file_io.h"
+
+// CRC-32 (zlib's) of the ids as little-endian uint32: the file's bytes on every host we build for.
+static uint32_t tokens_crc(const uint32_t *t, size_t n) {
+    return (uint32_t)crc32_z(crc32_z(0, Z_NULL, 0), (const unsigned char *)t, n * 4);
+}
 
 mt_status mt_data_open_file(mt_data *d, const char *path, int vocab, int B, int T) {
     memset(d, 0, sizeof *d);
@@ -49,6 +54,9 @@ mt_status mt_data_open_file(mt_data *d, const char *path, int vocab, int B, int 
         }
     }
     d->n = n;
+    d->crc32 = tokens_crc(d->tokens, n);
+    d->has_crc = 1;
+    if (!realpath(path, d->path)) snprintf(d->path, sizeof d->path, "%s", path); // opened, so it resolves
     return MT_OK;
 }
 
@@ -73,6 +81,8 @@ mt_status mt_data_from_bytes(mt_data *d, const unsigned char *bytes, size_t n, c
     if (!d->tokens) return mt_fail(MT_ERR_MEMORY, "%s: cannot allocate %zu tokens", source, n);
     for (size_t i = 0; i < n; i++) d->tokens[i] = bytes[i];
     d->n = n;
+    d->crc32 = tokens_crc(d->tokens, n);
+    d->has_crc = 1;
     return MT_OK;
 }
 

@@ -142,7 +142,7 @@ tamper '.seed = "abc"' "seed: expected a non-negative integer, got 'abc'"
 tamper '.seed = [1]' "seed: expected a number or a string"
 tamper '.seed = "-1"' "seed: expected a non-negative integer, got '-1'"
 tamper '.precision = "fp8"' "precision: unknown value 'fp8'"
-tamper '.data_cursor = 1e6' "data_cursor 1000000 is beyond the end of $FIX/tokens.bin"
+tamper '.data_cursor = 1e6' "data_cursor 1000000 is beyond the end of $(realpath $FIX/tokens.bin)" # train_state.json records it absolute
 tamper 'del(.hparams.warmup)' "hparams.warmup: missing field"
 tamper '.total_steps = 1' "step 2 is beyond total_steps 1"
 # Duplicated keys are refused in every JSON file megatrain reads, naming the key.
