@@ -211,6 +211,7 @@ static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_o
     if (!o->given.data) o->data = s->strings[n_str];
     if (!o->given.precision) o->precision = saved.precision;
     if (!o->given.lr_schedule) o->lr_schedule = saved.lr_schedule;
+    s->seed = saved.seed;
     if (!o->given.seed) o->seed = saved.seed;
     if (!o->given.batch) o->eng.B = saved.eng.B;
     if (!o->given.seq_len) o->eng.T = saved.eng.T;
@@ -238,6 +239,9 @@ mt_status mt_train_state_resume_data(const char *dir, const mt_train_state *s, c
     if (was_synth != is_synth)
         return mt_fail(MT_ERR_ARG, "%s/train_state.json: the checkpoint was trained on %s, but this run reads %s: %s",
                        dir, s->data, now, DATA_HINT);
+    if (was_synth && o->seed != s->seed) // synthetic ids are a function of the seed
+        return mt_fail(MT_ERR_ARG, "--seed %llu: the checkpoint's synthetic data came from seed %llu, and a resume "
+                                   "must read the same tokens; drop --seed", o->seed, s->seed);
     if (s->data_id) {
         if (!d->has_crc || d->n != s->data_tokens || d->crc32 != s->data_crc32)
             return mt_fail(MT_ERR_ARG,

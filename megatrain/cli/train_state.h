@@ -21,6 +21,7 @@ typedef struct {
     int data_id;        // data_tokens and data_crc32 are recorded
     size_t data_tokens;
     uint32_t data_crc32;
+    unsigned long long seed; // the run's seed (synthetic data is drawn from it)
     int version;        // of the file read
     char *strings[8];   // owned copies of the string options applied from the file
 } mt_train_state;

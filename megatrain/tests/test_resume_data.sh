@@ -65,6 +65,7 @@ cp "$TMP/keep.bin" "$A/tokens.bin"
 expect 1 "the checkpoint was trained on $A/tokens.bin, but this run reads synthetic" train --resume "$ck" --steps 3 --data synthetic
 "$MT" train --model "$MODEL" --data synthetic --batch 2 --seq-len 16 --steps 1 --backend cpu --save "$TMP/syn" > /dev/null 2>&1
 expect 1 "the checkpoint was trained on synthetic, but this run reads $B/copy.bin" train --resume "$TMP/syn" --steps 2 --data copy.bin
+expect 1 "--seed 9: the checkpoint's synthetic data came from seed 0" train --resume "$TMP/syn" --steps 2 --seed 9
 expect 0 "" train --resume "$TMP/syn" --steps 2
 # A damaged identity is refused like any field.
 old=$TMP/damaged; cp -r "$ck" "$old"
