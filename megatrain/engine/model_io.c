@@ -210,10 +210,10 @@ static mt_status check_unused(const mt_safetensors *st, const mt_config *c, cons
         n++;
     }
     if (n == 0) return MT_OK;
-    char msg[sizeof rep->unused];
-    snprintf(msg, sizeof msg, "%s: %d tensor%s the model does not use: %s%s%.0d%s%s%s%s", mt_st_source(st), n,
-             n == 1 ? "" : "s", list, n > listed ? ", and " : "", n > listed ? n - listed : 0,
-             n > listed ? " more" : "", why ? " (" : "", why ? why : "", why ? ")" : "");
+    char msg[sizeof rep->unused], more[40] = "";
+    if (n > listed) snprintf(more, sizeof more, ", and %d more", n - listed);
+    snprintf(msg, sizeof msg, "%s: %d tensor%s the model does not use: %s%s%s%s%s", mt_st_source(st), n,
+             n == 1 ? "" : "s", list, more, why ? " (" : "", why ? why : "", why ? ")" : "");
     if (!rep || !rep->allow_unused)
         return mt_fail(MT_ERR_SHAPE, "%s. HINT: fix config.json, or give --allow-unused-tensors to train without them",
                        msg);
