@@ -1,7 +1,7 @@
 """Shared pieces of the peer benchmarks (baselines/peers/*.py).
 
 Everything a peer script needs so that its numbers are comparable with
-megatrain's own rows (shared/DESIGN.md, "Metrics" and "Results"):
+megatrain's own rows (docs/DESIGN.md#metrics and docs/DESIGN.md#results):
 
   * the model: an HF config.json built with transformers'
     AutoModelForCausalLM.from_config (random init, --seed), optionally
@@ -22,7 +22,7 @@ megatrain's own rows (shared/DESIGN.md, "Metrics" and "Results"):
     mfu against the dense bf16 peak: harness/metrics.py and megatrain/core/METRICS.md
     (the one definition of each metric), harness/dense_peaks.json (the one peak table);
   * the env block: harness/env.c's, through the mt-env binary ($MT_BIN or build/bin);
-  * one results row with exactly DESIGN.md's keys, appended to a .jsonl file.
+  * one results row with exactly the keys of docs/DESIGN.md#results, appended to a .jsonl file.
 
 The training loop body (`train_step_torch`, `run_timed`) is plain PyTorch so
 that tests can run it on the CPU without FSDP or DeepSpeed.
@@ -62,7 +62,7 @@ ENV_KEYS = (
     "pcie_gbps", "hardware_profile", "utc",
 )
 
-# AdamW defaults of DESIGN.md's CLI contract.
+# AdamW defaults of docs/DESIGN.md#batching-loss-and-optimizer-semantics.
 LR, WEIGHT_DECAY, BETA1, BETA2, EPS, GRAD_CLIP = 3e-4, 0.1, 0.9, 0.95, 1e-8, 1.0
 
 MIN_WARMUP, MIN_STEPS = 2, 5
@@ -145,7 +145,7 @@ def _mt_env_binary() -> Optional[str]:
 
 
 def collect_env(hardware_profile: Optional[str] = None) -> dict:
-    """DESIGN.md's env block from mt-env (harness/env.c, its one implementation),
+    """The env block of docs/DESIGN.md#results from mt-env (harness/env.c, its one implementation),
     with what only this PyTorch process knows: the CUDA version torch runs on, and
     the GPU's name and memory where nvidia-smi gave none."""
     exe = _mt_env_binary()
@@ -304,7 +304,7 @@ class ModelSpec:
 def report(a, prog: str, system: str, spec, n_params: int, times, peak_gpu: int, extras=None) -> dict:
     """One timed configuration of a peer: the results row, appended to a.out (if set),
     printed on stdout, and summarized on stderr. `extras` (phase_fields) follow
-    DESIGN.md's keys: the harness copies them into its sweep row."""
+    docs/DESIGN.md#results keys: the harness copies them into its sweep row."""
     row = make_row(
         experiment=a.experiment, system=system, model=spec.name, params=n_params,
         layers_run=spec.layers_run, layers_model=spec.layers_model, batch=a.batch,
@@ -605,7 +605,7 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
 
 def check_common_args(a) -> None:
     if not a.allow_short and (a.warmup < MIN_WARMUP or a.steps < MIN_STEPS):
-        raise PeerError("--warmup must be >= %d and --steps >= %d (DESIGN.md timing rule)"
+        raise PeerError("--warmup must be >= %d and --steps >= %d (docs/DESIGN.md#metrics timing rule)"
                         % (MIN_WARMUP, MIN_STEPS))
     if a.steps < 1 or a.warmup < 0:
         raise PeerError("--steps must be >= 1 and --warmup >= 0")

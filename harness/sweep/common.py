@@ -15,7 +15,7 @@ SWEEP_SCHEMA = "megatrain.sweep/1"
 SIDE_FILES = {"cpu_optimizers.jsonl": "megatrain.cpu_optimizers/1",  # baselines/peers/cpu_optimizers.py
               "peer_hooks.jsonl": "megatrain.peer_hooks/1"}  # baselines/peers/stage3_hooks.py
 
-# The keys DESIGN.md fixes for every results row, in the order rows are written.
+# The keys docs/DESIGN.md#results fixes for every results row, in the order rows are written.
 RESULT_KEYS = ["schema", "experiment", "system", "mode", "model", "params", "layers_run",
                "layers_model", "batch", "seq_len", "precision", "step_ms", "tokens_per_s",
                "tflops", "mfu", "gpu_busy_frac", "h2d_gbps", "peak_gpu_bytes",

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """run.py: runs one sweep (experiments/sweeps/NAME.json) and writes one results row
-per configuration to results/<experiment>.jsonl (shared/DESIGN.md "Results").
+per configuration to results/<experiment>.jsonl (docs/DESIGN.md#results).
 
     python3 harness/sweep/run.py experiments/sweeps/c2_cpu.json [--bin DIR]
         [--out-dir results] [--force] [--only SUBSTR] [--dry-run] [--timeout S]
@@ -180,7 +180,7 @@ class Runner:
 
 # ---------------------------------------------------------------- metrics
 def step_stats(steps, warmup):
-    """DESIGN.md: median over the steps after the warm-up, with min and max. The last
+    """docs/DESIGN.md#metrics: median over the steps after the warm-up, with min and max. The last
     step is left out of the steady state: it ends the run with the optimizer pass that
     no next step overlaps (the CLI counts it in that step), so it is reported apart."""
     timed = [s["step_ms"] for s in steps[warmup:-1]]
@@ -264,7 +264,7 @@ def params_from_cli(steps):
     return int(round(s["tflops"] * 1e12 * (s["step_ms"] / 1e3) / (6.0 * s["tokens"])))
 
 
-# What a peer's row may add to DESIGN.md's keys (baselines/peers/common.py, report): the medians
+# What a peer's row may add to the keys of docs/DESIGN.md#results (baselines/peers/common.py, report): the medians
 # over the timed steps of its forward, backward and optimizer step (optimizer_ms as megatrain's
 # rows name their host optimizer), and its setup before the first step, with the parts of it.
 PEER_PHASES = ("fwd_ms", "bwd_ms", "optimizer_ms", "setup_s", "setup")

@@ -29,11 +29,7 @@ int mt_cmd_eval(mt_options *o) {
     if ((s = mt_check_io_paths(o))) goto fail;
     if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, o->model))) goto fail;
     if ((s = mt_precision_parse(o->precision, &prec))) goto fail;
-    size_t synth_windows = o->given.steps && o->steps > 16 ? (size_t)o->steps : 16; // synthetic: as long as asked
-    if (!strcmp(o->data, "synthetic"))
-        s = mt_data_synthetic(&data, o->seed, cfg.vocab_size, (size_t)o->eng.B * o->eng.T * synth_windows + 1);
-    else s = mt_data_open_file(&data, o->data, cfg.vocab_size, o->eng.B, o->eng.T);
-    if (s) goto fail;
+    if ((s = mt_data_open_file(&data, o->data, cfg.vocab_size, o->eng.B, o->eng.T))) goto fail; // a file only (options.c)
     // Default: every full, non-overlapping batch window of the file once; more than
     // that would read windows twice (or be cut short), so --steps past them is refused.
     size_t windows = (data.n - 1) / ((size_t)o->eng.B * o->eng.T);
@@ -81,9 +77,10 @@ int mt_cmd_eval(mt_options *o) {
     cJSON_AddNumberToObject(j, "loss", loss);
     cJSON_AddNumberToObject(j, "tokens", (double)steps * n);
     char *text = cJSON_PrintUnformatted(j);
-    mt_sink_line(&sink, text);
+    s = text ? mt_sink_line(&sink, text) : mt_fail(MT_ERR_MEMORY, "eval: cannot format the JSON result");
     free(text);
     cJSON_Delete(j);
+    if (s || (s = mt_sink_close(&sink))) goto fail; // the result is all eval makes: lost is an error
     rc = 0;
     goto done;
 fail:

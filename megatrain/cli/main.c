@@ -1,6 +1,8 @@
 // main.c: the megatrain CLI entry: subcommand dispatch, --version, --help,
 // and the no-argument default run (tiny model, embedded corpus).
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,14 +45,21 @@ static const char *usage =
     "Stdout carries JSON lines only; progress and errors go to stderr.\n"
     "Schedules (--schedule S):\n";
 
-// The usage, then the schedule table's names and summaries (a new schedule shows up here by itself).
+// The usage, then the schedule table's and the backend registry's names and summaries (a new
+// schedule or backend shows up here by itself).
 static void print_usage(void) {
     mt_engine_opts d;
     mt_engine_opts_defaults(&d);
     fputs(usage, stderr);
     for (int i = 0; i < mt_schedule_count(); i++) {
         const mt_schedule_desc *s = mt_schedule_at(i);
+        if (s->peer) continue; // listed under --peer
         fprintf(stderr, "  %-10s %s%s\n", s->name, s->summary, s == d.schedule ? " (default)" : "");
+    }
+    fputs("Backends (--backend NAME, auto: the first with a device of its own here, else cpu):\n", stderr);
+    for (int i = 0; i < mt_backend_count(); i++) { // the registry's rows (backend/backend.h)
+        const mt_backend_entry *b = mt_backend_at(i);
+        fprintf(stderr, "  %-10s %s%s\n", b->name, b->summary, b == mt_backend_find("auto") ? " (auto here)" : "");
     }
     fputs("Peers (--peer P; train --backend sim and plan; baselines/PEERS.md):\n", stderr);
     for (int i = 0; i < mt_peer_count(); i++) {
@@ -77,7 +86,16 @@ int mt_cmd_version(void) {
     return 0;
 }
 
-int main(int argc, char **argv) {
+// A command's result that did not reach stdout (a full disk, a closed pipe) is
+// lost: exit 1 saying so rather than 0.
+static int stdout_checked(int rc) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    if (rc == 0) fprintf(stderr, "megatrain: error: stdout: write failed: %s\n", strerror(errno ? errno : EIO));
+    return rc ? rc : 1;
+}
+
+static int run(int argc, char **argv) {
     mt_options o;
     mt_options_defaults(&o);
     if (argc == 1) {
@@ -110,4 +128,11 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "plan")) return mt_cmd_plan(&o);
     return !strcmp(cmd, "train") ? mt_cmd_train(&o, 0) : mt_cmd_eval(&o);
+}
+
+int main(int argc, char **argv) {
+    // A closed stdout gives EPIPE, which every write checks, instead of killing
+    // the process mid-save (train catches SIGPIPE itself: run_signals.h).
+    signal(SIGPIPE, SIG_IGN);
+    return stdout_checked(run(argc, argv));
 }

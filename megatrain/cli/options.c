@@ -104,8 +104,7 @@ static const struct {
     {"--init", "random"},
     {"--lr-schedule", "constant|cosine"},
     {"--precision", "paper|mixed|fp32"},
-    {"--backend", "auto|cpu|cuda|sim"},
-    {"--bind", "pointer|copy"}, // (--schedule: the schedule table's names)
+    {"--bind", "pointer|copy"}, // (--schedule: the schedule table's names; --backend: the registry's)
 };
 
 static const char *choices_of(const char *name) {
@@ -366,6 +365,8 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
     int train = !strcmp(cmd, "train"), eval = !strcmp(cmd, "eval");
     // What the chosen backend can do, from its capabilities (0: not in this binary; its own error later).
     unsigned caps = mt_backend_caps_of(o->backend);
+    mt_status named = mt_backend_check_name(o->backend); // the registry's names (backend/backend.h)
+    if (named == MT_ERR_ARG) return named;
     int no_data = caps && !(caps & MT_CAP_TENSOR_DATA), virtual_time = (caps & MT_CAP_VIRTUAL_TIME) != 0;
     mt_attn_impl attn;
     MT_TRY(mt_attn_impl_parse(o->attention, &attn));
@@ -380,6 +381,11 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
                        o->resume ? "a --resume checkpoint must hold exactly what it recorded" : "there is no --model");
     if (eval && !o->model) return mt_fail(MT_ERR_ARG, "eval: --model DIR is required");
     if (eval && !o->given.data) return mt_fail(MT_ERR_ARG, "eval: --data FILE is required");
+    // docs/DESIGN.md, CLI: train reads FILE|synthetic|embedded, eval a token file only.
+    if (eval && (!strcmp(o->data, "synthetic") || !strcmp(o->data, "embedded")))
+        return mt_fail(MT_ERR_ARG, "eval --data %s: eval reads a token file only (flat uint32 ids; %s is a source "
+                                   "for train); a file of that name: --data ./%s",
+                       o->data, o->data, o->data);
     if (eval && no_data)
         return mt_fail(MT_ERR_ARG, "eval --backend %s: the %s backend times operations without data, so it has "
                                    "no loss to report; use cpu or cuda",

@@ -41,7 +41,7 @@ typedef struct {
     } given;
 } mt_options;
 
-// Defaults per DESIGN.md: lr 3e-4, wd 0.1, betas 0.9/0.95, eps 1e-8, clip 1.0.
+// Defaults per docs/DESIGN.md#batching-loss-and-optimizer-semantics: lr 3e-4, wd 0.1, betas 0.9/0.95, eps 1e-8, clip 1.0.
 // --shard-size 5GB: see MT_DEFAULT_SHARD_SIZE.
 void mt_options_defaults(mt_options *o);
 // Parses argv[first..argc) for `cmd` ("train", "eval", "plan"), then mt_options_check.

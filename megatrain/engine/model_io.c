@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/out_file.h"
 #include "model/safetensors.h"
 
 #define MAX_TENSORS_PER_UNIT MT_T_COUNT
@@ -451,8 +452,12 @@ mt_status mt_model_save_grads(const mt_model *m, const char *path) {
     mt_st_entry *entries;
     char(*names)[256];
     int n = 0;
+    char dest[MT_OUT_PATH_MAX];
+    int in_place;
+    // A safetensors file is read whole: a regular file only; through a symlink, the file it names.
+    MT_TRY(mt_out_resolve("--dump-grads", path, MT_OUT_FILE, dest, sizeof dest, &in_place));
     MT_TRY(picked(m, PICK_GRADS, PICK_GRADS, path, &entries, &names, &n));
-    mt_status s = mt_st_write(path, entries, n);
+    mt_status s = mt_st_write(dest, entries, n);
     free(entries);
     free(names);
     return s;
