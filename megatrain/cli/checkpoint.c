@@ -180,6 +180,8 @@ static mt_status file_entry(const char *mpath, const char *dir, const cJSON *fil
     if (stat(path, &sb) != 0)
         return mt_fail(MT_ERR_IO, "%s: missing (checkpoint.json lists it): a partial checkpoint: %s", path,
                        strerror(errno));
+    if (!S_ISREG(sb.st_mode)) // its size means nothing, and reading a FIFO would block
+        return mt_fail(MT_ERR_IO, "%s: not a regular file but %s", path, mt_file_kind(sb.st_mode));
     if ((double)sb.st_size != bytes)
         return mt_fail(MT_ERR_FORMAT, "%s: %lld bytes, but checkpoint.json records %.0f: %s", path,
                        (long long)sb.st_size, bytes, EDITED);
@@ -337,14 +339,14 @@ mt_status mt_checkpoint_open(const char *dir, mt_ckpt_manifest *man) {
     return s;
 }
 
-static mt_status load_model_once(mt_model *m, const char *dir, int attempt) {
-    if (!mt_checkpoint_present(dir)) return mt_model_load_weights(m, dir, NULL);
+static mt_status load_model_once(mt_model *m, const char *dir, int attempt, mt_load_report *rep) {
+    if (!mt_checkpoint_present(dir)) return mt_model_load_weights(m, dir, NULL, rep);
     mt_ckpt_manifest man;
     mt_status s = mt_checkpoint_open(dir, &man);
     // Test hook: MT_FAULT_READ_PAUSE_MS=N holds the first read N ms between the
     // manifest and the tensors, so a test can make a concurrent save land there.
     if (s == MT_OK && attempt == 0 && getenv("MT_FAULT_READ_PAUSE_MS")) usleep(1000u * (unsigned)atoi(getenv("MT_FAULT_READ_PAUSE_MS")));
-    if (s == MT_OK) s = mt_model_load_weights(m, dir, &man.weights);
+    if (s == MT_OK) s = mt_model_load_weights(m, dir, &man.weights, rep);
     mt_ckpt_manifest_free(&man);
     if (s != MT_OK && strstr(mt_last_error(), "checkpoint.json records")) { // a mismatch, not a damaged file
         char why[1024];
@@ -385,12 +387,12 @@ static int same_identity(const dir_identity *a, const dir_identity *b) {
 // filesystem without RENAME_EXCHANGE), so a read that fails while DIR changed
 // under it raced a save: it reads again rather than call the checkpoint edited,
 // and says so.
-mt_status mt_checkpoint_load_model(mt_model *m, const char *dir) {
+mt_status mt_checkpoint_load_model(mt_model *m, const char *dir, mt_load_report *rep) {
     enum { TRIES = 10 };
     for (int attempt = 0;; attempt++) {
         dir_identity a, b;
         identify(dir, &a);
-        mt_status s = load_model_once(m, dir, attempt);
+        mt_status s = load_model_once(m, dir, attempt, rep);
         if (s == MT_OK) return MT_OK;
         identify(dir, &b);
         if (same_identity(&a, &b)) return s; // nothing switched: the error stands

@@ -81,7 +81,7 @@ static mt_status stage_checkpoint(mt_ckpt_dir *cd, const mt_model *m, mt_engine 
     if ((s = mt_checkpoint_check_space(cd, m, o)) != MT_OK) return fail_kept(s, cd, what);
     if ((s = mt_ckpt_dir_stage(cd)) != MT_OK) return fail_kept(s, cd, what);
     mt_train_state ts = {.step = step, .data_cursor = d->cursor, .skipped_steps = skipped_steps};
-    snprintf(ts.data, sizeof ts.data, "%s", d->source);
+    mt_train_state_set_data(&ts, d);
     s = mt_checkpoint_write(cd->staged, m, &ts, o);
     if (s != MT_OK) {
         mt_ckpt_dir_discard(cd);
@@ -104,22 +104,6 @@ static mt_status commit_checkpoint(mt_ckpt_dir *cd, int step) {
 static int same_dir(const char *a, const char *b) {
     struct stat x, y;
     return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
-
-// Where the data continues after a resume: the saved cursor, checked against the data.
-static mt_status resume_cursor(const mt_options *o, const mt_train_state *rs, mt_data *d) {
-    if (rs->data_cursor < d->n) {
-        d->cursor = rs->data_cursor;
-        return MT_OK;
-    }
-    if (o->given.data && strcmp(o->data, rs->data)) { // other data than the run had: start it at the beginning
-        fprintf(stderr, "megatrain: note: --data %s is not the checkpoint's data (%s); reading it from the start\n",
-                o->data, rs->data);
-        d->cursor = 0;
-        return MT_OK;
-    }
-    return mt_fail(MT_ERR_FORMAT, "%s/train_state.json: data_cursor %zu is beyond the end of %s (%zu tokens)",
-                   o->resume, rs->data_cursor, d->source, d->n);
 }
 
 static mt_status emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr, double step_ms, double params) {
@@ -204,14 +188,21 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if (o->eng.T > cfg.max_position_embeddings)
         fprintf(stderr, "megatrain: note: --seq-len %d exceeds max_position_embeddings %d\n", o->eng.T,
                 cfg.max_position_embeddings);
-    if ((s = open_data(o, &cfg, &data))) goto fail;
+    if ((s = open_data(o, &cfg, &data))) {
+        if (o->resume && !o->given.data) { // the path came from the checkpoint: say so
+            char why[1024];
+            snprintf(why, sizeof why, "%s", mt_last_error());
+            s = mt_fail(s, "%s/train_state.json records the data %s: %s", o->resume, rs.data, why);
+        }
+        goto fail;
+    }
     if (o->resume) {
         if (rs.step > o->steps) {
             s = mt_fail(MT_ERR_ARG, "--steps %d: the checkpoint in %s is already at step %d", o->steps, o->resume,
                         rs.step);
             goto fail;
         }
-        if ((s = resume_cursor(o, &rs, &data))) goto fail;
+        if ((s = mt_train_state_resume_data(o->resume, &rs, o, &data))) goto fail;
     }
     if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention))) goto fail;
     t_backend = mono_s();
@@ -245,11 +236,13 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if (virtual_run) {
         // no tensor data exists: nothing to load or initialise
     } else if (o->resume) {
-        if ((s = mt_model_load_weights(&model, o->resume, &man.weights)) ||
+        if ((s = mt_model_load_weights(&model, o->resume, &man.weights, NULL)) ||
             (s = mt_model_load_optimizer(&model, o->resume, &man.moments)))
             goto fail;
     } else if (o->model) {
-        if ((s = mt_checkpoint_load_model(&model, o->model))) goto fail;
+        mt_load_report rep = {.allow_unused = o->allow_unused};
+        if ((s = mt_checkpoint_load_model(&model, o->model, &rep))) goto fail;
+        mt_note_unused(&rep);
     } else {
         mt_model_init_random(&model, o->seed);
     }
@@ -270,7 +263,9 @@ int mt_cmd_train(mt_options *o, int is_default) {
     inputs = malloc(per_step * 4);
     targets = malloc(per_step * 4);
     if (!inputs || !targets) {
-        s = mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the batch");
+        s = mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the step's batch: --grad-accum %d x --batch %d x "
+                                   "--seq-len %d = %zu tokens (%.2f GiB of ids); lower one of them",
+                    o->eng.grad_accum, o->eng.B, o->eng.T, per_step, (double)per_step * 8 / 1073741824.0);
         goto fail;
     }
     mt_run_signals_catch();

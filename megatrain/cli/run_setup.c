@@ -73,6 +73,12 @@ mt_status mt_setup_attention(mt_backend *be, const char *attention) {
     return mt_backend_set_attention(be, impl);
 }
 
+void mt_note_unused(const mt_load_report *rep) {
+    if (rep->n_unused)
+        fprintf(stderr, "megatrain: note: %s; dropped (--allow-unused-tensors): the run and any --save go without them\n",
+                rep->unused);
+}
+
 mt_status mt_sink_open(mt_sink *s, const char *log_path, int append) {
     memset(s, 0, sizeof *s);
     s->log_path = log_path;

@@ -11,6 +11,7 @@
 #include "data/dataloader.h"
 #include "engine/engine.h"
 #include "engine/host_state.h"
+#include "engine/model_io.h"
 #include "engine/peer.h"
 
 // The embedded default model: a tiny byte-level Llama.
@@ -25,6 +26,9 @@ mt_status mt_setup_backend(const char *name, const char *hardware, mt_precision 
 mt_status mt_setup_peer(const char *peer, mt_precision p, mt_backend *be, mt_peer_rate *rate);
 // --attention auto|native|cudnn on the created backend (backend.h mt_backend_set_attention).
 mt_status mt_setup_attention(mt_backend *be, const char *attention);
+
+// With --allow-unused-tensors: one stderr note naming the tensors the load dropped.
+void mt_note_unused(const mt_load_report *rep);
 
 // JSON-lines sink: stdout plus an optional log file. Every write is checked: a
 // line that did not reach stdout or the log is an error naming which and why,

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/file_io.h"
+
 // Where the hook time per fetch in the peers' schedule rows (engine/schedule.c) comes from.
 #define MT_PEER_HOOK_SOURCE "measured: results/peer_hooks.jsonl (baselines/peers/stage3_hooks.py on the 2-core dev VM, 2026-11-24)"
 
@@ -89,8 +91,13 @@ const char *mt_peer_rates_path(void) {
 // The last row of `impl` in the measurements: params/s and the triad beside it (0 when none).
 static mt_status measured_rate(const char *path, const char *impl, double *params_per_s, double *triad_gb_s) {
     *params_per_s = *triad_gb_s = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return mt_fail(MT_ERR_IO, "%s: cannot read the CPU optimizer measurements", path);
+    int fd;
+    MT_TRY(mt_file_open_regular(path, "the CPU optimizer measurements", &fd, NULL)); // never blocks on a FIFO
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return mt_fail(MT_ERR_IO, "%s: cannot read the CPU optimizer measurements", path);
+    }
     char line[8192];
     int ln = 0;
     mt_status s = MT_OK;
