@@ -49,6 +49,8 @@ mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c);
 // device plan where the device's memory is host memory) against MemAvailable (or
 // the simulated machine's): a one-line error naming the parts when it cannot fit.
 mt_status mt_engine_check_host_memory(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_backend *be);
+// The part of it that needs no model: --recompute against the schedule and K, offload (the CLI refuses early).
+mt_status mt_engine_opts_check_recompute(const mt_engine_opts *o);
 // The part of it that needs no model: --speculative-step against the schedule (the CLI refuses early).
 mt_status mt_engine_opts_check_speculative(const mt_engine_opts *o);
 
@@ -97,6 +99,7 @@ typedef struct {
     int offload_checkpoints;   // the resolved choice (auto resolved against device_free)
     int spec_window;           // speculative step: units with restore copies (0: speculation off), against host_free
     int grad_sum_f32;          // the resolved choice: chunked weight gradients summed in f32 (fp32: always)
+    mt_recompute recompute;    // the resolved --recompute (auto: against device_free); full where not taken
     size_t grad_sum_bytes;     // its f32 device buffer (part of grads.device): the larger of the MLP's
                                // (gate, up, down) and the LM head's gradient, when each runs in > 1 chunk
 } mt_engine_footprint;

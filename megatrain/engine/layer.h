@@ -14,6 +14,8 @@ typedef struct {
     float eps;
     int qk_norm, bias;
     int mlp_rows;           // tokens per MLP chunk (0 = all N at once)
+    int keep_mlp;           // MLP internals saved for every token (mt_schedule_desc.keep_mlp): 0 none,
+                            // 1 the gate/up output, 2 and SwiGLU's product; else backward recomputes them per chunk
     mt_dtype wdt;           // weights and weight-gradients
     const float *rope_cos, *rope_sin; // device (T, HD/2)
 } mt_dims;
@@ -26,6 +28,7 @@ typedef struct {
 // A layer's saved internals for one forward pass of N tokens (device).
 typedef struct {
     void *ln1, *qkv_pre, *qkv_n, *qkv, *att, *x_mid, *ln2;
+    void *gu, *h; // (N, 2F) gate/up output and (N, F) SwiGLU product, kept per keep_mlp (else NULL)
     float *rstd1, *rstd_qk, *lse, *rstd2;
 } mt_layer_acts;
 
