@@ -168,6 +168,8 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *op
 
 mt_grad_sum mt_engine_grad_sum(const mt_engine *e) { return e->sh.grad_sum_f32 ? MT_GRAD_SUM_F32 : MT_GRAD_SUM_BF16; }
 
+mt_recompute mt_engine_recompute(const mt_engine *e) { return e->sh.s.recompute; }
+
 void mt_engine_destroy(mt_engine *e) {
     if (!e) return;
     mt_backend *be = e->be;

@@ -123,6 +123,8 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
                          float lr, int step, mt_step_stats *st);
 // The resolved --grad-accum-dtype: MT_GRAD_SUM_F32 or MT_GRAD_SUM_BF16 (f32 for fp32 precision).
 mt_grad_sum mt_engine_grad_sum(const mt_engine *e);
+// The resolved --recompute (auto resolved against the device's free memory).
+mt_recompute mt_engine_recompute(const mt_engine *e);
 // The engine's clock (ms): wall time, or virtual time under the sim backend.
 double mt_engine_now_ms(const mt_engine *e);
 // Writes the Chrome/Perfetto timeline of every step so far (needs keep_trace).

@@ -113,4 +113,34 @@ typedef struct {
 
 mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, mt_plan_prediction *out);
 
+// ---------------------------------------------------------------------------
+// --batch auto (batch_search.c): the batch and the knobs the schedule takes
+// (--recompute, --checkpoint-interval 1|2|4, --weight-buffers 2|3) that maximise
+// the predicted tokens/s within host and device memory (mt_plan_check_fit).
+
+typedef struct {
+    int B;
+    mt_recompute recompute; // resolved
+    int ckpt_interval, weight_bufs, offload_checkpoints;
+    double gpu_bytes, host_bytes, step_ms, tokens_per_s;
+    const char *bound;
+} mt_batch_candidate;
+
+typedef struct {
+    mt_batch_candidate *c; // every candidate that fits, in the order compared
+    int n, cap;
+    int best;              // index of the choice: the most tokens/s (the first on a tie)
+    int max_fit_B;         // the largest batch that fits with any of the knobs
+} mt_batch_search;
+
+// Per combination of the knobs: every power of two below the largest batch that
+// fits, and that batch. vary_recompute: compare the recompute policies even where
+// in->eng.sched.recompute names one (it is auto, or was not given). Needs the
+// profile's GPU memory; in->gpu_free_bytes and host_free as `plan` sets them.
+mt_status mt_plan_batch_search(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, int vary_recompute,
+                               mt_batch_search *out);
+void mt_batch_search_free(mt_batch_search *s);
+// One line: the choice, its predicted rate and what it was compared with.
+void mt_batch_search_why(const mt_batch_search *s, const mt_hw_profile *hw, char *buf, size_t cap);
+
 #endif
