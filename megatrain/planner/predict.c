@@ -11,7 +11,8 @@
 //   backward     F_b = 2 * F_f                        per token fwd+bwd, not halved
 //   recompute    F_r = (2*L*P_L + 4*L*dA*T) * n       for causal masking
 //                (megatrain, naive, zero3: one extra layer forward; resident and --recompute
-//                swiglu|none: 0; --recompute mlp: the gate/up GEMM, 4*F*C*L*n)
+//                swiglu|none: 0; --recompute mlp: the MLP's GEMMs, 6*F*C*L*n, as full counts
+//                a whole layer where the engine skips the down projection)
 //                F_* count the FLOPs (hfu); the time prices GEMMs and attention apart:
 //   rate         R = peak (bf16 for paper/mixed, fp32 -- no TF32 -- for fp32) x gemm_efficiency
 //   attention    A_f = 2*L*dA*T*n causal FLOPs forward (as the sim and the labs count them),
@@ -289,10 +290,13 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     mt_engine_footprint fp = mt_engine_footprint_of(c, in->prec, &in->eng, act, in->gpu_free_bytes, 0);
     if (s.takes & MT_TAKES_RECOMPUTE) mt_schedule_set_recompute(&s, fp.recompute);
     const int recompute = !s.keep_activations;
-    // Layers kept whole but for the MLP, streamed: backward recomputes the gate/up GEMM per chunk
-    // (--recompute mlp). The resident form, pinned by the golden records, has always left it out.
+    // Layers kept whole but for the MLP, streamed (--recompute mlp): backward recomputes the gate/up
+    // GEMM per chunk. Priced as the MLP's three GEMMs (6*F*C a token), the convention F_r keeps for
+    // full (a whole layer, where the engine's recompute skips the down projection: the golden
+    // records pin it), so that the policies differ by what they really save. The resident form,
+    // pinned too, has always left its gate/up recompute out.
     const double Fgu = s.keep_activations && !s.keep_mlp && !s.weights_resident
-                           ? 4.0 * c->intermediate_size * c->hidden_size * L * n : 0;
+                           ? 6.0 * c->intermediate_size * c->hidden_size * L * n : 0;
 
     const double Ff = t.Ff = (2 * Pmm + 4 * L * dA * T) * n, Fb = t.Fb = 2 * Ff;
     // Three weight passes (the official code) recompute each layer twice: its block's recompute and the
