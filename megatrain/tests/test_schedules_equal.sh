@@ -21,9 +21,8 @@ for model in "--model $FIX/tiny_qwen2" "--config $DATA/tiny5_llama.json --seed 7
     for variant in "megatrain" "megatrain --weight-buffers 3" "megatrain --checkpoint-interval 2" \
                    "megatrain --checkpoint-interval 2 --weight-buffers 3" "megatrain --serial-optimizer --grad-slabs 1" "megatrain --bind copy" "megatrain --weight-buffers 1" \
                    "megatrain --offload-checkpoints true" "megatrain --offload-checkpoints true --weight-buffers 3" \
-                   "megatrain --recompute none" "megatrain --recompute swiglu --mlp-chunk 16" \
-                   "megatrain --recompute mlp --weight-buffers 3" "megatrain --recompute auto --checkpoint-interval 2" \
-                   "megatrain --recompute none --mlp-chunk 16 --weight-buffers 1" "naive --recompute none" \
+                   "megatrain --recompute none" "megatrain --recompute swiglu --weight-buffers 1" \
+                   "megatrain --recompute mlp --weight-buffers 3" "naive --recompute none" \
                    "naive" "naive --checkpoint-interval 2" "zero3" \
                    "zero3 --zero3-prefetch-bucket-size 1000 --zero3-overlap-comm false --zero3-pin-memory false" \
                    "zero3 --zero3-prefetch-bucket-size 1e9 --zero3-max-live-parameters 2e4 --grad-slabs 2"; do
@@ -38,7 +37,8 @@ done
 check "K=3 run" run "$TMP/k3" --config $DATA/tiny5_llama.json --seed 7 --precision fp32 --checkpoint-interval 3
 check "K=3 == resident" same "$TMP/k3" "$TMP/ref_$(echo "--config $DATA/tiny5_llama.json --seed 7 fp32" | tr -c 'a-z0-9' '_')"
 # --recompute at G = 1: every policy (none keeps SwiGLU's product, swiglu the gate/up output, mlp
-# the layers but their MLP, auto what fits) gives full's parameters and moments bitwise.
+# the layers but their MLP, auto what fits) gives full's parameters and moments bitwise, with the
+# MLP in chunks (the kept tensors are written and read a chunk at a time).
 run1() { # run1 OUTDIR ARGS...
   local out=$1; shift
   "$MT" train "$@" --data $FIX/tokens.bin --batch 2 --seq-len 32 --steps 3 --lr 1e-3 --backend cpu --save "$out" \
