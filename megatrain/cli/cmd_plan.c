@@ -68,11 +68,16 @@ static void add_batch_search(cJSON *j, const mt_batch_search *bs, const mt_hw_pr
         add_num(e, "host_bytes", k->host_bytes);
         add_num(e, "step_ms", k->step_ms);
         add_num(e, "tokens_per_s", k->tokens_per_s);
+        if (k->sim_step_ms > 0) {
+            add_num(e, "sim_step_ms", k->sim_step_ms);
+            add_num(e, "sim_tokens_per_s", k->sim_tokens_per_s);
+        }
         cJSON_AddStringToObject(e, "bound", k->bound);
         cJSON_AddItemToArray(arr, e);
     }
     add_num(a, "choice", bs->best);
     add_num(a, "max_fit_batch", bs->max_fit_B);
+    add_num(a, "sim_checked", bs->n_sim); // the closed form's best, run in the sim: its rate decides
     char why[512];
     mt_batch_search_why(bs, hw, why, sizeof why);
     cJSON_AddStringToObject(a, "why", why);
@@ -114,7 +119,9 @@ int mt_cmd_plan(mt_options *o) {
         if (!have_rates)
             return fail(mt_fail(MT_ERR_ARG, "plan --batch auto: needs --hardware PROFILE (or measured) to price the "
                                             "candidates"));
-        if ((s = mt_plan_batch_search(&cfg, &in, &hw, !o->given.recompute, &bs))) return fail(s);
+        char path[4096]; // the closed form's favourites are run in the sim where the profile is a file
+        int sim = !peer && strcmp(o->hardware, "measured") && mt_hw_profile_find(o->hardware, path, sizeof path) == MT_OK;
+        if ((s = mt_plan_batch_search(&cfg, &in, &hw, !o->given.recompute, sim ? path : NULL, &bs))) return fail(s);
         const mt_batch_candidate *b = &bs.c[bs.best];
         in.eng.B = b->B;
         in.eng.sched.recompute = b->recompute;

@@ -41,7 +41,8 @@ static const char *usage =
     "GEMM and SwiGLU re-run per chunk; swiglu: the gate/up output is kept too, only SwiGLU's product re-runs (no\n"
     "GEMM); none: nothing re-runs; auto: the least recompute whose device plan fits. Same parameters, bitwise.\n"
     "--batch auto (train, plan): the batch, --recompute (unless given), K (1, 2, 4) and --weight-buffers (2, 3)\n"
-    "with the most predicted tokens/s within host and device memory; plan lists the candidates, train says its\n"
+    "with the most tokens/s within host and device memory (the closed form's best 8 checked in the sim where the\n"
+    "profile is a file); plan lists the candidates, train says its\n"
     "choice on stderr (plan needs --hardware; train plans for --hardware under sim, else `measured`).\n"
     "Stdout carries JSON lines only; progress and errors go to stderr.\n"
     "Schedules (--schedule S):\n";

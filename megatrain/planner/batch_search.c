@@ -59,8 +59,30 @@ static mt_status price(const mt_config *c, mt_plan_input in, const mt_hw_profile
     return MT_OK;
 }
 
+// The closed form's best few, each run on the sim (its knobs and batch); the sim's best is the choice.
+static mt_status sim_check(const mt_config *c, const mt_plan_input *in0, const char *profile, mt_batch_search *s) {
+    int best = -1;
+    for (int k = 0; k < MT_BATCH_SIM_CHECKED && k < s->n; k++) {
+        int top = -1; // the next best by the closed form not yet checked
+        for (int i = 0; i < s->n; i++)
+            if (!s->c[i].sim_step_ms && (top < 0 || s->c[i].tokens_per_s > s->c[top].tokens_per_s)) top = i;
+        mt_batch_candidate *b = &s->c[top];
+        mt_plan_input in = *in0;
+        in.eng.B = b->B;
+        in.eng.sched.recompute = b->recompute;
+        in.eng.sched.ckpt_interval = b->ckpt_interval;
+        in.eng.sched.weight_bufs = b->weight_bufs;
+        MT_TRY(mt_plan_sim_step_ms(c, &in, profile, &b->sim_step_ms));
+        b->sim_tokens_per_s = (double)b->B * in.eng.T * in.eng.grad_accum / b->sim_step_ms * 1e3;
+        if (best < 0 || b->sim_tokens_per_s > s->c[best].sim_tokens_per_s) best = top;
+        s->n_sim++;
+    }
+    if (best >= 0) s->best = best;
+    return MT_OK;
+}
+
 mt_status mt_plan_batch_search(const mt_config *c, const mt_plan_input *in0, const mt_hw_profile *hw, int vary_recompute,
-                               mt_batch_search *s) {
+                               const char *sim_profile, mt_batch_search *s) {
     memset(s, 0, sizeof *s);
     s->best = -1;
     if (!(hw->hbm_bytes > 0))
@@ -98,7 +120,7 @@ mt_status mt_plan_batch_search(const mt_config *c, const mt_plan_input *in0, con
         return mt_fail(MT_ERR_ARG, "--batch auto: not even batch 1 x %d tokens fits %s (host %.0f GB, GPU %.0f GB); "
                                    "HINT: a shorter --seq-len, --precision paper, or `megatrain plan --batch 1`",
                        in0->eng.T, hw->name, hw->host_mem_bytes / 1e9, hw->hbm_bytes / 1e9);
-    return MT_OK;
+    return sim_profile ? sim_check(c, in0, sim_profile, s) : MT_OK;
 }
 
 void mt_batch_search_free(mt_batch_search *s) {
@@ -106,24 +128,32 @@ void mt_batch_search_free(mt_batch_search *s) {
     memset(s, 0, sizeof *s);
 }
 
+// A candidate's rate as the choice was made: the sim's where it ran, else the closed form's.
+static double rate(const mt_batch_search *s, const mt_batch_candidate *k) {
+    return s->n_sim ? k->sim_tokens_per_s : k->tokens_per_s;
+}
+
 void mt_batch_search_why(const mt_batch_search *s, const mt_hw_profile *hw, char *buf, size_t cap) {
     const mt_batch_candidate *b = &s->c[s->best], *next = NULL, *biggest = NULL;
     for (int i = 0; i < s->n; i++) {
         const mt_batch_candidate *k = &s->c[i];
-        if (i != s->best && (!next || k->tokens_per_s > next->tokens_per_s)) next = k;
+        if (i != s->best && (!next || rate(s, k) > rate(s, next))) next = k;
         if (!biggest || k->B > biggest->B) biggest = k;
     }
     int n = snprintf(buf, cap,
-                     "batch %d, --recompute %s, --checkpoint-interval %d, --weight-buffers %d: %.0f tokens/s predicted "
-                     "on %s (%s-bound; GPU %.1f of %.1f GB, host %.1f of %.1f GB), the most of %d candidates that fit",
-                     b->B, mt_recompute_name(b->recompute), b->ckpt_interval, b->weight_bufs, b->tokens_per_s, hw->name,
-                     b->bound, b->gpu_bytes / 1e9, (hw->hbm_bytes - (double)MT_PLAN_GPU_RESERVE_BYTES) / 1e9,
-                     b->host_bytes / 1e9, hw->host_mem_bytes * (1.0 - MT_PLAN_HOST_RESERVE) / 1e9, s->n);
+                     "batch %d, --recompute %s, --checkpoint-interval %d, --weight-buffers %d: %.0f tokens/s %s on %s "
+                     "(%s-bound; GPU %.1f of %.1f GB, host %.1f of %.1f GB), the most of %d candidates that fit",
+                     b->B, mt_recompute_name(b->recompute), b->ckpt_interval, b->weight_bufs, rate(s, b),
+                     s->n_sim ? "in the sim" : "predicted", hw->name, b->bound, b->gpu_bytes / 1e9,
+                     (hw->hbm_bytes - (double)MT_PLAN_GPU_RESERVE_BYTES) / 1e9, b->host_bytes / 1e9,
+                     hw->host_mem_bytes * (1.0 - MT_PLAN_HOST_RESERVE) / 1e9, s->n);
+    if (s->n_sim && n > 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, " (the closed form's best %d run in the sim; it predicted %.0f)",
+                      s->n_sim, b->tokens_per_s);
     if (next && n > 0 && (size_t)n < cap)
         n += snprintf(buf + n, cap - (size_t)n, "; next best batch %d with --recompute %s, K %d, %d buffers: %.0f tokens/s",
-                      next->B, mt_recompute_name(next->recompute), next->ckpt_interval, next->weight_bufs,
-                      next->tokens_per_s);
+                      next->B, mt_recompute_name(next->recompute), next->ckpt_interval, next->weight_bufs, rate(s, next));
     if (biggest && biggest != b && n > 0 && (size_t)n < cap)
-        snprintf(buf + n, cap - (size_t)n, "; the largest batch that fits, %d (--recompute %s), %.0f tokens/s",
+        snprintf(buf + n, cap - (size_t)n, "; the largest batch that fits, %d (--recompute %s), %.0f tokens/s predicted",
                  biggest->B, mt_recompute_name(biggest->recompute), biggest->tokens_per_s);
 }

@@ -2,7 +2,7 @@
 # --recompute and --batch auto in the planner (issue 27): each policy's device
 # plan grows as it recomputes less and its predicted step shrinks; auto states
 # what it resolved to; --batch auto picks, within host and device memory, the
-# candidate with the most predicted tokens/s, lists every candidate it compared
+# candidate with the most tokens/s (the closed form ranks, the sim checks its best 8), lists every candidate it compared
 # (the choice among them), and train --batch auto runs that choice and says so.
 # Bad values are one line and exit 2. (Bitwise equality of the policies:
 # test_schedules_equal; the plan equals what the engine allocates: test_footprint;
@@ -46,8 +46,15 @@ check "the choice is among the candidates and is the plan printed" \
   jqe '.batch_auto.candidates[.batch_auto.choice] as $c | $c.batch == .batch and $c.recompute == .recompute and
          $c.checkpoint_interval == .checkpoint_interval and $c.weight_buffers == .weight_buffers and
          $c.gpu_bytes == .gpu_bytes and $c.tokens_per_s == .tokens_per_s' "$TMP/ba.json"
-check "the choice has the most predicted tokens/s of the candidates" \
-  jqe '.tokens_per_s == ([.batch_auto.candidates[].tokens_per_s] | max)' "$TMP/ba.json"
+check "the sim ran the closed form's best 8, and the choice is the sim's best of them" \
+  jqe '.batch_auto.sim_checked == 8 and ([.batch_auto.candidates[] | select(.sim_tokens_per_s)] | length) == 8 and
+       .batch_auto.candidates[.batch_auto.choice].sim_tokens_per_s ==
+         ([.batch_auto.candidates[] | select(.sim_tokens_per_s) | .sim_tokens_per_s] | max) and
+       ([.batch_auto.candidates[] | select(.sim_tokens_per_s) | .tokens_per_s] | min) >=
+         ([.batch_auto.candidates[] | select(.sim_tokens_per_s | not) | .tokens_per_s] | max)' "$TMP/ba.json"
+"$MT" plan --config $M7 --seq-len 1024 --precision paper --hardware measured --batch auto --host-mem-gb 256 > "$TMP/bam.json"
+check "with --hardware measured (no profile file: no sim) the closed form's best is the choice" \
+  jqe '.batch_auto.sim_checked == 0 and .tokens_per_s == ([.batch_auto.candidates[].tokens_per_s] | max)' "$TMP/bam.json"
 check "every candidate fits the GPU and the host" \
   jqe '.gpu.have_bytes as $g | .host.have_bytes as $h | all(.batch_auto.candidates[]; .gpu_bytes <= $g and .host_bytes <= $h)' "$TMP/ba.json"
 check "the candidates cover every policy, K 1/2/4, 2 and 3 buffers, powers of two and the largest batch" \
@@ -61,7 +68,7 @@ check "the largest batch that fits is the limit: one more does not fit" \
     --checkpoint-interval 4 --batch \$(jq .batch_auto.max_fit_batch $TMP/ba.json) | jq -e .fits > /dev/null &&
     \"$MT\" plan --config $M7 --seq-len 1024 --precision paper --hardware h200-128g --recompute full \
     --checkpoint-interval 4 --weight-buffers 2 --batch \$((\$(jq .batch_auto.max_fit_batch $TMP/ba.json) + 1)) | jq -e '.fits | not' > /dev/null"
-check "plan --batch auto says why" jqe '.batch_auto.why | test("tokens/s predicted") and test("candidates that fit")' "$TMP/ba.json"
+check "plan --batch auto says why" jqe '.batch_auto.why | test("tokens/s in the sim") and test("candidates that fit")' "$TMP/ba.json"
 plan --batch auto --recompute full > "$TMP/baf.json"
 check "--batch auto keeps a --recompute that is given" jqe '.recompute == "full" and
   ([.batch_auto.candidates[].recompute] | unique == ["full"])' "$TMP/baf.json"
