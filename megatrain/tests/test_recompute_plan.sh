@@ -2,11 +2,12 @@
 # --recompute and --batch auto in the planner (issue 27): each policy's device
 # plan grows as it recomputes less and its predicted step shrinks; auto states
 # what it resolved to; --batch auto picks, within host and device memory, the
-# candidate with the most tokens/s (the closed form ranks, the sim checks its best 8), lists every candidate it compared
-# (the choice among them), and train --batch auto runs that choice and says so.
-# Bad values are one line and exit 2. (Bitwise equality of the policies:
-# test_schedules_equal; the plan equals what the engine allocates: test_footprint;
-# the plan against the sim: test_plan_vs_sim.)
+# candidate with the most tokens/s (the closed form ranks them, the sim checks
+# its best 8), lists every candidate it compared (the choice among them), and
+# train --batch auto runs that choice and says so. Bad values are one line and
+# exit 2. (Bitwise equality of the policies: test_schedules_equal; the plan
+# equals what the engine allocates: test_footprint; the plan against the sim:
+# test_plan_vs_sim.)
 source "$(dirname "$0")/lib.sh"
 if ! command -v jq > /dev/null; then echo "jq not installed: skipped"; exit 77; fi
 M7=experiments/models/qwen2.5-7b.json
