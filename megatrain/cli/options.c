@@ -76,7 +76,7 @@ static const opt_spec specs[] = {
     {"--mlp-chunk", OPT_NONNEG_INT, F(eng.mlp_rows), NG, "tep"},
     {"--grad-accum-dtype", OPT_GRAD_SUM, F(eng.grad_sum), G(grad_accum_dtype), "tp"},
     {"--offload-checkpoints", OPT_TRISTATE, F(eng.sched.offload_checkpoints), NG, "tep"},
-    {"--recompute", OPT_RECOMPUTE, F(eng.sched.recompute), G(recompute), "tep"},
+    {"--recompute", OPT_RECOMPUTE, F(eng.sched.recompute), G(recompute), "tp"}, // eval has no backward
     {"--save", OPT_STR, F(save), NG, "t"},
     {"--save-every", OPT_POS_INT, F(save_every), NG, "t"},
     {"--shard-size", OPT_BYTES, F(shard_size), NG, "t"},

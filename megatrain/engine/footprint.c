@@ -150,7 +150,8 @@ void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision 
     if (sh->lh.numel > sh->slab_elems) sh->slab_elems = sh->lh.numel;
     if (sh->s.recompute == MT_RECOMPUTE_AUTO) { // the least recompute whose device plan fits (unknown: full)
         mt_schedule_desc asked = sh->s;
-        for (int r = MT_RECOMPUTE_NONE; r >= MT_RECOMPUTE_FULL; r--) {
+        // Checkpoints asked to live in host memory: only full checkpoints anything.
+        for (int r = asked.offload_checkpoints == 1 ? MT_RECOMPUTE_FULL : MT_RECOMPUTE_NONE; r >= MT_RECOMPUTE_FULL; r--) {
             sh->s = asked;
             mt_schedule_set_recompute(&sh->s, (mt_recompute)r);
             resolve_memory(sh, o, device_free);

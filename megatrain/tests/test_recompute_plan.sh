@@ -37,6 +37,8 @@ plan --batch 64 --recompute auto > "$TMP/auto64.json"
 check "auto at batch 64 steps down to what fits" jqe '.recompute == "mlp" and .fits' "$TMP/auto64.json"
 plan --batch 512 --recompute auto > "$TMP/auto512.json"
 check "auto at batch 512: full" jqe '.recompute == "full"' "$TMP/auto512.json"
+plan --batch 8 --recompute auto --offload-checkpoints true > "$TMP/autooff.json"
+check "auto with checkpoints asked into host memory: full" jqe '.recompute == "full" and .gpu.checkpoints == "host"' "$TMP/autooff.json"
 check "the default plan names no recompute key (goldens unchanged)" \
   bash -c "\"$MT\" plan --config $M7 --batch 8 --seq-len 1024 --precision paper --hardware h200-128g | jq -e 'has(\"recompute\") | not' > /dev/null"
 
@@ -102,6 +104,7 @@ check "--recompute on zero3" bad_arg "fixes what it keeps" plan --config $M7 --s
 check "--batch 0" bad_arg "or auto" train --config $M7 --batch 0
 check "--batch 4x" bad_arg "or auto" plan --config $M7 --batch 4x
 check "plan --batch auto without --hardware" bad_arg "needs --hardware" plan --config $M7 --batch auto
+check "eval --recompute" bad_arg "does not apply" eval --model $FIX/tiny_qwen2 --data $FIX/tokens.bin --batch 2 --recompute none
 check "eval --batch auto" bad_arg "eval: --batch auto" eval --model $FIX/tiny_qwen2 --data $FIX/tokens.bin --batch auto
 check "--batch auto with --resume" bad_arg "resume" train --resume "$TMP/none" --batch auto
 check "--batch auto where nothing fits" bad_arg "not even batch 1" plan --config $M7 --precision paper --hardware h200-128g \
