@@ -2,7 +2,6 @@
 #include "cli/batch_auto.h"
 
 #include <stdio.h>
-#include <string.h>
 
 #include "planner/planner.h"
 
@@ -21,7 +20,7 @@ mt_status mt_setup_batch_auto(mt_options *o, const mt_config *c, mt_precision p)
         in.gpu_free_bytes = (size_t)(hw.hbm_bytes - (double)MT_PLAN_GPU_RESERVE_BYTES);
     mt_batch_search bs;
     char path[4096]; // under the sim, its profile checks the closed form's favourites
-    int sim = o->hardware && !o->peer && !strcmp(o->backend, "sim") &&
+    int sim = o->hardware && !o->peer && (caps & MT_CAP_VIRTUAL_TIME) &&
               mt_hw_profile_find(o->hardware, path, sizeof path) == MT_OK;
     MT_TRY(mt_plan_batch_search(c, &in, &hw, !o->given.recompute, sim ? path : NULL, &bs));
     const mt_batch_candidate *b = &bs.c[bs.best];
