@@ -18,7 +18,7 @@ static const char *usage =
     "                 [--lr-schedule constant|cosine] [--warmup N] [--precision paper|mixed|fp32]\n"
     "                 [--backend auto|cpu|cuda|sim] [--attention auto|native|cudnn] [--schedule S]\n"
     "                 [--checkpoint-interval K] [--weight-buffers 1|2|3] [--grad-slabs S] [--serial-optimizer]\n"
-    "                 [--mlp-chunk TOKENS] [--grad-accum-dtype auto|f32|bf16] [--recompute full|mlp|swiglu|none|auto]\n"
+    "                 [--mlp-chunk TOKENS] [--grad-accum-dtype auto|f32|bf16] [--recompute full|mlp|norms|swiglu|none|auto]\n"
     "                 [--speculative-step true|false|auto] [--offload-checkpoints true|false|auto] [--bind pointer|copy] [--hardware PROFILE] [--trace FILE.json] [--zero3-* (baselines/ZERO3.md)]\n"
     "                 [--save DIR] [--save-every N] [--shard-size BYTES|5GB] [--log FILE.jsonl] [--dump-grads FILE]\n"
     "                 [--peer P]  (with --backend sim: a peer as it runs, in its own precision)\n"
@@ -41,9 +41,9 @@ static const char *usage =
     "GEMM and SwiGLU re-run per chunk; swiglu: the gate/up output is kept too, only SwiGLU's product re-runs (no\n"
     "GEMM); none: nothing re-runs; auto: the least recompute whose device plan fits. Same parameters, bitwise.\n"
     "--batch auto (train, plan): the batch, --recompute (unless given), K (1, 2, 4) and --weight-buffers (2, 3)\n"
-    "with the most tokens/s within host and device memory (the closed form's best 8 checked in the sim where the\n"
-    "profile is a file); plan lists the candidates, train says its\n"
-    "choice on stderr (plan needs --hardware; train plans for --hardware under sim, else `measured`).\n"
+    "with the most tokens/s within host and device memory (the closed form's best 2 a policy checked in the sim\n"
+    "where the profile is a file); plan lists the candidates, train says its choice on stderr (plan needs\n"
+    "--hardware; train plans for --hardware under sim, else `measured`).\n"
     "Stdout carries JSON lines only; progress and errors go to stderr.\n"
     "Schedules (--schedule S):\n";
 

@@ -29,7 +29,7 @@ mt_status mt_engine_opts_check_speculative(const mt_engine_opts *o) {
 mt_status mt_engine_opts_check_recompute(const mt_engine_opts *o) {
     mt_recompute r = o->sched.recompute;
     if (r < MT_RECOMPUTE_AUTO || r > MT_RECOMPUTE_NONE)
-        return mt_fail(MT_ERR_ARG, "--recompute: expected full, mlp, swiglu, none or auto");
+        return mt_fail(MT_ERR_ARG, "--recompute: expected full, mlp, norms, swiglu, none or auto");
     if (r != MT_RECOMPUTE_FULL && !(o->schedule->takes & MT_TAKES_RECOMPUTE))
         return mt_fail(MT_ERR_ARG, "--recompute %s: the %s schedule fixes what it keeps; it applies to --schedule "
                                    "megatrain and naive", mt_recompute_name(r), o->schedule->name);

@@ -110,6 +110,7 @@ static void resolve_memory(mt_engine_shape *sh, const mt_engine_opts *o, size_t 
     sh->n_ckpt = sh->s.keep_activations ? sh->L : (sh->L + K - 1) / K;
     sh->n_acts = sh->s.keep_activations ? sh->L : 1;
     sh->d.keep_mlp = sh->s.keep_activations ? sh->s.keep_mlp : 0;
+    sh->d.recompute_norms = sh->s.keep_activations && sh->s.recompute_norms;
     int asked = sh->s.offload_checkpoints;
     int f32_sum = o->grad_sum != MT_GRAD_SUM_BF16;
     sh->grad_sum_f32 = f32_sum || sh->wdt == MT_F32;

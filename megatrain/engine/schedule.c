@@ -135,23 +135,25 @@ mt_status mt_schedule_find(const char *name, const mt_schedule_desc **out) {
     return mt_fail(MT_ERR_ARG, "--schedule: unknown value '%s' (expected one of: %s)", name, known);
 }
 
+static const char *recompute_names[] = {"full", "mlp", "norms", "swiglu", "none"};
+
 mt_status mt_recompute_parse(const char *s, mt_recompute *out) {
-    static const char *names[] = {"full", "mlp", "swiglu", "none"};
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(s, names[i])) return *out = (mt_recompute)i, MT_OK;
+    for (int i = MT_RECOMPUTE_FULL; i <= MT_RECOMPUTE_NONE; i++)
+        if (!strcmp(s, recompute_names[i])) return *out = (mt_recompute)i, MT_OK;
     if (!strcmp(s, "auto")) return *out = MT_RECOMPUTE_AUTO, MT_OK;
-    return mt_fail(MT_ERR_ARG, "--recompute: unknown value '%s' (expected one of full, mlp, swiglu, none, auto)", s);
+    return mt_fail(MT_ERR_ARG, "--recompute: unknown value '%s' (expected one of full, mlp, norms, swiglu, none, auto)",
+                   s);
 }
 
 const char *mt_recompute_name(mt_recompute r) {
-    static const char *names[] = {"full", "mlp", "swiglu", "none"};
-    return r >= MT_RECOMPUTE_FULL && r <= MT_RECOMPUTE_NONE ? names[r] : "auto";
+    return r >= MT_RECOMPUTE_FULL && r <= MT_RECOMPUTE_NONE ? recompute_names[r] : "auto";
 }
 
 void mt_schedule_set_recompute(mt_schedule_desc *d, mt_recompute r) {
     d->recompute = r;
     d->keep_activations = r != MT_RECOMPUTE_FULL;
-    d->keep_mlp = r == MT_RECOMPUTE_NONE ? 2 : r == MT_RECOMPUTE_SWIGLU ? 1 : 0;
+    d->keep_mlp = r == MT_RECOMPUTE_NONE ? 2 : r >= MT_RECOMPUTE_NORMS ? 1 : 0;
+    d->recompute_norms = r == MT_RECOMPUTE_MLP || r == MT_RECOMPUTE_NORMS;
     if (d->keep_activations) { // every layer's input is kept: no blocks to rebuild, nothing to offload
         d->ckpt_interval = 1;
         d->offload_checkpoints = 0;

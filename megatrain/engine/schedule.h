@@ -45,20 +45,21 @@ enum {
 };
 
 // --recompute: what the backward recomputes, from the least device memory to the most
-// (docs/DESIGN.md#cli). full: every K-th layer input is kept and each layer's forward
-// re-runs in backward; the others keep every layer's input and internals (attention's
-// q/k/v, output and log-sum-exp, the norms, x_mid) and recompute less of the MLP:
-// mlp: its gate/up GEMM and SwiGLU, chunk by chunk; swiglu: only SwiGLU's product (the
-// gate/up output is kept: no GEMM is recomputed); none: nothing (the product kept too).
-// auto (-1): the least recompute whose device plan fits (mt_engine_shape_init).
+// (docs/DESIGN.md#cli), tensors chosen by bytes saved per FLOP recomputed. full: every
+// K-th layer input is kept and each layer's forward re-runs in backward. The others keep
+// every layer's input, attention's q/k/v, output and log-sum-exp, and x_mid, and recompute
+// cheapest first: swiglu: SwiGLU's product (elementwise); norms: and the two RMSNorm
+// outputs (elementwise, from the kept input and x_mid); mlp: and the MLP's gate/up GEMM,
+// chunk by chunk. none: nothing. auto (-1): the least recompute whose device plan fits
+// (mt_engine_shape_init).
 typedef enum {
     MT_RECOMPUTE_AUTO = -1,
     MT_RECOMPUTE_FULL = 0,
     MT_RECOMPUTE_MLP = 1,
-    MT_RECOMPUTE_SWIGLU = 2,
-    MT_RECOMPUTE_NONE = 3,
+    MT_RECOMPUTE_NORMS = 2,
+    MT_RECOMPUTE_SWIGLU = 3,
+    MT_RECOMPUTE_NONE = 4,
 } mt_recompute;
-#define MT_RECOMPUTE_VALUES "full|mlp|swiglu|none|auto"
 mt_status mt_recompute_parse(const char *s, mt_recompute *out);
 const char *mt_recompute_name(mt_recompute r);
 
@@ -91,6 +92,7 @@ struct mt_schedule_desc {
     int keep_activations;    // 1: every layer's input and internals stay on the device (no layer recompute)
     int keep_mlp;            // with keep_activations, the MLP's internals kept for every token: 0 none (gate/up
                              // and SwiGLU recomputed per chunk in backward), 1 the gate/up output, 2 and SwiGLU's product
+    int recompute_norms;     // with keep_activations: the RMSNorm outputs are recomputed in backward, not kept
     mt_recompute recompute;  // resolved --recompute where the schedule takes it (auto until mt_engine_shape_init)
     int ckpt_interval;       // K: keep the input of every K-th layer, recompute the rest
     int offload_checkpoints; // layer-boundary checkpoints in pinned host memory: 1, 0, -1 auto (resolved later)

@@ -59,13 +59,18 @@ static mt_status price(const mt_config *c, mt_plan_input in, const mt_hw_profile
     return MT_OK;
 }
 
-// The closed form's best few, each run on the sim (its knobs and batch); the sim's best is the choice.
+// The closed form's best few of each recompute policy, each run on the sim (its knobs and
+// batch); the sim's best is the choice. Per policy, since the closed form errs by policy
+// (optimistic most where kept activations fill the device).
 static mt_status sim_check(const mt_config *c, const mt_plan_input *in0, const char *profile, mt_batch_search *s) {
     int best = -1;
-    for (int k = 0; k < MT_BATCH_SIM_CHECKED && k < s->n; k++) {
-        int top = -1; // the next best by the closed form not yet checked
+    for (int k = 0; k < MT_BATCH_SIM_CHECKED * (MT_RECOMPUTE_NONE + 1); k++) {
+        int top = -1, r = k % (MT_RECOMPUTE_NONE + 1); // policy r's next best by the closed form not yet checked
         for (int i = 0; i < s->n; i++)
-            if (!s->c[i].sim_step_ms && (top < 0 || s->c[i].tokens_per_s > s->c[top].tokens_per_s)) top = i;
+            if (s->c[i].recompute == (mt_recompute)r && !s->c[i].sim_step_ms &&
+                (top < 0 || s->c[i].tokens_per_s > s->c[top].tokens_per_s))
+                top = i;
+        if (top < 0) continue;
         mt_batch_candidate *b = &s->c[top];
         mt_plan_input in = *in0;
         in.eng.B = b->B;
@@ -89,11 +94,11 @@ mt_status mt_plan_batch_search(const mt_config *c, const mt_plan_input *in0, con
         return mt_fail(MT_ERR_ARG, "--batch auto: the hardware profile %s gives no GPU memory to fit the batch in",
                        hw->name);
     const mt_schedule_desc *sd = in0->eng.schedule;
-    mt_recompute policies[4] = {in0->eng.sched.recompute};
+    mt_recompute policies[MT_RECOMPUTE_NONE + 1] = {in0->eng.sched.recompute};
     int n_pol = 1;
     if ((sd->takes & MT_TAKES_RECOMPUTE) && (vary_recompute || in0->eng.sched.recompute == MT_RECOMPUTE_AUTO)) {
         for (int r = MT_RECOMPUTE_FULL; r <= MT_RECOMPUTE_NONE; r++) policies[r] = (mt_recompute)r;
-        n_pol = 4;
+        n_pol = MT_RECOMPUTE_NONE + 1;
     }
     const int Ks[] = {1, 2, 4}, bufs[] = {2, 3};
     for (int pi = 0; pi < n_pol; pi++) {

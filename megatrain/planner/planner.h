@@ -132,13 +132,14 @@ typedef struct {
     int n, cap;
     int best;              // index of the choice: the most tokens/s (the sim's where it ran; the first on a tie)
     int max_fit_B;         // the largest batch that fits with any of the knobs
-    int n_sim;             // candidates the sim checked (the closed form's best MT_BATCH_SIM_CHECKED)
+    int n_sim;             // candidates the sim checked (the closed form's best MT_BATCH_SIM_CHECKED per policy)
 } mt_batch_search;
-#define MT_BATCH_SIM_CHECKED 8
+#define MT_BATCH_SIM_CHECKED 2
 
 // Per combination of the knobs: every power of two below the largest batch that
 // fits, and that batch, priced by the closed form; with sim_profile (a profile's
-// file) the closed form's best few are run on the sim backend and the sim decides.
+// file) the closed form's best two of each recompute policy are run on the sim
+// backend and the sim decides.
 // vary_recompute: compare the recompute policies even where in->eng.sched.recompute
 // names one (it is auto, or was not given). Needs the profile's GPU memory;
 // in->gpu_free_bytes and host_free as `plan` sets them.

@@ -11,7 +11,7 @@
 //   backward     F_b = 2 * F_f                        per token fwd+bwd, not halved
 //   recompute    F_r = (2*L*P_L + 4*L*dA*T) * n       for causal masking
 //                (megatrain, naive, zero3: one extra layer forward; resident and --recompute
-//                swiglu|none: 0; --recompute mlp: the MLP's GEMMs, 6*F*C*L*n, as full counts
+//                norms|swiglu|none: 0; --recompute mlp: the MLP's GEMMs, 6*F*C*L*n, as full counts
 //                a whole layer where the engine skips the down projection)
 //                F_* count the FLOPs (hfu); the time prices GEMMs and attention apart:
 //   rate         R = peak (bf16 for paper/mixed, fp32 -- no TF32 -- for fp32) x gemm_efficiency

@@ -44,6 +44,7 @@ static const variant variants[] = {
     {"megatrain", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_MLP},
     {"megatrain", 3, 1, 0, -1, 2, 16, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_SWIGLU},
     {"megatrain", 2, 1, 0, 0, 1, 16, 2, MT_BIND_COPY, 0, 0, -1, -1, MT_GRAD_SUM_F32, MT_RECOMPUTE_NONE},
+    {"megatrain", 2, 1, 1, 0, 2, 16, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_BF16, MT_RECOMPUTE_NORMS},
     {"megatrain", 2, 2, 0, -1, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_AUTO},
     {"naive", 2, 1, 0, 0, 2, 16, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_NONE},
     {"resident", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},

@@ -3,7 +3,7 @@
 # plan grows as it recomputes less and its predicted step shrinks; auto states
 # what it resolved to; --batch auto picks, within host and device memory, the
 # candidate with the most tokens/s (the closed form ranks them, the sim checks
-# its best 8), lists every candidate it compared (the choice among them), and
+# its best 2 of each policy), lists every candidate it compared (the choice among them), and
 # train --batch auto runs that choice and says so. Bad values are one line and
 # exit 2. (Bitwise equality of the policies: test_schedules_equal; the plan
 # equals what the engine allocates: test_footprint; the plan against the sim:
@@ -17,7 +17,7 @@ plan() { "$MT" plan --config $M7 --seq-len 1024 --precision paper --hardware h20
 
 prev_gpu=0
 prev_ms=1e300
-for r in full mlp swiglu none; do
+for r in full mlp norms swiglu none; do
   plan --batch 8 --recompute $r > "$TMP/$r.json"
   check "plan --recompute $r states it" jqe --arg r $r '.recompute == $r and .recompute_asked == $r' "$TMP/$r.json"
   check "--recompute $r: more device memory than the policy before it" \
@@ -49,19 +49,20 @@ check "the choice is among the candidates and is the plan printed" \
   jqe '.batch_auto.candidates[.batch_auto.choice] as $c | $c.batch == .batch and $c.recompute == .recompute and
          $c.checkpoint_interval == .checkpoint_interval and $c.weight_buffers == .weight_buffers and
          $c.gpu_bytes == .gpu_bytes and $c.tokens_per_s == .tokens_per_s' "$TMP/ba.json"
-check "the sim ran the closed form's best 8, and the choice is the sim's best of them" \
-  jqe '.batch_auto.sim_checked == 8 and ([.batch_auto.candidates[] | select(.sim_tokens_per_s)] | length) == 8 and
+check "the sim ran the closed form's best 2 of each policy, and the choice is the sim's best of them" \
+  jqe '.batch_auto.sim_checked == 10 and ([.batch_auto.candidates[] | select(.sim_tokens_per_s)] | length) == 10 and
        .batch_auto.candidates[.batch_auto.choice].sim_tokens_per_s ==
          ([.batch_auto.candidates[] | select(.sim_tokens_per_s) | .sim_tokens_per_s] | max) and
-       ([.batch_auto.candidates[] | select(.sim_tokens_per_s) | .tokens_per_s] | min) >=
-         ([.batch_auto.candidates[] | select(.sim_tokens_per_s | not) | .tokens_per_s] | max)' "$TMP/ba.json"
+       ([.batch_auto.candidates | group_by(.recompute)[] |
+         (map(select(.sim_tokens_per_s) | .tokens_per_s) | min) >= (map(select(.sim_tokens_per_s | not) | .tokens_per_s) | max // 0)]
+        | all)' "$TMP/ba.json"
 "$MT" plan --config $M7 --seq-len 1024 --precision paper --hardware measured --batch auto --host-mem-gb 256 > "$TMP/bam.json"
 check "with --hardware measured (no profile file: no sim) the closed form's best is the choice" \
   jqe '.batch_auto.sim_checked == 0 and .tokens_per_s == ([.batch_auto.candidates[].tokens_per_s] | max)' "$TMP/bam.json"
 check "every candidate fits the GPU and the host" \
   jqe '.gpu.have_bytes as $g | .host.have_bytes as $h | all(.batch_auto.candidates[]; .gpu_bytes <= $g and .host_bytes <= $h)' "$TMP/ba.json"
 check "the candidates cover every policy, K 1/2/4, 2 and 3 buffers, powers of two and the largest batch" \
-  jqe '[.batch_auto.candidates[].recompute] | unique == ["full","mlp","none","swiglu"]' "$TMP/ba.json"
+  jqe '[.batch_auto.candidates[].recompute] | unique == ["full","mlp","none","norms","swiglu"]' "$TMP/ba.json"
 check "... K and buffers" jqe '([.batch_auto.candidates[].checkpoint_interval] | unique == [1,2,4]) and
   ([.batch_auto.candidates[].weight_buffers] | unique == [2,3]) and
   (.batch_auto.max_fit_batch as $m | any(.batch_auto.candidates[]; .batch == $m)) and
