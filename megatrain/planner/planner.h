@@ -145,7 +145,7 @@ typedef struct {
 // in->gpu_free_bytes and host_free as `plan` sets them.
 mt_status mt_plan_batch_search(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, int vary_recompute,
                                const char *sim_profile, mt_batch_search *out);
-// One configuration's step (its third) on the sim backend made from profile_path (sim_price.c).
+// One configuration's step (the median of steps 3-7) on the sim backend made from profile_path (sim_price.c).
 mt_status mt_plan_sim_step_ms(const mt_config *c, const mt_plan_input *in, const char *profile_path, double *step_ms);
 void mt_batch_search_free(mt_batch_search *s);
 // One line: the choice, its predicted rate and what it was compared with.
