@@ -6,13 +6,13 @@
 #include "planner/planner.h"
 
 mt_status mt_setup_batch_auto(mt_options *o, const mt_config *c, mt_precision p) {
+    unsigned caps = mt_backend_caps_of(o->backend);
+    if (!(caps & MT_CAP_DEVICE_MEMORY)) // the closed form and the sim price a GPU: nothing to rank CPU runs by
+        return mt_fail(MT_ERR_ARG, "--batch auto: picks a batch for a GPU's memory and speed; the %s backend has "
+                                   "neither (give --batch N, or --backend sim --hardware PROFILE to see a GPU's choice)",
+                       o->backend);
     mt_hw_profile hw;
     MT_TRY(mt_hw_profile_resolve(o->hardware ? o->hardware : "measured", &hw));
-    unsigned caps = mt_backend_caps_of(o->backend);
-    if (caps && !(caps & MT_CAP_DEVICE_MEMORY)) { // device buffers in host memory: each plan gets half of it
-        hw.host_mem_bytes /= 2;
-        hw.hbm_bytes = hw.host_mem_bytes + (double)MT_PLAN_GPU_RESERVE_BYTES;
-    }
     mt_plan_input in = {.eng = o->eng, .prec = p};
     MT_TRY(mt_attn_impl_parse(o->attention, &in.attention));
     in.eng.host_free = (size_t)(hw.host_mem_bytes * (1.0 - MT_PLAN_HOST_RESERVE));
