@@ -6,11 +6,7 @@
 #include "planner/planner.h"
 
 mt_status mt_setup_batch_auto(mt_options *o, const mt_config *c, mt_precision p) {
-    unsigned caps = mt_backend_caps_of(o->backend);
-    if (!(caps & MT_CAP_DEVICE_MEMORY)) // the closed form and the sim price a GPU: nothing to rank CPU runs by
-        return mt_fail(MT_ERR_ARG, "--batch auto: picks a batch for a GPU's memory and speed; the %s backend has "
-                                   "neither (give --batch N, or --backend sim --hardware PROFILE to see a GPU's choice)",
-                       o->backend);
+    unsigned caps = mt_backend_caps_of(o->backend); // one with device memory (mt_options_check)
     mt_hw_profile hw;
     MT_TRY(mt_hw_profile_resolve(o->hardware ? o->hardware : "measured", &hw));
     mt_plan_input in = {.eng = o->eng, .prec = p};

@@ -362,6 +362,10 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
     if (o->batch_auto && eval) return mt_fail(MT_ERR_ARG, "eval: --batch auto applies to train and plan; give a number");
     if (o->batch_auto && o->resume)
         return mt_fail(MT_ERR_ARG, "--batch auto with --resume: the checkpoint fixes the batch; drop --batch");
+    if (o->batch_auto && train && caps && !(caps & MT_CAP_DEVICE_MEMORY)) // nothing prices a CPU run
+        return mt_fail(MT_ERR_ARG, "--batch auto: picks a batch for a GPU's memory and speed; --backend %s runs on "
+                                   "the CPU here (give --batch N, or --backend sim --hardware PROFILE for a GPU's choice)",
+                       o->backend);
     if (eval && !o->model) return mt_fail(MT_ERR_ARG, "eval: --model DIR is required");
     if (eval && !o->given.data) return mt_fail(MT_ERR_ARG, "eval: --data FILE is required");
     // docs/DESIGN.md, CLI: train reads FILE|synthetic|embedded, eval a token file only.

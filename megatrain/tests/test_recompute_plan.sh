@@ -108,7 +108,7 @@ check "plan --batch auto without --hardware" bad_arg "needs --hardware" plan --c
 check "eval --recompute" bad_arg "does not apply" eval --model $FIX/tiny_qwen2 --data $FIX/tokens.bin --batch 2 --recompute none
 check "eval --batch auto" bad_arg "eval: --batch auto" eval --model $FIX/tiny_qwen2 --data $FIX/tokens.bin --batch auto
 check "--batch auto with --resume" bad_arg "resume" train --resume "$TMP/none" --batch auto
-check "train --batch auto on the cpu backend" bad_arg "the cpu backend has neither" train --config $M7 --backend cpu --batch auto
+check "train --batch auto on the cpu backend" bad_arg "runs on the CPU here" train --config $M7 --backend cpu --batch auto
 check "--batch auto where nothing fits" bad_arg "not even batch 1" plan --config $M7 --precision paper --hardware h200-128g \
   --batch auto --seq-len 1024 --host-mem-gb 50
 finish
