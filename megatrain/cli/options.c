@@ -232,9 +232,9 @@ static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
     case OPT_NONNEG_INT: {
         long x = strtol(v, &end, 10);
         if (errno || end == v || *end || x > INT_MAX || x < 0 || (s->kind != OPT_NONNEG_INT && x == 0))
-            return mt_fail(MT_ERR_ARG, "%s: expected a %s integer (at most %d)%s, got '%s'", s->name,
-                           s->kind == OPT_NONNEG_INT ? "non-negative" : "positive", INT_MAX,
-                           s->kind == OPT_BATCH ? " or auto" : "", v);
+            return mt_fail(MT_ERR_ARG, "%s: expected a %s integer (at most %d), got '%s'%s", s->name,
+                           s->kind == OPT_NONNEG_INT ? "non-negative" : "positive", INT_MAX, v,
+                           s->kind == OPT_BATCH ? " (or auto)" : "");
         *(int *)field = (int)x;
         return MT_OK;
     }
@@ -317,6 +317,11 @@ static const opt_spec *find_spec(const char *name) {
 mt_status mt_options_set(mt_options *o, const char *name, const char *value) {
     const opt_spec *s = find_spec(name);
     if (!s) return mt_fail(MT_ERR_ARG, "unknown option '%s'", name);
+    if (s->kind == OPT_BATCH) { // a saved state holds the batch it ran, never auto
+        opt_spec n = *s;
+        n.kind = OPT_POS_INT;
+        return parse_value(&n, value, o);
+    }
     return parse_value(s, value, o);
 }
 
