@@ -19,11 +19,7 @@ mt_status mt_setup_batch_auto(mt_options *o, const mt_config *c, mt_precision p)
     int sim = o->hardware && !o->peer && (caps & MT_CAP_VIRTUAL_TIME) &&
               mt_hw_profile_find(o->hardware, path, sizeof path) == MT_OK;
     MT_TRY(mt_plan_batch_search(c, &in, &hw, !o->given.recompute, sim ? path : NULL, &bs));
-    const mt_batch_candidate *b = &bs.c[bs.best];
-    o->eng.B = b->B;
-    o->eng.sched.recompute = b->recompute;
-    o->eng.sched.ckpt_interval = b->ckpt_interval;
-    o->eng.sched.weight_bufs = b->weight_bufs;
+    mt_batch_candidate_apply(&bs.c[bs.best], &o->eng);
     char why[512];
     mt_batch_search_why(&bs, &hw, why, sizeof why);
     fprintf(stderr, "megatrain: --batch auto: %s (`megatrain plan --batch auto` lists them)\n", why);

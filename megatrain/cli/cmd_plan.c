@@ -122,11 +122,7 @@ int mt_cmd_plan(mt_options *o) {
         char path[4096]; // the closed form's favourites are run in the sim where the profile is a file
         int sim = !peer && strcmp(o->hardware, "measured") && mt_hw_profile_find(o->hardware, path, sizeof path) == MT_OK;
         if ((s = mt_plan_batch_search(&cfg, &in, &hw, !o->given.recompute, sim ? path : NULL, &bs))) return fail(s);
-        const mt_batch_candidate *b = &bs.c[bs.best];
-        in.eng.B = b->B;
-        in.eng.sched.recompute = b->recompute;
-        in.eng.sched.ckpt_interval = b->ckpt_interval;
-        in.eng.sched.weight_bufs = b->weight_bufs;
+        mt_batch_candidate_apply(&bs.c[bs.best], &in.eng);
     }
     mt_plan_memory mem;
     if ((s = mt_plan_memory_compute(&cfg, &in, &mem))) return fail(s);

@@ -59,6 +59,14 @@ static mt_status price(const mt_config *c, mt_plan_input in, const mt_hw_profile
     return MT_OK;
 }
 
+void mt_batch_candidate_apply(const mt_batch_candidate *b, mt_engine_opts *o) {
+    unsigned takes = o->schedule->takes;
+    o->B = b->B;
+    if (takes & MT_TAKES_RECOMPUTE) o->sched.recompute = b->recompute;
+    if (takes & MT_TAKES_CKPT_INTERVAL) o->sched.ckpt_interval = b->ckpt_interval;
+    if (takes & MT_TAKES_WEIGHT_BUFS) o->sched.weight_bufs = b->weight_bufs;
+}
+
 // The closed form's best few of each recompute policy, each run on the sim (its knobs and
 // batch); the sim's best is the choice. Per policy, since the closed form errs by policy
 // (optimistic most where kept activations fill the device).
@@ -73,10 +81,7 @@ static mt_status sim_check(const mt_config *c, const mt_plan_input *in0, const c
         if (top < 0) continue;
         mt_batch_candidate *b = &s->c[top];
         mt_plan_input in = *in0;
-        in.eng.B = b->B;
-        in.eng.sched.recompute = b->recompute;
-        in.eng.sched.ckpt_interval = b->ckpt_interval;
-        in.eng.sched.weight_bufs = b->weight_bufs;
+        mt_batch_candidate_apply(b, &in.eng);
         MT_TRY(mt_plan_sim_step_ms(c, &in, profile, &b->sim_step_ms));
         b->sim_tokens_per_s = (double)b->B * in.eng.T * in.eng.grad_accum / b->sim_step_ms * 1e3;
         if (best < 0 || b->sim_tokens_per_s > s->c[best].sim_tokens_per_s) best = top;

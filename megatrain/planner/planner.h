@@ -148,6 +148,8 @@ mt_status mt_plan_batch_search(const mt_config *c, const mt_plan_input *in, cons
 // One configuration's step (the median of steps 3-7) on the sim backend made from profile_path (sim_price.c).
 mt_status mt_plan_sim_step_ms(const mt_config *c, const mt_plan_input *in, const char *profile_path, double *step_ms);
 void mt_batch_search_free(mt_batch_search *s);
+// Sets the engine options to a candidate: its batch, and the knobs the schedule takes.
+void mt_batch_candidate_apply(const mt_batch_candidate *b, mt_engine_opts *o);
 // One line: the choice, its predicted rate and what it was compared with.
 void mt_batch_search_why(const mt_batch_search *s, const mt_hw_profile *hw, char *buf, size_t cap);
 

@@ -76,6 +76,10 @@ check "plan --batch auto says why" jqe '.batch_auto.why | test("tokens/s in the 
 plan --batch auto --recompute full > "$TMP/baf.json"
 check "--batch auto keeps a --recompute that is given" jqe '.recompute == "full" and
   ([.batch_auto.candidates[].recompute] | unique == ["full"])' "$TMP/baf.json"
+plan --batch auto --schedule resident > "$TMP/bar.json"
+check "--batch auto on a schedule that fixes its knobs (resident): batches only, within memory" \
+  jqe '.fits and .recompute == "mlp" and ([.batch_auto.candidates[] | [.recompute, .weight_buffers]] | unique | length) == 1' \
+  "$TMP/bar.json"
 "$MT" plan --config $M7 --seq-len 1024 --precision paper --hardware h200-128g --batch auto --host-mem-gb 110 > "$TMP/bah.json"
 check "less host memory: the choice still fits it" jqe '.fits and .host_bytes <= .host.have_bytes' "$TMP/bah.json"
 
