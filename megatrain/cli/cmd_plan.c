@@ -52,6 +52,37 @@ static int max_context(const mt_config *c, mt_plan_input in, const mt_hw_profile
 
 static void add_num(cJSON *o, const char *k, double v) { cJSON_AddNumberToObject(o, k, v); }
 
+// --batch auto: every candidate compared, the choice and why (the most predicted tokens/s within memory).
+static void add_batch_search(cJSON *j, const mt_batch_search *bs, const mt_hw_profile *hw) {
+    cJSON *a = cJSON_AddObjectToObject(j, "batch_auto");
+    cJSON *arr = cJSON_AddArrayToObject(a, "candidates");
+    for (int i = 0; i < bs->n; i++) {
+        const mt_batch_candidate *k = &bs->c[i];
+        cJSON *e = cJSON_CreateObject();
+        add_num(e, "batch", k->B);
+        cJSON_AddStringToObject(e, "recompute", mt_recompute_name(k->recompute));
+        add_num(e, "checkpoint_interval", k->ckpt_interval);
+        add_num(e, "weight_buffers", k->weight_bufs);
+        cJSON_AddStringToObject(e, "checkpoints", k->offload_checkpoints ? "host" : "device");
+        add_num(e, "gpu_bytes", k->gpu_bytes);
+        add_num(e, "host_bytes", k->host_bytes);
+        add_num(e, "step_ms", k->step_ms);
+        add_num(e, "tokens_per_s", k->tokens_per_s);
+        if (k->sim_step_ms > 0) {
+            add_num(e, "sim_step_ms", k->sim_step_ms);
+            add_num(e, "sim_tokens_per_s", k->sim_tokens_per_s);
+        }
+        cJSON_AddStringToObject(e, "bound", k->bound);
+        cJSON_AddItemToArray(arr, e);
+    }
+    add_num(a, "choice", bs->best);
+    add_num(a, "max_fit_batch", bs->max_fit_B);
+    add_num(a, "sim_checked", bs->n_sim); // the closed form's best, run in the sim: its rate decides
+    char why[512];
+    mt_batch_search_why(bs, hw, why, sizeof why);
+    cJSON_AddStringToObject(a, "why", why);
+}
+
 int mt_cmd_plan(mt_options *o) {
     mt_status s;
     mt_config cfg;
@@ -83,6 +114,16 @@ int mt_cmd_plan(mt_options *o) {
     if (gpu_known && hw.hbm_bytes > (double)MT_PLAN_GPU_RESERVE_BYTES)
         in.gpu_free_bytes = (size_t)(hw.hbm_bytes - (double)MT_PLAN_GPU_RESERVE_BYTES);
 
+    mt_batch_search bs = {0};
+    if (o->batch_auto) { // the planner picks the batch and the knobs; the plan below is that choice's
+        if (!have_rates)
+            return fail(mt_fail(MT_ERR_ARG, "plan --batch auto: needs --hardware PROFILE (or measured) to price the "
+                                            "candidates"));
+        char path[4096]; // the closed form's favourites are run in the sim where the profile is a file
+        int sim = !peer && strcmp(o->hardware, "measured") && mt_hw_profile_find(o->hardware, path, sizeof path) == MT_OK;
+        if ((s = mt_plan_batch_search(&cfg, &in, &hw, !o->given.recompute, sim ? path : NULL, &bs))) return fail(s);
+        mt_batch_candidate_apply(&bs.c[bs.best], &in.eng);
+    }
     mt_plan_memory mem;
     if ((s = mt_plan_memory_compute(&cfg, &in, &mem))) return fail(s);
     mt_plan_fit fit;
@@ -112,6 +153,13 @@ int mt_cmd_plan(mt_options *o) {
     add_num(j, "grad_accum", in.eng.grad_accum);
     if (sd->takes & MT_TAKES_CKPT_INTERVAL) add_num(j, "checkpoint_interval", in.eng.sched.ckpt_interval);
     if (sd->takes & MT_TAKES_WEIGHT_BUFS) add_num(j, "weight_buffers", in.eng.sched.weight_bufs);
+    if (o->given.recompute || o->batch_auto) { // what the backward recomputes, auto resolved (docs/DESIGN.md#plan)
+        cJSON_AddStringToObject(j, "recompute", mt_recompute_name(mem.engine.recompute));
+        cJSON_AddStringToObject(j, "recompute_asked", o->batch_auto && !o->given.recompute
+                                                          ? "auto (--batch auto)" : mt_recompute_name(o->eng.sched.recompute));
+    }
+    if (o->batch_auto) add_batch_search(j, &bs, &hw);
+    mt_batch_search_free(&bs);
     mt_schedule_desc rs; // resolved: a peer binds as it does
     mt_schedule_resolve(sd, &in.eng.sched, &cfg, &rs);
     cJSON_AddStringToObject(j, "bind", rs.bind == MT_BIND_COPY ? "copy" : "pointer");

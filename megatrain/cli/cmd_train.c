@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "backend/backend_call.h"
+#include "cli/batch_auto.h"
 #include "cli/checkpoint.h"
 #include "cli/ckpt_dir.h"
 #include "cli/commands.h"
@@ -188,6 +189,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if (o->eng.T > cfg.max_position_embeddings)
         fprintf(stderr, "megatrain: note: --seq-len %d exceeds max_position_embeddings %d\n", o->eng.T,
                 cfg.max_position_embeddings);
+    if (o->batch_auto && (s = mt_setup_batch_auto(o, &cfg, prec))) goto fail;
     if ((s = open_data(o, &cfg, &data))) {
         if (o->resume && !o->given.data) { // the path came from the checkpoint: say so
             char why[1024];
@@ -255,6 +257,9 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if (eo.grad_sum == MT_GRAD_SUM_AUTO && model.wdt != MT_F32 && o->eng.grad_sum != MT_GRAD_SUM_F32)
         fprintf(stderr, "megatrain: note: chunked weight gradients are summed in bf16 (one rounding per chunk): the "
                         "f32 buffer does not fit the device plan (--grad-accum-dtype f32 insists)\n");
+    if (o->eng.sched.recompute == MT_RECOMPUTE_AUTO)
+        fprintf(stderr, "megatrain: --recompute auto: %s (the least recompute whose device plan fits)\n",
+                mt_recompute_name(mt_engine_recompute(eng)));
     // A run whose saves cannot fit stops before it trains (checked again before each save).
     if (o->save && !virtual_run && (s = mt_checkpoint_check_space(&cd, &model, o))) goto fail;
     if ((s = mt_sink_open(&sink, o->log, o->resume != NULL))) goto fail;

@@ -25,6 +25,8 @@ typedef enum {
     OPT_BIND,     // pointer/copy -> mt_bind_mode
     OPT_GRAD_SUM, // auto/f32/bf16 -> mt_grad_sum
     OPT_BYTES,    // a positive byte count: 5000000000, 5GB, 4.5GiB, 500MB (transformers' units)
+    OPT_RECOMPUTE,// full/mlp/swiglu/none/auto -> mt_recompute
+    OPT_BATCH,    // a positive integer, or auto (the planner's choice: o->batch_auto)
 } opt_kind;
 
 typedef struct {
@@ -45,7 +47,7 @@ static const opt_spec specs[] = {
     {"--init", OPT_STR, F(init), G(init), "t"},
     {"--seed", OPT_U64, F(seed), G(seed), "t"},
     {"--data", OPT_STR, F(data), G(data), "te"},
-    {"--batch", OPT_POS_INT, F(eng.B), G(batch), "tep"},
+    {"--batch", OPT_BATCH, F(eng.B), G(batch), "tep"},
     {"--seq-len", OPT_POS_INT, F(eng.T), G(seq_len), "tep"},
     {"--steps", OPT_POS_INT, F(steps), G(steps), "te"},
     {"--grad-accum", OPT_POS_INT, F(eng.grad_accum), G(grad_accum), "tp"},
@@ -74,6 +76,7 @@ static const opt_spec specs[] = {
     {"--mlp-chunk", OPT_NONNEG_INT, F(eng.mlp_rows), NG, "tep"},
     {"--grad-accum-dtype", OPT_GRAD_SUM, F(eng.grad_sum), G(grad_accum_dtype), "tp"},
     {"--offload-checkpoints", OPT_TRISTATE, F(eng.sched.offload_checkpoints), NG, "tep"},
+    {"--recompute", OPT_RECOMPUTE, F(eng.sched.recompute), G(recompute), "tp"}, // eval has no backward
     {"--save", OPT_STR, F(save), NG, "t"},
     {"--save-every", OPT_POS_INT, F(save_every), G(save_every), "t"},
     {"--shard-size", OPT_BYTES, F(shard_size), G(shard_size), "t"},
@@ -220,12 +223,19 @@ static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
         }
         *(const char **)field = v;
         return MT_OK;
+    case OPT_RECOMPUTE:
+        return mt_recompute_parse(v, (mt_recompute *)field);
+    case OPT_BATCH:
+        o->batch_auto = !strcmp(v, "auto");
+        if (o->batch_auto) return MT_OK; // the engine's default stands until the planner picks
+        /* fall through */
     case OPT_POS_INT:
     case OPT_NONNEG_INT: {
         long x = strtol(v, &end, 10);
-        if (errno || end == v || *end || x > INT_MAX || x < 0 || (s->kind == OPT_POS_INT && x == 0))
-            return mt_fail(MT_ERR_ARG, "%s: expected a %s integer (at most %d), got '%s'", s->name,
-                           s->kind == OPT_POS_INT ? "positive" : "non-negative", INT_MAX, v);
+        if (errno || end == v || *end || x > INT_MAX || x < 0 || (s->kind != OPT_NONNEG_INT && x == 0))
+            return mt_fail(MT_ERR_ARG, "%s: expected a %s integer (at most %d), got '%s'%s", s->name,
+                           s->kind == OPT_NONNEG_INT ? "non-negative" : "positive", INT_MAX, v,
+                           s->kind == OPT_BATCH ? " (or auto)" : "");
         *(int *)field = (int)x;
         return MT_OK;
     }
@@ -308,6 +318,11 @@ static const opt_spec *find_spec(const char *name) {
 mt_status mt_options_set(mt_options *o, const char *name, const char *value) {
     const opt_spec *s = find_spec(name);
     if (!s) return mt_fail(MT_ERR_ARG, "unknown option '%s'", name);
+    if (s->kind == OPT_BATCH) { // a saved state holds the batch it ran, never auto
+        opt_spec n = *s;
+        n.kind = OPT_POS_INT;
+        return parse_value(&n, value, o);
+    }
     return parse_value(s, value, o);
 }
 
@@ -379,6 +394,14 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
     if (o->allow_unused && !o->model)
         return mt_fail(MT_ERR_ARG, "--allow-unused-tensors: applies to the weights --model DIR reads; %s",
                        o->resume ? "a --resume checkpoint must hold exactly what it recorded" : "there is no --model");
+    MT_TRY(mt_engine_opts_check_recompute(&o->eng));
+    if (o->batch_auto && eval) return mt_fail(MT_ERR_ARG, "eval: --batch auto applies to train and plan; give a number");
+    if (o->batch_auto && o->resume)
+        return mt_fail(MT_ERR_ARG, "--batch auto with --resume: the checkpoint fixes the batch; drop --batch");
+    if (o->batch_auto && train && caps && !(caps & MT_CAP_DEVICE_MEMORY)) // nothing prices a CPU run
+        return mt_fail(MT_ERR_ARG, "--batch auto: picks a batch for a GPU's memory and speed; --backend %s runs on "
+                                   "the CPU here (give --batch N, or --backend sim --hardware PROFILE for a GPU's choice)",
+                       o->backend);
     if (eval && !o->model) return mt_fail(MT_ERR_ARG, "eval: --model DIR is required");
     if (eval && !o->given.data) return mt_fail(MT_ERR_ARG, "eval: --data FILE is required");
     // docs/DESIGN.md, CLI: train reads FILE|synthetic|embedded, eval a token file only.

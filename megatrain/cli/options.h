@@ -31,13 +31,15 @@ typedef struct {
     float host_mem_gb; // plan: host memory to assume instead of the profile's (0 = the profile's)
     float rollback_rate; // plan: fraction of steps the speculative step rolls back (0..1)
     int max_context;   // plan: also search the longest --seq-len that fits
+    int batch_auto;    // --batch auto: the planner picks the batch, --recompute, K and weight buffers
     int help;          // --help among the arguments: print the usage and exit 0
     int allow_unused;  // --allow-unused-tensors: --model's file may hold tensors the model does not use (dropped, named on stderr)
     float lr, weight_decay, beta1, beta2, eps, grad_clip;
     // which options were given explicitly (resume fills the others from train_state.json)
     struct {
         int steps, batch, seq_len, grad_accum, lr, weight_decay, beta1, beta2, eps, grad_clip, lr_schedule, warmup,
-            precision, data, seed, schedule, speculative, grad_accum_dtype, init, save_every, shard_size;
+            precision, data, seed, schedule, speculative, grad_accum_dtype, init, save_every, shard_size,
+            recompute;
     } given;
 } mt_options;
 

@@ -26,6 +26,22 @@ mt_status mt_engine_opts_check_speculative(const mt_engine_opts *o) {
     return MT_OK;
 }
 
+mt_status mt_engine_opts_check_recompute(const mt_engine_opts *o) {
+    mt_recompute r = o->sched.recompute;
+    if (r < MT_RECOMPUTE_AUTO || r > MT_RECOMPUTE_NONE)
+        return mt_fail(MT_ERR_ARG, "--recompute: expected full, mlp, norms, swiglu, none or auto");
+    if (r != MT_RECOMPUTE_FULL && !(o->schedule->takes & MT_TAKES_RECOMPUTE))
+        return mt_fail(MT_ERR_ARG, "--recompute %s: the %s schedule fixes what it keeps; it applies to --schedule "
+                                   "megatrain and naive", mt_recompute_name(r), o->schedule->name);
+    if (r > MT_RECOMPUTE_FULL && o->sched.ckpt_interval > 1)
+        return mt_fail(MT_ERR_ARG, "--recompute %s keeps every layer's input; --checkpoint-interval %d contradicts it "
+                                   "(drop one, or --recompute full|auto)", mt_recompute_name(r), o->sched.ckpt_interval);
+    if (r > MT_RECOMPUTE_FULL && o->sched.offload_checkpoints == 1)
+        return mt_fail(MT_ERR_ARG, "--recompute %s keeps every layer's input on the device; --offload-checkpoints "
+                                   "true contradicts it (drop one, or --recompute full|auto)", mt_recompute_name(r));
+    return MT_OK;
+}
+
 mt_status mt_grad_sum_parse(const char *s, mt_grad_sum *out) {
     if (!strcmp(s, "auto")) *out = MT_GRAD_SUM_AUTO;
     else if (!strcmp(s, "f32")) *out = MT_GRAD_SUM_F32;
@@ -59,6 +75,7 @@ mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c) {
     if (o->sched.offload_checkpoints < -1 || o->sched.offload_checkpoints > 1)
         return mt_fail(MT_ERR_ARG, "--offload-checkpoints: expected true, false or auto");
     MT_TRY(mt_engine_opts_check_speculative(o));
+    MT_TRY(mt_engine_opts_check_recompute(o));
     if (o->schedule->takes & MT_TAKES_ZERO3) {
         const mt_zero3_knobs *z = &o->sched.zero3;
         if (z->prefetch_bucket_size <= 0 || z->param_persistence_threshold < 0 || z->reduce_bucket_size <= 0 ||
@@ -151,6 +168,8 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *op
 }
 
 mt_grad_sum mt_engine_grad_sum(const mt_engine *e) { return e->sh.grad_sum_f32 ? MT_GRAD_SUM_F32 : MT_GRAD_SUM_BF16; }
+
+mt_recompute mt_engine_recompute(const mt_engine *e) { return e->sh.s.recompute; }
 
 void mt_engine_destroy(mt_engine *e) {
     if (!e) return;

@@ -49,6 +49,8 @@ mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c);
 // device plan where the device's memory is host memory) against MemAvailable (or
 // the simulated machine's): a one-line error naming the parts when it cannot fit.
 mt_status mt_engine_check_host_memory(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_backend *be);
+// The part of it that needs no model: --recompute against the schedule and K, offload (the CLI refuses early).
+mt_status mt_engine_opts_check_recompute(const mt_engine_opts *o);
 // The part of it that needs no model: --speculative-step against the schedule (the CLI refuses early).
 mt_status mt_engine_opts_check_speculative(const mt_engine_opts *o);
 
@@ -97,6 +99,7 @@ typedef struct {
     int offload_checkpoints;   // the resolved choice (auto resolved against device_free)
     int spec_window;           // speculative step: units with restore copies (0: speculation off), against host_free
     int grad_sum_f32;          // the resolved choice: chunked weight gradients summed in f32 (fp32: always)
+    mt_recompute recompute;    // the resolved --recompute (auto: against device_free); full where not taken
     size_t grad_sum_bytes;     // its f32 device buffer (part of grads.device): the larger of the MLP's
                                // (gate, up, down) and the LM head's gradient, when each runs in > 1 chunk
 } mt_engine_footprint;
@@ -120,6 +123,8 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
                          float lr, int step, mt_step_stats *st);
 // The resolved --grad-accum-dtype: MT_GRAD_SUM_F32 or MT_GRAD_SUM_BF16 (f32 for fp32 precision).
 mt_grad_sum mt_engine_grad_sum(const mt_engine *e);
+// The resolved --recompute (auto resolved against the device's free memory).
+mt_recompute mt_engine_recompute(const mt_engine *e);
 // The engine's clock (ms): wall time, or virtual time under the sim backend.
 double mt_engine_now_ms(const mt_engine *e);
 // Writes the Chrome/Perfetto timeline of every step so far (needs keep_trace).

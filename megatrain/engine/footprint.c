@@ -39,6 +39,7 @@ static mt_engine_footprint sum_parts(const mt_engine_shape *sh) {
     f.offload_checkpoints = sh->s.offload_checkpoints;
     f.spec_window = sh->spec_window;
     f.grad_sum_f32 = sh->grad_sum_f32;
+    f.recompute = sh->s.recompute;
     f.grad_sum_bytes = sh->grad_sum_elems ? mt_dev_round(sh->grad_sum_elems * 4) : 0;
     return f;
 }
@@ -102,6 +103,27 @@ static void spec_window(mt_engine_shape *sh, size_t host_free) {
     if (!sh->spec_window) sh->s.speculative = 0;
 }
 
+// What follows from the activation fields: how many checkpoints and internals sets
+// exist, where the checkpoints live (offload auto) and how chunked gradients are summed.
+static void resolve_memory(mt_engine_shape *sh, const mt_engine_opts *o, size_t device_free) {
+    int K = sh->s.ckpt_interval;
+    sh->n_ckpt = sh->s.keep_activations ? sh->L : (sh->L + K - 1) / K;
+    sh->n_acts = sh->s.keep_activations ? sh->L : 1;
+    sh->d.keep_mlp = sh->s.keep_activations ? sh->s.keep_mlp : 0;
+    sh->d.recompute_norms = sh->s.keep_activations && sh->s.recompute_norms;
+    int asked = sh->s.offload_checkpoints;
+    int f32_sum = o->grad_sum != MT_GRAD_SUM_BF16;
+    sh->grad_sum_f32 = f32_sum || sh->wdt == MT_F32;
+    sh->grad_sum_elems = f32_sum ? grad_sum_elems(sh) : 0;
+    resolve_offload(sh, asked, device_free);
+    // AUTO gives the f32 buffer up (back to the official code's bf16 sum) rather than not fit.
+    if (o->grad_sum == MT_GRAD_SUM_AUTO && sh->grad_sum_elems && device_free && sum_parts(sh).device_bytes > device_free) {
+        sh->grad_sum_f32 = sh->wdt == MT_F32;
+        sh->grad_sum_elems = 0;
+        resolve_offload(sh, asked, device_free);
+    }
+}
+
 void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision p, mt_dtype act,
                           const mt_engine_opts *o, size_t device_free, unsigned caps) {
     mt_engine_shape z = {0};
@@ -123,23 +145,21 @@ void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision 
     mt_layout_build(c, &sh->le, &sh->ll, &sh->lh);
     mt_schedule_resolve(o->schedule, &o->sched, c, &sh->s);
     sh->wire = mt_schedule_grad_wire(&sh->s, sh->wdt);
-    int K = sh->s.ckpt_interval;
-    sh->n_ckpt = sh->s.keep_activations ? sh->L : (sh->L + K - 1) / K;
-    sh->n_acts = sh->s.keep_activations ? sh->L : 1;
     sh->chunk_rows = loss_chunk_rows(c, sh->d.N, sh->as);
     sh->x_bytes = mt_dev_round((size_t)sh->d.N * sh->d.C * sh->as);
     sh->slab_elems = sh->ll.numel > sh->le.numel ? sh->ll.numel : sh->le.numel;
     if (sh->lh.numel > sh->slab_elems) sh->slab_elems = sh->lh.numel;
-    int asked = sh->s.offload_checkpoints;
-    int f32_sum = o->grad_sum != MT_GRAD_SUM_BF16;
-    sh->grad_sum_f32 = f32_sum || sh->wdt == MT_F32;
-    sh->grad_sum_elems = f32_sum ? grad_sum_elems(sh) : 0;
-    resolve_offload(sh, asked, device_free);
-    // AUTO gives the f32 buffer up (back to the official code's bf16 sum) rather than not fit.
-    if (o->grad_sum == MT_GRAD_SUM_AUTO && sh->grad_sum_elems && device_free && sum_parts(sh).device_bytes > device_free) {
-        sh->grad_sum_f32 = sh->wdt == MT_F32;
-        sh->grad_sum_elems = 0;
-        resolve_offload(sh, asked, device_free);
+    if (sh->s.recompute == MT_RECOMPUTE_AUTO) { // the least recompute whose device plan fits (unknown: full)
+        mt_schedule_desc asked = sh->s;
+        // Checkpoints asked to live in host memory: only full checkpoints anything.
+        for (int r = asked.offload_checkpoints == 1 ? MT_RECOMPUTE_FULL : MT_RECOMPUTE_NONE; r >= MT_RECOMPUTE_FULL; r--) {
+            sh->s = asked;
+            mt_schedule_set_recompute(&sh->s, (mt_recompute)r);
+            resolve_memory(sh, o, device_free);
+            if (r == MT_RECOMPUTE_FULL || (device_free && sum_parts(sh).device_bytes <= device_free)) break;
+        }
+    } else {
+        resolve_memory(sh, o, device_free);
     }
     if ((caps & MT_CAP_DEVICE_MEMORY) && device_free) sh->chunk_rows = grown_chunk_rows(sh, device_free);
     if (sh->s.speculative) spec_window(sh, o->host_free);

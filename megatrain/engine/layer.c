@@ -6,7 +6,8 @@
 // The MLP runs in chunks of d->mlp_rows tokens: its (tokens, 3F) internals are
 // the largest of the layer, so only one chunk of them ever exists; backward
 // recomputes gate/up per chunk (the recompute pass stops at ln2, so the total
-// FLOPs do not change).
+// FLOPs do not change), unless the schedule keeps them for every token (keep_mlp:
+// the gate/up output, and SwiGLU's product).
 #include "engine/layer.h"
 
 #include <stdint.h>
@@ -30,7 +31,7 @@ void mt_layer_bind(const mt_unit_layout *lay, void *base, mt_dtype wdt, mt_layer
 
 // Sizes (elements) of the activation tensors; one table drives bytes and carving.
 typedef struct {
-    size_t act[7];  // ln1, qkv_pre, qkv_n, qkv, att, x_mid, ln2
+    size_t act[9];  // ln1, qkv_pre, qkv_n, qkv, att, x_mid, ln2, gu, h
     size_t f32[4];  // rstd1, rstd_qk, lse, rstd2
 } acts_sizes;
 
@@ -38,8 +39,10 @@ static acts_sizes sizes_of(const mt_dims *d) {
     size_t N = (size_t)d->N, qkv = N * (size_t)d->QKV * d->HD;
     // qkv_pre and qkv_n are kept only for the q/k-norm backward; without q/k norm the
     // projection writes straight into qkv and RoPE rotates it in place.
-    acts_sizes s = {{N * d->C, d->qk_norm ? qkv : 0, d->qk_norm ? qkv : 0, qkv, N * (size_t)d->NH * d->HD, N * d->C,
-                     N * d->C},
+    size_t F = (size_t)d->F;
+    size_t ln = d->recompute_norms ? 0 : N * d->C;
+    acts_sizes s = {{ln, d->qk_norm ? qkv : 0, d->qk_norm ? qkv : 0, qkv, N * (size_t)d->NH * d->HD, N * d->C, ln,
+                     d->keep_mlp >= 1 ? N * 2 * F : 0, d->keep_mlp >= 2 ? N * F : 0},
                     {N, d->qk_norm ? N * (size_t)(d->NH + d->NKV) : 0, (size_t)d->B * d->NH * d->T, N}};
     return s;
 }
@@ -51,7 +54,7 @@ static size_t al(size_t bytes) { return (bytes + 255) / 256 * 256; }
 size_t mt_layer_acts_bytes(const mt_dims *d, mt_dtype act) {
     acts_sizes s = sizes_of(d);
     size_t b = 0;
-    for (int i = 0; i < 7; i++) b += al(s.act[i] * mt_dtype_size(act));
+    for (int i = 0; i < 9; i++) b += s.act[i] ? al(s.act[i] * mt_dtype_size(act)) : 0;
     for (int i = 0; i < 4; i++) b += al(s.f32[i] * 4);
     return b;
 }
@@ -59,10 +62,10 @@ size_t mt_layer_acts_bytes(const mt_dims *d, mt_dtype act) {
 void mt_layer_acts_carve(const mt_dims *d, mt_dtype act, void *mem, mt_layer_acts *a) {
     acts_sizes s = sizes_of(d);
     char *p = mem;
-    void **act_ptrs[7] = {&a->ln1, &a->qkv_pre, &a->qkv_n, &a->qkv, &a->att, &a->x_mid, &a->ln2};
-    for (int i = 0; i < 7; i++) {
+    void **act_ptrs[9] = {&a->ln1, &a->qkv_pre, &a->qkv_n, &a->qkv, &a->att, &a->x_mid, &a->ln2, &a->gu, &a->h};
+    for (int i = 0; i < 9; i++) {
         *act_ptrs[i] = s.act[i] ? p : NULL;
-        p += al(s.act[i] * mt_dtype_size(act));
+        p += s.act[i] ? al(s.act[i] * mt_dtype_size(act)) : 0;
     }
     float **f_ptrs[4] = {&a->rstd1, &a->rstd_qk, &a->lse, &a->rstd2};
     for (int i = 0; i < 4; i++) {
@@ -93,32 +96,43 @@ void mt_layer_scratch_carve(const mt_dims *d, mt_dtype act, void *mem, mt_layer_
     s->dh = p;
 }
 
+// The MLP's gate/up output and SwiGLU product for the chunk at row r0: the kept
+// per-token tensor's rows (keep_mlp), else the scratch that holds one chunk.
+static void *mlp_gu(const mt_dims *d, const mt_layer_acts *a, const mt_layer_scratch *s, int r0, size_t as) {
+    return a->gu ? (char *)a->gu + (size_t)r0 * 2 * d->F * as : s->gu;
+}
+static void *mlp_h(const mt_dims *d, const mt_layer_acts *a, const mt_layer_scratch *s, int r0, size_t as) {
+    return a->h ? (char *)a->h + (size_t)r0 * d->F * as : s->h;
+}
+
 mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_ptrs *w, mt_layer_acts *a,
                            mt_layer_scratch *s, const void *x_in, void *x_out) {
     const int N = d->N, C = d->C, QD = d->QKV * d->HD;
-    MT_TRY(mt_backend_rmsnorm_fwd(be, a->ln1, a->rstd1, x_in, w->ln1, d->wdt, N, C, d->eps));
+    void *ln1 = a->ln1 ? a->ln1 : s->dtmp, *ln2 = a->ln2 ? a->ln2 : s->dln; // not saved: scratch (recompute_norms)
+    MT_TRY(mt_backend_rmsnorm_fwd(be, ln1, a->rstd1, x_in, w->ln1, d->wdt, N, C, d->eps));
     const void *pre_rope = a->qkv; // no q/k norm: project into qkv, rotate in place
     if (d->qk_norm) {
-        MT_TRY(mt_backend_matmul_fwd(be, a->qkv_pre, a->ln1, w->qkv_w, w->qkv_b, d->wdt, N, C, QD));
+        MT_TRY(mt_backend_matmul_fwd(be, a->qkv_pre, ln1, w->qkv_w, w->qkv_b, d->wdt, N, C, QD));
         MT_TRY(mt_backend_qk_norm_fwd(be, a->qkv_n, a->rstd_qk, a->qkv_pre, w->q_norm, w->k_norm, d->wdt, N, d->NH, d->NKV,
                               d->HD, d->eps));
         pre_rope = a->qkv_n;
     } else {
-        MT_TRY(mt_backend_matmul_fwd(be, a->qkv, a->ln1, w->qkv_w, w->qkv_b, d->wdt, N, C, QD));
+        MT_TRY(mt_backend_matmul_fwd(be, a->qkv, ln1, w->qkv_w, w->qkv_b, d->wdt, N, C, QD));
     }
     MT_TRY(mt_backend_rope_fwd(be, a->qkv, pre_rope, d->rope_cos, d->rope_sin, d->B, d->T, d->NH, d->NKV, d->HD));
     MT_TRY(mt_backend_attention_fwd(be, a->att, a->lse, a->qkv, d->B, d->T, d->NH, d->NKV, d->HD));
     MT_TRY(mt_backend_matmul_fwd(be, a->x_mid, a->att, w->o_w, NULL, d->wdt, N, d->NH * d->HD, C));
     // x_mid += x_in and ln2 = rms(x_mid) in one pass
-    MT_TRY(mt_backend_add_rmsnorm_fwd(be, a->x_mid, a->ln2, a->rstd2, a->x_mid, x_in, w->ln2, d->wdt, N, C, d->eps));
+    MT_TRY(mt_backend_add_rmsnorm_fwd(be, a->x_mid, ln2, a->rstd2, a->x_mid, x_in, w->ln2, d->wdt, N, C, d->eps));
     if (!x_out) return MT_OK; // recompute for backward: the MLP is recomputed chunk by chunk there
     const size_t as = mt_dtype_size(be->act_dtype);
     for (int r0 = 0, R = mt_layer_mlp_rows(d); r0 < N; r0 += R) {
         int n = N - r0 < R ? N - r0 : R;
         size_t row = (size_t)r0 * C * as;
-        MT_TRY(mt_backend_matmul_fwd(be, s->gu, (const char *)a->ln2 + row, w->gu_w, NULL, d->wdt, n, C, 2 * d->F));
-        MT_TRY(mt_backend_swiglu_fwd(be, s->h, s->gu, n, d->F));
-        MT_TRY(mt_backend_matmul_fwd(be, (char *)x_out + row, s->h, w->down_w, NULL, d->wdt, n, d->F, C));
+        void *gu = mlp_gu(d, a, s, r0, as), *h = mlp_h(d, a, s, r0, as); // kept for backward, or one chunk's
+        MT_TRY(mt_backend_matmul_fwd(be, gu, (const char *)ln2 + row, w->gu_w, NULL, d->wdt, n, C, 2 * d->F));
+        MT_TRY(mt_backend_swiglu_fwd(be, h, gu, n, d->F));
+        MT_TRY(mt_backend_matmul_fwd(be, (char *)x_out + row, h, w->down_w, NULL, d->wdt, n, d->F, C));
     }
     return mt_backend_add(be, x_out, x_out, a->x_mid, (size_t)N * C);
 }
@@ -133,15 +147,23 @@ mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_ptr
     const int R = mt_layer_mlp_rows(d), f32_sum = s->grad_sum && R < N && d->wdt != MT_F32;
     const size_t n_gu = (size_t)2 * d->F * C, n_down = (size_t)C * d->F;
     void *dgu_w = f32_sum ? (void *)s->grad_sum : g->gu_w, *ddown_w = f32_sum ? (void *)(s->grad_sum + n_gu) : g->down_w;
+    // Norm outputs not saved are recomputed into dtmp just before their readers, from the
+    // saved input and x_mid (rstd rewritten with the same values): ln2 for the MLP here, ln1 below.
+    const void *ln2_all = a->ln2, *ln1 = a->ln1;
+    if (!ln2_all) {
+        MT_TRY(mt_backend_rmsnorm_fwd(be, s->dtmp, a->rstd2, a->x_mid, w->ln2, d->wdt, N, C, d->eps));
+        ln2_all = s->dtmp;
+    }
     for (int r0 = 0; r0 < N; r0 += R) {
         int n = N - r0 < R ? N - r0 : R, acc = (r0 > 0 ? MT_ACC_DW : 0) | (f32_sum ? MT_DW_F32 : 0);
         size_t row = (size_t)r0 * C * as;
-        const void *ln2 = (const char *)a->ln2 + row;
-        MT_TRY(mt_backend_matmul_fwd(be, s->gu, ln2, w->gu_w, NULL, d->wdt, n, C, 2 * d->F));
-        MT_TRY(mt_backend_swiglu_fwd(be, s->h, s->gu, n, d->F));
-        MT_TRY(mt_backend_matmul_bwd(be, s->dh, ddown_w, NULL, (const char *)dx + row, s->h, w->down_w, d->wdt, n, d->F, C,
+        const void *ln2 = (const char *)ln2_all + row;
+        void *gu = mlp_gu(d, a, s, r0, as), *h = mlp_h(d, a, s, r0, as);
+        if (!a->gu) MT_TRY(mt_backend_matmul_fwd(be, gu, ln2, w->gu_w, NULL, d->wdt, n, C, 2 * d->F)); // recompute
+        if (!a->h) MT_TRY(mt_backend_swiglu_fwd(be, h, gu, n, d->F));
+        MT_TRY(mt_backend_matmul_bwd(be, s->dh, ddown_w, NULL, (const char *)dx + row, h, w->down_w, d->wdt, n, d->F, C,
                              acc));
-        MT_TRY(mt_backend_swiglu_bwd(be, s->dgu, s->dh, s->gu, n, d->F));
+        MT_TRY(mt_backend_swiglu_bwd(be, s->dgu, s->dh, gu, n, d->F));
         MT_TRY(mt_backend_matmul_bwd(be, (char *)s->dln + row, dgu_w, NULL, s->dgu, ln2, w->gu_w, d->wdt, n, C, 2 * d->F,
                              acc));
     }
@@ -161,6 +183,10 @@ mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_ptr
                               a->rstd_qk, d->wdt, N, d->NH, d->NKV, d->HD));
         dqkv_pre = s->dqkv_pre;
     }
-    MT_TRY(mt_backend_matmul_bwd(be, s->dln, g->qkv_w, g->qkv_b, dqkv_pre, a->ln1, w->qkv_w, d->wdt, N, C, QD, 0));
+    if (!ln1) {
+        MT_TRY(mt_backend_rmsnorm_fwd(be, s->dtmp, a->rstd1, x_in, w->ln1, d->wdt, N, C, d->eps));
+        ln1 = s->dtmp;
+    }
+    MT_TRY(mt_backend_matmul_bwd(be, s->dln, g->qkv_w, g->qkv_b, dqkv_pre, ln1, w->qkv_w, d->wdt, N, C, QD, 0));
     return mt_backend_rmsnorm_bwd_add(be, dx, g->ln1, s->dln, x_in, w->ln1, a->rstd1, d->wdt, N, C); // dx = dL/dx_in
 }

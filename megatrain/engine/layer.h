@@ -14,6 +14,10 @@ typedef struct {
     float eps;
     int qk_norm, bias;
     int mlp_rows;           // tokens per MLP chunk (0 = all N at once)
+    int keep_mlp;           // MLP internals saved for every token (mt_schedule_desc.keep_mlp): 0 none,
+                            // 1 the gate/up output, 2 and SwiGLU's product; else backward recomputes them per chunk
+    int recompute_norms;    // the RMSNorm outputs ln1, ln2 are not saved: backward recomputes them from
+                            // x_in and x_mid (the same kernel and inputs as the forward: the same values)
     mt_dtype wdt;           // weights and weight-gradients
     const float *rope_cos, *rope_sin; // device (T, HD/2)
 } mt_dims;
@@ -26,11 +30,13 @@ typedef struct {
 // A layer's saved internals for one forward pass of N tokens (device).
 typedef struct {
     void *ln1, *qkv_pre, *qkv_n, *qkv, *att, *x_mid, *ln2;
+    void *gu, *h; // (N, 2F) gate/up output and (N, F) SwiGLU product, kept per keep_mlp (else NULL)
     float *rstd1, *rstd_qk, *lse, *rstd2;
 } mt_layer_acts;
 
 // Scratch (device), shared by all layers: the backward's gradients of N tokens,
-// and the MLP's internals of one chunk (mlp_rows tokens).
+// and the MLP's internals of one chunk (mlp_rows tokens). With recompute_norms a
+// norm output not saved lives in dtmp (and in forward, ln2 in dln).
 typedef struct {
     void *dtmp, *dln, *dqkv, *dqkv_pre, *datt; // dqkv_pre only with qk_norm
     void *gu, *h, *dgu, *dh;                   // one MLP chunk

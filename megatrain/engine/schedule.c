@@ -49,12 +49,13 @@ static const mt_schedule_desc table[] = {
      .summary = "stream layers through a ring of device buffers, checkpoint every K-th input and recompute, "
                 "optimizer overlapped with the next step",
      .takes = MT_TAKES_WEIGHT_BUFS | MT_TAKES_CKPT_INTERVAL | MT_TAKES_SERIAL_OPT | MT_TAKES_OFFLOAD_CKPT | MT_TAKES_BIND |
-              MT_TAKES_SPECULATIVE,
+              MT_TAKES_SPECULATIVE | MT_TAKES_RECOMPUTE,
      .weight_bufs = 2, .prefetch_elems = -1, .ckpt_interval = 1, .host_pinned = 1,
      .optimizer_overlapped = 1},
     {.name = "resident",
      .summary = "every layer resident on the device, all activations kept, optimizer after backward (reference)",
      .takes = MT_TAKES_BIND, .weights_resident = 1, .prefetch_elems = -1, .keep_activations = 1,
+     .recompute = MT_RECOMPUTE_MLP, // its backward recomputes the MLP's gate/up and SwiGLU per chunk
      .ckpt_interval = 1, .host_pinned = 1},
     {.name = "zero3",
      .summary = "DeepSpeed ZeRO-3 + CPU offload as a schedule: per-submodule fetch within a prefetch bucket, fp32 "
@@ -63,7 +64,7 @@ static const mt_schedule_desc table[] = {
      .optimizer_master = 1, .host_bytes_per_param = {18, 18, 16}, .derive = zero3_derive},
     {.name = "naive",
      .summary = "one stream: copy a layer in, compute, copy its gradients out; no prefetch; optimizer after backward",
-     .takes = MT_TAKES_CKPT_INTERVAL | MT_TAKES_OFFLOAD_CKPT | MT_TAKES_BIND, .weight_bufs = 1,
+     .takes = MT_TAKES_CKPT_INTERVAL | MT_TAKES_OFFLOAD_CKPT | MT_TAKES_BIND | MT_TAKES_RECOMPUTE, .weight_bufs = 1,
      .prefetch_elems = -1, .ckpt_interval = 1, .serial_link = 1, .host_pinned = 1},
 
     // ---- the peers as they really run (engine/peer.h: `--peer NAME`, sim and plan only; --schedule
@@ -134,6 +135,31 @@ mt_status mt_schedule_find(const char *name, const mt_schedule_desc **out) {
     return mt_fail(MT_ERR_ARG, "--schedule: unknown value '%s' (expected one of: %s)", name, known);
 }
 
+static const char *recompute_names[] = {"full", "mlp", "norms", "swiglu", "none"};
+
+mt_status mt_recompute_parse(const char *s, mt_recompute *out) {
+    for (int i = MT_RECOMPUTE_FULL; i <= MT_RECOMPUTE_NONE; i++)
+        if (!strcmp(s, recompute_names[i])) return *out = (mt_recompute)i, MT_OK;
+    if (!strcmp(s, "auto")) return *out = MT_RECOMPUTE_AUTO, MT_OK;
+    return mt_fail(MT_ERR_ARG, "--recompute: unknown value '%s' (expected one of full, mlp, norms, swiglu, none, auto)",
+                   s);
+}
+
+const char *mt_recompute_name(mt_recompute r) {
+    return r >= MT_RECOMPUTE_FULL && r <= MT_RECOMPUTE_NONE ? recompute_names[r] : "auto";
+}
+
+void mt_schedule_set_recompute(mt_schedule_desc *d, mt_recompute r) {
+    d->recompute = r;
+    d->keep_activations = r != MT_RECOMPUTE_FULL;
+    d->keep_mlp = r == MT_RECOMPUTE_NONE ? 2 : r >= MT_RECOMPUTE_NORMS ? 1 : 0;
+    d->recompute_norms = r == MT_RECOMPUTE_MLP || r == MT_RECOMPUTE_NORMS;
+    if (d->keep_activations) { // every layer's input is kept: no blocks to rebuild, nothing to offload
+        d->ckpt_interval = 1;
+        d->offload_checkpoints = 0;
+    }
+}
+
 void mt_schedule_resolve(const mt_schedule_desc *entry, const mt_schedule_opts *o, const mt_config *c,
                          mt_schedule_desc *d) {
     *d = *entry;
@@ -145,6 +171,9 @@ void mt_schedule_resolve(const mt_schedule_desc *entry, const mt_schedule_opts *
     if (d->takes & MT_TAKES_ZERO3) d->zero3 = o->zero3;
     // Speculation needs the overlapped optimizer: its point is that the next forward does not wait.
     d->speculative = (d->takes & MT_TAKES_SPECULATIVE) && d->optimizer_overlapped && o->speculative != 0;
+    // auto stays auto (priced as full) until the engine's shape resolves it against the device.
+    if ((d->takes & MT_TAKES_RECOMPUTE) && o->recompute != MT_RECOMPUTE_AUTO) mt_schedule_set_recompute(d, o->recompute);
+    else if (d->takes & MT_TAKES_RECOMPUTE) d->recompute = MT_RECOMPUTE_AUTO;
     if (d->derive) d->derive(d, c);
     int L = c->num_layers;
     if (d->weights_resident) d->weight_bufs = L;

@@ -41,7 +41,27 @@ enum {
     MT_TAKES_ZERO3 = 1 << 4,         // --zero3-* (DeepSpeed's knobs)
     MT_TAKES_BIND = 1 << 5,          // --bind (our schedules bind either way; a peer binds as it does)
     MT_TAKES_SPECULATIVE = 1 << 6,   // --speculative-step (the optimizer may run under the backward)
+    MT_TAKES_RECOMPUTE = 1 << 7,     // --recompute (what the backward recomputes while weights stream)
 };
+
+// --recompute: what the backward recomputes, from the least device memory to the most
+// (docs/DESIGN.md#cli), tensors chosen by bytes saved per FLOP recomputed. full: every
+// K-th layer input is kept and each layer's forward re-runs in backward. The others keep
+// every layer's input, attention's q/k/v, output and log-sum-exp, and x_mid, and recompute
+// cheapest first: swiglu: SwiGLU's product (elementwise); norms: and the two RMSNorm
+// outputs (elementwise, from the kept input and x_mid); mlp: and the MLP's gate/up GEMM,
+// chunk by chunk. none: nothing. auto (-1): the least recompute whose device plan fits
+// (mt_engine_shape_init).
+typedef enum {
+    MT_RECOMPUTE_AUTO = -1,
+    MT_RECOMPUTE_FULL = 0,
+    MT_RECOMPUTE_MLP = 1,
+    MT_RECOMPUTE_NORMS = 2,
+    MT_RECOMPUTE_SWIGLU = 3,
+    MT_RECOMPUTE_NONE = 4,
+} mt_recompute;
+mt_status mt_recompute_parse(const char *s, mt_recompute *out);
+const char *mt_recompute_name(mt_recompute r);
 
 typedef struct mt_schedule_desc mt_schedule_desc;
 
@@ -51,6 +71,7 @@ typedef struct {
     mt_bind_mode bind;
     mt_zero3_knobs zero3;
     int speculative; // --speculative-step: 1, 0, -1 auto (on where the optimizer overlaps the next step)
+    mt_recompute recompute; // --recompute (MT_TAKES_RECOMPUTE); 0 = full, the default
 } mt_schedule_opts;
 
 struct mt_schedule_desc {
@@ -68,7 +89,11 @@ struct mt_schedule_desc {
     long long prefetch_elems;// elements loaded ahead of use beyond what the compute needs (-1: the ring alone)
 
     // ---- activations
-    int keep_activations;    // 1: every layer's input and internals stay on the device (no recompute)
+    int keep_activations;    // 1: every layer's input and internals stay on the device (no layer recompute)
+    int keep_mlp;            // with keep_activations, the MLP's internals kept for every token: 0 none (gate/up
+                             // and SwiGLU recomputed per chunk in backward), 1 the gate/up output, 2 and SwiGLU's product
+    int recompute_norms;     // with keep_activations: the RMSNorm outputs are recomputed in backward, not kept
+    mt_recompute recompute;  // resolved --recompute where the schedule takes it (auto until mt_engine_shape_init)
     int ckpt_interval;       // K: keep the input of every K-th layer, recompute the rest
     int offload_checkpoints; // layer-boundary checkpoints in pinned host memory: 1, 0, -1 auto (resolved later)
 
@@ -117,6 +142,9 @@ const mt_schedule_desc *mt_schedule_row(const char *name);
 // the derived fields resolved against the model (ring at most L layers deep).
 void mt_schedule_resolve(const mt_schedule_desc *entry, const mt_schedule_opts *o, const mt_config *c,
                          mt_schedule_desc *out);
+// Sets the activation fields for a recompute policy (not auto): what is kept, and with
+// every layer's input kept, K = 1 and no checkpoint offload.
+void mt_schedule_set_recompute(mt_schedule_desc *d, mt_recompute r);
 // Checks the options a schedule takes (one line naming the option).
 mt_status mt_schedule_opts_validate(const mt_schedule_desc *entry, const mt_schedule_opts *o, const mt_config *c);
 // The dtype gradients cross the link in: f32 when the schedule says so, else the weights' dtype.

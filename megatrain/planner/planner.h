@@ -113,4 +113,44 @@ typedef struct {
 
 mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, mt_plan_prediction *out);
 
+// ---------------------------------------------------------------------------
+// --batch auto (batch_search.c): the batch and the knobs the schedule takes
+// (--recompute, --checkpoint-interval 1|2|4, --weight-buffers 2|3) that maximise
+// the predicted tokens/s within host and device memory (mt_plan_check_fit).
+
+typedef struct {
+    int B;
+    mt_recompute recompute; // resolved
+    int ckpt_interval, weight_bufs, offload_checkpoints;
+    double gpu_bytes, host_bytes, step_ms, tokens_per_s; // the closed form's step
+    double sim_step_ms, sim_tokens_per_s;                // the sim's, where it checked this one (else 0)
+    const char *bound;
+} mt_batch_candidate;
+
+typedef struct {
+    mt_batch_candidate *c; // every candidate that fits, in the order compared
+    int n, cap;
+    int best;              // index of the choice: the most tokens/s (the sim's where it ran; the first on a tie)
+    int max_fit_B;         // the largest batch that fits with any of the knobs
+    int n_sim;             // candidates the sim checked (the closed form's best MT_BATCH_SIM_CHECKED per policy)
+} mt_batch_search;
+#define MT_BATCH_SIM_CHECKED 2
+
+// Per combination of the knobs: every power of two below the largest batch that
+// fits, and that batch, priced by the closed form; with sim_profile (a profile's
+// file) the closed form's best two of each recompute policy are run on the sim
+// backend and the sim decides.
+// vary_recompute: compare the recompute policies even where in->eng.sched.recompute
+// names one (it is auto, or was not given). Needs the profile's GPU memory;
+// in->gpu_free_bytes and host_free as `plan` sets them.
+mt_status mt_plan_batch_search(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, int vary_recompute,
+                               const char *sim_profile, mt_batch_search *out);
+// One configuration's step (the median of steps 3-7) on the sim backend made from profile_path (sim_price.c).
+mt_status mt_plan_sim_step_ms(const mt_config *c, const mt_plan_input *in, const char *profile_path, double *step_ms);
+void mt_batch_search_free(mt_batch_search *s);
+// Sets the engine options to a candidate: its batch, and the knobs the schedule takes.
+void mt_batch_candidate_apply(const mt_batch_candidate *b, mt_engine_opts *o);
+// One line: the choice, its predicted rate and what it was compared with.
+void mt_batch_search_why(const mt_batch_search *s, const mt_hw_profile *hw, char *buf, size_t cap);
+
 #endif

@@ -10,7 +10,9 @@
 //   forward      F_f = (2*P_mm + 4*L*dA*T) * n       attention per PaLM: 12*L*dA*T
 //   backward     F_b = 2 * F_f                        per token fwd+bwd, not halved
 //   recompute    F_r = (2*L*P_L + 4*L*dA*T) * n       for causal masking
-//                (megatrain, naive, zero3: one extra layer forward; resident: 0)
+//                (megatrain, naive, zero3: one extra layer forward; resident and --recompute
+//                norms|swiglu|none: 0; --recompute mlp: the MLP's GEMMs, 6*F*C*L*n, as full counts
+//                a whole layer where the engine skips the down projection)
 //                F_* count the FLOPs (hfu); the time prices GEMMs and attention apart:
 //   rate         R = peak (bf16 for paper/mixed, fp32 -- no TF32 -- for fp32) x gemm_efficiency
 //   attention    A_f = 2*L*dA*T*n causal FLOPs forward (as the sim and the labs count them),
@@ -283,21 +285,32 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     const double R = t.R = hw->peak_tflops[fp32 ? MT_PEAK_FP32 : MT_PEAK_BF16] * 1e12 * hw->gemm_efficiency / 1e3; // FLOP/ms
     const double h2d = t.h2d = hw->h2d_gbps * 1e6, d2h = t.d2h = hw->d2h_gbps * 1e6;                       // B/ms
     t.f = hw->duplex_factor;
+    // --recompute as the engine resolves it (auto: against the plan's device memory).
+    mt_dtype act = fp32 ? MT_F32 : MT_BF16;
+    mt_engine_footprint fp = mt_engine_footprint_of(c, in->prec, &in->eng, act, in->gpu_free_bytes, 0);
+    if (s.takes & MT_TAKES_RECOMPUTE) mt_schedule_set_recompute(&s, fp.recompute);
     const int recompute = !s.keep_activations;
+    // Layers kept whole but for the MLP, streamed (--recompute mlp): backward recomputes the gate/up
+    // GEMM per chunk. Priced as the MLP's three GEMMs (6*F*C a token), the convention F_r keeps for
+    // full (a whole layer, where the engine's recompute skips the down projection: the golden
+    // records pin it), so that the policies differ by what they really save. The resident form,
+    // pinned too, has always left its gate/up recompute out.
+    const double Fgu = s.keep_activations && !s.keep_mlp && !s.weights_resident
+                           ? 6.0 * c->intermediate_size * c->hidden_size * L * n : 0;
 
     const double Ff = t.Ff = (2 * Pmm + 4 * L * dA * T) * n, Fb = t.Fb = 2 * Ff;
     // Three weight passes (the official code) recompute each layer twice: its block's recompute and the
     // forward autograd re-runs inside its backward.
     t.passes = s.weight_passes == 3 ? 3 : 2;
     const double extra = recompute ? t.passes - 1 : 0; // layer forwards re-run per micro-batch
-    const double Fr = t.Fr = extra * (2 * L * PL + 4 * L * dA * T) * n;
+    const double Fr = t.Fr = extra * (2 * L * PL + 4 * L * dA * T) * n + Fgu;
     // Attention at its implementation's own rate, GEMMs at R.
     out->attention_kernel = s.attention_kernel ? s.attention_kernel : mt_attn_kernel_name(in->attention, !fp32);
     const double Ra = t.Ra = mt_hw_attention_tflops(hw, out->attention_kernel, !fp32, T, &out->attention_source) * 1e9;
     const double Af = 2 * L * dA * T * n, ca_f = Af / Ra, ca_b = (MT_ATTN_BWD_FACTOR + extra) * Af / Ra;
     out->attention_tflops = Ra / 1e9;
     out->attention_ms = G * (ca_f + ca_b);
-    const double cf = t.cf = 2 * Pmm * n / R + ca_f, cb = t.cb = (4 * Pmm * n + extra * 2 * L * PL * n) / R + ca_b;
+    const double cf = t.cf = 2 * Pmm * n / R + ca_f, cb = t.cb = (4 * Pmm * n + extra * 2 * L * PL * n + Fgu) / R + ca_b;
     t.wsi = s.param_wire_f32 && in->prec == MT_PREC_MIXED ? 4 : ws; // the peer's f32 shards cross as f32
     t.gs = s.grad_wire_f32 ? 4 : ws;
     if (s.fetch_overhead_ms > 0) {
@@ -310,9 +323,7 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     const mt_precision opt_prec = s.optimizer_master && !fp32 ? MT_PREC_MIXED : in->prec;
     const double opt = t.opt = N / hw->adamw_params_per_s[opt_prec] * 1e3;
 
-    // The speculative window, as the engine resolves it against the plan's host memory.
-    mt_dtype act = fp32 ? MT_F32 : MT_BF16;
-    mt_engine_footprint fp = mt_engine_footprint_of(c, in->prec, &in->eng, act, in->gpu_free_bytes, 0);
+    // The speculative window, as the engine resolves it against the plan's host memory (fp above).
     t.spec_units = s.speculative ? fp.spec_window : 0;
     if (t.spec_units) {
         double Pw = 0; // parameters in the window: head, then layers L-1 down, then the embedding

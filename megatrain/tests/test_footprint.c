@@ -1,6 +1,6 @@
 // test_footprint.c: the memory plan is what the engine allocates. For every
 // schedule and every switch that changes memory (weight buffers, K, copy bind,
-// checkpoint offload on/off/auto, gradient accumulation, MLP chunking, slabs,
+// checkpoint offload on/off/auto, gradient accumulation, MLP chunking, slabs, --recompute,
 // the ZeRO-3 knobs, the f32 sum of chunked weight gradients) and every peer, in each precision
 // and on model shapes with and without biases, q/k norms and tied embeddings,
 // the sim backend's peak device bytes and peak host bytes over creating the
@@ -26,30 +26,38 @@ typedef struct {
     int overlap_comm;         // -1: DeepSpeed's
     int pin_memory;           // -1: DeepSpeed's
     mt_grad_sum grad_sum;     // chunked weight gradients: 0 auto (f32 where it fits), f32 or bf16
+    mt_recompute recompute;   // --recompute (0: full)
 } variant;
 
 static const variant variants[] = {
-    {"megatrain", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"megatrain", 1, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"megatrain", 3, 2, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"megatrain", 2, 3, 1, 0, 2, 8192, 1, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"megatrain", 2, 1, 0, 0, 1, 16, 4, MT_BIND_COPY, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"megatrain", 2, 1, 0, 0, 1, 16, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_BF16},
-    {"megatrain", 2, 1, 0, 0, 1, 16, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_F32},
-    {"megatrain", 2, 1, 0, 1, 1, 0, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"megatrain", 3, 2, 0, 1, 2, 8192, 2, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"megatrain", 2, 1, 0, -1, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"resident", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"resident", 2, 1, 0, 0, 2, 8192, 4, MT_BIND_COPY, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"naive", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"naive", 2, 2, 0, 1, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"zero3", 2, 1, 0, 0, 2, 8192, 2, MT_BIND_POINTER, 1000, 0, 0, 0, MT_GRAD_SUM_AUTO},
-    {"zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_COPY, 1000000000LL, 20000, -1, -1, MT_GRAD_SUM_AUTO},
+    {"megatrain", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"megatrain", 1, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"megatrain", 3, 2, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"megatrain", 2, 3, 1, 0, 2, 8192, 1, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"megatrain", 2, 1, 0, 0, 1, 16, 4, MT_BIND_COPY, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"megatrain", 2, 1, 0, 0, 1, 16, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_BF16, MT_RECOMPUTE_FULL},
+    {"megatrain", 2, 1, 0, 0, 1, 16, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_F32, MT_RECOMPUTE_FULL},
+    {"megatrain", 2, 1, 0, 1, 1, 0, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"megatrain", 3, 2, 0, 1, 2, 8192, 2, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"megatrain", 2, 1, 0, -1, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    // --recompute: every layer's internals kept while weights stream (and the MLP's, in part or whole).
+    {"megatrain", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_MLP},
+    {"megatrain", 3, 1, 0, -1, 2, 16, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_SWIGLU},
+    {"megatrain", 2, 1, 0, 0, 1, 16, 2, MT_BIND_COPY, 0, 0, -1, -1, MT_GRAD_SUM_F32, MT_RECOMPUTE_NONE},
+    {"megatrain", 2, 1, 1, 0, 2, 16, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_BF16, MT_RECOMPUTE_NORMS},
+    {"megatrain", 2, 2, 0, -1, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_AUTO},
+    {"naive", 2, 1, 0, 0, 2, 16, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_NONE},
+    {"resident", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"resident", 2, 1, 0, 0, 2, 8192, 4, MT_BIND_COPY, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"naive", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"naive", 2, 2, 0, 1, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"zero3", 2, 1, 0, 0, 2, 8192, 2, MT_BIND_POINTER, 1000, 0, 0, 0, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_COPY, 1000000000LL, 20000, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
     // Peers (engine/peer.h): their own fields (f32 parameter staging, copy bind, three weight passes, hooks).
-    {"deepspeed-zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"fsdp2-offload", 2, 1, 0, 0, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-    {"official", 2, 1, 0, 0, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+    {"deepspeed-zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"fsdp2-offload", 2, 1, 0, 0, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+    {"official", 2, 1, 0, 0, 2, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
 };
 
 static const char *models[] = {
@@ -78,7 +86,8 @@ static void check_one(const char *cfg_path, mt_precision p, const variant *v, in
     }
     mt_engine_opts o = {.B = B, .T = T, .grad_accum = v->G, .grad_sum = v->grad_sum, .grad_slabs = v->slabs, .mlp_rows = v->mlp,
                         .sched = {.weight_bufs = v->wbuf, .ckpt_interval = v->K < c.num_layers ? v->K : c.num_layers, .serial_optimizer = v->serial,
-                                  .offload_checkpoints = v->offload, .bind = v->bind, .zero3 = mt_zero3_defaults()}};
+                                  .offload_checkpoints = v->offload, .bind = v->bind, .zero3 = mt_zero3_defaults(),
+                                  .recompute = v->recompute}};
     if (v->bucket) o.sched.zero3.prefetch_bucket_size = v->bucket;
     if (v->live) o.sched.zero3.max_live_parameters = v->live;
     if (v->overlap_comm >= 0) o.sched.zero3.overlap_comm = v->overlap_comm;
@@ -93,8 +102,9 @@ static void check_one(const char *cfg_path, mt_precision p, const variant *v, in
     mt_engine_footprint fp = mt_engine_footprint_of(&c, p, &o, act, info.mem_free_bytes, mt_backend_caps(be));
 
     char what[512];
-    snprintf(what, sizeof what, "%s %s %s wbuf %d K %d G %d offload %d bind %d mlp %d slabs %d bucket %lld", cfg_path,
-             mt_precision_name(p), v->schedule, v->wbuf, v->K, v->G, v->offload, v->bind, v->mlp, v->slabs, v->bucket);
+    snprintf(what, sizeof what, "%s %s %s wbuf %d K %d G %d offload %d bind %d mlp %d slabs %d bucket %lld recompute %s",
+             cfg_path, mt_precision_name(p), v->schedule, v->wbuf, v->K, v->G, v->offload, v->bind, v->mlp, v->slabs,
+             v->bucket, mt_recompute_name(v->recompute));
     mt_model m;
     mt_engine *e = NULL;
     mt_status s = mt_model_alloc_ex(&m, &c, p, be, sd.host_pinned);
@@ -141,10 +151,47 @@ int main(void) {
     // A real shape, where the MLP chunks and the loss head's chunking bite, and offload auto resolves
     // against the device: Qwen2.5-7B at 128k tokens keeps its checkpoints only when told to.
     const variant big[] = {
-        {"megatrain", 2, 1, 0, -1, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-        {"megatrain", 3, 4, 0, 1, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
-        {"zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO},
+        {"megatrain", 2, 1, 0, -1, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+        {"megatrain", 3, 4, 0, 1, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
+        {"zero3", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_FULL},
     };
+    // --recompute auto on a device: at 8 x 1024 tokens every layer's MLP internals fit the
+    // H100's plan (none); at 32 x 1024 they do not, and auto steps down (mlp: attention's kept).
+    const variant autos[] = {
+        {"megatrain", 2, 1, 0, -1, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_AUTO},
+        {"megatrain", 2, 1, 0, 0, 1, 8192, 4, MT_BIND_POINTER, 0, 0, -1, -1, MT_GRAD_SUM_AUTO, MT_RECOMPUTE_SWIGLU},
+    };
+    for (size_t vi = 0; vi < sizeof autos / sizeof *autos; vi++, n++)
+        check_one("experiments/models/qwen2.5-7b.json", MT_PREC_PAPER, &autos[vi], 8, 1024);
+    check_one("experiments/models/qwen2.5-7b.json", MT_PREC_PAPER, &autos[0], 32, 1024), n++;
+    {
+        mt_config c;
+        CHECK(mt_config_load("experiments/models/qwen2.5-7b.json", &c) == MT_OK, "7B config");
+        mt_engine_opts o;
+        mt_engine_opts_defaults(&o);
+        o.sched.recompute = MT_RECOMPUTE_AUTO;
+        size_t free80 = (size_t)80 << 30;
+        o.B = 8, o.T = 1024;
+        mt_engine_footprint small = mt_engine_footprint_of(&c, MT_PREC_PAPER, &o, MT_BF16, free80, 0);
+        o.B = 32;
+        mt_engine_footprint big = mt_engine_footprint_of(&c, MT_PREC_PAPER, &o, MT_BF16, free80, 0);
+        o.B = 1024;
+        mt_engine_footprint huge = mt_engine_footprint_of(&c, MT_PREC_PAPER, &o, MT_BF16, free80, 0);
+        CHECK(small.recompute == MT_RECOMPUTE_NONE && small.device_bytes <= free80, "auto at 8x1024: %s, %zu bytes",
+              mt_recompute_name(small.recompute), small.device_bytes);
+        CHECK(big.recompute == MT_RECOMPUTE_MLP && big.device_bytes <= free80, "auto at 32x1024: %s, %zu bytes",
+              mt_recompute_name(big.recompute), big.device_bytes);
+        CHECK(huge.recompute == MT_RECOMPUTE_FULL, "auto at 1024x1024: %s", mt_recompute_name(huge.recompute));
+        size_t prev = 0; // the policies' device bytes grow: full < mlp < swiglu < none
+        for (int r = MT_RECOMPUTE_FULL; r <= MT_RECOMPUTE_NONE; r++) {
+            o.B = 8;
+            o.sched.recompute = (mt_recompute)r;
+            mt_engine_footprint f = mt_engine_footprint_of(&c, MT_PREC_PAPER, &o, MT_BF16, 0, 0);
+            CHECK(f.device_bytes > prev && f.recompute == r, "--recompute %s: %zu device bytes (the one before: %zu)",
+                  mt_recompute_name((mt_recompute)r), f.device_bytes, prev);
+            prev = f.device_bytes;
+        }
+    }
     for (size_t vi = 0; vi < sizeof big / sizeof *big; vi++, n++)
         check_one("experiments/models/qwen2.5-7b.json", MT_PREC_PAPER, &big[vi], 1, 131072);
     fprintf(stderr, "%d configurations\n", n);

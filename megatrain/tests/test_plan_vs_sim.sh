@@ -19,6 +19,12 @@ check "7B on h100-128g, batch 64 (compute-bound)" agree qwen2.5-7b h100-128g 64
 check "7B on h100-128g, batch 8 (optimizer-bound)" agree qwen2.5-7b h100-128g 8
 check "14B on gh200-480g, batch 16" agree qwen2.5-14b gh200-480g 16
 check "dense 120B-class on h200-1.5t, batch 16" agree dense-120b h200-1.5t 16
+# --recompute: the kept internals change what the backward computes (and what fits); both price it.
+check "7B on h200-128g, batch 16, --recompute none" agree qwen2.5-7b h200-128g 16 1024 --recompute none --speculative-step false
+check "7B on h100-128g, batch 16, --recompute swiglu" agree qwen2.5-7b h100-128g 16 1024 --recompute swiglu
+check "7B on h100-128g, batch 32, --recompute mlp" agree qwen2.5-7b h100-128g 32 1024 --recompute mlp --speculative-step false
+check "7B on h100-128g, batch 16, --recompute norms" agree qwen2.5-7b h100-128g 16 1024 --recompute norms
+check "7B on h100-128g, batch 16, --recompute auto" agree qwen2.5-7b h100-128g 16 1024 --recompute auto
 
 # Long context, where attention sets the step: both price each implementation at the
 # profile's measured table (a test table: cudnn twice native's rate at 16k, both from 1k to 64k).
