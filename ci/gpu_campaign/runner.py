@@ -23,6 +23,8 @@ import parts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "harness"))
+import resultslib  # noqa: E402  (the GPU's profile: gpu.name_match in experiments/hardware/)
 PART_BUDGET_S = 510   # the steps' share of a part: under 9 minutes with the pack and margin
 PACK_RESERVE_S = 25   # kept back for packing ($OUT) and the summary
 MIN_STEP_S = 15       # a step with less time than this left is skipped, not started
@@ -58,8 +60,10 @@ class Ctx:
 
 
 def gpu_slug(name):
-    """The tag a part's files carry for a GPU kind (h200-B-...); `next` reads them back by it."""
-    return "h200" if "H200" in (name or "") else "h100" if "H100" in (name or "") else "gpu"
+    """The tag a part's files carry for a GPU kind (h200-B-...); `next` reads them back by it:
+    the GPU's profile's name up to its first '-' (h200-128g: h200), "gpu" where none matches."""
+    p = resultslib.profile_of_gpu(name)
+    return p.split("-")[0] if p else "gpu"
 
 
 def say(msg):
@@ -154,7 +158,8 @@ def step_test(ctx, st, log, timeout):
 
 
 def profile_base(ctx):
-    return "h200-128g" if "H200" in (ctx.gpu_name or "") else "h100-128g"
+    """The profile the part calibrates: its GPU's (gpu.name_match), else the one marked "*"."""
+    return resultslib.profile_of_gpu(ctx.gpu_name, fallback=True)
 
 
 def step_microbench(ctx, st, log, timeout):

@@ -2,7 +2,8 @@
 # experiments/hardware/*.json follow experiments/hardware/README.md: the nine
 # required profiles exist, every key is there with a positive number, every figure
 # has a source, and derived values agree (params_per_s, pageable <= pinned <= theory);
-# gpu.name_match, where a profile has it, is what the planner's --hardware measured reads.
+# gpu.name_match, where a profile has it, maps GPU names to the profiles it did before
+# the names lived in the profiles, for the planner (--hardware measured) and Python alike.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
@@ -56,10 +57,25 @@ for f in "$dir"/*.json; do
       then "gpu.peak_tflops.bf16 \($have) != dense_peaks.json \($e.match) \($e.bf16_tflops)" else "" end' --arg peaks "$peaks" "$f")
   if [ -n "$got" ]; then echo "FAIL $name: $got"; fails=$((fails + 1)); else echo "ok   $name: bf16 peak as harness/dense_peaks.json"; fi
 done
-# gpu.name_match: no string in two profiles.
+# gpu.name_match: no string in two profiles, "*" in one profile at most, and a GPU's name picks
+# the same profile as before the names lived in the profiles (GH200's name holds "H200").
 dup=$(jq -rs '[.[] | .name as $n | (.gpu.name_match // [])[] | {s: ., n: $n}] | group_by(.s)
   | map(select(length > 1) | "\(.[0].s) in \(map(.n) | join(", "))") | .[]' "$dir"/*.json)
 [ -z "$dup" ] && echo "ok   gpu.name_match: each string in one profile" || { echo "FAIL gpu.name_match: $dup"; fails=$((fails + 1)); }
+got=$(command -v python3 > /dev/null || exit 0; python3 -c '
+import sys; sys.path.insert(0, "harness"); import resultslib as r
+for g in ("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H200", "NVIDIA GH200 480GB", "Tesla T4", "", None):
+    print(g, r.profile_of_gpu(g), r.profile_of_gpu(g, fallback=True), sep="|")' 2>&1)
+want="NVIDIA H100 80GB HBM3|h100-128g|h100-128g
+NVIDIA H100 PCIe|h100-128g|h100-128g
+NVIDIA H200|h200-128g|h200-128g
+NVIDIA GH200 480GB|h200-128g|h200-128g
+Tesla T4|None|h100-128g
+|None|h100-128g
+None|None|h100-128g"
+[ -z "$got" ] && echo "note: no python3: resultslib.profile_of_gpu not checked" ||
+[ "$got" = "$want" ] && echo "ok   gpu.name_match: GPU names to profiles (resultslib.profile_of_gpu)" ||
+  { echo "FAIL resultslib.profile_of_gpu:"; echo "$got"; fails=$((fails + 1)); }
 # Every profile loads where it is used: the planner (plan --hardware) and the sim
 # backend (train --backend sim), each giving a positive step time.
 BIN=${MT_BIN:-$(pwd)/build/bin}
