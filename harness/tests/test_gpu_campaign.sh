@@ -226,7 +226,7 @@ python3 - "$tmp/gpu_results" <<'EOF'
 import json, os, sys, zlib
 sys.path.insert(0, "harness/sweep")
 sys.path.insert(0, "ci/gpu_campaign")
-import common, parts, run, sweeps
+import common, one_config, parts, sweeps
 out = sys.argv[1]
 names = [st["sweep"] for p in parts.PARTS for st in p["steps"] if st["kind"] == "sweep"]
 names.append("experiments/sweeps/gpu_predicted.json")
@@ -236,7 +236,7 @@ for path in names:
     s = sweeps.load(path)
     rows = []
     for c in sweeps.expand(s):
-        r = run.blank_row(s["experiment"], c, dict(env), sweeps.rel_path(path))
+        r = one_config.blank_row(s["experiment"], c, dict(env), sweeps.rel_path(path))
         # the same configuration gets the same time in every sweep, so the sim's rows (5% slower)
         # pair with the measured ones as S1 pairs them
         ident = json.dumps([c.get(k) for k in ("model", "schedule", "peer", "batch", "seq_len", "precision",
@@ -252,7 +252,7 @@ for path in names:
             r["fit"] = {"depths": c["layers_fit"], "holdout": {"depth": c["layers_holdout"]}}
         if c["mode"] == "projected":
             r["step_ms"] = {"median": ms * 1.05, "min": ms * 1.05, "max": ms * 1.05, "n": 5}
-        run.finish_speed(r, c["batch"] * c["seq_len"], r["params"], 989.0)
+        one_config.finish_speed(r, c["batch"] * c["seq_len"], r["params"], 989.0)
         rows.append(r)
     common.write_jsonl(os.path.join(out, s["experiment"] + ".jsonl"), rows)
 EOF

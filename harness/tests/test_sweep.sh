@@ -256,8 +256,8 @@ MT_PEERS_DIR=$tmp/peers STUB_ARGS=$tmp/stub_args run "$tmp/reach.json" --only "b
 [ "$rc" = 0 ] && jq -e 'length == 1 and (.[0].reason | test("no time left: it needs about 100000 s"))' "$u" > /dev/null &&
   pass "--deadline: a configuration whose expect_s does not fit is not started" ||
   { fail "--deadline (exit $rc)"; cat "$tmp/err13"; }
-[ "$(python3 -c "import sys; sys.path.insert(0, 'harness/sweep'); import run
-print(run.startup_s('megatrain: ready in 12.3 s (alloc 1.0 s)'), run.startup_s('no such line'))")" = "12.3 None" ] &&
+[ "$(python3 -c "import sys; sys.path.insert(0, 'harness/sweep'); import one_config as o
+print(o.startup_s('megatrain: ready in 12.3 s (alloc 1.0 s)'), o.startup_s('no such line'))")" = "12.3 None" ] &&
   pass "startup_s: megatrain's 'ready in S s' line, None without one" || fail "startup_s parse"
 
 # a peer key is in the configuration key only when set: existing keys do not move
