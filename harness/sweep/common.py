@@ -44,6 +44,15 @@ load_results = _or_die(resultslib.load_results)
 load_results_files = _or_die(resultslib.load_results_files)
 
 
+def trusted_results(results_dir, allow_dirty=False, what="rows", sweeps_dir=None):
+    """The trusted rows (below) of a results directory, the sweeps read from sweeps_dir
+    (a reader's --sweeps) where given."""
+    if sweeps_dir:
+        import sweeps  # noqa: E402 (sweeps imports this module)
+        sweeps.set_dir(sweeps_dir)
+    return trusted(load_results(results_dir), allow_dirty, what)
+
+
 def trusted(rows, allow_dirty=False, what="rows"):
     """The rows a table or figure may use: made from a clean tree (unless allow_dirty) by
     a sweep entry that still exists (rows of an experiment without a sweep file, e.g. a

@@ -289,9 +289,7 @@ def main():
     ap.add_argument("--allow-dirty", action="store_true", help="admit rows made from a dirty or unknown tree")
     ap.add_argument("--sweeps", help="directory of the sweep files (default experiments/sweeps)")
     args = ap.parse_args()
-    if args.sweeps:
-        sweeps.set_dir(args.sweeps)
-    rows = common.trusted(common.load_results(args.results), args.allow_dirty, "export")
+    rows = common.trusted_results(args.results, args.allow_dirty, "export", args.sweeps)
     figs = export(rows, args.out, args.results)
     for fig in figs:
         n = sum(len(v[1]) for v in fig.blocks.values())

@@ -169,17 +169,9 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
         return row
 
     if mode in ("measured", "projected"):
-        cfg_path, layers_run, layers_model = R.model_config(c, c["layers"])
-        row["layers_run"], row["layers_model"] = layers_run, layers_model
-        plan = R.plan(c, cfg_path, c["hardware"] if mode == "projected" else None)
-        row["params"] = plan["params"]
-        if mode == "projected":
-            row["plan"] = plan_summary(plan)
-            row["fits"] = bool(plan["fits"])
-            row["peak_host_bytes"], row["peak_gpu_bytes"] = plan["host_bytes"], plan["gpu_bytes"]
-            if not plan["fits"]:
-                row["note"] = "does not fit (megatrain plan): " + short_text(plan)
-                return row
+        cfg_path, plan = planned(R, row, c, c["hardware"] if mode == "projected" else None)
+        if mode == "projected" and not projection_fits(row, plan):
+            return row
         trace = os.path.join(R.tmp, f"trace-{row['config_key']}.json") if c["keep_trace"] else None
         try:
             steps = R.train(c, cfg_path, trace)
@@ -216,15 +208,8 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
         return row
 
     if mode == "projected-plan":
-        cfg_path, layers_run, layers_model = R.model_config(c, c["layers"])
-        row["layers_run"], row["layers_model"] = layers_run, layers_model
-        plan = R.plan(c, cfg_path, c["hardware"])
-        row["params"] = plan["params"]
-        row["plan"] = plan_summary(plan)
-        row["fits"] = bool(plan["fits"])
-        row["peak_host_bytes"], row["peak_gpu_bytes"] = plan["host_bytes"], plan["gpu_bytes"]
-        if not plan["fits"]:
-            row["note"] = "does not fit (megatrain plan): " + short_text(plan)
+        _, plan = planned(R, row, c, c["hardware"])
+        if not projection_fits(row, plan):
             return row
         ms = plan["step_ms"]
         row["step_ms"] = {"median": ms, "min": ms, "max": ms, "n": 1}
@@ -256,6 +241,27 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
     peak = metrics.dense_peak_tflops(env.get("gpu_name")) if c["backend"] == "cuda" else None
     finish_speed(row, tokens, row["params"], peak)
     return row
+
+
+def planned(R, row, c, hardware):
+    """`megatrain plan` of the configuration at its depth (on `hardware`, else this machine):
+    the row's depths and parameter count from it; returns (the config's path, the plan)."""
+    cfg_path, layers_run, layers_model = R.model_config(c, c["layers"])
+    row["layers_run"], row["layers_model"] = layers_run, layers_model
+    plan = R.plan(c, cfg_path, hardware)
+    row["params"] = plan["params"]
+    return cfg_path, plan
+
+
+def projection_fits(row, plan):
+    """A projection's plan into its row (summary, fits, planned memory); False, with the
+    row's note saying what is short, when it does not fit."""
+    row["plan"] = plan_summary(plan)
+    row["fits"] = bool(plan["fits"])
+    row["peak_host_bytes"], row["peak_gpu_bytes"] = plan["host_bytes"], plan["gpu_bytes"]
+    if not plan["fits"]:
+        row["note"] = "does not fit (megatrain plan): " + short_text(plan)
+    return row["fits"]
 
 
 def plan_summary(plan):
