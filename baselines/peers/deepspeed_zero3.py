@@ -37,6 +37,7 @@ be reported as the DeepSpeed baseline.
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -156,7 +157,7 @@ def setup(a, spec, dist_backend: str = "nccl", timings=None):
     t = time.time()
     deepspeed.init_distributed(dist_backend=dist_backend, auto_mpi_discovery=False)
     cfg = ds_config(a, spec.config.hidden_size)
-    log("%s: deepspeed %s, config %s" % (PROG, deepspeed.__version__, common.json.dumps(cfg)))
+    log("%s: deepspeed %s, config %s" % (PROG, deepspeed.__version__, json.dumps(cfg)))
 
     from transformers.integrations.deepspeed import HfDeepSpeedConfig
     dtype = torch.bfloat16 if a.precision == "mixed" else torch.float32
