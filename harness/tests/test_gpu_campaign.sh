@@ -9,17 +9,7 @@
 # (dry) the rows of a part made like a real one; the tree check sees a changed file;
 # gpu_predicted projects every configuration the campaign measures with megatrain.
 # Needs python3 and jq; the binaries (make build).
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
-command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
-export MT_BIN=${MT_BIN:-$(pwd)/build/bin}
-[ -x "$MT_BIN/megatrain" ] && [ -x "$MT_BIN/mt-env" ] || { echo "skipped: no $MT_BIN/megatrain or mt-env"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-pass() { echo "ok   $*"; }
+. "$(dirname "$0")/lib.sh" jq python3 bins
 C="bash ci/gpu_campaign.sh"
 
 # ---- --list: one line per part, in the order of parts.py, `N min` each
@@ -311,5 +301,4 @@ if jq -e -s '.[0].status == "ok" and .[0].tables == ["cudnn", "native", "torch_s
   pass "part C's attention_profile step: ok on rows, skipped with a reason in the dry run"
 else fail "attention_profile step: $(cat "$tmp/attn_step.json" "$tmp/attn_step.err" | head -5)"; fi
 
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+finish

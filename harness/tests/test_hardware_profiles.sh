@@ -4,11 +4,8 @@
 # has a source, and derived values agree (params_per_s, pageable <= pinned <= theory);
 # gpu.name_match, where a profile has it, maps GPU names to the profiles it did before
 # the names lived in the profiles, for the planner (--hardware measured) and Python alike.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
+. "$(dirname "$0")/lib.sh" jq
 dir=experiments/hardware
-fails=0
 for name in h100-128g h200-128g h200-1.5t gh200-480g rtx4090-256g mi300x-1.5t mi355x-1.5t b200-2t gb200-480g; do
   [ -f "$dir/$name.json" ] || { echo "FAIL: $dir/$name.json missing"; fails=$((fails + 1)); }
 done
@@ -80,7 +77,6 @@ None|None|h100-128g"
 # backend (train --backend sim), each giving a positive step time.
 BIN=${MT_BIN:-$(pwd)/build/bin}
 if [ -x "$BIN/megatrain" ]; then
-  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
   jq '.num_hidden_layers = 2 | .max_window_layers = 2' experiments/models/qwen2.5-7b.json > "$tmp/m.json"
   for f in "$dir"/*.json; do
     name=$(basename "$f" .json)

@@ -7,13 +7,7 @@
 # are what claims.py and export.py make from these rows. The Python that writes and reads
 # rows (harness/resultslib, the sweep, the GPU campaign, the peers' shared code) imports
 # with the standard library alone, as the GPU machine's python3 has it. Needs python3 (and cmp).
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib.sh" python3
 hint="HINT: run \`make reproduce\` from a clean committed tree and commit results/, plots/data/, README.md, REPRODUCE.md"
 
 if python3 harness/sweep/file_rows.py results --results "$tmp/x" --dry-run > /dev/null 2> "$tmp/rows.err"; then
@@ -62,5 +56,4 @@ then [ "$(cat "$tmp/stdlib.txt")" = "[]" ] && echo "ok   resultslib, the sweep, 
   fail "stdlib only: $(cat "$tmp/stdlib.txt")"
 else fail "stdlib only: $(tail -1 "$tmp/stdlib.txt")"; fi
 
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+finish

@@ -7,17 +7,7 @@
 # extrapolated row: median -/+ its held-out error). Then the file belongs to its sweep:
 # resumable, --force replaces, a removed entry's row goes (also with --only), a row of
 # another experiment goes. Skips (77) without jq, python3 or the binaries.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
-command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
-export MT_BIN=${MT_BIN:-$(pwd)/build/bin}
-[ -x "$MT_BIN/megatrain" ] && [ -x "$MT_BIN/mt-env" ] || { echo "skipped: no $MT_BIN/megatrain or mt-env"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-pass() { echo "ok   $*"; }
+. "$(dirname "$0")/lib.sh" jq python3 bins
 R=$tmp/results
 run() { python3 harness/sweep/run.py --out-dir "$R" "$@"; }
 
@@ -271,5 +261,4 @@ c = dict(sweeps.DEFAULTS, model='m.json')
 print(hashlib.sha1(json.dumps({f: c.get(f) for f in sweeps.KEY_FIELDS}, sort_keys=True).encode()).hexdigest()[:16])")" ] &&
   pass "a configuration without a peer keeps the key it had before peers existed" || fail "config key moved: $k1"
 
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+finish
