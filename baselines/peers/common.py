@@ -50,7 +50,7 @@ import peer_base  # noqa: F401  (first: T0, and harness/ on sys.path)
 from peer_base import (BETA1, BETA2, EPS, GRAD_CLIP, LR, MIN_STEPS, MIN_WARMUP, ROOT, T0,  # noqa: F401
                        WEIGHT_DECAY, PeerError, log, skip)
 from peer_data import TokenBatches  # noqa: F401
-from peer_loop import Phases, phase_fields, run_timed, train_step_torch  # noqa: F401
+from peer_loop import Phases, phase_fields, run_and_report, run_timed, train_step_torch  # noqa: F401
 from peer_model import (ModelSpec, adamw_param_groups, build_model, check_host_budget,  # noqa: F401
                         checkpoint_each_layer, chunked_ce_mean, count_params, count_params_meta,
                         decoder_layers, host_mem_available, load_config, make_loss_model)
@@ -79,6 +79,16 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--out", default=None, help="append the results row to this .jsonl")
     ap.add_argument("--allow-short", action="store_true",
                     help="permit fewer than 2 warm-up / 5 timed steps (smoke tests only)")
+
+
+def parse_common_args(ap: argparse.ArgumentParser, argv=None) -> argparse.Namespace:
+    """A torch peer's command line: its parser (add_common_args and its own options) with
+    --no-checkpointing last, parsed and checked (check_common_args)."""
+    ap.add_argument("--no-checkpointing", action="store_true",
+                    help="disable per-layer activation checkpointing")
+    a = ap.parse_args(argv)
+    check_common_args(a)
+    return a
 
 
 def check_common_args(a) -> None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import time
 from typing import Callable, Optional
 
-from peer_base import GRAD_CLIP, PeerError, log
+from peer_base import GRAD_CLIP, T0, PeerError, log
 from peer_data import TokenBatches
+from peer_results import report
 from resultslib import median
 
 
@@ -109,3 +110,15 @@ def run_timed(step_fn: Callable, batches: TokenBatches, *, warmup: int, steps: i
         if i >= warmup:
             times.append(dt)
     return times, rows
+
+
+def run_and_report(a, prog: str, system: str, spec, n_params: int, step_fn: Callable, batches: TokenBatches,
+                   device, phases: Phases, timings: dict) -> dict:
+    """A torch peer's timed steps on the GPU, then its row (report): setup ends here
+    (timings' total_s, from T0), the peak is the GPU memory torch allocated."""
+    import torch
+    timings["total_s"] = time.time() - T0
+    times, rows = run_timed(step_fn, batches, warmup=a.warmup, steps=a.steps, device=device, label=prog,
+                            phases=phases)
+    return report(a, prog, system, spec, n_params, times, int(torch.cuda.max_memory_allocated()),
+                  extras=phase_fields(rows, timings))
