@@ -17,7 +17,7 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMT_HWLOC=OFF > /dev/null
 cmake --build "$BUILD" -j "$(nproc)"
 rm -rf "$B"
 mkdir -p "$B/bin" "$B/lib"
-for exe in megatrain mt-env mt-topology mt-microbench test_cuda_ops test_cudnn_graph test_torch_parity; do
+for exe in megatrain mt-env mt-topology mt-microbench test_backend_ops test_cudnn_graph test_torch_parity; do
   cp "$BUILD/bin/$exe" "$B/bin/"
 done
 mkdir -p "$B/bin/lab" && cp "$BUILD"/bin/lab/* "$B/bin/lab/" # the kernel labs (CMake builds them)

@@ -25,6 +25,8 @@
 #   bash ci/gpu_campaign.sh --file DIR...         here, on what came back (the device tool's
 #                                                 files_at): rows into results/ (file_rows.py),
 #                                                 calibrated profiles into experiments/hardware/
+#                                                 (--replace-gpu: rows from this GPU may replace
+#                                                 filed rows of their configuration from another)
 #   bash ci/gpu_campaign.sh --regenerate          here, after committing what --file wrote: the
 #                                                 projections on the calibrated profiles, figures,
 #                                                 claims table, README/REPRODUCE blocks

@@ -160,9 +160,11 @@ static void add_git(cJSON *o) {
     if (have_tree && !getenv("MT_ENV_NO_GIT") && shell_safe(wt)) {
         // --no-optional-locks: never take index.lock (others may be committing in this tree).
         // results/ and plots/ are what a run writes, not the code it ran: they do not count.
+        // Untracked files do (not ignored ones): CMake's globs compile a new source file
+        // whether git tracks it or not.
         char cmd[1400], out[256];
         snprintf(cmd, sizeof cmd,
-                 "git -C '%s' --no-optional-locks status --porcelain --untracked-files=no -- . "
+                 "git -C '%s' --no-optional-locks status --porcelain --untracked-files=normal -- . "
                  "':(exclude)results' ':(exclude)plots' 2>/dev/null",
                  wt);
         int rc = run_capture(cmd, out, sizeof out);

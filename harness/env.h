@@ -1,4 +1,4 @@
-// env.h: the `env` block every results row carries (shared/DESIGN.md, Results):
+// env.h: the `env` block every results row carries (docs/DESIGN.md#results):
 // exactly the keys git_sha, git_dirty, gpu_name, gpu_mem_bytes, driver, cuda,
 // host_mem_bytes, cpu_model, cpu_cores, numa_nodes, gpu_numa_node, pcie_gbps,
 // hardware_profile, utc — null where unknown, never a guess.

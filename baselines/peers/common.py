@@ -1,7 +1,7 @@
 """Shared pieces of the peer benchmarks (baselines/peers/*.py).
 
 Everything a peer script needs so that its numbers are comparable with
-megatrain's own rows (shared/DESIGN.md, "Metrics" and "Results"):
+megatrain's own rows (docs/DESIGN.md#metrics and docs/DESIGN.md#results):
 
   * the model: an HF config.json built with transformers'
     AutoModelForCausalLM.from_config (random init, --seed), optionally
@@ -22,7 +22,7 @@ megatrain's own rows (shared/DESIGN.md, "Metrics" and "Results"):
     mfu against the dense bf16 peak: harness/metrics.py and megatrain/core/METRICS.md
     (the one definition of each metric), harness/dense_peaks.json (the one peak table);
   * the env block: harness/env.c's, through the mt-env binary ($MT_BIN or build/bin);
-  * one results row with exactly DESIGN.md's keys, appended to a .jsonl file.
+  * one results row with exactly the keys of docs/DESIGN.md#results, appended to a .jsonl file.
 
 The training loop body (`train_step_torch`, `run_timed`) is plain PyTorch so
 that tests can run it on the CPU without FSDP or DeepSpeed.
@@ -93,7 +93,7 @@ def parse_common_args(ap: argparse.ArgumentParser, argv=None) -> argparse.Namesp
 
 def check_common_args(a) -> None:
     if not a.allow_short and (a.warmup < MIN_WARMUP or a.steps < MIN_STEPS):
-        raise PeerError("--warmup must be >= %d and --steps >= %d (DESIGN.md timing rule)"
+        raise PeerError("--warmup must be >= %d and --steps >= %d (docs/DESIGN.md#metrics timing rule)"
                         % (MIN_WARMUP, MIN_STEPS))
     if a.steps < 1 or a.warmup < 0:
         raise PeerError("--steps must be >= 1 and --warmup >= 0")

@@ -14,7 +14,7 @@
 #   typing-extensions: pydantic's own requirements, resolved together here)
 #
 # Everything else DeepSpeed and transformers need is already in the GPU
-# machine's image (shared: /work/.library/device/KINDS.md lists torch 2.11,
+# machine's image (docs/REFERENCE.md#the-lent-gpu-machine lists torch 2.11,
 # transformers 5.17, ninja, py-cpuinfo, psutil, msgpack, einops, numpy, tqdm,
 # packaging, nvidia-ml-py). Prints the total size (the carry limit is 64 MiB).
 #

@@ -327,7 +327,7 @@ def main(argv=None) -> int:
         raise PeerError("no CUDA device visible (the official code runs on CUDA only)")
     spec = common.load_config(a.config, a.layers)
     n_params = common.count_params_meta(spec)
-    # bf16 weights 2 + bf16 gradients 2 + the pinned bf16 flats 2 + fp32 m, v 8 (REFERENCE.md)
+    # bf16 weights 2 + bf16 gradients 2 + the pinned bf16 flats 2 + fp32 m, v 8 (docs/REFERENCE.md#the-official-code)
     common.check_host_budget(n_params, 14, "the official code")
     os.makedirs(a.work, exist_ok=True)
     setup = {}

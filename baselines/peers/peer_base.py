@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(ROOT, "harness"))
 
 T0 = time.time()  # this module is imported first, before torch: setup_s counts from here
 
-# AdamW defaults of DESIGN.md's CLI contract.
+# AdamW defaults of docs/DESIGN.md#batching-loss-and-optimizer-semantics.
 LR, WEIGHT_DECAY, BETA1, BETA2, EPS, GRAD_CLIP = 3e-4, 0.1, 0.9, 0.95, 1e-8, 1.0
 
 MIN_WARMUP, MIN_STEPS = 2, 5

@@ -60,7 +60,7 @@ def _mt_env_binary() -> Optional[str]:
 
 
 def collect_env(hardware_profile: Optional[str] = None) -> dict:
-    """DESIGN.md's env block from mt-env (harness/env.c, its one implementation),
+    """The env block of docs/DESIGN.md#results from mt-env (harness/env.c, its one implementation),
     with what only this PyTorch process knows: the CUDA version torch runs on, and
     the GPU's name and memory where nvidia-smi gave none."""
     exe = _mt_env_binary()
@@ -126,7 +126,7 @@ def write_jsonl(path: str, rows: list) -> None:
 def report(a, prog: str, system: str, spec, n_params: int, times, peak_gpu: int, extras=None) -> dict:
     """One timed configuration of a peer: the results row, appended to a.out (if set),
     printed on stdout, and summarized on stderr. `extras` (phase_fields) follow
-    DESIGN.md's keys: the harness copies them into its sweep row."""
+    docs/DESIGN.md#results keys: the harness copies them into its sweep row."""
     row = make_row(
         experiment=a.experiment, system=system, model=spec.name, params=n_params,
         layers_run=spec.layers_run, layers_model=spec.layers_model, batch=a.batch,

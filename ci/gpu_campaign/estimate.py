@@ -1,8 +1,8 @@
 """estimate.py: each part's GPU minutes, derived from the sizes of its steps (--list).
 
 These are estimates; each term says what it rests on (measured: the H200 leases of
-2026-11-25/26, shared/gpu-runs/README.md and their summaries).
-  start      30 s: measured (2026-11-25: "the start took about 30 s"; the device README
+2026-11-25/26: their summaries, results/campaign/*-summary.txt).
+  start      30 s: measured (2026-11-25: "the start took about 30 s"; docs/REFERENCE.md#the-lent-gpu-machine
              says 1-2 min, the figure before it was measured)
   sweep      per configuration with `expect_s`: that wall time (measured on the 2026-11-26 lease
              for megatrain and DeepSpeed: 83-85 s and 73-80 s; an allowance the sweep file
@@ -16,7 +16,7 @@ These are estimates; each term says what it rests on (measured: the H200 leases 
              an extrapolated configuration: that for each depth it runs
   peers      DeepSpeed ZeRO-3 offload: (warm-up + timed) steps x our zero3 schedule's planned
              step (our model of it, baselines/ZERO3.md) + setup; FSDP2 offload: the same plus
-             torch's serial CPU AdamW at TORCH_ADAM_NS_PER_PARAM (shared/REFERENCE.md: an
+             torch's serial CPU AdamW at TORCH_ADAM_NS_PER_PARAM (docs/REFERENCE.md#peers: an
              11.6B step in 56 s)
   the rest   parts.py's ALLOW_*: measured where the step ran on a lease (machine 0.7 s,
              copybench 3.7 s, peers_setup 53.3 s), else an allowance
@@ -41,8 +41,8 @@ RUNNER_PACK_RESERVE_S = 25  # runner.PACK_RESERVE_S: the steps stop this much be
 RUNNER_PART_BUDGET_S = 510  # runner.PART_BUDGET_S
 PROCESS_S = 5                 # process start, CUDA context, cuBLAS/cuDNN handles, plan: an allowance
 SETUP_NS_PER_PARAM_CORE = 70  # measured on the dev VM (see above)
-GPU_CORES = 16                # the lent machine (device README)
-TORCH_ADAM_NS_PER_PARAM = 56e9 / 11.6e9  # REFERENCE.md, PyTorch's CPU Adam
+GPU_CORES = 16                # the lent machine (docs/REFERENCE.md#the-lent-gpu-machine)
+TORCH_ADAM_NS_PER_PARAM = 56e9 / 11.6e9  # docs/REFERENCE.md#peers, PyTorch's CPU Adam
 HARDWARE = "h100-128g"
 
 
@@ -142,7 +142,7 @@ def step_s(P, st, left=None):
 def part(P, p):
     budget = p.get("budget_s", RUNNER_PART_BUDGET_S)
     steps_end = budget - RUNNER_PACK_RESERVE_S  # as runner.run_part gives the steps their time
-    rows, used = [("start", START_S, "measured about 30 s (2026-11-25); device README: 1-2 min")], 0.0
+    rows, used = [("start", START_S, "measured about 30 s (2026-11-25); described as 1-2 min (docs/REFERENCE.md#the-lent-gpu-machine)")], 0.0
     for st in p["steps"]:
         left = steps_end - used
         t, basis = step_s(P, st, left if st["kind"] == "sweep" else None)

@@ -103,7 +103,7 @@ def merge_profile(old, new):
     return merged, taken
 
 
-def file_dirs(dirs, allow_dirty=False, dry_run=False):
+def file_dirs(dirs, allow_dirty=False, dry_run=False, replace_gpu=False):
     # A part's folder, or one holding a folder per part (what `gpu_campaign.sh next` brings back).
     mans = sorted(m for d in dirs for pat in ("*-manifest.json", os.path.join("*", "*-manifest.json"))
                   for m in glob.glob(os.path.join(d, pat)))
@@ -128,7 +128,7 @@ def file_dirs(dirs, allow_dirty=False, dry_run=False):
             if os.path.isdir(rows) and (glob.glob(os.path.join(rows, "*.jsonl")) or
                                         glob.glob(os.path.join(rows, "*_*.json"))):
                 cmd = [sys.executable, os.path.join(REPO, "harness/sweep/file_rows.py"), rows]
-                cmd += ["--allow-dirty"] * allow_dirty + ["--dry-run"] * dry_run
+                cmd += ["--allow-dirty"] * allow_dirty + ["--dry-run"] * dry_run + ["--replace-gpu"] * replace_gpu
                 if subprocess.run(cmd).returncode != 0:
                     say(f"part {P}: rows refused (file_rows.py says why above); its profile and labs not filed")
                     bad += 1
@@ -188,7 +188,10 @@ def run(cmd, **kw):
 
 
 def regenerate(bin_dir):
-    if subprocess.run(["git", "status", "--porcelain", "-uno"], cwd=REPO, capture_output=True, text=True).stdout.strip():
+    # the rule mt-env marks rows dirty by (harness/env.c): tracked changes and untracked files
+    # outside results/ and plots/
+    if subprocess.run(["git", "status", "--porcelain", "--untracked-files=normal", "--", ".", ":(exclude)results",
+                       ":(exclude)plots"], cwd=REPO, capture_output=True, text=True).stdout.strip():
         say("WARNING: the tree has uncommitted changes: the rows made now count as dirty (commit what "
             "`--file` wrote first)")
     cal = calibrated_profiles()

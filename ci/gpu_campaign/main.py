@@ -3,7 +3,7 @@
     main.py list [--detail]                 the parts in priority order with their estimates
     main.py run PART [--dry-run] --out DIR [--only STEP,...] [--budget SECONDS]
     main.py check DIR                       the layout of a part's folder and its rows
-    main.py file DIR... [--allow-dirty] [--dry-run]
+    main.py file DIR... [--allow-dirty] [--replace-gpu] [--dry-run]
     main.py regenerate
     main.py tree-check TREE                 the carried tree against the bundle's `git ls-files -s`
     main.py next --out DIR [--budget S] [--gpu NAME] [--plan-only]
@@ -27,7 +27,9 @@ import parts  # noqa: E402
 import runner  # noqa: E402
 
 REPO = runner.REPO
-SESSION_S = 27 * 60  # what one lent half hour leaves the parts (device README: 30 min; 3 kept back for the calls' overheads)
+# What one lent session leaves the parts: 15 min of device time in all (docs/REFERENCE.md#the-lent-gpu-machine),
+# less 2 for the calls' idle waits and transfers (each part's estimate already holds its start).
+SESSION_S = 13 * 60
 
 
 def bin_dir():
@@ -40,7 +42,7 @@ def cmd_list(args):
     except FileNotFoundError as e:
         print(f"gpu_campaign: {e}", file=sys.stderr)
         return 1
-    sessions = [[]]  # the parts in order, a new lent half hour when the next would not fit
+    sessions = [[]]  # the parts in order, a new lent session when the next would not fit
     total = 0.0
     for p in parts.PARTS:
         t, rows = estimate.part(P, p)
@@ -62,7 +64,7 @@ def cmd_list(args):
           f"{estimate.SETUP_NS_PER_PARAM_CORE} ns/param/core over {estimate.GPU_CORES} cores (measured on the dev VM), "
           f"cut at the part's budget; other steps as measured on the leases, else allowances; start "
           f"{estimate.START_S} s (measured). "
-          f"Lent half hours ({SESSION_S // 60} min of parts each): "
+          f"Lent 15-minute sessions ({SESSION_S // 60} min of parts each): "
           f"{'; '.join(', '.join(x) for x in sessions)}. `--list --detail` shows each step.",
           file=sys.stderr)
     return 0
@@ -263,6 +265,8 @@ def main():
     a = sub.add_parser("file")
     a.add_argument("dirs", nargs="+")
     a.add_argument("--allow-dirty", action="store_true")
+    a.add_argument("--replace-gpu", action="store_true",
+                   help="rows measured on this GPU replace filed rows of the same configuration from another")
     a.add_argument("--dry-run", action="store_true")
     sub.add_parser("regenerate")
     a = sub.add_parser("tree-check")
@@ -286,7 +290,7 @@ def main():
     if args.cmd == "check":
         return cmd_check(args)
     if args.cmd == "file":
-        return filing.file_dirs(args.dirs, args.allow_dirty, args.dry_run)
+        return filing.file_dirs(args.dirs, args.allow_dirty, args.dry_run, args.replace_gpu)
     return filing.regenerate(bin_dir())
 
 

@@ -2,8 +2,9 @@
 
 A part is one call of the device tool: a bare machine, at most 10 minutes a command,
 so each part finishes under 9 (runner.PART_BUDGET_S) and packs what it made into at
-most 8 files. The first three parts fit one lent half hour (27 minutes with their
-starts, `--list` says how each estimate is made); the later ones wait for the next.
+most 8 files. A lent session has 15 minutes of device time in all, so it runs one part,
+or what `gpu_campaign.sh next` fits in one call (`--list` groups the parts into sessions
+and says how each estimate is made).
 
 A step is a dict: `name`, `kind`, `timeout_s` (its own limit: a hang costs the step,
 not the part), and per kind:
@@ -22,7 +23,7 @@ not the part), and per kind:
   torch       python3 <argv> (needs torch with CUDA), JSON lines kept     (allow_s)
   attention_profile  the profile of this GPU with the attention tables the lab and
               torch steps before it measured (calibrate_profile.py --attention) (allow_s)
-  sanitizer   compute-sanitizer --tool <tool> BIN/test_cuda_ops --no-deliberate-errors
+  sanitizer   compute-sanitizer --tool <tool> BIN/test_backend_ops --backend cuda --no-deliberate-errors
 `allow_s` is what the step took on the H200 leases (2026-11-25/26 summaries) where it ran
 there, an allowance (seconds) where it has not. Sweep steps are estimated from their
 configurations' `expect_s` (measured wall times) or `megatrain plan` (estimate.py). A part's
@@ -34,7 +35,7 @@ before a configuration that no longer fits and lists it as not reached.
 # an allowance for steps whose length no model predicts. Each is below its step's timeout.
 ALLOW_MACHINE = 1         # measured 0.7 s: nvidia-smi, free, --version, mt-env
 ALLOW_CUDNN_GRAPH = 10    # finalizes a few cuDNN graphs (0.2 s on the dev VM, no GPU)
-ALLOW_CUDA_OPS = 60       # every op at small shapes vs the CPU backend (T <= 150)
+ALLOW_CUDA_OPS = 60       # the op table on cuda (f32, bf16, cuDNN, its variants) vs double references (T <= 1000)
 ALLOW_PARITY = 30         # tiny Llama/Qwen2/Qwen3 x 2 precisions x G=1,2 (5 s on the dev VM's CPU)
 ALLOW_MICROBENCH = 75     # ~48 benchmarks at --benchmark_min_time=0.2 (copies 1 MiB..1 GiB, GEMMs, AdamW)
 ALLOW_COPYBENCH = 4       # measured 3.7 s and 2.0 s (2026-11-26, two leases): pinned copies only (3 at 1 GiB)
@@ -49,7 +50,7 @@ ALLOW_ATTN_LAB = 60       # native vs cuDNN, fwd+bwd at 1k..128k (28 heads)
 ALLOW_TORCH_REF = 55      # PyTorch: the 7B layer GEMMs (12 products at 16k tokens) and SDPA at
                           # 1k..128k with its default, cuDNN and flash backends
 ALLOW_LABS = 60           # the 8 kernel labs: each version vs a CPU reference, timed
-ALLOW_SANITIZER = 180     # test_cuda_ops under memcheck / racecheck (10-100x slower kernels)
+ALLOW_SANITIZER = 180     # test_backend_ops --backend cuda under memcheck / racecheck (10-100x slower kernels)
 
 MICROBENCH_FILTER = "^(copy/cuda|gemm/cuda|layer/cuda|adamw|triad|memcpy)/"
 COPYBENCH_FILTER = "^copy/cuda/pinned/.*/1073741824/"
@@ -65,7 +66,7 @@ def gpu_tests():
     return [
         {"name": "test_cudnn_graph", "kind": "test", "argv": ["test_cudnn_graph"], "timeout_s": 60,
          "allow_s": ALLOW_CUDNN_GRAPH},
-        {"name": "test_cuda_ops", "kind": "test", "argv": ["test_cuda_ops"], "timeout_s": 240,
+        {"name": "test_backend_ops_cuda", "kind": "test", "argv": ["test_backend_ops", "--backend", "cuda"], "timeout_s": 240,
          "env": {"MT_REQUIRE_CUDNN": "1", "MT_TEST_VERBOSE": "1"}, "allow_s": ALLOW_CUDA_OPS},
         {"name": "test_torch_parity_cuda", "kind": "test", "argv": ["test_torch_parity"], "timeout_s": 180,
          "env": {"MT_PARITY_BACKEND": "cuda"}, "dry_env": {"MT_PARITY_BACKEND": "cpu"}, "allow_s": ALLOW_PARITY},

@@ -60,10 +60,13 @@ class Ctx:
 
 
 def gpu_slug(name):
-    """The tag a part's files carry for a GPU kind (h200-B-...); `next` reads them back by it:
-    the GPU's profile's name up to its first '-' (h200-128g: h200), "gpu" where none matches."""
-    p = resultslib.profile_of_gpu(name)
-    return p.split("-")[0] if p else "gpu"
+    """The tag a part's files carry for a GPU kind (h200-B-...); `next` reads them back by it."""
+    # GH200 first: its name contains "H200". Case-blind: a user types `--next-plan h200`.
+    n = (name or "").upper()
+    for kind in ("GH200", "H200", "H100"):
+        if kind in n:
+            return kind.lower()
+    return "gpu"
 
 
 def say(msg):
@@ -428,9 +431,9 @@ def step_sanitizer(ctx, st, log, timeout):
     # --no-deliberate-errors: without the checks that provoke CUDA API errors on purpose (the 1 PiB
     # cudaMalloc of the out-of-memory check), so whatever the tool reports is real
     rc, _ = run_proc(ctx, [san, "--tool", st["tool"], "--error-exitcode", "99",
-                           os.path.join(ctx.bin, "test_cuda_ops"), "--no-deliberate-errors"], log, timeout)
+                           os.path.join(ctx.bin, "test_backend_ops"), "--backend", "cuda", "--no-deliberate-errors"], log, timeout)
     if rc != 0 and any("Device not supported" in l for l in tail(log, 50)):
-        # gVisor machines refuse the tool (device README, KINDS.md: "Device not supported", error 999)
+        # gVisor machines refuse the tool (docs/REFERENCE.md#the-lent-gpu-machine: "Device not supported", error 999)
         return "skipped", "compute-sanitizer does not support this machine's runtime (gVisor?): run part G on another"
     return classify(ctx, rc), ("the sanitizer reported errors (exit 99)" if rc == 99 else None)
 

@@ -4,7 +4,8 @@
 // counter tflops = the layer's GEMM FLOPs (2·T·params_per_layer forward, twice
 // that backward) + causal attention (2·T²·NH·HD forward, 2.5x backward), per
 // second. cpu: a small Llama layer, wall time; cuda (when present): Qwen2.5-7B's
-// layer in bf16 at 4k tokens, CUDA-event time. Weights are small random values.
+// layer in bf16 at 4k tokens, CUDA-event time. Weights are small random values. Each
+// op runs once untimed first (first-use setup is not its time).
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -102,6 +103,13 @@ static void bm_layer(mt_mb_state *s, const int64_t *args, const void *user) {
         mt_layer_scratch_carve(&d, cfg->dt, scr_mem, &sc);
         if (mt_layer_forward(be, &d, &wv, &a, &sc, x, y)) fail = mt_last_error(); // internals for backward
     }
+    // One untimed backward first: its one-time setup (the cuDNN attention plan built on first use,
+    // workspace grown) is not the op's time. Without it the H200 run (part A, 2026-11-25) timed one
+    // iteration of 1158 ms (the forward, warmed by the call above, 3.22 ms over 94 iterations).
+    if (!fail && cfg->backward &&
+        (mt_backend_copy(be, dx, dx0, xb, MT_COPY_D2D, MT_STREAM_COMPUTE) ||
+         mt_layer_backward(be, &d, &wv, &gv, &a, &sc, x, dx) || mt_backend_stream_sync(be, MT_STREAM_COMPUTE)))
+        fail = mt_last_error();
     const int manual = mt_backend_has(be, MT_CAP_ASYNC); // async streams: time with events, not the host clock
     while (!fail && mt_mb_keep_running(s)) {
         if (cfg->backward) { // backward works in place on dx: restore it first, outside the timing

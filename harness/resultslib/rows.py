@@ -3,7 +3,7 @@ import json
 import os
 
 RESULTS_SCHEMA = "megatrain.results/1"
-# The keys DESIGN.md fixes for every results row, in the order rows are written.
+# The keys docs/DESIGN.md#results fixes for every results row, in the order rows are written.
 RESULT_KEYS = ("schema", "experiment", "system", "mode", "model", "params", "layers_run",
                "layers_model", "batch", "seq_len", "precision", "step_ms", "tokens_per_s",
                "tflops", "mfu", "gpu_busy_frac", "h2d_gbps", "peak_gpu_bytes",

@@ -17,7 +17,7 @@ def spread(xs, n=False):
 
 
 def step_stats(steps, warmup):
-    """DESIGN.md: median over the steps after the warm-up, with min and max. The last
+    """docs/DESIGN.md#metrics: median over the steps after the warm-up, with min and max. The last
     step is left out of the steady state: it ends the run with the optimizer pass that
     no next step overlaps (the CLI counts it in that step), so it is reported apart."""
     return spread([s["step_ms"] for s in steps[warmup:-1]], n=True)

@@ -3,19 +3,23 @@
 machine's results/) into results/, under the same rules as a sweep run here.
 
     python3 harness/sweep/file_rows.py DIR [--results results] [--allow-dirty] [--unswept]
-        [--dry-run]
+        [--replace-gpu] [--dry-run]
 
 DIR holds what `harness/sweep/run.py --out-dir DIR` wrote: <experiment>.jsonl files,
 traces/, and optionally env_<host>.json and microbench_<host>.json. Every row is
 checked first, and nothing is filed if one fails:
-  - the results schema: every DESIGN.md key and env key, a known mode, and where
+  - the results schema: every docs/DESIGN.md#results key and env key, a known mode, and where
     step_ms is set min <= median <= max (an extrapolated row also carries err_frac);
   - the tree that made it: env.git_sha set and env.git_dirty false (--allow-dirty
     admits a dirty or unknown tree; the claims table and figures still leave such
     rows out unless they are asked to take them too);
   - its sweep: experiments/sweeps/ names the experiment and the row's config_key is one
     of the configurations that sweep expands to now (with the row's --hardware
-    override); --unswept admits rows of experiments no sweep names (e.g. a peer run).
+    override); --unswept admits rows of experiments no sweep names (e.g. a peer run);
+  - where it was made: the backend its configuration names, and a measured CUDA row on a
+    machine whose env names a GPU;
+  - what it replaces: a row measured on one GPU does not replace a filed row of the same
+    configuration measured on another (--replace-gpu lets it).
 Then each experiment's file is rewritten as a sweep run would: the new rows replace
 rows of the same configuration, rows of entries no longer in the sweep go, and the file
 keeps the sweep's order. Kept traces are copied to results/traces/; env and microbench
@@ -65,13 +69,44 @@ def row_problems(r, allow_dirty, unswept, table):
         p.append("no git_sha: the tree that made it is unknown")
     exp = r.get("experiment")
     if exp in table:
-        keys = sweeps.current_keys(exp, sweeps.row_override(r), table)
-        if r.get("config_key") not in keys:
+        cfg = configs_of(exp, sweeps.row_override(r), table).get(r.get("config_key"))
+        if cfg is None:
             p.append(f"config_key {r.get('config_key')} is not a configuration of {table[exp]['_path']} now "
                      f"(the entry changed or was removed)")
+        else:
+            p += belongs(r, cfg, env)
     elif not unswept:
         p.append(f"no sweep file names experiment {exp!r}; HINT: --unswept files it anyway")
     return p
+
+
+_configs = {}
+
+
+def configs_of(exp, override, table):
+    """{config_key: configuration} of the experiment's sweep now (under the row's override)."""
+    k = (exp, override)
+    if k not in _configs:
+        _configs[k] = {sweeps.config_key(c): c for c in sweeps.expand(sweeps.with_hardware(table[exp], override))}
+    return _configs[k]
+
+
+def belongs(r, cfg, env):
+    """A row made where its configuration says: on its backend, and a measured GPU row on a GPU."""
+    p = []
+    if cfg.get("backend") and r.get("backend") != cfg["backend"]:
+        p.append(f"backend {r.get('backend')!r}, but its configuration runs on {cfg['backend']!r}")
+    if cfg.get("mode") == "measured" and cfg.get("backend") == "cuda" and not env.get("gpu_name"):
+        p.append("a measured CUDA row whose env names no GPU (gpu_name null): not made on a GPU machine")
+    return p
+
+
+def other_gpu(old_rows, new_rows):
+    """Rows the filing would replace with one measured on another GPU: (config_key, old, new)."""
+    gpu = lambda r: (r.get("env") or {}).get("gpu_name")  # noqa: E731
+    old = {r.get("config_key"): r for r in old_rows if r.get("mode") == "measured" and gpu(r)}
+    return [(r.get("config_key"), gpu(old[r.get("config_key")]), gpu(r)) for r in new_rows
+            if r.get("config_key") in old and gpu(r) and gpu(r) != gpu(old[r.get("config_key")])]
 
 
 def merge(old_rows, new_rows, sweep):
@@ -121,6 +156,8 @@ def main():
     ap.add_argument("--unswept", action="store_true", help="file rows of experiments no sweep file names")
     ap.add_argument("--sweeps", help="directory of the sweep files (default experiments/sweeps)")
     ap.add_argument("--dry-run", action="store_true", help="check and report; write nothing")
+    ap.add_argument("--replace-gpu", action="store_true",
+                    help="let rows measured on one GPU replace rows of the same configuration from another")
     args = ap.parse_args()
     if args.sweeps:
         sweeps.set_dir(args.sweeps)
@@ -150,6 +187,16 @@ def main():
         return 1
     if not incoming and not side:
         die(f"{args.dir}: no *.jsonl, env_*.json or microbench_*.json to file")
+    clash = [(exp, k, a, b) for exp, new in sorted(incoming.items())
+             for k, a, b in other_gpu(common.load_jsonl(os.path.join(args.results, f"{exp}.jsonl")), new)]
+    if clash and not args.replace_gpu:
+        for exp, k, a, b in clash:
+            print(f"file_rows: {exp}: config {k}: would replace the row measured on {a} with one from {b}",
+                  file=sys.stderr)
+        print(f"file_rows: {len(clash)} row(s) measured on another GPU would replace filed ones; nothing filed. "
+              f"HINT: --replace-gpu files them anyway (the older GPU's rows of those configurations are then gone)",
+              file=sys.stderr)
+        return 1
     os.makedirs(args.results, exist_ok=True)
     for exp, new in sorted(incoming.items()):
         dest = os.path.join(args.results, f"{exp}.jsonl")

@@ -84,7 +84,7 @@ def params_from_cli(steps):
     return int(round(s["tflops"] * 1e12 * (s["step_ms"] / 1e3) / (6.0 * s["tokens"])))
 
 
-# What a peer's row may add to DESIGN.md's keys (baselines/peers/common.py, report): the medians
+# What a peer's row may add to the keys of docs/DESIGN.md#results (baselines/peers/common.py, report): the medians
 # over the timed steps of its forward, backward and optimizer step (optimizer_ms as megatrain's
 # rows name their host optimizer), and its setup before the first step, with the parts of it.
 PEER_PHASES = ("fwd_ms", "bwd_ms", "optimizer_ms", "setup_s", "setup")

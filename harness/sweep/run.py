@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """run.py: runs one sweep (experiments/sweeps/NAME.json) and writes one results row
-per configuration to results/<experiment>.jsonl (shared/DESIGN.md "Results").
+per configuration to results/<experiment>.jsonl (docs/DESIGN.md#results).
 
     python3 harness/sweep/run.py experiments/sweeps/c2_cpu.json [--bin DIR]
         [--out-dir results] [--force] [--only SUBSTR] [--dry-run] [--timeout S]

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # ci/gpu_campaign.sh without a GPU, so that the campaign cannot rot between GPU sessions:
-# `--list` gives one line per part (name, `N min`, what), the first parts fitting one lent
-# half hour; every part's `--dry-run` passes and leaves what the device tool would bring
+# `--list` gives one line per part (name, `N min`, what), grouped into lent 15-minute
+# sessions; every part's `--dry-run` passes and leaves what the device tool would bring
 # back (at most 8 flat files, each <= 16 MiB, names of letters, digits, '.', '_', '-'; a
-# manifest; every results row with DESIGN.md's keys and env block, one row per
+# manifest; every results row with docs/DESIGN.md#results keys and env block, one row per
 # configuration the part's sweeps run, no error row); `--check` refuses a folder that
 # breaks those limits or holds a bad row; `--file` refuses a dry run's rows and files
 # (dry) the rows of a part made like a real one; the tree check sees a changed file;
@@ -21,17 +21,17 @@ if [ "$(cut -d' ' -f1 "$tmp/list" | tr '\n' ' ' | sed 's/ $//')" = "$parts" ] &&
 else
   fail "--list lines"; cat "$tmp/list"
 fi
-# the footer groups the parts into lent half hours (27 minutes of parts each, in order); the
-# first holds the first three parts, and no group's minutes pass 27
-first3=$(head -3 "$tmp/list" | awk '{s += $2} END {print s}')
-groups=$(sed -n 's/.*Lent half hours (27 min of parts each): \([^.]*\)\..*/\1/p' "$tmp/list.err")
+# the footer groups the parts into lent 15-minute sessions (13 minutes of parts each, in
+# order); the first holds the first part, and no group's minutes pass 13
+first=$(head -1 "$tmp/list" | awk '{print $2}')
+groups=$(sed -n 's/.*Lent 15-minute sessions (13 min of parts each): \([^.]*\)\..*/\1/p' "$tmp/list.err")
 over=$(echo "$groups" | tr ';' '\n' | while read -r g; do
   m=$(for n in ${g//,/ }; do grep "^$n  " "$tmp/list" | awk '{print $2}'; done | awk '{s += $1} END {print s}')
-  [ "$m" -le 27 ] || echo "$g: $m min"; done)
-[ "$first3" -le 27 ] && [ "${groups%%;*}" = "$(head -3 "$tmp/list" | cut -d' ' -f1 | paste -sd, | sed 's/,/, /g')" ] &&
+  [ "$m" -le 13 ] || echo "$g: $m min"; done)
+[ -n "$groups" ] && [ "$first" -le 13 ] && [ "${groups%%;*}" = "$(head -1 "$tmp/list" | cut -d' ' -f1)" ] &&
   [ -z "$over" ] && grep -q "megatrain plan" "$tmp/list.err" &&
-  pass "the first three parts fit one lent half hour ($first3 min); the footer groups the rest ($groups) and says how the estimates are made" ||
-  { fail "half hours: first three $first3 min, groups '$groups', over: $over"; cat "$tmp/list.err"; }
+  pass "the first part fits one lent session ($first min); the footer groups the rest ($groups) and says how the estimates are made" ||
+  { fail "sessions: first $first min, groups '$groups', over: $over"; cat "$tmp/list.err"; }
 $C --list --detail > "$tmp/detail" 2>/dev/null
 grep -Eq '^ +gpu_goal +[0-9]+ s +1 configurations from megatrain plan' "$tmp/detail" &&
   grep -Eq '^ +start +30 s' "$tmp/detail" && pass "--list --detail: each step's seconds and basis" ||
@@ -61,7 +61,7 @@ for p in $parts; do
   fi
   $C --check "$out" > "$tmp/$p.check" 2>&1 || { fail "part $p: --check"; cat "$tmp/$p.check"; }
   mkdir -p "$tmp/x/$p" && tar -C "$tmp/x/$p" -xzf "$out/$p-results.tar.gz"
-  # every configuration of its sweeps has a row, none an error, all with DESIGN.md's keys and env
+  # every configuration of its sweeps has a row, none an error, all with docs/DESIGN.md#results keys and env
   want=$(python3 - "$tmp/x/$p/sweeps" <<'EOF'
 import glob, sys
 sys.path.insert(0, "harness/sweep")
@@ -141,7 +141,13 @@ EOF
   tar -C "$tmp/real_x" -czf "$tmp/real/A-results.tar.gz" rows profile
   cp "$tmp/out/A/A-summary.txt" "$tmp/real/"
   jq '.dry_run = false | .tag = "h100-A"' "$tmp/out/A/A-manifest.json" > "$tmp/real/A-manifest.json"
-  $C --file --dry-run "$tmp/real" 2> "$tmp/file2.err"; rc=$?
+  # results/gpu_goal.jsonl holds the H200's row of that configuration: an H100 row does not
+  # replace it unless told to
+  $C --file --dry-run "$tmp/real" 2> "$tmp/file1.err"; rc=$?
+  [ "$rc" = 1 ] && grep -q "would replace the row measured on NVIDIA H200 with one from NVIDIA H100" "$tmp/file1.err" &&
+    pass "--file: an H100 row does not replace the filed H200 row of its configuration" ||
+    { fail "--file of another GPU's row: exit $rc"; cat "$tmp/file1.err"; }
+  $C --file --dry-run --replace-gpu "$tmp/real" 2> "$tmp/file2.err"; rc=$?
   [ "$rc" = 0 ] && grep -q "gpu_goal: 1 row(s) -> .*results/gpu_goal.jsonl" "$tmp/file2.err" &&
     grep -q "experiments/hardware/h100-128g.json <- [0-9]* figures measured or derived here" "$tmp/file2.err" &&
     grep -Eq "results/campaign/h100-A-[0-9]{8}T[0-9]{6}Z-summary.txt" "$tmp/file2.err" &&

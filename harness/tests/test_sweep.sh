@@ -2,7 +2,7 @@
 # harness/sweep/run.py on a tiny config in a temp dir, every row kind: measured (cpu),
 # extrapolated (fit + held-out depth), projected (sim) and projected (plan), a row that
 # does not fit, an error row (the no-argument default run's row is checked in the committed
-# results by test_results_files.sh: 150 steps are too slow here). For each: every DESIGN.md
+# results by test_results_files.sh: 150 steps are too slow here). For each: every docs/DESIGN.md#results
 # results key with its type, and where step_ms is set min <= median <= max (an
 # extrapolated row: median -/+ its held-out error). Then the file belongs to its sweep:
 # resumable, --force replaces, a removed entry's row goes (also with --only), a row of

@@ -49,6 +49,26 @@ check env_host "$e" '.host_mem_bytes > 0 and .cpu_cores >= 1 and .numa_nodes >= 
 check env_utc "$e" '.utc | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")'
 check env_git "$e" '(.git_sha == null or (.git_sha | test("^[0-9a-f]{7,40}$"))) and .git_dirty == null'
 
+# ---- git_dirty, in a private repository (never this tree: others may be committing here):
+# clean, an edited tracked file, an untracked source file (CMake's globs would compile it),
+# and an untracked file under results/ (what a run writes; it does not count)
+if command -v git >/dev/null; then
+  g=$tmp/gitrepo
+  mkdir -p "$g/src" "$g/results" && git -C "$g" init -q && echo 'int x;' > "$g/src/a.c" &&
+    git -C "$g" add -A && git -C "$g" -c user.name=t -c user.email=t@t commit -qm init
+  envbin=$(cd "$BIN" && pwd)/mt-env
+  dirty() { (cd "$g" && env -u MT_ENV_NO_GIT -u MT_GIT_DIRTY -u MT_GIT_SHA MT_NVIDIA_SMI=/bin/false "$envbin" | jq -c .git_dirty); }
+  [ "$(dirty)" = false ] && echo "ok   git_clean" || { echo "FAIL git_clean: $(dirty)"; fails=$((fails + 1)); }
+  echo 'int y;' > "$g/results/row.jsonl"
+  [ "$(dirty)" = false ] && echo "ok   git_untracked_results_not_dirty" || { echo "FAIL untracked results/: $(dirty)"; fails=$((fails + 1)); }
+  echo 'int z;' > "$g/src/new.c"
+  [ "$(dirty)" = true ] && echo "ok   git_untracked_source_dirty" || { echo "FAIL untracked src/new.c: $(dirty)"; fails=$((fails + 1)); }
+  rm "$g/src/new.c"; echo 'int w;' >> "$g/src/a.c"
+  [ "$(dirty)" = true ] && echo "ok   git_modified_dirty" || { echo "FAIL modified src/a.c: $(dirty)"; fails=$((fails + 1)); }
+else
+  echo "note git_dirty: git not installed, not checked"
+fi
+
 # ---- a fake machine
 r=$tmp/root
 mkdir -p "$r/proc" "$r/sys/devices/system/cpu" "$r/sys/bus/pci/devices"

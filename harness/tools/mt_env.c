@@ -1,4 +1,4 @@
-// mt-env: prints the results `env` block (shared/DESIGN.md) as one JSON line.
+// mt-env: prints the results `env` block (docs/DESIGN.md#results) as one JSON line.
 //   mt-env [--hardware-profile NAME] [--pretty]
 #include <stdio.h>
 #include <stdlib.h>

@@ -55,6 +55,32 @@ typedef enum {
 // MT_ACC_DW) and rounded to wdt once, by the caller's cast, instead of once per chunk.
 enum { MT_ACC_DINP = 1, MT_ACC_DW = 2, MT_DW_F32 = 4 };
 
+// The entries of the table below, by id (mt_op_name, backend_call.h, names each).
+typedef enum {
+    MT_OP_DEV_ALLOC, MT_OP_HOST_ALLOC, MT_OP_EVENT_CREATE, MT_OP_EVENT_RECORD, MT_OP_STREAM_WAIT, MT_OP_EVENT_SYNC,
+    MT_OP_STREAM_SYNC, MT_OP_EVENT_ELAPSED_MS, MT_OP_COPY, MT_OP_MEMSET_ZERO,
+    MT_OP_EMBEDDING_FWD, MT_OP_EMBEDDING_BWD, MT_OP_MATMUL_FWD, MT_OP_MATMUL_BWD, MT_OP_RMSNORM_FWD, MT_OP_RMSNORM_BWD,
+    MT_OP_QK_NORM_FWD, MT_OP_QK_NORM_BWD, MT_OP_ROPE_FWD, MT_OP_ROPE_BWD, MT_OP_ATTENTION_FWD, MT_OP_ATTENTION_BWD,
+    MT_OP_SWIGLU_FWD, MT_OP_SWIGLU_BWD, MT_OP_ADD, MT_OP_XENT_FWD_BWD, MT_OP_CAST, MT_OP_ADD_RMSNORM_FWD,
+    MT_OP_RMSNORM_BWD_ADD,
+    MT_OP_HOST_WORK_MS, MT_OP_TRACE_WRITE, MT_OP_SET_ATTENTION,
+    MT_OP_COUNT
+} mt_op;
+
+// One call of an op, as supports() is asked about it: its dtypes and dims in the
+// letters of the op's own comment below (those it does not take stay 0).
+typedef struct {
+    mt_dtype act, wdt;     // activations (the backend's act_dtype); weights (cast: the source type)
+    int N, C, OC, V;       // rows (N, R, n), width (C, IC, D, F), out width (OC), vocab (V)
+    int B, T, NH, NKV, HD; // rope / attention / qk_norm (N rows of NH+2*NKV heads)
+    unsigned flags;        // MT_SHAPE_*
+} mt_op_shape;
+enum {
+    MT_SHAPE_IN_PLACE = 1u << 0, // the output is one of the inputs (rope, add, rmsnorm: out == inp)
+    MT_SHAPE_BITWISE = 1u << 1,  // asked to give the same bits as another path to the same values:
+                                 // bf16 weights as f32 weights rounded to bf16; fused as unfused
+};
+
 typedef struct mt_backend_ops {
     const char *name; // "cpu", "cuda", "sim": for messages, never for decisions (use caps)
     unsigned caps;    // MT_CAP_*
@@ -155,6 +181,11 @@ typedef struct mt_backend_ops {
     // ---- choices (NULL: the backend has one way) ----
     // Picks the attention implementation (mt_attn_impl, below): cuda's native kernels or cuDNN.
     mt_status (*set_attention)(mt_backend *be, int impl);
+
+    // ---- what it takes (NULL: every shape of every entry it has) ----
+    // 1 when a call of op (an mt_op) with shape s is within what this backend does: dtypes,
+    // dims, aliasing. be may be NULL (asked before creating one: the defaults).
+    int (*supports)(const mt_backend *be, mt_op op, const mt_op_shape *s);
 } mt_backend_ops;
 
 
@@ -167,6 +198,47 @@ struct mt_backend {
 
 static inline int mt_backend_has(const mt_backend *be, unsigned cap) { return (be->ops->caps & cap) == cap; }
 
+// ---- the registry (backend_registry.c): one row per backend compiled in ----
+// What creating one takes: the activation type, and for a virtual-time backend the
+// hardware profile it prices with (a path; NULL elsewhere).
+typedef struct {
+    mt_dtype act_dtype;
+    const char *profile_path;
+} mt_backend_args;
+
+// Another code path of a backend, chosen by an environment setting when it is created
+// (MT_GEMM_FALLBACK=1: cuda's classic-cuBLAS GEMMs). The op tests rerun the cases of
+// `ops` on it.
+typedef struct {
+    const char *env;          // "NAME=VALUE", set while the backend is created and its attention chosen
+    unsigned long long ops;   // 1ull << mt_op: the ops it changes
+    int attention;            // mt_attn_impl to choose on it (MT_ATTN_AUTO: leave the default)
+    int act_bf16_only;        // 1: only with bf16 activations
+} mt_backend_variant;
+
+// A backend is its folder (backends/NAME/) plus one row in the registry's table. The CLI
+// (--backend), the planner and the tests (test_backend_ops) find backends only here.
+typedef struct {
+    const char *name;    // --backend NAME
+    const char *summary; // one line for listings
+    unsigned caps;       // MT_CAP_* (its ops table's)
+    int (*available)(void); // 1 when it can be created on this machine (NULL: always)
+    mt_status (*create)(const mt_backend_args *a, mt_backend **out);
+    // Its ops table's supports() (NULL: every shape): what it takes, asked before creating one.
+    int (*supports)(const mt_backend *be, mt_op op, const mt_op_shape *s);
+    const mt_backend_variant *variants; // its other code paths (may be NULL)
+    int n_variants;
+} mt_backend_entry;
+
+int mt_backend_count(void);                         // rows in the table
+const mt_backend_entry *mt_backend_at(int i);       // row i, 0 <= i < mt_backend_count()
+const mt_backend_entry *mt_backend_find(const char *name); // NULL when not compiled in
+// MT_OK for "auto" or a row's name; else the error a --backend NAME gets: compiled out
+// (cuda without nvcc) or unknown, listing the names there are.
+mt_status mt_backend_check_name(const char *name);
+// Creates a backend by name ("auto" = the first row with a device that is available,
+// else cpu), with its arguments (a: NULL for f32 activations and no profile).
+mt_status mt_backend_create_with(const char *name, const mt_backend_args *a, mt_backend **out);
 // Creates a backend by name ("cpu", "cuda", "sim", "auto" = best present).
 mt_status mt_backend_create(const char *name, mt_dtype act_dtype, mt_backend **out);
 void mt_backend_destroy(mt_backend *be);

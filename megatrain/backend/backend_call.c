@@ -35,6 +35,10 @@ int mt_backend_supports(const mt_backend *be, mt_op op) {
     return *entry != NULL;
 }
 
+int mt_backend_supports_shape(const mt_backend *be, mt_op op, const mt_op_shape *s) {
+    return mt_backend_supports(be, op) && (!be->ops->supports || be->ops->supports(be, op, s));
+}
+
 const char *mt_op_name(mt_op op) { return (int)op >= 0 && op < MT_OP_COUNT ? ops[op].name : "?"; }
 
 double mt_backend_copied_bytes(const mt_backend *be, mt_copy_kind kind) {

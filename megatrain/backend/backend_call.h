@@ -14,19 +14,13 @@
 
 #include "backend/backend.h"
 
-typedef enum {
-    MT_OP_DEV_ALLOC, MT_OP_HOST_ALLOC, MT_OP_EVENT_CREATE, MT_OP_EVENT_RECORD, MT_OP_STREAM_WAIT, MT_OP_EVENT_SYNC,
-    MT_OP_STREAM_SYNC, MT_OP_EVENT_ELAPSED_MS, MT_OP_COPY, MT_OP_MEMSET_ZERO,
-    MT_OP_EMBEDDING_FWD, MT_OP_EMBEDDING_BWD, MT_OP_MATMUL_FWD, MT_OP_MATMUL_BWD, MT_OP_RMSNORM_FWD, MT_OP_RMSNORM_BWD,
-    MT_OP_QK_NORM_FWD, MT_OP_QK_NORM_BWD, MT_OP_ROPE_FWD, MT_OP_ROPE_BWD, MT_OP_ATTENTION_FWD, MT_OP_ATTENTION_BWD,
-    MT_OP_SWIGLU_FWD, MT_OP_SWIGLU_BWD, MT_OP_ADD, MT_OP_XENT_FWD_BWD, MT_OP_CAST, MT_OP_ADD_RMSNORM_FWD,
-    MT_OP_RMSNORM_BWD_ADD,
-    MT_OP_HOST_WORK_MS, MT_OP_TRACE_WRITE, MT_OP_SET_ATTENTION,
-    MT_OP_COUNT
-} mt_op;
+// mt_op, the id of each table entry, is in backend/backend.h (supports() takes it).
 
 // 1 when the backend has the table entry for `op`.
 int mt_backend_supports(const mt_backend *be, mt_op op);
+// 1 when the backend has the entry and takes this call of it: its dtypes (s->act must be
+// the backend's activation type), its dims and flags (its supports(), backend.h).
+int mt_backend_supports_shape(const mt_backend *be, mt_op op, const mt_op_shape *s);
 const char *mt_op_name(mt_op op);
 // Bytes moved by copies of `kind` through mt_backend_copy since the backend was created.
 double mt_backend_copied_bytes(const mt_backend *be, mt_copy_kind kind);

@@ -180,6 +180,8 @@ static mt_status file_entry(const char *mpath, const char *dir, const cJSON *fil
     if (stat(path, &sb) != 0)
         return mt_fail(MT_ERR_IO, "%s: missing (checkpoint.json lists it): a partial checkpoint: %s", path,
                        strerror(errno));
+    if (!S_ISREG(sb.st_mode)) // its size means nothing, and reading a FIFO would block
+        return mt_fail(MT_ERR_IO, "%s: not a regular file but %s", path, mt_file_kind(sb.st_mode));
     if ((double)sb.st_size != bytes)
         return mt_fail(MT_ERR_FORMAT, "%s: %lld bytes, but checkpoint.json records %.0f: %s", path,
                        (long long)sb.st_size, bytes, EDITED);
@@ -337,11 +339,14 @@ mt_status mt_checkpoint_open(const char *dir, mt_ckpt_manifest *man) {
     return s;
 }
 
-mt_status mt_checkpoint_load_model(mt_model *m, const char *dir) {
-    if (!mt_checkpoint_present(dir)) return mt_model_load_weights(m, dir, NULL);
+static mt_status load_model_once(mt_model *m, const char *dir, int attempt, mt_load_report *rep) {
+    if (!mt_checkpoint_present(dir)) return mt_model_load_weights(m, dir, NULL, rep);
     mt_ckpt_manifest man;
     mt_status s = mt_checkpoint_open(dir, &man);
-    if (s == MT_OK) s = mt_model_load_weights(m, dir, &man.weights);
+    // Test hook: MT_FAULT_READ_PAUSE_MS=N holds the first read N ms between the
+    // manifest and the tensors, so a test can make a concurrent save land there.
+    if (s == MT_OK && attempt == 0 && getenv("MT_FAULT_READ_PAUSE_MS")) usleep(1000u * (unsigned)atoi(getenv("MT_FAULT_READ_PAUSE_MS")));
+    if (s == MT_OK) s = mt_model_load_weights(m, dir, &man.weights, rep);
     mt_ckpt_manifest_free(&man);
     if (s != MT_OK && strstr(mt_last_error(), "checkpoint.json records")) { // a mismatch, not a damaged file
         char why[1024];
@@ -350,4 +355,56 @@ mt_status mt_checkpoint_load_model(mt_model *m, const char *dir) {
                        "removed)", why);
     }
     return s;
+}
+
+// What a save changes: DIR is a new directory (its inode may be a freed one
+// reused, so its times count too) holding a new checkpoint.json.
+typedef struct {
+    struct stat dir, manifest;
+    int have_dir, have_manifest;
+} dir_identity;
+
+static void identify(const char *dir, dir_identity *id) {
+    char path[4200];
+    path_of(path, sizeof path, dir, "checkpoint.json");
+    memset(id, 0, sizeof *id);
+    id->have_dir = stat(dir, &id->dir) == 0;
+    id->have_manifest = stat(path, &id->manifest) == 0;
+}
+
+static int same_stat(const struct stat *a, const struct stat *b) {
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static int same_identity(const dir_identity *a, const dir_identity *b) {
+    return a->have_dir && b->have_dir && a->have_manifest == b->have_manifest && same_stat(&a->dir, &b->dir) &&
+           (!a->have_manifest || same_stat(&a->manifest, &b->manifest));
+}
+
+// A save switches a new directory in as DIR (or DIR is briefly absent on a
+// filesystem without RENAME_EXCHANGE), so a read that fails while DIR changed
+// under it raced a save: it reads again rather than call the checkpoint edited,
+// and says so.
+mt_status mt_checkpoint_load_model(mt_model *m, const char *dir, mt_load_report *rep) {
+    enum { TRIES = 10 };
+    for (int attempt = 0;; attempt++) {
+        dir_identity a, b;
+        identify(dir, &a);
+        mt_status s = load_model_once(m, dir, attempt, rep);
+        if (s == MT_OK) return MT_OK;
+        identify(dir, &b);
+        if (same_identity(&a, &b)) return s; // nothing switched: the error stands
+        if (attempt + 1 == TRIES) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", mt_last_error());
+            return mt_fail(s, "%s: a save was in progress: a new checkpoint was switched in while it was read, %d times; "
+                              "read it when the save is done (the last read said: %s)",
+                           dir, TRIES, why);
+        }
+        fprintf(stderr, "megatrain: note: %s: a save switched in a new checkpoint while it was read; reading it again\n",
+                dir);
+        usleep(20000u * (unsigned)(attempt + 1)); // a switch in progress (DIR absent) has its moment to finish
+    }
 }

@@ -33,6 +33,7 @@ mt_status mt_checkpoint_open(const char *dir, mt_ckpt_manifest *man);
 int mt_checkpoint_present(const char *dir);
 void mt_ckpt_manifest_free(mt_ckpt_manifest *man);
 // --model PATH's weights; a directory megatrain saved is checked against its checkpoint.json.
-mt_status mt_checkpoint_load_model(mt_model *m, const char *path);
+// rep as mt_model_load_weights (NULL: a tensor the model does not use is an error).
+mt_status mt_checkpoint_load_model(mt_model *m, const char *path, mt_load_report *rep);
 
 #endif

@@ -19,6 +19,7 @@
 
 #include "core/file_io.h"
 #include "core/json_file.h"
+#include "core/out_file.h"
 #include "engine/model_io.h"
 
 // STEM-DDDDD-of-DDDDD.safetensors (at least five digits each, 1 <= i <= n): a shard.
@@ -149,12 +150,27 @@ static mt_status resolve(mt_ckpt_dir *d, const char *dir) {
     return MT_OK;
 }
 
+static mt_status prove_switch(mt_ckpt_dir *d, const char *shown);
+
 static mt_status take_lock(mt_ckpt_dir *d, const char *shown) {
     char lock[MT_CKPT_PATH_MAX + 512], pid[32] = "";
     snprintf(lock, sizeof lock, "%s/.%s.lock", d->parent, d->name);
-    d->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    // Never through a link or into another kind of file: the holder's pid is
+    // written into the lock, and a planted link would aim that write elsewhere.
+    struct stat sb;
+    if (lstat(lock, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return mt_fail(MT_ERR_IO, "%s %s: the lock %s is %s, not a plain file: megatrain will not write through it; "
+                                  "remove it",
+                       d->option, shown, lock, mt_file_kind_name(sb.st_mode));
+    d->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
     if (d->lock_fd < 0)
-        return mt_fail(MT_ERR_IO, "%s %s: cannot create the lock %s: %s", d->option, shown, lock, strerror(errno));
+        return mt_fail(MT_ERR_IO, "%s %s: cannot create the lock %s: %s%s", d->option, shown, lock, strerror(errno),
+                       errno == ELOOP ? " (it is a symbolic link: remove it)" : "");
+    if (fstat(d->lock_fd, &sb) != 0 || !S_ISREG(sb.st_mode)) { // swapped in since the lstat
+        close(d->lock_fd);
+        d->lock_fd = -1;
+        return mt_fail(MT_ERR_IO, "%s %s: the lock %s is not a plain file: remove it", d->option, shown, lock);
+    }
     if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
         int err = errno;
         ssize_t r = pread(d->lock_fd, pid, sizeof pid - 1, 0);
@@ -168,12 +184,42 @@ static mt_status take_lock(mt_ckpt_dir *d, const char *shown) {
                            d->option, shown, pid[0] ? pid : "unknown");
         return mt_fail(MT_ERR_IO, "%s %s: cannot lock %s: %s", d->option, shown, lock, strerror(err));
     }
-    // The holder's pid, for the message a refused second writer prints (best effort).
+    // The holder's pid, for the message a refused second writer prints (best
+    // effort); not into a lock with other hard links, whose content is another file's too.
     int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (ftruncate(d->lock_fd, 0) != 0 || pwrite(d->lock_fd, pid, (size_t)n, 0) != n) {
+    if (sb.st_nlink != 1 || ftruncate(d->lock_fd, 0) != 0 || pwrite(d->lock_fd, pid, (size_t)n, 0) != n) {
         // only a refused second writer's message reads it: not worth failing the run for
     }
     return MT_OK;
+}
+
+// Puts back the subdirectories a save left in its staged directory or in the
+// previous checkpoint (carry_over moved them, or one was made after it ran):
+// into DIR where the name is free, so none is removed or hidden with a leftover.
+static void rescue_subdirs(const mt_ckpt_dir *d, const char *leftover) {
+    DIR *dp = opendir(leftover);
+    if (!dp) return;
+    char from[MT_CKPT_PATH_MAX + 512], to[MT_CKPT_PATH_MAX + 512];
+    for (struct dirent *e; (e = readdir(dp));) {
+        struct stat sb;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        join(from, sizeof from, leftover, e->d_name);
+        join(to, sizeof to, d->dir, e->d_name);
+        if (lstat(from, &sb) != 0 || !S_ISDIR(sb.st_mode)) continue;
+        if (lstat(to, &sb) != 0 && rename(from, to) == 0)
+            fprintf(stderr, "megatrain: moved %s back into %s (a save was interrupted while carrying it over)\n",
+                    e->d_name, d->dir);
+        else
+            fprintf(stderr, "megatrain: note: %s stays where an interrupted save left it\n", from);
+    }
+    closedir(dp);
+}
+
+// Removes a staging directory or a previous checkpoint, its subdirectories put back first.
+static void remove_leftover(const mt_ckpt_dir *d, const char *path) {
+    struct stat sb;
+    if (stat(d->dir, &sb) == 0) rescue_subdirs(d, path);
+    if (remove_flat_dir(path) != MT_OK) fprintf(stderr, "megatrain: note: %s\n", mt_last_error());
 }
 
 // Under the lock: puts a moved-aside checkpoint back when DIR is missing (a crash
@@ -200,13 +246,25 @@ static mt_status tidy(mt_ckpt_dir *d) {
             }
             continue;
         }
-        if (remove_flat_dir(p) != MT_OK) fprintf(stderr, "megatrain: note: %s\n", mt_last_error());
+        remove_leftover(d, p);
     }
     closedir(dp);
     return s;
 }
 
-// DIR must be absent, empty, or a checkpoint holding plain files only.
+// 1 when path is the root of a mount (a bind mount of the same filesystem
+// included, where statx says; else by device against `within`).
+static int is_mount_root(const char *path, dev_t within) {
+    struct statx x;
+    if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &x) == 0 &&
+        (x.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+        return (x.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+    struct stat sb;
+    return lstat(path, &sb) == 0 && sb.st_dev != within;
+}
+
+// DIR must be absent, empty, or a checkpoint; a subdirectory in it is moved into
+// each new checkpoint (carry_over), so none may be a mount point.
 static mt_status check_target(mt_ckpt_dir *d, const char *shown) {
     DIR *dp = opendir(d->dir);
     if (!dp)
@@ -217,7 +275,10 @@ static mt_status check_target(mt_ckpt_dir *d, const char *shown) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         join(p, sizeof p, d->dir, e->d_name);
         struct stat sb;
-        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode) && !subdir[0]) snprintf(subdir, sizeof subdir, "%s", e->d_name);
+        struct stat db;
+        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode) && !subdir[0] && stat(d->dir, &db) == 0 &&
+            is_mount_root(p, db.st_dev))
+            snprintf(subdir, sizeof subdir, "%s", e->d_name);
         if (!strcmp(e->d_name, "checkpoint.json") || !strcmp(e->d_name, "train_state.json")) ours = 1;
         if (!first[0]) snprintf(first, sizeof first, "%s", e->d_name);
     }
@@ -228,8 +289,8 @@ static mt_status check_target(mt_ckpt_dir *d, const char *shown) {
                        "replaces the directory as a whole, so give a new or empty one",
                        d->option, shown, first);
     if (subdir[0])
-        return mt_fail(MT_ERR_IO, "%s %s: holds the subdirectory '%s'; a save replaces the checkpoint directory as a "
-                                  "whole and carries over plain files only: move it out",
+        return mt_fail(MT_ERR_IO, "%s %s: holds the mount point '%s'; a save moves the directory's subdirectories into "
+                                  "each new checkpoint, which a mount point cannot be: unmount it or save elsewhere",
                        d->option, shown, subdir);
     return MT_OK;
 }
@@ -262,6 +323,7 @@ mt_status mt_ckpt_dir_open(mt_ckpt_dir *d, const char *dir, const char *option) 
     s = take_lock(d, dir);
     if (s == MT_OK) s = tidy(d);
     if (s == MT_OK) s = check_target(d, dir);
+    if (s == MT_OK) s = prove_switch(d, dir);
     if (s != MT_OK) {
         mt_ckpt_dir_close(d);
         return s;
@@ -284,8 +346,12 @@ mt_status mt_ckpt_dir_stage(mt_ckpt_dir *d) {
     return s;
 }
 
-// Hard-links DIR's plain files that are not checkpoint files into the staged directory.
-static mt_status carry_over(mt_ckpt_dir *d) {
+// Carries what DIR holds besides checkpoint files into the staged directory:
+// symlinks remade, other files hard-linked, subdirectories moved (check_target
+// refused mount points among them), so nothing of the user's is left in the
+// previous checkpoint when it is removed. A trial (before training) links and
+// remakes but moves nothing.
+static mt_status carry_over(mt_ckpt_dir *d, int trial) {
     DIR *dp = opendir(d->dir);
     if (!dp) return errno == ENOENT ? MT_OK : mt_fail(MT_ERR_IO, "%s: cannot open: %s", d->dir, strerror(errno));
     char from[MT_CKPT_PATH_MAX + 512], to[MT_CKPT_PATH_MAX + 512];
@@ -295,8 +361,13 @@ static mt_status carry_over(mt_ckpt_dir *d) {
         join(from, sizeof from, d->dir, e->d_name);
         join(to, sizeof to, d->staged, e->d_name);
         struct stat sb;
-        if (lstat(from, &sb) != 0 || !(S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode))) continue;
-        if (S_ISLNK(sb.st_mode)) {
+        if (lstat(from, &sb) != 0) continue;
+        if (S_ISDIR(sb.st_mode)) {
+            if (!trial && rename(from, to) != 0)
+                s = mt_fail(MT_ERR_IO, "%s: cannot move the subdirectory %s into the new checkpoint: %s; move it out "
+                                       "of %s",
+                            d->dir, e->d_name, strerror(errno), d->dir);
+        } else if (S_ISLNK(sb.st_mode)) {
             char target[MT_CKPT_PATH_MAX];
             ssize_t n = readlink(from, target, sizeof target - 1);
             if (n < 0 || (target[n] = 0, symlink(target, to) != 0))
@@ -311,9 +382,52 @@ static mt_status carry_over(mt_ckpt_dir *d) {
     return s;
 }
 
+// Proves before training what a save's switch does, so a run never trains only
+// to find its checkpoint cannot go in: a staging directory is made beside DIR,
+// DIR's own files linked into it, and the staged directory renamed to DIR's
+// name (the first save) or DIR renamed aside and back (a mount point cannot be
+// renamed, nor a directory a sticky parent keeps from us). Aside is the
+// .NAME.old-* name of the fallback switch, so a crash in between is repaired by
+// the next writer (tidy) and named by --resume.
+static mt_status prove_switch(mt_ckpt_dir *d, const char *shown) {
+    char why[MT_CKPT_PATH_MAX + 1024] = "";
+    MT_TRY(mt_ckpt_dir_stage(d));
+    struct stat sb, pb;
+    int exists = stat(d->dir, &sb) == 0;
+    if (carry_over(d, 1) != MT_OK) snprintf(why, sizeof why, "%s", mt_last_error());
+    else if (!exists && rename(d->staged, d->dir) == 0) { // the first save's rename, and back
+        if (rename(d->dir, d->staged) != 0) rmdir(d->dir);
+    } else if (!exists) {
+        snprintf(why, sizeof why, "cannot rename a directory into place as %s: %s", d->dir, strerror(errno));
+    }
+    mt_ckpt_dir_discard(d);
+    if (why[0])
+        return mt_fail(MT_ERR_IO, "%s %s: a save could not be switched in here: %s; checked before training", d->option,
+                       shown, why);
+    if (!exists) return MT_OK;
+    if (stat(d->parent, &pb) == 0 && is_mount_root(d->dir, pb.st_dev))
+        return mt_fail(MT_ERR_IO, "%s %s: is a mount point; a save writes a new directory beside it and renames it "
+                                  "into its place, which a mount point cannot take: save into a directory inside it",
+                       d->option, shown);
+    char name[300], aside[MT_CKPT_PATH_MAX + 512];
+    unique_name(name, sizeof name, d->name, "old");
+    join(aside, sizeof aside, d->parent, name);
+    if (rename(d->dir, aside) != 0) {
+        int err = errno;
+        return mt_fail(MT_ERR_IO, "%s %s: cannot be renamed (%s)%s; a save writes a new directory beside it and "
+                                  "renames it into its place: save into a directory inside it, or elsewhere",
+                       d->option, shown, strerror(err), err == EBUSY ? ": a mount point (a bind mount?)" : "");
+    }
+    if (rename(aside, d->dir) != 0)
+        return mt_fail(MT_ERR_IO, "%s %s: cannot rename it back from %s: %s (the checkpoint is there; the next --save "
+                                  "%s puts it back)",
+                       d->option, shown, aside, strerror(errno), shown);
+    return mt_fsync_dir(d->parent);
+}
+
 mt_status mt_ckpt_dir_commit(mt_ckpt_dir *d, int step) {
     if (!d->staged[0]) return mt_fail(MT_ERR_ARG, "%s %s: nothing staged to commit", d->option, d->dir);
-    MT_TRY(carry_over(d));
+    MT_TRY(carry_over(d, 0));
     MT_TRY(mt_fsync_dir(d->staged));
     fault_point("staged");
     struct stat sb;
@@ -350,7 +464,7 @@ mt_status mt_ckpt_dir_commit(mt_ckpt_dir *d, int step) {
     }
     MT_TRY(mt_fsync_dir(d->parent));
     d->committed_step = step;
-    if (remove_flat_dir(d->staged) != MT_OK) fprintf(stderr, "megatrain: note: %s\n", mt_last_error());
+    remove_leftover(d, d->staged);
     d->staged[0] = 0;
     if (stat(d->dir, &sb) == 0) return MT_OK;
     return mt_fail(MT_ERR_IO, "%s %s: missing after the switch", d->option, d->dir);
@@ -358,7 +472,7 @@ mt_status mt_ckpt_dir_commit(mt_ckpt_dir *d, int step) {
 
 void mt_ckpt_dir_discard(mt_ckpt_dir *d) {
     if (!d->staged[0]) return;
-    if (remove_flat_dir(d->staged) != MT_OK) fprintf(stderr, "megatrain: note: %s\n", mt_last_error());
+    remove_leftover(d, d->staged);
     d->staged[0] = 0;
 }
 

@@ -5,8 +5,9 @@
 // switch. Where the filesystem cannot exchange, DIR moves aside to .NAME.old-*
 // first and the next writer moves it back if a crash came in between. A writer
 // holds flock(.NAME.lock) for its whole run, so a second writer fails at once.
-// Plain files in DIR that megatrain does not write (a tokenizer, a log) are
-// carried into each new checkpoint by hard link.
+// What DIR holds that megatrain does not write (a tokenizer, a log, a
+// subdirectory) is carried into each new checkpoint: files by hard link,
+// subdirectories moved. The lock is a plain file, never followed through a link.
 #ifndef MT_CKPT_DIR_H
 #define MT_CKPT_DIR_H
 
@@ -42,7 +43,9 @@ mt_ckpt_file_kind mt_ckpt_file_of(const char *name);
 // Resolves DIR (creating its parent), takes the writer lock (a second writer is
 // refused naming the holder's pid), restores DIR from an interrupted switch,
 // removes the leftovers of killed saves, and refuses a DIR that is not a
-// megatrain checkpoint, an empty directory or absent.
+// megatrain checkpoint, an empty directory or absent. Then proves the switch
+// (before any training): a staging directory made, DIR's files linked into it,
+// DIR renamed aside and back; a mount point (DIR, or a subdirectory in it) is refused.
 mt_status mt_ckpt_dir_open(mt_ckpt_dir *d, const char *dir, const char *option);
 // A fresh, empty staging directory beside DIR: d->staged.
 mt_status mt_ckpt_dir_stage(mt_ckpt_dir *d);

@@ -1,5 +1,6 @@
 // cmd_eval.c: `megatrain eval`: mean loss of a model over a token file.
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,19 +29,26 @@ int mt_cmd_eval(mt_options *o) {
     if ((s = mt_check_io_paths(o))) goto fail;
     if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, o->model))) goto fail;
     if ((s = mt_precision_parse(o->precision, &prec))) goto fail;
-    if (!strcmp(o->data, "synthetic")) s = mt_data_synthetic(&data, o->seed, cfg.vocab_size, (size_t)o->eng.B * o->eng.T * 16 + 1);
-    else s = mt_data_open_file(&data, o->data, cfg.vocab_size, o->eng.B, o->eng.T);
-    if (s) goto fail;
-    // Default: every full, non-overlapping batch window of the file once.
+    if ((s = mt_data_open_file(&data, o->data, cfg.vocab_size, o->eng.B, o->eng.T))) goto fail; // a file only (options.c)
+    // Default: every full, non-overlapping batch window of the file once; more than
+    // that would read windows twice (or be cut short), so --steps past them is refused.
     size_t windows = (data.n - 1) / ((size_t)o->eng.B * o->eng.T);
-    int steps = o->given.steps && (size_t)o->steps < windows ? o->steps : (int)windows;
+    if (o->given.steps && (size_t)o->steps > windows) {
+        s = mt_fail(MT_ERR_ARG, "eval --steps %d: %s holds %zu batch windows of --batch %d x --seq-len %d tokens (%zu "
+                                "tokens); give at most --steps %zu, or leave --steps out to read them all",
+                    o->steps, o->data, windows, o->eng.B, o->eng.T, data.n, windows);
+        goto fail;
+    }
+    int steps = o->given.steps ? o->steps : windows > INT_MAX ? INT_MAX : (int)windows;
     mt_engine_opts eo = o->eng; // every schedule train takes, with the same knobs
     eo.grad_slabs = 1;          // forward only: no gradient leaves the device
     eo.grad_sum = MT_GRAD_SUM_BF16; // forward only: no gradient is summed, so no f32 buffer
     if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention)) ||
         (s = mt_engine_check_host_memory(&cfg, prec, &eo, be)) || (s = mt_model_alloc(&model, &cfg, prec, be)))
         goto fail;
-    if ((s = mt_checkpoint_load_model(&model, o->model))) goto fail;
+    mt_load_report rep = {.allow_unused = o->allow_unused};
+    if ((s = mt_checkpoint_load_model(&model, o->model, &rep))) goto fail;
+    mt_note_unused(&rep);
     if ((s = mt_engine_create(&model, be, &eo, &eng)) || (s = mt_sink_open(&sink, o->log, 0))) goto fail;
     size_t n = (size_t)o->eng.B * o->eng.T;
     inputs = malloc(n * 4);
@@ -69,9 +77,10 @@ int mt_cmd_eval(mt_options *o) {
     cJSON_AddNumberToObject(j, "loss", loss);
     cJSON_AddNumberToObject(j, "tokens", (double)steps * n);
     char *text = cJSON_PrintUnformatted(j);
-    mt_sink_line(&sink, text);
+    s = text ? mt_sink_line(&sink, text) : mt_fail(MT_ERR_MEMORY, "eval: cannot format the JSON result");
     free(text);
     cJSON_Delete(j);
+    if (s || (s = mt_sink_close(&sink))) goto fail; // the result is all eval makes: lost is an error
     rc = 0;
     goto done;
 fail:

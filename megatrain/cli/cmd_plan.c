@@ -208,7 +208,7 @@ int mt_cmd_plan(mt_options *o) {
         cJSON *pj = cJSON_AddObjectToObject(j, "peer");
         cJSON_AddStringToObject(pj, "name", peer->name);
         cJSON_AddStringToObject(pj, "what", peer->summary);
-        cJSON_AddStringToObject(pj, "schedule_base", peer->schedule);
+        cJSON_AddStringToObject(pj, "schedule_base", peer->like);
         add_num(pj, "host_bytes_per_param", rs.host_bytes_per_param[in.prec]);
         add_num(pj, "checkpoint_interval", rs.ckpt_interval);
         add_num(pj, "weight_passes", rs.weight_passes == 3 ? 3 : 2);
@@ -248,7 +248,7 @@ int mt_cmd_plan(mt_options *o) {
         cJSON_AddStringToObject(p, "flops_convention",
                                 "executed = 6*P_mm + 12*L*dA*T (PaLM attention) + recompute 2*L*P_L + 4*L*dA*T per "
                                 "token, P_mm = layer params + lm_head (embedding gather excluded); tflops and mfu use "
-                                "6*N_all (DESIGN.md), mfu and hfu against the bf16 dense peak");
+                                "6*N_all (docs/DESIGN.md#metrics), mfu and hfu against the bf16 dense peak");
         add_num(p, "compute_ms", pr.compute_ms);
         add_num(p, "h2d_ms", pr.h2d_ms);
         add_num(p, "d2h_ms", pr.d2h_ms);

@@ -4,6 +4,7 @@
 // checkpoint only once the next step's loss shows its weights are sound: a run
 // that diverges after a save exits 1 with the last good checkpoint in place.
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -21,6 +22,7 @@
 #include "cli/io_paths.h"
 #include "cli/progress.h"
 #include "cli/run_setup.h"
+#include "cli/run_signals.h"
 #include "cli/train_state.h"
 #include "core/host_mem.h"
 #include "core/json_file.h"
@@ -29,12 +31,6 @@
 #include "data/dataloader.h"
 #include "engine/engine.h"
 #include "engine/model_io.h"
-
-static volatile sig_atomic_t interrupted = 0;
-static void on_signal(int sig) {
-    (void)sig;
-    interrupted = 1;
-}
 
 // Linear warmup over `warmup` steps, then constant or cosine down to lr/10 at the last step.
 static float lr_at(const mt_options *o, int step) {
@@ -85,7 +81,7 @@ static mt_status stage_checkpoint(mt_ckpt_dir *cd, const mt_model *m, mt_engine 
     if ((s = mt_checkpoint_check_space(cd, m, o)) != MT_OK) return fail_kept(s, cd, what);
     if ((s = mt_ckpt_dir_stage(cd)) != MT_OK) return fail_kept(s, cd, what);
     mt_train_state ts = {.step = step, .data_cursor = d->cursor, .skipped_steps = skipped_steps};
-    snprintf(ts.data, sizeof ts.data, "%s", d->source);
+    mt_train_state_set_data(&ts, d);
     s = mt_checkpoint_write(cd->staged, m, &ts, o);
     if (s != MT_OK) {
         mt_ckpt_dir_discard(cd);
@@ -110,23 +106,7 @@ static int same_dir(const char *a, const char *b) {
     return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
-// Where the data continues after a resume: the saved cursor, checked against the data.
-static mt_status resume_cursor(const mt_options *o, const mt_train_state *rs, mt_data *d) {
-    if (rs->data_cursor < d->n) {
-        d->cursor = rs->data_cursor;
-        return MT_OK;
-    }
-    if (o->given.data && strcmp(o->data, rs->data)) { // other data than the run had: start it at the beginning
-        fprintf(stderr, "megatrain: note: --data %s is not the checkpoint's data (%s); reading it from the start\n",
-                o->data, rs->data);
-        d->cursor = 0;
-        return MT_OK;
-    }
-    return mt_fail(MT_ERR_FORMAT, "%s/train_state.json: data_cursor %zu is beyond the end of %s (%zu tokens)",
-                   o->resume, rs->data_cursor, d->source, d->n);
-}
-
-static void emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr, double step_ms, double params) {
+static mt_status emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr, double step_ms, double params) {
     cJSON *j = cJSON_CreateObject();
     mt_json_add_exact(j, "step", step);
     mt_json_add_exact(j, "loss", st->loss);
@@ -159,9 +139,10 @@ static void emit_step(mt_sink *sink, int step, const mt_step_stats *st, float lr
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) mt_json_add_exact(j, "peak_rss_bytes", (double)ru.ru_maxrss * 1024);
     char *s = cJSON_PrintUnformatted(j);
-    mt_sink_line(sink, s);
+    mt_status out = s ? mt_sink_line(sink, s) : mt_fail(MT_ERR_MEMORY, "step %d: cannot format the JSON line", step);
     free(s);
     cJSON_Delete(j);
+    return out;
 }
 
 static double mono_s(void) {
@@ -207,14 +188,21 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if (o->eng.T > cfg.max_position_embeddings)
         fprintf(stderr, "megatrain: note: --seq-len %d exceeds max_position_embeddings %d\n", o->eng.T,
                 cfg.max_position_embeddings);
-    if ((s = open_data(o, &cfg, &data))) goto fail;
+    if ((s = open_data(o, &cfg, &data))) {
+        if (o->resume && !o->given.data) { // the path came from the checkpoint: say so
+            char why[1024];
+            snprintf(why, sizeof why, "%s", mt_last_error());
+            s = mt_fail(s, "%s/train_state.json records the data %s: %s", o->resume, rs.data, why);
+        }
+        goto fail;
+    }
     if (o->resume) {
         if (rs.step > o->steps) {
             s = mt_fail(MT_ERR_ARG, "--steps %d: the checkpoint in %s is already at step %d", o->steps, o->resume,
                         rs.step);
             goto fail;
         }
-        if ((s = resume_cursor(o, &rs, &data))) goto fail;
+        if ((s = mt_train_state_resume_data(o->resume, &rs, o, &data))) goto fail;
     }
     if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention))) goto fail;
     t_backend = mono_s();
@@ -248,11 +236,13 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if (virtual_run) {
         // no tensor data exists: nothing to load or initialise
     } else if (o->resume) {
-        if ((s = mt_model_load_weights(&model, o->resume, &man.weights)) ||
+        if ((s = mt_model_load_weights(&model, o->resume, &man.weights, NULL)) ||
             (s = mt_model_load_optimizer(&model, o->resume, &man.moments)))
             goto fail;
     } else if (o->model) {
-        if ((s = mt_checkpoint_load_model(&model, o->model))) goto fail;
+        mt_load_report rep = {.allow_unused = o->allow_unused};
+        if ((s = mt_checkpoint_load_model(&model, o->model, &rep))) goto fail;
+        mt_note_unused(&rep);
     } else {
         mt_model_init_random(&model, o->seed);
     }
@@ -273,11 +263,12 @@ int mt_cmd_train(mt_options *o, int is_default) {
     inputs = malloc(per_step * 4);
     targets = malloc(per_step * 4);
     if (!inputs || !targets) {
-        s = mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the batch");
+        s = mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the step's batch: --grad-accum %d x --batch %d x "
+                                   "--seq-len %d = %zu tokens (%.2f GiB of ids); lower one of them",
+                    o->eng.grad_accum, o->eng.B, o->eng.T, per_step, (double)per_step * 8 / 1073741824.0);
         goto fail;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    mt_run_signals_catch();
 
     mt_device_info info;
     mt_backend_device_info(be, &info);
@@ -312,6 +303,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     mt_progress_start(&prog, first_step, o->steps);
     double first_loss = NAN, last_loss = NAN;
     int saved_last = 0, skipped = rs.skipped_steps;
+    char lost[1200] = ""; // why a step's line did not reach stdout or the log
     for (int step = first_step; step <= o->steps; step++) {
         for (int g = 0; g < o->eng.grad_accum; g++)
             mt_data_next(&data, o->eng.B, o->eng.T, inputs + (size_t)g * o->eng.B * o->eng.T,
@@ -341,14 +333,19 @@ int mt_cmd_train(mt_options *o, int is_default) {
             fprintf(stderr, "megatrain: step %d: the gradient norm is not finite; the step is skipped (no update)\n", step);
         }
         if (step == 1 && o->dump_grads && (s = mt_model_save_grads(&model, o->dump_grads))) goto fail;
-        emit_step(&sink, step, &st, lr, step_ms, params);
+        // A line stdout or the log did not take stops the run after this step (saved
+        // with --save); stdout's reader gone (EPIPE) is SIGPIPE, an interrupt.
+        if (emit_step(&sink, step, &st, lr, step_ms, params) != MT_OK && sink.stdout_errno != EPIPE && !lost[0])
+            snprintf(lost, sizeof lost, "%s", mt_last_error());
         if (isnan(first_loss)) first_loss = st.loss;
         last_loss = st.loss;
         mt_progress_update(&prog, step, st.loss, mt_metric_tokens_per_s((double)st.tokens, step_ms));
         int last = step == o->steps;
-        if (o->save && (last || interrupted || (o->save_every && step % o->save_every == 0))) {
+        int sig = mt_run_signal_caught() ? mt_run_signal_caught() : sink.stdout_errno == EPIPE ? SIGPIPE : 0;
+        int stop = sig || lost[0];
+        if (o->save && (last || stop || (o->save_every && step % o->save_every == 0))) {
             if ((s = stage_checkpoint(&cd, &model, eng, o, step, skipped, &data))) goto fail;
-            if (last || interrupted) { // no next step to vouch for it; it is finite
+            if (last || stop) { // no next step to vouch for it; it is finite
                 if ((s = commit_checkpoint(&cd, step))) goto fail;
                 if (!last) fprintf(stderr, "megatrain: saved step %d to %s\n", step, o->save);
                 saved_last = last;
@@ -356,9 +353,16 @@ int mt_cmd_train(mt_options *o, int is_default) {
                 pending = step;
             }
         }
-        if (interrupted && !last) {
-            fprintf(stderr, "megatrain: interrupted after step %d%s%s\n", step, o->save ? "; saved to " : " (no --save: state not kept)",
-                    o->save ? o->save : "");
+        if (lost[0]) {
+            s = mt_fail(MT_ERR_IO, "%s: the run stopped after step %d%s%s", lost, step,
+                        o->save ? "; it is saved in " : " (no --save: the trained state is not kept)",
+                        o->save ? o->save : "");
+            goto fail;
+        }
+        if (sig && !last) {
+            fprintf(stderr, "megatrain: interrupted by %s%s after step %d%s%s\n", mt_run_signal_name(sig),
+                    sig == SIGPIPE && sink.stdout_errno == EPIPE ? " (stdout was closed)" : "", step,
+                    o->save ? "; saved to " : " (no --save: state not kept)", o->save ? o->save : "");
             rc = 130;
             goto done;
         }
@@ -370,12 +374,13 @@ int mt_cmd_train(mt_options *o, int is_default) {
         s = mt_fail(s, "after step %d: the trained state is not finite: %s", o->steps, why);
         goto fail;
     }
-    if (o->trace && (s = mt_engine_write_trace(eng, o->trace))) goto fail;
+    if (o->trace && (s = mt_engine_write_trace(eng, o->trace))) goto lost_output;
     if (o->trace && mt_backend_supports(be, MT_OP_TRACE_WRITE)) { // a backend's own op timeline (sim), beside the layer view
         char ops_path[1100];
         snprintf(ops_path, sizeof ops_path, "%s.ops.json", o->trace);
-        if ((s = mt_backend_trace_write(be, ops_path))) goto fail;
+        if ((s = mt_backend_trace_write(be, ops_path))) goto lost_output;
     }
+    if ((s = mt_sink_close(&sink))) goto lost_output; // the log's last lines are lost: an error, whatever was saved
     mt_progress_end(&prog);
     if (is_default)
         fprintf(stderr, "megatrain: loss %.4f -> %.4f over %d steps on the embedded corpus\n", first_loss, last_loss,
@@ -383,6 +388,12 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if (saved_last) fprintf(stderr, "megatrain: saved step %d to %s\n", o->steps, o->save);
     rc = 0;
     goto done;
+lost_output: // an output written after the last save failed: say that the training itself is kept
+    if (saved_last) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", mt_last_error());
+        s = mt_fail(s, "%s; the trained state is saved in %s", why, o->save);
+    }
 fail:
     fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
     rc = (s == MT_ERR_INTERRUPTED) ? 130 : 1;

@@ -17,6 +17,7 @@
 
 #include "cli/ckpt_dir.h"
 #include "core/file_io.h"
+#include "core/out_file.h"
 #include "model/hardware_profile.h"
 
 #define MAX_FILES 512
@@ -85,23 +86,27 @@ static mt_status add_input_tree(io_set *s, const char *option, const char *path)
     return MT_OK;
 }
 
-// The parent must be a directory we may create files in (files are written to a
-// temporary name and renamed), except for a --log that exists (opened in place);
-// an existing file must be writable and not a directory.
-static mt_status probe_writable(const io_file *f) {
-    int in_place = f->exists && !strcmp(f->option, "--log");
-    char parent[P];
-    mt_path_dirname(f->path, parent, sizeof parent);
+// What the path names must be a kind the option writes (core/out_file.h: a
+// regular file, a symlink followed to one, or for a stream a device or FIFO);
+// a file's directory must exist and take new files (a temporary is renamed
+// over it), except for a --log that exists (opened in place).
+static mt_status probe_writable(const io_file *f, mt_out_kind kind) {
+    char dest[P], parent[P];
+    int in_place;
+    MT_TRY(mt_out_resolve(f->option, f->path, kind, dest, sizeof dest, &in_place));
+    if (in_place) {
+        if (access(dest, W_OK) != 0)
+            return mt_fail(MT_ERR_IO, "%s %s: not writable: %s", f->option, f->path, strerror(errno));
+        return MT_OK;
+    }
+    mt_path_dirname(dest, parent, sizeof parent);
     struct stat sb;
     if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return mt_fail(MT_ERR_IO, "%s %s: the directory %s does not exist", f->option, f->path, parent);
-    if (f->exists) {
-        if (stat(f->path, &sb) == 0 && S_ISDIR(sb.st_mode))
-            return mt_fail(MT_ERR_IO, "%s %s: is a directory", f->option, f->path);
-        if (access(f->path, W_OK) != 0)
-            return mt_fail(MT_ERR_IO, "%s %s: not writable: %s", f->option, f->path, strerror(errno));
-    }
-    if (!in_place && access(parent, W_OK | X_OK) != 0)
+    int exists = stat(dest, &sb) == 0;
+    if (exists && access(dest, W_OK) != 0)
+        return mt_fail(MT_ERR_IO, "%s %s: not writable: %s", f->option, f->path, strerror(errno));
+    if (!(exists && !strcmp(f->option, "--log")) && access(parent, W_OK | X_OK) != 0)
         return mt_fail(MT_ERR_IO, "%s %s: cannot create files in %s: %s", f->option, f->path, parent, strerror(errno));
     return MT_OK;
 }
@@ -130,6 +135,13 @@ static mt_status check(const mt_options *o, io_set *s) {
     char ops[P];
     const char *outs[4][2] = {{"--log", o->log}, {"--trace", o->trace}, {"--dump-grads", o->dump_grads}, {0, 0}};
     if (o->trace && sim) {
+        char dest[P];
+        int in_place;
+        MT_TRY(mt_out_resolve("--trace", o->trace, MT_OUT_STREAM, dest, sizeof dest, &in_place));
+        if (in_place) // its .ops.json would be made beside a device node (in /dev)
+            return mt_fail(MT_ERR_ARG, "--trace %s: is a device or FIFO; with --backend sim the op timeline is written "
+                                       "beside it as %s.ops.json: name a regular file",
+                           o->trace, o->trace);
         snprintf(ops, sizeof ops, "%s.ops.json", o->trace);
         outs[3][0] = "--trace (its .ops.json)";
         outs[3][1] = ops;
@@ -157,7 +169,8 @@ static mt_status check(const mt_options *o, io_set *s) {
         if (o->save && written_by_save(f, &save))
             return mt_fail(MT_ERR_ARG, "%s %s: a save into %s writes this file; name another", f->option, f->path,
                            o->save);
-        MT_TRY(probe_writable(f));
+        MT_TRY(probe_writable(f, !strcmp(f->option, "--log") || !strcmp(f->option, "--trace") ? MT_OUT_STREAM
+                                                                                                : MT_OUT_FILE));
     }
     if (o->save) {
         if (o->model && same_file(&save, &model_dir))

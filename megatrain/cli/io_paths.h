@@ -1,7 +1,8 @@
 // io_paths.h: before any work, every output path is checked against the inputs
 // and against the other outputs (by device and inode where the file exists, by
-// resolved path where it does not), and checked writable: an output never
-// overwrites an input, and a typo in --trace fails before training, not after.
+// resolved path where it does not), and checked writable and of a kind the
+// option writes (core/out_file.h): an output never overwrites an input, never
+// replaces a device node or a link, and a typo in --trace fails before training.
 #ifndef MT_IO_PATHS_H
 #define MT_IO_PATHS_H
 

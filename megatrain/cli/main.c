@@ -1,6 +1,8 @@
 // main.c: the megatrain CLI entry: subcommand dispatch, --version, --help,
 // and the no-argument default run (tiny model, embedded corpus).
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,8 @@ static const char *usage =
     "                 [--speculative-step true|false|auto] [--offload-checkpoints true|false|auto] [--bind pointer|copy] [--hardware PROFILE] [--trace FILE.json] [--zero3-* (baselines/ZERO3.md)]\n"
     "                 [--save DIR] [--save-every N] [--shard-size BYTES|5GB] [--log FILE.jsonl] [--dump-grads FILE]\n"
     "                 [--peer P]  (with --backend sim: a peer as it runs, in its own precision)\n"
-    "       megatrain eval --model DIR --data FILE --batch B --seq-len T [--steps N]\n"
+    "                 [--allow-unused-tensors]  (with --model: drop tensors the model does not use)\n"
+    "       megatrain eval --model DIR --data FILE --batch B --seq-len T [--steps N] [--allow-unused-tensors]\n"
     "                 [--schedule S] and the schedule's knobs train takes (forward only)\n"
     "       megatrain plan --model DIR | --config FILE --batch B --seq-len T --precision P [--grad-accum G]\n"
     "                 [--hardware NAME|FILE.json|measured] [--schedule S] and its knobs\n"
@@ -32,21 +35,31 @@ static const char *usage =
     "--save writes HF's layout: model.safetensors, or past --shard-size of tensor data (default 5GB: transformers\n"
     "4.x's default, within the Hub's file limits, one shard in memory at a time for tools that load whole files)\n"
     "shards model-00001-of-0000N.safetensors with model.safetensors.index.json; the optimizer state likewise.\n"
-    "--model and --resume read both layouts, and F32, BF16 and F16 tensors.\n"
+    "--model and --resume read both layouts, and F32, BF16 and F16 tensors. A tensor in --model's weights that\n"
+    "the model does not use (Qwen2's q/k/v biases under model_type llama, an lm_head.weight beside\n"
+    "tie_word_embeddings: true, ...) is an error naming it; --allow-unused-tensors drops them (a --save leaves them out).\n"
+    "Each option is given once; eval --steps is at most the --data file's batch windows (the default reads them all).\n"
     "--grad-accum-dtype: a weight gradient computed in token chunks (MLP, LM head) is summed in f32 and rounded to\n"
     "bf16 once (f32), or rounded once per chunk as the official code does (bf16); auto (default): f32 where the\n"
     "device memory plan fits its buffer (`megatrain plan` states which). Paper and mixed precision only.\n"
     "Stdout carries JSON lines only; progress and errors go to stderr.\n"
     "Schedules (--schedule S):\n";
 
-// The usage, then the schedule table's names and summaries (a new schedule shows up here by itself).
+// The usage, then the schedule table's and the backend registry's names and summaries (a new
+// schedule or backend shows up here by itself).
 static void print_usage(void) {
     mt_engine_opts d;
     mt_engine_opts_defaults(&d);
     fputs(usage, stderr);
     for (int i = 0; i < mt_schedule_count(); i++) {
         const mt_schedule_desc *s = mt_schedule_at(i);
+        if (s->peer) continue; // listed under --peer
         fprintf(stderr, "  %-10s %s%s\n", s->name, s->summary, s == d.schedule ? " (default)" : "");
+    }
+    fputs("Backends (--backend NAME, auto: the first with a device of its own here, else cpu):\n", stderr);
+    for (int i = 0; i < mt_backend_count(); i++) { // the registry's rows (backend/backend.h)
+        const mt_backend_entry *b = mt_backend_at(i);
+        fprintf(stderr, "  %-10s %s%s\n", b->name, b->summary, b == mt_backend_find("auto") ? " (auto here)" : "");
     }
     fputs("Peers (--peer P; train --backend sim and plan; baselines/PEERS.md):\n", stderr);
     for (int i = 0; i < mt_peer_count(); i++) {
@@ -73,7 +86,16 @@ int mt_cmd_version(void) {
     return 0;
 }
 
-int main(int argc, char **argv) {
+// A command's result that did not reach stdout (a full disk, a closed pipe) is
+// lost: exit 1 saying so rather than 0.
+static int stdout_checked(int rc) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    if (rc == 0) fprintf(stderr, "megatrain: error: stdout: write failed: %s\n", strerror(errno ? errno : EIO));
+    return rc ? rc : 1;
+}
+
+static int run(int argc, char **argv) {
     mt_options o;
     mt_options_defaults(&o);
     if (argc == 1) {
@@ -106,4 +128,11 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "plan")) return mt_cmd_plan(&o);
     return !strcmp(cmd, "train") ? mt_cmd_train(&o, 0) : mt_cmd_eval(&o);
+}
+
+int main(int argc, char **argv) {
+    // A closed stdout gives EPIPE, which every write checks, instead of killing
+    // the process mid-save (train catches SIGPIPE itself: run_signals.h).
+    signal(SIGPIPE, SIG_IGN);
+    return stdout_checked(run(argc, argv));
 }

@@ -42,7 +42,7 @@ typedef struct {
 static const opt_spec specs[] = {
     {"--model", OPT_STR, F(model), NG, "tep"},
     {"--config", OPT_STR, F(config), NG, "tp"},
-    {"--init", OPT_STR, F(init), NG, "t"},
+    {"--init", OPT_STR, F(init), G(init), "t"},
     {"--seed", OPT_U64, F(seed), G(seed), "t"},
     {"--data", OPT_STR, F(data), G(data), "te"},
     {"--batch", OPT_POS_INT, F(eng.B), G(batch), "tep"},
@@ -75,8 +75,10 @@ static const opt_spec specs[] = {
     {"--grad-accum-dtype", OPT_GRAD_SUM, F(eng.grad_sum), G(grad_accum_dtype), "tp"},
     {"--offload-checkpoints", OPT_TRISTATE, F(eng.sched.offload_checkpoints), NG, "tep"},
     {"--save", OPT_STR, F(save), NG, "t"},
-    {"--save-every", OPT_POS_INT, F(save_every), NG, "t"},
-    {"--shard-size", OPT_BYTES, F(shard_size), NG, "t"},
+    {"--save-every", OPT_POS_INT, F(save_every), G(save_every), "t"},
+    {"--shard-size", OPT_BYTES, F(shard_size), G(shard_size), "t"},
+    // Tensors in --model's weights that the config does not use are an error unless this is given.
+    {"--allow-unused-tensors", OPT_FLAG, F(allow_unused), NG, "te"},
     {"--resume", OPT_STR, F(resume), NG, "t"},
     {"--log", OPT_STR, F(log), NG, "te"},
     {"--trace", OPT_STR, F(trace), NG, "t"},
@@ -102,8 +104,7 @@ static const struct {
     {"--init", "random"},
     {"--lr-schedule", "constant|cosine"},
     {"--precision", "paper|mixed|fp32"},
-    {"--backend", "auto|cpu|cuda|sim"},
-    {"--bind", "pointer|copy"}, // (--schedule: the schedule table's names)
+    {"--bind", "pointer|copy"}, // (--schedule: the schedule table's names; --backend: the registry's)
 };
 
 static const char *choices_of(const char *name) {
@@ -312,6 +313,7 @@ mt_status mt_options_set(mt_options *o, const char *name, const char *value) {
 
 mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv, int first) {
     char c = cmd[0];
+    int seen[sizeof specs / sizeof *specs] = {0}; // argv index of each option's first use (0: not yet)
     for (int i = first; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -323,22 +325,48 @@ mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv
         if (!strchr(s->cmds, c))
             return mt_fail(MT_ERR_ARG, "%s: option %s does not apply to `megatrain %s`%s%s", cmd, arg, cmd,
                            why_refused(arg) ? ": " : "", why_refused(arg) ? why_refused(arg) : "");
+        int at = i;
         const char *v = "";
         if (s->kind != OPT_FLAG) {
             if (i + 1 >= argc) return mt_fail(MT_ERR_ARG, "%s: missing value", s->name);
             v = argv[++i];
         }
-        MT_TRY(parse_value(s, v, o));
+        MT_TRY(parse_value(s, v, o)); // a bad value is named first, wherever it stands
+        // Twice is a contradiction (which one counts?) even with the same value: refused.
+        if (seen[s - specs])
+            return mt_fail(MT_ERR_ARG, "%s: %s is given twice (arguments %d and %d); give it once", cmd, arg,
+                           seen[s - specs] - first + 1, at - first + 1);
+        seen[s - specs] = at;
         if (s->given_offset != NG) *(int *)((char *)o + s->given_offset) = 1;
     }
     MT_TRY(apply_peer(o));
     return mt_options_check(o, cmd);
 }
 
+// Options of `train` that another option makes meaningless: refused rather than ignored.
+static mt_status check_train_pairs(const mt_options *o) {
+    if (o->given.init && (o->model || o->resume))
+        return mt_fail(MT_ERR_ARG, "--init %s: the weights come from %s; drop --init (it applies to --config FILE)",
+                       o->init, o->model ? "--model" : "the --resume checkpoint");
+    if (o->given.save_every && !o->save)
+        return mt_fail(MT_ERR_ARG, "--save-every %d: needs --save DIR (nothing is saved without it)", o->save_every);
+    if (o->given.shard_size && !o->save)
+        return mt_fail(MT_ERR_ARG, "--shard-size: applies to what --save DIR writes; there is no --save");
+    // The step's batch is held in host memory: G x B x T token ids, twice (inputs, targets).
+    long long per_step = (long long)o->eng.grad_accum * o->eng.B * o->eng.T;
+    if (per_step > 1LL << 31)
+        return mt_fail(MT_ERR_ARG, "--grad-accum %d x --batch %d x --seq-len %d: %lld tokens per step is too many "
+                                   "(at most 2^31; their ids alone would take %.0f GiB of host memory)",
+                       o->eng.grad_accum, o->eng.B, o->eng.T, per_step, (double)per_step * 8 / 1073741824.0);
+    return MT_OK;
+}
+
 mt_status mt_options_check(const mt_options *o, const char *cmd) {
     int train = !strcmp(cmd, "train"), eval = !strcmp(cmd, "eval");
     // What the chosen backend can do, from its capabilities (0: not in this binary; its own error later).
     unsigned caps = mt_backend_caps_of(o->backend);
+    mt_status named = mt_backend_check_name(o->backend); // the registry's names (backend/backend.h)
+    if (named == MT_ERR_ARG) return named;
     int no_data = caps && !(caps & MT_CAP_TENSOR_DATA), virtual_time = (caps & MT_CAP_VIRTUAL_TIME) != 0;
     mt_attn_impl attn;
     MT_TRY(mt_attn_impl_parse(o->attention, &attn));
@@ -348,8 +376,16 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
     if (train && !o->model && !o->config && !o->resume)
         return mt_fail(MT_ERR_ARG, "train: missing --model DIR, --config FILE or --resume DIR");
     if (!eval) MT_TRY(mt_engine_opts_check_speculative(&o->eng)); // options that contradict: exit 2
+    if (o->allow_unused && !o->model)
+        return mt_fail(MT_ERR_ARG, "--allow-unused-tensors: applies to the weights --model DIR reads; %s",
+                       o->resume ? "a --resume checkpoint must hold exactly what it recorded" : "there is no --model");
     if (eval && !o->model) return mt_fail(MT_ERR_ARG, "eval: --model DIR is required");
     if (eval && !o->given.data) return mt_fail(MT_ERR_ARG, "eval: --data FILE is required");
+    // docs/DESIGN.md, CLI: train reads FILE|synthetic|embedded, eval a token file only.
+    if (eval && (!strcmp(o->data, "synthetic") || !strcmp(o->data, "embedded")))
+        return mt_fail(MT_ERR_ARG, "eval --data %s: eval reads a token file only (flat uint32 ids; %s is a source "
+                                   "for train); a file of that name: --data ./%s",
+                       o->data, o->data, o->data);
     if (eval && no_data)
         return mt_fail(MT_ERR_ARG, "eval --backend %s: the %s backend times operations without data, so it has "
                                    "no loss to report; use cpu or cuda",
@@ -369,5 +405,6 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
         return mt_fail(MT_ERR_ARG, "--hardware %s: only --backend sim uses a hardware profile (--backend %s runs on "
                                    "this machine); drop --hardware or add --backend sim",
                        o->hardware, o->backend);
+    if (train) MT_TRY(check_train_pairs(o)); // after the micro-batch limit: its product is checked first
     return MT_OK;
 }

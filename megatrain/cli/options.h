@@ -32,15 +32,16 @@ typedef struct {
     float rollback_rate; // plan: fraction of steps the speculative step rolls back (0..1)
     int max_context;   // plan: also search the longest --seq-len that fits
     int help;          // --help among the arguments: print the usage and exit 0
+    int allow_unused;  // --allow-unused-tensors: --model's file may hold tensors the model does not use (dropped, named on stderr)
     float lr, weight_decay, beta1, beta2, eps, grad_clip;
     // which options were given explicitly (resume fills the others from train_state.json)
     struct {
         int steps, batch, seq_len, grad_accum, lr, weight_decay, beta1, beta2, eps, grad_clip, lr_schedule, warmup,
-            precision, data, seed, schedule, speculative, grad_accum_dtype;
+            precision, data, seed, schedule, speculative, grad_accum_dtype, init, save_every, shard_size;
     } given;
 } mt_options;
 
-// Defaults per DESIGN.md: lr 3e-4, wd 0.1, betas 0.9/0.95, eps 1e-8, clip 1.0.
+// Defaults per docs/DESIGN.md#batching-loss-and-optimizer-semantics: lr 3e-4, wd 0.1, betas 0.9/0.95, eps 1e-8, clip 1.0.
 // --shard-size 5GB: see MT_DEFAULT_SHARD_SIZE.
 void mt_options_defaults(mt_options *o);
 // Parses argv[first..argc) for `cmd` ("train", "eval", "plan"), then mt_options_check.
@@ -49,7 +50,9 @@ mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv
 // Sets option `name` ("--lr") from its text exactly as the command line would,
 // with the same validation (the given-flag is left alone). `value` must outlive o.
 mt_status mt_options_set(mt_options *o, const char *name, const char *value);
-// What no single option shows: a missing --model, contradicting options.
+// What no single option shows: a missing --model, contradicting options (--init with
+// --model, --save-every or --shard-size without --save, ...). An option given twice
+// is refused by mt_options_parse.
 mt_status mt_options_check(const mt_options *o, const char *cmd);
 
 #endif

@@ -4,8 +4,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "backends/sim/sim.h"
+#include "core/out_file.h"
 #include "model/hardware_profile.h"
 
 void mt_default_config(mt_config *c) {
@@ -41,14 +44,15 @@ mt_status mt_setup_config(const mt_options *o, mt_config *c, int allow_default) 
 
 mt_status mt_setup_backend(const char *name, const char *hardware, mt_precision p, mt_backend **out) {
     // bf16 activations unless the precision is fp32 or the backend computes in f32 only
-    mt_dtype act = p != MT_PREC_FP32 && (mt_backend_caps_of(name) & MT_CAP_BF16) ? MT_BF16 : MT_F32;
-    if (!strcmp(name, "sim")) { // the simulator is made with the machine it prices
-        if (!hardware) return mt_fail(MT_ERR_ARG, "--backend sim: needs --hardware PROFILE (see experiments/hardware/)");
-        char path[4096]; // a path, or a profile name looked up in experiments/hardware/
+    unsigned caps = mt_backend_caps_of(name);
+    mt_backend_args a = {p != MT_PREC_FP32 && (caps & MT_CAP_BF16) ? MT_BF16 : MT_F32, NULL};
+    char path[4096]; // a path, or a profile name looked up in experiments/hardware/
+    if (caps & MT_CAP_VIRTUAL_TIME) { // a simulator is made with the machine it prices
+        if (!hardware) return mt_fail(MT_ERR_ARG, "--backend %s: needs --hardware PROFILE (see experiments/hardware/)", name);
         MT_TRY(mt_hw_profile_find(hardware, path, sizeof path));
-        return mt_backend_sim_create(path, act, out);
+        a.profile_path = path;
     }
-    return mt_backend_create(name, act, out);
+    return mt_backend_create_with(name, &a, out);
 }
 
 mt_status mt_setup_peer(const char *peer, mt_precision p, mt_backend *be, mt_peer_rate *rate) {
@@ -69,32 +73,61 @@ mt_status mt_setup_attention(mt_backend *be, const char *attention) {
     return mt_backend_set_attention(be, impl);
 }
 
+void mt_note_unused(const mt_load_report *rep) {
+    if (rep->n_unused)
+        fprintf(stderr, "megatrain: note: %s; dropped (--allow-unused-tensors): the run and any --save go without them\n",
+                rep->unused);
+}
+
 mt_status mt_sink_open(mt_sink *s, const char *log_path, int append) {
-    s->log = NULL;
+    memset(s, 0, sizeof *s);
+    s->log_path = log_path;
     if (!log_path) return MT_OK;
-    s->log = fopen(log_path, append ? "a" : "w");
+    char dest[MT_OUT_PATH_MAX];
+    int in_place;
+    MT_TRY(mt_out_resolve("--log", log_path, MT_OUT_STREAM, dest, sizeof dest, &in_place));
+    s->log = fopen(dest, append ? "a" : "w");
     if (!s->log) return mt_fail(MT_ERR_IO, "--log %s: cannot open for writing: %s", log_path, strerror(errno));
     return MT_OK;
 }
 
-void mt_sink_line(mt_sink *s, const char *json) {
-    fprintf(stdout, "%s\n", json);
-    fflush(stdout);
-    if (s->log) {
-        fprintf(s->log, "%s\n", json);
-        fflush(s->log);
-    }
+// One line to f, flushed: 0, or the errno of the write that failed.
+static int put_line(FILE *f, const char *json) {
+    errno = 0;
+    if (fputs(json, f) < 0 || fputc('\n', f) == EOF || fflush(f) != 0) return errno ? errno : EIO;
+    return 0;
 }
 
-void mt_sink_close(mt_sink *s) {
-    if (s->log) fclose(s->log);
+mt_status mt_sink_line(mt_sink *s, const char *json) {
+    if (!s->stdout_errno) s->stdout_errno = put_line(stdout, json);
+    if (s->log && !s->log_errno) s->log_errno = put_line(s->log, json);
+    if (s->stdout_errno)
+        return mt_fail(MT_ERR_IO, "stdout: write failed: %s%s", strerror(s->stdout_errno),
+                       s->stdout_errno == EPIPE ? " (its reader closed it)" : "");
+    if (s->log_errno) return mt_fail(MT_ERR_IO, "--log %s: write failed: %s", s->log_path, strerror(s->log_errno));
+    return MT_OK;
+}
+
+mt_status mt_sink_close(mt_sink *s) {
+    if (!s->log) return MT_OK;
+    errno = 0;
+    struct stat sb;
+    int err = s->log_errno;
+    if (!err && fflush(s->log) != 0) err = errno ? errno : EIO;
+    if (!err && fstat(fileno(s->log), &sb) == 0 && S_ISREG(sb.st_mode) && fsync(fileno(s->log)) != 0) err = errno;
+    if (fclose(s->log) != 0 && !err) err = errno ? errno : EIO;
     s->log = NULL;
+    if (err && !s->log_errno) {
+        s->log_errno = err;
+        return mt_fail(MT_ERR_IO, "--log %s: write failed: %s", s->log_path, strerror(err));
+    }
+    return MT_OK;
 }
 
 void mt_run_release(const mt_run_parts *p) {
     free(p->inputs);
     free(p->targets);
-    if (p->sink) mt_sink_close(p->sink);
+    if (p->sink) (void)mt_sink_close(p->sink); // a run that got here by an error has said why
     if (p->eng) mt_engine_destroy(p->eng);
     if (p->model) mt_model_free(p->model);
     if (p->be) mt_backend_destroy(p->be);

@@ -11,6 +11,7 @@
 #include "data/dataloader.h"
 #include "engine/engine.h"
 #include "engine/host_state.h"
+#include "engine/model_io.h"
 #include "engine/peer.h"
 
 // The embedded default model: a tiny byte-level Llama.
@@ -26,13 +27,24 @@ mt_status mt_setup_peer(const char *peer, mt_precision p, mt_backend *be, mt_pee
 // --attention auto|native|cudnn on the created backend (backend.h mt_backend_set_attention).
 mt_status mt_setup_attention(mt_backend *be, const char *attention);
 
-// JSON-lines sink: stdout plus an optional log file.
+// With --allow-unused-tensors: one stderr note naming the tensors the load dropped.
+void mt_note_unused(const mt_load_report *rep);
+
+// JSON-lines sink: stdout plus an optional log file. Every write is checked: a
+// line that did not reach stdout or the log is an error naming which and why,
+// and a destination that failed once is written no more (its errno is kept:
+// EPIPE on stdout means its reader went away).
 typedef struct {
     FILE *log;
+    const char *log_path;
+    int stdout_errno, log_errno; // 0 while the destination takes every line
 } mt_sink;
+// The log: opened in place (truncated, or appended to on a resume), a symlink
+// followed, a device or FIFO written through (core/out_file.h).
 mt_status mt_sink_open(mt_sink *s, const char *log_path, int append);
-void mt_sink_line(mt_sink *s, const char *json);
-void mt_sink_close(mt_sink *s);
+mt_status mt_sink_line(mt_sink *s, const char *json);
+// Flushes, syncs and closes the log, checking each.
+mt_status mt_sink_close(mt_sink *s);
 
 // Everything a train or eval run holds, released in reverse order of creation
 // (NULL / zeroed members are skipped).

@@ -13,7 +13,17 @@
 
 #define STATE_FORMAT "megatrain-train-state"
 // 2: the seed is a decimal string (a JSON number cannot hold every 64-bit seed).
-#define STATE_VERSION 2
+// 3: "data" is a file's absolute path, and data_tokens + data_crc32 identify the
+//    tokens (a relative path read in another directory named other data).
+#define STATE_VERSION 3
+#define STATE_OLDEST 2 // still read: its data is checked where that is possible (mt_train_state_resume_data)
+
+void mt_train_state_set_data(mt_train_state *s, const mt_data *d) {
+    snprintf(s->data, sizeof s->data, "%s", d->path[0] ? d->path : d->source);
+    s->data_id = d->has_crc;
+    s->data_tokens = d->n;
+    s->data_crc32 = d->crc32;
+}
 
 mt_status mt_train_state_save(const char *dir, const mt_train_state *s, const mt_options *o) {
     char seed[32];
@@ -25,6 +35,12 @@ mt_status mt_train_state_save(const char *dir, const mt_train_state *s, const mt
     cJSON_AddNumberToObject(j, "data_cursor", (double)s->data_cursor);
     cJSON_AddNumberToObject(j, "skipped_steps", s->skipped_steps);
     cJSON_AddStringToObject(j, "data", s->data);
+    if (s->data_id) {
+        char crc[16];
+        snprintf(crc, sizeof crc, "%08x", (unsigned)s->data_crc32);
+        cJSON_AddNumberToObject(j, "data_tokens", (double)s->data_tokens);
+        cJSON_AddStringToObject(j, "data_crc32", crc);
+    }
     cJSON_AddStringToObject(j, "seed", seed);
     cJSON_AddStringToObject(j, "precision", o->precision);
     cJSON_AddStringToObject(j, "schedule", o->eng.schedule->name);
@@ -120,9 +136,10 @@ static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_o
         return mt_fail(MT_ERR_FORMAT, "%s: not a megatrain train state (format is not \"%s\")", path, STATE_FORMAT);
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
     if (!cJSON_IsNumber(ver)) return mt_fail(MT_ERR_FORMAT, "%s: version: missing or not a number", path);
-    if (ver->valuedouble != STATE_VERSION)
-        return mt_fail(MT_ERR_FORMAT, "%s: version %g is not supported (expected %d)", path, ver->valuedouble,
-                       STATE_VERSION);
+    if (ver->valuedouble != floor(ver->valuedouble) || ver->valuedouble < STATE_OLDEST || ver->valuedouble > STATE_VERSION)
+        return mt_fail(MT_ERR_FORMAT, "%s: version %g is not supported (expected %d..%d)", path, ver->valuedouble,
+                       STATE_OLDEST, STATE_VERSION);
+    s->version = (int)ver->valuedouble;
     double step = 0, cursor = 0;
     MT_TRY(whole(path, j, "step", 2147483647.0, &step));
     MT_TRY(whole(path, j, "data_cursor", 9007199254740992.0, &cursor)); // 2^53: exact in a double
@@ -134,6 +151,20 @@ static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_o
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data");
     if (!cJSON_IsString(data) || !data->valuestring[0] || strlen(data->valuestring) >= sizeof s->data)
         return mt_fail(MT_ERR_FORMAT, "%s: data: expected the data source's name (a non-empty string)", path);
+    // Version 3: a file or the embedded corpus is identified by its length and CRC-32.
+    const cJSON *dcrc = cJSON_GetObjectItemCaseSensitive(j, "data_crc32");
+    int synthetic = !strcmp(data->valuestring, "synthetic");
+    if (s->version >= 3 && !synthetic) {
+        double tokens = 0;
+        MT_TRY(whole(path, j, "data_tokens", 9007199254740992.0, &tokens));
+        char *end = NULL;
+        unsigned long crc = cJSON_IsString(dcrc) ? strtoul(dcrc->valuestring, &end, 16) : 0;
+        if (!cJSON_IsString(dcrc) || strlen(dcrc->valuestring) != 8 || *end || strspn(dcrc->valuestring, "0123456789abcdef") != 8)
+            return mt_fail(MT_ERR_FORMAT, "%s: data_crc32: expected 8 lowercase hex digits", path);
+        s->data_id = 1;
+        s->data_tokens = (size_t)tokens;
+        s->data_crc32 = (uint32_t)crc;
+    }
 
     // Every field is validated, also those the command line overrides: a state
     // holding an impossible value is damaged, whatever this run would use.
@@ -180,6 +211,7 @@ static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_o
     if (!o->given.data) o->data = s->strings[n_str];
     if (!o->given.precision) o->precision = saved.precision;
     if (!o->given.lr_schedule) o->lr_schedule = saved.lr_schedule;
+    s->seed = saved.seed;
     if (!o->given.seed) o->seed = saved.seed;
     if (!o->given.batch) o->eng.B = saved.eng.B;
     if (!o->given.seq_len) o->eng.T = saved.eng.T;
@@ -194,6 +226,43 @@ static mt_status parse(const char *path, const cJSON *j, mt_train_state *s, mt_o
     if (!o->given.warmup) o->warmup = saved.warmup;
     if (!o->given.speculative) o->eng.sched.speculative = saved.eng.sched.speculative;
     if (!o->given.grad_accum_dtype) o->eng.grad_sum = saved.eng.grad_sum;
+    return MT_OK;
+}
+
+static const char *DATA_HINT = "a resume must read the same tokens to continue the same run. HINT: give --data "
+                                "with the file the checkpoint recorded, or start a new run from these weights with "
+                                "--model (the optimizer state is not carried)";
+
+mt_status mt_train_state_resume_data(const char *dir, const mt_train_state *s, const mt_options *o, mt_data *d) {
+    int was_synth = !strcmp(s->data, "synthetic"), is_synth = !strcmp(d->source, "synthetic");
+    const char *now = d->path[0] ? d->path : d->source;
+    if (was_synth != is_synth)
+        return mt_fail(MT_ERR_ARG, "%s/train_state.json: the checkpoint was trained on %s, but this run reads %s: %s",
+                       dir, s->data, now, DATA_HINT);
+    if (was_synth && o->seed != s->seed) // synthetic ids are a function of the seed
+        return mt_fail(MT_ERR_ARG, "--seed %llu: the checkpoint's synthetic data came from seed %llu, and a resume "
+                                   "must read the same tokens; drop --seed", o->seed, s->seed);
+    if (s->data_id) {
+        if (!d->has_crc || d->n != s->data_tokens || d->crc32 != s->data_crc32)
+            return mt_fail(MT_ERR_ARG,
+                           "%s/train_state.json: the data changed: the checkpoint was trained on %s (%zu tokens, "
+                           "CRC-32 %08x), but %s%s holds %zu tokens, CRC-32 %08x: %s",
+                           dir, s->data, s->data_tokens, (unsigned)s->data_crc32, o->given.data ? "--data " : "", now,
+                           d->n, (unsigned)d->crc32, DATA_HINT);
+    } else if (!was_synth && strcmp(s->data, "embedded")) { // version 2, a file: recorded as typed, unchecked
+        if (!o->given.data)
+            return mt_fail(MT_ERR_ARG,
+                           "%s/train_state.json: version %d records the data only as typed (%s), with no size or "
+                           "checksum, so this resume cannot tell whether %s holds the tokens that run read. HINT: give "
+                           "--data FILE naming that file (its next save records what identifies it)",
+                           dir, s->version, s->data, now);
+        fprintf(stderr, "megatrain: note: %s/train_state.json (version %d) cannot identify its data; reading --data %s "
+                        "as the run's own\n", dir, s->version, d->source);
+    }
+    if (s->data_cursor >= d->n)
+        return mt_fail(MT_ERR_FORMAT, "%s/train_state.json: data_cursor %zu is beyond the end of %s (%zu tokens)", dir,
+                       s->data_cursor, now, d->n);
+    d->cursor = s->data_cursor;
     return MT_OK;
 }
 

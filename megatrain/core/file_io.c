@@ -10,23 +10,56 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+const char *mt_file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+mt_status mt_file_open_regular(const char *path, const char *what, int *fd_out, struct stat *sb_out) {
+    *fd_out = -1;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return mt_fail(MT_ERR_IO, "%s: cannot open%s%s: %s", path, what ? " " : "", what ? what : "", strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int err = errno;
+        close(fd);
+        return mt_fail(MT_ERR_IO, "%s: cannot stat: %s", path, strerror(err));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return mt_fail(MT_ERR_IO, "%s: not a regular file but %s%s%s%s", path, mt_file_kind(sb.st_mode),
+                       what ? " (expected " : "", what ? what : "", what ? ")" : "");
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK); // a regular file: ordinary reads from here on
+    if (sb_out) *sb_out = sb;
+    *fd_out = fd;
+    return MT_OK;
+}
+
 mt_status mt_file_read_text(const char *path, const char *what, size_t max_bytes, char **out, size_t *len) {
     *out = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return mt_fail(MT_ERR_IO, "%s: cannot open %s: %s", path, what, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !(S_ISREG(sb.st_mode) || S_ISFIFO(sb.st_mode))) {
-        fclose(f);
-        return mt_fail(MT_ERR_IO, "%s: not a regular file (expected %s)", path, what);
-    }
-    if (S_ISREG(sb.st_mode) && (size_t)sb.st_size > max_bytes) {
-        fclose(f);
+    MT_TRY(mt_file_open_regular(path, what, &fd, &sb));
+    if ((size_t)sb.st_size > max_bytes) {
+        close(fd);
         return mt_fail(MT_ERR_FORMAT, "%s: %lld bytes is too large for %s", path, (long long)sb.st_size, what);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return mt_fail(MT_ERR_IO, "%s: cannot open %s: %s", path, what, strerror(errno));
     }
     char *text = NULL;
     size_t n = 0, cap = 0, got;
-    do { // chunked, so pipes work too
+    do { // chunked: the file may grow while it is read
         if (n + 4096 + 1 > cap) {
             cap = cap ? cap * 2 : 16384;
             char *t = cap <= max_bytes + 4097 ? realloc(text, cap) : NULL;

@@ -4,12 +4,24 @@
 #define MT_FILE_IO_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "core/status.h"
 
-// Reads a regular file (or a pipe) of at most max_bytes into a NUL-terminated
-// buffer the caller frees. `what` names the expected content in errors:
-// "PATH: cannot open WHAT: ...", "PATH: not a regular file (expected WHAT)".
+// Opens PATH read-only and refuses, before any read, what is not a regular file:
+// opening a FIFO blocks until a writer comes (forever, for a FIFO left in place of
+// a model file), and a device or socket never ends. The open itself does not block
+// (O_NONBLOCK, cleared once the file is known to be regular). `what` (may be NULL)
+// names the expected content: "PATH: not a regular file but a FIFO (expected WHAT)".
+// *sb receives the file's stat (may be NULL).
+mt_status mt_file_open_regular(const char *path, const char *what, int *fd, struct stat *sb);
+// "a FIFO", "a directory", "a character device", ... for messages.
+const char *mt_file_kind(mode_t mode);
+
+// Reads a regular file of at most max_bytes into a NUL-terminated buffer the
+// caller frees (mt_file_open_regular first: a FIFO or device is refused, never
+// waited on). `what` names the expected content in errors:
+// "PATH: cannot open WHAT: ...", "PATH: not a regular file but a FIFO (expected WHAT)".
 mt_status mt_file_read_text(const char *path, const char *what, size_t max_bytes, char **out, size_t *len);
 // Writes len bytes to PATH.<pid>.tmp, fsyncs, renames it over PATH and fsyncs the
 // directory: PATH is either the old file or the complete new one, never a partial

@@ -5,7 +5,7 @@
 #define MT_METRICS_H
 
 double mt_metric_tokens_per_s(double tokens, double step_ms);
-// 6 * N_all * tokens / step time, in TFLOP/s (DESIGN.md's, the official code's).
+// 6 * N_all * tokens / step time, in TFLOP/s (docs/DESIGN.md#metrics, the official code's).
 double mt_metric_tflops(double params, double tokens, double step_ms);
 // tflops over the device's dense bf16 peak.
 double mt_metric_mfu(double tflops, double peak_tflops);

@@ -6,22 +6,35 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "core/file_io.h"
+
+// CRC-32 (zlib's) of the ids as little-endian uint32: the file's bytes on every host we build for.
+static uint32_t tokens_crc(const uint32_t *t, size_t n) {
+    return (uint32_t)crc32_z(crc32_z(0, Z_NULL, 0), (const unsigned char *)t, n * 4);
+}
 
 mt_status mt_data_open_file(mt_data *d, const char *path, int vocab, int B, int T) {
     memset(d, 0, sizeof *d);
     snprintf(d->source, sizeof d->source, "%s", path);
     struct stat sb;
-    if (stat(path, &sb) != 0) return mt_fail(MT_ERR_IO, "%s: cannot open data file: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode)) return mt_fail(MT_ERR_IO, "%s: not a regular file", path);
-    if (sb.st_size % 4 != 0)
-        return mt_fail(MT_ERR_FORMAT, "%s: size %lld bytes is not a multiple of 4 (expected flat uint32 token ids)", path,
-                       (long long)sb.st_size);
+    int fd;
+    MT_TRY(mt_file_open_regular(path, "a token file (--data)", &fd, &sb));
+    mt_status bad = MT_OK;
     size_t n = (size_t)sb.st_size / 4, need = (size_t)B * T + 1;
-    if (n < need)
-        return mt_fail(MT_ERR_FORMAT, "%s: %zu tokens, fewer than one batch needs (batch x seq-len + 1 = %zu)", path, n,
-                       need);
-    FILE *f = fopen(path, "rb");
-    if (!f) return mt_fail(MT_ERR_IO, "%s: cannot open data file: %s", path, strerror(errno));
+    if (sb.st_size % 4 != 0)
+        bad = mt_fail(MT_ERR_FORMAT, "%s: size %lld bytes is not a multiple of 4 (expected flat uint32 token ids)", path,
+                      (long long)sb.st_size);
+    else if (n < need)
+        bad = mt_fail(MT_ERR_FORMAT, "%s: %zu tokens, fewer than one batch needs (batch x seq-len + 1 = %zu)", path, n,
+                      need);
+    FILE *f = bad == MT_OK ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        close(fd);
+        return bad != MT_OK ? bad : mt_fail(MT_ERR_IO, "%s: cannot open data file: %s", path, strerror(errno));
+    }
     d->tokens = malloc(n * 4);
     if (!d->tokens) {
         fclose(f);
@@ -41,6 +54,9 @@ mt_status mt_data_open_file(mt_data *d, const char *path, int vocab, int B, int 
         }
     }
     d->n = n;
+    d->crc32 = tokens_crc(d->tokens, n);
+    d->has_crc = 1;
+    if (!realpath(path, d->path)) snprintf(d->path, sizeof d->path, "%s", path); // opened, so it resolves
     return MT_OK;
 }
 
@@ -65,6 +81,8 @@ mt_status mt_data_from_bytes(mt_data *d, const unsigned char *bytes, size_t n, c
     if (!d->tokens) return mt_fail(MT_ERR_MEMORY, "%s: cannot allocate %zu tokens", source, n);
     for (size_t i = 0; i < n; i++) d->tokens[i] = bytes[i];
     d->n = n;
+    d->crc32 = tokens_crc(d->tokens, n);
+    d->has_crc = 1;
     return MT_OK;
 }
 

@@ -14,7 +14,13 @@ typedef struct {
     uint32_t *tokens;
     size_t n;
     size_t cursor;
-    char source[512]; // file path, "synthetic" or "embedded"
+    char source[512]; // file path as given, "synthetic" or "embedded"
+    // What identifies the tokens, so a resume can tell it reads what the run read:
+    // a file's absolute path, and for a file or the embedded corpus the CRC-32 of
+    // the ids as little-endian uint32 (for a file: the file's own CRC-32).
+    char path[4096];  // absolute path of a file ("" otherwise)
+    int has_crc;      // crc32 is set (a file, the embedded corpus; synthetic ids come from the seed)
+    uint32_t crc32;
 } mt_data;
 
 // Reads a flat little-endian uint32 file; checks size, ids < vocab, and length >= B*T+1.

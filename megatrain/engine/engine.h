@@ -36,7 +36,7 @@ typedef struct {
                             // speculative step keeps its restore copies only for the units that fit in it
 } mt_engine_opts;
 
-// The one set of defaults (DESIGN.md's CLI contract): the megatrain schedule, batch 4
+// The one set of defaults (docs/DESIGN.md#cli): the megatrain schedule, batch 4
 // x 64 tokens, no accumulation, K = 1, 2 weight buffers, 4 gradient slabs, 8k-token MLP
 // chunks, chunked gradients summed in f32 where it fits (auto), checkpoint offload auto,
 // pointer bind, DeepSpeed's ZeRO-3 knobs.

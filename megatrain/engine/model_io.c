@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/out_file.h"
 #include "model/safetensors.h"
 
 #define MAX_TENSORS_PER_UNIT MT_T_COUNT
@@ -40,7 +41,7 @@ static mt_status find_view(const mt_safetensors *st, const mt_unit *u, int t, co
     mt_layout_hf_name(u->lay, (mt_tensor_id)t, u->layer, name, 256);
     strcat(name, suffix);
     *out = mt_st_find(st, name);
-    if (!*out) return mt_fail(MT_ERR_SHAPE, "%s: missing tensor %s", mt_st_path(st, 0), name);
+    if (!*out) return mt_fail(MT_ERR_SHAPE, "%s: missing tensor %s", mt_st_source(st), name);
     const mt_tensor_slot *v = &u->lay->t[t];
     return mt_st_expect_shape(st, *out, v->ndim, v->shape);
 }
@@ -133,7 +134,7 @@ static const char *FOREIGN_HINT = "the file was changed or damaged after the sav
 // With `expect`: the file holds exactly the recorded tensors.
 static mt_status expect_count(const mt_safetensors *st, const mt_tensor_records *expect) {
     if (!expect || mt_st_count(st) == expect->n) return MT_OK;
-    return mt_fail(MT_ERR_FORMAT, "%s: holds %d tensors but checkpoint.json records %d: %s", mt_st_path(st, 0),
+    return mt_fail(MT_ERR_FORMAT, "%s: holds %d tensors but checkpoint.json records %d: %s", mt_st_source(st),
                    mt_st_count(st), expect->n, FOREIGN_HINT);
 }
 
@@ -175,16 +176,66 @@ static mt_status read_checked(const mt_safetensors *st, const mt_st_tensor *ti, 
 // ----------------------------------------------------------------------------
 // loading
 
-mt_status mt_model_load_weights(mt_model *m, const char *path, const mt_tensor_records *expect) {
+// Why a file would hold a tensor this config does not place, where the name tells.
+static const char *unused_why(const mt_config *c, const char *name) {
+    if (strstr(name, "self_attn.") && strstr(name, "_proj.bias") && !c->attention_bias)
+        return c->arch == MT_ARCH_LLAMA ? "config.json: model_type llama without attention_bias has no q/k/v biases; "
+                                          "Qwen2 weights need model_type qwen2"
+                                        : "config.json: this model_type has no q/k/v biases";
+    if (!strcmp(name, "lm_head.weight") && c->tie_word_embeddings)
+        return "config.json sets tie_word_embeddings: true, so the head is model.embed_tokens.weight; weights with "
+               "their own lm_head.weight want tie_word_embeddings: false";
+    if ((strstr(name, "self_attn.q_norm.") || strstr(name, "self_attn.k_norm.")) && !c->qk_norm)
+        return "config.json: this model_type has no q/k norms; Qwen3 weights need model_type qwen3";
+    return NULL;
+}
+
+// The tensors of st not marked in used[]: an error naming them (and why, where the
+// name tells), or with rep->allow_unused a report the caller prints.
+static mt_status check_unused(const mt_safetensors *st, const mt_config *c, const unsigned char *used,
+                              mt_load_report *rep) {
+    int n = 0, listed = 0;
+    char list[800] = "";
+    const char *why = NULL;
+    size_t k = 0;
+    for (int i = 0; i < mt_st_count(st); i++) {
+        const char *name = mt_st_get(st, i)->name;
+        // RoPE's inverse frequencies, a buffer older HF Llama saves kept: derived from
+        // config.json, and skipped by transformers' own loader (_keys_to_ignore_on_load_unexpected).
+        if (used[i] || strstr(name, ".rotary_emb.inv_freq")) continue;
+        if (!why) why = unused_why(c, name);
+        if (listed < 4 && k < sizeof list) {
+            k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", listed ? ", " : "", name);
+            listed++;
+        }
+        n++;
+    }
+    if (n == 0) return MT_OK;
+    char msg[sizeof rep->unused], more[40] = "";
+    if (n > listed) snprintf(more, sizeof more, ", and %d more", n - listed);
+    snprintf(msg, sizeof msg, "%s: %d tensor%s the model does not use: %s%s%s%s%s", mt_st_source(st), n,
+             n == 1 ? "" : "s", list, more, why ? " (" : "", why ? why : "", why ? ")" : "");
+    if (!rep || !rep->allow_unused)
+        return mt_fail(MT_ERR_SHAPE, "%s. HINT: fix config.json, or give --allow-unused-tensors to train without them",
+                       msg);
+    rep->n_unused = n;
+    snprintf(rep->unused, sizeof rep->unused, "%s", msg);
+    return MT_OK;
+}
+
+mt_status mt_model_load_weights(mt_model *m, const char *path, const mt_tensor_records *expect, mt_load_report *rep) {
     mt_safetensors *st;
     MT_TRY(mt_st_open(path, &st));
-    mt_status s = expect_count(st, expect);
+    if (rep) rep->n_unused = 0, rep->unused[0] = 0;
+    unsigned char *used = calloc((size_t)mt_st_count(st) + 1, 1);
+    mt_status s = used ? expect_count(st, expect) : mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
     for (int ui = 0; ui < m->n_units && s == MT_OK; ui++) {
         mt_unit *u = &m->units[ui];
         for (int t = 0; t < MT_T_COUNT && s == MT_OK; t++) {
             const mt_tensor_slot *v = &u->lay->t[t];
             const mt_st_tensor *ti;
             if (!v->present || (s = find_view(st, u, t, "", &ti)) != MT_OK) continue;
+            used[ti - mt_st_get(st, 0)] = 1;
             void *param = elem(u->param, m->wdt, v->offset);
             if (u->master) {
                 s = read_checked(st, ti, u->master + v->offset, MT_F32, expect);
@@ -196,6 +247,8 @@ mt_status mt_model_load_weights(mt_model *m, const char *path, const mt_tensor_r
                 s = check_finite(param, m->wdt, v->numel, mt_st_path(st, ti->file), ti->name, " (rounded to bf16)");
         }
     }
+    if (s == MT_OK) s = check_unused(st, &m->cfg, used, rep);
+    free(used);
     mt_st_close(st);
     return s;
 }
@@ -399,8 +452,12 @@ mt_status mt_model_save_grads(const mt_model *m, const char *path) {
     mt_st_entry *entries;
     char(*names)[256];
     int n = 0;
+    char dest[MT_OUT_PATH_MAX];
+    int in_place;
+    // A safetensors file is read whole: a regular file only; through a symlink, the file it names.
+    MT_TRY(mt_out_resolve("--dump-grads", path, MT_OUT_FILE, dest, sizeof dest, &in_place));
     MT_TRY(picked(m, PICK_GRADS, PICK_GRADS, path, &entries, &names, &n));
-    mt_status s = mt_st_write(path, entries, n);
+    mt_status s = mt_st_write(dest, entries, n);
     free(entries);
     free(names);
     return s;

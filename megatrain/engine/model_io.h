@@ -29,11 +29,22 @@ void mt_tensor_records_free(mt_tensor_records *r);
 void mt_tensor_records_sort(mt_tensor_records *r);
 const mt_tensor_record *mt_tensor_records_find(const mt_tensor_records *r, const char *name);
 
+// What a load found beyond what the model uses: a tensor the config has no place
+// for (Qwen2's q/k/v biases under model_type llama, an lm_head.weight beside
+// tie_word_embeddings: true, anything else) is an error, unless allow_unused.
+typedef struct {
+    int allow_unused;  // in: drop such tensors (and report them here) instead of failing
+    int n_unused;      // out: how many were dropped
+    char unused[1200]; // out: "PATH: N tensors the model does not use: a, b, ... (why)"
+} mt_load_report;
+
 // Loads every tensor the config needs from an HF directory (or file), checking
 // names and shapes and that every value is finite; converts to the precision's
-// types. With `expect` (a checkpoint's records of that file), the file must hold
-// exactly those tensors, with those dtypes, shapes and CRC-32s.
-mt_status mt_model_load_weights(mt_model *m, const char *path, const mt_tensor_records *expect);
+// types. A tensor in the file that the model does not use fails the load naming
+// it (rep NULL, or rep->allow_unused 0). With `expect` (a checkpoint's records of
+// that file), the file must hold exactly those tensors, with those dtypes, shapes
+// and CRC-32s.
+mt_status mt_model_load_weights(mt_model *m, const char *path, const mt_tensor_records *expect, mt_load_report *rep);
 // N(0, 0.02) for matrices, ones for norms, zeros for biases; deterministic in seed.
 void mt_model_init_random(mt_model *m, unsigned long long seed);
 // Writes DIR/config.json (the source config written back, torch_dtype set: fp32 and

@@ -1,5 +1,5 @@
-// peer.c: the three peers (peer.h) as descriptors from the schedule table plus
-// their own costs. Sources of every figure: baselines/PEERS.md (what each line
+// peer.c: the three peers (peer.h): each names its row of the schedule table
+// (engine/schedule.c) and adds its own costs. Sources of every figure: baselines/PEERS.md (what each line
 // below cites is the code read there, never copied).
 #include "engine/peer.h"
 
@@ -10,85 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
-// Host time a framework's hooks spend per fetch before the compute can be issued,
-// measured (PEERS.md, "hooks"): results/peer_hooks.jsonl, rows "fwd_bwd", the median
-// over 11 interleaved rounds of `~/.cache/megatrain/peers-venv/bin/python
-// baselines/peers/stage3_hooks.py --rounds 11 --steps 30` on the 2-core dev VM (Intel
-// Xeon, CPU only, DeepSpeed 0.19.8 on its CPU accelerator, torch 2.15), 2026-11-24.
-// Each is the per-layer hook time (a tiny Llama under the framework minus plain torch,
-// the slope over depths 2 and 8) divided by the fetches our model charges a layer:
-// DeepSpeed 6 submodules x 2 loads (forward; the backward's recompute), FSDP2 1 x 2.
-// That VM's CPU; a target host's may be faster.
-#define MT_PEER_DS_HOOK_MS 0.586    // range 0.517-0.757 (0.171 ms per fetch_sub_module call, 41 a layer)
-#define MT_PEER_FSDP2_HOOK_MS 0.874 // range 0.468-1.022 (0.582 ms per FSDPParamGroup.unshard, 3 a layer)
+#include "core/file_io.h"
+
+// Where the hook time per fetch in the peers' schedule rows (engine/schedule.c) comes from.
 #define MT_PEER_HOOK_SOURCE "measured: results/peer_hooks.jsonl (baselines/peers/stage3_hooks.py on the 2-core dev VM, 2026-11-24)"
-
-// DeepSpeed ZeRO-3 with offload_param and offload_optimizer to the CPU: the zero3
-// schedule (per-submodule fetch within the prefetch bucket, fp32 gradients out,
-// per-layer checkpoints, DeepSpeedCPUAdam after backward) plus its hooks and its
-// host state: bf16 partition 2 + fp32 master 4 + fp32 m, v 8 + fp32 grad 4 = 18 B
-// (fp32 training: 16 B, no bf16 partition).
-static void deepspeed_describe(mt_schedule_desc *d) {
-    d->name = "deepspeed-zero3";
-    d->summary = "DeepSpeed ZeRO-3 + CPU offload as it runs: per-submodule fetch through Python hooks, fp32 "
-                 "gradients out, DeepSpeedCPUAdam on the fp32 master after backward, then the bf16 copy";
-    d->fetch_overhead_ms = MT_PEER_DS_HOOK_MS;
-    d->attention_kernel = "torch_sdpa"; // the HF model with attn_implementation="sdpa" (baselines/peers)
-    d->host_bytes_per_param[MT_PREC_PAPER] = 0; // refused (mt_peer_check_precision)
-    d->host_bytes_per_param[MT_PREC_MIXED] = 18;
-    d->host_bytes_per_param[MT_PREC_FP32] = 16;
-}
-
-// PyTorch FSDP2 fully_shard per decoder layer and the root, CPUOffloadPolicy(pin_memory=True),
-// MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), world size 1: a layer
-// is one fetch (its fp32 shard copied in, cast to bf16 on the device), the next
-// one in flight behind it; every layer checkpointed; fp32 gradients offloaded;
-// torch.optim.AdamW on the CPU after backward. 16 B/param on the host.
-static void fsdp2_describe(mt_schedule_desc *d) {
-    d->name = "fsdp2-offload";
-    d->summary = "PyTorch FSDP2 with CPUOffloadPolicy on one GPU: per-layer fetch of fp32 shards cast on the device, "
-                 "fp32 gradients out, torch AdamW on the CPU after backward";
-    d->takes = 0;
-    d->weight_bufs = 2;
-    d->ckpt_interval = 1;
-    d->offload_checkpoints = 0;
-    d->param_wire_f32 = 1;
-    d->grad_wire_f32 = 1;
-    d->optimizer_overlapped = 0;
-    d->optimizer_master = 1;
-    d->fetch_overhead_ms = MT_PEER_FSDP2_HOOK_MS;
-    d->attention_kernel = "torch_sdpa"; // as DeepSpeed's: the HF model with SDPA
-    d->host_bytes_per_param[MT_PREC_MIXED] = 16;
-    d->host_bytes_per_param[MT_PREC_FP32] = 16;
-}
-
-// The official MegaTrain (DLYuanGod/MegaTrain, infinity/model/cpu_master.py and
-// examples/sft/train.py): double-buffered layer streaming, a checkpoint every 4
-// layers, each layer loaded in forward, in its block's recompute and again in
-// backward (where autograd re-runs its forward), bound by copying the flat
-// buffer into a layer template, bf16 gradients out, the optimizer after backward,
-// then the pinned bf16 flats refreshed. Host: bf16 params 2 + bf16 grads 2 +
-// fp32 m, v 8 + pinned bf16 flats 2 = 14 B/param.
-static void official_describe(mt_schedule_desc *d) {
-    d->name = "official";
-    d->summary = "the official MegaTrain code: 3 weight passes, checkpoint every 4 layers, copy bind, "
-                 "DeepSpeedCPUAdam after backward, then the pinned bf16 flats refreshed";
-    d->takes = 0;
-    d->weight_bufs = 2;
-    d->ckpt_interval = 4;
-    d->offload_checkpoints = 0;
-    d->bind = MT_BIND_COPY;
-    d->weight_passes = 3;
-    // attn_implementation flash_attention_2 (qwen_7b_1gpu.yaml): the flash-attn package, which the GPU
-    // machine lacks; PyTorch's SDPA flash backend runs FlashAttention-2's kernels and stands in for it
-    d->attention_kernel = "torch_sdpa_flash";
-    d->optimizer_overlapped = 0;
-    d->host_bytes_per_param[MT_PREC_PAPER] = 14;
-}
 
 #define P(x) (1u << (x))
 static const mt_peer peers[] = {
-    {.name = "deepspeed-zero3", .schedule = "zero3",
+    {.name = "deepspeed-zero3", .schedule = "deepspeed-zero3", .like = "zero3",
      .summary = "DeepSpeed ZeRO-3, offload_param + offload_optimizer to the CPU, DeepSpeedCPUAdam",
      .precisions = P(MT_PREC_MIXED) | P(MT_PREC_FP32), .precision = MT_PREC_MIXED,
      // csrc/adam/cpu_adam_impl.cpp: one fused pass over fp32 p, g, m, v (read 16 B, write p, m, v 12 B).
@@ -96,8 +25,8 @@ static const mt_peer peers[] = {
      // fp32 -> bf16 partition copy (read 4, write 2); fp32 training has no bf16 copy.
      .opt = {.impl = "deepspeed_cpu_adam", .what = "DeepSpeedCPUAdam (AVX + OpenMP) on the fp32 master",
              .bytes_per_param = 28, .measured_bytes_per_param = 28, .code_efficiency = 0.6, .host_pass_bytes = {0, 18, 12}},
-     .hook_source = MT_PEER_HOOK_SOURCE, .describe = deepspeed_describe},
-    {.name = "fsdp2-offload", .schedule = "megatrain",
+     .hook_source = MT_PEER_HOOK_SOURCE},
+    {.name = "fsdp2-offload", .schedule = "fsdp2-offload", .like = "megatrain",
      .summary = "PyTorch FSDP2 fully_shard per layer, CPUOffloadPolicy(pin_memory=True), torch.optim.AdamW",
      .precisions = P(MT_PREC_MIXED) | P(MT_PREC_FP32), .precision = MT_PREC_MIXED,
      // torch/optim/adamw.py on CPU tensors defaults to the per-tensor loop (foreach only for CUDA):
@@ -105,8 +34,8 @@ static const mt_peer peers[] = {
      // Beside it: clip_grad_norm_ (norm: read 4; scale: read+write 8).
      .opt = {.impl = "torch_adamw_foreach", .what = "torch.optim.AdamW, the per-tensor loop (CPU default)",
              .bytes_per_param = 80, .measured_bytes_per_param = 80, .code_efficiency = 0.6, .host_pass_bytes = {0, 12, 12}},
-     .hook_source = MT_PEER_HOOK_SOURCE, .describe = fsdp2_describe},
-    {.name = "official", .schedule = "megatrain",
+     .hook_source = MT_PEER_HOOK_SOURCE},
+    {.name = "official", .schedule = "official", .like = "megatrain",
      .summary = "the official MegaTrain code (DLYuanGod/MegaTrain), examples/sft/configs/qwen_7b_1gpu.yaml",
      .precisions = P(MT_PREC_PAPER), .precision = MT_PREC_PAPER,
      // qwen_7b_1gpu.yaml: optimizer deepspeed_adam -> DeepSpeedCPUAdam (fp32 moments) over bf16 params and
@@ -114,7 +43,7 @@ static const mt_peer peers[] = {
      // the bf16 grads (norm: read 2; scale: read+write 4) and _sync_params_to_gpu's flats (read 2, write 2).
      .opt = {.impl = "deepspeed_cpu_adam", .what = "DeepSpeedCPUAdam on bf16 params and grads, fp32 moments",
              .bytes_per_param = 22, .measured_bytes_per_param = 28, .code_efficiency = 0.6, .host_pass_bytes = {10, 0, 0}},
-     .hook_source = "none: no module hooks (code: cpu_master.py)", .describe = official_describe},
+     .hook_source = "none: no module hooks (code: cpu_master.py)"},
 };
 #undef P
 #define N_PEERS (int)(sizeof peers / sizeof *peers)
@@ -135,20 +64,7 @@ mt_status mt_peer_find(const char *name, const mt_peer **out) {
     return mt_fail(MT_ERR_ARG, "--peer: unknown value '%s' (expected one of: %s)", name, known);
 }
 
-const mt_schedule_desc *mt_peer_schedule(const mt_peer *p) {
-    static mt_schedule_desc built[N_PEERS];
-    static int done[N_PEERS];
-    int i = (int)(p - peers);
-    if (i < 0 || i >= N_PEERS) return NULL;
-    if (!done[i]) {
-        const mt_schedule_desc *base = NULL;
-        if (mt_schedule_find(p->schedule, &base) != MT_OK) return NULL;
-        built[i] = *base;
-        p->describe(&built[i]);
-        done[i] = 1;
-    }
-    return &built[i];
-}
+const mt_schedule_desc *mt_peer_schedule(const mt_peer *p) { return mt_schedule_row(p->schedule); }
 
 mt_status mt_peer_check_precision(const mt_peer *p, mt_precision prec) {
     if (p->precisions & (1u << prec)) return MT_OK;
@@ -175,8 +91,13 @@ const char *mt_peer_rates_path(void) {
 // The last row of `impl` in the measurements: params/s and the triad beside it (0 when none).
 static mt_status measured_rate(const char *path, const char *impl, double *params_per_s, double *triad_gb_s) {
     *params_per_s = *triad_gb_s = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return mt_fail(MT_ERR_IO, "%s: cannot read the CPU optimizer measurements", path);
+    int fd;
+    MT_TRY(mt_file_open_regular(path, "the CPU optimizer measurements", &fd, NULL)); // never blocks on a FIFO
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return mt_fail(MT_ERR_IO, "%s: cannot read the CPU optimizer measurements", path);
+    }
     char line[8192];
     int ln = 0;
     mt_status s = MT_OK;

@@ -1,5 +1,5 @@
 // peer.h: peers as they really run (`--peer NAME`, sim and plan only). A peer
-// is a descriptor from the schedule table (schedule.h) with the fields that
+// is a row of the schedule table (schedule.c, `.peer = 1`) with the fields that
 // peer fixes, plus the costs only it has: its host bytes per parameter, the
 // dtype its parameters and gradients cross the link in, its CPU optimizer (the
 // implementation, its rate and the serial host passes around it), the host time
@@ -32,22 +32,21 @@ typedef struct {
 typedef struct mt_peer mt_peer;
 struct mt_peer {
     const char *name;            // --peer NAME
-    const char *schedule;        // the schedule table entry it starts from
+    const char *schedule;        // its row of the schedule table (.peer = 1): ckpt interval, bind, passes,
+                                 // wire dtypes, overlap, hooks, host bytes per parameter
+    const char *like;            // the schedule of ours whose walk its row shares (plan: schedule_base)
     const char *summary;
     unsigned precisions;         // 1 << mt_precision for each precision it runs
     mt_precision precision;      // the one it runs in practice (the default)
     mt_peer_optimizer opt;
     const char *hook_source;     // where its hook time per fetch (fetch_overhead_ms) comes from
-    // The descriptor: the base entry with this peer's fields set (ckpt interval,
-    // bind, passes, wire dtypes, overlap, hooks, host bytes per parameter).
-    void (*describe)(mt_schedule_desc *d);
 };
 
 int mt_peer_count(void);
 const mt_peer *mt_peer_at(int i);
 // Peer by name; an unknown name fails naming --peer and the known names.
 mt_status mt_peer_find(const char *name, const mt_peer **out);
-// The peer's descriptor, a table entry like any schedule's (static storage, one per peer).
+// The peer's descriptor: its row of the schedule table.
 const mt_schedule_desc *mt_peer_schedule(const mt_peer *p);
 // Refuses (one line naming --precision) a precision the peer does not run.
 mt_status mt_peer_check_precision(const mt_peer *p, mt_precision prec);

@@ -1,6 +1,7 @@
-// schedule.c: the four schedules as descriptors (schedule.h), and how a
-// descriptor takes the user's options. Every schedule runs the same layer
-// template, loss head and optimizer, so all four compute the same numbers.
+// schedule.c: the schedule table (schedule.h): our four schedules and the three
+// peers as they run, each one row of data, and how a row takes the user's
+// options. Every row runs the same layer template, loss head and optimizer, so
+// all compute the same numbers; the peers differ in what they move and when.
 #include "engine/schedule.h"
 
 #include <stdio.h>
@@ -31,6 +32,18 @@ static void zero3_derive(mt_schedule_desc *d, const mt_config *c) {
     d->host_pinned = d->zero3.pin_memory;
 }
 
+// Host time a framework's hooks spend per fetch before the compute can be issued,
+// measured (PEERS.md, "hooks"): results/peer_hooks.jsonl, rows "fwd_bwd", the median
+// over 11 interleaved rounds of `~/.cache/megatrain/peers-venv/bin/python
+// baselines/peers/stage3_hooks.py --rounds 11 --steps 30` on the 2-core dev VM (Intel
+// Xeon, CPU only, DeepSpeed 0.19.8 on its CPU accelerator, torch 2.15), 2026-11-24.
+// Each is the per-layer hook time (a tiny Llama under the framework minus plain torch,
+// the slope over depths 2 and 8) divided by the fetches our model charges a layer:
+// DeepSpeed 6 submodules x 2 loads (forward; the backward's recompute), FSDP2 1 x 2.
+// That VM's CPU; a target host's may be faster. (Their source line: peer.h.)
+#define MT_PEER_DS_HOOK_MS 0.586    // range 0.517-0.757 (0.171 ms per fetch_sub_module call, 41 a layer)
+#define MT_PEER_FSDP2_HOOK_MS 0.874 // range 0.468-1.022 (0.582 ms per FSDPParamGroup.unshard, 3 a layer)
+
 static const mt_schedule_desc table[] = {
     {.name = "megatrain",
      .summary = "stream layers through a ring of device buffers, checkpoint every K-th input and recompute, "
@@ -52,21 +65,71 @@ static const mt_schedule_desc table[] = {
      .summary = "one stream: copy a layer in, compute, copy its gradients out; no prefetch; optimizer after backward",
      .takes = MT_TAKES_CKPT_INTERVAL | MT_TAKES_OFFLOAD_CKPT | MT_TAKES_BIND, .weight_bufs = 1,
      .prefetch_elems = -1, .ckpt_interval = 1, .serial_link = 1, .host_pinned = 1},
+
+    // ---- the peers as they really run (engine/peer.h: `--peer NAME`, sim and plan only; --schedule
+    // refuses them). Each row is whole: every field the peer's code fixes, sourced in baselines/PEERS.md.
+
+    // DeepSpeed ZeRO-3 with offload_param and offload_optimizer to the CPU: zero3's fields (per-submodule
+    // fetch within the prefetch bucket, fp32 gradients out, per-layer checkpoints, DeepSpeedCPUAdam after
+    // backward) plus its hooks and its host state: bf16 partition 2 + fp32 master 4 + fp32 m, v 8 + fp32
+    // grad 4 = 18 B (fp32 training: 16 B, no bf16 partition; paper precision it does not run).
+    {.name = "deepspeed-zero3", .peer = 1,
+     .summary = "DeepSpeed ZeRO-3 + CPU offload as it runs: per-submodule fetch through Python hooks, fp32 "
+                "gradients out, DeepSpeedCPUAdam on the fp32 master after backward, then the bf16 copy",
+     .takes = MT_TAKES_ZERO3 | MT_TAKES_BIND, .submodule_fetch = 1, .ckpt_interval = 1, .grad_wire_f32 = 1,
+     .optimizer_master = 1, .fetch_overhead_ms = MT_PEER_DS_HOOK_MS,
+     .attention_kernel = "torch_sdpa", // the HF model with attn_implementation="sdpa" (baselines/peers)
+     .host_bytes_per_param = {0, 18, 16}, .derive = zero3_derive},
+    // PyTorch FSDP2 fully_shard per decoder layer and the root, CPUOffloadPolicy(pin_memory=True),
+    // MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), world size 1: a layer is one fetch (its
+    // fp32 shard copied in, cast to bf16 on the device), the next one in flight behind it; every layer
+    // checkpointed; fp32 gradients offloaded; torch.optim.AdamW on the CPU after backward. 16 B/param.
+    {.name = "fsdp2-offload", .peer = 1,
+     .summary = "PyTorch FSDP2 with CPUOffloadPolicy on one GPU: per-layer fetch of fp32 shards cast on the device, "
+                "fp32 gradients out, torch AdamW on the CPU after backward",
+     .weight_bufs = 2, .prefetch_elems = -1, .ckpt_interval = 1, .host_pinned = 1, .param_wire_f32 = 1,
+     .grad_wire_f32 = 1, .optimizer_master = 1, .fetch_overhead_ms = MT_PEER_FSDP2_HOOK_MS,
+     .attention_kernel = "torch_sdpa", // as DeepSpeed's: the HF model with SDPA
+     .host_bytes_per_param = {0, 16, 16}},
+    // The official MegaTrain (DLYuanGod/MegaTrain, infinity/model/cpu_master.py and examples/sft/train.py):
+    // double-buffered layer streaming, a checkpoint every 4 layers, each layer loaded in forward, in its
+    // block's recompute and again in backward (where autograd re-runs its forward), bound by copying the
+    // flat buffer into a layer template, bf16 gradients out, the optimizer after backward, then the pinned
+    // bf16 flats refreshed. Host: bf16 params 2 + bf16 grads 2 + fp32 m, v 8 + pinned bf16 flats 2 = 14 B.
+    {.name = "official", .peer = 1,
+     .summary = "the official MegaTrain code: 3 weight passes, checkpoint every 4 layers, copy bind, "
+                "DeepSpeedCPUAdam after backward, then the pinned bf16 flats refreshed",
+     .weight_bufs = 2, .prefetch_elems = -1, .ckpt_interval = 4, .host_pinned = 1, .bind = MT_BIND_COPY,
+     .weight_passes = 3,
+     // attn_implementation flash_attention_2 (qwen_7b_1gpu.yaml): the flash-attn package, which the GPU
+     // machine lacks; PyTorch's SDPA flash backend runs FlashAttention-2's kernels and stands in for it
+     .attention_kernel = "torch_sdpa_flash", .host_bytes_per_param = {14, 0, 0}},
 };
 #define N_SCHEDULES (int)(sizeof table / sizeof *table)
 
 int mt_schedule_count(void) { return N_SCHEDULES; }
 const mt_schedule_desc *mt_schedule_at(int i) { return i >= 0 && i < N_SCHEDULES ? &table[i] : NULL; }
 
+const mt_schedule_desc *mt_schedule_row(const char *name) {
+    for (int i = 0; i < N_SCHEDULES; i++)
+        if (!strcmp(name, table[i].name)) return &table[i];
+    return NULL;
+}
+
 mt_status mt_schedule_find(const char *name, const mt_schedule_desc **out) {
+    const mt_schedule_desc *row = mt_schedule_row(name);
+    if (row && !row->peer) {
+        *out = row;
+        return MT_OK;
+    }
+    if (row)
+        return mt_fail(MT_ERR_ARG, "--schedule %s: that is a peer as it runs (sim and plan only); HINT: --peer %s "
+                                   "--backend sim", name, name);
     char known[256] = "";
     for (int i = 0; i < N_SCHEDULES; i++) {
-        if (!strcmp(name, table[i].name)) {
-            *out = &table[i];
-            return MT_OK;
-        }
+        if (table[i].peer) continue;
         size_t n = strlen(known);
-        snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", table[i].name);
+        snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", table[i].name);
     }
     return mt_fail(MT_ERR_ARG, "--schedule: unknown value '%s' (expected one of: %s)", name, known);
 }

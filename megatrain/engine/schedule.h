@@ -7,8 +7,9 @@
 //
 // A table entry fixes what the schedule is and marks (`takes`) which fields the
 // user's options decide; mt_schedule_resolve turns an entry plus the options
-// into the descriptor a run uses. To add a schedule (or, later, a peer), add an
-// entry to schedule.c: nothing else names it.
+// into the descriptor a run uses. To add a schedule, add a row to schedule.c:
+// nothing else names it. A peer is a row too (`.peer = 1`), named by its entry in
+// engine/peer.c, which adds the costs only a peer has (its CPU optimizer).
 #ifndef MT_SCHEDULE_H
 #define MT_SCHEDULE_H
 
@@ -56,6 +57,7 @@ struct mt_schedule_desc {
     const char *name;
     const char *summary;     // one line, for --help and the plan's JSON
     unsigned takes;          // MT_TAKES_*: fields the options decide
+    int peer;                // 1: a peer as it runs (engine/peer.h: --peer, sim and plan only; not --schedule)
 
     // ---- layer weights on the device
     int weights_resident;    // 1: one device buffer per layer, loaded once per step (no streaming)
@@ -107,8 +109,10 @@ struct mt_schedule_desc {
 // The table, for --help and tests: count and entry i.
 int mt_schedule_count(void);
 const mt_schedule_desc *mt_schedule_at(int i);
-// Entry by name; an unknown name fails naming --schedule and the known names.
+// Entry by name for --schedule; an unknown name (or a peer's) fails naming --schedule and the known names.
 mt_status mt_schedule_find(const char *name, const mt_schedule_desc **out);
+// Any row by name, the peers' included (NULL when none).
+const mt_schedule_desc *mt_schedule_row(const char *name);
 // The descriptor a run uses: the entry with the options it takes filled in and
 // the derived fields resolved against the model (ring at most L layers deep).
 void mt_schedule_resolve(const mt_schedule_desc *entry, const mt_schedule_opts *o, const mt_config *c,

@@ -2,12 +2,13 @@
 // the drain and optimizer threads); device spans hold two pooled events each.
 #include "engine/trace.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "core/out_file.h"
 
 typedef struct {
     char name[24];
@@ -178,10 +179,9 @@ mt_status mt_trace_step_end(mt_trace *t, mt_phase_times *out) {
 }
 
 mt_status mt_trace_write(mt_trace *t, const char *path) {
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return mt_fail(MT_ERR_IO, "--trace %s: cannot write: %s", path, strerror(errno));
+    mt_out_file out;
+    MT_TRY(mt_out_open(&out, "--trace", path, MT_OUT_STREAM)); // /dev/null stays a device, a link stays a link
+    FILE *f = out.f;
     fprintf(f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
     for (int l = 0; l < MT_NUM_LANES; l++)
         fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":\"%s\"}},\n", l,
@@ -202,11 +202,5 @@ mt_status mt_trace_write(mt_trace *t, const char *path) {
     }
     pthread_mutex_unlock(&t->mu);
     fprintf(f, "\n]}\n");
-    int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return mt_fail(MT_ERR_IO, "--trace %s: cannot write: %s", path, strerror(errno));
-    }
-    return MT_OK;
+    return mt_out_close(&out);
 }

@@ -44,6 +44,9 @@ mt_status mt_st_read(const mt_safetensors *st, const mt_st_tensor *t, void *dst,
 mt_status mt_st_read_sum(const mt_safetensors *st, const mt_st_tensor *t, void *dst, mt_dtype dst_dtype,
                          uint32_t *crc);
 const char *mt_st_path(const mt_safetensors *st, int file); // file name for error messages
+// What was opened: the .safetensors file, or the index of a sharded set (for
+// messages about the set as a whole: a missing or an unused tensor).
+const char *mt_st_source(const mt_safetensors *st);
 
 // One tensor to write; data is in `dtype` and is written as `file_dtype`.
 typedef struct {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/file_io.h"
 #include "core/json_file.h"
 
 // The safetensors spec caps the header at 100 MB: a larger length is corruption.
@@ -29,6 +30,7 @@
 #define MT_ST_CONVERT_ELEMS ((size_t)1 << 20)
 
 struct mt_safetensors {
+    char *source; // what was opened: the .safetensors file or the index (mt_st_source)
     int nfiles;
     char **paths;
     int *fds;
@@ -99,8 +101,8 @@ static int cmp_offset(const void *a, const void *b) {
 }
 
 static mt_status add_file(mt_safetensors *st, const char *path, int *file_out) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return mt_fail(MT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
+    MT_TRY(mt_file_open_regular(path, "a safetensors file", &fd, NULL)); // a FIFO would block the open forever
     char **paths = realloc(st->paths, (size_t)(st->nfiles + 1) * sizeof *paths);
     if (paths) st->paths = paths;
     int *fds = paths ? realloc(st->fds, (size_t)(st->nfiles + 1) * sizeof *fds) : NULL;
@@ -200,9 +202,34 @@ static mt_status parse_entry(mt_safetensors *st, int file, const char *path, con
 static mt_status check_metadata(const char *path, const cJSON *meta) {
     if (!cJSON_IsObject(meta))
         return mt_fail(MT_ERR_FORMAT, "%s: \"__metadata__\" is not a JSON object", path);
-    for (const cJSON *e = meta->child; e; e = e->next)
+    for (const cJSON *e = meta->child; e; e = e->next) {
         if (!cJSON_IsString(e))
             return mt_fail(MT_ERR_FORMAT, "%s: __metadata__.%s is not a string", path, e->string);
+        for (const cJSON *d = meta->child; d != e; d = d->next) // a few keys: pairwise is fine
+            if (!strcmp(d->string, e->string))
+                return mt_fail(MT_ERR_FORMAT, "%s: __metadata__.%s appears twice (keys must be unique)", path,
+                               e->string);
+    }
+    return MT_OK;
+}
+
+// A key given twice inside one tensor's entry ("dtype" twice): readers disagree on which counts.
+static mt_status check_entry_keys(const char *path, const cJSON *item) {
+    for (const cJSON *e = item->child; e; e = e->next)
+        for (const cJSON *d = item->child; d != e; d = d->next)
+            if (d->string && e->string && !strcmp(d->string, e->string))
+                return mt_fail(MT_ERR_FORMAT, "%s: tensor '%s': key \"%s\" appears twice", path, item->string,
+                               e->string);
+    return MT_OK;
+}
+
+// A tensor name given twice in one header: named as such, before the offsets are
+// compared (two entries with the same offsets would read as an overlap).
+static mt_status check_names_unique(const char *path, mt_st_tensor *ts, int n) {
+    if (n > 1) qsort(ts, (size_t)n, sizeof *ts, cmp_name);
+    for (int i = 1; i < n; i++)
+        if (strcmp(ts[i - 1].name, ts[i].name) == 0)
+            return mt_fail(MT_ERR_FORMAT, "%s: tensor '%s' appears twice in the header", path, ts[i].name);
     return MT_OK;
 }
 
@@ -231,7 +258,6 @@ static mt_status parse_file(mt_safetensors *st, const char *path) {
     int fd = st->fds[file];
     struct stat sb;
     if (fstat(fd, &sb) != 0) return mt_fail(MT_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode)) return mt_fail(MT_ERR_IO, "%s: not a regular file", path);
     size_t fsize = (size_t)sb.st_size;
     if (fsize < 8)
         return mt_fail(MT_ERR_FORMAT, "%s: file is %zu bytes, too short for a safetensors header", path, fsize);
@@ -279,11 +305,18 @@ static mt_status parse_file(mt_safetensors *st, const char *path) {
     int first = st->ntensors;
     s = MT_OK;
     for (const cJSON *e = root->child; e && s == MT_OK; e = e->next) {
-        if (strcmp(e->string, "__metadata__") == 0) s = check_metadata(path, e);
-        else s = parse_entry(st, file, path, e, data_start, data_len);
+        if (strcmp(e->string, "__metadata__") == 0) {
+            for (const cJSON *d = root->child; d != e && s == MT_OK; d = d->next)
+                if (!strcmp(d->string, "__metadata__")) s = mt_fail(MT_ERR_FORMAT, "%s: \"__metadata__\" appears twice", path);
+            if (s == MT_OK) s = check_metadata(path, e);
+        } else {
+            s = check_entry_keys(path, e);
+            if (s == MT_OK) s = parse_entry(st, file, path, e, data_start, data_len);
+        }
     }
     cJSON_Delete(root);
     MT_TRY(s);
+    MT_TRY(check_names_unique(path, st->tensors + first, st->ntensors - first));
     return check_coverage(path, st->tensors + first, st->ntensors - first, data_start, fsize);
 }
 
@@ -291,13 +324,9 @@ static mt_status parse_file(mt_safetensors *st, const char *path) {
 // sharded: model.safetensors.index.json {"weight_map": {name: shard file}}
 
 static mt_status read_small_file(const char *path, size_t max, char **out, size_t *len) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return mt_fail(MT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return mt_fail(MT_ERR_IO, "%s: not a readable regular file", path);
-    }
+    MT_TRY(mt_file_open_regular(path, "a safetensors index", &fd, &sb));
     if ((size_t)sb.st_size > max) {
         close(fd);
         return mt_fail(MT_ERR_FORMAT, "%s: %lld bytes is too large for an index file", path, (long long)sb.st_size);
@@ -342,6 +371,7 @@ static mt_status check_weight_map(mt_safetensors *st, const char *path, const cJ
 }
 
 static mt_status parse_index(mt_safetensors *st, const char *path) {
+    if (!(st->source = dup_str(path))) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
     char *text = NULL;
     size_t len = 0;
     MT_TRY(read_small_file(path, MT_ST_MAX_INDEX_BYTES, &text, &len));
@@ -353,6 +383,10 @@ static mt_status parse_index(mt_safetensors *st, const char *path) {
     if (!cJSON_IsObject(root) || !cJSON_IsObject(wm)) {
         cJSON_Delete(root);
         return mt_fail(MT_ERR_FORMAT, "%s: no \"weight_map\" object", path);
+    }
+    if (!wm->child) {
+        cJSON_Delete(root);
+        return mt_fail(MT_ERR_FORMAT, "%s: \"weight_map\" is empty: the index names no tensor and no shard", path);
     }
     // Shards live next to the index.
     char *dir = dup_str(path);
@@ -403,13 +437,11 @@ static int ends_with(const char *s, const char *suffix) {
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-// A single file: parse, then sort by name for mt_st_find and reject duplicates.
+// A single file: parse, then sort by name for mt_st_find.
 static mt_status open_single(mt_safetensors *st, const char *path) {
-    MT_TRY(parse_file(st, path));
+    if (!(st->source = dup_str(path))) return mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
+    MT_TRY(parse_file(st, path)); // names checked unique there
     if (st->ntensors > 1) qsort(st->tensors, (size_t)st->ntensors, sizeof *st->tensors, cmp_name);
-    for (int i = 1; i < st->ntensors; i++)
-        if (strcmp(st->tensors[i - 1].name, st->tensors[i].name) == 0)
-            return mt_fail(MT_ERR_FORMAT, "%s: tensor '%s' appears twice in the header", path, st->tensors[i].name);
     return MT_OK;
 }
 
@@ -457,6 +489,7 @@ void mt_st_close(mt_safetensors *st) {
     }
     for (int i = 0; i < st->ntensors; i++) free(st->tensors[i].name);
     free(st->paths);
+    free(st->source);
     free(st->fds);
     free(st->tensors);
     free(st);
@@ -473,6 +506,8 @@ const mt_st_tensor *mt_st_find(const mt_safetensors *st, const char *name) {
     mt_st_tensor key = {.name = (char *)name};
     return bsearch(&key, st->tensors, (size_t)st->ntensors, sizeof key, cmp_name);
 }
+
+const char *mt_st_source(const mt_safetensors *st) { return st && st->source ? st->source : "?"; }
 
 const char *mt_st_path(const mt_safetensors *st, int file) {
     return st && file >= 0 && file < st->nfiles ? st->paths[file] : "?";

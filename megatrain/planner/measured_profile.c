@@ -33,17 +33,21 @@ mt_status mt_hw_profile_resolve(const char *spec, mt_hw_profile *out) {
 void mt_this_machine_gpu(char *name, size_t cap, double *mem_bytes) {
     name[0] = 0;
     *mem_bytes = 0;
-#ifdef MT_HAVE_CUDA
-    if (mt_backend_cuda_available() == 1) {
+    // The first backend in the registry with a device of its own that opens here.
+    for (int i = 0; i < mt_backend_count(); i++) {
+        const mt_backend_entry *e = mt_backend_at(i);
+        unsigned want = MT_CAP_DEVICE_MEMORY | MT_CAP_TENSOR_DATA;
+        if ((e->caps & want) != want || (e->available && e->available() != 1)) continue;
         mt_backend *be = NULL;
         mt_device_info info;
-        if (mt_backend_create("cuda", MT_BF16, &be) == MT_OK && mt_backend_device_info(be, &info) == MT_OK) {
+        mt_backend_args a = {(e->caps & MT_CAP_BF16) ? MT_BF16 : MT_F32, NULL};
+        if (e->create(&a, &be) == MT_OK && mt_backend_device_info(be, &info) == MT_OK) {
             snprintf(name, cap, "%s", info.name);
             *mem_bytes = (double)info.mem_total_bytes;
         }
         mt_backend_destroy(be);
+        if (name[0]) return;
     }
-#endif
 }
 
 // The profile of the machine whose GPU is named `gpu` ("" when none is visible), by the

@@ -9,6 +9,7 @@ expect_error() {
   local name=$1 needle=$2; shift 2
   "$MT" "$@" > "$TMP/out" 2> "$TMP/err"
   local rc=$?
+  last_rc=$rc
   local lines; lines=$(wc -l < "$TMP/err")
   if [ $rc -lt 1 ] || [ $rc -gt 125 ]; then bad "$name: exit status $rc (want 1..125)"; cat "$TMP/err" >&2; return; fi
   if [ "$lines" -ne 1 ]; then bad "$name: $lines stderr lines (want 1)"; cat "$TMP/err" >&2; return; fi
@@ -92,9 +93,51 @@ expect_error "resume from nothing" "$D/nockpt" train --resume "$D/nockpt" --step
 mkdir -p "$D/badstate"; echo '{"format": "megatrain-train-state", "version": 1}' > "$D/badstate/train_state.json"
 expect_error "resume from a directory without checkpoint.json" "checkpoint.json" train --resume "$D/badstate" --steps 2
 
+# --- issue 29, class 8: what used to pass in silence or be misnamed.
+# rehead SRC DST PY: DST is SRC (a safetensors file) with its header JSON text
+# rewritten by the Python expression PY over `h` (the text); the data is kept.
+rehead() {
+  python3 - "$@" <<'EOF2'
+import struct, sys
+src, dst, expr = sys.argv[1:4]
+b = open(src, "rb").read(); n = struct.unpack("<Q", b[:8])[0]
+h = b[8:8 + n].decode()
+h = eval(expr).encode()
+open(dst, "wb").write(struct.pack("<Q", len(h)) + h + b[8 + n:])
+EOF2
+}
+mk emptymap; echo '{"metadata": {"total_size": 0}, "weight_map": {}}' > "$D/emptymap/model.safetensors.index.json"
+expect_error "index with an empty weight_map" "$D/emptymap/model.safetensors.index.json: \"weight_map\" is empty" train --model "$D/emptymap" "${base[@]}"
+mk metadup; rehead $model/model.safetensors "$D/metadup/model.safetensors" 'h.replace("\"format\":\"pt\"", "\"format\":\"pt\",\"format\":\"pt\"", 1)'
+expect_error "a key twice in __metadata__" "$D/metadup/model.safetensors: __metadata__.format appears twice" train --model "$D/metadup" "${base[@]}"
+# The same tensor twice, on the same bytes: named as a duplicate, not as an overlap.
+mk namedup; rehead $model/model.safetensors "$D/namedup/model.safetensors" \
+  'h.rstrip()[:-1] + ", " + h[h.index("\"model.norm.weight\""):].split("}", 1)[0] + "}}"'
+expect_error "a tensor name twice" "$D/namedup/model.safetensors: tensor 'model.norm.weight' appears twice in the header" train --model "$D/namedup" "${base[@]}"
+expect_error "--grad-accum too large" "--grad-accum 2147483647 x --batch 2 x --seq-len 16" train --model $model "${base[@]}" --grad-accum 2147483647
+check "--grad-accum too large: exit 2" test "$last_rc" -eq 2
+# Contradictions: exit 2, one line naming the options.
+contra() { # contra NAME NEEDLE ARGS...
+  local name=$1; expect_error "$@"; check "$name: exit 2 (got $last_rc)" test "$last_rc" -eq 2
+}
+contra "--init with --model" "--init random: the weights come from --model" train --model $model --init random "${base[@]}"
+contra "--save-every without --save" "--save-every 2: needs --save DIR" train --model $model "${base[@]}" --save-every 2
+contra "--shard-size without --save" "--shard-size: applies to what --save DIR writes" train --model $model "${base[@]}" --shard-size 1GB
+contra "an option twice" "train: --lr is given twice" train --model $model "${base[@]}" --lr 1e-3 --lr 1e-3
+contra "a flag twice" "--serial-optimizer is given twice" train --model $model "${base[@]}" --serial-optimizer --serial-optimizer
+contra "eval option twice" "eval: --batch is given twice" eval --model $model --data $FIX/tokens.bin --batch 2 --batch 2 --seq-len 16
+contra "plan option twice" "plan: --precision is given twice" plan --model $model --batch 1 --seq-len 16 --precision paper --precision fp32
+contra "--allow-unused-tensors without --model" "--allow-unused-tensors: applies to the weights --model DIR reads" \
+  train --config $model/config.json "${base[@]}" --allow-unused-tensors
+# eval --steps past the file is refused (it was cut to the file's 255 windows in silence).
+expect_error "eval --steps past the data" "eval --steps 300: $FIX/tokens.bin holds 255 batch windows" \
+  eval --model $model --data $FIX/tokens.bin --batch 2 --seq-len 16 --steps 300 --backend cpu
+
 # A save that succeeds leaves only final names (no *.tmp).
 "$MT" train --model $model "${base[@]}" --save "$D/good" > /dev/null 2>&1
 check "good save exits 0" test $? -eq 0
 check "good save leaves no temporary files" test -z "$(find "$D/good" -name '*.tmp')"
 check "good save has all four files" test -f "$D/good/config.json" -a -f "$D/good/model.safetensors" -a -f "$D/good/optimizer.safetensors" -a -f "$D/good/train_state.json"
+contra "--init with --resume" "--init random: the weights come from the --resume checkpoint" train --resume "$D/good" --init random --steps 2
+contra "--allow-unused-tensors with --resume" "a --resume checkpoint must hold exactly what it recorded" train --resume "$D/good" --steps 2 --allow-unused-tensors
 finish

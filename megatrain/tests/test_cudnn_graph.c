@@ -5,7 +5,7 @@
 // reduction onto a shape that does not divide, a wrong attribute type all fail
 // here), for the graph variants each cuDNN version gets, on causal GQA and MHA
 // shapes, head dims 64 and 128, odd lengths. The plan itself (engine choice) and
-// the numbers need a GPU: test_cuda_ops. Exit 77 where libcudnn does not load.
+// the numbers need a GPU: test_backend_ops --backend cuda. Exit 77 where libcudnn does not load.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

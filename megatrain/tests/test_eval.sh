@@ -28,4 +28,17 @@ for sched in "${table[@]}" "megatrain --checkpoint-interval 2 --weight-buffers 3
   check "eval --schedule $sched: the megatrain schedule's loss" \
     test "$(jq .loss <<< "$got")" = "$("$MT" eval "${args[@]}" --steps 4 2>/dev/null | jq .loss)"
 done
+
+# One set of data sources (docs/DESIGN.md, CLI): train takes FILE|synthetic|embedded, eval a
+# token file only; the other two are refused in one line, before any model is read.
+nodata=(--model $FIX/tiny_qwen3 --batch 2 --seq-len 32 --backend cpu --precision fp32) # each option once
+for src in synthetic embedded; do
+  "$MT" eval "${nodata[@]}" --data $src >"$TMP/out" 2>"$TMP/err"; rc=$?
+  check "eval --data $src is refused (exit $rc, 1..125)" test "$rc" -ge 1 -a "$rc" -le 125
+  check "eval --data $src: one line saying eval reads a token file only ($(head -c 200 "$TMP/err"))" \
+    test "$(wc -l < "$TMP/err")" -eq 1 -a "$(grep -c "eval --data $src: eval reads a token file only" "$TMP/err")" -eq 1
+  check "eval --data $src: nothing on stdout" test ! -s "$TMP/out"
+  "$MT" eval "${nodata[@]}" --data ./$src >/dev/null 2>"$TMP/err"
+  check "eval --data ./$src is a path (no such file: $(head -c 200 "$TMP/err"))" grep -q "\./$src" "$TMP/err"
+done
 finish

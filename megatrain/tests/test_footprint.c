@@ -89,7 +89,7 @@ static void check_one(const char *cfg_path, mt_precision p, const variant *v, in
     mt_schedule_desc sd;
     mt_schedule_resolve(o.schedule, &o.sched, &c, &sd);
     mt_device_info info;
-    be->ops->device_info(be, &info);
+    mt_backend_device_info(be, &info);
     mt_engine_footprint fp = mt_engine_footprint_of(&c, p, &o, act, info.mem_free_bytes, mt_backend_caps(be));
 
     char what[512];

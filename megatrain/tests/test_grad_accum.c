@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend/backend_call.h"
 #include "test_util.h"
 
 enum { N = 4096, C = 64, V = 512, CHUNK = 32 }; // 128 chunks, as the head at batch x seq >> chunk
@@ -51,15 +51,14 @@ static void reference(const float *xn, const float *W, const int32_t *tgt, doubl
 }
 
 static mt_status dev_put(mt_backend *be, void **d, const void *h, size_t bytes) {
-    MT_TRY(be->ops->dev_alloc(be, bytes, d));
-    return be->ops->copy(be, *d, h, bytes, MT_COPY_H2D, MT_STREAM_COMPUTE);
+    MT_TRY(mt_backend_dev_alloc(be, bytes, d));
+    return mt_backend_copy(be, *d, h, bytes, MT_COPY_H2D, MT_STREAM_COMPUTE);
 }
 
 // The chunked head on backend be; out_bf16 / out_f32 receive dW summed in bf16 and
 // summed in f32 then rounded once.
 static mt_status chunked_head(mt_backend *be, const float *xn, const uint16_t *Wb, const int32_t *tgt,
                               uint16_t *out_bf16, uint16_t *out_f32) {
-    const mt_backend_ops *o = be->ops;
     mt_dtype act = be->act_dtype;
     size_t as = mt_dtype_size(act), nw = (size_t)V * C;
     void *h_x = malloc((size_t)N * C * as);
@@ -70,30 +69,30 @@ static mt_status chunked_head(mt_backend *be, const float *xn, const uint16_t *W
     mt_status s = dev_put(be, &d_x, h_x, (size_t)N * C * as);
     if (s == MT_OK) s = dev_put(be, &d_w, Wb, nw * 2);
     if (s == MT_OK) s = dev_put(be, &d_t, tgt, (size_t)N * 4);
-    if (s == MT_OK) s = o->dev_alloc(be, (size_t)CHUNK * V * as, &d_logits);
-    if (s == MT_OK) s = o->dev_alloc(be, (size_t)N * 4, &d_loss);
-    if (s == MT_OK) s = o->dev_alloc(be, nw * 2, &d_gb);
-    if (s == MT_OK) s = o->dev_alloc(be, nw * 4, &d_gf);
-    if (s == MT_OK) s = o->dev_alloc(be, nw * 2, &d_once);
+    if (s == MT_OK) s = mt_backend_dev_alloc(be, (size_t)CHUNK * V * as, &d_logits);
+    if (s == MT_OK) s = mt_backend_dev_alloc(be, (size_t)N * 4, &d_loss);
+    if (s == MT_OK) s = mt_backend_dev_alloc(be, nw * 2, &d_gb);
+    if (s == MT_OK) s = mt_backend_dev_alloc(be, nw * 4, &d_gf);
+    if (s == MT_OK) s = mt_backend_dev_alloc(be, nw * 2, &d_once);
     for (int pass = 0; pass < 2 && s == MT_OK; pass++) { // 0: bf16 sum, 1: f32 sum
         for (int r0 = 0; r0 < N && s == MT_OK; r0 += CHUNK) {
             const char *x = (const char *)d_x + (size_t)r0 * C * as;
             int acc = r0 > 0 ? MT_ACC_DW : 0;
-            s = o->matmul_fwd(be, d_logits, x, d_w, NULL, MT_BF16, CHUNK, C, V);
+            s = mt_backend_matmul_fwd(be, d_logits, x, d_w, NULL, MT_BF16, CHUNK, C, V);
             if (s == MT_OK)
-                s = o->xent_fwd_bwd(be, d_logits, (float *)d_loss + r0, (const int32_t *)d_t + r0, CHUNK, V, 1.0f / N);
+                s = mt_backend_xent_fwd_bwd(be, d_logits, (float *)d_loss + r0, (const int32_t *)d_t + r0, CHUNK, V, 1.0f / N);
             if (s == MT_OK)
-                s = o->matmul_bwd(be, NULL, pass ? d_gf : d_gb, NULL, d_logits, x, d_w, MT_BF16, CHUNK, C, V,
+                s = mt_backend_matmul_bwd(be, NULL, pass ? d_gf : d_gb, NULL, d_logits, x, d_w, MT_BF16, CHUNK, C, V,
                                   acc | (pass ? MT_DW_F32 : 0));
         }
     }
-    if (s == MT_OK) s = o->cast(be, d_once, MT_BF16, d_gf, MT_F32, nw); // the one rounding
-    if (s == MT_OK) s = o->copy(be, out_bf16, d_gb, nw * 2, MT_COPY_D2H, MT_STREAM_COMPUTE);
-    if (s == MT_OK) s = o->copy(be, out_f32, d_once, nw * 2, MT_COPY_D2H, MT_STREAM_COMPUTE);
-    if (s == MT_OK) s = o->stream_sync(be, MT_STREAM_COMPUTE);
+    if (s == MT_OK) s = mt_backend_cast(be, d_once, MT_BF16, d_gf, MT_F32, nw); // the one rounding
+    if (s == MT_OK) s = mt_backend_copy(be, out_bf16, d_gb, nw * 2, MT_COPY_D2H, MT_STREAM_COMPUTE);
+    if (s == MT_OK) s = mt_backend_copy(be, out_f32, d_once, nw * 2, MT_COPY_D2H, MT_STREAM_COMPUTE);
+    if (s == MT_OK) s = mt_backend_stream_sync(be, MT_STREAM_COMPUTE);
     void *all[] = {d_x, d_w, d_t, d_logits, d_loss, d_gb, d_gf, d_once};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        if (all[i]) o->dev_free(be, all[i]);
+        if (all[i]) mt_backend_dev_free(be, all[i]);
     free(h_x);
     return s;
 }

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend/backend_call.h"
 #include "test_util.h"
 
 static mt_backend *be;
@@ -102,7 +102,7 @@ static void check_matmul(void) {
     double *x = pack(&n, inp, 15, w, 20, b, 4), *g = malloc(n * sizeof *g);
     fd_grad(matmul_loss, &c, x, n, g);
     float k[39];
-    OK(be->ops->matmul_bwd(be, k, k + 15, k + 35, r, inp, w, MT_F32, 3, 5, 4, 0));
+    OK(mt_backend_matmul_bwd(be, k, k + 15, k + 35, r, inp, w, MT_F32, 3, 5, 4, 0));
     compare("matmul dinp", k, g, 15);
     compare("matmul dw", k + 15, g + 15, 20);
     compare("matmul dbias", k + 35, g + 35, 4);
@@ -133,8 +133,8 @@ static void check_rmsnorm(void) {
     size_t n;
     double *x = pack(&n, inp, 24, w, 8, NULL, 0), *g = malloc(n * sizeof *g);
     fd_grad(rmsnorm_loss, &c, x, n, g);
-    OK(be->ops->rmsnorm_fwd(be, y, rstd, inp, w, MT_F32, 3, 8, 1e-5f));
-    OK(be->ops->rmsnorm_bwd(be, k, k + 24, r, inp, w, rstd, MT_F32, 3, 8));
+    OK(mt_backend_rmsnorm_fwd(be, y, rstd, inp, w, MT_F32, 3, 8, 1e-5f));
+    OK(mt_backend_rmsnorm_bwd(be, k, k + 24, r, inp, w, rstd, MT_F32, 3, 8));
     compare("rmsnorm dinp", k, g, 24);
     compare("rmsnorm dw", k + 24, g + 24, 8);
     free(inp); free(w); free(r); free(x); free(g);
@@ -168,8 +168,8 @@ static void check_qk_norm(void) {
     size_t n;
     double *x = pack(&n, inp, m, qw, 4, kw, 4), *g = malloc(n * sizeof *g);
     fd_grad(qk_norm_loss, &c, x, n, g);
-    OK(be->ops->qk_norm_fwd(be, y, rstd, inp, qw, kw, MT_F32, 3, 2, 1, 4, 1e-6f));
-    OK(be->ops->qk_norm_bwd(be, k, k + m, k + m + 4, r, inp, qw, kw, rstd, MT_F32, 3, 2, 1, 4));
+    OK(mt_backend_qk_norm_fwd(be, y, rstd, inp, qw, kw, MT_F32, 3, 2, 1, 4, 1e-6f));
+    OK(mt_backend_qk_norm_bwd(be, k, k + m, k + m + 4, r, inp, qw, kw, rstd, MT_F32, 3, 2, 1, 4));
     compare("qk_norm dinp", k, g, m);
     compare("qk_norm dqw", k + m, g + m, 4);
     compare("qk_norm dkw", k + m + 4, g + m + 4, 4);
@@ -212,7 +212,7 @@ static void check_rope(void) {
     size_t n;
     double *x = pack(&n, inp, m, NULL, 0, NULL, 0), *g = malloc(n * sizeof *g);
     fd_grad(rope_loss, &c, x, n, g);
-    OK(be->ops->rope_bwd(be, k, r, cs, sn, 2, 3, 2, 1, 4));
+    OK(mt_backend_rope_bwd(be, k, r, cs, sn, 2, 3, 2, 1, 4));
     compare("rope dinp", k, g, m);
     free(inp); free(r); free(x); free(g);
 }
@@ -257,8 +257,8 @@ static void check_attention(int B, int T, int NH, int NKV, int HD) {
     size_t n;
     double *x = pack(&n, qkv, m, NULL, 0, NULL, 0), *g = malloc(n * sizeof *g);
     fd_grad(attention_loss, &c, x, n, g);
-    OK(be->ops->attention_fwd(be, out, lse, qkv, B, T, NH, NKV, HD));
-    OK(be->ops->attention_bwd(be, k, r, qkv, out, lse, B, T, NH, NKV, HD));
+    OK(mt_backend_attention_fwd(be, out, lse, qkv, B, T, NH, NKV, HD));
+    OK(mt_backend_attention_bwd(be, k, r, qkv, out, lse, B, T, NH, NKV, HD));
     char what[96];
     snprintf(what, sizeof what, "attention dqkv B=%d T=%d NH=%d NKV=%d HD=%d", B, T, NH, NKV, HD);
     compare(what, k, g, m);
@@ -284,7 +284,7 @@ static void check_swiglu(void) {
     size_t n;
     double *x = pack(&n, gu, 30, NULL, 0, NULL, 0), *g = malloc(n * sizeof *g);
     fd_grad(swiglu_loss, &c, x, n, g);
-    OK(be->ops->swiglu_bwd(be, k, r, gu, 3, 5));
+    OK(mt_backend_swiglu_bwd(be, k, r, gu, 3, 5));
     compare("swiglu dgu", k, g, 30);
     free(gu); free(r); free(x); free(g);
 }
@@ -307,7 +307,7 @@ static void check_add(void) {
     memcpy(rr, r, sizeof(float) * 7);
     memcpy(rr + 7, r, sizeof(float) * 7);
     compare("add (identity backward)", rr, g, 14);
-    OK(be->ops->add(be, out, a, b, 7));
+    OK(mt_backend_add(be, out, a, b, 7));
     int same = 1;
     for (int i = 0; i < 7; i++) same &= out[i] == a[i] + b[i];
     CHECK(same, "add forward differs from a + b");
@@ -331,7 +331,7 @@ static void check_embedding(void) {
     size_t n;
     double *x = pack(&n, wte, 15, NULL, 0, NULL, 0), *g = malloc(n * sizeof *g);
     fd_grad(embedding_loss, &c, x, n, g);
-    OK(be->ops->embedding_bwd(be, k, MT_F32, ids, r, 6, 3));
+    OK(mt_backend_embedding_bwd(be, k, MT_F32, ids, r, 6, 3));
     compare("embedding dwte", k, g, 15);
     free(wte); free(r); free(x); free(g);
 }
@@ -356,7 +356,7 @@ static void check_xent(void) {
     size_t n;
     double *x = pack(&n, logits, 21, NULL, 0, NULL, 0), *g = malloc(n * sizeof *g);
     fd_grad(xent_loss, &c, x, n, g);
-    OK(be->ops->xent_fwd_bwd(be, logits, losses, tg, 3, 7, 1.0f / 3.0f)); // in place -> d logits
+    OK(mt_backend_xent_fwd_bwd(be, logits, losses, tg, 3, 7, 1.0f / 3.0f)); // in place -> d logits
     compare("xent dlogits", logits, g, 21);
     free(logits); free(x); free(g);
 }

@@ -259,6 +259,9 @@ static void test_sharded(void) {
                " \"x\": \"dup.safetensors\"}}");
     expect_open_fail(mt_test_path("sh/dup.index.json"), "dup.index.json", "tensor in two shards");
     CHECK(strstr(mt_last_error(), "lm_head.weight") != NULL, "names the tensor: %s", mt_last_error());
+    mt_test_write_text(mt_test_path("sh/emptymap.index.json"), "{\"metadata\": {}, \"weight_map\": {}}");
+    expect_open_fail(mt_test_path("sh/emptymap.index.json"), "emptymap.index.json", "index with an empty weight_map");
+    CHECK(strstr(mt_last_error(), "is empty"), "says the map is empty: %s", mt_last_error());
     mt_test_write_text(mt_test_path("sh/nomap.index.json"), "{\"metadata\": {}}");
     expect_open_fail(mt_test_path("sh/nomap.index.json"), "nomap.index.json", "index without weight_map");
     mt_test_write_text(mt_test_path("sh/badjson.index.json"), "{\"weight_map\": {");
@@ -347,6 +350,20 @@ static void test_bad_files(void) {
                "bf16 size mismatch");
     snprintf(hdr, sizeof hdr, "{\"a\":{%s,\"data_offsets\":[0,8]},\"a\":{%s,\"data_offsets\":[8,16]}}", F32x2, F32x2);
     expect_bad("dup_name.safetensors", hdr, 16, "duplicate tensor name");
+    CHECK(strstr(mt_last_error(), "tensor 'a' appears twice"), "names the duplicate: %s", mt_last_error());
+    // The same name on the same bytes: a duplicate, not an "overlap" (issue 29).
+    snprintf(hdr, sizeof hdr, "{\"a\":{%s,\"data_offsets\":[0,8]},\"a\":{%s,\"data_offsets\":[0,8]}}", F32x2, F32x2);
+    expect_bad("dup_alias.safetensors", hdr, 8, "duplicate tensor name, same offsets");
+    CHECK(strstr(mt_last_error(), "tensor 'a' appears twice"), "a duplicate, not an overlap: %s", mt_last_error());
+    // Duplicate keys are refused everywhere (README): in __metadata__ and inside an entry.
+    snprintf(hdr, sizeof hdr, "{\"__metadata__\":{\"format\":\"pt\",\"format\":\"np\"},\"a\":{%s,\"data_offsets\":[0,8]}}", F32x2);
+    expect_bad("meta_dup.safetensors", hdr, 8, "duplicate __metadata__ key");
+    CHECK(strstr(mt_last_error(), "__metadata__.format appears twice"), "names the key: %s", mt_last_error());
+    snprintf(hdr, sizeof hdr, "{\"__metadata__\":{},\"__metadata__\":{},\"a\":{%s,\"data_offsets\":[0,8]}}", F32x2);
+    expect_bad("meta_twice.safetensors", hdr, 8, "__metadata__ twice");
+    snprintf(hdr, sizeof hdr, "{\"a\":{\"dtype\":\"BF16\",%s,\"data_offsets\":[0,8]}}", F32x2);
+    expect_bad("entry_dup.safetensors", hdr, 8, "a key twice inside an entry");
+    CHECK(strstr(mt_last_error(), "\"dtype\" appears twice"), "names the key: %s", mt_last_error());
     snprintf(hdr, sizeof hdr, "{\"__metadata__\":{\"format\":3},\"a\":{%s,\"data_offsets\":[0,8]}}", F32x2);
     expect_bad("meta.safetensors", hdr, 8, "non-string metadata");
     snprintf(hdr, sizeof hdr, "{\"__metadata__\":[],\"a\":{%s,\"data_offsets\":[0,8]}}", F32x2);

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/backend_call.h"
 #include "backends/sim/sim.h"
 #include "core/vclock.h"
 #include "engine/engine.h"
@@ -72,16 +73,16 @@ static void test_pure_compute(void) {
     const int n = 10, D = 4096;
     mt_backend *be = sim(MT_BF16);
     mt_event *e0, *e1;
-    be->ops->event_create(be, &e0);
-    be->ops->event_create(be, &e1);
-    be->ops->event_record(be, e0, MT_STREAM_COMPUTE);
-    for (int i = 0; i < n; i++) be->ops->matmul_fwd(be, NULL, NULL, NULL, NULL, MT_BF16, D, D, D);
-    be->ops->event_record(be, e1, MT_STREAM_COMPUTE);
+    mt_backend_event_create(be, &e0);
+    mt_backend_event_create(be, &e1);
+    mt_backend_event_record(be, e0, MT_STREAM_COMPUTE);
+    for (int i = 0; i < n; i++) mt_backend_matmul_fwd(be, NULL, NULL, NULL, NULL, MT_BF16, D, D, D);
+    mt_backend_event_record(be, e1, MT_STREAM_COMPUTE);
     float ms = 0;
-    be->ops->event_elapsed_ms(be, e0, e1, &ms);
+    mt_backend_event_elapsed_ms(be, e0, e1, &ms);
     double c = gemm_cost_ms(P_BF16, D, D, D);
     CHECK(near(ms, L_MS + n * c) || fabs(ms - (L_MS + n * c)) < 1e-5, "10 GEMMs: %.6f ms, expected %.6f", ms, L_MS + n * c);
-    be->ops->stream_sync(be, MT_STREAM_COMPUTE);
+    mt_backend_stream_sync(be, MT_STREAM_COMPUTE);
     CHECK(near(mt_vclock_now(), L_MS + n * c), "host after stream_sync at %.6f, expected %.6f", mt_vclock_now(), L_MS + n * c);
     mt_sim_stats st;
     mt_sim_stats_get(be, &st);
@@ -90,25 +91,25 @@ static void test_pure_compute(void) {
     CHECK(mt_sim_count_ops(be, MT_STREAM_COMPUTE, "matmul_fwd") == n, "op count");
     // backward = the two GEMMs (dinp, dw), each of forward's size
     double t0 = mt_vclock_now();
-    be->ops->matmul_bwd(be, (void *)1, (void *)1, NULL, NULL, NULL, NULL, MT_BF16, D, D, D, 0);
-    be->ops->stream_sync(be, MT_STREAM_COMPUTE);
+    mt_backend_matmul_bwd(be, (void *)1, (void *)1, NULL, NULL, NULL, NULL, MT_BF16, D, D, D, 0);
+    mt_backend_stream_sync(be, MT_STREAM_COMPUTE);
     CHECK(near(mt_vclock_now() - t0, L_MS + 2 * c), "matmul_bwd %.6f, expected %.6f", mt_vclock_now() - t0, L_MS + 2 * c);
     // small GEMMs lose efficiency by the stated curve (M = 32 halves it)
     t0 = mt_vclock_now();
-    be->ops->matmul_fwd(be, NULL, NULL, NULL, NULL, MT_BF16, 32, 8192, 8192);
-    be->ops->stream_sync(be, MT_STREAM_COMPUTE);
+    mt_backend_matmul_fwd(be, NULL, NULL, NULL, NULL, MT_BF16, 32, 8192, 8192);
+    mt_backend_stream_sync(be, MT_STREAM_COMPUTE);
     double cs = gemm_cost_ms(P_BF16, 32, 8192, 8192);
     double bytes_ms = (32.0 * 8192 * 2 + 8192.0 * 8192 * 2 + 32.0 * 8192 * 2) / HBM_BYTES_PER_MS;
     CHECK(near(mt_vclock_now() - t0, L_MS + fmax(cs, bytes_ms)), "skinny GEMM %.6f, expected %.6f",
           mt_vclock_now() - t0, L_MS + fmax(cs, bytes_ms));
-    be->ops->event_destroy(be, e0);
-    be->ops->event_destroy(be, e1);
+    mt_backend_event_destroy(be, e0);
+    mt_backend_event_destroy(be, e1);
     mt_backend_destroy(be);
 
     // fp32 activations price at the fp32 peak (real fp32, no TF32): 10x slower here
     be = sim(MT_F32);
-    be->ops->matmul_fwd(be, NULL, NULL, NULL, NULL, MT_F32, D, D, D);
-    be->ops->stream_sync(be, MT_STREAM_COMPUTE);
+    mt_backend_matmul_fwd(be, NULL, NULL, NULL, NULL, MT_F32, D, D, D);
+    mt_backend_stream_sync(be, MT_STREAM_COMPUTE);
     CHECK(near(mt_vclock_now(), L_MS + gemm_cost_ms(P_FP32, D, D, D)), "fp32 GEMM %.6f", mt_vclock_now());
     mt_backend_destroy(be);
 }
@@ -116,51 +117,51 @@ static void test_pure_compute(void) {
 static void test_pure_transfer(void) {
     mt_backend *be = sim(MT_BF16);
     void *h = NULL, *d = NULL;
-    CHECK(be->ops->host_alloc(be, 1000000000, &h) == MT_OK, "host_alloc 1 GB: %s", mt_last_error());
-    CHECK(be->ops->dev_alloc(be, 1000000000, &d) == MT_OK, "dev_alloc 1 GB");
-    be->ops->copy(be, d, h, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
-    be->ops->stream_sync(be, MT_STREAM_H2D);
+    CHECK(mt_backend_host_alloc(be, 1000000000, &h) == MT_OK, "host_alloc 1 GB: %s", mt_last_error());
+    CHECK(mt_backend_dev_alloc(be, 1000000000, &d) == MT_OK, "dev_alloc 1 GB");
+    mt_backend_copy(be, d, h, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
+    mt_backend_stream_sync(be, MT_STREAM_H2D);
     double a = 1e9 / (P_H2D * 1e6); // 20 ms
     CHECK(near(mt_vclock_now(), L_MS + a), "pinned H2D 1 GB ends %.6f, expected %.6f", mt_vclock_now(), L_MS + a);
     static char pageable[16]; // never read: the sim touches no data
     double t0 = mt_vclock_now();
-    be->ops->copy(be, d, pageable, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
-    be->ops->stream_sync(be, MT_STREAM_H2D);
+    mt_backend_copy(be, d, pageable, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
+    mt_backend_stream_sync(be, MT_STREAM_H2D);
     CHECK(near(mt_vclock_now() - t0, L_MS + 2 * a), "pageable H2D 1 GB %.6f, expected %.6f", mt_vclock_now() - t0, L_MS + 2 * a);
     t0 = mt_vclock_now();
-    be->ops->copy(be, h, d, 1000000000, MT_COPY_D2H, MT_STREAM_D2H);
-    be->ops->stream_sync(be, MT_STREAM_D2H);
+    mt_backend_copy(be, h, d, 1000000000, MT_COPY_D2H, MT_STREAM_D2H);
+    mt_backend_stream_sync(be, MT_STREAM_D2H);
     CHECK(near(mt_vclock_now() - t0, L_MS + 1e9 / (P_D2H * 1e6)), "pinned D2H 1 GB %.6f", mt_vclock_now() - t0);
     mt_sim_stats st;
     mt_sim_stats_get(be, &st);
     CHECK(near(st.link_bytes[0], 2e9) && near(st.link_bytes[1], 1e9), "link bytes %.4g %.4g", st.link_bytes[0], st.link_bytes[1]);
-    be->ops->dev_free(be, d);
-    be->ops->host_free(be, h, 1000000000);
+    mt_backend_dev_free(be, d);
+    mt_backend_host_free(be, h, 1000000000);
     mt_backend_destroy(be);
 }
 
 static void test_duplex(void) {
     mt_backend *be = sim(MT_BF16);
     void *h = NULL, *d = NULL;
-    be->ops->host_alloc(be, 1000000000, &h);
-    be->ops->dev_alloc(be, 1000000000, &d);
+    mt_backend_host_alloc(be, 1000000000, &h);
+    mt_backend_dev_alloc(be, 1000000000, &d);
     // H2D placed first: full rate. D2H issued one launch later overlaps it: its
     // overlapped part runs at duplex x rate, the rest at full rate.
-    be->ops->copy(be, d, h, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
-    be->ops->copy(be, h, d, 1000000000, MT_COPY_D2H, MT_STREAM_D2H);
-    be->ops->stream_sync(be, MT_STREAM_H2D);
+    mt_backend_copy(be, d, h, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
+    mt_backend_copy(be, h, d, 1000000000, MT_COPY_D2H, MT_STREAM_D2H);
+    mt_backend_stream_sync(be, MT_STREAM_H2D);
     double h2d_end = L_MS + 1e9 / (P_H2D * 1e6);
     CHECK(near(mt_vclock_now(), h2d_end), "duplex: H2D ends %.6f, expected %.6f", mt_vclock_now(), h2d_end);
-    be->ops->stream_sync(be, MT_STREAM_D2H);
+    mt_backend_stream_sync(be, MT_STREAM_D2H);
     double r = P_D2H * 1e6, d2h_start = 2 * L_MS, overlap = h2d_end - d2h_start;
     double left = 1e9 - P_DUPLEX * r * overlap, d2h_end = h2d_end + left / r;
     CHECK(near(mt_vclock_now(), d2h_end), "duplex: D2H ends %.6f, expected %.6f (solo would be %.6f)", mt_vclock_now(),
           d2h_end, d2h_start + 1e9 / r);
     // a D2H that fits inside a running H2D runs entirely at the duplex rate
     double t0 = mt_vclock_now();
-    be->ops->copy(be, d, h, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
-    be->ops->copy(be, h, d, 100000000, MT_COPY_D2H, MT_STREAM_D2H);
-    be->ops->stream_sync(be, MT_STREAM_D2H);
+    mt_backend_copy(be, d, h, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
+    mt_backend_copy(be, h, d, 100000000, MT_COPY_D2H, MT_STREAM_D2H);
+    mt_backend_stream_sync(be, MT_STREAM_D2H);
     CHECK(near(mt_vclock_now(), t0 + 2 * L_MS + 1e8 / (P_DUPLEX * r)), "duplex: short D2H ends %.6f, expected %.6f",
           mt_vclock_now(), t0 + 2 * L_MS + 1e8 / (P_DUPLEX * r));
     mt_backend_destroy(be);
@@ -168,37 +169,36 @@ static void test_duplex(void) {
 
 static void test_event_chain(void) {
     mt_backend *be = sim(MT_BF16);
-    const mt_backend_ops *o = be->ops;
     void *h = NULL, *d = NULL;
-    o->host_alloc(be, 1000000000, &h);
-    o->dev_alloc(be, 1000000000, &d);
+    mt_backend_host_alloc(be, 1000000000, &h);
+    mt_backend_dev_alloc(be, 1000000000, &d);
     mt_event *e1, *e2, *e3;
-    o->event_create(be, &e1);
-    o->event_create(be, &e2);
-    o->event_create(be, &e3);
+    mt_backend_event_create(be, &e1);
+    mt_backend_event_create(be, &e2);
+    mt_backend_event_create(be, &e3);
     // copy in (20 ms) -> compute waits -> 10 ms of compute -> copy out waits -> 25 ms
-    o->copy(be, d, h, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
-    o->event_record(be, e1, MT_STREAM_H2D);
-    o->stream_wait(be, MT_STREAM_COMPUTE, e1);
-    o->memset_zero(be, d, (size_t)(10 * HBM_BYTES_PER_MS), MT_STREAM_COMPUTE);
-    o->event_record(be, e2, MT_STREAM_COMPUTE);
-    o->stream_wait(be, MT_STREAM_D2H, e2);
-    o->copy(be, h, d, 1000000000, MT_COPY_D2H, MT_STREAM_D2H);
-    o->event_record(be, e3, MT_STREAM_D2H);
-    o->event_sync(be, e3);
+    mt_backend_copy(be, d, h, 1000000000, MT_COPY_H2D, MT_STREAM_H2D);
+    mt_backend_event_record(be, e1, MT_STREAM_H2D);
+    mt_backend_stream_wait(be, MT_STREAM_COMPUTE, e1);
+    mt_backend_memset_zero(be, d, (size_t)(10 * HBM_BYTES_PER_MS), MT_STREAM_COMPUTE);
+    mt_backend_event_record(be, e2, MT_STREAM_COMPUTE);
+    mt_backend_stream_wait(be, MT_STREAM_D2H, e2);
+    mt_backend_copy(be, h, d, 1000000000, MT_COPY_D2H, MT_STREAM_D2H);
+    mt_backend_event_record(be, e3, MT_STREAM_D2H);
+    mt_backend_event_sync(be, e3);
     double expect = L_MS + 20 + 10 + 25;
     CHECK(near(mt_vclock_now(), expect), "chain ends %.6f, expected %.6f (the sum)", mt_vclock_now(), expect);
     float ms = 0;
-    o->event_elapsed_ms(be, e1, e2, &ms);
+    mt_backend_event_elapsed_ms(be, e1, e2, &ms);
     CHECK(fabs(ms - 10) < 1e-4, "compute between events %.6f ms, expected 10", ms);
     mt_sim_stats st;
     mt_sim_stats_get(be, &st);
     CHECK(near(st.makespan_ms, expect), "makespan %.6f", st.makespan_ms);
     CHECK(near(st.h2d_busy_ms, 20) && near(st.compute_busy_ms, 10) && near(st.d2h_busy_ms, 25), "busy %.4f %.4f %.4f",
           st.h2d_busy_ms, st.compute_busy_ms, st.d2h_busy_ms);
-    o->event_destroy(be, e1);
-    o->event_destroy(be, e2);
-    o->event_destroy(be, e3);
+    mt_backend_event_destroy(be, e1);
+    mt_backend_event_destroy(be, e2);
+    mt_backend_event_destroy(be, e3);
     mt_backend_destroy(be);
 }
 
@@ -206,33 +206,32 @@ static void test_event_chain(void) {
 // makespan = launch + min(a,c) + L * max(a,c)  (fill, steady state, drain).
 static double pipeline(double a_ms, double c_ms, int L) {
     mt_backend *be = sim(MT_BF16);
-    const mt_backend_ops *o = be->ops;
     void *h = NULL, *buf[2];
     size_t load_bytes = (size_t)(a_ms * P_H2D * 1e6);
-    o->host_alloc(be, load_bytes, &h);
+    mt_backend_host_alloc(be, load_bytes, &h);
     mt_event *loaded[2], *freed[2];
     for (int i = 0; i < 2; i++) {
-        o->dev_alloc(be, load_bytes, &buf[i]);
-        o->event_create(be, &loaded[i]);
-        o->event_create(be, &freed[i]);
+        mt_backend_dev_alloc(be, load_bytes, &buf[i]);
+        mt_backend_event_create(be, &loaded[i]);
+        mt_backend_event_create(be, &freed[i]);
     }
     for (int i = -1; i < L; i++) {
         int next = i + 1;
         if (next < L) { // issue load of layer i+1 into buffer (i+1)%2 once compute of i-1 freed it
-            o->stream_wait(be, MT_STREAM_H2D, freed[next % 2]);
-            o->copy(be, buf[next % 2], h, load_bytes, MT_COPY_H2D, MT_STREAM_H2D);
-            o->event_record(be, loaded[next % 2], MT_STREAM_H2D);
+            mt_backend_stream_wait(be, MT_STREAM_H2D, freed[next % 2]);
+            mt_backend_copy(be, buf[next % 2], h, load_bytes, MT_COPY_H2D, MT_STREAM_H2D);
+            mt_backend_event_record(be, loaded[next % 2], MT_STREAM_H2D);
         }
         if (i < 0) continue;
-        o->stream_wait(be, MT_STREAM_COMPUTE, loaded[i % 2]);
-        o->memset_zero(be, buf[i % 2], (size_t)(c_ms * HBM_BYTES_PER_MS), MT_STREAM_COMPUTE);
-        o->event_record(be, freed[i % 2], MT_STREAM_COMPUTE);
+        mt_backend_stream_wait(be, MT_STREAM_COMPUTE, loaded[i % 2]);
+        mt_backend_memset_zero(be, buf[i % 2], (size_t)(c_ms * HBM_BYTES_PER_MS), MT_STREAM_COMPUTE);
+        mt_backend_event_record(be, freed[i % 2], MT_STREAM_COMPUTE);
     }
-    o->stream_sync(be, MT_STREAM_COMPUTE);
+    mt_backend_stream_sync(be, MT_STREAM_COMPUTE);
     double t = mt_vclock_now();
     for (int i = 0; i < 2; i++) {
-        o->event_destroy(be, loaded[i]);
-        o->event_destroy(be, freed[i]);
+        mt_backend_event_destroy(be, loaded[i]);
+        mt_backend_event_destroy(be, freed[i]);
     }
     mt_backend_destroy(be);
     return t;
@@ -250,11 +249,11 @@ static void test_pipeline(void) {
 
 static void test_host_work(void) {
     mt_backend *be = sim(MT_BF16);
-    double acc = be->ops->host_work_ms(be, MT_HOST_GRAD_ACCUMULATE, 1000000000, MT_BF16, 0);
+    double acc = mt_backend_host_work_ms(be, MT_HOST_GRAD_ACCUMULATE, 1000000000, MT_BF16, 0);
     CHECK(near(acc, 1e9 * 4 * 2 / (P_HOST_GBPS * 1e6)), "grad accumulate 1e9 bf16: %.4f ms", acc);
-    CHECK(near(be->ops->host_work_ms(be, MT_HOST_ADAMW, 2000000000, MT_BF16, 0), 1000), "adamw paper");
-    CHECK(near(be->ops->host_work_ms(be, MT_HOST_ADAMW, 1000000000, MT_BF16, 1), 1000), "adamw mixed");
-    CHECK(near(be->ops->host_work_ms(be, MT_HOST_ADAMW, 1000000000, MT_F32, 0), 1000), "adamw fp32");
+    CHECK(near(mt_backend_host_work_ms(be, MT_HOST_ADAMW, 2000000000, MT_BF16, 0), 1000), "adamw paper");
+    CHECK(near(mt_backend_host_work_ms(be, MT_HOST_ADAMW, 1000000000, MT_BF16, 1), 1000), "adamw mixed");
+    CHECK(near(mt_backend_host_work_ms(be, MT_HOST_ADAMW, 1000000000, MT_F32, 0), 1000), "adamw fp32");
     mt_sim_stats st;
     mt_sim_stats_get(be, &st);
     CHECK(st.n_host_lanes == 1 && !strcmp(st.host_lane_name[0], "host"), "the creating thread's lane is \"host\" (%d, %s)",
@@ -279,8 +278,8 @@ static const char *with_attention(const char *tables, const char *sources) {
 
 static double attention_fwd_ms(mt_backend *be, int T) {
     double t0 = mt_vclock_now();
-    be->ops->attention_fwd(be, NULL, NULL, NULL, 1, T, 32, 8, 128);
-    be->ops->stream_sync(be, MT_STREAM_COMPUTE);
+    mt_backend_attention_fwd(be, NULL, NULL, NULL, 1, T, 32, 8, 128);
+    mt_backend_stream_sync(be, MT_STREAM_COMPUTE);
     return mt_vclock_now() - t0 - L_MS;
 }
 
@@ -315,8 +314,8 @@ static void test_attention_pricing(void) {
     CHECK(mt_sim_set_attention_kernel(be, "torch_sdpa") == MT_OK, "a peer's kernel");
     CHECK(near(attention_fwd_ms(be, T), flops / (200 * 1e9)), "torch_sdpa at 200");
     double t0 = mt_vclock_now();
-    be->ops->attention_bwd(be, NULL, NULL, NULL, NULL, NULL, 1, T, 32, 8, 128);
-    be->ops->stream_sync(be, MT_STREAM_COMPUTE);
+    mt_backend_attention_bwd(be, NULL, NULL, NULL, NULL, NULL, 1, T, 32, 8, 128);
+    mt_backend_stream_sync(be, MT_STREAM_COMPUTE);
     CHECK(near(mt_vclock_now() - t0 - L_MS, MT_ATTN_BWD_FACTOR * flops / (200 * 1e9)), "backward at the same rate");
     mt_backend_destroy(be);
 
@@ -341,24 +340,24 @@ static void test_attention_pricing(void) {
 static void test_memory_and_errors(void) {
     mt_backend *be = sim(MT_BF16);
     mt_device_info info;
-    be->ops->device_info(be, &info);
+    mt_backend_device_info(be, &info);
     CHECK(!strncmp(info.name, "sim: test-round", 15) && info.mem_total_bytes == 80000000000ull && info.numa_node == -1 &&
               info.host_mem_avail_bytes == 1000000000000ull,
           "device_info: %s %zu", info.name, info.mem_total_bytes);
     void *a = NULL, *b = NULL;
-    CHECK(be->ops->dev_alloc(be, 60000000000ull, &a) == MT_OK, "60 GB of 80");
-    mt_status s = be->ops->dev_alloc(be, 30000000000ull, &b);
+    CHECK(mt_backend_dev_alloc(be, 60000000000ull, &a) == MT_OK, "60 GB of 80");
+    mt_status s = mt_backend_dev_alloc(be, 30000000000ull, &b);
     CHECK(s == MT_ERR_MEMORY && strstr(mt_last_error(), "GiB") && strstr(mt_last_error(), "in use"),
           "a device OOM names the numbers: %s", mt_last_error());
-    be->ops->device_info(be, &info);
+    mt_backend_device_info(be, &info);
     CHECK(info.mem_free_bytes == 20000000000ull, "free after 60 GB: %zu", info.mem_free_bytes);
-    be->ops->dev_free(be, a);
-    CHECK(be->ops->dev_alloc(be, 30000000000ull, &b) == MT_OK, "freed memory is reusable");
+    mt_backend_dev_free(be, a);
+    CHECK(mt_backend_dev_alloc(be, 30000000000ull, &b) == MT_OK, "freed memory is reusable");
     // staging buffers from host_alloc are real, writable memory
     void *stage = NULL;
-    CHECK(be->ops->host_alloc(be, 4u << 20, &stage) == MT_OK, "host_alloc 4 MiB");
+    CHECK(mt_backend_host_alloc(be, 4u << 20, &stage) == MT_OK, "host_alloc 4 MiB");
     if (stage) memset(stage, 0x5a, 4u << 20);
-    be->ops->host_free(be, stage, 4u << 20);
+    mt_backend_host_free(be, stage, 4u << 20);
     mt_backend_destroy(be);
 
     // a 1.5 TB model state "fits" on the 1.5 TB profile without touching memory
@@ -368,13 +367,13 @@ static void test_memory_and_errors(void) {
     if (big) {
         void *p = NULL;
         size_t tb = 1440000000000ull; // 120B x 12 B/param
-        CHECK(big->ops->host_alloc(big, tb, &p) == MT_OK, "host_alloc 1.44 TB: %s", mt_last_error());
+        CHECK(mt_backend_host_alloc(big, tb, &p) == MT_OK, "host_alloc 1.44 TB: %s", mt_last_error());
         mt_sim_stats st;
         mt_sim_stats_get(big, &st);
         CHECK(st.host_bytes_in_use == tb, "host bytes in use %zu", st.host_bytes_in_use);
-        CHECK(big->ops->host_alloc(big, 100000000000ull, &(void *){0}) == MT_ERR_MEMORY,
+        CHECK(mt_backend_host_alloc(big, 100000000000ull, &(void *){0}) == MT_ERR_MEMORY,
               "past the profile's host memory: refused");
-        big->ops->host_free(big, p, tb);
+        mt_backend_host_free(big, p, tb);
         mt_backend_destroy(big);
     }
 

@@ -70,7 +70,7 @@ class TmpDir(unittest.TestCase):
 
 
 class TestBatching(TmpDir):
-    """llm.c convention (DESIGN.md --data): windows of B*T+1, cursor += B*T, wrap to 0."""
+    """llm.c convention (docs/DESIGN.md#batching-loss-and-optimizer-semantics): windows of B*T+1, cursor += B*T, wrap to 0."""
 
     def test_llmc_windows_and_wrap(self):
         B, T = 2, 4
@@ -417,7 +417,7 @@ class TestDeepSpeedConfig(unittest.TestCase):
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stderr.strip().splitlines(),
-                         ["deepspeed_zero3: --warmup must be >= 2 and --steps >= 5 (DESIGN.md timing rule)"])
+                         ["deepspeed_zero3: --warmup must be >= 2 and --steps >= 5 (docs/DESIGN.md#metrics timing rule)"])
 
 
 class TestCpuAdamFailure(unittest.TestCase):

@@ -189,6 +189,34 @@ static mt_status cpu_memset_zero(mt_backend *be, void *dst, size_t bytes, mt_str
     return MT_OK;
 }
 
+static int weights_ok(mt_dtype t) { return t == MT_F32 || t == MT_BF16; }
+
+// f32 activations; f32 or bf16 weights (read as f32 exactly); every in-place use the
+// interface allows; bitwise: bf16 weights give the bits of their f32 values, and the fused
+// residual norms those of the unfused pair where nothing contracts a*b+c into an FMA (x86-64).
+static int cpu_supports(const mt_backend *be, mt_op op, const mt_op_shape *s) {
+    (void)be;
+    if (op == MT_OP_CAST) return weights_ok(s->act) && weights_ok(s->wdt) && !(s->flags & MT_SHAPE_IN_PLACE);
+    if (s->act != MT_F32) return 0;
+    switch (op) {
+    case MT_OP_ADD_RMSNORM_FWD:
+    case MT_OP_RMSNORM_BWD_ADD:
+#if !defined(__x86_64__)
+        if (s->flags & MT_SHAPE_BITWISE) return 0;
+#endif
+        return weights_ok(s->wdt);
+    case MT_OP_EMBEDDING_FWD: case MT_OP_EMBEDDING_BWD: case MT_OP_MATMUL_FWD: case MT_OP_MATMUL_BWD:
+    case MT_OP_RMSNORM_FWD: case MT_OP_RMSNORM_BWD: case MT_OP_QK_NORM_FWD: case MT_OP_QK_NORM_BWD:
+        return weights_ok(s->wdt);
+    case MT_OP_ATTENTION_FWD: case MT_OP_ATTENTION_BWD:
+        return s->NKV > 0 && s->NH % s->NKV == 0;
+    case MT_OP_ROPE_FWD: case MT_OP_ROPE_BWD:
+        return s->HD % 2 == 0;
+    default:
+        return 1;
+    }
+}
+
 static const mt_backend_ops cpu_ops = {
     .name = "cpu",
     .caps = MT_CAP_TENSOR_DATA, // synchronous, f32, host_alloc is plain page-aligned memory
@@ -226,9 +254,20 @@ static const mt_backend_ops cpu_ops = {
     .rmsnorm_bwd_add = mt_cpu_op_rmsnorm_bwd_add,
     .xent_fwd_bwd = mt_cpu_op_xent_fwd_bwd,
     .cast = mt_cpu_op_cast,
+    .supports = cpu_supports,
 };
 
 unsigned mt_backend_cpu_caps(void) { return cpu_ops.caps; }
+
+static mt_status cpu_create(const mt_backend_args *a, mt_backend **out) { return mt_backend_cpu_create(a->act_dtype, out); }
+
+const mt_backend_entry mt_backend_cpu_entry = {
+    .name = "cpu",
+    .summary = "the host's cores (OpenMP, OpenBLAS); f32 activations; the reference",
+    .caps = MT_CAP_TENSOR_DATA,
+    .create = cpu_create,
+    .supports = cpu_supports,
+};
 
 mt_status mt_backend_cpu_create(mt_dtype act_dtype, mt_backend **out) {
     *out = NULL;

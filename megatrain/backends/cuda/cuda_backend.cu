@@ -242,6 +242,32 @@ static mt_status cuda_set_attention(mt_backend *be, int impl) {
     return mt_backend_cuda_set_attention(be, (mt_attn_impl)impl);
 }
 
+static int dtype_ok(mt_dtype t) { return t == MT_F32 || t == MT_BF16; }
+
+// f32 or bf16 activations and weights. In place: rope and add (what the interface and
+// the engine use); nothing bitwise against another path. Attention through cuDNN
+// (--attention cudnn): bf16 activations, head dims 64 and 128 (what it has been checked on).
+static int cuda_supports(const mt_backend *be, mt_op op, const mt_op_shape *s) {
+    if (op == MT_OP_CAST) return dtype_ok(s->act) && dtype_ok(s->wdt) && !(s->flags & MT_SHAPE_IN_PLACE);
+    if (!dtype_ok(s->act) || (s->flags & MT_SHAPE_BITWISE)) return 0;
+    if ((s->flags & MT_SHAPE_IN_PLACE) && op != MT_OP_ROPE_FWD && op != MT_OP_ROPE_BWD && op != MT_OP_ADD) return 0;
+    switch (op) {
+    case MT_OP_EMBEDDING_FWD: case MT_OP_EMBEDDING_BWD: case MT_OP_MATMUL_FWD: case MT_OP_MATMUL_BWD:
+    case MT_OP_RMSNORM_FWD: case MT_OP_RMSNORM_BWD: case MT_OP_QK_NORM_FWD: case MT_OP_QK_NORM_BWD:
+    case MT_OP_ADD_RMSNORM_FWD: case MT_OP_RMSNORM_BWD_ADD:
+        return dtype_ok(s->wdt);
+    case MT_OP_ATTENTION_FWD: case MT_OP_ATTENTION_BWD:
+        if (s->NKV <= 0 || s->NH % s->NKV != 0 || s->HD > 256) return 0;
+        if (be && mt_cuda_ctx_of((mt_backend *)be)->attn == MT_ATTN_CUDNN)
+            return s->act == MT_BF16 && (s->HD == 64 || s->HD == 128);
+        return 1;
+    case MT_OP_ROPE_FWD: case MT_OP_ROPE_BWD:
+        return s->HD % 2 == 0;
+    default:
+        return 1;
+    }
+}
+
 static const mt_backend_ops cuda_ops = {
     /*name*/ "cuda",
     /*caps*/ MT_CAP_TENSOR_DATA | MT_CAP_PAGE_LOCKED | MT_CAP_BF16 | MT_CAP_ASYNC | MT_CAP_DEVICE_MEMORY,
@@ -282,6 +308,7 @@ static const mt_backend_ops cuda_ops = {
     /*host_work_ms*/ NULL,
     /*trace_write*/ NULL,
     /*set_attention*/ cuda_set_attention,
+    /*supports*/ cuda_supports,
 };
 
 extern "C" int mt_backend_cuda_available(void) {
@@ -335,6 +362,28 @@ static mt_status cuda_init(mt_cuda_ctx *ctx) {
 }
 
 extern "C" unsigned mt_backend_cuda_caps(void) { return cuda_ops.caps; }
+
+static mt_status cuda_create(const mt_backend_args *a, mt_backend **out) {
+    return mt_backend_cuda_create(a->act_dtype, out);
+}
+
+// MT_GEMM_FALLBACK=1: every GEMM through classic cuBLAS (cuda_matmul.cu); MT_CUDNN_DETERMINISTIC=1:
+// cuDNN's backward without its f32 dQ accumulator, bitwise the same run to run.
+static const mt_backend_variant cuda_variants[] = {
+    {"MT_GEMM_FALLBACK=1", (1ull << MT_OP_MATMUL_FWD) | (1ull << MT_OP_MATMUL_BWD), MT_ATTN_AUTO, 0},
+    {"MT_CUDNN_DETERMINISTIC=1", 1ull << MT_OP_ATTENTION_BWD, MT_ATTN_CUDNN, 1},
+};
+
+extern "C" const mt_backend_entry mt_backend_cuda_entry = {
+    /*name*/ "cuda",
+    /*summary*/ "one NVIDIA GPU (cuBLASLt, cuDNN attention where it loads); f32 or bf16 activations",
+    /*caps*/ MT_CAP_TENSOR_DATA | MT_CAP_PAGE_LOCKED | MT_CAP_BF16 | MT_CAP_ASYNC | MT_CAP_DEVICE_MEMORY,
+    /*available*/ mt_backend_cuda_available,
+    /*create*/ cuda_create,
+    /*supports*/ cuda_supports,
+    /*variants*/ cuda_variants,
+    /*n_variants*/ (int)(sizeof cuda_variants / sizeof cuda_variants[0]),
+};
 
 extern "C" mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out) {
     *out = NULL;

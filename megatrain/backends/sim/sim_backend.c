@@ -426,6 +426,18 @@ static const mt_backend_ops sim_ops = {
 
 unsigned mt_backend_sim_caps(void) { return sim_ops.caps; }
 
+static mt_status sim_create(const mt_backend_args *a, mt_backend **out) {
+    return mt_backend_sim_create(a->profile_path, a->act_dtype, out);
+}
+
+// No supports(): the sim prices every shape of every op (it touches no data).
+const mt_backend_entry mt_backend_sim_entry = {
+    .name = "sim",
+    .summary = "a simulated GPU priced by a hardware profile (--hardware); virtual time, no data",
+    .caps = MT_CAP_VIRTUAL_TIME | MT_CAP_BF16 | MT_CAP_ASYNC | MT_CAP_DEVICE_MEMORY,
+    .create = sim_create,
+};
+
 // The timeline starts at 0 on the creating thread (its virtual clock is reset).
 mt_status mt_backend_sim_create(const char *profile_path, mt_dtype act_dtype, mt_backend **out) {
     *out = NULL;

@@ -1,13 +1,12 @@
 // sim_trace.c: the simulated timeline as Chrome trace-event JSON (loads in
 // Perfetto and chrome://tracing): process 1 = the GPU with one thread per
 // stream, process 2 = the host threads that did priced work. Times in us.
-// Written to a temporary name and renamed, so no partial file is left.
-#include <errno.h>
+// Written through a temporary and a rename (core/out_file.h): no partial file is left.
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "backends/sim/sim_internal.h"
+#include "core/out_file.h"
 
 static const char *const stream_names[MT_NUM_STREAMS] = {"compute", "h2d", "d2h"};
 
@@ -42,18 +41,10 @@ static void write_all_locked(FILE *f, const mt_sim_ctx *c) {
 
 mt_status mt_sim_trace_write(mt_backend *be, const char *path) {
     mt_sim_ctx *c = mt_sim_ctx_of(be);
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) return mt_fail(MT_ERR_IO, "--trace %s: cannot open for writing: %s", path, strerror(errno));
+    mt_out_file out;
+    MT_TRY(mt_out_open(&out, "--trace (its .ops.json)", path, MT_OUT_FILE));
     pthread_mutex_lock(&c->mu);
-    write_all_locked(f, c);
+    write_all_locked(out.f, c);
     pthread_mutex_unlock(&c->mu);
-    int bad = ferror(f);
-    if (fclose(f) != 0) bad = 1;
-    if (bad || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return mt_fail(MT_ERR_IO, "--trace %s: write failed: %s", path, strerror(errno));
-    }
-    return MT_OK;
+    return mt_out_close(&out);
 }
