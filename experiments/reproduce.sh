@@ -96,8 +96,9 @@ fi
 profile=""
 if [ "$path" = gpu ]; then
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-  profile=h100-128g
-  case "$gpu" in *H200*) profile=h200-128g ;; esac
+  # the profile whose gpu.name_match the GPU's name meets, else the one marked "*" (h100-128g)
+  profile=$("$PY" -c 'import sys; sys.path.insert(0, "harness"); import resultslib
+print(resultslib.profile_of_gpu(sys.argv[1], fallback=True))' "$gpu")
   step "GPU: $gpu (profile for the paired projections: $profile)"
 fi
 list=$("$PY" harness/sweep/sweeps.py --list "$path") || { echo "reproduce: cannot list the sweeps" >&2; exit 2; }

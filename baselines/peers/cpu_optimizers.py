@@ -38,7 +38,6 @@ Progress on stderr; the rows also on stdout, one JSON object per line.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -47,6 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import common  # noqa: E402  (log, skip, the load average, the env block: stdlib only)
+from resultslib import spread as stats  # noqa: E402  (median, min, max)
 SCHEMA = "megatrain.cpu_optimizers/1"
 BYTES_PER_PARAM = 28  # fp32 AdamW: read p g m v, write p m v (harness/microbench/adamw.c)
 TRIAD_BYTES_PER_ELEMENT = 24
@@ -132,10 +132,6 @@ class TorchStep:
             dt = time.perf_counter() - t0
             if steps >= 2 and dt >= min_time:
                 return self.n * steps / dt
-
-
-def stats(v):
-    return {"median": statistics.median(v), "min": min(v), "max": max(v)}
 
 
 def main():

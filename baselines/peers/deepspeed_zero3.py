@@ -37,6 +37,7 @@ be reported as the DeepSpeed baseline.
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -65,11 +66,7 @@ def parse_args(argv=None):
     ap.add_argument("--ds-pageable", action="store_true", help="pin_memory false for both offloads")
     ap.add_argument("--torch-adam", action="store_true",
                     help="torch.optim.AdamW instead of DeepSpeedCPUAdam (a fallback, not the baseline)")
-    ap.add_argument("--no-checkpointing", action="store_true",
-                    help="disable per-layer activation checkpointing")
-    a = ap.parse_args(argv)
-    common.check_common_args(a)
-    return a
+    return common.parse_common_args(ap, argv)
 
 
 def ds_config(a, hidden_size: int) -> dict:
@@ -156,7 +153,7 @@ def setup(a, spec, dist_backend: str = "nccl", timings=None):
     t = time.time()
     deepspeed.init_distributed(dist_backend=dist_backend, auto_mpi_discovery=False)
     cfg = ds_config(a, spec.config.hidden_size)
-    log("%s: deepspeed %s, config %s" % (PROG, deepspeed.__version__, common.json.dumps(cfg)))
+    log("%s: deepspeed %s, config %s" % (PROG, deepspeed.__version__, json.dumps(cfg)))
 
     from transformers.integrations.deepspeed import HfDeepSpeedConfig
     dtype = torch.bfloat16 if a.precision == "mixed" else torch.float32
@@ -234,11 +231,8 @@ def main(argv=None) -> int:
 
     device = torch.device("cuda", 0)
     phases = common.Phases(device)
-    timings["total_s"] = time.time() - common.T0
-    times, rows = common.run_timed(make_step(engine, phases), batches, warmup=a.warmup, steps=a.steps,
-                                   device=device, label=PROG, phases=phases)
-    common.report(a, PROG, system_name(a), spec, n_params, times, int(torch.cuda.max_memory_allocated()),
-                  extras=common.phase_fields(rows, timings))
+    common.run_and_report(a, PROG, system_name(a), spec, n_params, make_step(engine, phases), batches, device,
+                          phases, timings)
     try:
         engine.destroy()
     except Exception:  # noqa: BLE001 - teardown only

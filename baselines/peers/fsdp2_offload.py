@@ -48,11 +48,7 @@ def parse_args(argv=None):
                     help="torch AdamW implementation on the CPU shards (default: torch's choice)")
     ap.add_argument("--init-device", choices=["auto", "cpu", "cuda"], default="auto",
                     help="where the model is materialised before sharding (auto: cuda if it fits)")
-    ap.add_argument("--no-checkpointing", action="store_true",
-                    help="disable per-layer activation checkpointing")
-    a = ap.parse_args(argv)
-    common.check_common_args(a)
-    return a
+    return common.parse_common_args(ap, argv)
 
 
 def apply_fsdp2(loss_model, model, precision: str, mesh=None, offload: bool = True) -> None:
@@ -136,14 +132,10 @@ def main(argv=None) -> int:
         def step(x, y):
             return common.train_step_torch(loss_model, optimizer, params, x, y, common.GRAD_CLIP, phases=phases)
 
-        timings["total_s"] = time.time() - common.T0
-        times, rows = common.run_timed(step, batches, warmup=a.warmup, steps=a.steps, device=device, label=PROG,
-                                       phases=phases)
         system = PROG if a.adam == "default" else "%s_%sadam" % (PROG, a.adam)
         if a.no_checkpointing:
             system += "_noac"
-        common.report(a, PROG, system, spec, n_params, times, int(torch.cuda.max_memory_allocated()),
-                      extras=common.phase_fields(rows, timings))
+        common.run_and_report(a, PROG, system, spec, n_params, step, batches, device, phases, timings)
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

@@ -31,6 +31,7 @@ the same formula, N = the parameters its optimizer holds) is kept beside it.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -166,7 +167,7 @@ def main(argv=None) -> int:
     row["official"] = got["extra"]
     if a.out:
         common.append_jsonl(a.out, row)
-    print(common.json.dumps(row))
+    print(json.dumps(row))
     return 0
 
 

@@ -49,6 +49,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import common  # noqa: E402  (log, skip, the load average, the env block: stdlib only)
+from resultslib import spread as stats  # noqa: E402  (median, min, max)
 SCHEMA = "megatrain.peer_hooks/1"
 PROG = "stage3_hooks"
 SYSTEMS = ("torch", "deepspeed-zero3", "fsdp2-offload")
@@ -62,10 +63,6 @@ MODEL_FETCHES = {("deepspeed-zero3", "fwd_bwd"): 6 * 2, ("deepspeed-zero3", "fwd
 TINY = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
             vocab_size=256, max_position_embeddings=256, use_cache=False)
 
-
-
-def stats(v):
-    return {"median": statistics.median(v), "min": min(v), "max": max(v)}
 
 
 class Counter:

@@ -32,7 +32,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "harness", "sweep"))
-import run  # noqa: E402
+import megatrain_cli  # noqa: E402
 import sweeps  # noqa: E402
 
 START_S = 30
@@ -72,7 +72,7 @@ class Planner:
         cmd = [self.mt, "plan", "--config", path, "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]),
                "--precision", precision or c["precision"], "--schedule", schedule or c["schedule"],
                "--grad-accum", str(c["grad_accum"]), "--hardware", HARDWARE]
-        cmd += run.plan_args(c["args"])
+        cmd += megatrain_cli.plan_args(c["args"])
         key = tuple(cmd[3:4]) + tuple(cmd[4:])
         if key not in self.cache:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)

@@ -26,9 +26,11 @@ import pack
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "harness", "sweep"))
+sys.path.insert(0, os.path.join(REPO, "harness"))
+import resultslib  # noqa: E402
 import sweeps  # noqa: E402
 
-LENT = ("h100-128g", "h200-128g")
+LENT = tuple(resultslib.profiles())  # the lent machines' profiles: those with gpu.name_match
 
 
 def say(msg):

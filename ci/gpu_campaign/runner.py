@@ -23,6 +23,8 @@ import parts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "harness"))
+import resultslib  # noqa: E402  (the GPU's profile: gpu.name_match in experiments/hardware/)
 PART_BUDGET_S = 510   # the steps' share of a part: under 9 minutes with the pack and margin
 PACK_RESERVE_S = 25   # kept back for packing ($OUT) and the summary
 MIN_STEP_S = 15       # a step with less time than this left is skipped, not started
@@ -159,7 +161,8 @@ def step_test(ctx, st, log, timeout):
 
 
 def profile_base(ctx):
-    return "h200-128g" if "H200" in (ctx.gpu_name or "") else "h100-128g"
+    """The profile the part calibrates: its GPU's (gpu.name_match), else the one marked "*"."""
+    return resultslib.profile_of_gpu(ctx.gpu_name, fallback=True)
 
 
 def step_microbench(ctx, st, log, timeout):

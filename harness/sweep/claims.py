@@ -32,34 +32,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import sweeps  # noqa: E402
 from common import REPO, die  # noqa: E402
+import resultslib  # noqa: E402
+from resultslib import field, matches, ok  # noqa: E402
 
 TESTS = ("fits", "ratio", "at_least", "not_slower", "largest_fit", "extrapolation", "predicted", "ratios", "value",
          "published")
 
 
 # ---------------------------------------------------------------- rows
-def ok(r):
-    return "error" not in r and r.get("step_ms") and r.get("tokens_per_s") is not None
-
-
-def field(r, path):
-    v = r
-    for part in path.split("."):
-        if not isinstance(v, dict):
-            return None
-        v = v.get(part)
-    return v
-
-
-def matches(r, where):
-    for k, want in (where or {}).items():
-        v = field(r, k)
-        if isinstance(want, list):
-            if v not in want:
-                return False
-        elif v != want:
-            return False
-    return True
+# ok (a row with a timing), field (a dotted field), matches (a claim's `where`): resultslib's.
 
 
 def noise(r, what="step"):
@@ -208,8 +189,8 @@ def t_at_least(spec, rows, ctx):
     c["threshold"] = threshold = spec["at_least"]
     measured = True
     if spec.get("of_profile"):
-        name = common.profile_of_gpu((r.get("env") or {}).get("gpu_name"))
-        prof = common.hardware_profile(name) or {}
+        name = resultslib.profile_of_gpu((r.get("env") or {}).get("gpu_name"))
+        prof = resultslib.hardware_profile(name) or {}
         v = field(prof, spec["of_profile"])
         if not isinstance(v, (int, float)) or v <= 0:
             return (f"no {spec['of_profile']} in a profile of {(r.get('env') or {}).get('gpu_name')}", [r], None,
@@ -315,7 +296,7 @@ def t_predicted(spec, rows, ctx):
         if not ok(r) or r["mode"] != "projected" or not matches(r, spec.get("where")):
             continue
         for m in meas:
-            if any(r.get(k) != m.get(k) for k in match) or not common.same_gpu(r, m):
+            if any(r.get(k) != m.get(k) for k in match) or not resultslib.same_gpu(r, m):
                 continue
             err = r["step_ms"]["median"] / m["step_ms"]["median"] - 1
             nm = noise(m)
@@ -470,9 +451,7 @@ def main():
     ap.add_argument("--allow-dirty", action="store_true", help="admit rows made from a dirty or unknown tree")
     ap.add_argument("--sweeps", help="directory of the sweep files (default experiments/sweeps)")
     args = ap.parse_args()
-    if args.sweeps:
-        sweeps.set_dir(args.sweeps)
-    rows = common.trusted(common.load_results(args.results), args.allow_dirty, "claims")
+    rows = common.trusted_results(args.results, args.allow_dirty, "claims", args.sweeps)
     out = table(rows)
     sys.stdout.write(render(out))
     if args.markdown:

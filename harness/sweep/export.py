@@ -29,6 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import sweeps  # noqa: E402
 from common import REPO, die  # noqa: E402
+import resultslib  # noqa: E402
+from resultslib import field, matches  # noqa: E402
 
 KIND = {"measured": 1, "extrapolated": 2, "projected": 3}
 COLUMNS = {"relative": ["variant_index", "rel_step_time", "variant", "step_ms"],
@@ -38,24 +40,8 @@ COLUMNS = {"relative": ["variant_index", "rel_step_time", "variant", "step_ms"],
 
 
 def ok(r):
-    return "error" not in r and r.get("step_ms") and r.get("tflops") is not None
-
-
-def field(r, path):
-    v = r
-    for part in path.split("."):
-        if not isinstance(v, dict):
-            return None
-        v = v.get(part)
-    return v
-
-
-def matches(r, where):
-    for k, want in (where or {}).items():
-        v = field(r, k)
-        if (v not in want) if isinstance(want, list) else (v != want):
-            return False
-    return True
+    """A row with a timing and its TFLOP/s (resultslib.ok)."""
+    return resultslib.ok(r, "tflops")
 
 
 def column(r, name):
@@ -198,7 +184,7 @@ def k_pairs(fig, spec, rows, ctx):
         for m in meas:
             if any(r.get(k) != m.get(k) for k in match):
                 continue
-            if r["mode"] == "projected" and not same_gpu(r, m):
+            if r["mode"] == "projected" and not resultslib.same_gpu(r, m):
                 continue
             if r["mode"] == "extrapolated" and r.get("backend") != m.get("backend"):
                 continue
@@ -208,8 +194,6 @@ def k_pairs(fig, spec, rows, ctx):
                     [m["step_ms"]["median"], r["step_ms"]["median"], f"{r['system']} b{r['batch']}",
                      r["step_ms"]["min"], r["step_ms"]["max"]])
 
-
-same_gpu = common.same_gpu
 
 
 LANES = ["compute", "h2d", "d2h", "drain", "optimizer"]  # keywords of the trace's thread names
@@ -305,9 +289,7 @@ def main():
     ap.add_argument("--allow-dirty", action="store_true", help="admit rows made from a dirty or unknown tree")
     ap.add_argument("--sweeps", help="directory of the sweep files (default experiments/sweeps)")
     args = ap.parse_args()
-    if args.sweeps:
-        sweeps.set_dir(args.sweeps)
-    rows = common.trusted(common.load_results(args.results), args.allow_dirty, "export")
+    rows = common.trusted_results(args.results, args.allow_dirty, "export", args.sweeps)
     figs = export(rows, args.out, args.results)
     for fig in figs:
         n = sum(len(v[1]) for v in fig.blocks.values())

@@ -8,21 +8,13 @@
 # test_hardware_profiles.sh, that `megatrain plan --hardware FILE` fits and
 # `train --backend sim --hardware FILE` runs 2 steps on the result, and one-line
 # errors (exit 1) for bad input. Skips (77) without python3, jq or build/bin/megatrain.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
-command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
-BIN=${MT_BIN:-$(pwd)/build/bin}
+. "$(dirname "$0")/lib.sh" python3 jq
+BIN=$MT_BIN
 [ -x "$BIN/megatrain" ] || { echo "skipped: no $BIN/megatrain"; exit 77; }
 CAL="python3 harness/calibrate_profile.py"
 DATA=harness/tests/data/calibrate
 BASE=experiments/hardware/h100-128g.json
 CFG=megatrain/tests/data/tiny5_llama.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-pass() { echo "ok   $*"; }
 # check NAME FILE [JQ-ARGS...] JQ-EXPR: passes when the expression is true
 check() {
   local name=$1 file=$2; shift 2
@@ -203,5 +195,4 @@ echo '{"bench":"attention/native/fwd_bwd","T":1024.5,"tflops":100}' > "$tmp/bad_
 expect_error "attention row with a fractional T" "expected a whole T" "$BASE" --attention "$tmp/bad_t.jsonl" \
   --env "$DATA/env_h100.json"
 
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+finish

@@ -3,13 +3,8 @@
 # this GPU that fit the budget it states, at most 2 (each packs 4 files; 8 come back). Planned
 # here with --next-plan against a made-up results/campaign/ (a filed manifest per part; a dry
 # run's does not count).
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export MT_BIN=${MT_BIN:-$(pwd)/build/bin}
+. "$(dirname "$0")/lib.sh"
 [ -x "$MT_BIN/megatrain" ] || { echo "skipped: no $MT_BIN/megatrain"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
 check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi; }
 man() { # man TAG PART DRY: a filed manifest
   printf '{"schema": "megatrain.gpu_campaign/1", "part": "%s", "tag": "%s", "dry_run": %s}\n' "$2" "$1-$2" "$3" \
@@ -41,4 +36,4 @@ check "at most 8 files come back: $(find "$tmp/n" -type f | wc -l)" '[ "$(find "
 bash ci/gpu_campaign.sh --file "$tmp/n" > "$tmp/f.log" 2>&1
 check "--file finds a part per folder (here refusing both dry runs)" \
   '[ "$(grep -c "a dry run (tiny CPU rows): not filed" "$tmp/f.log")" = 2 ]'
-[ "$fails" -eq 0 ] && echo "all checks passed" || { echo "$fails check(s) failed"; exit 1; }
+finish

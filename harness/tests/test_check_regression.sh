@@ -3,11 +3,8 @@
 # for ok / warn / noise-masked / fail / bandwidth-fail / no matching row /
 # scalar step_ms with a stated noise / malformed input / bad usage / unmatched
 # baselines, and --two-sided (deterministic rows: faster, fits, memory).
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
+. "$(dirname "$0")/lib.sh" jq
 chk=ci/check_regression.sh fx=ci/tests
-fails=0
 # expect NAME WANT_RC PATTERN ARGS...: runs the checker, wants the exit status and a
 # table line matching PATTERN (an awk regex; "-" for none).
 expect() {
@@ -40,7 +37,6 @@ expect bad_number  2 'not a non-negative number' --warn-pct x $fx/results_ok.jso
 expect unmatched   0 'baselines unmatched 4$'                 $fx/results_nomatch.jsonl $fx/baseline.jsonl
 
 # --two-sided (deterministic rows): faster is a change too, and so are fits and planned memory
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 jq -c 'if .model == "qwen2.5-7b" and .system == "megatrain" then .step_ms.median = 900 | .step_ms.min = 900
        | .step_ms.max = 900 else . end' $fx/baseline.jsonl > "$tmp/faster.jsonl"
 expect faster_one_sided 0 '^OK .* qwen2\.5-7b .* -10%'              "$tmp/faster.jsonl" $fx/baseline.jsonl
@@ -56,5 +52,4 @@ expect fits_two_sided   1 '^FAIL .* zero3 '   --two-sided "$tmp/unfit.jsonl" "$t
 jq -c '., (.variant = "bind=copy" | .step_ms.median *= 2 | .step_ms.min *= 2 | .step_ms.max *= 2)' \
   $fx/baseline.jsonl > "$tmp/variants.jsonl"
 expect variants 0 'ok 8, warn 0, fail 0, no baseline 0'   "$tmp/variants.jsonl" "$tmp/variants.jsonl"
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+finish

@@ -6,13 +6,7 @@
 # construction" where its claim row says so; a CPU row is a CPU check; at_least and
 # not_slower allow for noise too. Rows from a dirty tree and rows of entries no longer
 # in the sweep are left out (no data) unless --allow-dirty. Needs python3 only.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib.sh" python3
 mkdir -p "$tmp/sweeps"
 cat > "$tmp/sweeps/t_c2.json" <<'EOF'
 {"schema": "megatrain.sweep/1", "experiment": "t_c2", "paths": ["gpu"],
@@ -278,5 +272,4 @@ mk "$tmp/failed" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000,
 verdict "a failed denominator: the claim says failed, with the error" "ratio claim" \
   'no figure: zero3 b4 paper failed: exit 1: the run failed .*failed \(1 row\(s\) with an error in results/t_c2\.jsonl\)$' \
   "$tmp/failed"
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+finish

@@ -4,11 +4,7 @@
 # medians with their min..max, bytes_per_s = 28 B x params_per_s, ratio_to_triad inside its
 # range, one thread count and size for all, the env it ran in from a clean tree. The script
 # refuses a bad command line (exit 2) and skips (77) where torch is missing. Needs jq.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib.sh" jq
 f=results/cpu_optimizers.jsonl
 [ -s "$f" ] || { echo "FAIL $f missing"; exit 1; }
 
@@ -30,12 +26,8 @@ else
 fi
 
 if command -v python3 > /dev/null; then
-  python3 baselines/peers/cpu_optimizers.py --repeats 0 > /dev/null 2>&1; rc=$?
-  [ "$rc" = 2 ] && echo "ok   --repeats 0 refused (exit 2)" || fail "--repeats 0: exit $rc, want 2"
-  if ! python3 -c "import torch" > /dev/null 2>&1; then
-    python3 baselines/peers/cpu_optimizers.py --out "$(mktemp -u)" > /dev/null 2>&1; rc=$?
-    [ "$rc" = 77 ] && echo "ok   without torch the script skips (exit 77)" || fail "without torch: exit $rc, want 77"
-  fi
+  exits 2 "--repeats 0 refused" python3 baselines/peers/cpu_optimizers.py --repeats 0
+  python3 -c "import torch" > /dev/null 2>&1 ||
+    exits 77 "without torch the script skips" python3 baselines/peers/cpu_optimizers.py --out "$tmp/x.jsonl"
 fi
-[ "$fails" -eq 0 ] || exit 1
-echo "all checks passed"
+finish

@@ -3,9 +3,7 @@
 # block is what harness/sweep/docs.py renders from the committed results/ (the measured
 # table, the claims table, the C2 batch ratios, the reproduce time, the time per sweep).
 # A stale figure fails with a diff; `python3 harness/sweep/docs.py --write` fixes it.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
+. "$(dirname "$0")/lib.sh" python3
 out=$(python3 harness/sweep/docs.py --check 2>&1); rc=$?
 echo "$out" | head -60
 [ "$rc" = 0 ] || { echo "FAIL: a generated block differs from results/"; exit 1; }

@@ -8,17 +8,7 @@
 # --unswept), a row from another backend than its configuration's, a measured CUDA row
 # without a GPU, a row replacing one of its configuration measured on another GPU (unless
 # --replace-gpu). Skips (77) without jq, python3 or the binaries.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
-command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
-export MT_BIN=${MT_BIN:-$(pwd)/build/bin}
-[ -x "$MT_BIN/megatrain" ] && [ -x "$MT_BIN/mt-env" ] || { echo "skipped: no $MT_BIN/megatrain or mt-env"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-pass() { echo "ok   $*"; }
+. "$(dirname "$0")/lib.sh" jq python3 bins
 mkdir -p "$tmp/sweeps"
 S=$tmp/sweeps/t_file.json
 cat > "$S" <<'EOF'
@@ -107,5 +97,4 @@ rm -rf "$tmp/u" && mkdir -p "$tmp/u" && jq -c 'select(.system == "zero3") | .exp
 file_rows "$tmp/u" --unswept 2> "$tmp/u.err" && [ "$(grep -c . "$tmp/results/t_peer.jsonl")" = 1 ] &&
   pass "--unswept files a row of an experiment without a sweep" || { fail "--unswept"; cat "$tmp/u.err"; }
 
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+finish

@@ -9,17 +9,7 @@
 # (dry) the rows of a part made like a real one; the tree check sees a changed file;
 # gpu_predicted projects every configuration the campaign measures with megatrain.
 # Needs python3 and jq; the binaries (make build).
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
-command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
-export MT_BIN=${MT_BIN:-$(pwd)/build/bin}
-[ -x "$MT_BIN/megatrain" ] && [ -x "$MT_BIN/mt-env" ] || { echo "skipped: no $MT_BIN/megatrain or mt-env"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-pass() { echo "ok   $*"; }
+. "$(dirname "$0")/lib.sh" jq python3 bins
 C="bash ci/gpu_campaign.sh"
 
 # ---- --list: one line per part, in the order of parts.py, `N min` each
@@ -232,7 +222,7 @@ python3 - "$tmp/gpu_results" <<'EOF'
 import json, os, sys, zlib
 sys.path.insert(0, "harness/sweep")
 sys.path.insert(0, "ci/gpu_campaign")
-import common, parts, run, sweeps
+import common, one_config, parts, sweeps
 out = sys.argv[1]
 names = [st["sweep"] for p in parts.PARTS for st in p["steps"] if st["kind"] == "sweep"]
 names.append("experiments/sweeps/gpu_predicted.json")
@@ -242,7 +232,7 @@ for path in names:
     s = sweeps.load(path)
     rows = []
     for c in sweeps.expand(s):
-        r = run.blank_row(s["experiment"], c, dict(env), sweeps.rel_path(path))
+        r = one_config.blank_row(s["experiment"], c, dict(env), sweeps.rel_path(path))
         # the same configuration gets the same time in every sweep, so the sim's rows (5% slower)
         # pair with the measured ones as S1 pairs them
         ident = json.dumps([c.get(k) for k in ("model", "schedule", "peer", "batch", "seq_len", "precision",
@@ -258,7 +248,7 @@ for path in names:
             r["fit"] = {"depths": c["layers_fit"], "holdout": {"depth": c["layers_holdout"]}}
         if c["mode"] == "projected":
             r["step_ms"] = {"median": ms * 1.05, "min": ms * 1.05, "max": ms * 1.05, "n": 5}
-        run.finish_speed(r, c["batch"] * c["seq_len"], r["params"], 989.0)
+        one_config.finish_speed(r, c["batch"] * c["seq_len"], r["params"], 989.0)
         rows.append(r)
     common.write_jsonl(os.path.join(out, s["experiment"] + ".jsonl"), rows)
 EOF
@@ -317,5 +307,4 @@ if jq -e -s '.[0].status == "ok" and .[0].tables == ["cudnn", "native", "torch_s
   pass "part C's attention_profile step: ok on rows, skipped with a reason in the dry run"
 else fail "attention_profile step: $(cat "$tmp/attn_step.json" "$tmp/attn_step.err" | head -5)"; fi
 
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+finish

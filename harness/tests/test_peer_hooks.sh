@@ -8,13 +8,9 @@
 # --peer` carries the fwd_bwd medians (engine/peer.c) and names the file as their source.
 # The script refuses a bad command line (exit 2) and skips (77) where torch is missing.
 # Needs jq and megatrain ($MT_BIN).
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
+. "$(dirname "$0")/lib.sh" jq
 MT=${MT_BIN:-build/bin}/megatrain
 [ -x "$MT" ] || { echo "skipped: $MT not built"; exit 77; }
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 f=results/peer_hooks.jsonl
 [ -s "$f" ] || { echo "FAIL $f missing"; exit 1; }
 
@@ -55,14 +51,9 @@ for p in deepspeed-zero3 fsdp2-offload; do
 done
 
 if command -v python3 > /dev/null; then
-  python3 baselines/peers/stage3_hooks.py --rounds 0 > /dev/null 2>&1; rc=$?
-  [ "$rc" = 2 ] && echo "ok   --rounds 0 refused (exit 2)" || fail "--rounds 0: exit $rc, want 2"
-  python3 baselines/peers/stage3_hooks.py --depths 4,2 > /dev/null 2>&1; rc=$?
-  [ "$rc" = 2 ] && echo "ok   --depths 4,2 refused (exit 2)" || fail "--depths 4,2: exit $rc, want 2"
-  if ! python3 -c "import torch" > /dev/null 2>&1; then
-    python3 baselines/peers/stage3_hooks.py --out "$(mktemp -u)" > /dev/null 2>&1; rc=$?
-    [ "$rc" = 77 ] && echo "ok   without torch the script skips (exit 77)" || fail "without torch: exit $rc, want 77"
-  fi
+  exits 2 "--rounds 0 refused" python3 baselines/peers/stage3_hooks.py --rounds 0
+  exits 2 "--depths 4,2 refused" python3 baselines/peers/stage3_hooks.py --depths 4,2
+  python3 -c "import torch" > /dev/null 2>&1 ||
+    exits 77 "without torch the script skips" python3 baselines/peers/stage3_hooks.py --out "$tmp/x.jsonl"
 fi
-[ "$fails" -eq 0 ] || exit 1
-echo "all checks passed"
+finish

@@ -10,9 +10,7 @@
 # Needs torch, DeepSpeed and transformers: a python that imports them is taken from
 # MT_PEERS_PYTHON, else ~/.cache/megatrain/peers-venv (made by hand: baselines/peers/README.md),
 # else python3; without one the test is skipped (77), saying so (CI does not install DeepSpeed).
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
+. "$(dirname "$0")/lib.sh" jq
 venv_py="${XDG_CACHE_HOME:-$HOME/.cache}/megatrain/peers-venv/bin/python"
 PY=""
 for p in "${MT_PEERS_PYTHON:-}" "$venv_py" python3; do
@@ -23,10 +21,6 @@ if [ -z "$PY" ]; then
        "(MT_PEERS_PYTHON, $venv_py, python3)"
   exit 77
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 start=$(date +%s)
 "$PY" baselines/peers/stage3_hooks.py --depths 1,3 --rounds 3 --steps 3 --warmup 1 --out "$tmp/h.jsonl" \
@@ -47,5 +41,4 @@ if jq -s -e '
 else
   fail "rows: $(jq -s -c 'map({system, pass, fetch_overhead_ms, calls_per_layer, modules_per_layer, calls_per_step})' "$tmp/h.jsonl")"
 fi
-[ "$fails" -eq 0 ] || exit 1
-echo "all checks passed"
+finish

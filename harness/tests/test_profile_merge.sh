@@ -4,8 +4,7 @@
 # still assumes the rest), filed in either order, leave one profile with both, each
 # figure with its source; a base's derivation from an assumption never replaces a
 # figure derived from a measurement; two runs of one part keep both manifests.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
+. "$(dirname "$0")/lib.sh"
 python3 - <<'PY'
 import copy, json, sys
 sys.path.insert(0, "ci/gpu_campaign")

@@ -6,19 +6,10 @@
 # or planned memory). Every row must have its baseline and every baseline its row. When a
 # change to the engine, sim or planner moves projections on purpose, re-record:
 #   make reproduce  (or run the baseline sweeps)  &&  python3 harness/sweep/baselines.py sim
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
-command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
-export MT_BIN=${MT_BIN:-$(pwd)/build/bin}
-[ -x "$MT_BIN/megatrain" ] && [ -x "$MT_BIN/mt-env" ] || { echo "skipped: no $MT_BIN/megatrain or mt-env"; exit 77; }
+. "$(dirname "$0")/lib.sh" jq python3 bins
 "$MT_BIN/megatrain" --version | grep -q '"sim"' || { echo "FAIL: this megatrain has no sim backend"; exit 1; }
 base=results/baselines/sim.jsonl
 [ -s "$base" ] || { echo "FAIL: $base missing; HINT: python3 harness/sweep/baselines.py sim"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 mapfile -t files < <(python3 harness/sweep/sweeps.py --list baseline | cut -f1)
 [ ${#files[@]} -ge 1 ] || { echo "FAIL: no sweep is marked baseline"; exit 1; }
@@ -44,5 +35,4 @@ jq -c 'if .experiment == "c1_120b" and .batch == 4 then .fits = false else . end
 bash ci/check_regression.sh --two-sided --warn-pct 0.1 --fail-pct 0.5 "$tmp/unfit.jsonl" "$base" > "$tmp/o2"
 [ $? = 1 ] && grep -q '^FAIL .*c1_120b' "$tmp/o2" && echo "ok   a change in fits fails" || fail "a change in fits was not caught"
 
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+finish

@@ -4,14 +4,10 @@
 # file_rows.py's checks (schema, min <= median <= max, clean tree, config_key still one of
 # its sweep's configurations); every sweep that reproduce.sh runs on the CPU path has a
 # row for each of its configurations and no error row; results/claims.md and plots/data/
-# are what claims.py and export.py make from these rows. Needs python3 (and cmp).
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+# are what claims.py and export.py make from these rows. The Python that writes and reads
+# rows (harness/resultslib, the sweep, the GPU campaign, the peers' shared code) imports
+# with the standard library alone, as the GPU machine's python3 has it. Needs python3 (and cmp).
+. "$(dirname "$0")/lib.sh" python3
 hint="HINT: run \`make reproduce\` from a clean committed tree and commit results/, plots/data/, README.md, REPRODUCE.md"
 
 if python3 harness/sweep/file_rows.py results --results "$tmp/x" --dry-run > /dev/null 2> "$tmp/rows.err"; then
@@ -45,5 +41,19 @@ python3 harness/sweep/export.py --out "$tmp/data" 2> /dev/null
 diff -r plots/data "$tmp/data" > "$tmp/data.diff" && echo "ok   plots/data/ is what export.py makes of the rows" ||
   { fail "plots/data/ differs from export.py's output"; head -20 "$tmp/data.diff"; echo "$hint"; }
 
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+# python3 -S: no site-packages. The peers' common.py imports torch only where a function needs it.
+if python3 -S - > "$tmp/stdlib.txt" 2>&1 <<'PY'
+import sys
+sys.path[:0] = ["harness", "harness/sweep", "ci/gpu_campaign"]
+import resultslib, common, run, claims, export, docs, file_rows, baselines, main, pack, filing, estimate, runner  # noqa
+sys.modules.pop("common")  # the sweep's; the peers' next
+sys.path[:0] = ["baselines/peers"]
+import common, cpu_optimizers, stage3_hooks, official_parse  # noqa
+assert common.make_row and common.__file__.endswith("baselines/peers/common.py")
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "numpy", "transformers", "deepspeed")))
+PY
+then [ "$(cat "$tmp/stdlib.txt")" = "[]" ] && echo "ok   resultslib, the sweep, the campaign and the peers' common.py import with the stdlib alone" ||
+  fail "stdlib only: $(cat "$tmp/stdlib.txt")"
+else fail "stdlib only: $(tail -1 "$tmp/stdlib.txt")"; fi
+
+finish

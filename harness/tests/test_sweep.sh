@@ -7,17 +7,7 @@
 # extrapolated row: median -/+ its held-out error). Then the file belongs to its sweep:
 # resumable, --force replaces, a removed entry's row goes (also with --only), a row of
 # another experiment goes. Skips (77) without jq, python3 or the binaries.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-command -v jq >/dev/null || { echo "skipped: jq not installed"; exit 77; }
-command -v python3 >/dev/null || { echo "skipped: python3 not installed"; exit 77; }
-export MT_BIN=${MT_BIN:-$(pwd)/build/bin}
-[ -x "$MT_BIN/megatrain" ] && [ -x "$MT_BIN/mt-env" ] || { echo "skipped: no $MT_BIN/megatrain or mt-env"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-pass() { echo "ok   $*"; }
+. "$(dirname "$0")/lib.sh" jq python3 bins
 R=$tmp/results
 run() { python3 harness/sweep/run.py --out-dir "$R" "$@"; }
 
@@ -256,8 +246,8 @@ MT_PEERS_DIR=$tmp/peers STUB_ARGS=$tmp/stub_args run "$tmp/reach.json" --only "b
 [ "$rc" = 0 ] && jq -e 'length == 1 and (.[0].reason | test("no time left: it needs about 100000 s"))' "$u" > /dev/null &&
   pass "--deadline: a configuration whose expect_s does not fit is not started" ||
   { fail "--deadline (exit $rc)"; cat "$tmp/err13"; }
-[ "$(python3 -c "import sys; sys.path.insert(0, 'harness/sweep'); import run
-print(run.startup_s('megatrain: ready in 12.3 s (alloc 1.0 s)'), run.startup_s('no such line'))")" = "12.3 None" ] &&
+[ "$(python3 -c "import sys; sys.path.insert(0, 'harness/sweep'); import one_config as o
+print(o.startup_s('megatrain: ready in 12.3 s (alloc 1.0 s)'), o.startup_s('no such line'))")" = "12.3 None" ] &&
   pass "startup_s: megatrain's 'ready in S s' line, None without one" || fail "startup_s parse"
 
 # a peer key is in the configuration key only when set: existing keys do not move
@@ -271,5 +261,4 @@ c = dict(sweeps.DEFAULTS, model='m.json')
 print(hashlib.sha1(json.dumps({f: c.get(f) for f in sweeps.KEY_FIELDS}, sort_keys=True).encode()).hexdigest()[:16])")" ] &&
   pass "a configuration without a peer keeps the key it had before peers existed" || fail "config key moved: $k1"
 
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+finish

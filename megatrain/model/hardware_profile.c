@@ -134,6 +134,22 @@ double mt_hw_attention_tflops(const mt_hw_profile *p, const char *kernel, int bf
     return r->tflops[r->n - 1];
 }
 
+// gpu.name_match (optional): ["H100", "*"]: 1..MT_HW_NAME_MATCH non-empty strings.
+static mt_status parse_name_match(const char *path, const cJSON *j, mt_hw_profile *p) {
+    const cJSON *m = dotted(j, "gpu.name_match"), *e;
+    if (!m) return MT_OK;
+    int n = cJSON_GetArraySize(m);
+    if (!cJSON_IsArray(m) || n < 1 || n > MT_HW_NAME_MATCH)
+        return mt_fail(MT_ERR_FORMAT, "%s: gpu.name_match: expected 1..%d strings", path, MT_HW_NAME_MATCH);
+    cJSON_ArrayForEach(e, m) {
+        if (!cJSON_IsString(e) || !e->valuestring[0] || strlen(e->valuestring) >= sizeof p->gpu_name_match[0])
+            return mt_fail(MT_ERR_FORMAT, "%s: gpu.name_match: expected non-empty strings of at most %zu characters",
+                           path, sizeof p->gpu_name_match[0] - 1);
+        snprintf(p->gpu_name_match[p->n_gpu_name_match++], sizeof p->gpu_name_match[0], "%s", e->valuestring);
+    }
+    return MT_OK;
+}
+
 static mt_status parse(const char *path, const cJSON *j, mt_hw_profile *p) {
     char schema[64];
     if (!cJSON_IsObject(j)) return mt_fail(MT_ERR_FORMAT, "%s: expected a JSON object", path);
@@ -145,6 +161,7 @@ static mt_status parse(const char *path, const cJSON *j, mt_hw_profile *p) {
     if (cJSON_IsString(d)) snprintf(p->description, sizeof p->description, "%s", d->valuestring);
     else if (d) return mt_fail(MT_ERR_FORMAT, "%s: description: expected a string", path);
     MT_TRY(str(path, j, "gpu.name", p->gpu_name, sizeof p->gpu_name));
+    MT_TRY(parse_name_match(path, j, p));
     MT_TRY(num(path, j, "gpu.peak_tflops.bf16", TFLOPS, &p->peak_tflops[MT_PEAK_BF16]));
     MT_TRY(num(path, j, "gpu.peak_tflops.tf32", TFLOPS, &p->peak_tflops[MT_PEAK_TF32]));
     MT_TRY(num(path, j, "gpu.peak_tflops.fp32", TFLOPS, &p->peak_tflops[MT_PEAK_FP32]));

@@ -22,6 +22,7 @@ enum { MT_ADAMW_PAPER = 0, MT_ADAMW_MIXED = 1, MT_ADAMW_FP32 = 2 };
 #define MT_ATTN_BWD_FACTOR 2.5 // backward runs 5 GEMM-like products vs forward's 2 (the labs count so too)
 #define MT_HW_ATTN_KERNELS 8  // implementations a profile may measure
 #define MT_HW_ATTN_POINTS 16  // sequence lengths per implementation
+#define MT_HW_NAME_MATCH 4    // gpu.name_match strings a profile may list
 
 // gpu.attention_tflops.<kernel>: measured causal attention forward + backward of one
 // implementation at bf16, as [[T, TFLOP/s], ...] (FLOPs counted causally: forward
@@ -40,6 +41,10 @@ typedef struct {
     char source[1100];     // the file read, or "measured"
     char description[256];
     char gpu_name[128];
+    // gpu.name_match (optional): strings of a GPU's name that make this profile its
+    // machine's ("*": the profile when none matches); planner/measured_profile.c
+    char gpu_name_match[MT_HW_NAME_MATCH][32];
+    int n_gpu_name_match;
     double peak_tflops[3]; // dense peak by compute precision: MT_PEAK_BF16, _TF32, _FP32
     double gemm_efficiency;
     double hbm_gbps, hbm_bytes;

@@ -50,6 +50,39 @@ void mt_this_machine_gpu(char *name, size_t cap, double *mem_bytes) {
     }
 }
 
+// The profile of the machine whose GPU is named `gpu` ("" when none is visible), by the
+// profiles' own gpu.name_match (experiments/hardware/README.md; harness/resultslib/
+// profiles.py reads the same key): the first, in name order, with a string found in the
+// name, else the first that lists "*". Writes its name; fails when there is none.
+static mt_status profile_of_gpu(const char *gpu, char *base, size_t cap) {
+    char names[2048], fallback[64] = "";
+    mt_hw_profile_list(names, sizeof names);
+    base[0] = 0;
+    char *save = NULL;
+    for (char *n = strtok_r(names, ", ", &save); n && !base[0]; n = strtok_r(NULL, ", ", &save)) {
+        mt_hw_profile p;
+        if (mt_hw_profile_resolve(n, &p) != MT_OK) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", mt_last_error());
+            return mt_fail(MT_ERR_FORMAT, "--hardware measured: profile %s, read for its gpu.name_match: %s", n, why);
+        }
+        for (int i = 0; i < p.n_gpu_name_match; i++) {
+            const char *m = p.gpu_name_match[i];
+            if (!strcmp(m, "*")) {
+                if (!fallback[0]) snprintf(fallback, sizeof fallback, "%s", n);
+            } else if (strstr(gpu, m)) {
+                snprintf(base, cap, "%s", n);
+            }
+        }
+    }
+    if (!base[0]) snprintf(base, cap, "%s", fallback);
+    if (!base[0])
+        return mt_fail(MT_ERR_ARG, "--hardware measured: no profile in %s matches GPU '%s' and none lists \"*\" in "
+                       "gpu.name_match, to take the rates from", mt_hw_profile_dir() ? mt_hw_profile_dir() : "(none)",
+                       gpu);
+    return MT_OK;
+}
+
 mt_status mt_hw_profile_measured(mt_hw_profile *out) {
     double total = (double)mt_host_mem_total_bytes();
     if (!(total > 0)) return mt_fail(MT_ERR_IO, "--hardware measured: cannot read MemTotal from /proc/meminfo");
@@ -57,7 +90,8 @@ mt_status mt_hw_profile_measured(mt_hw_profile *out) {
     char gpu[128];
     double gpu_bytes;
     mt_this_machine_gpu(gpu, sizeof gpu, &gpu_bytes);
-    const char *base = strstr(gpu, "H200") ? "h200-128g" : "h100-128g";
+    char base[64];
+    MT_TRY(profile_of_gpu(gpu, base, sizeof base));
     mt_status s = mt_hw_profile_resolve(base, out);
     if (s != MT_OK) {
         char why[512];

@@ -1,0 +1,26 @@
+"""resultslib: the results rows of the Python side, in one place for the sweep
+(harness/sweep), the peers (baselines/peers) and the GPU campaign (ci/gpu_campaign).
+
+Python 3 standard library only: the peers and the campaign run on the GPU machine,
+whose python3 has no package registry (stdlib and torch). Each script puts
+<repo>/harness on sys.path and imports it:
+
+    sys.path.insert(0, os.path.join(REPO, "harness"))
+    import resultslib  # noqa: E402
+
+  rows.py      the results schema (keys, env keys, side files), JSON Lines read, written
+               and appended, and the filters every reader applies (ok, field, matches,
+               tree_state)
+  stats.py     step statistics (median; median/min/max over timed steps) and the host's
+               load average recorded beside timings
+  profiles.py  experiments/hardware/NAME.json by name, and which profile describes the
+               machine of a GPU: the names each profile matches are in the profile itself
+               (gpu.name_match), read here and by the C planner alike
+
+The metrics themselves (tokens/s, TFLOP/s, MFU, the dense-peak table) stay in
+harness/metrics.py, their one Python definition.
+"""
+from .rows import (ENV_KEYS, RESULT_KEYS, RESULTS_SCHEMA, SIDE_FILES, RowsError, append_jsonl,  # noqa: F401
+                   field, load_jsonl, load_results, load_results_files, matches, ok, tree_state, write_jsonl)
+from .stats import load_avg, median, spread, step_stats  # noqa: F401
+from .profiles import REPO, hardware_dir, hardware_profile, profile_of_gpu, profiles, same_gpu  # noqa: F401

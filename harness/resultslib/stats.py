@@ -1,0 +1,33 @@
+"""Step statistics (the median over the timed steps, with min and max), and the host's
+load beside them."""
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def spread(xs, n=False):
+    """{"median", "min", "max"} of the values (and "n", their count, when asked)."""
+    out = {"median": median(xs), "min": min(xs), "max": max(xs)}
+    if n:
+        out["n"] = len(xs)
+    return out
+
+
+def step_stats(steps, warmup):
+    """docs/DESIGN.md#metrics: median over the steps after the warm-up, with min and max. The last
+    step is left out of the steady state: it ends the run with the optimizer pass that
+    no next step overlaps (the CLI counts it in that step), so it is reported apart."""
+    return spread([s["step_ms"] for s in steps[warmup:-1]], n=True)
+
+
+def load_avg():
+    """The host's 1-minute load average (/proc/loadavg), recorded beside timings taken on
+    a shared machine; None where unknown."""
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
