@@ -50,10 +50,13 @@ def tiny_config(c):
     return e
 
 
-def tiny_sweep(sweep):
-    """(the small sweep, labels of the peer configurations left out)."""
+def tiny_sweep(sweep, keys=None):
+    """(the small sweep, labels of the peer configurations left out); with `keys`, only the
+    configurations (of the real sweep) with those config keys."""
     out, dropped = [], []
     for c in sweeps.expand(sweep):
+        if keys is not None and sweeps.config_key(c) not in keys:
+            continue
         if c.get("peer"):
             dropped.append(sweeps.label(c))
             continue
@@ -63,8 +66,8 @@ def tiny_sweep(sweep):
              "configs": out}, dropped)
 
 
-def tiny_sweep_file(path, out_dir):
-    s, dropped = tiny_sweep(sweeps.load(path))
+def tiny_sweep_file(path, out_dir, keys=None):
+    s, dropped = tiny_sweep(sweeps.load(path), keys)
     dest = os.path.join(out_dir, os.path.basename(path))
     with open(dest, "w") as f:
         json.dump(s, f, indent=1)

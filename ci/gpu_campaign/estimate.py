@@ -116,7 +116,7 @@ def step_s(P, st, left=None):
     configuration that no longer fits (run.py --deadline), and says which it leaves out."""
     if st["kind"] == "sweep":
         s = sweeps.load(os.path.join(REPO, st["sweep"]))
-        cs = sweeps.expand(s)
+        cs = [c for c in sweeps.expand(s) if not st.get("keys") or sweeps.config_key(c) in st["keys"]]
         t, runs, cut, kinds = 0.0, 0, [], set()
         for c in cs:
             x, k = config_s(P, c)

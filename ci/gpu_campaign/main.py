@@ -7,8 +7,9 @@
     main.py regenerate
     main.py tree-check TREE                 the carried tree against the bundle's `git ls-files -s`
     main.py next --out DIR [--budget S] [--gpu NAME] [--plan-only]
-                                            the highest-priority parts not yet filed for this GPU that
-                                            fit S seconds (at most 2: 8 files), each run and packed in DIR/PART
+                                            the highest-priority parts not yet filed for this GPU, or
+                                            filed but lacking rows from it (those configurations only),
+                                            that fit S seconds (at most 2: 8 files), each in DIR/PART
 Python 3 standard library only (the GPU machine has python3, no jq).
 """
 import argparse
@@ -106,6 +107,7 @@ def cmd_run(args):
         os.remove(os.path.join(out, f))
     t0 = float(os.environ.get("MT_CAMPAIGN_T0") or time.time())
     ctx = runner.Ctx(p, args.dry_run, out, bin_dir(), only, t0, args.budget)
+    ctx.sweep_keys = getattr(args, "keys", None) or {}
     problems = []
     try:
         runner.run_part(ctx)
@@ -114,6 +116,8 @@ def cmd_run(args):
                "git_dirty": os.environ.get("MT_GIT_DIRTY"), "tree_check": os.environ.get("MT_TREE_CHECK"),
                "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seconds": round(time.time() - t0, 1),
                "budget_s": ctx.budget_s, "steps": ctx.results}
+        if ctx.sweep_keys:  # a completion: these configurations of these sweeps, the rest filed before
+            man["completion"] = ctx.sweep_keys
         text = summary_text(ctx, [])
         pack.pack(ctx, text, man)
         tmp = tempfile.mkdtemp(prefix="mt-check-")
@@ -154,18 +158,79 @@ def filed_parts(slug, campaign_dir=None):
     return done
 
 
-def plan_next(P, slug, budget_s, campaign_dir=None):
-    """[(part, estimated seconds of its steps)], in priority order, not yet filed for this GPU,
-    as many as fit the budget (the machine's start is not in it: the call is already running)."""
+# Steps a part's completion runs again whatever they did before: they set the machine up.
+SETUP_KINDS = ("machine", "peers")
+
+
+def filed_keys(experiment, slug, results_dir=None):
+    """Config keys of the experiment with a filed row made on this kind of GPU and no error."""
+    path = os.path.join(results_dir or os.path.join(REPO, "results"), experiment + ".jsonl")
+    keys = set()
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return keys
+    for line in lines:
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if not r.get("error") and runner.gpu_slug((r.get("env") or {}).get("gpu_name")) == slug:
+            keys.add(r.get("config_key"))
+    return keys
+
+
+def completion(p, slug, results_dir=None):
+    """What a filed part still lacks on this kind of GPU: {sweep step: [config keys]}, the
+    configurations of its sweeps without a filed row from this GPU kind (never reached, an
+    error row, or another GPU's), each list led by the sweep's first configuration (when it
+    is not missing itself) so that the new rows have a same-run reference; {} when none."""
+    out = {}
+    for st in p["steps"]:
+        if st["kind"] != "sweep":
+            continue
+        s = estimate.sweeps.load(os.path.join(REPO, st["sweep"]))
+        cs = [estimate.sweeps.config_key(c) for c in estimate.sweeps.expand(s)]
+        have = filed_keys(s["experiment"], slug, results_dir)
+        missing = [k for k in cs if k not in have]
+        if missing:
+            out[st["name"]] = ([cs[0]] if cs[0] not in missing else []) + missing
+    return out
+
+
+def completion_part(p, keys):
+    """The part as its completion runs it: the setup steps and the sweeps with missing rows,
+    with a whole part's budget (a part's own smaller budget leaves room for the others of a
+    session; a completion is what `next` chose to run)."""
+    steps = [dict(st, keys=keys[st["name"]]) if st["name"] in keys else st
+             for st in p["steps"] if st["kind"] in SETUP_KINDS or st["name"] in keys]
+    return dict(p, steps=steps, budget_s=runner.PART_BUDGET_S)
+
+
+def plan_next(P, slug, budget_s, campaign_dir=None, results_dir=None):
+    """[(part, estimated seconds of its steps, completion keys or None)], in priority order:
+    parts not yet filed for this GPU, and filed parts whose sweeps lack rows from it (run
+    again for those configurations only), as many as fit the budget (the machine's start is
+    not in it: the call is already running)."""
     done, chosen, left = filed_parts(slug, campaign_dir), [], budget_s
     for p in parts.PARTS:
-        if p["name"] in done or len(chosen) == NEXT_MAX_PARTS:
+        if len(chosen) == NEXT_MAX_PARTS:
+            break
+        keys = completion(p, slug, results_dir) if p["name"] in done else None
+        if p["name"] in done and not keys:
             continue
-        t = estimate.part(P, p)[0] - estimate.START_S
+        t = estimate.part(P, completion_part(p, keys) if keys else p)[0] - estimate.START_S
         if t <= left:
-            chosen.append((p, t))
+            chosen.append((p, t, keys))
             left -= t
     return chosen
+
+
+def describe_choice(p, t, keys):
+    if not keys:
+        return f"{p['name']} (~{t:.0f} s)"
+    n = sum(len(k) for k in keys.values())
+    return f"{p['name']} (~{t:.0f} s, completing it: {n} configuration(s) of {', '.join(sorted(keys))})"
 
 
 def cmd_next(args):
@@ -188,22 +253,23 @@ def cmd_next(args):
         return 1
     slug = runner.gpu_slug(name)
     done = filed_parts(slug, args.campaign_dir)
-    chosen = plan_next(P, slug, args.budget, args.campaign_dir)
+    chosen = plan_next(P, slug, args.budget, args.campaign_dir, args.results_dir)
     print(f"gpu_campaign: next for {name} ({slug}): filed already: {', '.join(sorted(done)) or 'none'}; "
-          f"within {args.budget} s: " + (", ".join(f"{p['name']} (~{t:.0f} s)" for p, t in chosen) or "nothing fits"),
+          f"within {args.budget} s: " + (", ".join(describe_choice(*c) for c in chosen) or "nothing fits"),
           file=sys.stderr)
     if args.plan_only or not chosen:
         return 0 if chosen or args.plan_only else 1
     rc, t_end = 0, time.time() + args.budget
-    for p, _ in chosen:
+    for p, _, keys in chosen:
         left = int(t_end - time.time())
         if left < 60:
             print(f"gpu_campaign: next: {left} s left, part {p['name']} not started", file=sys.stderr)
             rc = 1
             break
         os.environ["MT_CAMPAIGN_T0"] = str(time.time())
-        ns = argparse.Namespace(part=p["name"], dry_run=args.dry_run, out=os.path.join(args.out, p["name"]), only=None,
-                                budget=min(runner.PART_BUDGET_S, left))
+        only = ",".join(st["name"] for st in completion_part(p, keys)["steps"]) if keys else None
+        ns = argparse.Namespace(part=p["name"], dry_run=args.dry_run, out=os.path.join(args.out, p["name"]), only=only,
+                                keys=keys, budget=min(runner.PART_BUDGET_S, left))
         rc |= cmd_run(ns)
     return rc
 
@@ -278,6 +344,7 @@ def main():
     a.add_argument("--plan-only", action="store_true")
     a.add_argument("--dry-run", action="store_true", help="the chosen parts as CPU dry runs")
     a.add_argument("--campaign-dir", help=argparse.SUPPRESS)  # tests: another results/campaign
+    a.add_argument("--results-dir", help=argparse.SUPPRESS)  # tests: another results/ (the filed rows)
     args = ap.parse_args()
     if args.cmd == "next":
         return cmd_next(args)

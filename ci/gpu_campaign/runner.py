@@ -38,6 +38,7 @@ class Ctx:
         # when the lent session has less left, more when it has more
         self.budget_s = min(PART_BUDGET_S, budget_s) if budget_s else part.get("budget_s", PART_BUDGET_S)
         self.skip_peers = {}   # peer -> why its configurations are not run (peers_setup says)
+        self.sweep_keys = {}   # sweep step -> the config keys it runs (next's completion of a part), else all
         self.step_extra = {}   # what a step adds to its result (the setup's timings, configurations not reached)
         self.t0 = t0 or time.time()
         self.work = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"mt_campaign_{part['name']}_{os.getpid()}")
@@ -187,9 +188,11 @@ def step_microbench(ctx, st, log, timeout):
 
 
 def step_sweep(ctx, st, log, timeout):
-    path, note = st["sweep"], None
+    path, note, keys = st["sweep"], None, ctx.sweep_keys.get(st["name"])
+    if keys:
+        say(f"  completing the part: {len(keys)} configuration(s) of {st['sweep']}")
     if ctx.dry:
-        path, dropped = dryrun.tiny_sweep_file(os.path.join(REPO, st["sweep"]), ctx.path("sweeps"))
+        path, dropped = dryrun.tiny_sweep_file(os.path.join(REPO, st["sweep"]), ctx.path("sweeps"), keys)
         if dropped:
             note = ("peers skipped in the dry run (they need torch, DeepSpeed and a CUDA device): "
                     + ", ".join(dropped))
@@ -200,6 +203,8 @@ def step_sweep(ctx, st, log, timeout):
             "--deadline", f"{time.time() + timeout - 5:.0f}"]
     for peer, why in sorted(ctx.skip_peers.items()):
         argv += ["--skip-peer", f"{peer}={why}"]
+    if keys and not ctx.dry:
+        argv += ["--keys", ",".join(keys)]
     rc, _ = run_proc(ctx, argv + [path], log, timeout)
     exp = json.load(open(path))["experiment"]
     for l in pack.row_lines(ctx.path("rows", exp + ".jsonl")):

@@ -3,7 +3,7 @@
 per configuration to results/<experiment>.jsonl (docs/DESIGN.md#results).
 
     python3 harness/sweep/run.py experiments/sweeps/c2_cpu.json [--bin DIR]
-        [--out-dir results] [--force] [--only SUBSTR] [--dry-run] [--timeout S]
+        [--out-dir results] [--force] [--only SUBSTR] [--keys K,...] [--dry-run] [--timeout S]
         [--hardware PROFILE]
 
 The sweep owns its file: a run rewrites it from the sweep, so rows of entries that
@@ -56,6 +56,8 @@ def main():
     ap.add_argument("--out-dir", default=os.path.join(REPO, "results"), help="results directory (default results/)")
     ap.add_argument("--force", action="store_true", help="re-run configurations already in the results file")
     ap.add_argument("--only", help="run only configurations whose label contains this string")
+    ap.add_argument("--keys", help="run only the configurations with these config keys (comma-separated): "
+                                   "the campaign's completion of a part that stopped short")
     ap.add_argument("--dry-run", action="store_true", help="list the configurations and exit")
     ap.add_argument("--timeout", type=int, help="per-command time limit in seconds (default: per config, 900)")
     ap.add_argument("--hardware", help="replace the hardware profile of every projected configuration "
@@ -115,7 +117,8 @@ def run_sweep(R, s, cs, args):
             dropped += 1
             if r.get("trace") and os.path.exists(os.path.join(args.out_dir, r["trace"])):
                 os.remove(os.path.join(args.out_dir, r["trace"]))  # its trace goes with it
-    todo = [c for c in cs if (not args.only or args.only in label(c))]
+    want = set(args.keys.split(",")) if getattr(args, "keys", None) else None
+    todo = [c for c in cs if (not args.only or args.only in label(c)) and (want is None or config_key(c) in want)]
     skip = [c for c in todo if config_key(c) in old and not args.force]
     todo = [c for c in todo if c not in skip]
     print(f"sweep {exp}: {len(cs)} configurations, {len(skip)} already in {out}, {len(todo)} to run"

@@ -2,7 +2,7 @@
 # `gpu_campaign.sh next` (issue 23): in one call, the highest-priority parts not yet filed for
 # this GPU that fit the budget it states, at most 2 (each packs 4 files; 8 come back). Planned
 # here with --next-plan against a made-up results/campaign/ (a filed manifest per part; a dry
-# run's does not count).
+# run's does not count); a filed part whose sweeps lack rows from this GPU kind is completed.
 . "$(dirname "$0")/lib.sh"
 [ -x "$MT_BIN/megatrain" ] || { echo "skipped: no $MT_BIN/megatrain"; exit 77; }
 check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi; }
@@ -10,8 +10,23 @@ man() { # man TAG PART DRY: a filed manifest
   printf '{"schema": "megatrain.gpu_campaign/1", "part": "%s", "tag": "%s", "dry_run": %s}\n' "$2" "$1-$2" "$3" \
     > "$tmp/c/$1-$2-20261126T000000Z-manifest.json"
 }
-plan() { bash ci/gpu_campaign.sh --next-plan "$1" --budget "$2" --campaign-dir "$tmp/c" 2>&1; }
-mkdir -p "$tmp/c"
+# every configuration of every part's sweeps filed from an H200 and an H100: a filed part is
+# then complete (the completions are checked further down)
+mkdir -p "$tmp/c" "$tmp/full"
+(cd ci/gpu_campaign && python3 -c '
+import json, os, sys
+import main, parts, estimate
+for p in parts.PARTS:
+    for st in p["steps"]:
+        if st["kind"] == "sweep":
+            s = estimate.sweeps.load(os.path.join(main.REPO, st["sweep"]))
+            with open(os.path.join(sys.argv[1], s["experiment"] + ".jsonl"), "w") as f:
+                for c in estimate.sweeps.expand(s):
+                    for g in ("NVIDIA H200", "NVIDIA H100 80GB HBM3"):
+                        f.write(json.dumps({"experiment": s["experiment"], "config_key": estimate.sweeps.config_key(c),
+                                            "env": {"gpu_name": g}}) + "\n")
+' "$tmp/full")
+plan() { bash ci/gpu_campaign.sh --next-plan "$1" --budget "$2" --campaign-dir "$tmp/c" --results-dir "$tmp/full" 2>&1; }
 man h200 A false; man h200 B false; man h200 C true   # C only as a dry run: not filed
 out=$(plan "NVIDIA H200" 900)
 check "H200 with A and B filed: C first (a dry run's manifest does not count): $out" \
@@ -25,6 +40,40 @@ check "a budget nothing fits: said: $out" 'printf "%s" "$out" | grep -q "within 
 for p in A B C D E F G; do man h100 $p false; done
 out=$(plan "NVIDIA H100 80GB HBM3" 900)
 check "every part filed: nothing to run: $out" 'printf "%s" "$out" | grep -q "nothing fits"'
+# A filed part whose sweep lacks rows from this GPU kind (a configuration never reached, one
+# that errored, one measured on another GPU) is completed: those configurations only, led by
+# the sweep's first one (the same-run reference), the setup steps before them.
+rm -f "$tmp/c"/*; man h200 A false; man h200 B false
+mkdir -p "$tmp/r"
+python3 harness/sweep/run.py --dry-run experiments/sweeps/gpu_c2_deepspeed.json 2>/dev/null | cut -f3 > "$tmp/b.keys"
+python3 harness/sweep/run.py --dry-run experiments/sweeps/gpu_goal.json 2>/dev/null | cut -f3 > "$tmp/a.keys"
+row() { jq -nc --arg k "$1" --arg g "$2" --arg e "$3" '{experiment: $e, config_key: $k, env: {gpu_name: $g}}'; }
+for k in $(cat "$tmp/a.keys"); do row "$k" "NVIDIA H200" gpu_goal; done > "$tmp/r/gpu_goal.jsonl"
+{ i=0; for k in $(cat "$tmp/b.keys"); do i=$((i + 1))
+    case $i in 2) row "$k" "NVIDIA H200" gpu_c2_deepspeed | jq -c '.error = "exit 1"' ;;  # errored
+               3) row "$k" "NVIDIA H100 80GB HBM3" gpu_c2_deepspeed ;;                   # another GPU's
+               4) ;;                                                                       # never reached
+               *) row "$k" "NVIDIA H200" gpu_c2_deepspeed ;; esac; done; } > "$tmp/r/gpu_c2_deepspeed.jsonl"
+out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 540 --campaign-dir "$tmp/c" --results-dir "$tmp/r" 2>&1)
+check "B filed but 3 of its configurations lack an H200 row: completed (3 + its first): $out" \
+  'printf "%s" "$out" | grep -q "within 540 s: B (~[0-9]* s, completing it: 4 configuration(s) of gpu_c2_deepspeed)"'
+for k in $(cat "$tmp/b.keys"); do row "$k" "NVIDIA H200" gpu_c2_deepspeed; done > "$tmp/r/gpu_c2_deepspeed.jsonl"
+out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 540 --campaign-dir "$tmp/c" --results-dir "$tmp/r" 2>&1)
+check "B with every configuration filed from the H200: C next: $out" 'printf "%s" "$out" | grep -q "within 540 s: C (~"'
+# the completion as a CPU dry run (no GPU: its rows carry no GPU name): B's first configuration
+# (the megatrain reference) and the missing ones; the peers' are left out of a dry run as always
+rm -f "$tmp/c"/*; man gpu A false; man gpu B false
+for k in $(cat "$tmp/a.keys"); do row "$k" "" gpu_goal | jq -c '.env.gpu_name = null'; done > "$tmp/r/gpu_goal.jsonl"
+sed -n 1,4p "$tmp/b.keys" | while read -r k; do row "$k" "" gpu_c2_deepspeed | jq -c '.env.gpu_name = null'; done \
+  > "$tmp/r/gpu_c2_deepspeed.jsonl"
+MT_BIN=$MT_BIN python3 ci/gpu_campaign/main.py next --dry-run --out "$tmp/m" --budget 540 --campaign-dir "$tmp/c" \
+  --results-dir "$tmp/r" > "$tmp/m.log" 2>&1; rc=$?
+mkdir -p "$tmp/mx" && tar -C "$tmp/mx" -xzf "$tmp/m/B/B-results.tar.gz" 2>/dev/null
+check "next --dry-run completes B: exit $rc, its manifest names the configurations, the rows are the reference and the one missing non-peer configuration (megatrain mixed)" \
+  '[ $rc = 0 ] && jq -e --arg first "$(head -1 "$tmp/b.keys")" ".completion.gpu_c2_deepspeed[0] == \$first and (.completion.gpu_c2_deepspeed | length) == 5" "$tmp/m/B/B-manifest.json" > /dev/null &&
+   [ "$(jq -s "length" "$tmp/mx/rows/gpu_c2_deepspeed.jsonl")" = 2 ] &&
+   ! jq -e "select(.step_ms == null)" "$tmp/mx/rows/gpu_c2_deepspeed.jsonl" > /dev/null &&
+   [ "$(jq -r ".steps[].name" "$tmp/m/B/B-manifest.json" | paste -sd, -)" = "machine,peers_setup,gpu_c2_deepspeed" ]'
 bash ci/gpu_campaign.sh --next-plan > /dev/null 2>&1
 check "--next-plan without a GPU name: exit 2" '[ $? = 2 ]'
 # The run itself, as CPU dry runs: each chosen part packed in its own folder, 4 files each.
