@@ -264,6 +264,7 @@ int mt_cmd_plan(mt_options *o) {
         cJSON_AddStringToObject(pj, "fetch", rs.submodule_fetch ? "submodule" : "layer");
         add_num(pj, "fetch_overhead_ms", rs.fetch_overhead_ms);
         cJSON_AddStringToObject(pj, "fetch_overhead_source", peer->hook_source);
+        add_num(pj, "eager_scale", rs.eager_scale > 0 ? rs.eager_scale : 1);
         cJSON_AddStringToObject(pj, "param_wire", rs.param_wire_f32 && in.prec == MT_PREC_MIXED ? "f32" : in.prec == MT_PREC_FP32 ? "f32" : "bf16");
         cJSON_AddStringToObject(pj, "grad_wire", rs.grad_wire_f32 || in.prec == MT_PREC_FP32 ? "f32" : "bf16");
         cJSON_AddStringToObject(pj, "optimizer", peer->opt.what);

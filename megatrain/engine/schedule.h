@@ -120,6 +120,9 @@ struct mt_schedule_desc {
                              // it (gpu.attention_tflops.<name>); NULL: ours, chosen by --attention
     double fetch_overhead_ms;// host time per fetch (a submodule, or a layer when not per submodule) that
                              // the peer's Python hooks spend before the compute can be issued
+    double eager_scale;      // a peer running HF's model in eager PyTorch: the time its kernels other than
+                             // attention take over ours (GEMMs and memory-bound ops alike; attention has
+                             // its implementation's own measured rate); 0: ours (1)
 
     // ---- what the planner reports beside the engine's own accounting
     int host_bytes_per_param[3]; // by mt_precision: host bytes per parameter the real system keeps
