@@ -62,6 +62,8 @@ declare -A SKIP=(
   [test_hf_load]="transformers (the host's python) loading our saves: the bytes are the native run's, which checks them; 2 min under qemu for nothing new"
   [harness_test_regression_baselines]="re-runs every baseline sim sweep: about 1 min natively, 8 min under qemu; the native run gates it"
   [harness_test_gpu_campaign]="the GPU campaign's 7 CPU dry runs (x86 GPU-machine tooling, Python over the same CLI): 2-4 min natively; the native run gates it"
+  [harness_test_peers_cpu]="the peers' Python tests on the host's torch (x86; GPU-machine tooling): the native run gates them"
+  [harness_test_peer_hooks_run]="DeepSpeed and FSDP2 on the host's torch (x86): the native run gates it"
   [harness_test_campaign_next]="gpu_campaign.sh next's plan and 2 CPU dry runs (x86 GPU-machine tooling): 16 s natively, 101 s under qemu; the native run gates it"
 )
 skip_re=""

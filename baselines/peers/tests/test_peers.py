@@ -5,7 +5,8 @@
 
 Needs torch, numpy and transformers; the DeepSpeed test runs only where
 `import deepspeed` works (it JIT-builds the CPU Adam op, ~1 min the first time).
-Not part of CTest: CI has no torch.
+In CTest as harness_test_peers_cpu, with the first python that imports them (CI's
+hf-venv from ci/install_hf_python.sh has torch and transformers, not DeepSpeed).
 """
 
 import json
@@ -498,7 +499,9 @@ class TestRunPeers(TmpDir):
         out = os.path.join(self.tmp, "peers.jsonl")
         outdir = os.path.join(self.tmp, "OUT")
         os.mkdir(outdir)
-        env = dict(os.environ, OUT=outdir, MT_OFFICIAL_DIR=os.path.join(self.tmp, "no_official"))
+        # run_peers.sh runs `python3`: this interpreter's (the one with torch), wherever PATH points
+        env = dict(os.environ, OUT=outdir, MT_OFFICIAL_DIR=os.path.join(self.tmp, "no_official"),
+                   PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
         r = subprocess.run(["bash", os.path.join(PEERS, "run_peers.sh"), "--config", cfg, "--batches", "2",
                             "--seq-len", "16", "--layers", "2", "--peers", "fsdp2_offload official",
                             "--out", out, "--timeout", "200"],
