@@ -7,14 +7,6 @@
 # and the source config.json written back with only the dtype changed.
 source "$(dirname "$0")/lib.sh"
 
-expect() { # expect RC NEEDLE ARGS...: megatrain ARGS exits RC and its last stderr line holds NEEDLE
-  local rc=$1 needle=$2; shift 2
-  "$MT" "$@" > "$TMP/out" 2> "$TMP/err"
-  local got=$? last; last=$(tail -n 1 "$TMP/err")
-  if [ $got -ne "$rc" ]; then bad "megatrain $*: exit $got (want $rc): $last"; return; fi
-  if ! grep -qF -- "$needle" <<< "$last"; then bad "megatrain $*: last stderr line lacks '$needle': $last"; return; fi
-  ok
-}
 losses() { jq -c '[.step, .loss]' "$1" | tr '\n' ' '; }
 
 data=(--data $FIX/tokens.bin --batch 2 --seq-len 16 --backend cpu)

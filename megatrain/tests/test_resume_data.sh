@@ -9,23 +9,6 @@
 source "$(dirname "$0")/lib.sh"
 command -v jq > /dev/null || { echo "skipped: no jq"; exit 77; }
 
-expect() { # expect RC NEEDLE ARGS...: megatrain ARGS exits RC and its last stderr line holds NEEDLE
-  local rc=$1 needle=$2; shift 2
-  "$MT" "$@" > "$TMP/out" 2> "$TMP/err"
-  local got=$? last; last=$(tail -n 1 "$TMP/err")
-  if [ $got -ne "$rc" ]; then bad "megatrain $*: exit $got (want $rc): $last"; return; fi
-  if ! grep -qF -- "$needle" <<< "$last"; then bad "megatrain $*: last stderr line lacks '$needle': $last"; return; fi
-  ok
-}
-resign() { # resign DIR FILE: checkpoint.json records FILE's new size and CRC-32 (a careful edit)
-  python3 - "$1" "$2" <<'PY'
-import json, sys, zlib
-d, name = sys.argv[1], sys.argv[2]
-m = json.load(open(f"{d}/checkpoint.json")); b = open(f"{d}/{name}", "rb").read()
-m["files"][name]["bytes"] = len(b); m["files"][name]["crc32"] = "%08x" % zlib.crc32(b)
-json.dump(m, open(f"{d}/checkpoint.json", "w"), indent=1)
-PY
-}
 MT=$(realpath "$MT"); MODEL=$(realpath $FIX/tiny_llama); TOK=$(realpath $FIX/tokens.bin)
 opts=(--model "$MODEL" --data tokens.bin --batch 2 --seq-len 16 --lr 2e-3 --backend cpu)
 A=$TMP/a B=$TMP/b ck=$TMP/ck; mkdir -p "$A" "$B"

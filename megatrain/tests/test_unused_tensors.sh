@@ -8,14 +8,6 @@
 source "$(dirname "$0")/lib.sh"
 command -v jq > /dev/null || { echo "skipped: no jq"; exit 77; }
 
-expect() { # expect RC NEEDLE ARGS...: megatrain ARGS exits RC and its last stderr line holds NEEDLE
-  local rc=$1 needle=$2; shift 2
-  "$MT" "$@" > "$TMP/out" 2> "$TMP/err"
-  local got=$? last; last=$(tail -n 1 "$TMP/err")
-  if [ $got -ne "$rc" ]; then bad "megatrain $*: exit $got (want $rc): $last"; return; fi
-  if ! grep -qF -- "$needle" <<< "$last"; then bad "megatrain $*: last stderr line lacks '$needle': $last"; return; fi
-  ok
-}
 # add_tensor SRC DST NAME D0 [D1]: DST is the safetensors file SRC plus an F32 tensor NAME of that shape.
 add_tensor() {
   python3 - "$@" <<'PY'
