@@ -161,7 +161,7 @@ static mt_status take_lock(mt_ckpt_dir *d, const char *shown) {
     if (lstat(lock, &sb) == 0 && !S_ISREG(sb.st_mode))
         return mt_fail(MT_ERR_IO, "%s %s: the lock %s is %s, not a plain file: megatrain will not write through it; "
                                   "remove it",
-                       d->option, shown, lock, mt_file_kind_name(sb.st_mode));
+                       d->option, shown, lock, mt_file_kind(sb.st_mode));
     d->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
     if (d->lock_fd < 0)
         return mt_fail(MT_ERR_IO, "%s %s: cannot create the lock %s: %s%s", d->option, shown, lock, strerror(errno),

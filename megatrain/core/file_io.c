@@ -16,6 +16,7 @@ const char *mt_file_kind(mode_t mode) {
     if (S_ISCHR(mode)) return "a character device";
     if (S_ISBLK(mode)) return "a block device";
     if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISLNK(mode)) return "a symbolic link"; // from lstat
     return "not a regular file";
 }
 

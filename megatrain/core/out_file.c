@@ -12,16 +12,6 @@
 
 #include "core/file_io.h"
 
-const char *mt_file_kind_name(mode_t m) {
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISSOCK(m)) return "a socket";
-    if (S_ISLNK(m)) return "a symbolic link";
-    return "not a regular file";
-}
-
 // The last component's symlinks followed by hand, so a dangling link names the
 // file to create (realpath cannot): out = the final path.
 static mt_status follow_links(const char *option, const char *path, char *out, size_t cap) {
@@ -52,7 +42,7 @@ mt_status mt_out_resolve(const char *option, const char *path, mt_out_kind kind,
             return MT_OK;
         }
         return mt_fail(MT_ERR_IO, "%s %s: is %s; megatrain writes this output only to a regular file%s", option, path,
-                       mt_file_kind_name(sb.st_mode),
+                       mt_file_kind(sb.st_mode),
                        kind == MT_OUT_STREAM ? " (or through a character device or FIFO)" : ", never through a device");
     }
     return follow_links(option, path, dest, cap);

@@ -17,8 +17,6 @@
 
 #include <sys/types.h>
 
-// "a directory", "a character device", "a FIFO", ... for st_mode m.
-const char *mt_file_kind_name(mode_t m);
 
 typedef enum {
     MT_OUT_FILE = 0,   // a file readers open as a whole (safetensors): regular only
