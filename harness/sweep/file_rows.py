@@ -69,7 +69,7 @@ def row_problems(r, allow_dirty, unswept, table):
         p.append("no git_sha: the tree that made it is unknown")
     exp = r.get("experiment")
     if exp in table:
-        cfg = configs_of(exp, sweeps.row_override(r), table).get(r.get("config_key"))
+        cfg = sweeps.current_configs(exp, sweeps.row_override(r), table).get(r.get("config_key"))
         if cfg is None:
             p.append(f"config_key {r.get('config_key')} is not a configuration of {table[exp]['_path']} now "
                      f"(the entry changed or was removed)")
@@ -78,17 +78,6 @@ def row_problems(r, allow_dirty, unswept, table):
     elif not unswept:
         p.append(f"no sweep file names experiment {exp!r}; HINT: --unswept files it anyway")
     return p
-
-
-_configs = {}
-
-
-def configs_of(exp, override, table):
-    """{config_key: configuration} of the experiment's sweep now (under the row's override)."""
-    k = (exp, override)
-    if k not in _configs:
-        _configs[k] = {sweeps.config_key(c): c for c in sweeps.expand(sweeps.with_hardware(table[exp], override))}
-    return _configs[k]
 
 
 def belongs(r, cfg, env):

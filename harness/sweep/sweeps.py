@@ -220,14 +220,19 @@ def label(c):
 _keys_cache = {}
 
 
-def current_keys(experiment, hardware_override=None, sweeps=None):
-    """The config keys the experiment's sweep expands to now (under the row's hardware
-    override); None when no sweep file names the experiment."""
+def current_configs(experiment, hardware_override=None, sweeps=None):
+    """{config key: configuration} the experiment's sweep expands to now (under the row's
+    hardware override); None when no sweep file names the experiment."""
     ck = (experiment, hardware_override)
     if ck not in _keys_cache:
         s = (sweeps if sweeps is not None else by_experiment()).get(experiment)
-        _keys_cache[ck] = None if s is None else {config_key(c) for c in expand(with_hardware(s, hardware_override))}
+        _keys_cache[ck] = None if s is None else {config_key(c): c for c in expand(with_hardware(s, hardware_override))}
     return _keys_cache[ck]
+
+
+def current_keys(experiment, hardware_override=None, sweeps=None):
+    """The config keys of current_configs (a dict's keys: membership tests as before)."""
+    return current_configs(experiment, hardware_override, sweeps)
 
 
 def row_override(r):
