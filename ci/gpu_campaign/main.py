@@ -164,20 +164,9 @@ SETUP_KINDS = ("machine", "peers")
 
 def filed_keys(experiment, slug, results_dir=None):
     """Config keys of the experiment with a filed row made on this kind of GPU and no error."""
-    path = os.path.join(results_dir or os.path.join(REPO, "results"), experiment + ".jsonl")
-    keys = set()
-    try:
-        lines = open(path).read().splitlines()
-    except OSError:
-        return keys
-    for line in lines:
-        try:
-            r = json.loads(line)
-        except ValueError:
-            continue
-        if not r.get("error") and runner.gpu_slug((r.get("env") or {}).get("gpu_name")) == slug:
-            keys.add(r.get("config_key"))
-    return keys
+    rows = runner.resultslib.load_jsonl(os.path.join(results_dir or os.path.join(REPO, "results"), experiment + ".jsonl"))
+    return {r.get("config_key") for r in rows
+            if not r.get("error") and runner.gpu_slug((r.get("env") or {}).get("gpu_name")) == slug}
 
 
 def completion(p, slug, results_dir=None):
