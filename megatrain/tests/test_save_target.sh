@@ -97,7 +97,9 @@ d=$TMP/sub
 "$MT" "${run[@]}" --steps 40 --save-every 1 --save "$d" > "$d.jsonl" 2> "$TMP/err" &
 pid=$!
 while kill -0 $pid 2> /dev/null && [ "$(wc -l < "$d.jsonl")" -lt 3 ]; do sleep 0.01; done
-mkdir "$d/notes" && echo "kept" > "$d/notes/a.txt"
+# Made whole elsewhere and moved in with one rename: a save moves DIR's subdirectories
+# into its staging directory, so DIR/notes is absent for a moment during each save.
+mkdir "$TMP/notes" && echo "kept" > "$TMP/notes/a.txt" && mv "$TMP/notes" "$d/notes"
 wait $pid
 rc=$?
 check "a subdirectory made during a run: the run ends well ($(last_err))" test $rc -eq 0
