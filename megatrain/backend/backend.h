@@ -204,6 +204,7 @@ static inline int mt_backend_has(const mt_backend *be, unsigned cap) { return (b
 typedef struct {
     mt_dtype act_dtype;
     const char *profile_path;
+    int device; // which of the backend's devices (0 .. device_count - 1): a rank of --gpus N
 } mt_backend_args;
 
 // Another code path of a backend, chosen by an environment setting when it is created
@@ -228,6 +229,8 @@ typedef struct {
     int (*supports)(const mt_backend *be, mt_op op, const mt_op_shape *s);
     const mt_backend_variant *variants; // its other code paths (may be NULL)
     int n_variants;
+    // How many devices one process may open (--gpus auto takes them all; NULL: one).
+    int (*device_count)(void);
 } mt_backend_entry;
 
 int mt_backend_count(void);                         // rows in the table
@@ -239,6 +242,9 @@ mt_status mt_backend_check_name(const char *name);
 // Creates a backend by name ("auto" = the first row with a device that is available,
 // else cpu), with its arguments (a: NULL for f32 activations and no profile).
 mt_status mt_backend_create_with(const char *name, const mt_backend_args *a, mt_backend **out);
+// The devices a backend by name offers one process (--gpus): cuda the visible GPUs,
+// cpu MT_CPU_DEVICES instances, others 1; 0 for an unknown name.
+int mt_backend_device_count(const char *name);
 // Creates a backend by name ("cpu", "cuda", "sim", "auto" = best present).
 mt_status mt_backend_create(const char *name, mt_dtype act_dtype, mt_backend **out);
 void mt_backend_destroy(mt_backend *be);
@@ -271,6 +277,8 @@ int mt_attention_list(const char **names, int max);
 // Backend constructors (each defined in its backends/<name>/ directory).
 mt_status mt_backend_cpu_create(mt_dtype act_dtype, mt_backend **out);
 mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out);
+// On CUDA device `device` (0: MT_CUDA_DEVICE's, else 0), for a rank of --gpus N.
+mt_status mt_backend_cuda_create_on(mt_dtype act_dtype, int device, mt_backend **out);
 // The simulator prices every op with the hardware profile at `profile_path`
 // (experiments/hardware/NAME.json).
 mt_status mt_backend_sim_create(const char *profile_path, mt_dtype act_dtype, mt_backend **out);

@@ -63,7 +63,7 @@ mt_status mt_backend_check_name(const char *name) {
 
 mt_status mt_backend_create_with(const char *name, const mt_backend_args *a, mt_backend **out) {
     *out = NULL;
-    mt_backend_args f32 = {MT_F32, NULL};
+    mt_backend_args f32 = {MT_F32, NULL, 0};
     if (!a) a = &f32;
     MT_TRY(mt_backend_check_name(name));
     const mt_backend_entry *e = mt_backend_find(name);
@@ -74,12 +74,18 @@ mt_status mt_backend_create_with(const char *name, const mt_backend_args *a, mt_
 }
 
 mt_status mt_backend_create(const char *name, mt_dtype act_dtype, mt_backend **out) {
-    mt_backend_args a = {act_dtype, NULL};
+    mt_backend_args a = {act_dtype, NULL, 0};
     return mt_backend_create_with(name, &a, out);
 }
 
 void mt_backend_destroy(mt_backend *be) {
     if (be && be->ops && be->ops->destroy) be->ops->destroy(be);
+}
+
+int mt_backend_device_count(const char *name) {
+    const mt_backend_entry *e = mt_backend_find(name);
+    if (!e) return 0;
+    return e->device_count ? e->device_count() : 1;
 }
 
 unsigned mt_backend_caps_of(const char *name) {

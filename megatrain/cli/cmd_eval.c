@@ -86,7 +86,7 @@ int mt_cmd_eval(mt_options *o) {
 fail:
     fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
 done:
-    mt_run_release(&(mt_run_parts){be, &model, eng, &data, &sink, inputs, targets});
+    mt_run_release(&(mt_run_parts){be, &model, eng, &data, &sink, inputs, targets, NULL, 0});
     mt_config_release(&cfg);
     return rc;
 }

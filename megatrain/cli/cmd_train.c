@@ -33,6 +33,8 @@
 #include "engine/engine.h"
 #include "engine/model_io.h"
 
+#define MT_MAX_GPUS 64 // ranks one process may run (--gpus)
+
 // Linear warmup over `warmup` steps, then constant or cosine down to lr/10 at the last step.
 static float lr_at(const mt_options *o, int step) {
     if (o->warmup > 0 && step <= o->warmup) return o->lr * (float)step / (float)o->warmup;
@@ -152,6 +154,27 @@ static double mono_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+// --gpus N: the backends of ranks 1..N-1 (bes[0] is made), each on its own device; auto: every
+// device the backend has. *n: the ranks. The batch splits into N equal slices.
+static mt_status setup_ranks(const mt_options *o, mt_precision prec, mt_backend **bes, int *n) {
+    int have = mt_backend_device_count(o->backend);
+    int want = o->gpus ? o->gpus : have; // 0: auto
+    if (want > have)
+        return mt_fail(MT_ERR_ARG, "--gpus %d: --backend %s has %d device%s here", want, mt_backend_name(bes[0]), have,
+                       have == 1 ? "" : "s");
+    if (want > MT_MAX_GPUS)
+        return mt_fail(MT_ERR_ARG, "--gpus %d: at most %d ranks in one process", want, MT_MAX_GPUS);
+    MT_TRY(mt_engine_check_ranks(o->eng.B, want)); // again: a resume's batch comes from its checkpoint
+    *n = 1;
+    for (int r = 1; r < want; r++) {
+        MT_TRY(mt_setup_backend_on(o->backend, o->hardware, prec, r, &bes[r]));
+        *n = r + 1; // released with the run from here on
+        MT_TRY(mt_setup_attention(bes[r], o->attention));
+    }
+    *n = want;
+    return MT_OK;
+}
+
 int mt_cmd_train(mt_options *o, int is_default) {
     double t_start = mono_s(), t_backend = 0, t_alloc = 0, t_init = 0, t_engine = 0; // time to the first step, by phase
     mt_status s;
@@ -160,6 +183,8 @@ int mt_cmd_train(mt_options *o, int is_default) {
     mt_ckpt_manifest man = {0};
     mt_ckpt_dir cd = {.lock_fd = -1, .committed_step = -1};
     mt_backend *be = NULL;
+    mt_backend *bes[MT_MAX_GPUS] = {NULL}; // --gpus N: every rank's backend, bes[0] = be
+    int n_gpus = 1;
     mt_model model = {0};
     mt_engine *eng = NULL;
     mt_data data = {0};
@@ -207,6 +232,8 @@ int mt_cmd_train(mt_options *o, int is_default) {
         if ((s = mt_train_state_resume_data(o->resume, &rs, o, &data))) goto fail;
     }
     if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention))) goto fail;
+    bes[0] = be;
+    if ((s = setup_ranks(o, prec, bes, &n_gpus))) goto fail;
     t_backend = mono_s();
     mt_peer_rate peer_rate;
     if ((s = mt_setup_peer(o->peer, prec, be, &peer_rate))) goto fail;
@@ -250,7 +277,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     }
     t_init = mono_s() - t0;
     t0 = mono_s();
-    if ((s = mt_engine_create(&model, be, &eo, &eng))) goto fail;
+    if ((s = mt_engine_create_ranks(&model, bes, n_gpus, &eo, &eng))) goto fail;
     t_engine = mono_s() - t0;
     // What the run does, in train_state.json too: a resume sums the same way (bit-exact trajectory).
     o->eng.grad_sum = mt_engine_grad_sum(eng);
@@ -278,11 +305,15 @@ int mt_cmd_train(mt_options *o, int is_default) {
     mt_device_info info;
     mt_backend_device_info(be, &info);
     double params = (double)mt_config_params_total(&cfg);
+    char ranks_note[96] = "";
+    if (n_gpus > 1)
+        snprintf(ranks_note, sizeof ranks_note, " x %d devices (--gpus: %d rows of each micro-batch each)", n_gpus,
+                 o->eng.B / n_gpus);
     fprintf(stderr,
-            "megatrain: %s %.2fM params, %d layers | %s precision, grads summed in %s | %s schedule | backend %s (%s) "
+            "megatrain: %s %.2fM params, %d layers | %s precision, grads summed in %s | %s schedule | backend %s (%s)%s "
             "| data %s\n",
             mt_arch_model_type(cfg.arch), params / 1e6, cfg.num_layers, o->precision, mt_grad_sum_name(o->eng.grad_sum),
-            o->eng.schedule->name, mt_backend_name(be), info.name, data.source);
+            o->eng.schedule->name, mt_backend_name(be), info.name, ranks_note, data.source);
     int first_step = rs.step + 1;
     if (first_step > o->steps) { // a resume already at --steps: nothing to train
         if (o->save && !same_dir(cd.dir, o->resume)) {
@@ -403,7 +434,7 @@ fail:
     fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
     rc = (s == MT_ERR_INTERRUPTED) ? 130 : 1;
 done:
-    mt_run_release(&(mt_run_parts){be, &model, eng, &data, &sink, inputs, targets});
+    mt_run_release(&(mt_run_parts){be, &model, eng, &data, &sink, inputs, targets, bes + 1, n_gpus - 1});
     mt_ckpt_dir_close(&cd); // a save still staged (a failed run) is removed; DIR keeps what it had
     mt_ckpt_manifest_free(&man);
     mt_train_state_free(&rs);

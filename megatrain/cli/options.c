@@ -27,6 +27,7 @@ typedef enum {
     OPT_BYTES,    // a positive byte count: 5000000000, 5GB, 4.5GiB, 500MB (transformers' units)
     OPT_RECOMPUTE,// full/mlp/swiglu/none/auto -> mt_recompute
     OPT_BATCH,    // a positive integer, or auto (the planner's choice: o->batch_auto)
+    OPT_GPUS,     // a positive integer, or auto (0: every device of the backend, resolved when it is created)
 } opt_kind;
 
 typedef struct {
@@ -50,6 +51,8 @@ static const opt_spec specs[] = {
     {"--batch", OPT_BATCH, F(eng.B), G(batch), "tep"},
     {"--seq-len", OPT_POS_INT, F(eng.T), G(seq_len), "tep"},
     {"--steps", OPT_POS_INT, F(steps), G(steps), "te"},
+    // Data-parallel ranks on one host, one copy of the state (docs/DESIGN.md#several-gpus).
+    {"--gpus", OPT_GPUS, F(gpus), NG, "t"},
     {"--grad-accum", OPT_POS_INT, F(eng.grad_accum), G(grad_accum), "tp"},
     {"--lr", OPT_NONNEG_FLOAT, F(lr), G(lr), "t"},
     {"--weight-decay", OPT_NONNEG_FLOAT, F(weight_decay), G(weight_decay), "t"},
@@ -138,6 +141,7 @@ void mt_options_defaults(mt_options *o) {
     o->init = "random";
     o->data = "synthetic";
     o->steps = 10;
+    o->gpus = 1;
     o->lr = 3e-4f;
     o->weight_decay = 0.1f;
     o->beta1 = 0.9f;
@@ -225,9 +229,17 @@ static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
         return MT_OK;
     case OPT_RECOMPUTE:
         return mt_recompute_parse(v, (mt_recompute *)field);
+    case OPT_GPUS:
+        if (!strcmp(v, "auto")) {
+            *(int *)field = 0;
+            return MT_OK;
+        }
+        /* fall through */
     case OPT_BATCH:
-        o->batch_auto = !strcmp(v, "auto");
-        if (o->batch_auto) return MT_OK; // the engine's default stands until the planner picks
+        if (s->kind == OPT_BATCH) {
+            o->batch_auto = !strcmp(v, "auto");
+            if (o->batch_auto) return MT_OK; // the engine's default stands until the planner picks
+        }
         /* fall through */
     case OPT_POS_INT:
     case OPT_NONNEG_INT: {
@@ -235,7 +247,7 @@ static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
         if (errno || end == v || *end || x > INT_MAX || x < 0 || (s->kind != OPT_NONNEG_INT && x == 0))
             return mt_fail(MT_ERR_ARG, "%s: expected a %s integer (at most %d), got '%s'%s", s->name,
                            s->kind == OPT_NONNEG_INT ? "non-negative" : "positive", INT_MAX, v,
-                           s->kind == OPT_BATCH ? " (or auto)" : "");
+                           s->kind == OPT_BATCH || s->kind == OPT_GPUS ? " (or auto)" : "");
         *(int *)field = (int)x;
         return MT_OK;
     }
@@ -376,6 +388,26 @@ static mt_status check_train_pairs(const mt_options *o) {
     return MT_OK;
 }
 
+// --gpus N against the backend and the batch, before anything is created (auto is
+// resolved against the created backend, and checked the same way there).
+static mt_status check_gpus(const mt_options *o, unsigned caps) {
+    if (o->gpus == 1) return MT_OK;
+    char n[16];
+    snprintf(n, sizeof n, o->gpus ? "%d" : "auto", o->gpus);
+    if (caps & MT_CAP_VIRTUAL_TIME)
+        return mt_fail(MT_ERR_ARG, "--gpus %s: --backend %s simulates one GPU; several are not simulated yet (drop "
+                                   "--gpus, or run --backend cpu|cuda)", n, o->backend);
+    if (o->batch_auto)
+        return mt_fail(MT_ERR_ARG, "--gpus %s with --batch auto: the planner picks a batch for one GPU; give --batch N",
+                       n);
+    int have = caps ? mt_backend_device_count(o->backend) : 0;
+    if (o->gpus > 1 && caps && o->gpus > have)
+        return mt_fail(MT_ERR_ARG, "--gpus %d: --backend %s has %d device%s here", o->gpus, o->backend, have,
+                       have == 1 ? "" : "s");
+    if (o->gpus > 1) return mt_engine_check_ranks(o->eng.B, o->gpus);
+    return MT_OK;
+}
+
 mt_status mt_options_check(const mt_options *o, const char *cmd) {
     int train = !strcmp(cmd, "train"), eval = !strcmp(cmd, "eval");
     // What the chosen backend can do, from its capabilities (0: not in this binary; its own error later).
@@ -429,5 +461,6 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
                                    "this machine); drop --hardware or add --backend sim",
                        o->hardware, o->backend);
     if (train) MT_TRY(check_train_pairs(o)); // after the micro-batch limit: its product is checked first
+    if (train) MT_TRY(check_gpus(o, caps));
     return MT_OK;
 }

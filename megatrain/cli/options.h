@@ -21,6 +21,7 @@ typedef struct {
     const char *peer;      // --peer NAME (engine/peer.h): its descriptor replaces --schedule, its precision the default
     unsigned long long seed;
     int steps, warmup, save_every;
+    int gpus; // --gpus N: data-parallel ranks, one per device (default 1; 0: auto, every device the backend has)
     // What the engine and the planner take, parsed straight into their own struct
     // (one set of defaults and one validation, engine.h): --schedule (the parser
     // maps the name to its descriptor), --batch, --seq-len, --grad-accum,

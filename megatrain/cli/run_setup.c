@@ -43,9 +43,13 @@ mt_status mt_setup_config(const mt_options *o, mt_config *c, int allow_default) 
 }
 
 mt_status mt_setup_backend(const char *name, const char *hardware, mt_precision p, mt_backend **out) {
+    return mt_setup_backend_on(name, hardware, p, 0, out);
+}
+
+mt_status mt_setup_backend_on(const char *name, const char *hardware, mt_precision p, int device, mt_backend **out) {
     // bf16 activations unless the precision is fp32 or the backend computes in f32 only
     unsigned caps = mt_backend_caps_of(name);
-    mt_backend_args a = {p != MT_PREC_FP32 && (caps & MT_CAP_BF16) ? MT_BF16 : MT_F32, NULL};
+    mt_backend_args a = {p != MT_PREC_FP32 && (caps & MT_CAP_BF16) ? MT_BF16 : MT_F32, NULL, device};
     char path[4096]; // a path, or a profile name looked up in experiments/hardware/
     if (caps & MT_CAP_VIRTUAL_TIME) { // a simulator is made with the machine it prices
         if (!hardware) return mt_fail(MT_ERR_ARG, "--backend %s: needs --hardware PROFILE (see experiments/hardware/)", name);
@@ -130,6 +134,7 @@ void mt_run_release(const mt_run_parts *p) {
     if (p->sink) (void)mt_sink_close(p->sink); // a run that got here by an error has said why
     if (p->eng) mt_engine_destroy(p->eng);
     if (p->model) mt_model_free(p->model);
+    for (int r = 0; r < p->n_more_be; r++) mt_backend_destroy(p->more_be[r]); // after the engine that used them
     if (p->be) mt_backend_destroy(p->be);
     if (p->data) mt_data_free(p->data);
 }

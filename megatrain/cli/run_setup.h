@@ -21,6 +21,8 @@ mt_status mt_setup_config(const mt_options *o, mt_config *c, int allow_default);
 // Backend by name; activations bf16 where the backend has them (MT_CAP_BF16) unless precision is fp32.
 // `hardware` names the profile the sim backend prices ops with.
 mt_status mt_setup_backend(const char *name, const char *hardware, mt_precision p, mt_backend **out);
+// The same on the backend's device `device` (--gpus N: rank r's).
+mt_status mt_setup_backend_on(const char *name, const char *hardware, mt_precision p, int device, mt_backend **out);
 // --peer NAME on a sim backend: it prices with the peer's profile (its optimizer's
 // rate, engine/peer.h); rate (may be NULL) says what that rate is and where it came from.
 mt_status mt_setup_peer(const char *peer, mt_precision p, mt_backend *be, mt_peer_rate *rate);
@@ -55,6 +57,8 @@ typedef struct {
     mt_data *data;
     mt_sink *sink;
     void *inputs, *targets;
+    mt_backend **more_be; // --gpus N: ranks 1..N-1's backends (n_more_be of them; entries may be NULL)
+    int n_more_be;
 } mt_run_parts;
 void mt_run_release(const mt_run_parts *p);
 

@@ -123,7 +123,10 @@ mt_status mt_engine_check_host_memory(const mt_config *c, mt_precision p, const 
 
 static void grad_final(void *ctx, int unit, double sumsq) { mt_opt_worker_grad_final(ctx, unit, sumsq); }
 
-mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *opts, mt_engine **out) {
+// One rank's engine on backend `be` (the only one for --gpus 1); `leader` NULL: it is the
+// leader and creates the optimizer worker, else it shares the leader's.
+static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *opts, mt_engine *leader, int rank,
+                             int n_ranks, mt_engine **out) {
     const mt_config *c = &m->cfg;
     *out = NULL;
     MT_TRY(mt_engine_opts_validate(opts, c));
@@ -137,6 +140,8 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *op
     *out = e;
     e->m = m;
     e->be = be;
+    e->rank = rank;
+    e->n_ranks = n_ranks;
     mt_engine_shape_init(&e->sh, c, m->prec, be->act_dtype, o, info.mem_free_bytes, mt_backend_caps(be));
     e->s = &e->sh.s;
     e->spec_gated = o->sched.speculative < 0;
@@ -156,25 +161,81 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *op
 
     MT_TRY(mt_trace_create(be, &m->host, o->keep_trace, &e->trace));
     e->link = (mt_link){.be = be, .trace = e->trace};
-    MT_TRY(mt_opt_worker_create(m, e->sh.spec_window, &e->opt));
-    mt_opt_worker_set_trace(e->opt, e->trace);
+    if (leader) {
+        e->opt = leader->opt;
+    } else {
+        MT_TRY(mt_opt_worker_create(m, e->sh.spec_window, &e->opt));
+        e->owns_opt = 1;
+        mt_opt_worker_set_trace(e->opt, e->trace);
+    }
     MT_TRY(mt_weight_ring_create(&e->sh, m, &e->link, e->opt, &e->dev, &e->w));
     MT_TRY(mt_grad_offload_create(&e->sh, m, &e->link, &e->dev, &e->g));
-    if (e->sh.spec_window) mt_grad_offload_on_final(e->g, grad_final, e->opt);
+    if (!leader && e->sh.spec_window) mt_grad_offload_on_final(e->g, grad_final, e->opt);
     MT_TRY(mt_ckpt_store_create(&e->sh, be, &e->link, &e->dev, &e->ck));
     MT_TRY(mt_activations_create(&e->sh, be, &e->dev, &e->d, &e->a));
     e->a->scratch.grad_sum = mt_grad_offload_sum(e->g); // the layers' MLP and the head sum chunked gradients there
     return MT_OK;
 }
 
+mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *opts, mt_engine **out) {
+    return mt_engine_create_ranks(m, &be, 1, opts, out);
+}
+
+mt_status mt_engine_check_ranks(int B, int n_ranks) {
+    if (n_ranks < 1) return mt_fail(MT_ERR_ARG, "--gpus: must be at least 1 (got %d)", n_ranks);
+    if (B % n_ranks)
+        return mt_fail(MT_ERR_ARG, "--batch %d is not divisible by --gpus %d: each device takes B/N rows of every "
+                                   "micro-batch (give a multiple of %d)", B, n_ranks, n_ranks);
+    return MT_OK;
+}
+
+mt_status mt_engine_create_ranks(mt_model *m, mt_backend **bes, int n_ranks, const mt_engine_opts *opts,
+                                 mt_engine **out) {
+    *out = NULL;
+    MT_TRY(mt_engine_check_ranks(opts->B, n_ranks));
+    if (n_ranks == 1) return create_rank(m, bes[0], opts, NULL, 0, 1, out);
+    mt_engine_opts ro = *opts;
+    ro.B = opts->B / n_ranks; // each rank's rows of every micro-batch
+    mt_collective *coll;
+    MT_TRY(mt_collective_create(bes, n_ranks, m->n_units, &coll));
+    if (coll->bind) {
+        mt_status s = coll->bind(coll, 0);
+        if (s != MT_OK) {
+            mt_collective_destroy(coll);
+            return s;
+        }
+    }
+    mt_engine *lead;
+    mt_status s = create_rank(m, bes[0], &ro, NULL, 0, n_ranks, &lead);
+    *out = lead; // the caller destroys what was made, whatever failed
+    if (!lead) {
+        mt_collective_destroy(coll);
+        return s;
+    }
+    lead->coll = coll;
+    lead->ranks = calloc((size_t)n_ranks, sizeof *lead->ranks);
+    lead->h_losses_all = malloc((size_t)lead->sh.G * n_ranks * lead->d.N * sizeof(float));
+    if (!lead->ranks || !lead->h_losses_all)
+        return s != MT_OK ? s : mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the ranks' tables");
+    lead->ranks[0] = lead;
+    MT_TRY(s);
+    mt_grad_offload_join(lead->g, coll, 0, lead->g);
+    for (int r = 1; r < n_ranks; r++) {
+        if (coll->bind) MT_TRY(coll->bind(coll, r)); // the rank's buffers on its own device
+        MT_TRY(create_rank(m, bes[r], &ro, lead, r, n_ranks, &lead->ranks[r]));
+        mt_grad_offload_join(lead->ranks[r]->g, coll, r, lead->g);
+    }
+    return coll->bind ? coll->bind(coll, 0) : MT_OK;
+}
+
 mt_grad_sum mt_engine_grad_sum(const mt_engine *e) { return e->sh.grad_sum_f32 ? MT_GRAD_SUM_F32 : MT_GRAD_SUM_BF16; }
 
 mt_recompute mt_engine_recompute(const mt_engine *e) { return e->sh.s.recompute; }
 
-void mt_engine_destroy(mt_engine *e) {
+// One rank's parts; the optimizer worker only by the leader that made it (already stopped).
+static void destroy_rank(mt_engine *e) {
     if (!e) return;
     mt_backend *be = e->be;
-    if (e->opt) mt_opt_worker_destroy(e->opt);
     for (int s = 0; s < MT_NUM_STREAMS; s++) mt_backend_stream_sync(be, (mt_stream_id)s);
     mt_grad_offload_destroy(e->g); // its drain thread before the trace it writes to
     mt_trace_destroy(e->trace);
@@ -183,4 +244,20 @@ void mt_engine_destroy(mt_engine *e) {
     mt_ckpt_store_destroy(e->ck);
     mt_activations_destroy(e->a);
     free(e);
+}
+
+void mt_engine_destroy(mt_engine *e) {
+    if (!e) return;
+    if (e->opt && e->owns_opt) mt_opt_worker_destroy(e->opt); // first: no update runs while the parts go
+    mt_collective *coll = e->coll;
+    if (e->ranks)
+        for (int r = e->n_ranks - 1; r >= 1; r--) {
+            if (coll && coll->bind) (void)coll->bind(coll, r);
+            destroy_rank(e->ranks[r]);
+        }
+    if (coll && coll->bind) (void)coll->bind(coll, 0);
+    free(e->ranks);
+    free(e->h_losses_all);
+    destroy_rank(e);
+    mt_collective_destroy(coll);
 }

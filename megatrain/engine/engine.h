@@ -113,6 +113,15 @@ mt_engine_footprint mt_engine_footprint_of(const mt_config *c, mt_precision p, c
 
 // Validates the options against the model and allocates device buffers.
 mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o, mt_engine **out);
+// --gpus N (docs/DESIGN.md#several-gpus): one engine per backend in bes[0..n_ranks), each a
+// data-parallel rank over B/N rows of every micro-batch (o->B is the global batch), all on
+// the one host state of m with one optimizer; the ranks' gradients are reduced per unit and
+// micro-batch (engine/collective.h) so that AdamW runs once per parameter. Returns rank 0's
+// engine, which the rest of this API takes (and mt_engine_destroy frees with the others).
+mt_status mt_engine_create_ranks(mt_model *m, mt_backend **bes, int n_ranks, const mt_engine_opts *o,
+                                 mt_engine **out);
+// The batch against the ranks: B rows split into N equal slices (one line naming both otherwise).
+mt_status mt_engine_check_ranks(int B, int n_ranks);
 void mt_engine_destroy(mt_engine *e);
 
 // One optimizer step over grad_accum micro-batches. inputs/targets hold

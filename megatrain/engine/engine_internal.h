@@ -6,6 +6,7 @@
 
 #include "engine/activations.h"
 #include "engine/ckpt_store.h"
+#include "engine/collective.h"
 #include "engine/engine.h"
 #include "engine/grad_offload.h"
 #include "engine/layer.h"
@@ -34,6 +35,14 @@ struct mt_engine {
                                // speculation would all be rolled back (a norm above the clip rarely drops below
                                // it in one step; at random init every step clips)
     int last_clipped;          // the last step clipped or skipped
+    // --gpus N: this engine is rank `rank` of n_ranks, on its own backend, over B/N rows of every
+    // micro-batch; the host state and the optimizer worker are the leader's (rank 0, what
+    // mt_engine_create_ranks returns), shared by all.
+    int rank, n_ranks;
+    int owns_opt;              // the leader's: it created the optimizer worker the ranks share
+    mt_engine **ranks;         // leader only (n_ranks > 1): every rank's engine, itself first
+    mt_collective *coll;       // leader only: how the ranks' gradients become the one host gradient
+    float *h_losses_all;       // leader only: every rank's token losses, micro-batch-major then rank
 };
 
 // head.c: final norm + LM head + cross-entropy over micro-batch mb (loss only without want_grads).

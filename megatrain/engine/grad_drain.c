@@ -32,6 +32,8 @@ struct mt_drain {
     mt_link *lk;
     mt_drain_final_fn on_final;
     void *on_final_ctx;
+    mt_collective *coll; // --gpus N: lands the slabs in the ranks' fixed order (NULL: one rank)
+    int rank;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
@@ -49,11 +51,16 @@ static void *drain_main(void *arg) {
 
         d->h->waited_until(d->h, t.t_enqueue);
         const mt_offload *o = &t.o;
-        size_t n = o->u->lay->numel;
+        size_t n = o->count;
         mt_status s = mt_backend_event_sync(d->be, d->slab_ev[t.slab]);
         mt_trace *tr = d->lk->trace;
         double t0 = mt_trace_host_now(tr);
-        if (s == MT_OK) {
+        if (s == MT_OK && d->coll) {
+            mt_landing l = {.u = o->u, .unit = o->unit, .rank = d->rank, .mb = o->mb, .G = o->G, .wdt = o->wdt,
+                            .wire = o->wire, .slab = d->slabs[t.slab], .off = o->off, .count = n};
+            double sq = 0;
+            if (d->coll->land(d->coll, d->h, &l, &sq) && d->on_final) d->on_final(d->on_final_ctx, o->unit, sq);
+        } else if (s == MT_OK) {
             void *src = o->direct ? o->u->grad : d->slabs[t.slab]; // direct: already in place
             double sq = d->h->accumulate(d->h, o->u->grad, o->wdt, src, o->wire, n, o->first, o->last);
             if (o->last && d->on_final) d->on_final(d->on_final_ctx, o->unit, sq);
@@ -129,7 +136,7 @@ void mt_drain_destroy(mt_drain *d) {
 }
 
 mt_status mt_drain_offload(mt_drain *d, const mt_offload *of) {
-    size_t bytes = of->u->lay->numel * mt_dtype_size(of->wire);
+    size_t bytes = of->count * mt_dtype_size(of->wire);
     if (bytes > d->slab_bytes) return mt_fail(MT_ERR_SHAPE, "gradient slab too small (%zu < %zu bytes)", d->slab_bytes, bytes);
     // Slabs are used round-robin so the FIFO order of tasks matches slab order.
     int k = d->next_slab;
@@ -176,6 +183,11 @@ mt_status mt_drain_wait_all(mt_drain *d) {
 void mt_drain_on_final(mt_drain *d, mt_drain_final_fn fn, void *ctx) {
     d->on_final = fn;
     d->on_final_ctx = ctx;
+}
+
+void mt_drain_set_collective(mt_drain *d, mt_collective *c, int rank) {
+    d->coll = c;
+    d->rank = rank;
 }
 
 double mt_drain_take_wait_ms(mt_drain *d) {

@@ -10,6 +10,7 @@
 #define MT_GRAD_DRAIN_H
 
 #include "backend/backend.h"
+#include "engine/collective.h"
 #include "engine/host_state.h"
 #include "engine/link.h"
 
@@ -34,6 +35,9 @@ typedef struct {
     int first, last;        // first / last micro-batch of the step
     int direct;             // copy straight into u->grad (first micro-batch, wire = wdt, u->grad
                             // pinned): no slab copy on the host, only the sum of squares
+    int mb, G;              // micro-batch mb of G (what a collective orders by)
+    size_t off, count;      // the part of the unit that crosses: elements [off, off + count) (dev_grad
+                            // points at element off); the whole unit (0, numel) for one rank
 } mt_offload;
 
 // Queues: `stream` waits `ready`, copies dev_grad into a free slab (or, direct,
@@ -46,6 +50,9 @@ mt_status mt_drain_offload(mt_drain *d, const mt_offload *o);
 // global norm is gathered, and where an update could start early.
 typedef void (*mt_drain_final_fn)(void *ctx, int unit, double sumsq);
 void mt_drain_on_final(mt_drain *d, mt_drain_final_fn fn, void *ctx);
+// --gpus N: this drain is rank `rank`'s and lands its slabs through the collective
+// (engine/collective.h) instead of adding them itself; set before the first offload.
+void mt_drain_set_collective(mt_drain *d, mt_collective *c, int rank);
 // Waits until every queued drain finished; returns the first error a drain met.
 mt_status mt_drain_wait_all(mt_drain *d);
 // Milliseconds (the host work's clock) the caller spent waiting for a free slab since the last call.

@@ -22,6 +22,8 @@ struct mt_grad_offload {
     double *sumsq;           // per unit, set by the drain on the last micro-batch
     mt_drain_final_fn then;  // told next (the speculative step's optimizer), or NULL
     void *then_ctx;
+    mt_collective *coll;     // --gpus N: reduces and lands the gradients with the other ranks' (NULL: one rank)
+    int rank;
 };
 
 static size_t stage_elems(const mt_engine_shape *sh) { return sh->wire != sh->wdt ? sh->slab_elems : 0; }
@@ -53,7 +55,7 @@ mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_link
     mt_grad_offload *g = calloc(1, sizeof *g);
     if (!g) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient offload");
     *out = g;
-    g->be = m->be;
+    g->be = lk->be; // this rank's backend (the model's blocks may be another's)
     g->m = m;
     g->G = sh->G;
     g->n_units = m->n_units;
@@ -89,6 +91,13 @@ mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_link
 
 float *mt_grad_offload_sum(const mt_grad_offload *g) { return g->grad_sum; }
 
+void mt_grad_offload_join(mt_grad_offload *g, mt_collective *c, int rank, mt_grad_offload *leader) {
+    g->coll = c;
+    g->rank = rank;
+    mt_drain_set_collective(g->drain, c, rank);
+    mt_drain_on_final(g->drain, on_final, leader); // a unit is final once, for all ranks: in the leader's norm
+}
+
 void mt_grad_offload_destroy(mt_grad_offload *g) {
     if (!g) return;
     if (g->drain) mt_drain_destroy(g->drain);
@@ -122,6 +131,7 @@ mt_status mt_grad_offload_resident_free(mt_grad_offload *g) {
 static mt_status send(mt_grad_offload *g, int unit_index, const void *dev_grad, mt_event *dev_free, int mb) {
     mt_unit *u = &g->m->units[unit_index];
     const void *src = dev_grad;
+    size_t off = 0, count = u->lay->numel;
     if (g->wire != g->m->wdt) {
         int k = g->stage_next;
         g->stage_next ^= 1;
@@ -131,12 +141,17 @@ static mt_status send(mt_grad_offload *g, int unit_index, const void *dev_grad, 
         src = g->stage[k];
         dev_free = g->ev_stage_free[k];
     }
+    // --gpus N: reduced with the other ranks' (on the devices, or later on the host); this rank sends its part.
+    if (g->coll)
+        MT_TRY(g->coll->reduce(g->coll, g->rank, g->be, (void *)src, g->wire, count, MT_STREAM_COMPUTE, &off, &count));
     MT_TRY(mt_backend_event_record(g->be, g->ev_ready, MT_STREAM_COMPUTE));
-    mt_offload of = {.u = u, .unit = unit_index, .wdt = g->m->wdt, .dev_grad = src, .wire = g->wire,
+    mt_offload of = {.u = u, .unit = unit_index, .wdt = g->m->wdt,
+                     .dev_grad = (const char *)src + off * mt_dtype_size(g->wire), .wire = g->wire,
                      .ready = g->ev_ready, .dev_free = dev_free, .stream = g->d2h, .first = mb == 0,
-                     .last = mb == g->G - 1,
-                     // The first micro-batch lands in the pinned host gradients themselves.
-                     .direct = mb == 0 && g->wire == g->m->wdt && g->m->pinned};
+                     .last = mb == g->G - 1, .mb = mb, .G = g->G, .off = off, .count = count,
+                     // The first micro-batch lands in the pinned host gradients themselves (one rank only:
+                     // with several, the collective orders what lands there).
+                     .direct = !g->coll && mb == 0 && g->wire == g->m->wdt && g->m->pinned};
     return mt_drain_offload(g->drain, &of);
 }
 
@@ -149,9 +164,14 @@ mt_status mt_grad_offload_send_resident(mt_grad_offload *g, int unit_index, int 
     return send(g, unit_index, head ? g->head : g->embed, head ? g->ev_head_free : g->ev_embed_free, mb);
 }
 
-mt_status mt_grad_offload_finish(mt_grad_offload *g, double *wait_ms, double *sumsq) {
+mt_status mt_grad_offload_drained(mt_grad_offload *g, double *wait_ms) {
     MT_TRY(mt_drain_wait_all(g->drain));
     *wait_ms = mt_drain_take_wait_ms(g->drain);
+    return MT_OK;
+}
+
+mt_status mt_grad_offload_finish(mt_grad_offload *g, double *wait_ms, double *sumsq) {
+    MT_TRY(mt_grad_offload_drained(g, wait_ms));
     double sq = 0;
     for (int u = 0; u < g->n_units; u++) sq += g->sumsq[u];
     *sumsq = sq;

@@ -33,8 +33,14 @@ void *mt_grad_offload_head(const mt_grad_offload *g);
 mt_status mt_grad_offload_send_layer(mt_grad_offload *g, int layer, int slot, int mb);
 // The embedding's (unit 0) or the head's (last unit) gradients leave for the host.
 mt_status mt_grad_offload_send_resident(mt_grad_offload *g, int unit_index, int mb);
+// --gpus N: this rank's gradients go through the collective c as rank `rank`, and a
+// unit's finality (its sum of squares, the speculative step's hook) is the leader's,
+// rank 0's offload, whichever rank's drain lands the unit last. Before the first step.
+void mt_grad_offload_join(mt_grad_offload *g, mt_collective *c, int rank, mt_grad_offload *leader);
 // Also tells fn when a unit's gradients are final (the drain thread calls it; set before the first step).
 void mt_grad_offload_on_final(mt_grad_offload *g, mt_drain_final_fn fn, void *ctx);
+// After the step's last send: waits for every drain of this offload (a rank's, --gpus N).
+mt_status mt_grad_offload_drained(mt_grad_offload *g, double *wait_ms);
 // After the step's last send: waits for every drain. *wait_ms: host time spent
 // waiting for slabs and drains; *sumsq: the squared global norm (units in order).
 mt_status mt_grad_offload_finish(mt_grad_offload *g, double *wait_ms, double *sumsq);

@@ -6,6 +6,8 @@
 // running for a unit, a full slab pool). What differs between schedules is
 // the descriptor the parts were made from, never a branch on its name.
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/engine_internal.h"
@@ -90,7 +92,9 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     const mt_model *m = e->m;
     mt_activations *a = e->a;
     const int L = e->sh.L, K = e->s->ckpt_interval, N = e->d.N;
-    float dscale = 1.0f / ((float)N * (float)e->sh.G);
+    // The mean over the step's tokens: --gpus N has G x N micro-batches of N tokens (one rank's count, as
+    // one rank running them all in turn computes it).
+    float dscale = 1.0f / ((float)N * (float)(e->sh.G * e->n_ranks));
 
     // Head: its grads (and the tied embedding's) must have left the device buffers.
     MT_TRY(mt_grad_offload_resident_free(e->g));
@@ -134,24 +138,26 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     return mt_grad_offload_send_resident(e->g, 0, mb);
 }
 
-mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *targets, const mt_optim_hparams *hp,
-                         float lr, int step, mt_step_stats *st) {
-    memset(st, 0, sizeof *st);
-    const int G = e->sh.G, N = e->d.N;
+// One rank's part of a step, begun: its rows of each micro-batch in, the ring and link rewound,
+// the step's timeline opened. inputs: the step's G global micro-batches (the rank takes its slice).
+static mt_status rank_begin(mt_engine *e, const int32_t *inputs, const int32_t *targets, int step) {
+    const int G = e->sh.G, N = e->d.N, R = e->n_ranks;
     mt_activations *a = e->a;
-    memcpy(a->h_ids, inputs, (size_t)G * N * 4);
-    memcpy(a->h_tgt, targets, (size_t)G * N * 4);
+    // Micro-batch g of the step holds R slices of N tokens; this rank's is slice `rank`.
+    for (int g = 0; g < G; g++) {
+        size_t from = ((size_t)g * R + e->rank) * N;
+        memcpy(a->h_ids + (size_t)g * N, inputs + from, (size_t)N * 4);
+        memcpy(a->h_tgt + (size_t)g * N, targets + from, (size_t)N * 4);
+    }
     mt_weight_ring_rewind(e->w);
     mt_weight_ring_take_opt_wait(e->w); // waits outside a step (an eval) are not this step's
     mt_link_rewind(&e->link);
-    MT_TRY(mt_trace_step_begin(e->trace, step));
-    // Adam counts the updates it applied: skipped steps are not among them (GradScaler's way).
-    int adam_step = step - hp->skipped_before;
-    if (e->s->speculative && !(e->spec_gated && e->last_clipped)) {
-        mt_adamw_hparams hs = {.lr = lr, .beta1 = hp->beta1, .beta2 = hp->beta2, .eps = hp->eps, .grad_scale = 1.0f,
-                               .step = adam_step};
-        mt_opt_worker_speculate(e->opt, &hs, hp->weight_decay, hp->grad_clip);
-    }
+    return mt_trace_step_begin(e->trace, step);
+}
+
+// ... and walked: forward and backward over the G micro-batches.
+static mt_status rank_walk(mt_engine *e) {
+    const int G = e->sh.G;
     int cursor = 0;
     for (int mb = 0; mb < G; mb++) {
         MT_TRY(forward(e, mb, &cursor));
@@ -159,14 +165,106 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     }
     int n_uses = mt_weight_ring_n_uses(e->w);
     if (cursor != n_uses) return mt_fail(MT_ERR_BACKEND, "internal: the step has %d weight uses, walked %d", n_uses, cursor);
-    double sq;
-    MT_TRY(mt_grad_offload_finish(e->g, &st->drain_wait_ms, &sq));
-    // Every stream, not just compute: the trace reads all the step's events, and a
-    // checkpoint's copy-out on the D2H stream has no later reader to wait for it.
+    return MT_OK;
+}
+
+// Every stream, not just compute: the trace reads all the step's events, and a
+// checkpoint's copy-out on the D2H stream has no later reader to wait for it.
+static mt_status sync_streams(mt_engine *e) {
     for (int s = 0; s < MT_NUM_STREAMS; s++) MT_TRY(mt_backend_stream_sync(e->be, (mt_stream_id)s));
-    st->loss = e->m->host.mean_loss(&e->m->host, a->h_losses, (size_t)G * N); // NaN where no data exists
+    return MT_OK;
+}
+
+// A rank other than the leader, on its own thread: its walk, its drains, its streams.
+typedef struct {
+    mt_engine *e;
+    mt_collective *coll;
+    const int32_t *inputs, *targets;
+    int step;
+    mt_status status;
+    char error[1024];
+} rank_job;
+
+// A rank other than the leader: begun, walked, its drains waited for (its gradients have
+// landed), its streams synced and its timeline closed.
+static mt_status peer_run(rank_job *j) {
+    mt_engine *e = j->e;
+    mt_collective *coll = j->coll;
+    if (coll->bind) MT_TRY(coll->bind(coll, e->rank)); // this thread issues to the rank's device
+    MT_TRY(rank_begin(e, j->inputs, j->targets, j->step));
+    MT_TRY(rank_walk(e));
+    double wait_ms;
+    MT_TRY(mt_grad_offload_drained(e->g, &wait_ms));
+    MT_TRY(sync_streams(e));
+    mt_phase_times ph;
+    return mt_trace_step_end(e->trace, &ph);
+}
+
+static void *peer_main(void *arg) {
+    rank_job *j = arg;
+    j->status = peer_run(j);
+    if (j->status != MT_OK) snprintf(j->error, sizeof j->error, "rank %d: %s", j->e->rank, mt_last_error());
+    return NULL;
+}
+
+// --gpus N: ranks 1..N-1 run on their own threads while the leader walks rank 0 here
+// (begun already); on return every rank's gradients have landed in the host state.
+static mt_status walk_ranks(mt_engine *e, const int32_t *inputs, const int32_t *targets, int step) {
+    int R = e->n_ranks, started = 0;
+    rank_job jobs[R];
+    pthread_t th[R];
+    mt_status s = MT_OK;
+    for (int r = 1; r < R; r++) {
+        jobs[r] = (rank_job){.e = e->ranks[r], .coll = e->coll, .inputs = inputs, .targets = targets, .step = step};
+        if (pthread_create(&th[r], NULL, peer_main, &jobs[r]) != 0) {
+            s = mt_fail(MT_ERR_BACKEND, "cannot start the thread of rank %d", r);
+            break;
+        }
+        started = r;
+    }
+    if (s == MT_OK) s = rank_walk(e); // the leader's drains are waited for with the norm (mt_grad_offload_finish)
+    char first[1100] = "";
+    if (s != MT_OK) snprintf(first, sizeof first, "rank 0: %s", mt_last_error());
+    for (int r = 1; r <= started; r++) {
+        pthread_join(th[r], NULL);
+        if (jobs[r].status != MT_OK && s == MT_OK) {
+            s = jobs[r].status;
+            snprintf(first, sizeof first, "%s", jobs[r].error);
+        }
+    }
+    return s == MT_OK ? MT_OK : mt_fail(s, "%s", first);
+}
+
+mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *targets, const mt_optim_hparams *hp,
+                         float lr, int step, mt_step_stats *st) {
+    memset(st, 0, sizeof *st);
+    const int G = e->sh.G, N = e->d.N, R = e->n_ranks;
+    mt_activations *a = e->a;
+    if (R > 1 && e->coll->bind) MT_TRY(e->coll->bind(e->coll, 0)); // this thread issues to rank 0's device
+    MT_TRY(rank_begin(e, inputs, targets, step));
+    // Adam counts the updates it applied: skipped steps are not among them (GradScaler's way).
+    int adam_step = step - hp->skipped_before;
+    if (e->s->speculative && !(e->spec_gated && e->last_clipped)) {
+        mt_adamw_hparams hs = {.lr = lr, .beta1 = hp->beta1, .beta2 = hp->beta2, .eps = hp->eps, .grad_scale = 1.0f,
+                               .step = adam_step};
+        mt_opt_worker_speculate(e->opt, &hs, hp->weight_decay, hp->grad_clip);
+    }
+    if (R == 1) MT_TRY(rank_walk(e));
+    else MT_TRY(walk_ranks(e, inputs, targets, step)); // every other rank's gradients have landed
+    double sq;
+    MT_TRY(mt_grad_offload_finish(e->g, &st->drain_wait_ms, &sq)); // the norm: every unit's, once, in unit order
+    MT_TRY(sync_streams(e));
+    const float *losses = a->h_losses;
+    if (R > 1) { // in the order one rank would hold them: micro-batch, then rank
+        for (int g = 0; g < G; g++)
+            for (int r = 0; r < R; r++)
+                memcpy(e->h_losses_all + ((size_t)g * R + r) * N, e->ranks[r]->a->h_losses + (size_t)g * N,
+                       (size_t)N * sizeof(float));
+        losses = e->h_losses_all;
+    }
+    st->loss = e->m->host.mean_loss(&e->m->host, losses, (size_t)G * R * N); // NaN where no data exists
     st->grad_norm = sqrt(sq);
-    st->tokens = (long long)G * N;
+    st->tokens = (long long)G * R * N;
     // torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to 1.
     st->clip_factor = 1.0;
     if (hp->grad_clip > 0) {
@@ -192,6 +290,10 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     st->span_ms = ph.step_ms;
     st->h2d_bytes = e->link.bytes[0];
     st->d2h_bytes = e->link.bytes[1];
+    for (int r = 1; r < R; r++) { // the link's bytes of every rank; the busy times above are rank 0's
+        st->h2d_bytes += e->ranks[r]->link.bytes[0];
+        st->d2h_bytes += e->ranks[r]->link.bytes[1];
+    }
     st->opt_wait_ms = mt_weight_ring_take_opt_wait(e->w);
 
     mt_opt_worker_start(e->opt);

@@ -47,7 +47,7 @@ mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link 
     mt_weight_ring *r = calloc(1, sizeof *r);
     if (!r) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the weight ring");
     *out = r;
-    r->be = m->be;
+    r->be = lk->be; // this rank's backend (the model's blocks may be another's)
     r->m = m;
     r->lk = lk;
     r->opt = opt;

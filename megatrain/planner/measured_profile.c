@@ -40,7 +40,7 @@ void mt_this_machine_gpu(char *name, size_t cap, double *mem_bytes) {
         if ((e->caps & want) != want || (e->available && e->available() != 1)) continue;
         mt_backend *be = NULL;
         mt_device_info info;
-        mt_backend_args a = {(e->caps & MT_CAP_BF16) ? MT_BF16 : MT_F32, NULL};
+        mt_backend_args a = {(e->caps & MT_CAP_BF16) ? MT_BF16 : MT_F32, NULL, 0};
         if (e->create(&a, &be) == MT_OK && mt_backend_device_info(be, &info) == MT_OK) {
             snprintf(name, cap, "%s", info.name);
             *mem_bytes = (double)info.mem_total_bytes;

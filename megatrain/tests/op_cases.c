@@ -496,7 +496,7 @@ static void fam_attention(oc_ctx *c, const oc_row *row) {
     }
     if (!c->perf && c->impl != MT_ATTN_AUTO && c->impl != MT_ATTN_NATIVE) {
         mt_backend *nat = NULL;
-        mt_backend_args a = {act, NULL};
+        mt_backend_args a = {act, NULL, 0};
         if (oc_ok(c, c->entry->create(&a, &nat), "a second instance") &&
             oc_ok(c, mt_backend_set_attention(nat, MT_ATTN_NATIVE), "--attention native")) {
             oc_t dn = oc_rand(c, nq, act);

@@ -238,7 +238,7 @@ static tally run_rows(oc_ctx *c, unsigned long long ops) {
                      c->variant ? " " : "", c->variant ? c->variant : "", r->family);
             mt_backend *keep = c->be, *fresh = NULL;
             if (r->flags & OC_FRESH) {
-                mt_backend_args a = {c->act, NULL};
+                mt_backend_args a = {c->act, NULL, 0};
                 die_on(c->entry->create(&a, &fresh), "create a fresh backend");
                 c->be = fresh;
             }
@@ -431,7 +431,7 @@ static void test_registry(void) {
         if (e->available && e->available() != 1) continue;
         // what the row says is what the backend it creates says
         char path[4096];
-        mt_backend_args a = {MT_F32, NULL};
+        mt_backend_args a = {MT_F32, NULL, 0};
         if (e->caps & MT_CAP_VIRTUAL_TIME) {
             die_on(mt_hw_profile_find("h100-128g", path, sizeof path), "profile h100-128g");
             a.profile_path = path;
@@ -559,7 +559,7 @@ int main(int argc, char **argv) {
             c.entry = e;
             c.act = ai ? MT_BF16 : MT_F32;
             if (c.act == MT_BF16 && !(e->caps & MT_CAP_BF16)) continue;
-            mt_backend_args a = {c.act, NULL};
+            mt_backend_args a = {c.act, NULL, 0};
             die_on(e->create(&a, &c.be), e->name);
             int choices = mt_backend_supports(c.be, MT_OP_SET_ATTENTION);
             c.impl = MT_ATTN_AUTO;

@@ -261,8 +261,15 @@ unsigned mt_backend_cpu_caps(void) { return cpu_ops.caps; }
 
 static mt_status cpu_create(const mt_backend_args *a, mt_backend **out) { return mt_backend_cpu_create(a->act_dtype, out); }
 
+// --gpus N on the cpu backend: N instances in one process, each its own buffers and thread,
+// sharing the cores (the multi-device path tested without a GPU). A cap, not the core count,
+// so the equality tests run the same on any machine.
+#define MT_CPU_DEVICES 8
+static int cpu_device_count(void) { return MT_CPU_DEVICES; }
+
 const mt_backend_entry mt_backend_cpu_entry = {
     .name = "cpu",
+    .device_count = cpu_device_count,
     .summary = "the host's cores (OpenMP, OpenBLAS); f32 activations; the reference",
     .caps = MT_CAP_TENSOR_DATA,
     .create = cpu_create,

@@ -329,7 +329,7 @@ static unsigned cuda_sync_flag(void) {
     return cudaDeviceScheduleBlockingSync;
 }
 
-static mt_status cuda_init(mt_cuda_ctx *ctx) {
+static mt_status cuda_init(mt_cuda_ctx *ctx, int device) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n <= 0) {
@@ -338,7 +338,9 @@ static mt_status cuda_init(mt_cuda_ctx *ctx) {
                        e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
     }
     const char *env = getenv("MT_CUDA_DEVICE");
-    ctx->device = env ? atoi(env) : 0;
+    ctx->device = device > 0 ? device : env ? atoi(env) : 0; // device: a rank of --gpus N
+    if (device > 0 && device >= n)
+        return mt_fail(MT_ERR_ARG, "--gpus: device %d is out of range (this machine has %d CUDA devices)", device, n);
     if (ctx->device < 0 || ctx->device >= n)
         return mt_fail(MT_ERR_ARG, "MT_CUDA_DEVICE=%d: out of range (this machine has %d CUDA devices)", ctx->device, n);
     // How host threads wait for the GPU. The default (auto: spin with one context) keeps a
@@ -364,7 +366,17 @@ static mt_status cuda_init(mt_cuda_ctx *ctx) {
 extern "C" unsigned mt_backend_cuda_caps(void) { return cuda_ops.caps; }
 
 static mt_status cuda_create(const mt_backend_args *a, mt_backend **out) {
-    return mt_backend_cuda_create(a->act_dtype, out);
+    return mt_backend_cuda_create_on(a->act_dtype, a->device, out);
+}
+
+// The visible GPUs (--gpus auto); 0 without a driver.
+static int cuda_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
 }
 
 // MT_GEMM_FALLBACK=1: every GEMM through classic cuBLAS (cuda_matmul.cu); MT_CUDNN_DETERMINISTIC=1:
@@ -383,9 +395,14 @@ extern "C" const mt_backend_entry mt_backend_cuda_entry = {
     /*supports*/ cuda_supports,
     /*variants*/ cuda_variants,
     /*n_variants*/ (int)(sizeof cuda_variants / sizeof cuda_variants[0]),
+    /*device_count*/ cuda_device_count,
 };
 
 extern "C" mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out) {
+    return mt_backend_cuda_create_on(act_dtype, 0, out);
+}
+
+extern "C" mt_status mt_backend_cuda_create_on(mt_dtype act_dtype, int device, mt_backend **out) {
     *out = NULL;
     if (act_dtype != MT_F32 && act_dtype != MT_BF16)
         return mt_fail(MT_ERR_ARG, "cuda: activation dtype %d is not F32 or BF16", (int)act_dtype);
@@ -399,7 +416,7 @@ extern "C" mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out
     be->ops = &cuda_ops;
     be->act_dtype = act_dtype;
     be->ctx = ctx;
-    mt_status s = cuda_init(ctx);
+    mt_status s = cuda_init(ctx, device);
     if (s != MT_OK) {
         cuda_destroy(be);
         return s;

@@ -1,0 +1,65 @@
+// collective.h: how N data-parallel ranks' gradients of one unit become the one
+// host gradient the host AdamW reads (--gpus N, one host, one copy of the state).
+// Each rank sends its gradients per unit and micro-batch; the collective says
+// which part of the unit a rank carries to the host and lands it there:
+//
+//   host (collective_host.c): every rank carries the whole unit; the host adds
+//     the contributions in one fixed order, micro-batch-major then rank
+//     (mb 0: rank 0, 1, .., N-1; mb 1: ...), the order one rank adds the N x G
+//     micro-batches of B/N rows in: so N ranks are bitwise one rank's run.
+//     What the cpu backend uses, and the reference.
+//   nccl (backends/cuda/cuda_nccl.cu, with NCCL only): on the devices, an in-place
+//     reduce-scatter per unit and micro-batch, then each rank carries its 1/N of
+//     the reduced gradient (the last rank the remainder too) to disjoint parts of
+//     the host gradient: the link carries each byte once, not N times.
+//
+// Either way a unit is final once every rank has landed its last micro-batch; its
+// sum of squares (over the reduced gradient) then goes to the one on-final hook,
+// so the global norm, the clip and the non-finite skip are one decision for all.
+#ifndef MT_COLLECTIVE_H
+#define MT_COLLECTIVE_H
+
+#include "backend/backend.h"
+#include "engine/host_state.h"
+
+typedef struct mt_collective mt_collective;
+
+// One rank's part of one unit's gradient, on its drain thread, ready in `slab`
+// (count elements of `wire`; the values are the unit's [off, off + count)).
+typedef struct {
+    mt_unit *u;
+    int unit, rank, mb, G; // unit index; rank; micro-batch mb of G
+    mt_dtype wdt, wire;
+    void *slab;
+    size_t off, count;
+} mt_landing;
+
+struct mt_collective {
+    const char *name; // "host" or "nccl", for messages
+    int n_ranks;
+    // Makes the rank's device current on the calling thread (NULL: nothing to do).
+    mt_status (*bind)(mt_collective *c, int rank);
+    // Device side, on stream s of the rank's backend once dev_grad (n elements of t) is
+    // complete: reduces it with the other ranks' if the collective does so on the
+    // devices, and says which part [*off, *off + *count) this rank carries to the host.
+    mt_status (*reduce)(mt_collective *c, int rank, mt_backend *be, void *dev_grad, mt_dtype t, size_t n,
+                        mt_stream_id s, size_t *off, size_t *count);
+    // Host side: lands the part in u->grad through the host work h (copy on the step's
+    // first contribution, add after). Returns 1 when the unit is now final, with *sumsq
+    // the sum of squares of the whole reduced gradient.
+    int (*land)(mt_collective *c, const mt_host_work *h, const mt_landing *l, double *sumsq);
+    void (*destroy)(mt_collective *c);
+};
+
+// The collective for N ranks on these backends (one per rank, all of one kind): the
+// host sum where device memory is host memory (cpu), NCCL where it is a device's
+// (refused with a hint in a build without NCCL). n_units: the model's units.
+mt_status mt_collective_create(mt_backend **bes, int n_ranks, int n_units, mt_collective **out);
+void mt_collective_destroy(mt_collective *c);
+
+mt_status mt_collective_host_create(int n_ranks, int n_units, mt_collective **out);
+#ifdef MT_HAVE_NCCL
+mt_status mt_collective_nccl_create(mt_backend **bes, int n_ranks, int n_units, mt_collective **out);
+#endif
+
+#endif
