@@ -6,7 +6,12 @@ mt_status mt_collective_create(mt_backend **bes, int n_ranks, int n_units, mt_co
     // Device memory that is host memory (cpu): the host sums the ranks' copies, in rank order.
     if (!mt_backend_has(bes[0], MT_CAP_DEVICE_MEMORY)) return mt_collective_host_create(n_ranks, n_units, out);
 #ifdef MT_HAVE_NCCL
-    return mt_collective_nccl_create(bes, n_ranks, n_units, out);
+    mt_status s = mt_collective_nccl_create(bes, n_ranks, n_units, out);
+    if (s != MT_OK) {
+        mt_collective_destroy(*out); // what was made (communicators included)
+        *out = NULL;
+    }
+    return s;
 #else
     return mt_fail(MT_ERR_UNSUPPORTED,
                    "--gpus %d on --backend %s: needs NCCL to reduce the gradients across the GPUs, and this binary "

@@ -1,0 +1,174 @@
+// cuda_nccl.cu: the collective of --gpus N on CUDA (engine/collective.h), compiled only
+// where NCCL is found (megatrain/CMakeLists.txt). Per unit and micro-batch, on the rank's
+// compute stream once its gradient is complete: an in-place ncclReduceScatter leaves rank r
+// the sum of every rank's elements [r*chunk, (r+1)*chunk); the last rank also takes the
+// remainder (numel mod N) through an in-place ncclReduce rooted at it, so no buffer needs
+// padding. Each rank then carries only its part to the host, into disjoint parts of the
+// host gradient (no host-side order to keep); a unit is final when all N parts of its last
+// micro-batch have landed, its sum of squares the parts' in rank order.
+// NCCL is loaded at run time, as cuDNN is (cudnn_api.h): libnccl.so.2 is not in every CUDA
+// install (the lent GPU machine has it only in PyTorch's wheel) and too big for the GPU
+// bundle, and a link would stop the binary starting where it is absent, even at --gpus 1.
+// Only nccl.h is needed to build (MT_NCCL_LIBRARY names the file to load, as MT_CUDNN_LIBRARY).
+// Not yet run on a machine with several GPUs (README: "Several GPUs").
+#include <dlfcn.h>
+#include <nccl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backends/cuda/cuda_internal.h"
+extern "C" {
+#include "engine/collective.h"
+}
+
+// The entry points megatrain calls, resolved once per process.
+static struct {
+    const char *(*GetErrorString)(ncclResult_t);
+    ncclResult_t (*GroupStart)(void);
+    ncclResult_t (*GroupEnd)(void);
+    ncclResult_t (*ReduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*Reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t);
+    ncclResult_t (*CommInitAll)(ncclComm_t *, int, const int *);
+    ncclResult_t (*CommDestroy)(ncclComm_t);
+} nccl;
+static pthread_once_t nccl_once = PTHREAD_ONCE_INIT;
+static char nccl_why[600]; // why it did not load ("" once loaded)
+
+static void nccl_load(void) {
+    const char *env = getenv("MT_NCCL_LIBRARY");
+    const char *name = env && *env ? env : "libnccl.so.2";
+    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(nccl_why, sizeof nccl_why, "%s: cannot load: %s", name, e ? e : "unknown error");
+        return;
+    }
+    struct {
+        void **fn;
+        const char *sym;
+    } syms[] = {{(void **)&nccl.GetErrorString, "ncclGetErrorString"}, {(void **)&nccl.GroupStart, "ncclGroupStart"},
+                {(void **)&nccl.GroupEnd, "ncclGroupEnd"},             {(void **)&nccl.ReduceScatter, "ncclReduceScatter"},
+                {(void **)&nccl.Reduce, "ncclReduce"},                 {(void **)&nccl.CommInitAll, "ncclCommInitAll"},
+                {(void **)&nccl.CommDestroy, "ncclCommDestroy"}};
+    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
+        if (!(*syms[i].fn = dlsym(lib, syms[i].sym))) {
+            snprintf(nccl_why, sizeof nccl_why, "%s: has no %s", name, syms[i].sym);
+            return;
+        }
+}
+
+#define MT_NCCL_CHECK(call)                                                                                       \
+    do {                                                                                                          \
+        ncclResult_t r_ = (call);                                                                                 \
+        if (r_ != ncclSuccess)                                                                                    \
+            return mt_fail(MT_ERR_BACKEND, "nccl: %s failed: %s (%s:%d)", #call, nccl.GetErrorString(r_),         \
+                           __FILE__, __LINE__);                                                                   \
+    } while (0)
+
+typedef struct {
+    mt_collective base;
+    ncclComm_t *comm;  // one per rank, from ncclCommInitAll
+    int *dev;          // each rank's CUDA device
+    int n_units;
+    int *arrived;      // per unit: ranks whose last micro-batch has landed this step
+    double *sumsq;     // per unit and rank: the sum of squares of that rank's part
+    pthread_mutex_t mu;
+} nccl_coll;
+
+static ncclDataType_t nccl_type(mt_dtype t) {
+    return t == MT_BF16 ? ncclBfloat16 : t == MT_F16 ? ncclFloat16 : ncclFloat32;
+}
+
+static mt_status nccl_bind(mt_collective *c, int rank) {
+    MT_CUDA_CHECK(cudaSetDevice(((nccl_coll *)c)->dev[rank]));
+    return MT_OK;
+}
+
+static mt_status nccl_reduce(mt_collective *c, int rank, mt_backend *be, void *dev_grad, mt_dtype t, size_t n,
+                             mt_stream_id s, size_t *off, size_t *count) {
+    nccl_coll *nc = (nccl_coll *)c;
+    size_t N = (size_t)c->n_ranks, chunk = n / N, tail = n - chunk * N, es = mt_dtype_size(t);
+    cudaStream_t st = mt_cuda_ctx_of(be)->stream[s];
+    char *g = (char *)dev_grad;
+    MT_NCCL_CHECK(nccl.GroupStart());
+    if (chunk) // in place: rank r's result lands at its own chunk of the send buffer
+        MT_NCCL_CHECK(nccl.ReduceScatter(g, g + (size_t)rank * chunk * es, chunk, nccl_type(t), ncclSum,
+                                        nc->comm[rank], st));
+    if (tail)
+        MT_NCCL_CHECK(nccl.Reduce(g + N * chunk * es, g + N * chunk * es, tail, nccl_type(t), ncclSum, (int)N - 1,
+                                 nc->comm[rank], st));
+    MT_NCCL_CHECK(nccl.GroupEnd());
+    *off = (size_t)rank * chunk;
+    *count = chunk + ((size_t)rank == N - 1 ? tail : 0);
+    return MT_OK;
+}
+
+static int nccl_land(mt_collective *c, const mt_host_work *h, const mt_landing *l, double *sumsq) {
+    nccl_coll *nc = (nccl_coll *)c;
+    size_t ws = mt_dtype_size(l->wdt);
+    int last = l->mb == l->G - 1;
+    // Disjoint parts: each rank builds its own across the micro-batches, as one rank builds the whole.
+    double sq = h->accumulate(h, (char *)l->u->grad + l->off * ws, l->wdt, l->slab, l->wire, l->count, l->mb == 0,
+                              last);
+    if (!last) return 0;
+    int N = c->n_ranks, final = 0;
+    pthread_mutex_lock(&nc->mu);
+    nc->sumsq[(size_t)l->unit * N + l->rank] = sq;
+    if (++nc->arrived[l->unit] == N) {
+        double total = 0;
+        for (int r = 0; r < N; r++) total += nc->sumsq[(size_t)l->unit * N + r]; // rank order: the same every step
+        nc->arrived[l->unit] = 0;
+        *sumsq = total;
+        final = 1;
+    }
+    pthread_mutex_unlock(&nc->mu);
+    return final;
+}
+
+static void nccl_destroy(mt_collective *c) {
+    nccl_coll *nc = (nccl_coll *)c;
+    for (int r = 0; r < c->n_ranks && nc->comm; r++)
+        if (nc->comm[r]) nccl.CommDestroy(nc->comm[r]);
+    pthread_mutex_destroy(&nc->mu);
+    free(nc->comm);
+    free(nc->dev);
+    free(nc->arrived);
+    free(nc->sumsq);
+    free(nc);
+}
+
+extern "C" mt_status mt_collective_nccl_create(mt_backend **bes, int n_ranks, int n_units, mt_collective **out) {
+    *out = NULL;
+    pthread_once(&nccl_once, nccl_load);
+    if (nccl_why[0])
+        return mt_fail(MT_ERR_UNSUPPORTED, "--gpus %d on cuda: NCCL reduces the gradients across the GPUs, and %s. "
+                                           "HINT: install NCCL, or point MT_NCCL_LIBRARY at libnccl.so.2 (PyTorch's "
+                                           "wheel has one under site-packages/nvidia/nccl/lib)", n_ranks, nccl_why);
+    nccl_coll *nc = (nccl_coll *)calloc(1, sizeof *nc);
+    if (!nc) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the NCCL collective");
+    pthread_mutex_init(&nc->mu, NULL);
+    nc->base.name = "nccl";
+    nc->base.n_ranks = n_ranks;
+    nc->base.bind = nccl_bind;
+    nc->base.reduce = nccl_reduce;
+    nc->base.land = nccl_land;
+    nc->base.destroy = nccl_destroy;
+    nc->n_units = n_units;
+    nc->comm = (ncclComm_t *)calloc((size_t)n_ranks, sizeof *nc->comm);
+    nc->dev = (int *)calloc((size_t)n_ranks, sizeof *nc->dev);
+    nc->arrived = (int *)calloc((size_t)n_units, sizeof *nc->arrived);
+    nc->sumsq = (double *)calloc((size_t)n_units * n_ranks, sizeof *nc->sumsq);
+    *out = &nc->base; // destroyed by the caller on failure too
+    if (!nc->comm || !nc->dev || !nc->arrived || !nc->sumsq)
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the NCCL collective");
+    for (int r = 0; r < n_ranks; r++) {
+        nc->dev[r] = mt_cuda_ctx_of(bes[r])->device;
+        for (int q = 0; q < r; q++)
+            if (nc->dev[q] == nc->dev[r])
+                return mt_fail(MT_ERR_ARG, "--gpus %d: ranks %d and %d are both on CUDA device %d (one rank per GPU)",
+                               n_ranks, q, r, nc->dev[r]);
+    }
+    MT_NCCL_CHECK(nccl.CommInitAll(nc->comm, n_ranks, nc->dev));
+    return MT_OK;
+}
