@@ -404,7 +404,8 @@ static mt_status check_gpus(const mt_options *o, unsigned caps) {
     if (o->gpus > 1 && caps && o->gpus > have)
         return mt_fail(MT_ERR_ARG, "--gpus %d: --backend %s has %d device%s here", o->gpus, o->backend, have,
                        have == 1 ? "" : "s");
-    if (o->gpus > 1) return mt_engine_check_ranks(o->eng.B, o->gpus);
+    // A resume's batch comes from its checkpoint, after this: checked again when the ranks are made.
+    if (o->gpus > 1 && !(o->resume && !o->given.batch)) return mt_engine_check_ranks(o->eng.B, o->gpus);
     return MT_OK;
 }
 
