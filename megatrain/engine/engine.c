@@ -135,6 +135,7 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     MT_TRY(mt_backend_device_info(be, &info));
     mt_engine_opts oo = *opts, *o = &oo;
     o->host_free = host_free_for(c, m->prec, opts, be, &info); // the speculative window is sized against it
+    if (leader) o->keep_trace = 0; // --trace writes the leader's timeline; the others' would only grow
     mt_engine *e = calloc(1, sizeof *e);
     if (!e) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the engine");
     *out = e;
