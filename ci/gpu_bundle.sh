@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build-gpu}
 B=.device/bundle
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMT_HWLOC=OFF > /dev/null
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMT_HWLOC=OFF -DMT_MPI=OFF > /dev/null # no libmpi there
 cmake --build "$BUILD" -j "$(nproc)"
 rm -rf "$B"
 mkdir -p "$B/bin" "$B/lib"

@@ -2,7 +2,9 @@
 # Installs the Debian packages the build and tests need, once. Quiet when all
 # are present, so `make` stays fast on a machine that has them.
 set -euo pipefail
-pkgs=(cmake pkg-config libopenblas-dev libcjson-dev zlib1g-dev libhwloc-dev libbenchmark-dev jq gnuplot-nox time)
+# openmpi-bin, libopenmpi-dev: several hosts (MPI) and its test under mpirun (test_multihost)
+pkgs=(cmake pkg-config libopenblas-dev libcjson-dev zlib1g-dev libhwloc-dev libbenchmark-dev jq gnuplot-nox time
+      openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

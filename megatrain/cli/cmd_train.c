@@ -31,6 +31,7 @@
 #include "core/sysinfo.h"
 #include "data/dataloader.h"
 #include "engine/engine.h"
+#include "engine/hosts.h"
 #include "engine/model_io.h"
 
 #define MT_MAX_GPUS 64 // ranks one process may run (--gpus)
@@ -191,6 +192,20 @@ int mt_cmd_train(mt_options *o, int is_default) {
     mt_sink sink = {0};
     int32_t *inputs = NULL, *targets = NULL;
     int rc = 1, pending = -1; // pending: the step whose save is staged, not yet committed
+    mt_hosts *hosts = NULL;   // under mpirun: the other hosts (engine/hosts.h)
+    int H = 1, quiet = 0;     // hosts; quiet: not host 0, which alone writes stdout, --log and --save
+
+    // Under mpirun every host runs this with the same arguments and its own copy of the state;
+    // host 0 alone writes the outputs (the others' state is the same, bit for bit).
+    if (mt_hosts_launched()) {
+        if ((s = mt_hosts_mpi_create(&hosts))) goto fail;
+        H = hosts->n;
+        if (hosts->rank > 0) {
+            o->save = o->log = o->trace = o->dump_grads = NULL;
+            o->save_every = 0;
+            quiet = 1;
+        }
+    }
 
     // Outputs against inputs before anything is created; then the writer lock: a
     // second writer fails before any work, and a switch interrupted by a crash is
@@ -254,6 +269,21 @@ int mt_cmd_train(mt_options *o, int is_default) {
 
     mt_engine_opts eo = o->eng; // the one options struct: the engine takes it as parsed
     eo.keep_trace = o->trace != NULL;
+    if (H > 1) {
+        if (eo.B % (H * n_gpus)) {
+            s = mt_fail(MT_ERR_ARG, "--batch %d is not divisible by %d hosts x --gpus %d: each rank takes B/(hosts x "
+                                    "N) rows of every micro-batch", eo.B, H, n_gpus);
+            goto fail;
+        }
+        eo.B /= H; // this host's rows; the step's tokens stay the global batch's
+        if (eo.sched.speculative == 1) {
+            s = mt_fail(MT_ERR_ARG, "--speculative-step true with several hosts: a unit would be updated with one "
+                                    "host's gradients before the hosts' sum; drop it");
+            goto fail;
+        }
+        eo.sched.speculative = 0;
+        if (!quiet) fprintf(stderr, "megatrain: %d hosts (MPI): the speculative step is off\n", H);
+    }
     mt_schedule_desc resolved;
     mt_schedule_resolve(eo.schedule, &eo.sched, &cfg, &resolved);
     if ((s = mt_engine_check_host_memory(&cfg, prec, &eo, be))) goto fail; // one check, before any allocation
@@ -277,7 +307,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     }
     t_init = mono_s() - t0;
     t0 = mono_s();
-    if ((s = mt_engine_create_ranks(&model, bes, n_gpus, &eo, &eng))) goto fail;
+    if ((s = mt_engine_create_ranks(&model, bes, n_gpus, &eo, &eng)) || (s = mt_engine_set_hosts(eng, hosts))) goto fail;
     t_engine = mono_s() - t0;
     // What the run does, in train_state.json too: a resume sums the same way (bit-exact trajectory).
     o->eng.grad_sum = mt_engine_grad_sum(eng);
@@ -305,10 +335,10 @@ int mt_cmd_train(mt_options *o, int is_default) {
     mt_device_info info;
     mt_backend_device_info(be, &info);
     double params = (double)mt_config_params_total(&cfg);
-    char ranks_note[96] = "";
-    if (n_gpus > 1)
-        snprintf(ranks_note, sizeof ranks_note, " x %d devices (--gpus: %d rows of each micro-batch each)", n_gpus,
-                 o->eng.B / n_gpus);
+    char ranks_note[160] = "";
+    if (n_gpus > 1 || H > 1)
+        snprintf(ranks_note, sizeof ranks_note, " x %d devices%s%.0d%s (%d rows of each micro-batch each)", n_gpus,
+                 H > 1 ? " x " : "", H > 1 ? H : 0, H > 1 ? " hosts" : "", o->eng.B / (n_gpus * H));
     fprintf(stderr,
             "megatrain: %s %.2fM params, %d layers | %s precision, grads summed in %s | %s schedule | backend %s (%s)%s "
             "| data %s\n",
@@ -371,7 +401,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
         if (step == 1 && o->dump_grads && (s = mt_model_save_grads(&model, o->dump_grads))) goto fail;
         // A line stdout or the log did not take stops the run after this step (saved
         // with --save); stdout's reader gone (EPIPE) is SIGPIPE, an interrupt.
-        if (emit_step(&sink, step, &st, lr, step_ms, params) != MT_OK && sink.stdout_errno != EPIPE && !lost[0])
+        if (!quiet && emit_step(&sink, step, &st, lr, step_ms, params) != MT_OK && sink.stdout_errno != EPIPE && !lost[0])
             snprintf(lost, sizeof lost, "%s", mt_last_error());
         if (isnan(first_loss)) first_loss = st.loss;
         last_loss = st.loss;
@@ -439,5 +469,6 @@ done:
     mt_ckpt_manifest_free(&man);
     mt_train_state_free(&rs);
     mt_config_release(&cfg); // after the model, which borrowed its source text for the saves
+    if (hosts) hosts->destroy(hosts, rc != 0 && rc != 130); // a failed host takes the others down with it
     return rc;
 }

@@ -22,6 +22,8 @@ static const char *usage =
     "                 [--checkpoint-interval K] [--weight-buffers 1|2|3] [--grad-slabs S] [--serial-optimizer]\n"
     "                 [--mlp-chunk TOKENS] [--grad-accum-dtype auto|f32|bf16] [--recompute full|mlp|norms|swiglu|none|auto]\n"
     "                 [--speculative-step true|false|auto] [--offload-checkpoints true|false|auto] [--bind pointer|copy] [--hardware PROFILE] [--trace FILE.json] [--zero3-* (baselines/ZERO3.md)]\n"
+    "                 [--gpus N|auto]  (data-parallel ranks, one per device, one host copy of the state;\n"
+    "                 --batch is the global batch; under `mpirun -np H` one process per host, --batch split H ways)\n"
     "                 [--save DIR] [--save-every N] [--shard-size BYTES|5GB] [--log FILE.jsonl] [--dump-grads FILE]\n"
     "                 [--peer P]  (with --backend sim: a peer as it runs, in its own precision)\n"
     "                 [--allow-unused-tensors]  (with --model: drop tensors the model does not use)\n"
@@ -87,6 +89,11 @@ int mt_cmd_version(void) {
     n = mt_attention_list(names, 8);
     arr = cJSON_AddArrayToObject(j, "attention");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, cJSON_CreateString(names[i]));
+#ifdef MT_HAVE_MPI
+    cJSON_AddBoolToObject(j, "mpi", 1); // several hosts under mpirun (engine/hosts.h)
+#else
+    cJSON_AddBoolToObject(j, "mpi", 0);
+#endif
     char *s = cJSON_PrintUnformatted(j);
     printf("%s\n", s);
     free(s);

@@ -141,8 +141,8 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     *out = e;
     e->m = m;
     e->be = be;
-    e->rank = rank;
-    e->n_ranks = n_ranks;
+    e->rank = e->slice = rank;
+    e->n_ranks = e->n_slices = n_ranks;
     mt_engine_shape_init(&e->sh, c, m->prec, be->act_dtype, o, info.mem_free_bytes, mt_backend_caps(be));
     e->s = &e->sh.s;
     e->spec_gated = o->sched.speculative < 0;
@@ -233,6 +233,27 @@ mt_grad_sum mt_engine_grad_sum(const mt_engine *e) { return e->sh.grad_sum_f32 ?
 
 mt_recompute mt_engine_recompute(const mt_engine *e) { return e->sh.s.recompute; }
 
+mt_status mt_engine_set_hosts(mt_engine *e, mt_hosts *h) {
+    if (!h || h->n == 1) return MT_OK;
+    if (e->s->speculative || e->sh.spec_window)
+        return mt_fail(MT_ERR_ARG, "several hosts: the speculative step would update with one host's gradients "
+                                   "before the hosts' sum; run with --speculative-step false");
+    size_t n = (size_t)e->sh.G * e->n_ranks * e->d.N;
+    free(e->h_losses_hosts);
+    if (!(e->h_losses_hosts = malloc(n * h->n * sizeof(float))))
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the hosts' losses");
+    free(e->h_losses_all); // now every host's, not only this host's ranks'
+    if (!(e->h_losses_all = malloc(n * h->n * sizeof(float))))
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the hosts' losses");
+    e->hosts = h;
+    for (int r = 0; r < e->n_ranks; r++) {
+        mt_engine *x = e->ranks ? e->ranks[r] : e;
+        x->slice = h->rank * e->n_ranks + r;
+        x->n_slices = h->n * e->n_ranks;
+    }
+    return MT_OK;
+}
+
 // One rank's parts; the optimizer worker only by the leader that made it (already stopped).
 static void destroy_rank(mt_engine *e) {
     if (!e) return;
@@ -259,6 +280,7 @@ void mt_engine_destroy(mt_engine *e) {
     if (coll && coll->bind) (void)coll->bind(coll, 0);
     free(e->ranks);
     free(e->h_losses_all);
+    free(e->h_losses_hosts);
     destroy_rank(e);
     mt_collective_destroy(coll);
 }

@@ -120,6 +120,12 @@ mt_status mt_engine_create(mt_model *m, mt_backend *be, const mt_engine_opts *o,
 // engine, which the rest of this API takes (and mt_engine_destroy frees with the others).
 mt_status mt_engine_create_ranks(mt_model *m, mt_backend **bes, int n_ranks, const mt_engine_opts *o,
                                  mt_engine **out);
+// Several hosts (engine/hosts.h, MPI): this process is host h->rank of h->n, its engine's
+// o->B the host's share of the global batch; each step's inputs are the global batch's, and
+// the hosts' gradients are summed in host order before the norm. Needs the speculative step
+// off. Before the first step; h outlives the engine (NULL or one host: nothing changes).
+struct mt_hosts;
+mt_status mt_engine_set_hosts(mt_engine *e, struct mt_hosts *h);
 // The batch against the ranks: B rows split into N equal slices (one line naming both otherwise).
 mt_status mt_engine_check_ranks(int B, int n_ranks);
 void mt_engine_destroy(mt_engine *e);

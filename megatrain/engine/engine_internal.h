@@ -9,6 +9,7 @@
 #include "engine/collective.h"
 #include "engine/engine.h"
 #include "engine/grad_offload.h"
+#include "engine/hosts.h"
 #include "engine/layer.h"
 #include "engine/link.h"
 #include "engine/optimizer_worker.h"
@@ -43,6 +44,11 @@ struct mt_engine {
     mt_engine **ranks;         // leader only (n_ranks > 1): every rank's engine, itself first
     mt_collective *coll;       // leader only: how the ranks' gradients become the one host gradient
     float *h_losses_all;       // leader only: every rank's token losses, micro-batch-major then rank
+    // Which slice of every global micro-batch this rank takes, of how many: rank of n_ranks on one
+    // host; with several hosts (hosts.h) host h's rank r takes slice h * n_ranks + r.
+    int slice, n_slices;
+    mt_hosts *hosts;           // leader only: the other hosts, or NULL
+    float *h_losses_hosts;     // leader only, with hosts: every host's losses (as gathered)
 };
 
 // head.c: final norm + LM head + cross-entropy over micro-batch mb (loss only without want_grads).

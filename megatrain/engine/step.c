@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "optim/grad_ops.h"
 
 // Input / output buffers of layer i in the forward pass: with activations kept
 // every input is a checkpoint; else every K-th, the others ping-pong.
@@ -94,7 +95,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     const int L = e->sh.L, K = e->s->ckpt_interval, N = e->d.N;
     // The mean over the step's tokens: --gpus N has G x N micro-batches of N tokens (one rank's count, as
     // one rank running them all in turn computes it).
-    float dscale = 1.0f / ((float)N * (float)(e->sh.G * e->n_ranks));
+    float dscale = 1.0f / ((float)N * (float)(e->sh.G * e->n_slices));
 
     // Head: its grads (and the tied embedding's) must have left the device buffers.
     MT_TRY(mt_grad_offload_resident_free(e->g));
@@ -141,11 +142,11 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
 // One rank's part of a step, begun: its rows of each micro-batch in, the ring and link rewound,
 // the step's timeline opened. inputs: the step's G global micro-batches (the rank takes its slice).
 static mt_status rank_begin(mt_engine *e, const int32_t *inputs, const int32_t *targets, int step) {
-    const int G = e->sh.G, N = e->d.N, R = e->n_ranks;
+    const int G = e->sh.G, N = e->d.N, S = e->n_slices;
     mt_activations *a = e->a;
-    // Micro-batch g of the step holds R slices of N tokens; this rank's is slice `rank`.
+    // Micro-batch g of the step holds S slices of N tokens; this rank's is `slice`.
     for (int g = 0; g < G; g++) {
-        size_t from = ((size_t)g * R + e->rank) * N;
+        size_t from = ((size_t)g * S + e->slice) * N;
         memcpy(a->h_ids + (size_t)g * N, inputs + from, (size_t)N * 4);
         memcpy(a->h_tgt + (size_t)g * N, targets + from, (size_t)N * 4);
     }
@@ -235,6 +236,19 @@ static mt_status walk_ranks(mt_engine *e, const int32_t *inputs, const int32_t *
     return s == MT_OK ? MT_OK : mt_fail(s, "%s", first);
 }
 
+// Several hosts: every unit's gradient summed across them in host order (hosts.h); the
+// norm is then the sum's, taken as the drain takes it, unit by unit in order.
+static mt_status sum_hosts(mt_engine *e, double *sumsq) {
+    double sq = 0;
+    for (int u = 0; u < e->m->n_units; u++) {
+        mt_unit *x = &e->m->units[u];
+        MT_TRY(e->hosts->reduce_grad(e->hosts, x->grad, e->m->wdt, x->lay->numel));
+        sq += mt_grad_sumsq(x->grad, e->m->wdt, x->lay->numel);
+    }
+    *sumsq = sq;
+    return MT_OK;
+}
+
 mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *targets, const mt_optim_hparams *hp,
                          float lr, int step, mt_step_stats *st) {
     memset(st, 0, sizeof *st);
@@ -254,6 +268,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     double sq;
     MT_TRY(mt_grad_offload_finish(e->g, &st->drain_wait_ms, &sq)); // the norm: every unit's, once, in unit order
     MT_TRY(sync_streams(e));
+    if (e->hosts) MT_TRY(sum_hosts(e, &sq));
     const float *losses = a->h_losses;
     if (R > 1) { // in the order one rank would hold them: micro-batch, then rank
         for (int g = 0; g < G; g++)
@@ -262,9 +277,19 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
                        (size_t)N * sizeof(float));
         losses = e->h_losses_all;
     }
-    st->loss = e->m->host.mean_loss(&e->m->host, losses, (size_t)G * R * N); // NaN where no data exists
+    int H = e->hosts ? e->hosts->n : 1;
+    if (H > 1) { // every host's, then in micro-batch, host, rank order
+        size_t mine = (size_t)G * R * N;
+        MT_TRY(e->hosts->gather(e->hosts, losses, mine, e->h_losses_hosts));
+        for (int g = 0; g < G; g++)
+            for (int h = 0; h < H; h++)
+                memcpy(e->h_losses_all + ((size_t)g * H + h) * R * N, e->h_losses_hosts + h * mine + (size_t)g * R * N,
+                       (size_t)R * N * sizeof(float));
+        losses = e->h_losses_all;
+    }
+    st->loss = e->m->host.mean_loss(&e->m->host, losses, (size_t)G * H * R * N); // NaN where no data exists
     st->grad_norm = sqrt(sq);
-    st->tokens = (long long)G * R * N;
+    st->tokens = (long long)G * H * R * N;
     // torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to 1.
     st->clip_factor = 1.0;
     if (hp->grad_clip > 0) {

@@ -1,0 +1,32 @@
+// hosts.h: several hosts (MPI ranks, one process per host), each holding its own full copy
+// of the host state and running its own --gpus ranks over its share of the global batch.
+// After a step's gradients have landed on every host, each unit's host gradient is summed
+// across the hosts in one fixed order (host 0, 1, .., P-1: copy the first, add the others in
+// the gradient's dtype, as one host adds its ranks) and every host gets the sum: the norm,
+// the clip, the skip and AdamW then run identically everywhere, so the copies never drift.
+// Host 0 alone writes stdout, --log and --save (cli/cmd_train.c).
+#ifndef MT_HOSTS_H
+#define MT_HOSTS_H
+
+#include <stddef.h>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+typedef struct mt_hosts mt_hosts;
+struct mt_hosts {
+    int rank, n; // this host's place, and the hosts
+    // grad (n elements of t) <- the sum of every host's, in host order, on every host.
+    mt_status (*reduce_grad)(mt_hosts *h, void *grad, mt_dtype t, size_t n);
+    // all[n * hosts] <- every host's n floats, host after host, on every host.
+    mt_status (*gather)(mt_hosts *h, const float *mine, size_t n, float *all);
+    // Ends the run on every host: after an error (abort = 1) the others would wait forever.
+    void (*destroy)(mt_hosts *h, int abort);
+};
+
+// 1 when this process was started by mpirun (Open MPI's or PMI's environment).
+int mt_hosts_launched(void);
+// Joins the MPI job (MPI_Init). Built without MPI: an error saying so, with a hint.
+mt_status mt_hosts_mpi_create(mt_hosts **out);
+
+#endif
