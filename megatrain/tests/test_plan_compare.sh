@@ -101,4 +101,16 @@ jq 'del(.profiles["h200-128g"].worst_abs_err)' "$DATA/sim_validation.json" > "$T
 MT_SIM_VALIDATION=$TMP/key.json expect 1 "profiles.h200-128g.worst_abs_err: required number is missing" \
   plan "${q14[@]}" --compare gh200-480g
 
+# --- the figure's data (harness/plan_compare.py, run by reproduce.sh for plots/compare.gp)
+if command -v python3 > /dev/null; then
+  python3 harness/plan_compare.py --bin "$(dirname "$MT")" --out "$TMP/pc" 2> "$TMP/pc.err"
+  check "plan_compare.py exits 0: $(tail -n 1 "$TMP/pc.err")" test $? -eq 0
+  n_hw=$(ls experiments/hardware/*.json | wc -l)
+  check "compare.gpi: 2 configurations x every profile" grep -qx "M = $n_hw" "$TMP/pc/compare.gpi"
+  check "compare.jsonl: the plan's rows, every profile twice" test "$(wc -l < "$TMP/pc/compare.jsonl")" -eq $((2 * n_hw))
+  # h200-1.5t, Qwen2.5-14B: a grown band of 12.3% around the sim's TFLOPS (kind 1)
+  check "compare.tsv: the band as TFLOPS bounds" awk -F'\t' '$2 == "h200-1.5t" && !done { done = 1
+    ok = $7 == 1 && ($4 - $3 * 0.877) ^ 2 < 1e-3 && ($5 - $3 * 1.123) ^ 2 < 1e-3 } END { exit !ok }' "$TMP/pc/compare.tsv"
+fi
+
 finish
