@@ -131,12 +131,12 @@ void mt_sim_band_of(const mt_sim_validation *v, const char *profile, const char 
     }
     out->kind = MT_BAND_UNVALIDATED;
     out->kind_name = "unvalidated";
-    snprintf(out->text, sizeof out->text, "unvalidated (no measured configuration on this GPU)");
     snprintf(out->cell, sizeof out->cell, "unvalidated");
-    snprintf(out->why, sizeof out->why, "%s%.600s", v->path[0] ? "no profile in " : "no validation file (",
-             v->path[0] ? v->path : "results/sim_validation.json is not there yet)");
-    if (v->path[0]) {
-        size_t k = strlen(out->why);
-        snprintf(out->why + k, sizeof out->why - k, " has the GPU %s", gpu && *gpu ? gpu : "(unnamed)");
+    if (!v->path[0]) { // nothing validated yet anywhere: say that, not that this GPU was never measured
+        snprintf(out->text, sizeof out->text, "unvalidated (no results/sim_validation.json yet)");
+        snprintf(out->why, sizeof out->why, "the harness writes the sim's error against measured runs there");
+        return;
     }
+    snprintf(out->text, sizeof out->text, "unvalidated (no measured configuration on this GPU)");
+    snprintf(out->why, sizeof out->why, "no profile in %.600s has the GPU %s", v->path, gpu && *gpu ? gpu : "(unnamed)");
 }
