@@ -221,8 +221,13 @@ static void print_table(const column *c, int n, const mt_options *o, const mt_si
         fputc('\n', stderr);
     }
     fprintf(stderr, "bound: what sets most of the step (compute, h2d, d2h: the link, optimizer: the host AdamW)\n");
+    if (!v->path[0]) { // one line, not the same note per column
+        fprintf(stderr, "sim error band: none yet: no results/sim_validation.json (the harness writes the sim's error "
+                        "against measured runs there)\n");
+        return;
+    }
     fprintf(stderr, "sim error band: the sim's error against measured runs on that GPU (%s); it bounds the sim row\n",
-            v->path[0] ? v->path : "no results/sim_validation.json yet");
+            v->path);
     for (int i = 0; i < n; i++) {
         const mt_sim_band *b = &c[i].band;
         fprintf(stderr, "  %s: %s%s%s\n", c[i].spec, b->text, b->why[0] ? "; " : "", b->why);
