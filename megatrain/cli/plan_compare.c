@@ -5,6 +5,7 @@
 // sim is trusted there (planner/sim_band.h). Stdout: one JSON line per profile, in
 // the order given; stderr: the same as a table for a person to read.
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +83,7 @@ static double num(const cJSON *o, const char *path) { // "a.b": a number, or NAN
         x = cJSON_GetObjectItemCaseSensitive(x, key);
         p = dot ? dot + 1 : p + len;
     }
-    return cJSON_IsNumber(x) ? x->valuedouble : __builtin_nan("");
+    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
 }
 
 static const char *str(const cJSON *o, const char *k1, const char *k2) {
@@ -150,13 +151,13 @@ typedef struct {
 } row;
 
 static void cell_bytes(char *out, size_t cap, double b) {
-    if (b != b) snprintf(out, cap, "-");
+    if (isnan(b)) snprintf(out, cap, "-");
     else if (b >= 1e12) snprintf(out, cap, "%.2f TB", b / 1e12);
     else snprintf(out, cap, "%.1f GB", b / 1e9);
 }
 
 static void cell_num(char *out, size_t cap, const char *fmt, double x) {
-    if (x != x) snprintf(out, cap, "-");
+    if (isnan(x)) snprintf(out, cap, "-");
     else snprintf(out, cap, fmt, x);
 }
 
