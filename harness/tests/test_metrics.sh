@@ -25,7 +25,8 @@ fails = []
 # C's: 1e-14 allows that and nothing a different definition (1e3 vs 1024, 6N vs
 # 8N, another peak) could hide in.
 def same(what, c, py):
-    if abs(c - py) > 1e-14 * max(abs(c), abs(py)):
+    num = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (c, py))
+    if (abs(c - py) > 1e-14 * max(abs(c), abs(py))) if num else c != py:
         fails.append("%s: C %r, Python %r" % (what, c, py))
 params = plan["params"]
 p = plan["prediction"]
