@@ -107,7 +107,7 @@ mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built) 
         this_machine(&hw);
     }
     if (o->host_mem_gb > 0) hw.host_mem_bytes = (double)o->host_mem_gb * 1e9;
-    if (hw.host_mem_bytes > 0) // the speculative step's restore copies take only what the plan leaves
+    if (hw.host_mem_bytes > 0) // the speculative step's spare blocks take only what the plan leaves
         in.eng.host_free = (size_t)(hw.host_mem_bytes * (1.0 - MT_PLAN_HOST_RESERVE));
     const mt_peer *peer = NULL;
     mt_peer_rate peer_rate;
@@ -206,7 +206,7 @@ mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built) 
         cJSON *sp = cJSON_AddObjectToObject(j, "speculative");
         cJSON_AddBoolToObject(sp, "on", mem.engine.spec_window > 0);
         add_num(sp, "window_units", mem.engine.spec_window);
-        add_num(sp, "restore_bytes", (double)mem.engine.optimizer.host);
+        add_num(sp, "spare_bytes", (double)mem.engine.optimizer.host);
         if (have_rates && pr.spec_units) {
             add_num(sp, "rollback_rate", o->rollback_rate);
             add_num(sp, "step_ms_no_rollback", pr.step_ms_no_rollback);
@@ -221,7 +221,7 @@ mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built) 
     cJSON *h = cJSON_AddObjectToObject(j, "host");
     add_num(h, "state_bytes", (double)mem.host_state_bytes);
     add_num(h, "staging_bytes", (double)mem.host_staging_bytes);
-    add_num(h, "restore_bytes", (double)mem.host_restore_bytes);
+    add_num(h, "spare_bytes", (double)mem.host_spare_bytes);
     cJSON_AddStringToObject(h, "accounting", mem.host_accounting);
     add_num(h, "mem_bytes", hw.host_mem_bytes);
     add_num(h, "reserve_fraction", MT_PLAN_HOST_RESERVE);
