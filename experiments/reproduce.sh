@@ -111,6 +111,12 @@ done <<< "$list"
 
 # (e) figures: the data the sweeps declare, then every plots/*.gp
 run "export results -> plots/data/*.tsv" "$PY" harness/sweep/export.py --results "$RESULTS" --out plots/data
+# one model and batch on every hardware profile (plan --compare, with the sim's error band where
+# results/sim_validation.json has one): the data of plots/compare.gp, made beside the figure
+band=()
+[ -f "$RESULTS/sim_validation.json" ] && band=(env MT_SIM_VALIDATION="$RESULTS/sim_validation.json")
+run "plan --compare over experiments/hardware -> plots/out/compare.{jsonl,tsv,gpi}" \
+  "${band[@]}" "$PY" harness/plan_compare.py --bin "$BIN" --out plots/out
 if [ "$plots" = 1 ]; then
   if command -v gnuplot >/dev/null; then
     mkdir -p plots/out

@@ -144,6 +144,10 @@ PARTS = [
      "what": "C2 at 14B full depth, extrapolated: megatrain vs our zero3 schedule at batch 16 and 64 "
              "(fit on 4 and 8 layers, 2 held out for the error bar)",
      "steps": [machine(), sweep("experiments/sweeps/gpu_c2.json", 450)]},
+    {"name": "H",
+     "what": "the bound at every batch: Qwen2.5-7B and 14B width (8 layers each), batch 8 to 158, "
+             "step / max(compute, H2D, host AdamW), each beside its projection (bound_h200)",
+     "steps": [machine(), sweep("experiments/sweeps/gpu_bound.json", 480)]},
     {"name": "G",
      "what": "compute-sanitizer memcheck and racecheck of the CUDA op tests (deliberate API errors "
              "excluded); the kernel labs (each kernel's versions vs a CPU reference, timed)",

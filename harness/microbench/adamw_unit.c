@@ -62,7 +62,7 @@ static void bm_unit(mt_mb_state *s, const int64_t *args, const void *user) {
     mt_adamw_hparams h = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .grad_scale = 1.0f, .step = 0};
     while (mt_mb_keep_running(s)) {
         h.step++;
-        m->host.adamw(&m->host, m, u, &h, 0.1f);
+        m->host.adamw(&m->host, m, u, NULL, &h, 0.1f);
     }
     double iters = (double)mt_mb_iterations(s);
     mt_mb_counter(s, "params_per_s", (double)n * iters, MT_MB_RATE);

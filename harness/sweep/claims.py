@@ -36,7 +36,7 @@ import resultslib  # noqa: E402
 from resultslib import field, matches, ok  # noqa: E402
 
 TESTS = ("fits", "ratio", "at_least", "not_slower", "largest_fit", "extrapolation", "predicted", "ratios", "value",
-         "published")
+         "published", "bound")
 
 
 # ---------------------------------------------------------------- rows
@@ -358,10 +358,39 @@ def t_published(spec, rows, ctx):
     return fmt(spec["ours"], c), used, None, noise(m)
 
 
+# The resources a step can be bound by, as the engine reports their busy time per step.
+BOUND_TERMS = (("compute_ms", "compute"), ("h2d_ms", "H2D"), ("optimizer_ms", "host AdamW"))
+
+
+def t_bound(spec, rows, ctx):
+    """Each row's step against the longest busy time of the resources it needs (compute,
+    the H2D link, the host AdamW: the engine's own per-step figures): step / max <= `within`
+    at every row, allowing for the row's noise. Agrees when every row is clearly inside,
+    disagrees when one is clearly outside."""
+    rs = [r for r in rows if ok(r) and matches(r, spec.get("where"))
+          and all(isinstance(r.get(k), (int, float)) for k, _ in BOUND_TERMS)]
+    if not rs:
+        return None
+    parts, outs, worst = [], [], None
+    for r in sorted(rs, key=lambda x: (x["model"], x.get("layers_run") or 0, x["batch"])):
+        k, name = max(BOUND_TERMS, key=lambda t: r[t[0]])
+        q = r["step_ms"]["median"] / r[k] if r[k] > 0 else float("inf")
+        nm = noise(r)
+        outs.append("agrees" if q * (1 + nm) <= spec["within"] else
+                    "disagrees" if q * (1 - nm) > spec["within"] else "within")
+        worst = q if worst is None or q > worst else worst
+        cut = f" L{r['layers_run']}" if r.get("layers_run") != r.get("layers_model") else ""
+        parts.append(f"{r['model']}{cut} b{r['batch']} {q:.2f} ({name})")
+    out = "disagrees" if "disagrees" in outs else "agrees" if all(o == "agrees" for o in outs) else "within"
+    text = fmt(spec.get("ours", "step / max(compute, H2D, host AdamW): {pairs}; worst {worst:.2f}"),
+               {"pairs": ", ".join(parts), "worst": worst, "n": len(parts)})
+    return text, rs, out, max(noise(r) for r in rs)
+
+
 RUN = {"fits": t_fits, "ratio": t_ratio, "at_least": t_at_least, "not_slower": t_not_slower,
        "largest_fit": t_largest_fit, "extrapolation": t_extrapolation, "predicted": t_predicted, "ratios": t_ratios,
        "value": t_value,
-       "published": t_published}
+       "published": t_published, "bound": t_bound}
 
 
 def claim_row(spec, rows, ctx):
@@ -399,7 +428,7 @@ def check_spec(spec, where):
     need = {"ratio": ("numerator", "denominator", "at_least"), "at_least": ("field", "at_least"),
             "not_slower": ("a", "b"), "extrapolation": ("against",), "predicted": ("against", "within"),
             "ratios": ("base",),
-            "published": ("published", "model", "ours")}
+            "published": ("published", "model", "ours"), "bound": ("within",)}
     for k in need.get(spec["test"], ()):
         if k not in spec:
             die(f"{where}: claim {spec['id']}: test {spec['test']} needs '{k}'")

@@ -240,7 +240,8 @@ for path in names:
         ms = 1000.0 * (1 + (zlib.crc32(ident.encode()) % 100) / 50) * (1.5 if c.get("peer") else 1.0)
         r.update(params=3_000_000_000, layers_run=c["layers"] or 28, layers_model=28, fits=True,
                  step_ms={"median": ms, "min": ms * 0.98, "max": ms * 1.02, "n": 5},
-                 gpu_busy_frac=0.93, gpu_busy_range=[0.92, 0.94], h2d_gbps=50.0)
+                 gpu_busy_frac=0.93, gpu_busy_range=[0.92, 0.94], h2d_gbps=50.0,
+                 compute_ms=0.9 * ms, h2d_ms=0.2 * ms, optimizer_ms=0.5 * ms)  # the engine's busy times
         if c.get("peer"):
             r["system"] = c["peer"]
         if c["mode"] == "extrapolated":

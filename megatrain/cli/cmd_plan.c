@@ -2,6 +2,7 @@
 // configuration needs (host, pinned, GPU), whether it fits the machine, and,
 // with --hardware, the predicted step time. Not fitting is a result (exit 0,
 // "fits": false, "short": what is missing); bad input is one stderr line.
+// mt_plan_build makes the object; --compare (plan_compare.c) makes one per profile.
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "backend/backend_call.h"
 #include "cli/commands.h"
+#include "cli/plan_build.h"
 #include "cli/run_setup.h"
 #include "core/sysinfo.h"
 #include "planner/planner.h"
@@ -83,33 +85,34 @@ static void add_batch_search(cJSON *j, const mt_batch_search *bs, const mt_hw_pr
     cJSON_AddStringToObject(a, "why", why);
 }
 
-int mt_cmd_plan(mt_options *o) {
+mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built) {
     mt_status s;
+    *out = NULL;
     mt_config cfg;
     const char *cfg_src = o->model ? o->model : o->config;
-    if (!cfg_src) return fail(mt_fail(MT_ERR_ARG, "plan: --model DIR or --config FILE is required"));
-    if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, cfg_src))) return fail(s);
+    if (!cfg_src) return mt_fail(MT_ERR_ARG, "plan: --model DIR or --config FILE is required");
+    if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, cfg_src))) return s;
     mt_plan_input in = {.eng = o->eng, .rollback_rate = o->rollback_rate}; // the options train and eval hand the engine
     if (o->rollback_rate > 1)
-        return fail(mt_fail(MT_ERR_ARG, "--rollback-rate: a fraction of steps, in [0, 1]; got %g", (double)o->rollback_rate));
+        return mt_fail(MT_ERR_ARG, "--rollback-rate: a fraction of steps, in [0, 1]; got %g", (double)o->rollback_rate);
     if ((s = mt_precision_parse(o->precision, &in.prec)) || (s = mt_attn_impl_parse(o->attention, &in.attention)))
-        return fail(s);
+        return s;
     const mt_schedule_desc *sd = in.eng.schedule;
 
     mt_hw_profile hw;
     int have_rates = o->hardware != NULL;
     if (have_rates) {
-        if ((s = mt_hw_profile_resolve(o->hardware, &hw))) return fail(s);
+        if ((s = mt_hw_profile_resolve(o->hardware, &hw))) return s;
     } else {
         this_machine(&hw);
     }
     if (o->host_mem_gb > 0) hw.host_mem_bytes = (double)o->host_mem_gb * 1e9;
-    if (hw.host_mem_bytes > 0) // the speculative step's restore copies take only what the plan leaves
+    if (hw.host_mem_bytes > 0) // the speculative step's spare blocks take only what the plan leaves
         in.eng.host_free = (size_t)(hw.host_mem_bytes * (1.0 - MT_PLAN_HOST_RESERVE));
     const mt_peer *peer = NULL;
     mt_peer_rate peer_rate;
-    if (o->peer && (s = mt_peer_find(o->peer, &peer))) return fail(s);
-    if (peer && have_rates && (s = mt_peer_profile(peer, in.prec, &hw, &hw, &peer_rate))) return fail(s);
+    if (o->peer && (s = mt_peer_find(o->peer, &peer))) return s;
+    if (peer && have_rates && (s = mt_peer_profile(peer, in.prec, &hw, &hw, &peer_rate))) return s;
     int gpu_known = hw.hbm_bytes > 0;
     if (gpu_known && hw.hbm_bytes > (double)MT_PLAN_GPU_RESERVE_BYTES)
         in.gpu_free_bytes = (size_t)(hw.hbm_bytes - (double)MT_PLAN_GPU_RESERVE_BYTES);
@@ -117,15 +120,22 @@ int mt_cmd_plan(mt_options *o) {
     mt_batch_search bs = {0};
     if (o->batch_auto) { // the planner picks the batch and the knobs; the plan below is that choice's
         if (!have_rates)
-            return fail(mt_fail(MT_ERR_ARG, "plan --batch auto: needs --hardware PROFILE (or measured) to price the "
-                                            "candidates"));
+            return mt_fail(MT_ERR_ARG, "plan --batch auto: needs --hardware PROFILE (or measured) to price the "
+                                           "candidates");
         char path[4096]; // the closed form's favourites are run in the sim where the profile is a file
         int sim = !peer && strcmp(o->hardware, "measured") && mt_hw_profile_find(o->hardware, path, sizeof path) == MT_OK;
-        if ((s = mt_plan_batch_search(&cfg, &in, &hw, !o->given.recompute, sim ? path : NULL, &bs))) return fail(s);
+        if ((s = mt_plan_batch_search(&cfg, &in, &hw, !o->given.recompute, sim ? path : NULL, &bs))) {
+            mt_batch_search_free(&bs);
+            return s;
+        }
         mt_batch_candidate_apply(&bs.c[bs.best], &in.eng);
     }
     mt_plan_memory mem;
-    if ((s = mt_plan_memory_compute(&cfg, &in, &mem))) return fail(s);
+    mt_plan_prediction pr;
+    if ((s = mt_plan_memory_compute(&cfg, &in, &mem)) || (have_rates && (s = mt_plan_predict(&cfg, &in, &hw, &pr)))) {
+        mt_batch_search_free(&bs);
+        return s;
+    }
     mt_plan_fit fit;
     mt_plan_check_fit(&mem, &hw, &fit);
     if (!gpu_known) { // no GPU figure to judge against: drop the gpu shortfall, say so
@@ -135,8 +145,6 @@ int mt_cmd_plan(mt_options *o) {
         fit.n_short = k;
         fit.fits = k == 0;
     }
-    mt_plan_prediction pr;
-    if (have_rates && (s = mt_plan_predict(&cfg, &in, &hw, &pr))) return fail(s);
 
     long long N = mt_config_params_total(&cfg);
     cJSON *j = cJSON_CreateObject();
@@ -198,7 +206,7 @@ int mt_cmd_plan(mt_options *o) {
         cJSON *sp = cJSON_AddObjectToObject(j, "speculative");
         cJSON_AddBoolToObject(sp, "on", mem.engine.spec_window > 0);
         add_num(sp, "window_units", mem.engine.spec_window);
-        add_num(sp, "restore_bytes", (double)mem.engine.optimizer.host);
+        add_num(sp, "spare_bytes", (double)mem.engine.optimizer.host);
         if (have_rates && pr.spec_units) {
             add_num(sp, "rollback_rate", o->rollback_rate);
             add_num(sp, "step_ms_no_rollback", pr.step_ms_no_rollback);
@@ -213,7 +221,7 @@ int mt_cmd_plan(mt_options *o) {
     cJSON *h = cJSON_AddObjectToObject(j, "host");
     add_num(h, "state_bytes", (double)mem.host_state_bytes);
     add_num(h, "staging_bytes", (double)mem.host_staging_bytes);
-    add_num(h, "restore_bytes", (double)mem.host_restore_bytes);
+    add_num(h, "spare_bytes", (double)mem.host_spare_bytes);
     cJSON_AddStringToObject(h, "accounting", mem.host_accounting);
     add_num(h, "mem_bytes", hw.host_mem_bytes);
     add_num(h, "reserve_fraction", MT_PLAN_HOST_RESERVE);
@@ -310,6 +318,26 @@ int mt_cmd_plan(mt_options *o) {
         add_num(p, "peak_tflops", hw.peak_tflops[in.prec == MT_PREC_FP32 ? MT_PEAK_FP32 : MT_PEAK_BF16]);
         add_num(p, "gemm_efficiency", hw.gemm_efficiency);
     }
+    if (built) { // what --compare prices further (the sim's step) and labels
+        built->cfg = cfg;
+        built->in = in;
+        built->hw = hw;
+        built->fits = fit.fits;
+        built->peer = peer != NULL;
+        built->profile_path[0] = 0;
+        if (have_rates && strcmp(o->hardware, "measured") &&
+            mt_hw_profile_find(o->hardware, built->profile_path, sizeof built->profile_path) != MT_OK)
+            built->profile_path[0] = 0;
+    }
+    *out = j;
+    return MT_OK;
+}
+
+int mt_cmd_plan(mt_options *o) {
+    if (o->compare) return mt_cmd_plan_compare(o);
+    cJSON *j;
+    mt_status s = mt_plan_build(o, &j, NULL);
+    if (s) return fail(s);
     char *txt = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     if (!txt) return fail(mt_fail(MT_ERR_MEMORY, "plan: cannot format the JSON output"));

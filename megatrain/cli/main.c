@@ -33,6 +33,8 @@ static const char *usage =
     "                 [--hardware NAME|FILE.json|measured] [--schedule S] and its knobs\n"
     "                 [--host-mem-gb X] [--max-context] [--rollback-rate R]   (one JSON object: memory, fits, predicted speed)\n"
     "                 [--peer P]  (in place of --schedule)\n"
+    "       megatrain plan ... --compare PROFILE,PROFILE,...   (in place of --hardware: one JSON line per profile,\n"
+    "                 each that profile's plan plus \"compare\" (the sim's step, the error band); a table on stderr)\n"
     "       megatrain --version\n"
     "--save writes HF's layout: model.safetensors, or past --shard-size of tensor data (default 5GB: transformers\n"
     "4.x's default, within the Hub's file limits, one shard in memory at a time for tools that load whole files)\n"

@@ -101,6 +101,8 @@ static const opt_spec specs[] = {
     {"--host-mem-gb", OPT_POS_FLOAT, F(host_mem_gb), NG, "p"},
     {"--rollback-rate", OPT_NONNEG_FLOAT, F(rollback_rate), NG, "p"},
     {"--max-context", OPT_FLAG, F(max_context), NG, "p"},
+    // One plan per hardware profile, side by side (a name or a path each, comma-separated).
+    {"--compare", OPT_STR, F(compare), NG, "p"},
 };
 
 // The string options with a fixed set of values ("a|b|c"), checked as they are set.
@@ -463,5 +465,13 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
                        o->hardware, o->backend);
     if (train) MT_TRY(check_train_pairs(o)); // after the micro-batch limit: its product is checked first
     if (train) MT_TRY(check_gpus(o, caps));
+    // --compare names the profiles; an option that fixes one machine contradicts it.
+    if (o->compare && o->hardware)
+        return mt_fail(MT_ERR_ARG, "--compare and --hardware %s: --compare names every profile; add %s to its list "
+                                   "and drop --hardware",
+                       o->hardware, o->hardware);
+    if (o->compare && o->host_mem_gb > 0)
+        return mt_fail(MT_ERR_ARG, "--compare and --host-mem-gb: --host-mem-gb replaces one profile's host memory, "
+                                   "--compare sets the profiles' hosts side by side; give a profile per host instead");
     return MT_OK;
 }

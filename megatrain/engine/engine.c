@@ -112,7 +112,7 @@ mt_status mt_engine_check_host_memory(const mt_config *c, mt_precision p, const 
     const double GiB = 1073741824.0;
     return mt_fail(MT_ERR_MEMORY,
                    "host memory: the run needs %.2f GiB (model state %.2f, pinned slabs and staging %.2f, speculative "
-                   "copies %.2f%s%.2f) but %.2f GiB is available; nothing was allocated. HINT: a smaller model, "
+                   "spare blocks %.2f%s%.2f) but %.2f GiB is available; nothing was allocated. HINT: a smaller model, "
                    "--batch, --seq-len or --grad-accum (a step's token ids are staged whole), --precision paper, or "
                    "`megatrain plan`",
                    need / GiB, fp.state.host / GiB,

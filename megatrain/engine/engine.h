@@ -33,7 +33,7 @@ typedef struct {
                             // device; -1 auto: offload only when the device plan does not fit), bind, ZeRO-3 knobs,
                             // speculative step (1, 0, -1 auto)
     size_t host_free;       // host bytes the whole plan may use, state included (0 = unknown: no limit); the
-                            // speculative step keeps its restore copies only for the units that fit in it
+                            // speculative step keeps spare state blocks only for the units that fit in it
 } mt_engine_opts;
 
 // The one set of defaults (docs/DESIGN.md#cli): the megatrain schedule, batch 4
@@ -73,7 +73,7 @@ typedef struct {
     // moment changes, as PyTorch's GradScaler skips optimizer.step()).
     int skipped;
     // The speculative step: units updated under the backward with clip scale 1, and
-    // those of them restored from their copies and redone (clipping or a skip).
+    // those of them whose result was dropped and redone (clipping or a skip).
     int spec_units, rollbacks;
 } mt_step_stats;
 
@@ -97,7 +97,7 @@ typedef struct {
     mt_part_bytes optimizer;   // the optimizer worker's own buffers
     size_t device_bytes, host_bytes, pinned_bytes; // the sums
     int offload_checkpoints;   // the resolved choice (auto resolved against device_free)
-    int spec_window;           // speculative step: units with restore copies (0: speculation off), against host_free
+    int spec_window;           // speculative step: units with spare state blocks (0: speculation off), against host_free
     int grad_sum_f32;          // the resolved choice: chunked weight gradients summed in f32 (fp32: always)
     mt_recompute recompute;    // the resolved --recompute (auto: against device_free); full where not taken
     size_t grad_sum_bytes;     // its f32 device buffer (part of grads.device): the larger of the MLP's

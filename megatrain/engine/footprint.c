@@ -86,7 +86,7 @@ static int grown_chunk_rows(const mt_engine_shape *sh, size_t device_free) {
 }
 
 // The speculative step's window: units from the head down (the order their
-// gradients become final) while their restore copies fit in what the rest of
+// gradients become final) while their spare blocks fit in what the rest of
 // the plan leaves of host_free (0 = unknown: every unit). None fits: speculation off.
 static void spec_window(mt_engine_shape *sh, size_t host_free) {
     sh->spec_window = 0;
@@ -95,7 +95,7 @@ static void spec_window(mt_engine_shape *sh, size_t host_free) {
     for (int k = 0; k < n; k++) {
         int u = n - 1 - k;
         const mt_unit_layout *lay = u == n - 1 ? &sh->lh : u == 0 ? &sh->le : &sh->ll;
-        size_t b = mt_opt_restore_bytes(lay, sh->prec);
+        size_t b = mt_opt_spare_bytes(lay, sh->prec);
         if (host_free && b > room) break;
         room -= host_free ? b : 0;
         sh->spec_window++;

@@ -27,9 +27,11 @@ mt_dtype mt_precision_wdt(mt_precision p) { return p == MT_PREC_FP32 ? MT_F32 : 
 
 size_t mt_precision_bytes_per_param(mt_precision p) { return p == MT_PREC_PAPER ? 12 : 16; }
 
-size_t mt_unit_param_bytes(const mt_unit_layout *lay, mt_precision p) {
-    return 2 * page_up(lay->numel * mt_dtype_size(mt_precision_wdt(p)));
+size_t mt_unit_weights_bytes(const mt_unit_layout *lay, mt_precision p) {
+    return page_up(lay->numel * mt_dtype_size(mt_precision_wdt(p)));
 }
+
+size_t mt_unit_param_bytes(const mt_unit_layout *lay, mt_precision p) { return 2 * mt_unit_weights_bytes(lay, p); }
 
 size_t mt_unit_optim_bytes(const mt_unit_layout *lay, mt_precision p) {
     return (p == MT_PREC_MIXED ? 3 : 2) * page_up(lay->numel * 4);
@@ -90,32 +92,35 @@ mt_status mt_model_alloc_ex(mt_model *m, const mt_config *c, mt_precision p, mt_
     m->n_units = c->num_layers + 2;
     m->units = calloc((size_t)m->n_units, sizeof *m->units);
     if (!m->units) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the unit table");
-    size_t ws = mt_dtype_size(m->wdt);
     for (int i = 0; i < m->n_units; i++) {
         mt_unit *u = &m->units[i];
         u->lay = i == 0 ? &m->lay_embed : i == m->n_units - 1 ? &m->lay_head : &m->lay_layer;
         u->layer = (i == 0 || i == m->n_units - 1) ? -1 : i - 1;
-        u->param_bytes = mt_unit_param_bytes(u->lay, p);
+        u->param_bytes = mt_unit_weights_bytes(u->lay, p);
         u->optim_bytes = mt_unit_optim_bytes(u->lay, p);
         mt_status s = m->host.alloc(&m->host, u->param_bytes, m->pinned, &u->param_block);
+        if (s == MT_OK) s = m->host.alloc(&m->host, u->param_bytes, m->pinned, &u->grad_block);
         if (s == MT_OK) s = m->host.alloc(&m->host, u->optim_bytes, 0, &u->optim_block);
         if (s != MT_OK) {
             mt_model_free(m);
             return s;
         }
-        size_t n = u->lay->numel;
-        char *b = u->param_block;
-        u->param = b;
-        b += page_up(n * ws);
-        u->grad = b;
-        b = u->optim_block;
-        u->m = (float *)b;
-        b += page_up(n * 4);
-        u->v = (float *)b;
-        b += page_up(n * 4);
-        u->master = p == MT_PREC_MIXED ? (float *)b : NULL;
+        u->grad = u->grad_block;
+        mt_unit_bind(u, p);
     }
     return MT_OK;
+}
+
+mt_adamw_state mt_unit_state_in(const mt_unit_layout *lay, mt_precision p, void *param_block, void *optim_block) {
+    size_t n = lay->numel;
+    char *b = optim_block;
+    return (mt_adamw_state){.p = param_block, .m = (float *)b, .v = (float *)(b + page_up(n * 4)),
+                            .master = p == MT_PREC_MIXED ? (float *)(b + 2 * page_up(n * 4)) : NULL};
+}
+
+void mt_unit_bind(mt_unit *u, mt_precision p) {
+    mt_adamw_state s = mt_unit_state_in(u->lay, p, u->param_block, u->optim_block);
+    u->param = s.p, u->m = s.m, u->v = s.v, u->master = s.master;
 }
 
 void mt_model_free(mt_model *m) {
@@ -123,6 +128,7 @@ void mt_model_free(mt_model *m) {
         for (int i = 0; i < m->n_units; i++) {
             mt_unit *u = &m->units[i];
             m->host.free(&m->host, u->param_block, u->param_bytes, m->pinned);
+            m->host.free(&m->host, u->grad_block, u->param_bytes, m->pinned);
             m->host.free(&m->host, u->optim_block, u->optim_bytes, 0);
         }
         free(m->units);

@@ -1,8 +1,9 @@
 // host_state.h: the host-authoritative model state. Each unit (embedding,
-// layer, head) owns two page-aligned host blocks with named regions: a pinned
-// param block with what crosses the link (the parameters as streamed, their
-// gradients) and a pageable optim block with what never does (the Adam moments,
-// the f32 master in mixed mode). Pinning only the link's bytes keeps page-locked memory at 4 of
+// layer, head) owns page-aligned host blocks: two pinned ones with what crosses
+// the link (the parameters as streamed; their gradients) and a pageable optim
+// block with what never does (the Adam moments, the f32 master in mixed mode).
+// What AdamW writes (the param and optim blocks) is a pair of blocks the
+// speculative step can swap with a spare pair (optimizer_worker.h). Pinning only the link's bytes keeps page-locked memory at 4 of
 // the 12 bytes per parameter (paper) and every pin bounded by one unit's weights.
 //
 //   precision  param   grad   m,v     master   bytes/param
@@ -28,9 +29,10 @@ size_t mt_precision_bytes_per_param(mt_precision p);
 typedef struct mt_unit {
     const mt_unit_layout *lay;
     int layer;        // transformer layer index, -1 for embedding/head
-    void *param_block; // the parameters as streamed and their gradients: page-locked unless the schedule says not
+    void *param_block; // the parameters as streamed: page-locked unless the schedule says not
+    void *grad_block;  // their gradients, page-locked alike (param_bytes too)
     void *optim_block; // pageable, never crosses the link: Adam m, v and the f32 master
-    size_t param_bytes, optim_bytes;
+    size_t param_bytes, optim_bytes; // of param_block (and grad_block), of optim_block
     void *param;      // wdt, lay->numel elements: what crosses the link
     void *grad;       // wdt, accumulated over micro-batches
     float *m, *v;     // Adam moments
@@ -54,9 +56,17 @@ static inline mt_unit *mt_model_layer(mt_model *m, int i) { return &m->units[1 +
 static inline mt_unit *mt_model_head(mt_model *m) { return &m->units[m->n_units - 1]; }
 #define MT_UNIT_OF_LAYER(i) (1 + (i)) // unit index of transformer layer i
 
-// Bytes of one unit's param block and optim block, regions page-aligned.
+// Bytes of one unit's link blocks (parameters and gradients: pinned), of its param
+// block alone, and of its optim block, regions page-aligned.
 size_t mt_unit_param_bytes(const mt_unit_layout *lay, mt_precision p);
+size_t mt_unit_weights_bytes(const mt_unit_layout *lay, mt_precision p);
 size_t mt_unit_optim_bytes(const mt_unit_layout *lay, mt_precision p);
+
+// What AdamW reads and writes of a unit, in a param block and an optim block
+// (the unit's own, or a spare pair laid out alike).
+mt_adamw_state mt_unit_state_in(const mt_unit_layout *lay, mt_precision p, void *param_block, void *optim_block);
+// Points u->param, m, v and master into u's param and optim blocks.
+void mt_unit_bind(mt_unit *u, mt_precision p);
 // Host bytes of the whole model state in precision p, and the pinned part of it.
 size_t mt_model_host_bytes(const mt_config *c, mt_precision p);
 size_t mt_model_pinned_bytes(const mt_config *c, mt_precision p);

@@ -28,11 +28,11 @@ struct mt_host_work {
     double (*accumulate)(const mt_host_work *h, void *grad, mt_dtype wdt, void *slab, mt_dtype wire, size_t n,
                          int first, int last);
     // One fused AdamW pass over every tensor of unit u (weight decay only on
-    // tensors with ndim >= 2, as torch param groups do).
-    void (*adamw)(const mt_host_work *h, const struct mt_model *m, struct mt_unit *u, const mt_adamw_hparams *hp,
-                  float weight_decay);
-    // Copies `bytes` of host state (the speculative step's restore copies and restores).
-    void (*state_copy)(const mt_host_work *h, void *dst, const void *src, size_t bytes);
+    // tensors with ndim >= 2, as torch param groups do): reads u's state, writes
+    // `out` (a spare set laid out as u's blocks: the speculative step), or u's
+    // own state where out is NULL.
+    void (*adamw)(const mt_host_work *h, const struct mt_model *m, struct mt_unit *u, const mt_adamw_state *out,
+                  const mt_adamw_hparams *hp, float weight_decay);
     // The mean of n per-token losses (NaN where no data exists).
     double (*mean_loss)(const mt_host_work *h, const float *losses, size_t n);
     // A host block of the model state: page-locked through the backend or

@@ -18,17 +18,13 @@ static double priced_accumulate(const mt_host_work *h, void *grad, mt_dtype wdt,
     return 0; // no data: no norm
 }
 
-static void priced_adamw(const mt_host_work *h, const mt_model *m, mt_unit *u, const mt_adamw_hparams *hp,
-                         float weight_decay) {
-    (void)hp, (void)weight_decay;
+// In place or out of place: the same bytes read and written.
+static void priced_adamw(const mt_host_work *h, const mt_model *m, mt_unit *u, const mt_adamw_state *out,
+                         const mt_adamw_hparams *hp, float weight_decay) {
+    (void)out, (void)hp, (void)weight_decay;
     size_t n = 0;
     for (int t = 0; t < MT_T_COUNT; t++) n += u->lay->t[t].present ? u->lay->t[t].numel : 0;
     mt_vclock_advance(mt_backend_host_work_ms(h->be, MT_HOST_ADAMW, n, m->wdt, u->master != NULL));
-}
-
-static void priced_state_copy(const mt_host_work *h, void *dst, const void *src, size_t bytes) {
-    (void)dst, (void)src;
-    mt_vclock_advance(mt_backend_host_work_ms(h->be, MT_HOST_STATE_COPY, bytes, MT_F32, 0));
 }
 
 static double priced_mean_loss(const mt_host_work *h, const float *losses, size_t n) {
@@ -70,7 +66,6 @@ static void priced_waited_until(const mt_host_work *h, double t_ms) {
 
 mt_host_work mt_host_work_priced(mt_backend *be) {
     return (mt_host_work){.name = "priced", .be = be, .accumulate = priced_accumulate, .adamw = priced_adamw,
-                          .state_copy = priced_state_copy,
                           .mean_loss = priced_mean_loss, .alloc = priced_alloc, .free = priced_free,
                           .now_ms = priced_now_ms, .shared_now_ms = priced_shared_now_ms, .spend = priced_spend, .waited_until = priced_waited_until};
 }

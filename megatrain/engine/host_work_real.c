@@ -17,22 +17,25 @@ static double real_accumulate(const mt_host_work *h, void *grad, mt_dtype wdt, v
     return last ? mt_grad_sumsq(grad, wdt, n) : 0;
 }
 
-static void real_adamw(const mt_host_work *h, const mt_model *m, mt_unit *u, const mt_adamw_hparams *hp,
-                       float weight_decay) {
+// A tensor's elements at `offset` within a unit's state.
+static mt_adamw_state at(const mt_adamw_state *s, size_t offset, size_t ws) {
+    return (mt_adamw_state){.p = (char *)s->p + offset * ws, .m = s->m + offset, .v = s->v + offset,
+                            .master = s->master ? s->master + offset : NULL};
+}
+
+static void real_adamw(const mt_host_work *h, const mt_model *m, mt_unit *u, const mt_adamw_state *out,
+                       const mt_adamw_hparams *hp, float weight_decay) {
     (void)h;
     size_t ws = mt_dtype_size(m->wdt);
+    mt_adamw_state own = {.p = u->param, .m = u->m, .v = u->v, .master = u->master};
+    if (!out) out = &own;
     for (int t = 0; t < MT_T_COUNT; t++) {
         const mt_tensor_slot *v = &u->lay->t[t];
         if (!v->present) continue;
         float wd = v->ndim >= 2 ? weight_decay : 0.0f; // no decay on norms and biases (as torch param groups)
-        mt_adamw_update(u->master ? u->master + v->offset : NULL, (char *)u->param + v->offset * ws, m->wdt,
-                        (char *)u->grad + v->offset * ws, m->wdt, u->m + v->offset, u->v + v->offset, v->numel, hp, wd);
+        mt_adamw_state o = at(out, v->offset, ws), i = at(&own, v->offset, ws);
+        mt_adamw_update_to(&o, &i, m->wdt, (char *)u->grad + v->offset * ws, m->wdt, v->numel, hp, wd);
     }
-}
-
-static void real_state_copy(const mt_host_work *h, void *dst, const void *src, size_t bytes) {
-    (void)h;
-    mt_host_mem_copy(dst, src, bytes);
 }
 
 static double real_mean_loss(const mt_host_work *h, const float *losses, size_t n) {
@@ -74,7 +77,6 @@ static void real_waited_until(const mt_host_work *h, double t_ms) {
 
 mt_host_work mt_host_work_real(mt_backend *be) {
     return (mt_host_work){.name = "real", .be = be, .accumulate = real_accumulate, .adamw = real_adamw,
-                          .state_copy = real_state_copy,
                           .mean_loss = real_mean_loss, .alloc = real_alloc, .free = real_free,
                           .now_ms = real_now_ms, .shared_now_ms = real_now_ms, .spend = real_spend, .waited_until = real_waited_until};
 }

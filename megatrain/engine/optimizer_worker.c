@@ -1,5 +1,5 @@
 // optimizer_worker.c: generation counters per unit, one worker thread; the
-// speculative step's queue of final units and their restore copies.
+// speculative step's queue of final units and their spare state blocks.
 #include "engine/optimizer_worker.h"
 
 #include <math.h>
@@ -12,7 +12,7 @@ struct mt_opt_worker {
     mt_adamw_hparams h;
     float wd;
     int skip;       // the started update is a skipped step: no unit changes
-    int rollback;   // and its speculated units are restored and redone
+    int rollback;   // and its speculated units' spare results are dropped (and redone in place)
     int started;    // updates started
     int *done;      // per unit: updates applied
     double *done_t; // per unit: when its last update finished (the engine clock)
@@ -20,8 +20,8 @@ struct mt_opt_worker {
     int stop;
     mt_trace *trace;
     // ---- speculation
-    int window;       // units n-window .. n-1 have restore copies
-    void **copy;      // per unit (NULL outside the window): param | m | v | master as they were
+    int window;       // units n-window .. n-1 have spare blocks
+    void **spare_param, **spare_optim; // per unit (NULL outside the window): a param and an optim block
     int spec_open;    // the coming step may speculate
     mt_adamw_hparams hs; // its hyper-parameters (grad_scale 1)
     float wd_s, clip;
@@ -40,49 +40,36 @@ struct mt_opt_worker {
     int thread_started;
 };
 
-size_t mt_opt_restore_bytes(const mt_unit_layout *lay, mt_precision p) {
-    return lay->numel * (mt_dtype_size(mt_precision_wdt(p)) + 8 + (p == MT_PREC_MIXED ? 4 : 0));
+size_t mt_opt_spare_bytes(const mt_unit_layout *lay, mt_precision p) {
+    return mt_unit_weights_bytes(lay, p) + mt_unit_optim_bytes(lay, p);
 }
 
 // The window: units counted from the head down, as their gradients become final.
+// The spare param blocks are pinned as the unit's own are: a kept update streams from them.
 mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh) {
-    size_t host = 0;
+    mt_part_bytes b = {0};
     int n = sh->L + 2;
     for (int k = 0; k < sh->spec_window && k < n; k++) {
         int u = n - 1 - k;
         const mt_unit_layout *lay = u == n - 1 ? &sh->lh : u == 0 ? &sh->le : &sh->ll;
-        host += mt_opt_restore_bytes(lay, sh->prec);
+        b.host += mt_opt_spare_bytes(lay, sh->prec);
+        b.pinned += sh->s.host_pinned ? mt_unit_weights_bytes(lay, sh->prec) : 0;
     }
-    return (mt_part_bytes){0, host, 0};
+    return b;
 }
 
 void mt_opt_update_unit(mt_model *m, mt_unit *u, const mt_adamw_hparams *h, float weight_decay) {
-    m->host.adamw(&m->host, m, u, h, weight_decay);
+    m->host.adamw(&m->host, m, u, NULL, h, weight_decay);
 }
 
-// The regions AdamW overwrites, in copy order; returns how many.
-static int regions(const mt_model *m, mt_unit *u, void **ptr, size_t *bytes) {
-    size_t n = u->lay->numel;
-    int k = 0;
-    ptr[k] = u->param, bytes[k++] = n * mt_dtype_size(m->wdt);
-    ptr[k] = u->m, bytes[k++] = n * 4;
-    ptr[k] = u->v, bytes[k++] = n * 4;
-    if (u->master) ptr[k] = u->master, bytes[k++] = n * 4;
-    return k;
-}
-
-// to_copy: state -> copy (before a speculative update); else copy -> state (a rollback).
-static void copy_state(mt_opt_worker *w, int unit, int to_copy) {
+// Keeps a speculative update: the unit's blocks and its spares change places,
+// so what was written out of place is the state, and the old state the spare.
+static void keep_spare(mt_opt_worker *w, int unit) {
     mt_unit *u = &w->m->units[unit];
-    void *ptr[4];
-    size_t bytes[4];
-    int k = regions(w->m, u, ptr, bytes);
-    char *c = w->copy[unit];
-    for (int i = 0; i < k; i++) {
-        if (to_copy) w->m->host.state_copy(&w->m->host, c, ptr[i], bytes[i]);
-        else w->m->host.state_copy(&w->m->host, ptr[i], c, bytes[i]);
-        c += bytes[i];
-    }
+    void *param = u->param_block, *optim = u->optim_block;
+    u->param_block = w->spare_param[unit], u->optim_block = w->spare_optim[unit];
+    w->spare_param[unit] = param, w->spare_optim[unit] = optim;
+    mt_unit_bind(u, w->m->prec);
 }
 
 static void traced(mt_opt_worker *w, const char *what, int unit, double t0) {
@@ -91,25 +78,23 @@ static void traced(mt_opt_worker *w, const char *what, int unit, double t0) {
 
 static double now(mt_opt_worker *w) { return w->trace ? mt_trace_host_now(w->trace) : 0; }
 
-// One speculative update: copy aside, then update with scale 1.
+// One speculative update, with scale 1, out of place into the unit's spare blocks:
+// the unit's own state stays as it was until the update is kept.
 static void speculate_unit(mt_opt_worker *w, int unit, const mt_adamw_hparams *h, float wd) {
     double t0 = now(w);
-    copy_state(w, unit, 1);
-    traced(w, "copy for rollback", unit, t0);
-    t0 = now(w);
-    mt_opt_update_unit(w->m, &w->m->units[unit], h, wd);
+    mt_unit *u = &w->m->units[unit];
+    mt_adamw_state out = mt_unit_state_in(u->lay, w->m->prec, w->spare_param[unit], w->spare_optim[unit]);
+    w->m->host.adamw(&w->m->host, w->m, u, &out, h, wd);
     traced(w, "adamw (speculative)", unit, t0);
 }
 
-// The final pass of generation `gen`, in forward order.
+// The final pass of generation `gen`, in forward order. A speculated unit is kept
+// by a swap, or (a rollback: other hyper-parameters, or a skipped step) its spare
+// result is dropped and the unit, untouched, is updated as any other.
 static void final_pass(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, float wd, int skip, int rollback) {
     for (int u = 0; u < w->m->n_units; u++) {
-        if (w->spec[u] && rollback) {
-            double t0 = now(w);
-            copy_state(w, u, 0);
-            traced(w, "rollback", u, t0);
-        }
-        if (!skip && (!w->spec[u] || rollback)) {
+        if (w->spec[u] && !rollback) keep_spare(w, u);
+        else if (!skip) {
             double t0 = now(w);
             mt_opt_update_unit(w->m, &w->m->units[u], h, wd);
             traced(w, "adamw", u, t0);
@@ -136,7 +121,7 @@ static int head_eligible(mt_opt_worker *w, double *begin) {
     int k = w->q_head;
     double norm = sqrt(w->queue_sq[k]), now_t = w->m->host.now_ms(&w->m->host);
     *begin = w->queue_t[k] > now_t ? w->queue_t[k] : now_t;
-    return w->copy[w->queue[k]] && isfinite(norm) && (w->clip <= 0 || norm < w->clip);
+    return w->spare_param[w->queue[k]] && isfinite(norm) && (w->clip <= 0 || norm < w->clip);
 }
 
 // Pops the head and speculates it (called and returns with the lock held).
@@ -219,7 +204,8 @@ mt_status mt_opt_worker_create(mt_model *m, int window, mt_opt_worker **out) {
     w->window = window < n ? window : n;
     w->done = calloc((size_t)n, sizeof *w->done);
     w->done_t = calloc((size_t)n, sizeof *w->done_t);
-    w->copy = calloc((size_t)n, sizeof *w->copy);
+    w->spare_param = calloc((size_t)n, sizeof *w->spare_param);
+    w->spare_optim = calloc((size_t)n, sizeof *w->spare_optim);
     w->queue = calloc((size_t)n, sizeof *w->queue);
     w->queue_t = calloc((size_t)n, sizeof *w->queue_t);
     w->queue_sq = calloc((size_t)n, sizeof *w->queue_sq);
@@ -227,11 +213,13 @@ mt_status mt_opt_worker_create(mt_model *m, int window, mt_opt_worker **out) {
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     *out = w;
-    if (!w->done || !w->done_t || !w->copy || !w->queue || !w->queue_t || !w->queue_sq || !w->spec)
+    if (!w->done || !w->done_t || !w->spare_param || !w->spare_optim || !w->queue || !w->queue_t || !w->queue_sq ||
+        !w->spec)
         return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the optimizer worker");
     for (int k = 0; k < w->window; k++) {
-        int u = n - 1 - k;
-        MT_TRY(m->host.alloc(&m->host, mt_opt_restore_bytes(m->units[u].lay, m->prec), 0, &w->copy[u]));
+        mt_unit *u = &m->units[n - 1 - k];
+        MT_TRY(m->host.alloc(&m->host, u->param_bytes, m->pinned, &w->spare_param[n - 1 - k]));
+        MT_TRY(m->host.alloc(&m->host, u->optim_bytes, 0, &w->spare_optim[n - 1 - k]));
     }
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
         return mt_fail(MT_ERR_BACKEND, "cannot start the optimizer thread");
@@ -250,13 +238,16 @@ void mt_opt_worker_destroy(mt_opt_worker *w) {
         pthread_mutex_unlock(&w->mu);
         pthread_join(w->thread, NULL);
     }
-    for (int u = 0; w->copy && u < w->m->n_units; u++)
-        if (w->copy[u]) w->m->host.free(&w->m->host, w->copy[u], mt_opt_restore_bytes(w->m->units[u].lay, w->m->prec), 0);
+    for (int u = 0; w->spare_param && w->spare_optim && u < w->m->n_units; u++) { // the unit's blocks are as big
+        w->m->host.free(&w->m->host, w->spare_param[u], w->m->units[u].param_bytes, w->m->pinned);
+        w->m->host.free(&w->m->host, w->spare_optim[u], w->m->units[u].optim_bytes, 0);
+    }
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w->done);
     free(w->done_t);
-    free(w->copy);
+    free(w->spare_param);
+    free(w->spare_optim);
     free(w->queue);
     free(w->queue_t);
     free(w->queue_sq);

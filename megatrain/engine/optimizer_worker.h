@@ -5,13 +5,16 @@
 //
 // The speculative step: while the backward runs, a unit's update may start as
 // soon as its gradients are final (the drain says so), with clip scale 1,
-// after copying what the update overwrites (the streamed parameters, m, v and
-// the f32 master) aside. When the step's global norm is known, a unit updated
-// so is kept when the final hyper-parameters equal the speculative ones
-// (scale 1: no clipping, a finite norm), else restored from its copy, bit for
-// bit, and updated again with the final ones (or left as it was, for a skipped
-// step). Either way the state equals the non-speculative step's, bitwise.
-// Copies exist for a window of units only (parts.h: spec_window), the first
+// written out of place into a spare pair of blocks laid out as the unit's
+// (the streamed parameters; m, v and the f32 master), the unit's own state
+// only read. When the step's global norm is known, a unit updated so is kept
+// when the final hyper-parameters equal the speculative ones (scale 1: no
+// clipping, a finite norm) by swapping its blocks with the spares; else the
+// spare result is dropped and the untouched unit updated with the final ones
+// (or left as it was, for a skipped step). Either way the state equals the
+// non-speculative step's, bitwise, and nothing is copied: a kept update costs
+// what the plain step's does, a rollback that update again.
+// Spares exist for a window of units only (parts.h: spec_window), the first
 // whose gradients become final; the others wait for the norm as before.
 #ifndef MT_OPTIMIZER_WORKER_H
 #define MT_OPTIMIZER_WORKER_H
@@ -23,13 +26,13 @@
 
 typedef struct mt_opt_worker mt_opt_worker;
 
-// Bytes of one unit's restore copy: what AdamW overwrites (param in the weights'
-// dtype, m, v, and the f32 master in mixed precision).
-size_t mt_opt_restore_bytes(const mt_unit_layout *lay, mt_precision p);
-// The worker's own memory: the restore copies of the speculative window's units
-// (pageable host memory), nothing without speculation.
+// Bytes of one unit's spare blocks: what AdamW writes (a param block in the
+// weights' dtype; an optim block with m, v and the f32 master in mixed precision).
+size_t mt_opt_spare_bytes(const mt_unit_layout *lay, mt_precision p);
+// The worker's own memory: the spare blocks of the speculative window's units
+// (the param blocks pinned where the state's are), nothing without speculation.
 mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh);
-// `window`: units with restore copies (sh->spec_window; 0: never speculates).
+// `window`: units with spare blocks (sh->spec_window; 0: never speculates).
 mt_status mt_opt_worker_create(mt_model *m, int window, mt_opt_worker **out);
 void mt_opt_worker_destroy(mt_opt_worker *w);
 // Opens speculation for the step about to run: units whose gradients become
@@ -42,7 +45,7 @@ void mt_opt_worker_grad_final(mt_opt_worker *w, int u, double sumsq);
 // changes: the non-finite policy). Settles what was speculated: units updated
 // with other hyper-parameters (or under a skip) will be rolled back.
 // *spec_units: units speculated this step; *rollbacks: of those, the ones that
-// will be restored (either may be NULL).
+// will be dropped and redone (either may be NULL).
 void mt_opt_worker_settle(mt_opt_worker *w, const mt_adamw_hparams *h, float weight_decay, int skip, int *spec_units,
                           int *rollbacks);
 // Starts the settled step's update of every unit, in forward order (returns at once).

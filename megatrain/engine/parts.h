@@ -32,7 +32,7 @@ typedef struct {
     size_t x_bytes;          // one (N, C) activation, allocation-rounded
     size_t slab_elems;       // the largest unit: what one gradient slab holds
     int spec_window;         // speculative step: the units, counted in the order their gradients become final
-                             // (head, layer L-1 .. 0, embedding), that keep restore copies and so may be
+                             // (head, layer L-1 .. 0, embedding), that have spare state blocks and so may be
                              // updated under the backward; as many as the host plan has room for (0: off)
     int grad_sum_f32;        // resolved --grad-accum-dtype: chunked weight gradients summed in f32 (fp32: always)
     size_t grad_sum_elems;   // their f32 device buffer (grad_offload.h), 0 when none is needed

@@ -61,7 +61,7 @@ void mt_adamw_update_ref(float *master, void *p, mt_dtype pdt, const void *g, mt
     mt_adamw_consts_init(&c, h, wd);
     for (size_t i = 0; i < n; i++) {
         float pi = master ? master[i] : mt_load_f32(p, pdt, i);
-        float out = mt_adamw_elem(pi, mt_load_f32(g, gdt, i), &m[i], &v[i], &c);
+        float out = mt_adamw_elem(pi, mt_load_f32(g, gdt, i), m[i], v[i], &m[i], &v[i], &c);
         if (master) master[i] = out;
         mt_store_f32(p, pdt, i, out);
     }
@@ -71,8 +71,8 @@ void mt_adamw_update_ref(float *master, void *p, mt_dtype pdt, const void *g, mt
 static void kernel_scalar(const mt_adamw_args *a, size_t lo, size_t hi) {
     const mt_adamw_consts *c = &a->c;
     for (size_t i = lo; i < hi; i++) {
-        float pi = a->master ? a->master[i] : mt_load_f32(a->p, a->pdt, i);
-        float out = mt_adamw_elem(pi, mt_load_f32(a->g, a->gdt, i), &a->m[i], &a->v[i], c);
+        float pi = a->master_in ? a->master_in[i] : mt_load_f32(a->p_in, a->pdt, i);
+        float out = mt_adamw_elem(pi, mt_load_f32(a->g, a->gdt, i), a->m_in[i], a->v_in[i], &a->m[i], &a->v[i], c);
         if (a->master) a->master[i] = out;
         mt_store_f32(a->p, a->pdt, i, out);
     }
@@ -80,10 +80,11 @@ static void kernel_scalar(const mt_adamw_args *a, size_t lo, size_t hi) {
 
 const char *mt_adamw_isa(void) { return mt_simd_name(mt_simd_best()); }
 
-void mt_adamw_update_isa(mt_simd_isa isa, float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt,
-                         float *m, float *v, size_t n, const mt_adamw_hparams *h, float wd) {
+void mt_adamw_update_isa(mt_simd_isa isa, const mt_adamw_state *out, const mt_adamw_state *in, mt_dtype pdt,
+                         const void *g, mt_dtype gdt, size_t n, const mt_adamw_hparams *h, float wd) {
     if (n == 0) return;
-    mt_adamw_args a = {.master = master, .p = p, .pdt = pdt, .g = g, .gdt = gdt, .m = m, .v = v};
+    mt_adamw_args a = {.master = out->master, .p = out->p, .pdt = pdt, .g = g, .gdt = gdt, .m = out->m, .v = out->v,
+                       .master_in = in->master, .p_in = in->p, .m_in = in->m, .v_in = in->v};
     mt_adamw_consts_init(&a.c, h, wd);
     void (*kernel)(const mt_adamw_args *, size_t, size_t) = kernel_scalar;
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -107,5 +108,11 @@ void mt_adamw_update_isa(mt_simd_isa isa, float *master, void *p, mt_dtype pdt, 
 
 void mt_adamw_update(float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt, float *m, float *v, size_t n,
                      const mt_adamw_hparams *h, float wd) {
-    mt_adamw_update_isa(mt_simd_best(), master, p, pdt, g, gdt, m, v, n, h, wd);
+    mt_adamw_state s = {.p = p, .m = m, .v = v, .master = master};
+    mt_adamw_update_isa(mt_simd_best(), &s, &s, pdt, g, gdt, n, h, wd);
+}
+
+void mt_adamw_update_to(const mt_adamw_state *out, const mt_adamw_state *in, mt_dtype pdt, const void *g,
+                        mt_dtype gdt, size_t n, const mt_adamw_hparams *h, float wd) {
+    mt_adamw_update_isa(mt_simd_best(), out, in, pdt, g, gdt, n, h, wd);
 }

@@ -26,6 +26,19 @@ typedef struct {
 void mt_adamw_update(float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt, float *m, float *v, size_t n,
                      const mt_adamw_hparams *h, float wd);
 
+// What AdamW reads and writes of n elements: the weights (pdt), the moments and
+// the f32 master (mixed precision; NULL otherwise, and then in both).
+typedef struct {
+    void *p;
+    float *m, *v, *master;
+} mt_adamw_state;
+
+// Out of place: reads `in`, writes `out`, bitwise what mt_adamw_update would leave
+// in `in`; `in` is not written (out == in: in place). The speculative step's update,
+// kept by a pointer swap and dropped at no cost (engine/optimizer_worker.h).
+void mt_adamw_update_to(const mt_adamw_state *out, const mt_adamw_state *in, mt_dtype pdt, const void *g,
+                        mt_dtype gdt, size_t n, const mt_adamw_hparams *h, float wd);
+
 // Which SIMD path mt_adamw_update uses on this CPU: "avx512", "avx2", "sve", "neon"
 // or "scalar" (mt_simd_best(); MT_SIMD can pick a lower one).
 const char *mt_adamw_isa(void);

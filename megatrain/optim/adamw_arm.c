@@ -64,9 +64,9 @@ INL void loop_neon(const mt_adamw_args *a, size_t lo, size_t hi, mt_dtype pdt, m
     size_t i = lo;
     for (; i + 4 <= hi; i += 4) {
         float32x4_t g = vmulq_f32(ld_neon(a->g, gdt, i), gscale);
-        float32x4_t p = has_master ? ld_neon(a->master, MT_F32, i) : ld_neon(a->p, pdt, i);
-        float32x4_t m = ld_neon(a->m, MT_F32, i);
-        float32x4_t v = ld_neon(a->v, MT_F32, i);
+        float32x4_t p = has_master ? ld_neon(a->master_in, MT_F32, i) : ld_neon(a->p_in, pdt, i);
+        float32x4_t m = ld_neon(a->m_in, MT_F32, i);
+        float32x4_t v = ld_neon(a->v_in, MT_F32, i);
         p = vmulq_f32(p, decay);
         m = vfmaq_f32(c->lerp_small ? m : g, lerp_w, vsubq_f32(g, m)); // base + w*(g-m), one rounding
         v = vfmaq_f32(vmulq_f32(v, beta2), vmulq_f32(c2, g), g);
@@ -78,8 +78,8 @@ INL void loop_neon(const mt_adamw_args *a, size_t lo, size_t hi, mt_dtype pdt, m
         st_neon(a->p, pdt, i, p);
     }
     for (; i < hi; i++) {
-        float pi = has_master ? a->master[i] : mt_load_f32(a->p, pdt, i);
-        float out = mt_adamw_elem(pi, mt_load_f32(a->g, gdt, i), &a->m[i], &a->v[i], c);
+        float pi = has_master ? a->master_in[i] : mt_load_f32(a->p_in, pdt, i);
+        float out = mt_adamw_elem(pi, mt_load_f32(a->g, gdt, i), a->m_in[i], a->v_in[i], &a->m[i], &a->v[i], c);
         if (has_master) a->master[i] = out;
         mt_store_f32(a->p, pdt, i, out);
     }
@@ -118,9 +118,9 @@ INL void loop_sve(const mt_adamw_args *a, size_t lo, size_t hi, mt_dtype pdt, mt
     for (size_t i = lo; i < hi; i += vl) {
         svbool_t pg = svwhilelt_b32_u64(i, hi);
         svfloat32_t g = svmul_f32_x(pg, ld_sve(pg, a->g, gdt, i), gscale);
-        svfloat32_t p = has_master ? ld_sve(pg, a->master, MT_F32, i) : ld_sve(pg, a->p, pdt, i);
-        svfloat32_t m = ld_sve(pg, a->m, MT_F32, i);
-        svfloat32_t v = ld_sve(pg, a->v, MT_F32, i);
+        svfloat32_t p = has_master ? ld_sve(pg, a->master_in, MT_F32, i) : ld_sve(pg, a->p_in, pdt, i);
+        svfloat32_t m = ld_sve(pg, a->m_in, MT_F32, i);
+        svfloat32_t v = ld_sve(pg, a->v_in, MT_F32, i);
         p = svmul_f32_x(pg, p, decay);
         m = svmla_f32_x(pg, c->lerp_small ? m : g, lerp_w, svsub_f32_x(pg, g, m)); // base + w*(g-m), fused
         v = svmla_f32_x(pg, svmul_f32_x(pg, v, beta2), svmul_f32_x(pg, c2, g), g);

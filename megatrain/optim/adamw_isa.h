@@ -24,6 +24,8 @@ typedef struct {
     float neg_step;  // f32(-lr / (1 - beta1^t))
 } mt_adamw_consts;
 
+// Read from the *_in pointers, written to the others: the same ones for an update in
+// place, a spare set for the speculative step's update out of place.
 typedef struct {
     float *master;
     void *p;
@@ -31,6 +33,8 @@ typedef struct {
     const void *g;
     mt_dtype gdt;
     float *m, *v;
+    const float *master_in, *m_in, *v_in;
+    const void *p_in;
     mt_adamw_consts c;
 } mt_adamw_args;
 
@@ -38,23 +42,26 @@ void mt_adamw_consts_init(mt_adamw_consts *c, const mt_adamw_hparams *h, float w
 
 // One element, in torch's op order. fmaf where torch's vectorised CPU kernels
 // use vec::fmadd (lerp, addcmul); everything else rounds after each op.
-static inline float mt_adamw_elem(float p, float g, float *m, float *v, const mt_adamw_consts *c) {
+// m and v are read before m_out and v_out are written (they may be the same).
+static inline float mt_adamw_elem(float p, float g, float m, float v, float *m_out, float *v_out,
+                                  const mt_adamw_consts *c) {
     float gs = g * c->gscale;
     p = p * c->decay;
-    float mi = *m;
+    float mi = m;
     float d = gs - mi;
     mi = fmaf(c->lerp_w, d, c->lerp_small ? mi : gs);
-    float vi = fmaf(c->c2 * gs, gs, *v * c->beta2);
+    float vi = fmaf(c->c2 * gs, gs, v * c->beta2);
     float denom = sqrtf(vi) / c->bc2_sqrt + c->eps;
     p = p + (c->neg_step * mi) / denom;
-    *m = mi;
-    *v = vi;
+    *m_out = mi;
+    *v_out = vi;
     return p;
 }
 
 // mt_adamw_update on a chosen path; isa must be one mt_simd_supported() accepts.
-void mt_adamw_update_isa(mt_simd_isa isa, float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt,
-                         float *m, float *v, size_t n, const mt_adamw_hparams *h, float wd);
+// `out` may be `in` (in place).
+void mt_adamw_update_isa(mt_simd_isa isa, const mt_adamw_state *out, const mt_adamw_state *in, mt_dtype pdt,
+                         const void *g, mt_dtype gdt, size_t n, const mt_adamw_hparams *h, float wd);
 
 // Kernels over elements [lo, hi) of a: x86 in adamw_simd.c, Arm in adamw_arm.c.
 // Each is built only for its architecture; elsewhere it is never selected.

@@ -61,9 +61,9 @@ INL T512 void body512(const mt_adamw_args *a, size_t i, __mmask16 k, int full, m
                       int has_master) {
     const mt_adamw_consts *c = &a->c;
     __m512 g = _mm512_mul_ps(ld512(a->g, gdt, i, k, full), _mm512_set1_ps(c->gscale));
-    __m512 p = has_master ? ld512(a->master, MT_F32, i, k, full) : ld512(a->p, pdt, i, k, full);
-    __m512 m = ld512(a->m, MT_F32, i, k, full);
-    __m512 v = ld512(a->v, MT_F32, i, k, full);
+    __m512 p = has_master ? ld512(a->master_in, MT_F32, i, k, full) : ld512(a->p_in, pdt, i, k, full);
+    __m512 m = ld512(a->m_in, MT_F32, i, k, full);
+    __m512 v = ld512(a->v_in, MT_F32, i, k, full);
     p = _mm512_mul_ps(p, _mm512_set1_ps(c->decay));
     m = _mm512_fmadd_ps(_mm512_set1_ps(c->lerp_w), _mm512_sub_ps(g, m), c->lerp_small ? m : g);
     v = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(c->c2), g), g, _mm512_mul_ps(v, _mm512_set1_ps(c->beta2)));
@@ -129,9 +129,9 @@ INL T256 void loop256(const mt_adamw_args *a, size_t lo, size_t hi, mt_dtype pdt
     size_t i = lo;
     for (; i + 8 <= hi; i += 8) {
         __m256 g = _mm256_mul_ps(ld256(a->g, gdt, i), gscale);
-        __m256 p = has_master ? ld256(a->master, MT_F32, i) : ld256(a->p, pdt, i);
-        __m256 m = ld256(a->m, MT_F32, i);
-        __m256 v = ld256(a->v, MT_F32, i);
+        __m256 p = has_master ? ld256(a->master_in, MT_F32, i) : ld256(a->p_in, pdt, i);
+        __m256 m = ld256(a->m_in, MT_F32, i);
+        __m256 v = ld256(a->v_in, MT_F32, i);
         p = _mm256_mul_ps(p, decay);
         m = _mm256_fmadd_ps(lerp_w, _mm256_sub_ps(g, m), c->lerp_small ? m : g);
         v = _mm256_fmadd_ps(_mm256_mul_ps(c2, g), g, _mm256_mul_ps(v, beta2));
@@ -143,8 +143,8 @@ INL T256 void loop256(const mt_adamw_args *a, size_t lo, size_t hi, mt_dtype pdt
         st256(a->p, pdt, i, p);
     }
     for (; i < hi; i++) {
-        float pi = has_master ? a->master[i] : mt_load_f32(a->p, pdt, i);
-        float out = mt_adamw_elem(pi, mt_load_f32(a->g, gdt, i), &a->m[i], &a->v[i], c);
+        float pi = has_master ? a->master_in[i] : mt_load_f32(a->p_in, pdt, i);
+        float out = mt_adamw_elem(pi, mt_load_f32(a->g, gdt, i), a->m_in[i], a->v_in[i], &a->m[i], &a->v[i], c);
         if (has_master) a->master[i] = out;
         mt_store_f32(a->p, pdt, i, out);
     }

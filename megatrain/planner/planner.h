@@ -50,7 +50,7 @@ typedef struct {
     size_t host_bytes, pinned_bytes, gpu_bytes;
     size_t host_state_bytes;      // params, grads, moments, master (what scales with N)
     size_t host_staging_bytes;    // slabs, token staging, other buffers
-    size_t host_restore_bytes;    // the speculative step's restore copies (its window's units)
+    size_t host_spare_bytes;      // the speculative step's spare state blocks (its window's units)
     size_t deepspeed_gpu_bytes;   // zero3: DeepSpeed's own GPU footprint model (gpu_bytes is our schedule's)
     double host_bytes_per_param;  // host_state_bytes / params
     const char *host_accounting;  // one line: where the bytes per param come from
@@ -101,10 +101,10 @@ typedef struct {
     double h2d_bytes, d2h_bytes;
     const char *bound;          // "compute", "h2d", "d2h" or "optimizer": the resource that set most of the step
     const char *formula;        // the step formula of this schedule, in words
-    // The speculative step (0 units: off): the window, its restore copies, the step
+    // The speculative step (0 units: off): the window, its spare blocks, the step
     // when nothing rolls back and what one rollback adds to a step.
     int spec_units;
-    double restore_bytes, step_ms_no_rollback, rollback_cost_ms;
+    double spare_bytes, step_ms_no_rollback, rollback_cost_ms;
     // Attention as priced: the implementation (a profile's gpu.attention_tflops name), its
     // rate at the run's T, where that rate comes from, and the GPU time it takes per step.
     const char *attention_kernel, *attention_source;

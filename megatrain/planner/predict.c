@@ -110,7 +110,7 @@ typedef struct {
     double L, PL, N, VC, PE, PH, dA, T, n, G, ws, R, h2d, d2h, f;
     double Ff, Fb, Fr, cf, cb, W, Wg, EH, opt;
     int spec_units;            // speculative step: the window (0: off)
-    double opt_s, copy_s;      // the window's update and its restore copies (ms)
+    double opt_s;              // the window's update (ms), written out of place: no copies
     double rollback_rate;      // fraction of steps that roll back
     double wsi, gs;   // bytes per parameter on the link: weights in, gradients out (a peer's f32 wires)
     double passes;    // layer loads per micro-batch: 2, or 3 (weight_passes: the official code's)
@@ -163,22 +163,22 @@ static void streamed_form(const terms *t, tally *ty, mt_plan_prediction *out, fo
         r->step = streamed_step(t, ty, t->opt);
         return;
     }
-    // Speculative: the window's updates (opt_s) and their restore copies (copy_s) run
-    // under the last backward as gradients become final; the fraction x of them that
-    // fits in c_b is done when the norm is known, the rest of the update (rem = opt -
-    // x*opt_s) runs in forward order under the next forward as above. A rollback
-    // restores what was speculated (x*copy_s) and redoes all of opt.
-    double x = t->opt_s + t->copy_s > 0 ? t->cb / (t->opt_s + t->copy_s) : 1;
+    // Speculative: the window's updates (opt_s), out of place, run under the last
+    // backward as gradients become final; the fraction x of them that fits in c_b is
+    // done when the norm is known, the rest of the update (rem = opt - x*opt_s) runs in
+    // forward order under the next forward as above. A rollback drops what was
+    // speculated (nothing to restore) and does all of opt again.
+    double x = t->opt_s > 0 ? t->cb / t->opt_s : 1;
     if (x > 1) x = 1;
     tally t0 = {{0}}, t1 = {{0}};
-    double s0 = streamed_step(t, &t0, t->opt - x * t->opt_s), s1 = streamed_step(t, &t1, t->opt + x * t->copy_s);
+    double s0 = streamed_step(t, &t0, t->opt - x * t->opt_s), s1 = streamed_step(t, &t1, t->opt);
     double rate = t->rollback_rate;
     for (int i = 0; i < R_COUNT; i++) ty->t[i] += (1 - rate) * t0.t[i] + rate * t1.t[i];
     out->step_ms_no_rollback = s0;
     out->rollback_cost_ms = s1 - s0;
-    out->formula = "speculative: the streamed form with opt -> rem = opt - x*opt_s (x = min(1, c_b/(opt_s + copy_s)): "
-                   "the window's share of the update done under the last backward); a rollback step: rem = opt + "
-                   "x*copy_s; step = (1 - rollback_rate)*no_rollback + rollback_rate*rollback";
+    out->formula = "speculative: the streamed form with opt -> rem = opt - x*opt_s (x = min(1, c_b/opt_s): the "
+                   "window's share of the update done under the last backward, out of place); a rollback step: rem = "
+                   "opt; step = (1 - rollback_rate)*no_rollback + rollback_rate*rollback";
     r->step = (1 - rate) * s0 + rate * s1;
 }
 
@@ -329,11 +329,10 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
         double Pw = 0; // parameters in the window: head, then layers L-1 down, then the embedding
         for (int k = 0; k < t.spec_units; k++) Pw += k == 0 ? PH : k <= L ? PL : PE;
         t.opt_s = Pw / hw->adamw_params_per_s[opt_prec] * 1e3;
-        t.copy_s = 2.0 * (double)fp.optimizer.host / (hw->host_mem_gbps * 1e6); // read + write, as the sim prices it
         t.rollback_rate = in->rollback_rate;
     }
     out->spec_units = t.spec_units;
-    out->restore_bytes = (double)fp.optimizer.host;
+    out->spare_bytes = (double)fp.optimizer.host;
 
     tally ty = {{0}};
     out->h2d_bytes = 2 * G * W + EH;

@@ -92,7 +92,8 @@ static void check_bitwise(mt_simd_isa isa, const mode *md, size_t n, float wd, f
     for (int step = 1; step <= 3 && ok; step++) {
         mt_adamw_hparams h = {.lr = 1e-2f, .beta1 = beta1, .beta2 = 0.95f, .eps = 1e-8f, .grad_scale = 0.37f, .step = step};
         make_grad(g, md->gdt, n, 7 * step + n);
-        mt_adamw_update_isa(isa, a.master, a.p, md->pdt, g, md->gdt, a.m, a.v, n, &h, wd);
+        mt_adamw_state sa = {.p = a.p, .m = a.m, .v = a.v, .master = a.master};
+        mt_adamw_update_isa(isa, &sa, &sa, md->pdt, g, md->gdt, n, &h, wd);
         mt_adamw_update_ref(b.master, b.p, md->pdt, g, md->gdt, b.m, b.v, n, &h, wd);
         ok = state_equal(&a, &b, md, n);
         CHECK(ok, "%s path != reference: mode %s, n=%zu, wd=%g, beta1=%g, step %d", mt_simd_name(isa), md->name, n,
@@ -120,6 +121,51 @@ static void test_bitwise(void) {
     CHECK(mt_simd_supported(MT_SIMD_NEON), "every aarch64 CPU has NEON (HWCAP_ASIMD), yet it is not detected");
 #endif
     fprintf(stderr, "test_adamw: bitwise fast == ref on paths %s (dispatch picks %s)\n", ran, mt_adamw_isa());
+}
+
+// Out of place (the speculative step's update) on every path: the result written to
+// `out` is bitwise the in-place update's, and `in` keeps every bit it had.
+static void test_out_of_place(void) {
+    static const size_t NS[] = {1, 17, 1000, 100003};
+    int cases = 0;
+    for (int isa = 0; isa < MT_SIMD_COUNT; isa++) {
+        if (!mt_simd_supported((mt_simd_isa)isa)) continue;
+        for (size_t mi = 0; mi < sizeof MODES / sizeof MODES[0]; mi++)
+            for (size_t ni = 0; ni < sizeof NS / sizeof NS[0]; ni++) {
+                const mode *md = &MODES[mi];
+                size_t n = NS[ni];
+                state a, in, keep, out;
+                state_init(&a, md, n, 77 + n);
+                state_init(&in, md, n, 77 + n);
+                state_init(&keep, md, n, 77 + n);
+                state_init(&out, md, n, 9); // other bits: every one must be overwritten
+                void *g = malloc(n * mt_dtype_size(md->gdt));
+                int ok = 1;
+                for (int step = 1; step <= 2 && ok; step++) {
+                    mt_adamw_hparams h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                                          .grad_scale = 1.0f, .step = step};
+                    make_grad(g, md->gdt, n, 31 * step + n);
+                    mt_adamw_state sa = {.p = a.p, .m = a.m, .v = a.v, .master = a.master};
+                    mt_adamw_state si = {.p = in.p, .m = in.m, .v = in.v, .master = in.master};
+                    mt_adamw_state so = {.p = out.p, .m = out.m, .v = out.v, .master = out.master};
+                    mt_adamw_update_isa((mt_simd_isa)isa, &sa, &sa, md->pdt, g, md->gdt, n, &h, 0.1f);
+                    mt_adamw_update_isa((mt_simd_isa)isa, &so, &si, md->pdt, g, md->gdt, n, &h, 0.1f);
+                    ok = state_equal(&out, &a, md, n) && state_equal(&in, &keep, md, n);
+                    CHECK(ok, "%s out of place, mode %s, n=%zu, step %d: %s", mt_simd_name((mt_simd_isa)isa),
+                          md->name, n, step, state_equal(&out, &a, md, n) ? "the input was written" : "!= in place");
+                    // the next step reads what this one wrote, as a kept speculative update does
+                    state_copy(&in, &out, md, n);
+                    state_copy(&keep, &out, md, n);
+                }
+                cases++;
+                free(g);
+                state_free(&a);
+                state_free(&in);
+                state_free(&keep);
+                state_free(&out);
+            }
+    }
+    CHECK(cases > 0, "no path ran the out-of-place cases");
 }
 
 // The public entry with 1 and with 2 threads: identical bits.
@@ -550,6 +596,7 @@ int main(void) {
     CHECK(mt_simd_supported(mt_simd_best()), "the dispatched path %s is one this CPU runs", mt_adamw_isa());
     test_bitwise();
     test_threads();
+    test_out_of_place();
     test_double_ref();
     test_torch_fixture();
     test_torch_bf16_fixture();

@@ -95,7 +95,7 @@ static void test_priced(void) {
     for (int t = 0; t < MT_T_COUNT; t++) n += m.lay_layer.t[t].present ? m.lay_layer.t[t].numel : 0;
     t0 = h.now_ms(&h);
     mt_adamw_hparams hp = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .grad_scale = 1, .step = 1};
-    h.adamw(&h, &m, mt_model_layer(&m, 0), &hp, 0.1f);
+    h.adamw(&h, &m, mt_model_layer(&m, 0), NULL, &hp, 0.1f);
     want = mt_sim_host_work_ms(prof, MT_HOST_ADAMW, n, MT_BF16, 0);
     CHECK(fabs(h.now_ms(&h) - t0 - want) < 1e-12, "adamw over %zu params costs %g ms (want %g)", n, h.now_ms(&h) - t0,
           want);

@@ -53,7 +53,7 @@ for case in "paper megatrain 12 2" "mixed megatrain 16 2" "fp32 megatrain 16 4" 
   set -- $case
   plan_ok "accounting $case" --config $M/qwen2.5-14b.json --batch 4 --seq-len 2048 --precision $1 --schedule $2 --hardware gh200-480g
   want "state = params x $3 ($case)" "(.host.state_bytes - .params * $3 | fabs) <= 0.001 * .params * $3"
-  want "host = state + staging ($case)" '.host_bytes == .host.state_bytes + .host.staging_bytes + .host.restore_bytes'
+  want "host = state + staging ($case)" '.host_bytes == .host.state_bytes + .host.staging_bytes + .host.spare_bytes'
   want "staging = slabs + tokens ($case)" "(.host.staging_bytes - (4 * $VC * $4 + $TOK) | fabs) <= 0.001 * .host.staging_bytes"
   want "gpu = parts ($case)" '.gpu_bytes == .gpu.weights_bytes + .gpu.grads_bytes + .gpu.checkpoint_bytes + .gpu.activation_bytes'
 done

@@ -2,7 +2,7 @@
 // the cpu backend, in every precision. The state after N steps (parameters, m,
 // v and the f32 master) must be the same bit for bit: with clipping never
 // triggering (no rollback), clipping on every step and on some steps
-// (rollbacks, restored from exact copies), and a NaN gradient injected in one
+// (rollbacks: the out-of-place result dropped), and a NaN gradient injected in one
 // step (the non-finite policy: the step is skipped, in both paths, and the
 // state is exactly the state before it).
 #include <math.h>

@@ -2,7 +2,8 @@
 # The speculative step in virtual time and in the plan: the sim runs it
 # deterministically, its trace shows the optimizer thread updating layers under
 # the backward, it is faster than the plain step where the optimizer paces it;
-# the plan reports its window, restore bytes and rollback cost, turns it off
+# the optimizer lane copies nothing (updates out of place, kept by a swap); the
+# plan reports its window, spare bytes and rollback cost, turns it off
 # where the host has no room, and the CLI refuses it where it does not apply.
 source "$(dirname "$0")/lib.sh"
 
@@ -24,22 +25,25 @@ under=$(jq '[.traceEvents[] | select(.ph == "X")] as $e | ($e | map(select(.name
   | [$e[] | select(.name == "adamw (speculative)") | . as $x
      | select(any($b[]; .ts < $x.ts + $x.dur and $x.ts < .ts + .dur))] | length' "$TMP/spec.json")
 check "the trace shows speculative updates under the backward ($under spans)" test "$under" -gt 0
+lane=$(jq -c '(.traceEvents | map(select(.ph == "M" and .name == "thread_name" and .args.name == "host: optimizer") | .tid)) as $t
+  | [.traceEvents[] | select(.ph == "X" and (.tid as $x | $t | index($x))) | .name] | unique' "$TMP/spec.json")
+check "the optimizer lane holds AdamW spans only, no copies ($lane)" test "$lane" = '["adamw","adamw (speculative)"]'
 
 # The plan: the window and its bytes; what a rollback adds; no room, no speculation.
 plan=(--config experiments/models/qwen2.5-14b.json --batch 8 --seq-len 1024 --precision paper --hardware gh200-480g)
 p0=$("$MT" plan "${plan[@]}")
 p1=$("$MT" plan "${plan[@]}" --rollback-rate 1)
-check "plan: every unit of 14B keeps a copy on gh200-480g" test "$(jq '.speculative.window_units == .layers + 2' <<< "$p0")" = true
-check "plan: restore bytes are in host_bytes" \
-  test "$(jq '.host.restore_bytes == .speculative.restore_bytes and .host.restore_bytes > 0' <<< "$p0")" = true
+check "plan: every unit of 14B keeps spare blocks on gh200-480g" test "$(jq '.speculative.window_units == .layers + 2' <<< "$p0")" = true
+check "plan: spare bytes are in host_bytes" \
+  test "$(jq '.host.spare_bytes == .speculative.spare_bytes and .host.spare_bytes > 0' <<< "$p0")" = true
 check "plan: rollback rate 1 adds the rollback cost" \
   test "$(jq -n --argjson a "$p0" --argjson b "$p1" '($b.step_ms - $a.step_ms - $a.speculative.rollback_cost_ms | fabs) < 1e-6 and $a.speculative.rollback_cost_ms > 0')" = true
 tight=$("$MT" plan "${plan[@]}" --host-mem-gb 195)
-check "plan: no room for copies, no speculation, same step as plain" \
+check "plan: no room for spares, no speculation, same step as plain" \
   test "$(jq -n --argjson t "$tight" --argjson f "$("$MT" plan "${plan[@]}" --host-mem-gb 195 --speculative-step false)" \
     '$t.speculative.on == false and $t.step_ms == $f.step_ms and $t.fits')" = true
 big=$("$MT" plan --config experiments/models/dense-120b.json --batch 16 --seq-len 1024 --precision paper --hardware h200-1.5t)
-check "plan: the 120B-class model still fits 1.5 TB with its window" test "$(jq '.fits and .host.restore_bytes >= 0' <<< "$big")" = true
+check "plan: the 120B-class model still fits 1.5 TB with its window" test "$(jq '.fits and .host.spare_bytes >= 0' <<< "$big")" = true
 
 # Where it does not apply: refused, naming the option (a contradiction: exit 2).
 "$MT" train --config $DATA/tiny5_llama.json --schedule zero3 --speculative-step true --steps 1 > /dev/null 2> "$TMP/err"
