@@ -286,7 +286,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     }
     mt_schedule_desc resolved;
     mt_schedule_resolve(eo.schedule, &eo.sched, &cfg, &resolved);
-    if ((s = mt_engine_check_host_memory(&cfg, prec, &eo, be))) goto fail; // one check, before any allocation
+    if ((s = mt_engine_check_host_memory_ranks(&cfg, prec, &eo, be, n_gpus))) goto fail; // one check, before any allocation
     double t0 = mono_s();
     if ((s = mt_model_alloc_ex(&model, &cfg, prec, be, resolved.host_pinned))) goto fail;
     t_alloc = mono_s() - t0;

@@ -98,27 +98,37 @@ static size_t host_free_for(const mt_config *c, mt_precision p, const mt_engine_
 }
 
 mt_status mt_engine_check_host_memory(const mt_config *c, mt_precision p, const mt_engine_opts *opts, mt_backend *be) {
-    MT_TRY(mt_engine_opts_validate(opts, c));
+    return mt_engine_check_host_memory_ranks(c, p, opts, be, 1);
+}
+
+mt_status mt_engine_check_host_memory_ranks(const mt_config *c, mt_precision p, const mt_engine_opts *opts,
+                                            mt_backend *be, int n_ranks) {
+    MT_TRY(mt_engine_check_ranks(opts->B, n_ranks));
+    mt_engine_opts o = *opts;
+    o.B /= n_ranks; // each rank's engine: its rows of every micro-batch
+    MT_TRY(mt_engine_opts_validate(&o, c));
     mt_device_info info;
     MT_TRY(mt_backend_device_info(be, &info));
     size_t avail = info.host_mem_avail_bytes;
     if (!avail) return MT_OK; // unknown: nothing to check against
-    mt_engine_opts o = *opts;
-    o.host_free = host_free_for(c, p, opts, be, &info);
+    o.host_free = host_free_for(c, p, &o, be, &info);
     mt_engine_footprint fp = mt_engine_footprint_of(c, p, &o, be->act_dtype, info.mem_free_bytes, mt_backend_caps(be));
     int device_on_host = !mt_backend_has(be, MT_CAP_DEVICE_MEMORY);
-    size_t need = fp.host_bytes + (device_on_host ? fp.device_bytes : 0);
+    // One model state and one optimizer (the leader's); every rank its own slabs, staging and device buffers.
+    size_t per_rank = fp.host_bytes - fp.state.host - fp.optimizer.host, R = (size_t)n_ranks;
+    size_t need = fp.state.host + fp.optimizer.host + R * per_rank + (device_on_host ? R * fp.device_bytes : 0);
     if (need <= avail) return MT_OK;
     const double GiB = 1073741824.0;
+    char ranks[48] = "";
+    if (n_ranks > 1) snprintf(ranks, sizeof ranks, " for %d ranks", n_ranks);
     return mt_fail(MT_ERR_MEMORY,
-                   "host memory: the run needs %.2f GiB (model state %.2f, pinned slabs and staging %.2f, speculative "
+                   "host memory: the run needs %.2f GiB (model state %.2f, pinned slabs and staging %.2f%s, speculative "
                    "spare blocks %.2f%s%.2f) but %.2f GiB is available; nothing was allocated. HINT: a smaller model, "
                    "--batch, --seq-len or --grad-accum (a step's token ids are staged whole), --precision paper, or "
                    "`megatrain plan`",
-                   need / GiB, fp.state.host / GiB,
-                   (fp.host_bytes - fp.state.host - fp.optimizer.host) / GiB, fp.optimizer.host / GiB,
+                   need / GiB, fp.state.host / GiB, R * per_rank / GiB, ranks, fp.optimizer.host / GiB,
                    device_on_host ? ", device buffers in host memory " : ", device buffers not counted ",
-                   device_on_host ? fp.device_bytes / GiB : 0.0, avail / GiB);
+                   device_on_host ? R * fp.device_bytes / GiB : 0.0, avail / GiB);
 }
 
 static void grad_final(void *ctx, int unit, double sumsq) { mt_opt_worker_grad_final(ctx, unit, sumsq); }

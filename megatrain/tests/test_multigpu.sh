@@ -10,6 +10,7 @@
 #   mixed: each micro-batch's add rounds to bf16);
 # - a checkpoint saved under --gpus 2 resumes under --gpus 1 and 3 bitwise where the resumed
 #   run splits the rows the same way (slices of one row), within tolerance where it does not;
+# - the host-memory check counts one state and N ranks' buffers;
 # - bad --gpus values: one line, non-zero exit.
 source "$(dirname "$0")/lib.sh"
 
@@ -96,6 +97,21 @@ for prec in fp32 paper; do
   check "resume under --gpus 1, the saved batch: within $tol of --gpus 2 ($prec)" close "$TMP/r1_$prec" "$ref" $tol
 done
 expect 1 "--batch 2 is not divisible by --gpus 3" train --resume "$TMP/res_half_fp32" --steps 6 --gpus 3
+
+# The host-memory check before allocation: one model state, N ranks' slabs, staging and (on the
+# cpu backend, in host memory) device buffers. MT_HOST_MEM_LIMIT stands in for a small machine.
+jq '.num_hidden_layers = 1 | .max_window_layers = 1' experiments/models/qwen2.5-3b.json > "$TMP/m3b.json"
+for g in 1 2; do
+  MT_HOST_MEM_LIMIT=1000000 "$MT" train --config "$TMP/m3b.json" --backend cpu --precision paper --batch 4 --seq-len 256 \
+    --steps 1 --gpus $g > /dev/null 2> "$TMP/mem$g.err"
+  check "--gpus $g on a 1 MB machine: refused before allocating" grep -q "nothing was allocated" "$TMP/mem$g.err"
+done
+need() { sed -n "s/.*needs \([0-9.]*\) GiB.*/\1/p" "$1"; }
+state() { sed -n "s/.*model state \([0-9.]*\),.*/\1/p" "$1"; }
+check "--gpus 2: one model state, as --gpus 1" test "$(state "$TMP/mem2.err")" = "$(state "$TMP/mem1.err")"
+check "--gpus 2 needs more than --gpus 1 (two ranks' buffers): $(need "$TMP/mem2.err") vs $(need "$TMP/mem1.err") GiB" \
+  awk -v a="$(need "$TMP/mem2.err")" -v b="$(need "$TMP/mem1.err")" 'BEGIN { exit !(a > b) }'
+check "--gpus 2: the message says the ranks" grep -q "staging [0-9.]* for 2 ranks" "$TMP/mem2.err"
 
 # Bad input: one line, non-zero exit.
 base=(train $tiny5 --data $FIX/tokens.bin --seq-len 32 --steps 1 --backend cpu)
