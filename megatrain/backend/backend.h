@@ -22,6 +22,7 @@ typedef enum { MT_COPY_H2D = 0, MT_COPY_D2H = 1, MT_COPY_D2D = 2 } mt_copy_kind;
 
 typedef struct mt_event mt_event; // opaque, backend-defined
 typedef struct mt_backend mt_backend;
+struct mt_collective; // engine/collective.h
 
 typedef struct {
     char name[128];          // "cpu (x86-64, 2 threads)", "NVIDIA H100 80GB HBM3"
@@ -231,6 +232,9 @@ typedef struct {
     int n_variants;
     // How many devices one process may open (--gpus auto takes them all; NULL: one).
     int (*device_count)(void);
+    // --gpus N: how N of its backends (one per device) reduce the ranks' gradients
+    // (engine/collective.h; cuda: NCCL). NULL: the host sums them, in rank order.
+    mt_status (*collective)(mt_backend **bes, int n_ranks, int n_units, struct mt_collective **out);
 } mt_backend_entry;
 
 int mt_backend_count(void);                         // rows in the table

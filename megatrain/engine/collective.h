@@ -51,15 +51,14 @@ struct mt_collective {
     void (*destroy)(mt_collective *c);
 };
 
-// The collective for N ranks on these backends (one per rank, all of one kind): the
-// host sum where device memory is host memory (cpu), NCCL where it is a device's
-// (refused with a hint in a build without NCCL). n_units: the model's units.
+// The collective for N ranks on these backends (one per rank, all of one kind): the one
+// the backend's registry row names (cuda: NCCL, refused with a hint in a build without
+// nccl.h), else the host sum (cpu: device memory is host memory). n_units: the model's units.
 mt_status mt_collective_create(mt_backend **bes, int n_ranks, int n_units, mt_collective **out);
 void mt_collective_destroy(mt_collective *c);
 
 mt_status mt_collective_host_create(int n_ranks, int n_units, mt_collective **out);
-#ifdef MT_HAVE_NCCL
+// backends/cuda/cuda_nccl.cu, compiled where nccl.h is found (MT_HAVE_NCCL).
 mt_status mt_collective_nccl_create(mt_backend **bes, int n_ranks, int n_units, mt_collective **out);
-#endif
 
 #endif

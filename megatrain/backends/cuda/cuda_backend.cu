@@ -5,6 +5,9 @@
 // (which share the GEMM cache and the scratch buffer) from one thread at a time.
 #include "backends/cuda/cuda_internal.h"
 extern "C" {
+#include "engine/collective.h"
+}
+extern "C" {
 #include "core/host_mem.h"
 }
 
@@ -369,6 +372,21 @@ static mt_status cuda_create(const mt_backend_args *a, mt_backend **out) {
     return mt_backend_cuda_create_on(a->act_dtype, a->device, out);
 }
 
+// --gpus N: NCCL reduces the ranks' gradients on the GPUs (cuda_nccl.cu, engine/collective.h).
+static mt_status cuda_collective(mt_backend **bes, int n_ranks, int n_units, struct mt_collective **out) {
+    *out = NULL;
+#ifdef MT_HAVE_NCCL
+    return mt_collective_nccl_create(bes, n_ranks, n_units, out);
+#else
+    (void)bes, (void)n_units;
+    return mt_fail(MT_ERR_UNSUPPORTED,
+                   "--gpus %d on --backend cuda: needs NCCL to reduce the gradients across the GPUs, and this binary "
+                   "was built without it (nccl.h was not found). HINT: install NCCL (libnccl-dev) and rebuild, or run "
+                   "--gpus 1",
+                   n_ranks);
+#endif
+}
+
 // The visible GPUs (--gpus auto); 0 without a driver.
 static int cuda_device_count(void) {
     int n = 0;
@@ -396,6 +414,7 @@ extern "C" const mt_backend_entry mt_backend_cuda_entry = {
     /*variants*/ cuda_variants,
     /*n_variants*/ (int)(sizeof cuda_variants / sizeof cuda_variants[0]),
     /*device_count*/ cuda_device_count,
+    /*collective*/ cuda_collective,
 };
 
 extern "C" mt_status mt_backend_cuda_create(mt_dtype act_dtype, mt_backend **out) {
