@@ -48,6 +48,10 @@ struct mt_collective {
     // first contribution, add after). Returns 1 when the unit is now final, with *sumsq
     // the sum of squares of the whole reduced gradient.
     int (*land)(mt_collective *c, const mt_host_work *h, const mt_landing *l, double *sumsq);
+    // A rank failed mid-step: every landing waiting for it returns at once, landing nothing,
+    // so the other ranks' walks end and the step can report the failure instead of hanging.
+    // The collective stays aborted (the run ends). NULL: nothing waits on the host.
+    void (*abort)(mt_collective *c);
     void (*destroy)(mt_collective *c);
 };
 

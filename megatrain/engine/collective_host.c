@@ -14,6 +14,7 @@ typedef struct {
     mt_collective base;
     int n_units;
     int *next; // per unit: the contribution it takes next (mb * N + rank), 0 again once final
+    int aborted; // a rank failed: nothing more lands
     pthread_mutex_t mu;
     pthread_cond_t cv;
 } host_coll;
@@ -30,8 +31,10 @@ static int host_land(mt_collective *c, const mt_host_work *h, const mt_landing *
     host_coll *hc = (host_coll *)c;
     int N = c->n_ranks, k = l->mb * N + l->rank, total = l->G * N;
     pthread_mutex_lock(&hc->mu);
-    while (hc->next[l->unit] != k) pthread_cond_wait(&hc->cv, &hc->mu);
+    while (hc->next[l->unit] != k && !hc->aborted) pthread_cond_wait(&hc->cv, &hc->mu);
+    int aborted = hc->aborted;
     pthread_mutex_unlock(&hc->mu);
+    if (aborted) return 0;
     // Alone on this unit until next[] moves on: the earlier contributions have landed, the later wait.
     size_t ws = mt_dtype_size(l->wdt);
     double sq = h->accumulate(h, (char *)l->u->grad + l->off * ws, l->wdt, l->slab, l->wire, l->count, k == 0,
@@ -42,6 +45,14 @@ static int host_land(mt_collective *c, const mt_host_work *h, const mt_landing *
     pthread_mutex_unlock(&hc->mu);
     *sumsq = sq;
     return k == total - 1;
+}
+
+static void host_abort(mt_collective *c) {
+    host_coll *hc = (host_coll *)c;
+    pthread_mutex_lock(&hc->mu);
+    hc->aborted = 1;
+    pthread_cond_broadcast(&hc->cv);
+    pthread_mutex_unlock(&hc->mu);
 }
 
 static void host_destroy(mt_collective *c) {
@@ -62,7 +73,7 @@ mt_status mt_collective_host_create(int n_ranks, int n_units, mt_collective **ou
         return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient collective");
     }
     hc->base = (mt_collective){.name = "host", .n_ranks = n_ranks, .reduce = host_reduce, .land = host_land,
-                               .destroy = host_destroy};
+                               .abort = host_abort, .destroy = host_destroy};
     hc->n_units = n_units;
     hc->next = next;
     pthread_mutex_init(&hc->mu, NULL);

@@ -204,7 +204,10 @@ static mt_status peer_run(rank_job *j) {
 static void *peer_main(void *arg) {
     rank_job *j = arg;
     j->status = peer_run(j);
-    if (j->status != MT_OK) snprintf(j->error, sizeof j->error, "rank %d: %s", j->e->rank, mt_last_error());
+    if (j->status != MT_OK) {
+        snprintf(j->error, sizeof j->error, "rank %d: %s", j->e->rank, mt_last_error());
+        if (j->coll->abort) j->coll->abort(j->coll); // the others may wait for what this rank will not land
+    }
     return NULL;
 }
 
@@ -225,7 +228,10 @@ static mt_status walk_ranks(mt_engine *e, const int32_t *inputs, const int32_t *
     }
     if (s == MT_OK) s = rank_walk(e); // the leader's drains are waited for with the norm (mt_grad_offload_finish)
     char first[1100] = "";
-    if (s != MT_OK) snprintf(first, sizeof first, "rank 0: %s", mt_last_error());
+    if (s != MT_OK) {
+        snprintf(first, sizeof first, "rank 0: %s", mt_last_error());
+        if (e->coll->abort) e->coll->abort(e->coll); // the others may wait for what rank 0 will not land
+    }
     for (int r = 1; r <= started; r++) {
         pthread_join(th[r], NULL);
         if (jobs[r].status != MT_OK && s == MT_OK) {
@@ -233,7 +239,12 @@ static mt_status walk_ranks(mt_engine *e, const int32_t *inputs, const int32_t *
             snprintf(first, sizeof first, "%s", jobs[r].error);
         }
     }
-    return s == MT_OK ? MT_OK : mt_fail(s, "%s", first);
+    if (s != MT_OK) { // the leader's own drains land nothing more; wait for them before saying why
+        double wait_ms;
+        (void)mt_grad_offload_drained(e->g, &wait_ms);
+        return mt_fail(s, "%s", first);
+    }
+    return MT_OK;
 }
 
 // Several hosts: every unit's gradient summed across them in host order (hosts.h); the
