@@ -31,6 +31,7 @@ static struct {
     ncclResult_t (*Reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t);
     ncclResult_t (*CommInitAll)(ncclComm_t *, int, const int *);
     ncclResult_t (*CommDestroy)(ncclComm_t);
+    ncclResult_t (*CommAbort)(ncclComm_t);
 } nccl;
 static pthread_once_t nccl_once = PTHREAD_ONCE_INIT;
 static char nccl_why[600]; // why it did not load ("" once loaded)
@@ -50,7 +51,7 @@ static void nccl_load(void) {
     } syms[] = {{(void **)&nccl.GetErrorString, "ncclGetErrorString"}, {(void **)&nccl.GroupStart, "ncclGroupStart"},
                 {(void **)&nccl.GroupEnd, "ncclGroupEnd"},             {(void **)&nccl.ReduceScatter, "ncclReduceScatter"},
                 {(void **)&nccl.Reduce, "ncclReduce"},                 {(void **)&nccl.CommInitAll, "ncclCommInitAll"},
-                {(void **)&nccl.CommDestroy, "ncclCommDestroy"}};
+                {(void **)&nccl.CommDestroy, "ncclCommDestroy"},       {(void **)&nccl.CommAbort, "ncclCommAbort"}};
     for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
         if (!(*syms[i].fn = dlsym(lib, syms[i].sym))) {
             snprintf(nccl_why, sizeof nccl_why, "%s: has no %s", name, syms[i].sym);
@@ -126,6 +127,19 @@ static int nccl_land(mt_collective *c, const mt_host_work *h, const mt_landing *
     return final;
 }
 
+// A rank failed: the others' collectives would wait on the GPUs for it forever. Aborting the
+// communicators ends them (with errors the walks then report); nothing reduces after this.
+static void nccl_abort(mt_collective *c) {
+    nccl_coll *nc = (nccl_coll *)c;
+    pthread_mutex_lock(&nc->mu);
+    for (int r = 0; r < c->n_ranks; r++)
+        if (nc->comm[r]) {
+            nccl.CommAbort(nc->comm[r]);
+            nc->comm[r] = NULL;
+        }
+    pthread_mutex_unlock(&nc->mu);
+}
+
 static void nccl_destroy(mt_collective *c) {
     nccl_coll *nc = (nccl_coll *)c;
     for (int r = 0; r < c->n_ranks && nc->comm; r++)
@@ -153,6 +167,7 @@ extern "C" mt_status mt_collective_nccl_create(mt_backend **bes, int n_ranks, in
     nc->base.bind = nccl_bind;
     nc->base.reduce = nccl_reduce;
     nc->base.land = nccl_land;
+    nc->base.abort = nccl_abort;
     nc->base.destroy = nccl_destroy;
     nc->n_units = n_units;
     nc->comm = (ncclComm_t *)calloc((size_t)n_ranks, sizeof *nc->comm);
