@@ -21,10 +21,12 @@ kind of evidence it rests on:
                                                                the outcome certain
   CPU check (not the claim): ...                               measured on the CPU backend
   no verdict (why) / no data                                   nothing to test / no rows
-Tests: fits, ratio, at_least, not_slower, largest_fit, extrapolation, predicted, ratios, value
+Tests: fits, ratio, at_least, not_slower, largest_fit, extrapolation, predicted, ratios, value,
+published, validation
 (harness/sweep/README.md, "Claim rows").
 """
 import argparse
+import json
 import os
 import sys
 
@@ -36,7 +38,7 @@ import resultslib  # noqa: E402
 from resultslib import field, matches, ok  # noqa: E402
 
 TESTS = ("fits", "ratio", "at_least", "not_slower", "largest_fit", "extrapolation", "predicted", "ratios", "value",
-         "published")
+         "published", "validation")
 
 
 # ---------------------------------------------------------------- rows
@@ -314,6 +316,44 @@ def t_predicted(spec, rows, ctx):
     return text, used, out, max(noise(m) for m in used)
 
 
+def t_validation(spec, rows, ctx):
+    """The sim against every measured configuration, as harness/sweep/sim_check.py wrote it
+    (results/sim_validation.json; harness_test_sim_check holds it to a re-run of the sim).
+    Only the configurations whose engine commit has every change the sim models count:
+    |sim / measured - 1| <= `within`, allowing for the measured row's noise; the others are
+    listed apart, with their errors, as measured on an older engine."""
+    path = os.path.join(ctx["results_dir"], "sim_validation.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        v = json.load(f)
+    from sim_check import label  # the check's configuration names (it imports this module)
+    meas = {label(m): m for e in spec["against"] for m in ctx["all"].get(e, []) if ok(m) and m["mode"] == "measured"}
+    texts, used, outs = [], [], []
+    for name, p in sorted(v["profiles"].items()):
+        good = [c for c in p["configs"] if c["validates_current_engine"]]
+        old = [c for c in p["configs"] if not c["validates_current_engine"]]
+        for c in good:
+            m = meas.get(c["key"])
+            nm = noise(m) if m else 0.0
+            if m:
+                used.append(m)
+            outs.append("agrees" if abs(c["err"]) + nm <= spec["within"] else
+                        "disagrees" if abs(c["err"]) - nm > spec["within"] else "within")
+        t = f"{name} ({p['gpu']}), the {p['n']} configurations measured on the current engine: " + (", ".join(
+            f"{c['key']} {100 * c['err']:+.0f}%" for c in good) or "none")
+        if good:
+            t += f" (worst ±{100 * p['worst_abs_err']:.1f}%, median ±{100 * p['median_abs_err']:.1f}%)"
+        if old:
+            t += f"; not counted, {len(old)} measured on an engine whose host side changed since: " + ", ".join(
+                f"{c['key']} {100 * c['err']:+.0f}%" for c in old)
+        texts.append(t)
+    if not outs:
+        return "; ".join(texts), used, None, 0.0
+    out = "disagrees" if "disagrees" in outs else "agrees" if all(o == "agrees" for o in outs) else "within"
+    return "; ".join(texts), used, out, max((noise(m) for m in used), default=0.0)
+
+
 def t_ratios(spec, rows, ctx):
     """Ratios of one system to the others at each value of `over` (no claim attached)."""
     rs = [r for r in rows if ok(r) and matches(r, spec.get("where"))]
@@ -361,7 +401,7 @@ def t_published(spec, rows, ctx):
 RUN = {"fits": t_fits, "ratio": t_ratio, "at_least": t_at_least, "not_slower": t_not_slower,
        "largest_fit": t_largest_fit, "extrapolation": t_extrapolation, "predicted": t_predicted, "ratios": t_ratios,
        "value": t_value,
-       "published": t_published}
+       "published": t_published, "validation": t_validation}
 
 
 def claim_row(spec, rows, ctx):
@@ -399,13 +439,13 @@ def check_spec(spec, where):
     need = {"ratio": ("numerator", "denominator", "at_least"), "at_least": ("field", "at_least"),
             "not_slower": ("a", "b"), "extrapolation": ("against",), "predicted": ("against", "within"),
             "ratios": ("base",),
-            "published": ("published", "model", "ours")}
+            "published": ("published", "model", "ours"), "validation": ("against", "within")}
     for k in need.get(spec["test"], ()):
         if k not in spec:
             die(f"{where}: claim {spec['id']}: test {spec['test']} needs '{k}'")
 
 
-def table(rows, sweep_list=None):
+def table(rows, sweep_list=None, results_dir=None):
     """[(claim, paper, ours, how obtained, verdict)] in claim-id order."""
     by = {}
     for r in rows:
@@ -416,7 +456,7 @@ def table(rows, sweep_list=None):
             check_spec(spec, s["_path"])
             specs.append((spec["id"], s["experiment"], spec))
     out = []
-    ctx = {"all": by}
+    ctx = {"all": by, "results_dir": results_dir or os.path.join(REPO, "results")}
     for _, exp, spec in sorted(specs, key=lambda t: t[0]):
         row = claim_row(spec, by.get(exp, []), ctx)
         if row:
@@ -452,7 +492,7 @@ def main():
     ap.add_argument("--sweeps", help="directory of the sweep files (default experiments/sweeps)")
     args = ap.parse_args()
     rows = common.trusted_results(args.results, args.allow_dirty, "claims", args.sweeps)
-    out = table(rows)
+    out = table(rows, results_dir=args.results)
     sys.stdout.write(render(out))
     if args.markdown:
         with open(args.markdown, "w") as f:

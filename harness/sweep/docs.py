@@ -172,7 +172,7 @@ def block_measured(ctx):
 
 
 def block_claims(ctx):
-    return claims.render(claims.table(ctx.rows), markdown=True).rstrip("\n")
+    return claims.render(claims.table(ctx.rows, results_dir=ctx.results), markdown=True).rstrip("\n")
 
 
 def block_c2_batch(ctx):

@@ -7,7 +7,7 @@ the cost model fails the check), never read from committed projections.
                                        [--bin DIR] [--changes FILE] [--no-write]
 
 Which rows: the measured megatrain rows of the experiments the sim-vs-measured claim row
-names (`against` of the `predicted` claim in experiments/sweeps/gpu_predicted.json). Each is
+names (`against` of the `validation` claim in experiments/sweeps/gpu_predicted.json). Each is
 re-run in the sim from its own sweep configuration (same model, depth, batch, sequence,
 precision, schedule, options, steps and warm-up) on the profile of its GPU (gpu.name_match).
 
@@ -59,12 +59,12 @@ def fail(msg):
 
 
 def predicted_claim():
-    """The `predicted` claim row (the sim vs measured): its experiments and tolerance."""
+    """The `validation` claim row (the sim vs measured, claims.py): its experiments and tolerance."""
     for s in sweeps.all_sweeps():
         for spec in s.get("claims", []):
-            if spec.get("test") == "predicted":
+            if spec.get("test") == "validation":
                 return spec
-    fail("no sweep declares a 'predicted' claim row; HINT: experiments/sweeps/gpu_predicted.json holds it")
+    fail("no sweep declares a 'validation' claim row; HINT: experiments/sweeps/gpu_predicted.json holds it")
 
 
 def git_contains(change, sha):
