@@ -23,7 +23,9 @@ Per configuration it prints the measured and simulated step, the error, the phas
 most (the rows' per-phase medians: compute, h2d/d2h copies, drain, optimizer, and the GPU's
 waits opt_wait_ms / drain_wait_ms), and the verdict. The check passes when every validating
 row is within `within` (0.10, the claim's) plus the row's own noise (claims.noise: half its
-min..max over the median); otherwise it names the configurations and exits 1. With no
+min..max over the median); otherwise it names the configurations and exits 1. Per profile it
+also prints which of the sim's figures were measured, derived, taken from a datasheet or assumed
+(cost_sources.py), a figure derived from a row of an older engine marked so. With no
 validating row at all it exits 1 too: nothing would be checked. Writes --out (schema
 megatrain.sim_validation/1, docs/DESIGN.md#results) unless --no-write.
 """
@@ -38,6 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import sweeps  # noqa: E402
 from claims import noise  # noqa: E402
+from cost_sources import cost_sources, summary  # noqa: E402
 from common import REPO  # noqa: E402
 from megatrain_cli import RunError, Runner  # noqa: E402
 import resultslib  # noqa: E402
@@ -200,6 +203,8 @@ def main():
         print(f"{name} ({p['gpu']}): {p['n']} of {len(p['configs'])} configurations validate the current engine; "
               + (f"worst |err| {100 * p['worst_abs_err']:.1f}%, median {100 * p['median_abs_err']:.1f}%"
                  if errs else "none to compare"))
+        print(f"{name}: what the sim's figures rest on (cost_sources.py, paper precision): "
+              + summary(cost_sources(name, changes=changes, contains=git_contains)))
     out = {"schema": SCHEMA, "profiles": profiles, "growth": GROWTH}
     if not args.no_write:
         path = args.out or os.path.join(args.results, "sim_validation.json")

@@ -54,6 +54,21 @@ grep -q "validates the current engine: no: measured at f1e6cbf" "$tmp/out" &&
   pass "rows measured before the host-side changes are reported as not validating, with the commit" ||
   fail "no row is reported as measured on an older engine"
 
+# What the sim's figures rest on: the H200 profile's AdamW rate is derived from a row of the engine
+# before the host-side changes (said), its backward GEMMs assumed; gh200-480g's AdamW is assumed.
+grep -q "derived: host.adamw_params_per_s.paper \[measured at f1e6cbf, before 32a4215" "$tmp/out" &&
+  grep -q "assumed: .*sim: backward GEMMs at gpu.gemm_efficiency" "$tmp/out" &&
+  grep -q "measured: gpu.gemm_efficiency, link.h2d_gbps.pinned" "$tmp/out" &&
+  pass "cost sources: measured, derived from an older engine (named), assumed" ||
+  fail "cost sources line: $(grep "rest on" "$tmp/out")"
+python3 harness/sweep/cost_sources.py gh200-480g > "$tmp/gh.json" &&
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1]))['figures']
+assert d['host.adamw_params_per_s.paper']['kind'] == 'assumed', d['host.adamw_params_per_s.paper']  # derived from an assumed rate
+assert d['link.duplex_factor']['kind'] == 'assumed' and d['host.mem_gbps']['kind'] == 'datasheet', d
+assert d['sim.h MT_SIM_HBM_EFF = 0.8']['kind'] == 'assumed'" "$tmp/gh.json" &&
+  pass "cost sources of a datasheet profile (gh200-480g): a rate derived from an assumed one is assumed" ||
+  fail "cost_sources.py gh200-480g"
+
 # A profile that prices GEMMs at half the measured rate: the compute-bound b64 row leaves the band.
 mkdir -p "$tmp/hw"
 cp experiments/hardware/*.json "$tmp/hw/"
