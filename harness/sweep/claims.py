@@ -84,6 +84,27 @@ def how(r):
     return f"{r['mode']} ({dev})"
 
 
+def band(r, ctx):
+    """The error band a projection carries (results/sim_validation.json, harness/sweep/sim_check.py):
+    on a profile with configurations measured on the current engine, the worst of them; on any
+    other profile, unvalidated, at least the worst anywhere (the file's `growth` rule); the
+    planner's closed form has none of its own. None when nothing has been validated."""
+    if "validation" not in ctx:
+        path = os.path.join(ctx.get("results_dir") or "", "sim_validation.json")
+        ctx["validation"] = json.load(open(path)) if ctx.get("results_dir") and os.path.exists(path) else None
+    v = ctx["validation"]
+    val = [(name, p) for name, p in sorted((v or {}).get("profiles", {}).items()) if p.get("n")]
+    if not val or r is None or r.get("mode") != "projected":
+        return None
+    if r.get("backend") != "sim":
+        return "closed form: no measured band for its times"
+    p = dict(val).get(r.get("hardware"))
+    if p:
+        return f"±{100 * p['worst_abs_err']:.0f}%, worst of {p['n']} measured configurations on the {p['gpu']}"
+    name, p = max(val, key=lambda t: t[1]["worst_abs_err"])
+    return f"unvalidated here: at least ±{100 * p['worst_abs_err']:.0f}%, the worst measured on the {p['gpu']}"
+
+
 def fmt(template, ctx):
     try:
         return template.format_map(ctx)
@@ -421,6 +442,9 @@ def claim_row(spec, rows, ctx):
         return (spec["claim"], spec.get("paper", "-"), "no rows", "-", "no data")
     text, used, outcome, allowance = res
     src = spec.get("how") or how(used[0] if used else None)
+    b = None if spec.get("how") else band(used[0] if used else None, ctx)
+    if b and src.endswith(")"):
+        src = f"{src[:-1]}; {b})"
     if outcome is None:
         v = f"no verdict ({spec.get('no_verdict', 'no claim to test')})"
     elif spec.get("words"):  # a test that is not a paper claim says its outcome in its own words

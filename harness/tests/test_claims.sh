@@ -204,6 +204,12 @@ verdict "validation: a row on an older engine is listed apart and does not fail 
   'the 1 configurations measured on the current engine: m megatrain b4 T1024 [^ ]* \+5% .*not counted, 1 .*-40% .*val inside' "$tmp/val1"
 mkval "$tmp/val2" 0.05 1 -0.3 1
 verdict "validation: one validating row outside is enough" "validation claim" 'val outside' "$tmp/val2"
+# the band a projection carries: unvalidated off the validated profile, at least the worst measured error
+mk "$tmp/val4" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "bind": [120, 100, 0.0], "abl_mode": "projected"}'
+mkval "$tmp/val4" 0.07 1 -0.4 0
+verdict "a projection off the validated profile carries 'at least' the worst validated error" "busy claim" \
+  'projected \(sim, gh200-480g; unvalidated here: at least ±7%, the worst measured on the NVIDIA H100\)' "$tmp/val4"
+verdict "no sim_validation.json: a projection carries no band" "busy claim" 'projected \(sim, gh200-480g\) ' "$tmp/bind3"
 got=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/val3" 2>/dev/null | grep -c "^validation claim")
 [ "$got" = 0 ] && echo "ok   validation: no sim_validation.json, no row (optional)" ||
   fail "a validation claim without results/sim_validation.json gave a row"
