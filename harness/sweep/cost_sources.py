@@ -35,6 +35,13 @@ MODEL = {
     "sim: attention table at any batch x heads": (
         "assumed: gpu.attention_tflops was measured at B 1, NH 28 per T; the rate at other B x NH "
         "(more work per launch) is taken to be the same"),
+    "sim: host threads do not slow each other": (
+        "assumed: the drain's sum of squares and the optimizer's AdamW, on the same cores and memory, are "
+        "priced as if each ran alone"),
+    "sim: gradient sum of squares at host.mem_gbps": (
+        "assumed: one read of the gradients at the triad's rate, never timed alone; the 14B-width trace "
+        "(results/traces/gpu_c2_deepspeed-f23c3b2d5d68c48a.json, H200 host, 2026-11-26) has a layer's 'sum of "
+        "squares' (275M bf16 gradients, 0.55 GB) at a median 11.3 ms, 49 GB/s, where this prices 4.8 ms"),
     "sim: memory-bound kernels at MT_SIM_HBM_EFF x gpu.hbm_gbps": (
         "assumed: one efficiency for every family (norms, RoPE, SwiGLU, cross-entropy, embedding, add, "
         "cast); the H200 kernel labs (results/labs/h200-G-kernel_labs.txt, 2026-11-26) timed the "
