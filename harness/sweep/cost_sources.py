@@ -44,8 +44,9 @@ MODEL = {
         "squares' (275M bf16 gradients, 0.55 GB) at a median 11.3 ms, 49 GB/s, where this prices 4.8 ms"),
     "sim: memory-bound kernels at MT_SIM_HBM_EFF x gpu.hbm_gbps": (
         "assumed: one efficiency for every family (norms, RoPE, SwiGLU, cross-entropy, embedding, add, "
-        "cast); the H200 kernel labs (results/labs/h200-G-kernel_labs.txt, 2026-11-26) timed the "
-        "families' versions at other shapes at 24-87% of the 4814 GB/s peak"),
+        "cast), never timed at the model's shapes; the H200 kernel labs (results/labs/h200-G-kernel_labs.txt, "
+        "2026-11-26, part G) timed them at other shapes only, e.g. add_rmsnorm v3 bf16 at 65% forward and 55% backward "
+        "of the 4814 GB/s peak (R 16384, D 3584)"),
 }
 
 
