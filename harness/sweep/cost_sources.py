@@ -46,7 +46,8 @@ MODEL = {
         "assumed: one efficiency for every family (norms, RoPE, SwiGLU, cross-entropy, embedding, add, "
         "cast), never timed at the model's shapes; the H200 kernel labs (results/labs/h200-G-kernel_labs.txt, "
         "2026-11-26, part G) timed them at other shapes only, e.g. add_rmsnorm v3 bf16 at 65% forward and 55% backward "
-        "of the 4814 GB/s peak (R 16384, D 3584)"),
+        "of the 4814 GB/s peak (R 16384, D 3584); mt-microbench kernel/cuda/bf16/* (campaign part A) measures "
+        "them at Qwen2.5-14B's shapes in the sim's byte count"),
 }
 
 
