@@ -34,7 +34,8 @@ MODEL = {
         "(campaign part A) measures dinp + dw at Qwen2.5-14B's shapes"),
     "sim: attention table at any batch x heads": (
         "assumed: gpu.attention_tflops was measured at B 1, NH 28 per T; the rate at other B x NH "
-        "(more work per launch) is taken to be the same"),
+        "(more work per launch) is taken to be the same; mt-microbench attention/cuda/bf16 (campaign part A) "
+        "measures Qwen2.5-14B's batch 16 and 64 at T 1024"),
     "sim: host threads do not slow each other": (
         "assumed: the drain's sum of squares and the optimizer's AdamW, on the same cores and memory, are "
         "priced as if each ran alone"),
