@@ -28,6 +28,7 @@ published, validation
 import argparse
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -84,11 +85,22 @@ def how(r):
     return f"{r['mode']} ({dev})"
 
 
+def inside_region(r, p):
+    """A projection inside a profile's measured region: a model the validating configurations
+    measured, its batch and sequence length between theirs (their keys: sim_check.label)."""
+    pts = [re.match(r"^(\S+) \S+ b(\d+) T(\d+)", c["key"]) for c in p["configs"] if c["validates_current_engine"]]
+    pts = [(m.group(1), int(m.group(2)), int(m.group(3))) for m in pts if m]
+    same = [(b, t) for model, b, t in pts if model == r.get("model")]
+    return bool(same) and min(b for b, _ in same) <= (r.get("batch") or 0) <= max(b for b, _ in same) and \
+        min(t for _, t in same) <= (r.get("seq_len") or 0) <= max(t for _, t in same)
+
+
 def band(r, ctx):
     """The error band a projection carries (results/sim_validation.json, harness/sweep/sim_check.py):
-    on a profile with configurations measured on the current engine, the worst of them; on any
-    other profile, unvalidated, at least the worst anywhere (the file's `growth` rule); the
-    planner's closed form has none of its own. None when nothing has been validated."""
+    inside the measured region of a profile with configurations measured on the current engine
+    (inside_region), the worst of them; anywhere else unvalidated, at least the worst validated
+    error (the file's `growth` rule); the planner's closed form has none of its own. None when
+    nothing has been validated."""
     if "validation" not in ctx:
         path = os.path.join(ctx.get("results_dir") or "", "sim_validation.json")
         ctx["validation"] = json.load(open(path)) if ctx.get("results_dir") and os.path.exists(path) else None
@@ -99,7 +111,7 @@ def band(r, ctx):
     if r.get("backend") != "sim":
         return "closed form: no measured band for its times"
     p = dict(val).get(r.get("hardware"))
-    if p:
+    if p and inside_region(r, p):
         return f"±{100 * p['worst_abs_err']:.0f}%, worst of {p['n']} measured configurations on the {p['gpu']}"
     name, p = max(val, key=lambda t: t[1]["worst_abs_err"])
     return f"unvalidated here: at least ±{100 * p['worst_abs_err']:.0f}%, the worst measured on the {p['gpu']}"

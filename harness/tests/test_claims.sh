@@ -210,6 +210,19 @@ mkval "$tmp/val4" 0.07 1 -0.4 0
 verdict "a projection off the validated profile carries 'at least' the worst validated error" "busy claim" \
   'projected \(sim, gh200-480g; unvalidated here: at least ±7%, the worst measured on the NVIDIA H100\)' "$tmp/val4"
 verdict "no sim_validation.json: a projection carries no band" "busy claim" 'projected \(sim, gh200-480g\) ' "$tmp/bind3"
+python3 - "$tmp/val4" <<'EOF' > "$tmp/region.txt" 2>&1 &&
+import sys
+sys.path.insert(0, "harness/sweep")
+import claims
+ctx = {"results_dir": sys.argv[1]}  # mkval: m megatrain b4 T1024 validates on h100-128g
+row = lambda **k: dict(dict(model="m", batch=4, seq_len=1024, mode="projected", backend="sim", hardware="h100-128g"), **k)
+assert claims.band(row(), ctx).startswith("±7%, worst of 1 measured"), claims.band(row(), ctx)
+assert claims.band(row(batch=8), ctx).startswith("unvalidated here"), claims.band(row(batch=8), ctx)
+assert claims.band(row(model="other"), ctx).startswith("unvalidated here")
+assert claims.band(row(backend="plan"), ctx).startswith("closed form")
+EOF
+  echo "ok   band: the worst validated error inside the measured region, 'at least' outside it" ||
+  fail "band region: $(cat "$tmp/region.txt")"
 got=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/val3" 2>/dev/null | grep -c "^validation claim")
 [ "$got" = 0 ] && echo "ok   validation: no sim_validation.json, no row (optional)" ||
   fail "a validation claim without results/sim_validation.json gave a row"
