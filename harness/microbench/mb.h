@@ -53,6 +53,9 @@ void mt_mb_register_host(void);   // host_mem.c: memcpy, triad
 void mt_mb_register_adamw(void);  // adamw.c
 void mt_mb_register_adamw_unit(void); // adamw_unit.c: the engine's AdamW over embedding, layer, head
 void mt_mb_register_gemm(void);   // gemm.c
+void mt_mb_register_gemm_bwd(void); // gemm_bwd.c: a linear layer's dinp and dw GEMMs, as the layer calls them
+void mt_mb_register_kernels(void);  // kernels.c: the memory-bound layer kernels at a model's shapes
+void mt_mb_register_attention(void); // attention.c: causal attention fwd + bwd at a model's batch x heads
 void mt_mb_register_copy(void);   // copy.c
 void mt_mb_register_layer(void);  // layer.c
 void mt_mb_backends_release(void);
