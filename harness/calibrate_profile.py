@@ -84,8 +84,8 @@ NUM_PATHS = (["gpu.peak_tflops.bf16", "gpu.peak_tflops.tf32", "gpu.peak_tflops.f
 STR_PATHS = ["name", "gpu.name", "link.kind"]
 BIG_COPY = 256 << 20  # smaller copies understate the link (enqueue latency, no spin kernel)
 # The sim's GEMM size factor (megatrain/backends/sim/sim.h); read from there when present.
-SIM_H = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "megatrain", "backends", "sim",
-                     "sim.h")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIM_H = os.path.join(REPO, "megatrain", "backends", "sim", "sim.h")
 SIM_DEFAULTS = {"MT_SIM_GEMM_HALF_MACS": 1073741824.0, "MT_SIM_GEMM_FULL_DIM": 64.0}
 SUFFIX = re.compile(r"^(real_time|manual_time|process_time|iterations:\d+|repeats:\d+|threads:\d+|"
                     r"min_time:[^/]*|min_warmup_time:[^/]*)$")
@@ -486,6 +486,9 @@ def main(argv):
                     "paper: %s" % (m, bpp, m, what[len("measured: "):]))
             set_fig("host.adamw_params_per_s." + m, int(round(gbps * 1e9 / bpp, -7)),
                     "derived: host.adamw_gbps.%s * 1e9 / adamw_bytes_per_param.%s (rounded to 1e7)" % (m, m))
+        # the peers' CPU optimizers measured beside it on this host price the peer models (engine/peer.c)
+        set_fig("host.cpu_optimizers", os.path.relpath(os.path.abspath(a.cpu_optimizers), REPO),
+                what.replace("megatrain_adamw_paper", "every row (the peers' CPU optimizers beside megatrain_adamw_paper)"))
 
     # --- GEMM efficiency: bf16 at the largest shape, against the dense peak
     gemm = runs.family("gemm/cuda/bf16", 3, "tflops")
