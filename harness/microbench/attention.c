@@ -40,14 +40,15 @@ static void bm_attention(mt_mb_state *s, const int64_t *args, const void *user) 
     const size_t n_check = out_b / es < ((size_t)1 << 20) ? out_b / es : ((size_t)1 << 20);
     void *h = malloc(qkv_b), *qkv = NULL, *out = NULL, *dout = NULL, *dqkv = NULL;
     float *lse = NULL;
-    mt_event *e0 = NULL, *e1 = NULL;
-    if (!h) fail = "out of host memory";
+    mt_mb_timer tm;
+    fail = mt_mb_timer_init(&tm, be);
+    if (fail) {
+    } else if (!h) fail = "out of host memory";
     else if (mt_backend_set_attention(be, cfg->impl)) fail = mt_last_error();
     else if (mt_backend_dev_alloc(be, qkv_b, &qkv) || mt_backend_dev_alloc(be, out_b, &out) ||
              mt_backend_dev_alloc(be, out_b, &dout) || mt_backend_dev_alloc(be, qkv_b, &dqkv) ||
              mt_backend_dev_alloc(be, lse_b, (void **)&lse))
         fail = mt_last_error();
-    else if (mt_backend_event_create(be, &e0) || mt_backend_event_create(be, &e1)) fail = mt_last_error();
     if (!fail) {
         for (size_t i = 0; i < qkv_b / es; i++) mt_store_f32(h, cfg->dt, i, val(i));
         if (mt_backend_copy(be, qkv, h, qkv_b, MT_COPY_H2D, MT_STREAM_COMPUTE) ||
@@ -58,19 +59,12 @@ static void bm_attention(mt_mb_state *s, const int64_t *args, const void *user) 
             mt_backend_stream_sync(be, MT_STREAM_COMPUTE))
             fail = mt_last_error();
     }
-    const int manual = mt_backend_has(be, MT_CAP_ASYNC); // async streams: time with events, not the host clock
     while (!fail && mt_mb_keep_running(s)) {
-        if (manual && mt_backend_event_record(be, e0, MT_STREAM_COMPUTE)) fail = mt_last_error();
+        fail = mt_mb_timer_start(&tm);
         if (!fail && (mt_backend_attention_fwd(be, out, lse, qkv, B, T, NH, NKV, HD) ||
                       mt_backend_attention_bwd(be, dqkv, dout, qkv, out, lse, B, T, NH, NKV, HD)))
             fail = mt_last_error();
-        if (!fail && manual) {
-            float ms = 0;
-            if (mt_backend_event_record(be, e1, MT_STREAM_COMPUTE) || mt_backend_event_sync(be, e1) ||
-                mt_backend_event_elapsed_ms(be, e0, e1, &ms))
-                fail = mt_last_error();
-            mt_mb_set_iteration_time(s, ms * 1e-3);
-        }
+        if (!fail) fail = mt_mb_timer_stop(&tm, s);
     }
     long bad = 0;
     if (!fail) {
@@ -87,8 +81,7 @@ static void bm_attention(mt_mb_state *s, const int64_t *args, const void *user) 
         mt_mb_set_label(s, cfg->impl == MT_ATTN_CUDNN ? "cudnn" : "native");
         if (bad) mt_mb_error(s, "attention: non-finite output from finite inputs");
     }
-    if (e0) mt_backend_event_destroy(be, e0);
-    if (e1) mt_backend_event_destroy(be, e1);
+    mt_mb_timer_free(&tm);
     void *bufs[] = {qkv, out, dout, dqkv, lse};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (bufs[i]) mt_backend_dev_free(be, bufs[i]);

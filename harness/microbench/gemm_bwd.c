@@ -70,14 +70,14 @@ static void bm_gemm_bwd(mt_mb_state *s, const int64_t *args, const void *user) {
                  dw_b = (size_t)OC * IC * mt_dtype_size(dwt);
     void *h_in = malloc(in_b), *h_w = malloc(w_b), *h_dout = malloc(out_b), *h_dinp = malloc(in_b), *h_dw = malloc(dw_b);
     void *d_in = NULL, *d_w = NULL, *d_dout = NULL, *d_dinp = NULL, *d_dw = NULL;
-    mt_event *e0 = NULL, *e1 = NULL;
-    const char *fail = NULL;
-    if (!h_in || !h_w || !h_dout || !h_dinp || !h_dw) fail = "out of host memory";
+    mt_mb_timer tm;
+    const char *fail = mt_mb_timer_init(&tm, be);
+    if (fail) {
+    } else if (!h_in || !h_w || !h_dout || !h_dinp || !h_dw) fail = "out of host memory";
     else if (mt_backend_dev_alloc(be, in_b, &d_in) || mt_backend_dev_alloc(be, w_b, &d_w) ||
              mt_backend_dev_alloc(be, out_b, &d_dout) || mt_backend_dev_alloc(be, in_b, &d_dinp) ||
              mt_backend_dev_alloc(be, dw_b, &d_dw))
         fail = mt_last_error();
-    else if (mt_backend_event_create(be, &e0) || mt_backend_event_create(be, &e1)) fail = mt_last_error();
     if (!fail) {
         for (size_t i = 0; i < (size_t)N * IC; i++) mt_store_f32(h_in, cfg->dt, i, val(i, 1));
         for (size_t i = 0; i < (size_t)OC * IC; i++) mt_store_f32(h_w, cfg->dt, i, val(i, 7));
@@ -94,18 +94,11 @@ static void bm_gemm_bwd(mt_mb_state *s, const int64_t *args, const void *user) {
                   mt_backend_copy(be, h_dw, d_dw, dw_b, MT_COPY_D2H, MT_STREAM_COMPUTE) ||
                   mt_backend_stream_sync(be, MT_STREAM_COMPUTE)))
         fail = mt_last_error();
-    const int manual = mt_backend_has(be, MT_CAP_ASYNC); // async streams: time with events, not the host clock
     while (!fail && mt_mb_keep_running(s)) {
-        if (manual && mt_backend_event_record(be, e0, MT_STREAM_COMPUTE)) fail = mt_last_error();
+        fail = mt_mb_timer_start(&tm);
         if (!fail && mt_backend_matmul_bwd(be, d_dinp, d_dw, NULL, d_dout, d_in, d_w, cfg->dt, N, IC, OC, flags))
             fail = mt_last_error();
-        if (!fail && manual) {
-            float ms = 0;
-            if (mt_backend_event_record(be, e1, MT_STREAM_COMPUTE) || mt_backend_event_sync(be, e1) ||
-                mt_backend_event_elapsed_ms(be, e0, e1, &ms))
-                fail = mt_last_error();
-            mt_mb_set_iteration_time(s, ms * 1e-3);
-        }
+        if (!fail) fail = mt_mb_timer_stop(&tm, s);
     }
     long wrong = 0;
     if (!fail) {
@@ -122,8 +115,7 @@ static void bm_gemm_bwd(mt_mb_state *s, const int64_t *args, const void *user) {
         mt_mb_counter(s, "wrong", (double)wrong, 0);
         if (wrong) mt_mb_error(s, "gemm_bwd: sampled outputs differ from the host reference");
     }
-    if (e0) mt_backend_event_destroy(be, e0);
-    if (e1) mt_backend_event_destroy(be, e1);
+    mt_mb_timer_free(&tm);
     void *bufs[] = {d_in, d_w, d_dout, d_dinp, d_dw};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (bufs[i]) mt_backend_dev_free(be, bufs[i]);

@@ -69,8 +69,10 @@ static void bm_kernel(mt_mb_state *s, const int64_t *args, const void *user) {
     void *h = malloc(bytes_a), *a = NULL, *b = NULL, *out = NULL, *w = NULL, *dw = NULL;
     float *f = NULL, *cs = NULL, *sn = NULL;
     int32_t *tg = NULL;
-    mt_event *e0 = NULL, *e1 = NULL;
-    if (!h) fail = "out of host memory";
+    mt_mb_timer tm;
+    fail = mt_mb_timer_init(&tm, be);
+    if (fail) {
+    } else if (!h) fail = "out of host memory";
     else if (mt_backend_dev_alloc(be, bytes_a, &a) || mt_backend_dev_alloc(be, bytes_a, &b) ||
              mt_backend_dev_alloc(be, bytes_a, &out) || mt_backend_dev_alloc(be, (size_t)D * 4, &w) ||
              mt_backend_dev_alloc(be, (size_t)D * 4, &dw) || mt_backend_dev_alloc(be, (size_t)R * 4, (void **)&f) ||
@@ -78,7 +80,6 @@ static void bm_kernel(mt_mb_state *s, const int64_t *args, const void *user) {
              mt_backend_dev_alloc(be, (size_t)R * ROPE_HD / 2 * 4, (void **)&sn) ||
              mt_backend_dev_alloc(be, (size_t)R * 4, (void **)&tg))
         fail = mt_last_error();
-    else if (mt_backend_event_create(be, &e0) || mt_backend_event_create(be, &e1)) fail = mt_last_error();
     if (!fail) { // the same small values everywhere: inputs, weights, tables, (valid) targets
         for (size_t i = 0; i < na; i++) mt_store_f32(h, cfg->dt, i, val(i));
         if (mt_backend_copy(be, a, h, bytes_a, MT_COPY_H2D, MT_STREAM_COMPUTE) ||
@@ -92,11 +93,10 @@ static void bm_kernel(mt_mb_state *s, const int64_t *args, const void *user) {
             mt_backend_memset_zero(be, f, (size_t)R * 4, MT_STREAM_COMPUTE) || mt_backend_stream_sync(be, MT_STREAM_COMPUTE))
             fail = mt_last_error();
     }
-    const int manual = mt_backend_has(be, MT_CAP_ASYNC); // async streams: time with events, not the host clock
     int first = 1;
     while (!fail && (first || mt_mb_keep_running(s))) {
         // the first call is untimed (first-use setup is not the op's time); the loop then times
-        if (!first && manual && mt_backend_event_record(be, e0, MT_STREAM_COMPUTE)) fail = mt_last_error();
+        if (!first) fail = mt_mb_timer_start(&tm);
         mt_status st = MT_OK;
         switch (cfg->op) {
         case K_RMSNORM_FWD: st = mt_backend_rmsnorm_fwd(be, out, f, a, w, cfg->dt, R, D, 1e-6f); break;
@@ -107,19 +107,13 @@ static void bm_kernel(mt_mb_state *s, const int64_t *args, const void *user) {
         case K_ROPE_FWD: st = mt_backend_rope_fwd(be, out, a, cs, sn, 1, R, D, NKV, ROPE_HD); break;
         case K_XENT: st = mt_backend_xent_fwd_bwd(be, out, f, tg, R, D, 1.0f / R); break; // in place on out
         }
-        if (st) fail = mt_last_error();
+        if (!fail && st) fail = mt_last_error();
         if (!fail && first) {
             if (mt_backend_stream_sync(be, MT_STREAM_COMPUTE)) fail = mt_last_error();
             first = 0;
             continue;
         }
-        if (!fail && manual) {
-            float ms = 0;
-            if (mt_backend_event_record(be, e1, MT_STREAM_COMPUTE) || mt_backend_event_sync(be, e1) ||
-                mt_backend_event_elapsed_ms(be, e0, e1, &ms))
-                fail = mt_last_error();
-            mt_mb_set_iteration_time(s, ms * 1e-3);
-        }
+        if (!fail) fail = mt_mb_timer_stop(&tm, s);
     }
     long bad = 0;
     if (!fail) { // the output (for xent: the gradient written over the logits) is all finite
@@ -136,8 +130,7 @@ static void bm_kernel(mt_mb_state *s, const int64_t *args, const void *user) {
         mt_mb_counter(s, "nonfinite", (double)bad, 0);
         if (bad) mt_mb_error(s, "kernel: non-finite output from finite inputs");
     }
-    if (e0) mt_backend_event_destroy(be, e0);
-    if (e1) mt_backend_event_destroy(be, e1);
+    mt_mb_timer_free(&tm);
     void *bufs[] = {a, b, out, w, dw, f, cs, sn, tg};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (bufs[i]) mt_backend_dev_free(be, bufs[i]);

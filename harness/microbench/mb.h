@@ -65,6 +65,21 @@ void mt_mb_backends_release(void);
 struct mt_backend;
 struct mt_backend *mt_mb_backend(const char *name, int act_dtype, const char **why);
 
+// Times each iteration on a backend's compute stream: where the backend's streams are
+// asynchronous (a GPU), by events recorded around it and set as the iteration's time
+// (register with MT_MB_MANUAL_TIME); elsewhere Google Benchmark's own clock does.
+// init, start and stop return the backend's error message, or NULL.
+struct mt_event;
+typedef struct {
+    struct mt_backend *be;
+    struct mt_event *e0, *e1;
+    int manual;
+} mt_mb_timer;
+const char *mt_mb_timer_init(mt_mb_timer *t, struct mt_backend *be);
+const char *mt_mb_timer_start(mt_mb_timer *t);
+const char *mt_mb_timer_stop(mt_mb_timer *t, mt_mb_state *s);
+void mt_mb_timer_free(mt_mb_timer *t);
+
 // Elements of the host-memory benchmarks (triad, adamw): $MT_MB_HOST_N, else the larger
 // of 2^24 and 4x the last-level cache (sysfs) over AdamW's 12 B/param in paper precision
 // (the H200 host's 300 MB L3: 104857600). Exits 2 when malformed.
