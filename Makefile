@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 # `make test` also runs the aarch64 (Grace) suite under qemu-user; TEST_AARCH64=0 skips it.
 TEST_AARCH64 ?= 1
 
-.PHONY: all deps build test test-aarch64 reproduce clean
+.PHONY: all deps build test test-aarch64 reproduce sim-check clean
 
 all: build
 
@@ -27,6 +27,11 @@ test-aarch64:
 
 reproduce: build
 	bash experiments/reproduce.sh
+
+# The sim on the calibrated profile against every measured GPU configuration (harness/sweep/sim_check.py):
+# fails when a row that validates the current engine is outside ±10%; rewrites results/sim_validation.json.
+sim-check: build
+	python3 harness/sweep/sim_check.py
 
 clean:
 	rm -rf $(BUILD) build-aarch64

@@ -2,6 +2,7 @@
 """calibrate_profile.py: a hardware profile calibrated from mt-microbench.
 
 usage: calibrate_profile.py BASE_PROFILE.json [MICROBENCH.json] [--attention ROWS.jsonl ...]
+                            [--cpu-optimizers ROWS.jsonl]
                             [--env ENV.json] [--name NAME] [--out FILE] [--no-env]
 
 Writes BASE_PROFILE (experiments/hardware/README.md, schema megatrain.hardware/1)
@@ -49,6 +50,14 @@ gpu.attention_tflops.<kernel>       --attention: JSON lines of the attention lab
                                     The simulator and the planner price each implementation's
                                     attention at its table (model/hardware_profile.h).
 
+host.adamw_gbps.<mode>              --cpu-optimizers: the megatrain_adamw_paper row of
+                                    baselines/peers/cpu_optimizers.py (the engine's own AdamW pass,
+                                    every core, at 4x the last-level cache), its bytes_per_s (median
+                                    over rounds), for paper; mixed and fp32 assumed at the same GB/s
+                                    (no row of theirs); params_per_s derived. It overrides adamw/*
+                                    of MICROBENCH (whose N may fit the L3). Sourced with the file,
+                                    n_params, threads, the row's utc, GPU and engine commit.
+
 copy/cpu/* and gemm/cpu/* are the cpu backend, not the GPU link or GPU GEMMs: never used.
 The name is NAME, else the --out file's name without .json, else the base's.
 A summary table (figure, old, new, change %) and warnings go to stderr; the profile goes
@@ -75,8 +84,8 @@ NUM_PATHS = (["gpu.peak_tflops.bf16", "gpu.peak_tflops.tf32", "gpu.peak_tflops.f
 STR_PATHS = ["name", "gpu.name", "link.kind"]
 BIG_COPY = 256 << 20  # smaller copies understate the link (enqueue latency, no spin kernel)
 # The sim's GEMM size factor (megatrain/backends/sim/sim.h); read from there when present.
-SIM_H = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "megatrain", "backends", "sim",
-                     "sim.h")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIM_H = os.path.join(REPO, "megatrain", "backends", "sim", "sim.h")
 SIM_DEFAULTS = {"MT_SIM_GEMM_HALF_MACS": 1073741824.0, "MT_SIM_GEMM_FULL_DIM": 64.0}
 SUFFIX = re.compile(r"^(real_time|manual_time|process_time|iterations:\d+|repeats:\d+|threads:\d+|"
                     r"min_time:[^/]*|min_warmup_time:[^/]*)$")
@@ -288,6 +297,26 @@ def attention_tables(paths):
     return out
 
 
+def cpu_adam_row(path):
+    """The megatrain_adamw_paper row of a cpu_optimizers.py file (schema megatrain.cpu_optimizers/1)."""
+    try:
+        with open(path) as f:
+            rows = [json.loads(l) for l in f if l.strip().startswith("{")]
+    except (OSError, ValueError) as e:
+        raise InputError("%s: %s" % (path, e))
+    rows = [r for r in rows if r.get("impl") == "megatrain_adamw_paper" and not r.get("error")]
+    if not rows:
+        raise InputError("%s: no megatrain_adamw_paper row (baselines/peers/cpu_optimizers.py output?)" % path)
+    r = rows[-1]
+    for k in ("bytes_per_s", "params_per_s", "n_params", "threads", "bytes_per_param", "env"):
+        if k not in r:
+            raise InputError("%s: the megatrain_adamw_paper row has no %s" % (path, k))
+    if r["bytes_per_param"] != 22:
+        raise InputError("%s: megatrain_adamw_paper counts %s B/param, paper precision moves 22" %
+                         (path, r["bytes_per_param"]))
+    return r
+
+
 def gbps_of(runs, name):
     v = runs.value(name, "gbps")
     if v is None:
@@ -311,6 +340,8 @@ def main(argv):
     ap.add_argument("microbench", metavar="MICROBENCH.json", nargs="?")
     ap.add_argument("--attention", action="append", default=[], metavar="ROWS.jsonl",
                     help="attention lab / torch_reference.py JSON lines (repeatable)")
+    ap.add_argument("--cpu-optimizers", metavar="ROWS.jsonl",
+                    help="baselines/peers/cpu_optimizers.py rows: host AdamW from megatrain_adamw_paper")
     ap.add_argument("--env", metavar="ENV.json", help="mt-env's JSON (utc, gpu_name) when there is no MICROBENCH")
     ap.add_argument("--name", help="the profile's name (default: the --out file name, else the base's)")
     ap.add_argument("--out", help="write here (default: stdout)")
@@ -321,17 +352,19 @@ def main(argv):
     try:
         prof = load_json(a.base, "the base profile")
         check_profile(a.base, prof)
-        if not a.microbench and not a.attention:
-            raise InputError("nothing to calibrate from: give MICROBENCH.json and/or --attention ROWS.jsonl")
+        if not a.microbench and not a.attention and not a.cpu_optimizers:
+            raise InputError("nothing to calibrate from: give MICROBENCH.json, --attention ROWS.jsonl and/or "
+                             "--cpu-optimizers ROWS.jsonl")
+        adam = cpu_adam_row(a.cpu_optimizers) if a.cpu_optimizers else None
         if a.microbench:
             mb = load_json(a.microbench, "the microbench output")
             env, rows = check_microbench(a.microbench, mb)
         else:
             mb, rows = {"context": {}}, []
-            if not a.env:
+            if not a.env and not adam:
                 raise InputError("--attention without MICROBENCH.json: give --env ENV.json (mt-env's output) for "
                                  "the time and the GPU of the run")
-            env = load_json(a.env, "the env block")
+            env = load_json(a.env, "the env block") if a.env else adam["env"]
             if not isinstance(env, dict) or not isinstance(env.get("utc"), str) or not env["utc"]:
                 raise InputError("%s: utc: required string is missing (not mt-env's output?)" % a.env)
             a.no_env = True  # the env block sets no host figure without a microbench of this machine
@@ -435,6 +468,27 @@ def main(argv):
         set_fig("host.adamw_params_per_s." + m, int(round(gbps * 1e9 / bpp)),
                 measured(name + " params_per_s%s = adamw_gbps * 1e9 / adamw_bytes_per_param" %
                          (" %.4g" % pps if pps else "")))
+
+    # --- host AdamW from the engine's own pass (cpu_optimizers.py), over adamw/* above
+    if adam:
+        e = adam["env"]
+        gbps = round(adam["bytes_per_s"] / 1e9, 2)
+        what = ("measured: baselines/peers/cpu_optimizers.py megatrain_adamw_paper, %s (n_params %d = %.1fx the "
+                "last-level cache, %d threads, median of %d rounds: %.4g params/s x %d B/param), %s, %s host, "
+                "engine at %s" % (os.path.basename(a.cpu_optimizers), adam["n_params"], adam.get("n_over_llc") or 0,
+                                  adam["threads"], adam.get("repeats") or 0, adam["params_per_s"],
+                                  adam["bytes_per_param"], e.get("utc"), e.get("gpu_name") or "no GPU",
+                                  e.get("git_sha")))
+        for m in MODES:
+            bpp = get(new, "host.adamw_bytes_per_param." + m)
+            set_fig("host.adamw_gbps." + m, gbps, what if m == "paper" else
+                    "assumed: host.adamw_gbps.paper's GB/s for %s's %g B/param (no %s row of the engine's pass); "
+                    "paper: %s" % (m, bpp, m, what[len("measured: "):]))
+            set_fig("host.adamw_params_per_s." + m, int(round(gbps * 1e9 / bpp, -7)),
+                    "derived: host.adamw_gbps.%s * 1e9 / adamw_bytes_per_param.%s (rounded to 1e7)" % (m, m))
+        # the peers' CPU optimizers measured beside it on this host price the peer models (engine/peer.c)
+        set_fig("host.cpu_optimizers", os.path.relpath(os.path.abspath(a.cpu_optimizers), REPO),
+                what.replace("megatrain_adamw_paper", "every row (the peers' CPU optimizers beside megatrain_adamw_paper)"))
 
     # --- GEMM efficiency: bf16 at the largest shape, against the dense peak
     gemm = runs.family("gemm/cuda/bf16", 3, "tflops")

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/backend_call.h"
 #include "mb.h"
 
 typedef struct {
@@ -48,4 +49,31 @@ void mt_mb_backends_release(void) {
         if (cache[i].be) mt_backend_destroy(cache[i].be);
         cache[i].be = NULL;
     }
+}
+
+const char *mt_mb_timer_init(mt_mb_timer *t, struct mt_backend *be) {
+    *t = (mt_mb_timer){.be = be, .manual = mt_backend_has(be, MT_CAP_ASYNC)};
+    if (t->manual && (mt_backend_event_create(be, &t->e0) || mt_backend_event_create(be, &t->e1)))
+        return mt_last_error();
+    return NULL;
+}
+
+const char *mt_mb_timer_start(mt_mb_timer *t) {
+    return t->manual && mt_backend_event_record(t->be, t->e0, MT_STREAM_COMPUTE) ? mt_last_error() : NULL;
+}
+
+const char *mt_mb_timer_stop(mt_mb_timer *t, mt_mb_state *s) {
+    if (!t->manual) return NULL;
+    float ms = 0;
+    if (mt_backend_event_record(t->be, t->e1, MT_STREAM_COMPUTE) || mt_backend_event_sync(t->be, t->e1) ||
+        mt_backend_event_elapsed_ms(t->be, t->e0, t->e1, &ms))
+        return mt_last_error();
+    mt_mb_set_iteration_time(s, ms * 1e-3);
+    return NULL;
+}
+
+void mt_mb_timer_free(mt_mb_timer *t) {
+    if (t->e0) mt_backend_event_destroy(t->be, t->e0);
+    if (t->e1) mt_backend_event_destroy(t->be, t->e1);
+    t->e0 = t->e1 = NULL;
 }

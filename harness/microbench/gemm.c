@@ -37,12 +37,12 @@ static void bm_gemm(mt_mb_state *s, const int64_t *args, const void *user) {
     const size_t in_b = (size_t)N * IC * es, w_b = (size_t)OC * IC * es, out_b = (size_t)N * OC * es;
     void *h_in = malloc(in_b), *h_w = malloc(w_b), *h_out = malloc(out_b);
     void *d_in = NULL, *d_w = NULL, *d_out = NULL;
-    mt_event *e0 = NULL, *e1 = NULL;
-    const char *fail = NULL;
-    if (!h_in || !h_w || !h_out) fail = "out of host memory";
+    mt_mb_timer tm;
+    const char *fail = mt_mb_timer_init(&tm, be);
+    if (fail) {
+    } else if (!h_in || !h_w || !h_out) fail = "out of host memory";
     else if (mt_backend_dev_alloc(be, in_b, &d_in) || mt_backend_dev_alloc(be, w_b, &d_w) || mt_backend_dev_alloc(be, out_b, &d_out))
         fail = mt_last_error();
-    else if (mt_backend_event_create(be, &e0) || mt_backend_event_create(be, &e1)) fail = mt_last_error();
     if (!fail) {
         for (size_t i = 0; i < (size_t)N * IC; i++) mt_store_f32(h_in, cfg->dt, i, val(i, 1));
         for (size_t i = 0; i < (size_t)OC * IC; i++) mt_store_f32(h_w, cfg->dt, i, val(i, 7));
@@ -50,17 +50,10 @@ static void bm_gemm(mt_mb_state *s, const int64_t *args, const void *user) {
             mt_backend_copy(be, d_w, h_w, w_b, MT_COPY_H2D, MT_STREAM_COMPUTE) || mt_backend_stream_sync(be, MT_STREAM_COMPUTE))
             fail = mt_last_error();
     }
-    const int manual = mt_backend_has(be, MT_CAP_ASYNC); // async streams: time with events, not the host clock
     while (!fail && mt_mb_keep_running(s)) {
-        if (manual && mt_backend_event_record(be, e0, MT_STREAM_COMPUTE)) fail = mt_last_error();
+        fail = mt_mb_timer_start(&tm);
         if (!fail && mt_backend_matmul_fwd(be, d_out, d_in, d_w, NULL, cfg->dt, N, IC, OC)) fail = mt_last_error();
-        if (!fail && manual) {
-            float ms = 0;
-            if (mt_backend_event_record(be, e1, MT_STREAM_COMPUTE) || mt_backend_event_sync(be, e1) ||
-                mt_backend_event_elapsed_ms(be, e0, e1, &ms))
-                fail = mt_last_error();
-            mt_mb_set_iteration_time(s, ms * 1e-3);
-        }
+        if (!fail) fail = mt_mb_timer_stop(&tm, s);
     }
     long wrong = 0;
     if (!fail) {
@@ -85,8 +78,7 @@ static void bm_gemm(mt_mb_state *s, const int64_t *args, const void *user) {
         mt_mb_counter(s, "wrong", (double)wrong, 0);
         if (wrong) mt_mb_error(s, "gemm: sampled outputs differ from the host reference");
     }
-    if (e0) mt_backend_event_destroy(be, e0);
-    if (e1) mt_backend_event_destroy(be, e1);
+    mt_mb_timer_free(&tm);
     if (d_in) mt_backend_dev_free(be, d_in);
     if (d_w) mt_backend_dev_free(be, d_w);
     if (d_out) mt_backend_dev_free(be, d_out);

@@ -73,8 +73,9 @@ static void bm_layer(mt_mb_state *s, const int64_t *args, const void *user) {
     float *hc = malloc(rope_n * 4), *hs = malloc(rope_n * 4);
     void *w = NULL, *g = NULL, *x = NULL, *y = NULL, *dx0 = NULL, *dx = NULL, *acts_mem = NULL, *scr_mem = NULL;
     float *cosd = NULL, *sind = NULL;
-    mt_event *e0 = NULL, *e1 = NULL;
-    if (!hc || !hs) fail = "out of host memory";
+    mt_mb_timer tm;
+    fail = mt_mb_timer_init(&tm, be);
+    if (!fail && (!hc || !hs)) fail = "out of host memory";
     if (!fail) {
         mt_rope_tables(&c, T, hc, hs);
         w = upload(be, cfg->dt, ll.numel, 0.05f, 3, &fail);
@@ -90,8 +91,7 @@ static void bm_layer(mt_mb_state *s, const int64_t *args, const void *user) {
     size_t xb = (size_t)T * C * mt_dtype_size(cfg->dt);
     if (!fail && (mt_backend_dev_alloc(be, ll.numel * mt_dtype_size(cfg->dt), &g) || mt_backend_dev_alloc(be, xb, &y) ||
                   mt_backend_dev_alloc(be, xb, &dx) || mt_backend_dev_alloc(be, mt_layer_acts_bytes(&d, cfg->dt), &acts_mem) ||
-                  mt_backend_dev_alloc(be, mt_layer_scratch_bytes(&d, cfg->dt), &scr_mem) ||
-                  mt_backend_event_create(be, &e0) || mt_backend_event_create(be, &e1)))
+                  mt_backend_dev_alloc(be, mt_layer_scratch_bytes(&d, cfg->dt), &scr_mem)))
         fail = mt_last_error();
     mt_layer_ptrs wv, gv;
     mt_layer_acts a;
@@ -110,7 +110,7 @@ static void bm_layer(mt_mb_state *s, const int64_t *args, const void *user) {
         (mt_backend_copy(be, dx, dx0, xb, MT_COPY_D2D, MT_STREAM_COMPUTE) ||
          mt_layer_backward(be, &d, &wv, &gv, &a, &sc, x, dx) || mt_backend_stream_sync(be, MT_STREAM_COMPUTE)))
         fail = mt_last_error();
-    const int manual = mt_backend_has(be, MT_CAP_ASYNC); // async streams: time with events, not the host clock
+    const int manual = tm.manual;
     while (!fail && mt_mb_keep_running(s)) {
         if (cfg->backward) { // backward works in place on dx: restore it first, outside the timing
             if (!manual) mt_mb_pause(s);
@@ -118,16 +118,11 @@ static void bm_layer(mt_mb_state *s, const int64_t *args, const void *user) {
                 fail = mt_last_error();
             if (!manual) mt_mb_resume(s);
         }
-        if (!fail && manual && mt_backend_event_record(be, e0, MT_STREAM_COMPUTE)) fail = mt_last_error();
-        mt_status st = cfg->backward ? mt_layer_backward(be, &d, &wv, &gv, &a, &sc, x, dx)
-                                     : mt_layer_forward(be, &d, &wv, &a, &sc, x, y);
-        if (!fail && st) fail = mt_last_error();
-        if (!fail && manual) {
-            float ms = 0;
-            if (mt_backend_event_record(be, e1, MT_STREAM_COMPUTE) || mt_backend_event_sync(be, e1) || mt_backend_event_elapsed_ms(be, e0, e1, &ms))
-                fail = mt_last_error();
-            mt_mb_set_iteration_time(s, ms * 1e-3);
-        }
+        if (!fail) fail = mt_mb_timer_start(&tm);
+        if (!fail && (cfg->backward ? mt_layer_backward(be, &d, &wv, &gv, &a, &sc, x, dx)
+                                    : mt_layer_forward(be, &d, &wv, &a, &sc, x, y)))
+            fail = mt_last_error();
+        if (!fail) fail = mt_mb_timer_stop(&tm, s);
     }
     if (fail) mt_mb_error(s, fail);
     else {
@@ -135,8 +130,7 @@ static void bm_layer(mt_mb_state *s, const int64_t *args, const void *user) {
         double flops = cfg->backward ? 2 * gemm + 2.5 * attn : gemm + attn;
         mt_mb_counter(s, "tflops", flops * (double)mt_mb_iterations(s) / 1e12, MT_MB_RATE);
     }
-    if (e0) mt_backend_event_destroy(be, e0);
-    if (e1) mt_backend_event_destroy(be, e1);
+    mt_mb_timer_free(&tm);
     void *bufs[] = {w, g, x, y, dx0, dx, acts_mem, scr_mem, cosd, sind};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (bufs[i]) mt_backend_dev_free(be, bufs[i]);

@@ -53,6 +53,9 @@ void mt_mb_register_host(void);   // host_mem.c: memcpy, triad
 void mt_mb_register_adamw(void);  // adamw.c
 void mt_mb_register_adamw_unit(void); // adamw_unit.c: the engine's AdamW over embedding, layer, head
 void mt_mb_register_gemm(void);   // gemm.c
+void mt_mb_register_gemm_bwd(void); // gemm_bwd.c: a linear layer's dinp and dw GEMMs, as the layer calls them
+void mt_mb_register_kernels(void);  // kernels.c: the memory-bound layer kernels at a model's shapes
+void mt_mb_register_attention(void); // attention.c: causal attention fwd + bwd at a model's batch x heads
 void mt_mb_register_copy(void);   // copy.c
 void mt_mb_register_layer(void);  // layer.c
 void mt_mb_backends_release(void);
@@ -61,6 +64,21 @@ void mt_mb_backends_release(void);
 // (name, act dtype) and kept until release; NULL with *why set when unavailable.
 struct mt_backend;
 struct mt_backend *mt_mb_backend(const char *name, int act_dtype, const char **why);
+
+// Times each iteration on a backend's compute stream: where the backend's streams are
+// asynchronous (a GPU), by events recorded around it and set as the iteration's time
+// (register with MT_MB_MANUAL_TIME); elsewhere Google Benchmark's own clock does.
+// init, start and stop return the backend's error message, or NULL.
+struct mt_event;
+typedef struct {
+    struct mt_backend *be;
+    struct mt_event *e0, *e1;
+    int manual;
+} mt_mb_timer;
+const char *mt_mb_timer_init(mt_mb_timer *t, struct mt_backend *be);
+const char *mt_mb_timer_start(mt_mb_timer *t);
+const char *mt_mb_timer_stop(mt_mb_timer *t, mt_mb_state *s);
+void mt_mb_timer_free(mt_mb_timer *t);
 
 // Elements of the host-memory benchmarks (triad, adamw): $MT_MB_HOST_N, else the larger
 // of 2^24 and 4x the last-level cache (sysfs) over AdamW's 12 B/param in paper precision

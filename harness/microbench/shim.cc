@@ -86,6 +86,9 @@ int main(int argc, char **argv) {
     mt_mb_register_adamw();
     mt_mb_register_adamw_unit();
     mt_mb_register_gemm();
+    mt_mb_register_gemm_bwd();
+    mt_mb_register_kernels();
+    mt_mb_register_attention();
     mt_mb_register_copy();
     mt_mb_register_layer();
 

@@ -21,11 +21,14 @@ kind of evidence it rests on:
                                                                the outcome certain
   CPU check (not the claim): ...                               measured on the CPU backend
   no verdict (why) / no data                                   nothing to test / no rows
-Tests: fits, ratio, at_least, not_slower, largest_fit, extrapolation, predicted, ratios, value
+Tests: fits, ratio, at_least, not_slower, largest_fit, extrapolation, predicted, ratios, value,
+published, validation
 (harness/sweep/README.md, "Claim rows").
 """
 import argparse
+import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -36,7 +39,7 @@ import resultslib  # noqa: E402
 from resultslib import field, matches, ok  # noqa: E402
 
 TESTS = ("fits", "ratio", "at_least", "not_slower", "largest_fit", "extrapolation", "predicted", "ratios", "value",
-         "published", "bound")
+         "published", "validation", "bound")
 
 
 # ---------------------------------------------------------------- rows
@@ -80,6 +83,38 @@ def how(r):
         h = (f.get("holdout") or {}).get("depth")
         return f"extrapolated ({dev}; fit {','.join(str(d) for d in f.get('depths', []))}, held out {h})"
     return f"{r['mode']} ({dev})"
+
+
+def inside_region(r, p):
+    """A projection inside a profile's measured region: a model the validating configurations
+    measured, its batch and sequence length between theirs (their keys: sim_check.label)."""
+    pts = [re.match(r"^(\S+) \S+ b(\d+) T(\d+)", c["key"]) for c in p["configs"] if c["validates_current_engine"]]
+    pts = [(m.group(1), int(m.group(2)), int(m.group(3))) for m in pts if m]
+    same = [(b, t) for model, b, t in pts if model == r.get("model")]
+    return bool(same) and min(b for b, _ in same) <= (r.get("batch") or 0) <= max(b for b, _ in same) and \
+        min(t for _, t in same) <= (r.get("seq_len") or 0) <= max(t for _, t in same)
+
+
+def band(r, ctx):
+    """The error band a projection carries (results/sim_validation.json, harness/sweep/sim_check.py):
+    inside the measured region of a profile with configurations measured on the current engine
+    (inside_region), the worst of them; anywhere else unvalidated, at least the worst validated
+    error (the file's `growth` rule); the planner's closed form has none of its own. None when
+    nothing has been validated."""
+    if "validation" not in ctx:
+        path = os.path.join(ctx.get("results_dir") or "", "sim_validation.json")
+        ctx["validation"] = json.load(open(path)) if ctx.get("results_dir") and os.path.exists(path) else None
+    v = ctx["validation"]
+    val = [(name, p) for name, p in sorted((v or {}).get("profiles", {}).items()) if p.get("n")]
+    if not val or r is None or r.get("mode") != "projected":
+        return None
+    if r.get("backend") != "sim":
+        return "closed form: no measured band for its times"
+    p = dict(val).get(r.get("hardware"))
+    if p and inside_region(r, p):
+        return f"±{100 * p['worst_abs_err']:.0f}%, worst of {p['n']} measured configurations on the {p['gpu']}"
+    name, p = max(val, key=lambda t: t[1]["worst_abs_err"])
+    return f"unvalidated here: at least ±{100 * p['worst_abs_err']:.0f}%, the worst measured on the {p['gpu']}"
 
 
 def fmt(template, ctx):
@@ -314,6 +349,44 @@ def t_predicted(spec, rows, ctx):
     return text, used, out, max(noise(m) for m in used)
 
 
+def t_validation(spec, rows, ctx):
+    """The sim against every measured configuration, as harness/sweep/sim_check.py wrote it
+    (results/sim_validation.json; harness_test_sim_check holds it to a re-run of the sim).
+    Only the configurations whose engine commit has every change the sim models count:
+    |sim / measured - 1| <= `within`, allowing for the measured row's noise; the others are
+    listed apart, with their errors, as measured on an older engine."""
+    path = os.path.join(ctx["results_dir"], "sim_validation.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        v = json.load(f)
+    from sim_check import label  # the check's configuration names (it imports this module)
+    meas = {label(m): m for e in spec["against"] for m in ctx["all"].get(e, []) if ok(m) and m["mode"] == "measured"}
+    texts, used, outs = [], [], []
+    for name, p in sorted(v["profiles"].items()):
+        good = [c for c in p["configs"] if c["validates_current_engine"]]
+        old = [c for c in p["configs"] if not c["validates_current_engine"]]
+        for c in good:
+            m = meas.get(c["key"])
+            nm = noise(m) if m else 0.0
+            if m:
+                used.append(m)
+            outs.append("agrees" if abs(c["err"]) + nm <= spec["within"] else
+                        "disagrees" if abs(c["err"]) - nm > spec["within"] else "within")
+        t = f"{name} ({p['gpu']}), the {p['n']} configurations measured on the current engine: " + (", ".join(
+            f"{c['key']} {100 * c['err']:+.0f}%" for c in good) or "none")
+        if good:
+            t += f" (worst ±{100 * p['worst_abs_err']:.1f}%, median ±{100 * p['median_abs_err']:.1f}%)"
+        if old:
+            t += f"; not counted, {len(old)} measured on an engine whose host side changed since: " + ", ".join(
+                f"{c['key']} {100 * c['err']:+.0f}%" for c in old)
+        texts.append(t)
+    if not outs:
+        return "; ".join(texts), used, None, 0.0
+    out = "disagrees" if "disagrees" in outs else "agrees" if all(o == "agrees" for o in outs) else "within"
+    return "; ".join(texts), used, out, max((noise(m) for m in used), default=0.0)
+
+
 def t_ratios(spec, rows, ctx):
     """Ratios of one system to the others at each value of `over` (no claim attached)."""
     rs = [r for r in rows if ok(r) and matches(r, spec.get("where"))]
@@ -390,7 +463,7 @@ def t_bound(spec, rows, ctx):
 RUN = {"fits": t_fits, "ratio": t_ratio, "at_least": t_at_least, "not_slower": t_not_slower,
        "largest_fit": t_largest_fit, "extrapolation": t_extrapolation, "predicted": t_predicted, "ratios": t_ratios,
        "value": t_value,
-       "published": t_published, "bound": t_bound}
+       "published": t_published, "validation": t_validation, "bound": t_bound}
 
 
 def claim_row(spec, rows, ctx):
@@ -410,6 +483,9 @@ def claim_row(spec, rows, ctx):
         return (spec["claim"], spec.get("paper", "-"), "no rows", "-", "no data")
     text, used, outcome, allowance = res
     src = spec.get("how") or how(used[0] if used else None)
+    b = None if spec.get("how") else band(used[0] if used else None, ctx)
+    if b and src.endswith(")"):
+        src = f"{src[:-1]}; {b})"
     if outcome is None:
         v = f"no verdict ({spec.get('no_verdict', 'no claim to test')})"
     elif spec.get("words"):  # a test that is not a paper claim says its outcome in its own words
@@ -428,13 +504,13 @@ def check_spec(spec, where):
     need = {"ratio": ("numerator", "denominator", "at_least"), "at_least": ("field", "at_least"),
             "not_slower": ("a", "b"), "extrapolation": ("against",), "predicted": ("against", "within"),
             "ratios": ("base",),
-            "published": ("published", "model", "ours"), "bound": ("within",)}
+            "published": ("published", "model", "ours"), "validation": ("against", "within"), "bound": ("within",)}
     for k in need.get(spec["test"], ()):
         if k not in spec:
             die(f"{where}: claim {spec['id']}: test {spec['test']} needs '{k}'")
 
 
-def table(rows, sweep_list=None):
+def table(rows, sweep_list=None, results_dir=None):
     """[(claim, paper, ours, how obtained, verdict)] in claim-id order."""
     by = {}
     for r in rows:
@@ -445,7 +521,7 @@ def table(rows, sweep_list=None):
             check_spec(spec, s["_path"])
             specs.append((spec["id"], s["experiment"], spec))
     out = []
-    ctx = {"all": by}
+    ctx = {"all": by, "results_dir": results_dir or os.path.join(REPO, "results")}
     for _, exp, spec in sorted(specs, key=lambda t: t[0]):
         row = claim_row(spec, by.get(exp, []), ctx)
         if row:
@@ -481,7 +557,7 @@ def main():
     ap.add_argument("--sweeps", help="directory of the sweep files (default experiments/sweeps)")
     args = ap.parse_args()
     rows = common.trusted_results(args.results, args.allow_dirty, "claims", args.sweeps)
-    out = table(rows)
+    out = table(rows, results_dir=args.results)
     sys.stdout.write(render(out))
     if args.markdown:
         with open(args.markdown, "w") as f:

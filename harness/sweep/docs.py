@@ -172,7 +172,7 @@ def block_measured(ctx):
 
 
 def block_claims(ctx):
-    return claims.render(claims.table(ctx.rows), markdown=True).rstrip("\n")
+    return claims.render(claims.table(ctx.rows, results_dir=ctx.results), markdown=True).rstrip("\n")
 
 
 def block_c2_batch(ctx):
@@ -188,8 +188,9 @@ def block_c2_batch(ctx):
     if not parts:
         return "(no rows of c2_gh200 yet)"
     hw = rs[0].get("hardware")
-    return (f"megatrain / zero3 tokens per second at equal batch, Qwen2.5-14B, projected (sim, {hw}): "
-            + ", ".join(parts) + " (`results/c2_gh200.jsonl`).")
+    b = claims.band(rs[0], {"results_dir": ctx.results})  # each ratio's two steps carry it
+    return (f"megatrain / zero3 tokens per second at equal batch, Qwen2.5-14B, projected (sim, {hw}"
+            + (f"; each step {b}" if b else "") + "): " + ", ".join(parts) + " (`results/c2_gh200.jsonl`).")
 
 
 def block_status(ctx):

@@ -11,6 +11,7 @@ import common  # noqa: F401  (first: puts harness/ on sys.path: metrics, results
 import metrics  # harness/metrics.py: the metrics and the dense-peak table, defined once
 import sweeps
 from common import REPO, RESULTS_SCHEMA, median
+from cost_sources import cost_sources
 from extrapolate import extrapolate, linfit, measure_depths
 from megatrain_cli import RunError, Unreached, run_cmd
 import resultslib
@@ -203,6 +204,8 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
             peak = metrics.dense_peak_tflops(env.get("gpu_name")) if c["backend"] == "cuda" else None
         else:
             peak = profile_peak
+            if c["backend"] == "sim" and not c.get("peer"):
+                row["cost_sources"] = projection_sources(c)
         finish_speed(row, tokens, row["params"], peak)
         cli_medians(row, steps[c["warmup"]:-1])
         return row
@@ -241,6 +244,18 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
     peak = metrics.dense_peak_tflops(env.get("gpu_name")) if c["backend"] == "cuda" else None
     finish_speed(row, tokens, row["params"], peak)
     return row
+
+
+def projection_sources(c):
+    """{kind: [figure...]}: what a sim projection rests on (cost_sources.py), for the profile,
+    precision and attention implementation the configuration runs."""
+    args = list(c["args"])
+    attn = args[args.index("--attention") + 1] if "--attention" in args[:-1] else "auto"
+    if attn == "auto":
+        attn = "native" if c["precision"] == "fp32" else "cudnn"
+    if resultslib.hardware_profile(str(c["hardware"])) is None:
+        return None
+    return cost_sources(str(c["hardware"]), c["precision"], attn)["by_kind"]
 
 
 def planned(R, row, c, hardware):

@@ -161,6 +161,23 @@ $CAL "$tmp/attn_mb.json" --attention "$DATA/attention_sweep.jsonl" --env "$DATA/
 check "attention: re-measuring replaces its note, not stacked" "$tmp/attn2.json" \
   '(.description | [match("attention measured:"; "g")] | length == 1) and (.description | test("calibrated: mt-microbench"))'
 
+# ---- host AdamW from the engine's own pass (--cpu-optimizers): paper measured, mixed/fp32 the same
+# GB/s assumed, params/s derived; the row's env block dates and places it (the lent H200's, part B)
+if $CAL "$BASE" --cpu-optimizers results/labs/h200-B-cpu_adam.jsonl --out "$tmp/adam.json" 2> "$tmp/adam_err"; then
+  pass "cpu-optimizers: exit 0"
+else fail "cpu-optimizers: $(cat "$tmp/adam_err")"; fi
+check "cpu-optimizers: paper GB/s and params/s from megatrain_adamw_paper (143.23 GB/s, 22 B/param)" "$tmp/adam.json" \
+  '.host.adamw_gbps.paper == 143.23 and .host.adamw_params_per_s.paper == 6510000000
+   and .host.adamw_params_per_s.mixed == 5120000000 and .host.adamw_gbps.fp32 == 143.23'
+check "cpu-optimizers: sources (measured with file, shape, date, GPU, engine; mixed assumed)" "$tmp/adam.json" \
+  '(.sources["host.adamw_gbps.paper"] | startswith("measured: baselines/peers/cpu_optimizers.py megatrain_adamw_paper, h200-B-cpu_adam.jsonl (n_params 104857600")
+     and contains("2026-11-26T02:56:01Z, NVIDIA H200 host, engine at 955be61e2b40"))
+   and (.sources["host.adamw_gbps.mixed"] | startswith("assumed:"))
+   and .gpu.gemm_efficiency == 0.6'
+invariants "$tmp/adam.json" adam > "$tmp/adam_inv"
+[ -s "$tmp/adam_inv" ] && fail "cpu-optimizers: invariants: $(cat "$tmp/adam_inv")" || pass "cpu-optimizers: invariants hold"
+grep -v megatrain_adamw_paper results/labs/h200-B-cpu_adam.jsonl > "$tmp/no_ours.jsonl"
+
 # ---- bad input: one line on stderr, exit 1, no output file
 expect_error() { # NAME PATTERN ARGS...
   local name=$1 pat=$2; shift 2
@@ -194,5 +211,7 @@ expect_error "attention file without a timed row" "no attention/<kernel>/fwd_bwd
 echo '{"bench":"attention/native/fwd_bwd","T":1024.5,"tflops":100}' > "$tmp/bad_t.jsonl"
 expect_error "attention row with a fractional T" "expected a whole T" "$BASE" --attention "$tmp/bad_t.jsonl" \
   --env "$DATA/env_h100.json"
+
+expect_error "cpu-optimizers without our row" "no megatrain_adamw_paper row" "$BASE" --cpu-optimizers "$tmp/no_ours.jsonl"
 
 finish

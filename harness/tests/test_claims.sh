@@ -41,6 +41,13 @@ cat > "$tmp/sweeps/t_pred.json" <<'EOF'
  "claims": [{"id": "T4", "claim": "sim claim", "test": "predicted", "against": ["t_c2"], "within": 0.1,
              "optional": true, "words": {"agrees": "sim inside", "disagrees": "sim outside", "within": "sim borderline"}}]}
 EOF
+cat > "$tmp/sweeps/t_val.json" <<'EOF'
+{"schema": "megatrain.sweep/1", "experiment": "t_val",
+ "defaults": {"model": "experiments/models/qwen2.5-14b.json", "model_name": "m", "mode": "projected",
+              "hardware": "h100-128g", "seq_len": 1024, "batch": 4, "schedule": "megatrain"},
+ "claims": [{"id": "T8", "claim": "validation claim", "test": "validation", "against": ["t_c2"], "within": 0.1,
+             "optional": true, "words": {"agrees": "val inside", "disagrees": "val outside", "within": "val borderline"}}]}
+EOF
 
 # mk DIR SPEC: writes DIR/t_c2.jsonl and DIR/t_abl.jsonl from a JSON spec of overrides
 # ("layers": [run, model] cuts every row's depth; "error": SCHEDULE fails that row):
@@ -166,6 +173,59 @@ mkpred "$tmp/pred4" 0.0 0.0 h200-128g
 got=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/pred4" 2>/dev/null | grep -c "^sim claim")
 [ "$got" = 0 ] && echo "ok   predicted: a projection on another GPU's profile pairs with nothing" ||
   fail "an H200 projection paired with H100 rows"
+
+# validation: results/sim_validation.json (sim_check.py) per configuration; only the rows that
+# validate the current engine count, the others are listed apart and cannot fail the claim
+mkval() {  # mkval DIR ERR_MEGATRAIN VALIDATES ERR_ZERO3 VALIDATES: sim_validation.json off the t_c2 rows
+  python3 - "$@" <<'EOF'
+import json, os, sys
+sys.path.insert(0, "harness/sweep")
+import common
+from sim_check import label
+out, e1, v1, e2, v2 = sys.argv[1:6]
+meas = {r["system"]: r for r in common.load_jsonl(os.path.join(out, "t_c2.jsonl"))}
+cfg = []
+for sysname, e, v in (("megatrain", float(e1), v1 == "1"), ("zero3", float(e2), v2 == "1")):
+    m = meas[sysname]["step_ms"]["median"]
+    cfg.append({"key": label(meas[sysname]), "measured_ms": m, "sim_ms": m * (1 + e), "err": e,
+                "validates_current_engine": v, "why": "test"})
+good = sorted(abs(c["err"]) for c in cfg if c["validates_current_engine"])
+v = {"schema": "megatrain.sim_validation/1", "growth": "test",
+     "profiles": {"h100-128g": {"gpu": "NVIDIA H100", "n": len(good), "worst_abs_err": good[-1] if good else None,
+                                "median_abs_err": good[len(good) // 2] if good else None, "within": 0.1, "configs": cfg}}}
+json.dump(v, open(os.path.join(out, "sim_validation.json"), "w"))
+EOF
+}
+for d in val1 val2 val3; do
+  mk "$tmp/$d" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}}'
+done
+mkval "$tmp/val1" 0.05 1 -0.4 0
+verdict "validation: a row on an older engine is listed apart and does not fail the claim" "validation claim" \
+  'the 1 configurations measured on the current engine: m megatrain b4 T1024 [^ ]* \+5% .*not counted, 1 .*-40% .*val inside' "$tmp/val1"
+mkval "$tmp/val2" 0.05 1 -0.3 1
+verdict "validation: one validating row outside is enough" "validation claim" 'val outside' "$tmp/val2"
+# the band a projection carries: unvalidated off the validated profile, at least the worst measured error
+mk "$tmp/val4" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}, "bind": [120, 100, 0.0], "abl_mode": "projected"}'
+mkval "$tmp/val4" 0.07 1 -0.4 0
+verdict "a projection off the validated profile carries 'at least' the worst validated error" "busy claim" \
+  'projected \(sim, gh200-480g; unvalidated here: at least ±7%, the worst measured on the NVIDIA H100\)' "$tmp/val4"
+verdict "no sim_validation.json: a projection carries no band" "busy claim" 'projected \(sim, gh200-480g\) ' "$tmp/bind3"
+python3 - "$tmp/val4" <<'EOF' > "$tmp/region.txt" 2>&1 &&
+import sys
+sys.path.insert(0, "harness/sweep")
+import claims
+ctx = {"results_dir": sys.argv[1]}  # mkval: m megatrain b4 T1024 validates on h100-128g
+row = lambda **k: dict(dict(model="m", batch=4, seq_len=1024, mode="projected", backend="sim", hardware="h100-128g"), **k)
+assert claims.band(row(), ctx).startswith("±7%, worst of 1 measured"), claims.band(row(), ctx)
+assert claims.band(row(batch=8), ctx).startswith("unvalidated here"), claims.band(row(batch=8), ctx)
+assert claims.band(row(model="other"), ctx).startswith("unvalidated here")
+assert claims.band(row(backend="plan"), ctx).startswith("closed form")
+EOF
+  echo "ok   band: the worst validated error inside the measured region, 'at least' outside it" ||
+  fail "band region: $(cat "$tmp/region.txt")"
+got=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/val3" 2>/dev/null | grep -c "^validation claim")
+[ "$got" = 0 ] && echo "ok   validation: no sim_validation.json, no row (optional)" ||
+  fail "a validation claim without results/sim_validation.json gave a row"
 
 # at_least of a profile figure: against the pinned rate of the row's GPU, a verdict only
 # where the profile says it was measured (the committed profiles are datasheet figures)

@@ -253,6 +253,26 @@ for path in names:
         rows.append(r)
     common.write_jsonl(os.path.join(out, s["experiment"] + ".jsonl"), rows)
 EOF
+# S1 reads sim_check.py's results/sim_validation.json: here, the made-up measured rows with the
+# sim 5% slower (as the projected rows above), every row on the current engine
+python3 - "$tmp/gpu_results" <<'EOF'
+import json, os, sys
+sys.path.insert(0, "harness/sweep")
+import common
+from sim_check import label
+out = sys.argv[1]
+cfg = []
+for exp in ("gpu_goal", "gpu_c2_deepspeed", "gpu_context", "gpu_ablations"):
+    for r in common.load_jsonl(os.path.join(out, exp + ".jsonl")):
+        if r.get("mode") == "measured" and r.get("system") == "megatrain" and r.get("step_ms"):
+            m = r["step_ms"]["median"]
+            cfg.append({"key": label(r), "measured_ms": m, "sim_ms": m * 1.05, "err": 0.05,
+                        "validates_current_engine": True, "why": "made up"})
+v = {"schema": "megatrain.sim_validation/1", "growth": "made up", "profiles": {"h100-128g": {
+     "gpu": "NVIDIA H100 80GB HBM3", "n": len(cfg), "worst_abs_err": 0.05, "median_abs_err": 0.05, "within": 0.1,
+     "configs": cfg}}}
+json.dump(v, open(os.path.join(out, "sim_validation.json"), "w"))
+EOF
 python3 harness/sweep/claims.py --results "$tmp/gpu_results" --markdown "$tmp/claims.md" > /dev/null 2> "$tmp/claims.err"
 tr -s ' ' < "$tmp/claims.md" > "$tmp/claims.txt"
 python3 -c "
@@ -264,7 +284,7 @@ for s in sweeps.all_sweeps():
 missing=""
 while IFS= read -r c; do grep -qF -- "$c" "$tmp/claims.txt" || missing="$missing [$c]"; done < "$tmp/claim_names"
 if [ -z "$missing" ] && ! grep -q "template error" "$tmp/claims.txt" && grep -q "reproduced" "$tmp/claims.txt" &&
-   grep -Eq "^\| the sim, profile calibrated .*within ±10% everywhere" "$tmp/claims.txt" &&
+   grep -Eq "^\| the sim, profile calibrated .*within ±10% on every configuration measured on the current engine" "$tmp/claims.txt" &&
    grep -Eq "H2D copy vs the pinned.*(datasheet, not measured|no verdict)" "$tmp/claims.txt"; then
   pass "every campaign claim row renders from GPU-like rows (verdicts from measured rows; S1 per configuration)"
 else

@@ -162,6 +162,12 @@ if jq -s -e '(.[0].backend == "sim") and (.[0].fits == true) and (.[0].step_ms.n
 else
   fail "projected rows"; jq -c '{backend, fits, step_ms, note}' "$R/t_pr.jsonl"
 fi
+# what the sim row rests on (cost_sources.py): gh200-480g is datasheet and assumed figures only
+jq -s -e '(.[0].cost_sources.datasheet | index("gpu.peak_tflops.bf16")) and (.[0].cost_sources.measured == null)
+          and (.[0].cost_sources.assumed | index("sim.h MT_SIM_HBM_EFF = 0.8")) and (.[1].cost_sources == null)' \
+  "$R/t_pr.jsonl" > /dev/null && pass "the sim row says which figures it rests on; the plan row does not" ||
+  fail "cost_sources: $(jq -s -c '[.[] | .cost_sources]' "$R/t_pr.jsonl")"
+
 # a --hardware override is recorded, and its file then holds only that override's rows
 run --hardware h100-128g "$tmp/pr.json" 2> "$tmp/err10" || fail "override run exit $?"
 [ "$(jq -s -c '[.[] | .sweep.hardware_override] | unique' "$R/t_pr.jsonl")" = '["h100-128g"]' ] &&

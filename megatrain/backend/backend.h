@@ -47,7 +47,7 @@ enum {
 typedef enum {
     MT_HOST_GRAD_ACCUMULATE = 0, // n elements of gradients: dst (+)= slab, plus the sum of squares
     MT_HOST_ADAMW = 1,           // n parameters through the fused AdamW pass
-    MT_HOST_STATE_COPY = 2,      // n bytes of host state copied (the speculative step's restore copies)
+    // 2 was the speculative step's restore copies: gone with the out-of-place update
     MT_HOST_GRAD_SUMSQ = 3,      // the sum of squares of n gradients already in place (a direct copy)
 } mt_host_work_kind;
 

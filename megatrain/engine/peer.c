@@ -134,24 +134,36 @@ mt_status mt_peer_rate_of(const mt_peer *p, mt_precision prec, const mt_hw_profi
     if (!(hw->host_mem_gbps > 0))
         return mt_fail(MT_ERR_ARG, "--peer %s: the hardware profile %s has no host.mem_gbps to scale its optimizer "
                                    "by", p->name, hw->name);
-    const char *path = mt_peer_rates_path();
+    // The profile's own host first (the peer's pass beside our engine's paper pass there, the pass
+    // the profile's paper rate was calibrated from), where it measured this peer's optimizer; else
+    // the dev machine's rows (beside our fp32 pass).
+    char host_rows[PATH_MAX + 300] = "";
+    const char *dir = mt_hw_profile_dir(), *path = NULL, *ours_impl = "megatrain_adamw";
+    int ours_mode = MT_ADAMW_FP32;
     double pps = 0, ours = 0, triad = 0, triad_ours = 0;
-    if (path) {
+    if (hw->cpu_optimizers[0] && dir) {
+        snprintf(host_rows, sizeof host_rows, "%s/../../%s", dir, hw->cpu_optimizers);
+        MT_TRY(measured_rate(host_rows, p->opt.impl, &pps, &triad));
+        MT_TRY(measured_rate(host_rows, "megatrain_adamw_paper", &ours, &triad_ours));
+        if (pps > 0 && ours > 0) path = host_rows, ours_impl = "megatrain_adamw_paper", ours_mode = MT_ADAMW_PAPER;
+    }
+    if (!path && (path = mt_peer_rates_path())) {
         MT_TRY(measured_rate(path, p->opt.impl, &pps, &triad));
-        MT_TRY(measured_rate(path, "megatrain_adamw", &ours, &triad_ours));
+        MT_TRY(measured_rate(path, ours_impl, &ours, &triad_ours));
     }
     double triad_bps = hw->host_mem_gbps * 1e9;
     if (pps > 0 && ours > 0) {
-        // Measured beside our AdamW in one run, on one CPU, in fp32 (DeepSpeedCPUAdam moves 28 B there): the
-        // ratio carries to the target, whose AdamW rate the profile gives our engine too, so both sides of a
-        // comparison share the profile's assumption. (The ratio to the triad does not carry: a loaded or small
-        // host can run a fused pass above its own triad figure.) Rescaled by the bytes this peer's dtypes move.
+        // Measured beside our AdamW in one run, on one CPU (DeepSpeedCPUAdam moves 28 B): the ratio carries
+        // to the target, whose AdamW rate the profile gives our engine too, so both sides of a comparison
+        // share the profile's figure. (The ratio to the triad does not carry: a loaded or small host can run a
+        // fused pass above its own triad figure.) Rescaled by the bytes this peer's dtypes move.
         double width = p->opt.measured_bytes_per_param / p->opt.bytes_per_param;
-        out->update_params_per_s = pps / ours * width * hw->adamw_params_per_s[MT_ADAMW_FP32];
+        out->update_params_per_s = pps / ours * width * hw->adamw_params_per_s[ours_mode];
         out->params_per_triad_byte = out->update_params_per_s / triad_bps;
         snprintf(out->source, sizeof out->source,
-                 "measured: %s (%s at %.3g x megatrain_adamw, x%.3g for %.0f B/param, on the profile's AdamW rate)",
-                 path, p->opt.impl, pps / ours, width, p->opt.bytes_per_param);
+                 "measured: %s (%s at %.3g x %s, x%.3g for %.0f B/param, on the profile's AdamW rate)",
+                 path == host_rows ? hw->cpu_optimizers : path, p->opt.impl, pps / ours, ours_impl, width,
+                 p->opt.bytes_per_param);
     } else {
         out->params_per_triad_byte = p->opt.code_efficiency / p->opt.bytes_per_param;
         out->update_params_per_s = out->params_per_triad_byte * triad_bps;

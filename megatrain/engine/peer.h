@@ -56,7 +56,7 @@ typedef struct {
     double params_per_triad_byte; // params/s per byte/s of triad bandwidth
     double update_params_per_s;   // the update alone on the target
     double params_per_s;          // with the serial host passes: what the step pays per parameter
-    char source[256];             // "results/cpu_optimizers.jsonl (...)" or "assumed: ..."
+    char source[640];             // "results/cpu_optimizers.jsonl (...)" or "assumed: ..."
 } mt_peer_rate;
 
 // The file the measured rates are read from: $MT_CPU_OPTIMIZERS, else

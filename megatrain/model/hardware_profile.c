@@ -184,6 +184,8 @@ static mt_status parse(const char *path, const cJSON *j, mt_hw_profile *p) {
     MT_TRY(num(path, j, "host.adamw_params_per_s.paper", PARAMS_PER_S, &p->adamw_params_per_s[MT_ADAMW_PAPER]));
     MT_TRY(num(path, j, "host.adamw_params_per_s.mixed", PARAMS_PER_S, &p->adamw_params_per_s[MT_ADAMW_MIXED]));
     MT_TRY(num(path, j, "host.adamw_params_per_s.fp32", PARAMS_PER_S, &p->adamw_params_per_s[MT_ADAMW_FP32]));
+    if (dotted(j, "host.cpu_optimizers"))
+        MT_TRY(str(path, j, "host.cpu_optimizers", p->cpu_optimizers, sizeof p->cpu_optimizers));
     return parse_attention(path, j, p);
 }
 

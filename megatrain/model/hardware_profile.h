@@ -54,6 +54,10 @@ typedef struct {
     double host_mem_bytes, host_mem_gbps;
     int cpu_cores, numa_nodes;
     double adamw_params_per_s[3];                // MT_ADAMW_PAPER, _MIXED, _FP32
+    // host.cpu_optimizers (optional): a file of CPU AdamW passes measured on this host
+    // (baselines/peers/cpu_optimizers.py rows, repo-relative): the peers' optimizer
+    // rates come from it before the dev machine's results/cpu_optimizers.jsonl
+    char cpu_optimizers[256];
     int n_attn;                                  // measured attention implementations (optional key)
     mt_hw_attn_rate attn[MT_HW_ATTN_KERNELS];
     double pinned_limit_bytes;                   // page-lock limit below host memory (ulimit -l), 0 = none

@@ -128,6 +128,22 @@ static void test_rate(void) {
     CHECK(mt_peer_rate_of(ds, MT_PREC_MIXED, &hw, &b) == MT_ERR_FORMAT && strstr(mt_last_error(), "bad.jsonl:1"),
           "a bad row names the file and line: %s", mt_last_error());
     setenv("MT_CPU_OPTIMIZERS", none, 1);
+    // A profile naming its own host's rows (host.cpu_optimizers) is priced from them, before
+    // MT_CPU_OPTIMIZERS: DeepSpeedCPUAdam beside our paper pass there, on the profile's paper rate.
+    mt_hw_profile h200;
+    CHECK(mt_hw_profile_load("experiments/hardware/h200-128g.json", &h200) == MT_OK, "%s", mt_last_error());
+    CHECK(h200.cpu_optimizers[0], "h200-128g names the H200 host's CPU optimizer rows");
+    CHECK(mt_peer_rate_of(ds, MT_PREC_MIXED, &h200, &b) == MT_OK, "%s", mt_last_error());
+    CHECK(strstr(b.source, h200.cpu_optimizers) && strstr(b.source, "megatrain_adamw_paper"),
+          "the host's own rows are the source: %s", b.source);
+    // 4.357e9 DeepSpeedCPUAdam beside 6.511e9 ours in that file; the profile's paper rate is 6.51e9 (rounded)
+    CHECK(fabs(b.update_params_per_s / 4.357e9 - 1) < 1e-3, "the H200 host's DeepSpeedCPUAdam: %g params/s",
+          b.update_params_per_s);
+    // A peer whose optimizer that host did not measure falls back to MT_CPU_OPTIMIZERS's rows.
+    const mt_peer *fsdp;
+    CHECK(mt_peer_find("fsdp2-offload", &fsdp) == MT_OK, "%s", mt_last_error());
+    CHECK(mt_peer_rate_of(fsdp, MT_PREC_MIXED, &h200, &b) == MT_OK && !strstr(b.source, h200.cpu_optimizers),
+          "fsdp2's optimizer is not in the host's rows: %s", b.source);
 }
 
 // One parameter at a time, the way it should move the step.

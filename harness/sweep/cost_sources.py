@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""cost_sources.py: which figures a sim projection on a hardware profile rests on, and what
+each is: measured, derived (from named figures or a measurement), datasheet (docs/REFERENCE.md
+or a vendor's sheet), code (a count the code fixes), or assumed.
+
+    python3 harness/sweep/cost_sources.py PROFILE [--precision paper|mixed|fp32] [--attention KERNEL]
+
+Prints one JSON object {"profile", "figures": {figure: {"kind", "source"}}, "by_kind": {kind:
+[figure...]}}. The figures are those the sim's cost model reads (megatrain/backends/sim/sim.h):
+the profile's, each classified by its own `sources` entry (the nearest parent key where the
+figure has none), and the sim's built-in constants, each `// assumed:` in sim.h. A figure derived
+from a row measured on an engine commit that lacks a change the sim models
+(experiments/sim_engine_changes.json) is said to be, in its source. sim_check.py prints the
+summary beside its validation, so a projection says which of its figures were measured.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import REPO, die  # noqa: E402
+import resultslib  # noqa: E402
+
+SIM_H = os.path.join(REPO, "megatrain", "backends", "sim", "sim.h")
+DEFINE = re.compile(r"^#define\s+(MT_SIM_\w+)\s+(\S+)\s*//\s*(assumed|measured|derived)[^:]*:\s*(.*)$")
+SHA = re.compile(r"\bat ([0-9a-f]{7,40})\b")
+# What the cost model takes as given beyond the profile's numbers (sim.h's formulas), each with
+# what would settle it. Kept here, beside the classification, so the summary names them.
+MODEL = {
+    "sim: backward GEMMs at gpu.gemm_efficiency": (
+        "assumed: the efficiency was measured on forward GEMMs only; mt-microbench gemm_bwd/cuda/bf16 "
+        "(campaign part A) measures dinp + dw at Qwen2.5-14B's shapes"),
+    "sim: attention table at any batch x heads": (
+        "assumed: gpu.attention_tflops was measured at B 1, NH 28 per T; the rate at other B x NH "
+        "(more work per launch) is taken to be the same; mt-microbench attention/cuda/bf16 (campaign part A) "
+        "measures Qwen2.5-14B's batch 16 and 64 at T 1024"),
+    "sim: host threads do not slow each other": (
+        "assumed: the drain's sum of squares and the optimizer's AdamW, on the same cores and memory, are "
+        "priced as if each ran alone"),
+    "sim: gradient sum of squares at host.mem_gbps": (
+        "assumed: one read of the gradients at the triad's rate, never timed alone; the 14B-width trace "
+        "(results/traces/gpu_c2_deepspeed-f23c3b2d5d68c48a.json, H200 host, 2026-11-26) has a layer's 'sum of "
+        "squares' (275M bf16 gradients, 0.55 GB) at a median 11.3 ms, 49 GB/s, where this prices 4.8 ms"),
+    "sim: memory-bound kernels at MT_SIM_HBM_EFF x gpu.hbm_gbps": (
+        "assumed: one efficiency for every family (norms, RoPE, SwiGLU, cross-entropy, embedding, add, "
+        "cast), never timed at the model's shapes; the H200 kernel labs (results/labs/h200-G-kernel_labs.txt, "
+        "2026-11-26, part G) timed them at other shapes only, e.g. add_rmsnorm v3 bf16 at 65% forward and 55% backward "
+        "of the 4814 GB/s peak (R 16384, D 3584); mt-microbench kernel/cuda/bf16/* (campaign part A) measures "
+        "them at Qwen2.5-14B's shapes in the sim's byte count"),
+}
+
+
+def classify(src):
+    s = (src or "").strip().lower()
+    if not s:
+        return "assumed"
+    if s.startswith("measured"):
+        return "measured"
+    if s.startswith("derived"):
+        return "derived"
+    if s.startswith("assumed") or " assumed" in s[:40]:
+        return "assumed"
+    if "docs/reference.md" in s or s.startswith("datasheet"):
+        return "datasheet"
+    if re.match(r"^[\w./-]+\.(c|h|py):", s):
+        return "code"
+    return "assumed"
+
+
+def source_of(sources, fig):
+    """The profile's source of a dotted figure: its own entry, else the nearest parent's."""
+    parts = fig.split(".")
+    while parts:
+        k = ".".join(parts)
+        if k in sources:
+            return sources[k]
+        parts.pop()
+    return None
+
+
+def derived_from(srcs, fig, src):
+    """The sources of the figures a derivation names: dotted names as they stand, bare ones
+    (adamw_gbps) under the figure's own section and mode (host.adamw_gbps.paper, host.adamw_gbps)."""
+    parts, out = fig.split("."), []
+    for n in set(re.findall(r"\b[a-z][a-z0-9_]*_[a-z0-9_]*(?:\.[a-z0-9_]+)*", src or "")):
+        for cand in (n, f"{parts[0]}.{n}.{parts[-1]}", f"{parts[0]}.{n}"):
+            if cand != fig and cand.split(".")[0] in ("gpu", "link", "host") and source_of(srcs, cand):
+                out.append(source_of(srcs, cand))
+                break
+    return out
+
+
+def stale_engine(src, changes, contains):
+    """A note when `src` names a commit ('at <sha>') that lacks an engine change with timed effect."""
+    m = SHA.search(src or "")
+    if not m or contains is None:
+        return None
+    missing = [c["commit"] for c in changes if c.get("timed_steps", True) and contains(c["commit"], m.group(1)) is False]
+    return f"measured at {m.group(1)}, before {', '.join(missing)} (experiments/sim_engine_changes.json)" if missing else None
+
+
+def sim_constants():
+    out = {}
+    with open(SIM_H) as f:
+        for line in f:
+            m = DEFINE.match(line.strip())
+            if m:
+                out[f"sim.h {m.group(1)} = {m.group(2)}"] = {"kind": m.group(3), "source": "sim.h: " + m.group(4)}
+    return out
+
+
+def cost_sources(profile, precision="paper", attention="cudnn", changes=None, contains=None):
+    p = resultslib.hardware_profile(profile)
+    if p is None:
+        die(f"no hardware profile {profile!r}")
+    srcs = p.get("sources") or {}
+    act = "fp32" if precision == "fp32" else "bf16"
+    figs = [f"gpu.peak_tflops.{act}", "gpu.gemm_efficiency", "gpu.hbm_gbps", "link.h2d_gbps.pinned",
+            "link.h2d_gbps.pageable", "link.d2h_gbps.pinned", "link.d2h_gbps.pageable", "link.duplex_factor",
+            "host.mem_gbps", f"host.adamw_params_per_s.{precision}"]
+    if attention in ((p.get("gpu") or {}).get("attention_tflops") or {}):
+        figs.append(f"gpu.attention_tflops.{attention}")
+    else:
+        figs.append("model/hardware_profile.h MT_ATTN_ASSUMED_EFF x peak (no attention table)")
+    out = {}
+    for f in figs:
+        if f.startswith("model/"):
+            out[f] = {"kind": "assumed", "source": "no measured attention rate in the profile"}
+            continue
+        src = source_of(srcs, f)
+        d = {"kind": classify(src), "source": src or "(no source)"}
+        # a derived figure is as good as the figures it names (host.adamw_gbps.paper, ...): derived
+        # from an assumption it is assumed, from a datasheet figure a datasheet figure
+        named = derived_from(srcs, f, src) if d["kind"] == "derived" else []
+        kinds = {classify(x) for x in named}
+        for weak in ("assumed", "datasheet"):
+            if weak in kinds:
+                d["kind"] = weak
+                d["source"] += f" (from {weak} figures)"
+                break
+        note = next((n for n in (stale_engine(x, changes or [], contains) for x in [src] + named) if n), None)
+        if note:
+            d["engine"] = note
+        out[f] = d
+    out.update(sim_constants())
+    out.update({k: {"kind": "assumed", "source": v} for k, v in MODEL.items()})
+    by = {}
+    for f, d in out.items():
+        by.setdefault(d["kind"], []).append(f)
+    return {"profile": profile, "figures": out, "by_kind": by}
+
+
+def summary(cs):
+    """One line: each kind with its figures; a figure measured on an older engine marked so."""
+    parts = []
+    for kind in ("measured", "derived", "code", "datasheet", "assumed"):
+        fs = cs["by_kind"].get(kind)
+        if fs:
+            parts.append(f"{kind}: " + ", ".join(
+                f + (" [" + cs["figures"][f]["engine"] + "]" if cs["figures"][f].get("engine") else "") for f in fs))
+    return "; ".join(parts)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("profile")
+    ap.add_argument("--precision", default="paper", choices=("paper", "mixed", "fp32"))
+    ap.add_argument("--attention", default="cudnn")
+    args = ap.parse_args()
+    print(json.dumps(cost_sources(args.profile, args.precision, args.attention), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

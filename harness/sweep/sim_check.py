@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""sim_check.py: the sim, on the calibrated profile of the GPU that measured each row, against
+every measured GPU configuration: `megatrain train --backend sim` is re-run here (so a drift of
+the cost model fails the check), never read from committed projections.
+
+    python3 harness/sweep/sim_check.py [--results results] [--out results/sim_validation.json]
+                                       [--bin DIR] [--changes FILE] [--no-write]
+
+Which rows: the measured megatrain rows of the experiments the sim-vs-measured claim row
+names (`against` of the `validation` claim in experiments/sweeps/gpu_predicted.json). Each is
+re-run in the sim from its own sweep configuration (same model, depth, batch, sequence,
+precision, schedule, options, steps and warm-up) on the profile of its GPU (gpu.name_match).
+
+Whether a row validates today's sim: the engine changes that the sim models are listed in
+experiments/sim_engine_changes.json; a row validates the current engine when its tree was
+clean and its commit contains every change whose effect its timed steps run (git merge-base
+--is-ancestor). A row that does not is still compared and printed, with why; it takes no part
+in the verdict or the band. A change may say how the measured steps ran where the sim cannot
+know it (`sim_args`: the speculative step is off after a clipping step, and the sim's norm
+never clips); those options are applied to the rows that contain the change.
+
+Per configuration it prints the measured and simulated step, the error, the phases that differ
+most (the rows' per-phase medians: compute, h2d/d2h copies, drain, optimizer, and the GPU's
+waits opt_wait_ms / drain_wait_ms), and the verdict. The check passes when every validating
+row is within `within` (0.10, the claim's) plus the row's own noise (claims.noise: half its
+min..max over the median); otherwise it names the configurations and exits 1. Per profile it
+also prints which of the sim's figures were measured, derived, taken from a datasheet or assumed
+(cost_sources.py), a figure derived from a row of an older engine marked so. With no
+validating row at all it exits 1 too: nothing would be checked. Writes --out (schema
+megatrain.sim_validation/1, docs/DESIGN.md#results) unless --no-write.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+import sweeps  # noqa: E402
+from claims import noise  # noqa: E402
+from cost_sources import cost_sources, summary  # noqa: E402
+from common import REPO  # noqa: E402
+from megatrain_cli import RunError, Runner  # noqa: E402
+import resultslib  # noqa: E402
+from resultslib import median, ok  # noqa: E402
+
+SCHEMA = "megatrain.sim_validation/1"
+PHASES = ("compute_ms", "h2d_ms", "d2h_ms", "drain_ms", "optimizer_ms", "opt_wait_ms", "drain_wait_ms")
+GROWTH = ("Inside the measured region (a configuration of a model width, batch and sequence length "
+          "between the measured rows', on the calibrated profile's GPU and host) a projection carries "
+          "the worst error of the measured configurations that validate the current engine; outside it "
+          "(another width or shape range, another host, another GPU, or a profile with datasheet or "
+          "assumed figures) nothing has been validated, so the band is at least that and unbounded "
+          "until rows measured there validate it.")
+
+
+def fail(msg):
+    print(f"sim_check: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def predicted_claim():
+    """The `validation` claim row (the sim vs measured, claims.py): its experiments and tolerance."""
+    for s in sweeps.all_sweeps():
+        for spec in s.get("claims", []):
+            if spec.get("test") == "validation":
+                return spec
+    fail("no sweep declares a 'validation' claim row; HINT: experiments/sweeps/gpu_predicted.json holds it")
+
+
+def git_contains(change, sha):
+    """True when commit `sha` has `change` in its history; None when git cannot tell."""
+    try:
+        p = subprocess.run(["git", "-C", REPO, "merge-base", "--is-ancestor", change, sha],
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return True if p.returncode == 0 else False if p.returncode == 1 else None
+
+
+def engine_verdict(row, changes):
+    """(validates, why, sim_args) for a measured row against the engine changes."""
+    env = row.get("env") or {}
+    sha = env.get("git_sha")
+    if resultslib.tree_state(row) != "clean" or not sha:
+        return False, "measured on a dirty or unknown tree: its engine is not a commit", []
+    missing, args, skipped = [], [], []
+    for c in changes:
+        has = git_contains(c["commit"], sha)
+        if has is None:
+            fail(f"git cannot tell whether {sha} contains {c['commit']}; HINT: run in a clone with the full "
+                 "history (git fetch --unshallow)")
+        if has:
+            args += c.get("sim_args", [])
+        elif c.get("timed_steps", True):
+            missing.append(f"{c['commit']} ({c['short']})")
+        else:
+            skipped.append(f"{c['commit']} ({c['short']}: {c.get('why_not_timed', 'not run in timed steps')})")
+    if missing:
+        return False, f"measured at {sha}, before " + "; ".join(missing), args
+    why = f"measured at {sha}, which contains every engine change the sim models"
+    if skipped:
+        why += "; lacks only " + "; ".join(skipped)
+    return True, why, args
+
+
+def sim_row(R, c, profile, extra_args):
+    """The sim's step medians for configuration c on `profile`, as run.py computes them."""
+    sc = dict(c, backend="sim", hardware=profile, mode="projected", args=list(c["args"]) + extra_args,
+              keep_trace=False)
+    cfg_path, _, _ = R.model_config(sc, sc["layers"])
+    steps = R.train(sc, cfg_path)
+    timed = steps[sc["warmup"]:-1]
+    out = {"step_ms": median([s["step_ms"] for s in timed])}
+    for k in PHASES:
+        v = [s[k] for s in timed if isinstance(s.get(k), (int, float))]
+        out[k] = median(v) if v else None
+    return out
+
+
+def label(m):
+    return (f"{m['model']} {m['system']} b{m['batch']} T{m['seq_len']} {m['precision']}"
+            + (f" L{m['layers_run']}" if m.get("layers_run") != m.get("layers_model") else "")
+            + (f" {m['variant']}" if m.get("variant") else ""))
+
+
+def phase_diffs(m, s):
+    """Phases ordered by |sim - measured| (ms), the largest first."""
+    d = [(k, s[k] - m[k], m[k]) for k in PHASES if isinstance(m.get(k), (int, float)) and s.get(k) is not None]
+    return sorted(d, key=lambda t: -abs(t[1]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--results", default=os.path.join(REPO, "results"))
+    ap.add_argument("--out", default=None, help="default: <results>/sim_validation.json")
+    ap.add_argument("--bin", help="directory of the megatrain binaries (default $MT_BIN, else build/bin)")
+    ap.add_argument("--changes", default=os.path.join(REPO, "experiments", "sim_engine_changes.json"))
+    ap.add_argument("--no-write", action="store_true", help="check only; write nothing")
+    args = ap.parse_args()
+
+    spec = predicted_claim()
+    within = float(spec["within"])
+    with open(args.changes) as f:
+        changes = json.load(f)["changes"]
+    meas = []
+    for exp in spec["against"]:
+        path = os.path.join(args.results, exp + ".jsonl")
+        if os.path.exists(path):
+            meas += [r for r in common.load_jsonl(path)
+                     if ok(r) and r.get("mode") == "measured" and r.get("backend") == "cuda"
+                     and r.get("system") == "megatrain"]
+    if not meas:
+        fail(f"no measured megatrain GPU row in {args.results} for {', '.join(spec['against'])}")
+
+    profiles, bad = {}, []
+    with tempfile.TemporaryDirectory() as tmp:
+        R = Runner(common.bin_dir(args.bin), tmp, timeout=300)
+        for m in meas:
+            gpu = (m.get("env") or {}).get("gpu_name")
+            prof = resultslib.profile_of_gpu(gpu)
+            key = label(m)
+            if not prof:
+                fail(f"{key}: no profile matches GPU {gpu!r}; HINT: gpu.name_match in experiments/hardware/*.json")
+            cfgs = sweeps.current_configs(m["experiment"], sweeps.row_override(m)) or {}
+            c = cfgs.get(m.get("config_key"))
+            if c is None:  # a row its sweep no longer produces: said, never dropped in silence
+                fail(f"{key}: its sweep entry ({m['experiment']}, key {m.get('config_key')}) no longer exists; "
+                     "HINT: restore the configuration in its sweep file, or re-measure")
+            validates, why, extra = engine_verdict(m, changes)
+            try:
+                s = sim_row(R, c, prof, extra)
+            except RunError as e:
+                fail(f"{key}: the sim failed: {e}")
+            mm = m["step_ms"]["median"]
+            err = s["step_ms"] / mm - 1
+            nm = noise(m)
+            inside = abs(err) <= within + nm
+            if extra:
+                why += " (sim run with " + " ".join(extra) + ")"
+            diffs = phase_diffs(m, s)
+            verdict = ("ok" if inside else "OUTSIDE") if validates else "not counted"
+            print(f"{key}: measured {mm:.0f} ms, sim {s['step_ms']:.0f} ms, {100 * err:+.1f}% "
+                  f"(noise ±{100 * nm:.1f}%) [{verdict}]")
+            print("    phases, sim - measured: " + ", ".join(
+                f"{k[:-3]} {d:+.0f} ms ({mv:.0f} measured)" for k, d, mv in diffs[:3]))
+            print(f"    validates the current engine: {'yes' if validates else 'no'}: {why}")
+            if validates and not inside:
+                bad.append(f"{key} {100 * err:+.1f}%")
+            p = profiles.setdefault(prof, {"gpu": gpu, "configs": []})
+            p["configs"].append({"key": key, "measured_ms": round(mm, 3), "sim_ms": round(s["step_ms"], 3),
+                                 "err": round(err, 4), "validates_current_engine": validates, "why": why})
+
+    for name, p in profiles.items():
+        errs = sorted(abs(c["err"]) for c in p["configs"] if c["validates_current_engine"])
+        p["n"] = len(errs)
+        p["worst_abs_err"] = errs[-1] if errs else None
+        p["median_abs_err"] = round(median(errs), 4) if errs else None
+        p["within"] = within
+        profiles[name] = {k: p[k] for k in ("gpu", "n", "worst_abs_err", "median_abs_err", "within", "configs")}
+        print(f"{name} ({p['gpu']}): {p['n']} of {len(p['configs'])} configurations validate the current engine; "
+              + (f"worst |err| {100 * p['worst_abs_err']:.1f}%, median {100 * p['median_abs_err']:.1f}%"
+                 if errs else "none to compare"))
+        print(f"{name}: what the sim's figures rest on (cost_sources.py, paper precision): "
+              + summary(cost_sources(name, changes=changes, contains=git_contains)))
+    out = {"schema": SCHEMA, "profiles": profiles, "growth": GROWTH}
+    if not args.no_write:
+        path = args.out or os.path.join(args.results, "sim_validation.json")
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(out, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+    if not any(p["n"] for p in profiles.values()):
+        fail("no measured row validates the current engine: nothing was checked; HINT: measure on the GPU "
+             "(ci/gpu_campaign.sh) with the current engine")
+    if bad:
+        fail(f"outside ±{100 * within:.0f}% (plus the row's noise): " + "; ".join(bad))
+    print(f"sim_check: every configuration that validates the current engine is within ±{100 * within:.0f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

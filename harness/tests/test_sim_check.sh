@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# harness/sweep/sim_check.py: the sim re-run on the calibrated profile against every measured
+# GPU configuration. Checks the check, not the hardware: its verdict (exit status and the
+# configurations it names) agrees with its own errors and the rows' noise; every measured row is
+# reported (none dropped) with whether it validates the current engine; the committed
+# results/sim_validation.json is what the check writes now (a cost-model change that moves a
+# projection must regenerate it: `make sim-check`); it passes on rows the sim matches (the
+# measured rows set 3% off the sim) and fails, naming the configuration, when the profile
+# misprices the GPU (GEMMs at half the measured rate). Whether today's sim is within ±10% of
+# the H200 is the check's own answer (`make sim-check`, the claims table's S1 row), not this
+# test's. Deterministic (virtual time): nothing here depends on this machine's speed.
+. "$(dirname "$0")/lib.sh" python3 bins
+git rev-parse --verify -q 955be61 > /dev/null 2>&1 ||
+  { echo "skipped: no git history here (the check tells engine commits apart by ancestry)"; exit 77; }
+
+python3 harness/sweep/sim_check.py --out "$tmp/v.json" > "$tmp/out" 2> "$tmp/err"
+echo $? > "$tmp/rc"
+python3 - "$tmp/v.json" "$(cat "$tmp/rc")" "$tmp/err" > "$tmp/py" 2>&1 <<'EOF' &&
+import json, re, sys
+sys.path.insert(0, "harness/sweep")
+from claims import noise
+from sim_check import label
+import resultslib
+v, rc, err = json.load(open(sys.argv[1])), int(sys.argv[2]), open(sys.argv[3]).read()
+rows = {label(r): r for e in ("gpu_goal", "gpu_c2_deepspeed", "gpu_context", "gpu_ablations")
+        for r in resultslib.load_jsonl(f"results/{e}.jsonl") if r.get("mode") == "measured"}
+outside = [c["key"] for p in v["profiles"].values() for c in p["configs"]
+           if c["validates_current_engine"] and abs(c["err"]) > p["within"] + noise(rows[c["key"]])]
+assert rc == (1 if outside else 0), (rc, outside)
+named = re.findall(r"(qwen[^;%]*?) [-+][0-9.]+%", err.split("outside", 1)[1]) if outside else []
+assert sorted(named) == sorted(outside), (named, outside)
+print(f"exit {rc}; outside: {', '.join(outside) or 'none'}")
+EOF
+  pass "the verdict agrees with the errors and the noise ($(cat "$tmp/py"))" || fail "verdict: $(cat "$tmp/py")"
+
+python3 - "$tmp/v.json" > "$tmp/py" 2>&1 <<'EOF' && pass "schema, every row reported, verdicts consistent" || fail "$(cat "$tmp/py")"
+import json, os, sys
+sys.path.insert(0, "harness/sweep")
+from claims import noise
+import resultslib
+v = json.load(open(sys.argv[1]))
+assert v["schema"] == "megatrain.sim_validation/1", v["schema"]
+assert set(v) == {"schema", "profiles", "growth"}, sorted(v)
+assert v["growth"].strip(), "no growth rule"
+measured = 0
+for exp in ("gpu_goal", "gpu_c2_deepspeed", "gpu_context", "gpu_ablations"):
+    p = os.path.join("results", exp + ".jsonl")
+    if os.path.exists(p):
+        measured += sum(1 for r in resultslib.load_jsonl(p) if r.get("mode") == "measured"
+                        and r.get("backend") == "cuda" and r.get("system") == "megatrain" and resultslib.ok(r))
+seen = 0
+for name, p in v["profiles"].items():
+    assert set(p) == {"gpu", "n", "worst_abs_err", "median_abs_err", "within", "configs"}, sorted(p)
+    val = [c for c in p["configs"] if c["validates_current_engine"]]
+    assert p["n"] == len(val) and p["n"] >= 1, (name, p["n"])
+    assert abs(p["worst_abs_err"] - max(abs(c["err"]) for c in val)) < 1e-9
+    for c in p["configs"]:
+        assert set(c) == {"key", "measured_ms", "sim_ms", "err", "validates_current_engine", "why"}, sorted(c)
+        assert abs(c["sim_ms"] / c["measured_ms"] - 1 - c["err"]) < 1e-3, c
+        assert c["why"], c
+    seen += len(p["configs"])
+assert seen == measured, f"{seen} configurations reported of {measured} measured rows"
+EOF
+
+if cmp -s "$tmp/v.json" results/sim_validation.json; then
+  pass "results/sim_validation.json is what the check writes now"
+else
+  fail "results/sim_validation.json differs from the check's output: run 'make sim-check' and commit it"
+fi
+grep -q "validates the current engine: no: measured at f1e6cbf" "$tmp/out" &&
+  pass "rows measured before the host-side changes are reported as not validating, with the commit" ||
+  fail "no row is reported as measured on an older engine"
+
+# What the sim's figures rest on: on the H200 profile the AdamW rate is derived from the engine's
+# measured pass, the backward GEMMs assumed; the profile before it (its rate derived from a row of
+# the engine before the host-side changes) is marked so; gh200-480g's AdamW is assumed.
+grep -q "derived: host.adamw_params_per_s.paper; " "$tmp/out" &&
+  grep -q "assumed: .*sim: backward GEMMs at gpu.gemm_efficiency" "$tmp/out" &&
+  grep -q "measured: gpu.gemm_efficiency, link.h2d_gbps.pinned" "$tmp/out" &&
+  pass "cost sources: measured, derived, assumed" || fail "cost sources line: $(grep "rest on" "$tmp/out")"
+mkdir -p "$tmp/hwold"
+cp experiments/hardware/*.json "$tmp/hwold/"
+git show 16d5e72:experiments/hardware/h200-128g.json > "$tmp/hwold/h200-128g.json"
+MT_HARDWARE_DIR=$tmp/hwold python3 - > "$tmp/old.txt" 2>&1 <<'EOF' &&
+import json, sys
+sys.path.insert(0, "harness/sweep")
+from cost_sources import cost_sources, summary
+from sim_check import git_contains
+changes = json.load(open("experiments/sim_engine_changes.json"))["changes"]
+print(summary(cost_sources("h200-128g", changes=changes, contains=git_contains)))
+EOF
+  grep -q "derived: host.adamw_params_per_s.paper \[measured at f1e6cbf, before 32a4215" "$tmp/old.txt" &&
+  pass "a figure derived from a row of an older engine is named so" || fail "older engine: $(cat "$tmp/old.txt")"
+python3 harness/sweep/cost_sources.py gh200-480g > "$tmp/gh.json" &&
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1]))['figures']
+assert d['host.adamw_params_per_s.paper']['kind'] == 'assumed', d['host.adamw_params_per_s.paper']  # derived from an assumed rate
+assert d['link.duplex_factor']['kind'] == 'assumed' and d['host.mem_gbps']['kind'] == 'datasheet', d
+assert d['sim.h MT_SIM_HBM_EFF = 0.8']['kind'] == 'assumed'" "$tmp/gh.json" &&
+  pass "cost sources of a datasheet profile (gh200-480g): a rate derived from an assumed one is assumed" ||
+  fail "cost_sources.py gh200-480g"
+
+# Rows the sim matches (each measured row set 3% above the sim): the check passes.
+mkdir -p "$tmp/res"
+python3 - "$tmp/v.json" "$tmp/res" <<'EOF'
+import json, os, sys
+sys.path.insert(0, "harness/sweep")
+from sim_check import label
+import resultslib
+v, out = json.load(open(sys.argv[1])), sys.argv[2]
+sim = {c["key"]: c["sim_ms"] for p in v["profiles"].values() for c in p["configs"]}
+for e in ("gpu_goal", "gpu_c2_deepspeed", "gpu_context", "gpu_ablations"):
+    rows = resultslib.load_jsonl(f"results/{e}.jsonl")
+    for r in rows:
+        if r.get("mode") == "measured" and label(r) in sim:
+            ms = sim[label(r)] * 1.03
+            r["step_ms"] = {"median": ms, "min": ms, "max": ms, "n": 5}
+    if rows:
+        resultslib.write_jsonl(os.path.join(out, e + ".jsonl"), rows)
+EOF
+if python3 harness/sweep/sim_check.py --results "$tmp/res" --no-write > "$tmp/out3" 2> "$tmp/err3" &&
+   grep -q "within ±10%" "$tmp/out3"; then
+  pass "rows the sim matches within 3% pass"
+else
+  fail "rows 3% off the sim: $(tail -1 "$tmp/err3")"
+fi
+
+# A profile that prices GEMMs at half the measured rate: the compute-bound b64 row leaves the band.
+mkdir -p "$tmp/hw"
+cp experiments/hardware/*.json "$tmp/hw/"
+python3 - "$tmp/hw/h200-128g.json" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["gpu"]["gemm_efficiency"] /= 2
+json.dump(p, open(sys.argv[1], "w"))
+EOF
+if MT_HARDWARE_DIR=$tmp/hw python3 harness/sweep/sim_check.py --no-write > "$tmp/out2" 2> "$tmp/err2"; then
+  fail "a profile with GEMMs at half rate passed"
+elif grep -q "outside ±10%.*qwen2.5-14b megatrain b64" "$tmp/err2"; then
+  pass "a mispriced profile fails, naming the configuration"
+else
+  fail "a mispriced profile failed without naming b64: $(tail -1 "$tmp/err2")"
+fi
+finish
