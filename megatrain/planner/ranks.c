@@ -82,13 +82,13 @@ mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, co
     if (hosts > 1) in.eng.sched.speculative = 0; // off across hosts (cli/cmd_train.c)
     mt_schedule_desc s;
     mt_schedule_resolve(in.eng.schedule, &in.eng.sched, c, &s);
+    if (s.peer && !s.dp_host_add)
+        return mt_fail(MT_ERR_ARG, "plan --gpus/--hosts: --peer %s has no model of its several-GPU mode "
+                                   "(baselines/PEERS.md); drop --gpus/--hosts", s.name);
     if (s.serial_link || s.weights_resident || s.submodule_fetch)
         return mt_fail(MT_ERR_ARG, "plan --gpus/--hosts: prices the streamed schedules (megatrain, the official code); "
                                    "--schedule %s is not priced for several GPUs",
                        s.name);
-    if (s.peer && !s.dp_host_add)
-        return mt_fail(MT_ERR_ARG, "plan --gpus/--hosts: --peer %s has no model of its several-GPU mode "
-                                   "(baselines/PEERS.md); drop --gpus/--hosts", s.name);
     const double P = (double)mt_config_params_total(c);
     const int fp32 = in.prec == MT_PREC_FP32;
     const double gs = fp32 ? 4 : 2; // the host gradient's dtype: bf16 but under fp32
