@@ -42,7 +42,7 @@ void mt_plan_ranks_json(cJSON *j, const mt_plan_ranks *r) {
         num(h, "host0_out_bytes", r->hosts_out_bytes);
         num(h, "ms", r->hosts_ms);
         num(h, "largest_unit_bytes", r->largest_unit_bytes);
-        cJSON_AddBoolToObject(h, "unit_within_mpi_limit", r->largest_unit_bytes <= (double)(1u << 30));
+        cJSON_AddBoolToObject(h, "unit_within_mpi_limit", r->hosts_unit_ok); // else the engine refuses: "fits" false
         cJSON_AddStringToObject(h, "not_built", "sharded optimizer state + all-gather of parameters: each host keeps 1/H "
                                                 "of the moments, its NIC moves 2(H-1)/H of the gradient");
         num(h, "sharded_bytes_per_host", r->sharded_bytes_per_host);
@@ -63,13 +63,14 @@ void mt_plan_ranks_json(cJSON *j, const mt_plan_ranks *r) {
                                         "one GPU only");
 }
 
-// One candidate: --batch rows on each GPU. Fits: host 0's memory within the profile's.
+// One candidate: --batch rows on each GPU. Fits: host 0's memory within the profile's, and across hosts every
+// unit within the MPI sum's limit (the engine refuses a larger one).
 static mt_status try_one(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, int n, int h,
                          mt_plan_ranks *r, int *fits) {
     mt_plan_input x = *in;
     x.eng.B = in->eng.B * n * h;
     MT_TRY(mt_plan_ranks_predict(c, &x, hw, n, h, r));
-    *fits = r->host0_bytes <= hw->host_mem_bytes * (1.0 - MT_PLAN_HOST_RESERVE);
+    *fits = r->host0_bytes <= hw->host_mem_bytes * (1.0 - MT_PLAN_HOST_RESERVE) && r->hosts_unit_ok;
     return MT_OK;
 }
 
@@ -81,6 +82,7 @@ mt_status mt_plan_tokens_per_day(const mt_config *c, const mt_plan_input *in, co
     cJSON *arr = cJSON_AddArrayToObject(o, "candidates");
     int per_host = hw->multi.gpus_per_host > 0 ? hw->multi.gpus_per_host : 1;
     int found = 0, n = 1, h = 1;
+    const char *stop = "";
     for (;;) {
         mt_plan_ranks r;
         int fits;
@@ -94,6 +96,7 @@ mt_status mt_plan_tokens_per_day(const mt_config *c, const mt_plan_input *in, co
         num(e, "scaling_efficiency", r.scaling_efficiency);
         num(e, "host_bytes_per_host", r.host0_bytes);
         cJSON_AddBoolToObject(e, "fits", fits);
+        if (!r.hosts_unit_ok) cJSON_AddStringToObject(e, "why_not", "a unit is past the hosts' MPI sum's 1 GiB");
         cJSON_AddStringToObject(e, "bound", r.bound);
         cJSON_AddItemToArray(arr, e);
         *gpus = n, *hosts = h;
@@ -101,10 +104,19 @@ mt_status mt_plan_tokens_per_day(const mt_config *c, const mt_plan_input *in, co
             found = 1;
             break;
         }
-        // The next: one more GPU on this host, then whole hosts (multi.* must allow it: its check names the key).
+        // The next: one more GPU on this host, then whole hosts (multi.* must allow it: its check names the key);
+        // more hosts do not shrink a unit past the MPI sum's limit.
+        if (h > 1 && !r.hosts_unit_ok) {
+            stop = "a unit of this model is past the hosts' MPI sum's 1 GiB (engine/hosts_mpi.c): no more hosts help";
+            break;
+        }
         if (n < per_host) n++;
         else if (h < MT_PLAN_MAX_HOSTS && hw->multi.nic_gbps > 0) h++;
-        else break;
+        else {
+            stop = hw->multi.nic_gbps > 0 ? "up to the profile's GPUs per host and 1024 hosts"
+                                          : "up to the profile's GPUs per host: it has no multi.nic_gbps for more hosts";
+            break;
+        }
     }
     cJSON_AddBoolToObject(o, "reached", found);
     num(o, "gpus", *gpus);
@@ -114,9 +126,8 @@ mt_status mt_plan_tokens_per_day(const mt_config *c, const mt_plan_input *in, co
         snprintf(why, sizeof why, "the fewest GPUs (one host first, then whole hosts) whose projected tokens/s x 86400 "
                                   "reaches the target within host memory; %d compared", cJSON_GetArraySize(arr));
     else
-        snprintf(why, sizeof why, "no candidate reaches the target (%d compared, up to the profile's GPUs per host%s); "
-                                  "the plan is the last one's", cJSON_GetArraySize(arr),
-                 hw->multi.nic_gbps > 0 ? " and 1024 hosts" : ": the profile has no multi.nic_gbps");
+        snprintf(why, sizeof why, "no candidate reaches the target (%d compared; %s); the plan is the last one's",
+                 cJSON_GetArraySize(arr), stop);
     cJSON_AddStringToObject(o, "why", why);
     return MT_OK;
 }

@@ -83,7 +83,7 @@ typedef struct {
     int fits;
     double host_have_bytes, pinned_have_bytes, gpu_have_bytes;
     int n_short;
-    mt_plan_short shortfall[3];
+    mt_plan_short shortfall[4]; // host, pinned, gpu; and "mpi_unit" for a plan across hosts (cmd_plan.c)
 } mt_plan_fit;
 
 void mt_plan_check_fit(const mt_plan_memory *m, const mt_hw_profile *hw, mt_plan_fit *out);
@@ -137,8 +137,12 @@ typedef struct {
     double one_gpu_tokens_per_s, scaling_efficiency; // one GPU at the rank's batch; tokens/s over N*H of it
     const char *bound;                  // the rank's, or "host_memory"
     double host_bytes_per_host, pinned_bytes_per_host, host0_bytes, host0_gather_bytes, largest_unit_bytes, gpu_bytes;
+    int hosts_unit_ok;                  // one host, or the largest unit within MT_PLAN_MPI_UNIT_BYTES: the engine runs it
     mt_plan_prediction rank;            // one rank's closed form
 } mt_plan_ranks;
+
+// engine/hosts_mpi.c: the hosts' gradient sum refuses a unit (a layer, the embedding, the head) past 1 GiB.
+#define MT_PLAN_MPI_UNIT_BYTES (1ULL << 30)
 
 // The profile has what N GPUs and H hosts need (one line naming the missing multi.* key).
 mt_status mt_plan_ranks_check(const mt_hw_profile *hw, int gpus, int hosts);

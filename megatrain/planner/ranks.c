@@ -167,11 +167,14 @@ mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, co
     out->pinned_bytes_per_host = (double)mem.pinned_bytes + (gpus - 1) * (double)mem.host_staging_bytes;
     if (hosts > 1) {
         double PL = (double)mt_config_params_per_layer(c), PE = (double)c->vocab_size * c->hidden_size;
+        double PH = P - c->num_layers * PL - PE; // final norm + head (tied: the norm alone)
         double unit = (PL > PE ? PL : PE) * gs;
+        if (PH * gs > unit) unit = PH * gs;
         out->host0_gather_bytes = hosts * unit;
         out->largest_unit_bytes = unit;
     }
     out->host0_bytes = out->host_bytes_per_host + out->host0_gather_bytes;
+    out->hosts_unit_ok = hosts == 1 || out->largest_unit_bytes <= (double)MT_PLAN_MPI_UNIT_BYTES;
     out->gpu_bytes = (double)mem.gpu_bytes;
     return MT_OK;
 }

@@ -95,11 +95,18 @@ check "--tokens-per-day lists the 3 candidates it compared, the last reaching it
 check "--tokens-per-day: reached, and the host memory stated" [ "$(num '.tokens_per_day.reached and (.ranks.host0_bytes > 0)' t)" = true ]
 plan "${std[@]}" --batch 8 --hardware $NV --tokens-per-day 1 > "$TMP/t.json"
 check "--tokens-per-day 1: one GPU, no ranks object" [ "$(num '[.tokens_per_day.gpus, (.ranks == null)] | map(tostring) | join(",")' t)" = "1,true" ]
-t8=$(plan "${std[@]}" --batch 64 --hardware $NV --gpus 8 | jq '.tokens_per_s * 86400')
-plan "${std[@]}" --batch 8 --hardware $NV --tokens-per-day "$(awk -v t=$t8 'BEGIN { printf "%.0f", t * 1.5 }')" > "$TMP/t.json"
+# Qwen2.5-3B: its units are within the hosts' MPI sum's 1 GiB (7B's embedding is not: below)
+s3=(--config experiments/models/qwen2.5-3b.json --seq-len 1024 --precision paper)
+t8=$(plan "${s3[@]}" --batch 64 --hardware $NV --gpus 8 | jq '.tokens_per_s * 86400')
+plan "${s3[@]}" --batch 8 --hardware $NV --tokens-per-day "$(awk -v t=$t8 'BEGIN { printf "%.0f", t * 1.5 }')" > "$TMP/t.json"
 check "--tokens-per-day past one host's 8 GPUs: whole hosts of 8" [ "$(num '.tokens_per_day.gpus == 8 and .tokens_per_day.hosts > 1 and .tokens_per_day.reached' t)" = true ]
 check "--tokens-per-day: every candidate before the choice falls short, the choice reaches it" \
   [ "$(num '.tokens_per_day as $t | [$t.candidates[:-1][] | .tokens_per_day < $t.target] + [$t.candidates[-1].tokens_per_day >= $t.target] | all' t)" = true ]
+plan "${std[@]}" --batch 8 --hardware $NV --tokens-per-day 1e15 > "$TMP/t.json"
+check "--tokens-per-day: 7B across hosts is refused by the engine's MPI sum (a unit past 1 GiB): never chosen" \
+  [ "$(num '[.tokens_per_day.reached, (.tokens_per_day.candidates[8].why_not | test("1 GiB"))] | map(tostring) | join(",")' t)" = "false,true" ]
+plan "${std[@]}" --batch 16 --hardware $NV --gpus 8 --hosts 2 > "$TMP/t.json"
+check "--hosts 2 with 7B: fits false, short mpi_unit (exit 0)" [ "$(num '.fits == false and any(.short[]; .resource == "mpi_unit")' t)" = true ]
 jq 'del(.multi.nic_gbps)' $NV > "$TMP/nonic.json"
 plan "${std[@]}" --batch 8 --hardware "$TMP/nonic.json" --tokens-per-day 1e15 > "$TMP/t.json"
 check "--tokens-per-day out of reach on one host: reached false, exit 0" [ "$(num '"\(.tokens_per_day.reached) \(.tokens_per_day.gpus)"' t)" = "false 8" ]
