@@ -108,6 +108,8 @@ check "--tokens-per-day lists the 3 candidates it compared, the last reaching it
 check "--tokens-per-day: reached, and the host memory stated" [ "$(num '.tokens_per_day.reached and (.ranks.host0_bytes > 0)' t)" = true ]
 plan "${std[@]}" --batch 8 --hardware $NV --tokens-per-day 1 > "$TMP/t.json"
 check "--tokens-per-day 1: one GPU, no ranks object" [ "$(num '[.tokens_per_day.gpus, (.ranks == null)] | map(tostring) | join(",")' t)" = "1,true" ]
+check "--tokens-per-day 1: its one-GPU candidate (ranks.c at N = H = 1) is the one-GPU plan's rate" \
+  close "$(num '.tokens_per_day.candidates[0].tokens_per_s' t)" "$(num .tokens_per_s t)"
 # Qwen2.5-3B: its units are within the hosts' MPI sum's 1 GiB (7B's embedding is not: below)
 s3=(--config experiments/models/qwen2.5-3b.json --seq-len 1024 --precision paper)
 t8=$(plan "${s3[@]}" --batch 64 --hardware $NV --gpus 8 | jq '.tokens_per_s * 86400')
