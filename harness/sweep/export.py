@@ -51,6 +51,11 @@ def column(r, name):
         return r["params"] / 1e9
     if name == "step_ms":
         return s.get("median")
+    if name == "gpus":  # plan --gpus N --hosts H: all its GPUs; a row without `ranks` ran on one
+        k = r.get("ranks") or {}
+        return k.get("gpus", 1) * k.get("hosts", 1)
+    if name == "scaling_efficiency":  # tokens/s over N*H one-GPU ranks' (1 for one GPU)
+        return (r.get("ranks") or {}).get("scaling_efficiency", 1.0)
     if name == "tokens_per_s_lo":  # the slowest timed step (or the error band's slow end)
         return r["tokens"] / (s["max"] / 1e3) if s.get("max") else None
     if name == "tokens_per_s_hi":

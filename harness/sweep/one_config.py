@@ -216,6 +216,12 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
             return row
         ms = plan["step_ms"]
         row["step_ms"] = {"median": ms, "min": ms, "max": ms, "n": 1}
+        ranks = plan.get("ranks")  # plan --gpus N --hosts H: the machine's peak is N*H GPUs' (mfu per GPU)
+        if ranks:
+            profile_peak *= ranks["gpus"] * ranks["hosts"]
+            row["ranks"] = {k: ranks[k] for k in ("gpus", "hosts", "batch_per_gpu", "tflops_per_gpu",
+                                                  "one_gpu_tokens_per_s", "scaling_efficiency", "bound",
+                                                  "host_bytes_per_host", "host0_bytes")}
         finish_speed(row, tokens, row["params"], profile_peak)
         pred = plan.get("prediction") or {}
         if isinstance(pred.get("compute_ms"), (int, float)) and ms > 0:

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/plan_build.h"
 #include "cli/run_setup.h"
+#include "core/metrics.h"
 #include "core/sysinfo.h"
 #include "planner/planner.h"
 
@@ -130,14 +131,56 @@ mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built) 
         }
         mt_batch_candidate_apply(&bs.c[bs.best], &in.eng);
     }
+    // Several GPUs or hosts (planner/ranks.c): --tokens-per-day picks them (--batch rows per GPU), --gpus/--hosts
+    // name them (--batch global); the memory and the prediction below are then one rank's, the rates the ranks'.
+    int gpus = o->gpus, hosts = o->hosts;
+    cJSON *hold = cJSON_CreateObject(); // the search's object until the plan's exists
+    if (!hold) return mt_fail(MT_ERR_MEMORY, "plan: out of memory");
+    if (o->tokens_per_day > 0) {
+        if ((s = mt_plan_tokens_per_day(&cfg, &in, &hw, o->tokens_per_day, hold, &gpus, &hosts))) {
+            cJSON_Delete(hold);
+            return s;
+        }
+        in.eng.B *= gpus * hosts;
+    }
+    const int several = gpus > 1 || hosts > 1;
+    mt_plan_ranks rk;
+    mt_plan_input in1 = in; // what one GPU computes: all of it, or one rank's rows
+    if (several) {
+        if ((s = mt_plan_ranks_predict(&cfg, &in, &hw, gpus, hosts, &rk))) {
+            cJSON_Delete(hold);
+            return s;
+        }
+        in1.eng.B = rk.rank_batch;
+        if (hosts > 1) in1.eng.sched.speculative = 0; // off across hosts (cli/cmd_train.c)
+    }
     mt_plan_memory mem;
     mt_plan_prediction pr;
-    if ((s = mt_plan_memory_compute(&cfg, &in, &mem)) || (have_rates && (s = mt_plan_predict(&cfg, &in, &hw, &pr)))) {
+    if ((s = mt_plan_memory_compute(&cfg, &in1, &mem)) ||
+        (have_rates && !several && (s = mt_plan_predict(&cfg, &in1, &hw, &pr)))) {
         mt_batch_search_free(&bs);
+        cJSON_Delete(hold);
         return s;
+    }
+    if (several) { // one host's memory (host 0's, the largest) and the ranks' rates; the prediction is one rank's
+        pr = rk.rank;
+        mem.host_bytes = (size_t)rk.host0_bytes;
+        mem.pinned_bytes = (size_t)rk.pinned_bytes_per_host;
+        pr.step_ms = rk.step_ms;
+        pr.tokens = (long long)rk.tokens;
+        pr.tokens_per_s = rk.tokens_per_s;
+        pr.tflops = rk.tflops;
+        pr.mfu = rk.tflops_per_gpu / hw.peak_tflops[MT_PEAK_BF16]; // per GPU, as one GPU's
+        pr.hfu = rk.rank.hfu * rk.rank.step_ms / rk.step_ms;
+        pr.days_per_billion_tokens = mt_metric_days_per_billion_tokens(rk.tokens_per_s);
+        pr.bound = rk.bound;
     }
     mt_plan_fit fit;
     mt_plan_check_fit(&mem, &hw, &fit);
+    if (several && !rk.hosts_unit_ok) { // the engine's hosts' sum refuses it (engine/hosts_mpi.c)
+        fit.shortfall[fit.n_short++] = (mt_plan_short){"mpi_unit", rk.largest_unit_bytes, (double)MT_PLAN_MPI_UNIT_BYTES};
+        fit.fits = 0;
+    }
     if (!gpu_known) { // no GPU figure to judge against: drop the gpu shortfall, say so
         int k = 0;
         for (int i = 0; i < fit.n_short; i++)
@@ -167,6 +210,10 @@ mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built) 
                                                           ? "auto (--batch auto)" : mt_recompute_name(o->eng.sched.recompute));
     }
     if (o->batch_auto) add_batch_search(j, &bs, &hw);
+    if (several) mt_plan_ranks_json(j, &rk);
+    cJSON *tpd = cJSON_DetachItemFromObject(hold, "tokens_per_day");
+    if (tpd) cJSON_AddItemToObject(j, "tokens_per_day", tpd);
+    cJSON_Delete(hold);
     mt_batch_search_free(&bs);
     mt_schedule_desc rs; // resolved: a peer binds as it does
     mt_schedule_resolve(sd, &in.eng.sched, &cfg, &rs);
@@ -214,7 +261,7 @@ mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built) 
         }
     }
     if (o->max_context) {
-        add_num(j, "max_seq_len", max_context(&cfg, in, &hw, gpu_known));
+        add_num(j, "max_seq_len", max_context(&cfg, in1, &hw, gpu_known));
         add_num(j, "max_position_embeddings", cfg.max_position_embeddings);
     }
 

@@ -52,7 +52,10 @@ static const opt_spec specs[] = {
     {"--seq-len", OPT_POS_INT, F(eng.T), G(seq_len), "tep"},
     {"--steps", OPT_POS_INT, F(steps), G(steps), "te"},
     // Data-parallel ranks on one host, one copy of the state (docs/DESIGN.md#several-gpus).
-    {"--gpus", OPT_GPUS, F(gpus), NG, "t"},
+    {"--gpus", OPT_GPUS, F(gpus), G(gpus), "tp"},
+    // plan only: hosts of --gpus N each (train's hosts are mpirun's), and "how many for this rate"
+    {"--hosts", OPT_POS_INT, F(hosts), G(hosts), "p"},
+    {"--tokens-per-day", OPT_POS_FLOAT, F(tokens_per_day), NG, "p"},
     {"--grad-accum", OPT_POS_INT, F(eng.grad_accum), G(grad_accum), "tp"},
     {"--lr", OPT_NONNEG_FLOAT, F(lr), G(lr), "t"},
     {"--weight-decay", OPT_NONNEG_FLOAT, F(weight_decay), G(weight_decay), "t"},
@@ -144,6 +147,7 @@ void mt_options_defaults(mt_options *o) {
     o->data = "synthetic";
     o->steps = 10;
     o->gpus = 1;
+    o->hosts = 1;
     o->lr = 3e-4f;
     o->weight_decay = 0.1f;
     o->beta1 = 0.9f;
@@ -411,6 +415,31 @@ static mt_status check_gpus(const mt_options *o, unsigned caps) {
     return MT_OK;
 }
 
+// plan --gpus N --hosts H | --tokens-per-day X (planner/ranks.c): what the planner can price.
+static mt_status check_plan_ranks(const mt_options *o) {
+    if (o->given.gpus && o->gpus == 0)
+        return mt_fail(MT_ERR_ARG, "plan --gpus auto: the planner has no devices to count; give --gpus N");
+    int several = o->gpus > 1 || o->hosts > 1;
+    if (o->tokens_per_day > 0) {
+        if (o->given.gpus || o->given.hosts)
+            return mt_fail(MT_ERR_ARG, "--tokens-per-day: picks --gpus and --hosts itself; drop %s",
+                           o->given.gpus ? "--gpus" : "--hosts");
+        if (!o->hardware)
+            return mt_fail(MT_ERR_ARG, "--tokens-per-day: needs --hardware PROFILE (a machine with several GPUs: its "
+                                       "multi.* keys) to price the candidates");
+    }
+    if ((several || o->tokens_per_day > 0) && o->batch_auto)
+        return mt_fail(MT_ERR_ARG, "--batch auto with %s: the planner picks a batch for one GPU; give --batch N",
+                       o->tokens_per_day > 0 ? "--tokens-per-day" : "--gpus/--hosts");
+    if ((several || o->tokens_per_day > 0) && o->compare)
+        return mt_fail(MT_ERR_ARG, "--compare with %s: compare one GPU's plans, or give one --hardware",
+                       o->tokens_per_day > 0 ? "--tokens-per-day" : "--gpus/--hosts");
+    if (several && !o->hardware)
+        return mt_fail(MT_ERR_ARG, "plan --gpus %d --hosts %d: needs --hardware PROFILE (the machine's multi.* keys)",
+                       o->gpus, o->hosts);
+    return MT_OK;
+}
+
 mt_status mt_options_check(const mt_options *o, const char *cmd) {
     int train = !strcmp(cmd, "train"), eval = !strcmp(cmd, "eval");
     // What the chosen backend can do, from its capabilities (0: not in this binary; its own error later).
@@ -465,6 +494,7 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
                        o->hardware, o->backend);
     if (train) MT_TRY(check_train_pairs(o)); // after the micro-batch limit: its product is checked first
     if (train) MT_TRY(check_gpus(o, caps));
+    if (!strcmp(cmd, "plan")) MT_TRY(check_plan_ranks(o));
     // --compare names the profiles; an option that fixes one machine contradicts it.
     if (o->compare && o->hardware)
         return mt_fail(MT_ERR_ARG, "--compare and --hardware %s: --compare names every profile; add %s to its list "

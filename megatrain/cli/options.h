@@ -23,6 +23,8 @@ typedef struct {
     unsigned long long seed;
     int steps, warmup, save_every;
     int gpus; // --gpus N: data-parallel ranks, one per device (default 1; 0: auto, every device the backend has)
+    int hosts;             // plan --hosts H: hosts of --gpus N each (train takes them from mpirun; default 1)
+    float tokens_per_day;  // plan --tokens-per-day X: the fewest GPUs and hosts whose projected rate reaches X
     // What the engine and the planner take, parsed straight into their own struct
     // (one set of defaults and one validation, engine.h): --schedule (the parser
     // maps the name to its descriptor), --batch, --seq-len, --grad-accum,
@@ -41,7 +43,7 @@ typedef struct {
     struct {
         int steps, batch, seq_len, grad_accum, lr, weight_decay, beta1, beta2, eps, grad_clip, lr_schedule, warmup,
             precision, data, seed, schedule, speculative, grad_accum_dtype, init, save_every, shard_size,
-            recompute;
+            recompute, gpus, hosts;
     } given;
 } mt_options;
 

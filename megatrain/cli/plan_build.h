@@ -24,6 +24,12 @@ typedef struct {
 // the caller's to cJSON_Delete; built may be NULL. Errors: one line (mt_last_error).
 mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built);
 
+// plan_ranks.c: the "ranks" object of `plan --gpus N --hosts H`; the "tokens_per_day" search (in->eng.B
+// rows per GPU), which writes the GPUs and hosts it chose (the last compared when none reaches target).
+void mt_plan_ranks_json(cJSON *j, const mt_plan_ranks *r);
+mt_status mt_plan_tokens_per_day(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, double target,
+                                 cJSON *j, int *gpus, int *hosts);
+
 // `plan --compare A,B,...` (plan_compare.c): the exit status.
 int mt_cmd_plan_compare(mt_options *o);
 

@@ -113,6 +113,9 @@ static const mt_schedule_desc table[] = {
                 "DeepSpeedCPUAdam after backward, then the pinned bf16 flats refreshed",
      .weight_bufs = 2, .prefetch_elems = -1, .ckpt_interval = 4, .host_pinned = 1, .bind = MT_BIND_COPY,
      .weight_passes = 3,
+     // --gpus N (infinity/model/mp_worker.py, mp_state.py): each spawned worker copies its whole gradient to
+     // its own pinned slabs and adds it into the shared-memory .grad under one cross-process lock
+     .dp_host_add = 1,
      // attn_implementation flash_attention_2 (qwen_7b_1gpu.yaml): the flash-attn package, which the GPU
      // machine lacks; PyTorch's SDPA flash backend runs FlashAttention-2's kernels and stands in for it
      .attention_kernel = "torch_sdpa_flash", .host_bytes_per_param = {14, 0, 0}},

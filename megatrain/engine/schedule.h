@@ -120,6 +120,9 @@ struct mt_schedule_desc {
                              // it (gpu.attention_tflops.<name>); NULL: ours, chosen by --attention
     double fetch_overhead_ms;// host time per fetch (a submodule, or a layer when not per submodule) that
                              // the peer's Python hooks spend before the compute can be issued
+    int dp_host_add;         // several GPUs (planner/ranks.c): 1: every rank copies its whole gradient out
+                             // and adds it into the one host gradient under one lock (the official code's
+                             // spawned workers, no NCCL); 0: ours (a reduce-scatter, each rank copies 1/N)
     double eager_scale;      // a peer running HF's model in eager PyTorch: the time its kernels other than
                              // attention take over ours (GEMMs and memory-bound ops alike; attention has
                              // its implementation's own measured rate); 0: ours (1)

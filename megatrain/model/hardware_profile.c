@@ -150,6 +150,32 @@ static mt_status parse_name_match(const char *path, const cJSON *j, mt_hw_profil
     return MT_OK;
 }
 
+// An optional number: absent leaves *out at 0; present, it is checked as num() checks.
+static mt_status opt_num(const char *path, const cJSON *root, const char *key, range r, double *out) {
+    if (!dotted(root, key)) return MT_OK;
+    return num(path, root, key, r, out);
+}
+
+// multi.* (optional, planner/ranks.c): the machine's several GPUs and hosts.
+static mt_status parse_multi(const char *path, const cJSON *j, mt_hw_profile *p) {
+    static const range GPUS = {1, 1024, 1};
+    double g = 0, s = 0;
+    mt_hw_multi *m = &p->multi;
+    MT_TRY(opt_num(path, j, "multi.gpus_per_host", GPUS, &g));
+    MT_TRY(opt_num(path, j, "multi.gpus_per_pcie_switch", GPUS, &s));
+    m->gpus_per_host = (int)g, m->gpus_per_pcie_switch = (int)s;
+    if (g && s && s > g)
+        return mt_fail(MT_ERR_FORMAT, "%s: multi.gpus_per_pcie_switch: %g is more than multi.gpus_per_host %g", path, s, g);
+    MT_TRY(opt_num(path, j, "multi.pcie_switch_uplink_gbps", GBPS, &m->pcie_uplink_gbps));
+    MT_TRY(opt_num(path, j, "multi.nvlink_gbps", GBPS, &m->nvlink_gbps));
+    MT_TRY(opt_num(path, j, "multi.collective_gbps", GBPS, &m->collective_gbps));
+    MT_TRY(opt_num(path, j, "multi.nic_gbps", GBPS, &m->nic_gbps));
+    static const range BPP = {1, 1024, 0};
+    MT_TRY(opt_num(path, j, "host.adamw_bytes_per_param.paper", BPP, &p->adamw_bytes_per_param[MT_ADAMW_PAPER]));
+    MT_TRY(opt_num(path, j, "host.adamw_bytes_per_param.mixed", BPP, &p->adamw_bytes_per_param[MT_ADAMW_MIXED]));
+    return opt_num(path, j, "host.adamw_bytes_per_param.fp32", BPP, &p->adamw_bytes_per_param[MT_ADAMW_FP32]);
+}
+
 static mt_status parse(const char *path, const cJSON *j, mt_hw_profile *p) {
     char schema[64];
     if (!cJSON_IsObject(j)) return mt_fail(MT_ERR_FORMAT, "%s: expected a JSON object", path);
@@ -186,6 +212,7 @@ static mt_status parse(const char *path, const cJSON *j, mt_hw_profile *p) {
     MT_TRY(num(path, j, "host.adamw_params_per_s.fp32", PARAMS_PER_S, &p->adamw_params_per_s[MT_ADAMW_FP32]));
     if (dotted(j, "host.cpu_optimizers"))
         MT_TRY(str(path, j, "host.cpu_optimizers", p->cpu_optimizers, sizeof p->cpu_optimizers));
+    MT_TRY(parse_multi(path, j, p));
     return parse_attention(path, j, p);
 }
 

@@ -36,6 +36,17 @@ typedef struct {
     char source[320];
 } mt_hw_attn_rate;
 
+// The optional multi.* keys (experiments/hardware/README.md): how N GPUs of one host and H
+// hosts are connected. Rates are per direction, decimal GB/s, as every rate in a profile.
+typedef struct {
+    int gpus_per_host;            // multi.gpus_per_host
+    int gpus_per_pcie_switch;     // multi.gpus_per_pcie_switch: GPUs behind one switch's uplink to the CPU
+    double pcie_uplink_gbps;      // multi.pcie_switch_uplink_gbps: that uplink, per direction (copies as measured)
+    double nvlink_gbps;           // multi.nvlink_gbps: one GPU's NVLink per direction (0 and no key: PCIe peer traffic)
+    double collective_gbps;       // multi.collective_gbps: the bus bandwidth NCCL's ring reaches between the GPUs
+    double nic_gbps;              // multi.nic_gbps: one host's network bandwidth to the others, per direction
+} mt_hw_multi;
+
 typedef struct {
     char name[64];
     char source[1100];     // the file read, or "measured"
@@ -61,6 +72,12 @@ typedef struct {
     int n_attn;                                  // measured attention implementations (optional key)
     mt_hw_attn_rate attn[MT_HW_ATTN_KERNELS];
     double pinned_limit_bytes;                   // page-lock limit below host memory (ulimit -l), 0 = none
+    // host.adamw_bytes_per_param (MT_ADAMW_*): the host memory traffic of one parameter's update
+    // (what several GPUs' copy streams share the memory bandwidth with; planner/ranks.c). 0: absent.
+    double adamw_bytes_per_param[3];
+    // multi.* (optional; planner/ranks.c, `plan --gpus N --hosts H`): the machine with several GPUs.
+    // 0 = absent: a plan for N > 1 names the missing key.
+    mt_hw_multi multi;
     int measured;                                // built from this machine (planner/measured_profile.c)
     char measured_note[512];                     // what was read and what was assumed
 } mt_hw_profile;

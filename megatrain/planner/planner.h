@@ -41,6 +41,10 @@ typedef struct {
     size_t gpu_free_bytes;   // for --offload-checkpoints auto: the device memory available (0 = unknown: keep on the device)
     double rollback_rate;    // speculative step: the fraction of steps that roll back (--rollback-rate, 0 by default)
     mt_attn_impl attention;  // --attention (a peer's descriptor names its own implementation instead)
+    // One data-parallel rank of several (planner/ranks.c sets these; 0 for one GPU): the share of
+    // each gradient this rank copies to the host (1/N after a reduce-scatter; 0 means 1), and the
+    // compute-stream time its gradient collective takes per micro-batch (ms; NCCL runs there).
+    double rank_grad_share, rank_reduce_ms;
 } mt_plan_input;
 
 typedef struct {
@@ -79,7 +83,7 @@ typedef struct {
     int fits;
     double host_have_bytes, pinned_have_bytes, gpu_have_bytes;
     int n_short;
-    mt_plan_short shortfall[3];
+    mt_plan_short shortfall[4]; // host, pinned, gpu; and "mpi_unit" for a plan across hosts (cmd_plan.c)
 } mt_plan_fit;
 
 void mt_plan_check_fit(const mt_plan_memory *m, const mt_hw_profile *hw, mt_plan_fit *out);
@@ -112,6 +116,39 @@ typedef struct {
 } mt_plan_prediction;
 
 mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, mt_plan_prediction *out);
+
+// ---------------------------------------------------------------------------
+// Several GPUs and hosts (ranks.c): `plan --gpus N --hosts H`, one rank priced by
+// mt_plan_predict (its batch, its share of the links, its collective), the host memory the
+// ranks share as a floor, the hosts' gradient sum after it. The closed form's, not the sim's.
+
+typedef struct {
+    int gpus, hosts, rank_batch, gpus_per_uplink, host_add;
+    double h2d_gbps, d2h_gbps;          // one rank's copy rates as priced
+    const char *link_limit;             // which set them
+    double collective_gbps;             // ours: the reduce-scatter's rate (0: none)
+    const char *collective_link;        // "nvlink", "collective_gbps" or "pcie"
+    double reduce_bytes_per_gpu, reduce_ms, d2h_bytes_per_gpu; // per step
+    double host_add_bytes;              // the official code's locked host adds, per step
+    double host_traffic_bytes, host_floor_ms; // one host's memory traffic per step, and its time at mem_gbps
+    double hosts_in_bytes, hosts_out_bytes, hosts_ms; // host 0's NIC: the gather in, the broadcast out
+    double sharded_bytes_per_host, sharded_ms, sharded_saves_bytes; // the design not built: sharded optimizer
+    double tokens, step_ms, tokens_per_s, tflops, tflops_per_gpu;
+    double one_gpu_tokens_per_s, scaling_efficiency; // one GPU at the rank's batch; tokens/s over N*H of it
+    const char *bound;                  // the rank's, or "host_memory"
+    double host_bytes_per_host, pinned_bytes_per_host, host0_bytes, host0_gather_bytes, largest_unit_bytes, gpu_bytes;
+    int hosts_unit_ok;                  // one host, or the largest unit within MT_PLAN_MPI_UNIT_BYTES: the engine runs it
+    mt_plan_prediction rank;            // one rank's closed form
+} mt_plan_ranks;
+
+// engine/hosts_mpi.c: the hosts' gradient sum refuses a unit (a layer, the embedding, the head) past 1 GiB.
+#define MT_PLAN_MPI_UNIT_BYTES (1ULL << 30)
+
+// The profile has what N GPUs and H hosts need (one line naming the missing multi.* key).
+mt_status mt_plan_ranks_check(const mt_hw_profile *hw, int gpus, int hosts);
+// in->eng.B is the global batch (a multiple of gpus x hosts), as `train --gpus` takes it.
+mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, int gpus,
+                                int hosts, mt_plan_ranks *out);
 
 // ---------------------------------------------------------------------------
 // --batch auto (batch_search.c): the batch and the knobs the schedule takes

@@ -116,6 +116,7 @@ typedef struct {
     double passes;    // layer loads per micro-batch: 2, or 3 (weight_passes: the official code's)
     double hook_ms;   // host hooks per layer fetch (fetch_overhead_ms x the fetches a layer takes)
     double Ra;        // attention's rate (FLOP/ms): the implementation's measured one at T, else assumed
+    double share;     // the share of each gradient this rank copies out (1: one GPU; 1/N: planner/ranks.c)
 } terms;
 
 // Each form returns the step time, credits the tally, and may set the link
@@ -134,11 +135,11 @@ typedef struct {
 static double streamed_step(const terms *t, tally *ty, double rem) {
     const double PE = t->PE, PL = t->PL, PH = t->PH, ws = t->ws, h2d = t->h2d, d2h = t->d2h, f = t->f;
     const double W = t->W, Wg = t->Wg, cf = t->cf, cb = t->cb, L = t->L;
-    const double wsi = t->wsi, gs = t->gs, P = t->passes, EHg = (PE + PH) * gs;
+    const double wsi = t->wsi, gs = t->gs, P = t->passes, EHg = (PE + PH) * gs * t->share;
     const int G = (int)t->G, serial_opt = !t->s->optimizer_overlapped;
     double opt0 = serial_opt ? 0 : (PE + PL) / t->hw->adamw_params_per_s[t->prec] * 1e3;
     if (opt0 > rem) opt0 = rem; // speculated already: the next forward need not wait for it
-    double fill = (PE * ws + PL * wsi) / h2d, drain = (PL + PE) * gs / d2h;
+    double fill = (PE * ws + PL * wsi) / h2d, drain = (PL + PE) * gs * t->share / d2h;
     double step = serial(ty, R_H2D, fill) + serial(ty, R_OPT, opt0) + serial(ty, R_D2H, drain);
     step += hooked(ty, take_max(ty, cf, (W + PH * ws) / h2d, 0, serial_opt ? 0 : rem - opt0), L * t->hook_ms);
     for (int k = 1; k < G; k++) step += hooked(ty, take_max(ty, cf, W / h2d, 0, 0), L * t->hook_ms);
@@ -153,7 +154,7 @@ static double streamed_step(const terms *t, tally *ty, double rem) {
 static void streamed_form(const terms *t, tally *ty, mt_plan_prediction *out, form_out *r) {
     const int serial_opt = !t->s->optimizer_overlapped;
     out->h2d_bytes = t->passes * t->G * t->W + (t->PE + t->PH) * t->ws;
-    out->d2h_bytes = t->G * t->Wg + (t->PE + t->PH) * t->gs;
+    out->d2h_bytes = t->G * t->Wg + (t->PE + t->PH) * t->gs * t->share;
     out->formula = serial_opt ? "fill + max(c_f, (W+P_H*ws)/h2d) + (G-1)*max(c_f, W/h2d) "
                                 "+ G*max(c_b, (passes-1)*W/(f*h2d), Wg/(f*d2h)) + drain + opt (serial); each pass at "
                                 "least its hooks; W, Wg at the peer's wire dtypes"
@@ -319,7 +320,11 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
         mt_layout_build(c, &le, &ll, &lh);
         t.hook_ms = s.fetch_overhead_ms * (s.submodule_fetch ? mt_layout_submodules(&ll, pieces) : 1);
     }
-    const double W = t.W = L * PL * t.wsi, Wg = t.Wg = L * PL * t.gs, EH = t.EH = (PE + PH) * ws;
+    // A rank of several (planner/ranks.c): it copies out its share of each reduced gradient, and
+    // its collective holds the compute stream; one GPU: share 1, no collective.
+    const double share = t.share = in->rank_grad_share > 0 ? in->rank_grad_share : 1;
+    t.cb += in->rank_reduce_ms;
+    const double W = t.W = L * PL * t.wsi, Wg = t.Wg = L * PL * t.gs * share, EH = t.EH = (PE + PH) * ws;
     const mt_precision opt_prec = s.optimizer_master && !fp32 ? MT_PREC_MIXED : in->prec;
     const double opt = t.opt = N / hw->adamw_params_per_s[opt_prec] * 1e3;
 
