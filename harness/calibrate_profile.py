@@ -328,6 +328,8 @@ def gbps_of(runs, name):
 def fmt(v):
     if v is None:
         return "-"
+    if isinstance(v, str):  # a file a figure names (host.cpu_optimizers)
+        return v
     if isinstance(v, int) or (abs(v) >= 1e6 and float(v).is_integer()):
         return "%.4g" % v if abs(v) >= 1e7 else "%d" % v
     return "%.4g" % v

@@ -174,6 +174,8 @@ check "cpu-optimizers: sources (measured with file, shape, date, GPU, engine; mi
      and contains("2026-11-26T02:56:01Z, NVIDIA H200 host, engine at 955be61e2b40"))
    and (.sources["host.adamw_gbps.mixed"] | startswith("assumed:"))
    and .gpu.gemm_efficiency == 0.6'
+check "cpu-optimizers: the profile names the host's rows, which price the peers' optimizers" "$tmp/adam.json" \
+  '.host.cpu_optimizers == "results/labs/h200-B-cpu_adam.jsonl" and (.sources["host.cpu_optimizers"] | startswith("measured:"))'
 invariants "$tmp/adam.json" adam > "$tmp/adam_inv"
 [ -s "$tmp/adam_inv" ] && fail "cpu-optimizers: invariants: $(cat "$tmp/adam_inv")" || pass "cpu-optimizers: invariants hold"
 grep -v megatrain_adamw_paper results/labs/h200-B-cpu_adam.jsonl > "$tmp/no_ours.jsonl"

@@ -37,7 +37,7 @@ check "nothing filed for the H100: A and B, and no third however large the budge
   'printf "%s" "$out" | grep -Eq "filed already: none; within 5000 s: A \(~[0-9]+ s\), B \(~[0-9]+ s\)$"'
 out=$(plan "NVIDIA H100 80GB HBM3" 60)
 check "a budget nothing fits: said: $out" 'printf "%s" "$out" | grep -q "within 60 s: nothing fits"'
-for p in A B C D E F G; do man h100 $p false; done
+for p in A B C D E F G H; do man h100 $p false; done
 out=$(plan "NVIDIA H100 80GB HBM3" 900)
 check "every part filed: nothing to run: $out" 'printf "%s" "$out" | grep -q "nothing fits"'
 # A filed part whose sweep lacks rows from this GPU kind (a configuration never reached, one
