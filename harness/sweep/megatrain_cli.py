@@ -12,10 +12,11 @@ from common import REPO, die
 from sweeps import schedule_args
 
 # Options `megatrain plan` does not take (train-only), with the number of values each
-# takes; dropped from args for plan calls. None today: plan prices --attention (the
-# profile's measured rate of that implementation) and --serial-optimizer (the update
-# after backward, no speculative restore window) as train runs them.
-PLAN_DROP_FLAGS = {}
+# takes; dropped from args for plan calls. Plan prices --attention (the profile's
+# measured rate of that implementation) and --serial-optimizer (the update after
+# backward, no speculative window) as train runs them; --grad-clip changes no price
+# (the plan has no gradients: it assumes the speculative step's updates are kept).
+PLAN_DROP_FLAGS = {"--grad-clip": 1}
 
 
 # ---------------------------------------------------------------- running the CLI
