@@ -21,6 +21,8 @@ import os
 import subprocess
 import sys
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 # One model and batch per block; every profile is a column of the same `plan --compare`.
 CONFIGS = [
     ("Qwen2.5-14B, batch 16", ["--config", "experiments/models/qwen2.5-14b.json", "--batch", "16"]),
@@ -91,7 +93,10 @@ def main():
         f.write("array P[M] = [" + ", ".join(json.dumps(p) for p in profiles) + "]\n")
         band = blocks[0][1][0]["compare"]["band"]
         # gnuplot's enhanced text reads "_" as a subscript: escaped, the file's name prints as it is
-        band_file = (band.get("file") or "none yet (results/sim_validation.json)").replace("_", "\\_")
+        where = band.get("file")
+        if where and os.path.isabs(where) and os.path.commonpath([where, REPO]) == REPO:
+            where = os.path.relpath(where, REPO)  # the repo's own file, named as a reader finds it
+        band_file = (where or "none yet (results/sim_validation.json)").replace("_", "\\_")
         f.write(f"BAND_FILE = {json.dumps(band_file)}\n")
     for name in ("compare.jsonl", "compare.tsv", "compare.gpi"):
         os.replace(os.path.join(a.out, name + ".tmp"), os.path.join(a.out, name))

@@ -14,7 +14,7 @@ do for [FMT in "png svg"] {
   set output OUT.NAME.".".FMT
   set ylabel "TFLOPS (6N, the whole step)"
   set yrange [0:*]
-  set key top left
+  set key below  # beside the points it would hide some (gb200's are at the top left)
   if (N > 0) {
     set title sprintf("One model and batch on every hardware profile (projected: megatrain plan --compare; seq 1024, paper)\n{/*0.85 points: the sim's step; bars: its error band against measured runs (%s)}\n{/*0.85 open: no GPU of that kind measured; x: the planner's closed form}", BAND_FILE)
     set xrange [-0.6:M - 0.4]
