@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 # `make test` also runs the aarch64 (Grace) suite under qemu-user; TEST_AARCH64=0 skips it.
 TEST_AARCH64 ?= 1
 
-.PHONY: all deps build test test-aarch64 reproduce sim-check clean
+.PHONY: all deps build test test-aarch64 reproduce sim-check peer-check clean
 
 all: build
 
@@ -32,6 +32,10 @@ reproduce: build
 # fails when a row that validates the current engine is outside ±10%; rewrites results/sim_validation.json.
 sim-check: build
 	python3 harness/sweep/sim_check.py
+
+# The sim's models of DeepSpeed, FSDP2 and the official code against their measured rows (within 15%).
+peer-check: build
+	python3 harness/sweep/peer_check.py
 
 clean:
 	rm -rf $(BUILD) build-aarch64
