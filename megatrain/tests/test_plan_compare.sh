@@ -44,17 +44,23 @@ done
 "$MT" plan "${q14[@]}" --hardware experiments/hardware/gh200-480g.json | jq -cS . > "$TMP/alone.json"
 check "a profile by path = plan --hardware PATH" cmp -s "$TMP/alone.json" "$TMP/bypath.json"
 
-# --batch auto picks per profile; each column is that profile's own --batch auto plan
+# --batch auto picks per profile; each column is that profile's own --batch auto plan. It runs
+# the sim for each profile's favourite candidates: under emulation (make test-aarch64) that
+# outlasts the test's limit, so it is left to the native run (the same code).
 q7=(--config $M/qwen2.5-7b.json --batch auto --seq-len 1024 --precision paper)
-"$MT" plan "${q7[@]}" --compare h200-1.5t,gh200-480g > "$TMP/auto.jsonl" 2> "$TMP/auto_table"
-check "batch auto compare exits 0: $(tail -n 1 "$TMP/auto_table")" test $? -eq 0
-for hw in h200-1.5t gh200-480g; do
-  "$MT" plan "${q7[@]}" --hardware "$hw" | jq -cS . > "$TMP/alone.json"
-  jq -cS "select(.hardware.name == \"$hw\") | del(.compare)" "$TMP/auto.jsonl" > "$TMP/col.json"
-  check "batch auto column $hw = plan --batch auto --hardware $hw" cmp -s "$TMP/alone.json" "$TMP/col.json"
-done
-check "batch auto: the table says which batch each column used" \
-  grep -Eq '^batch +[0-9]+ \(auto\) +[0-9]+ \(auto\)$' "$TMP/auto_table"
+if [ -n "${MT_EMULATED:-}" ]; then
+  echo "test_plan_compare: the --batch auto case skipped under emulation (run natively)"
+else
+  "$MT" plan "${q7[@]}" --compare h200-1.5t,gh200-480g > "$TMP/auto.jsonl" 2> "$TMP/auto_table"
+  check "batch auto compare exits 0: $(tail -n 1 "$TMP/auto_table")" test $? -eq 0
+  for hw in h200-1.5t gh200-480g; do
+    "$MT" plan "${q7[@]}" --hardware "$hw" | jq -cS . > "$TMP/alone.json"
+    jq -cS "select(.hardware.name == \"$hw\") | del(.compare)" "$TMP/auto.jsonl" > "$TMP/col.json"
+    check "batch auto column $hw = plan --batch auto --hardware $hw" cmp -s "$TMP/alone.json" "$TMP/col.json"
+  done
+  check "batch auto: the table says which batch each column used" \
+    grep -Eq '^batch +[0-9]+ \(auto\) +[0-9]+ \(auto\)$' "$TMP/auto_table"
+fi
 
 # --- the band of each column, from the fixture
 want() { # want NAME PROFILE JQ-EXPR (on that profile's row)
