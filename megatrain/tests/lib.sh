@@ -56,3 +56,25 @@ else:  # a tensor file: re-sign every tensor
 json.dump(m, open(f"{d}/checkpoint.json", "w"), indent=1)
 EOF
 }
+# same_state A B: checkpoints A and B hold bitwise the same parameters and optimizer state.
+same_state() { cmp -s "$1/model.safetensors" "$2/model.safetensors" && cmp -s "$1/optimizer.safetensors" "$2/optimizer.safetensors"; }
+# close_params A B TOL [differ]: the parameters' relative L2 difference ||a - b|| / ||b|| is at
+# most TOL; with `differ`, also not zero (a different summation order must show).
+close_params() {
+  python3 - "$1/model.safetensors" "$2/model.safetensors" "$3" "${4:-}" <<'PY'
+import json, math, struct, sys
+def load(p):
+    b = open(p, "rb").read(); n = int.from_bytes(b[:8], "little"); h = json.loads(b[8:8 + n]); out = {}
+    for k, t in h.items():
+        if k == "__metadata__": continue
+        s, e = t["data_offsets"]; raw = b[8 + n + s:8 + n + e]
+        if t["dtype"] == "F32": out[k] = struct.unpack("<%df" % (len(raw) // 4), raw)
+        else: out[k] = [struct.unpack("<f", struct.pack("<I", x << 16))[0] for x in struct.unpack("<%dH" % (len(raw) // 2), raw)]
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+d2 = sum((x - y) ** 2 for k in b for x, y in zip(a[k], b[k])); n2 = sum(y * y for k in b for y in b[k])
+rel = math.sqrt(d2 / n2)
+print("relative L2 difference %.3g (tolerance %s)" % (rel, sys.argv[3]), file=sys.stderr)
+sys.exit(0 if rel <= float(sys.argv[3]) and (d2 > 0 or sys.argv[4] != "differ") else 1)
+PY
+}

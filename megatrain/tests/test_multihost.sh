@@ -32,42 +32,23 @@ mrun() { # mrun OUTDIR ARGS... (two hosts)
   "${MPI[@]}" "$MT" train "$@" --data $FIX/tokens.bin --seq-len 32 --lr 1e-3 --backend cpu --save "$out" \
     > "$out.jsonl" 2> "$out.err" || { cat "$out.err" >&2; return 1; }
 }
-same() { cmp -s "$1/model.safetensors" "$2/model.safetensors" && cmp -s "$1/optimizer.safetensors" "$2/optimizer.safetensors"; }
 losses() { jq -r '"\(.step) \(.loss) \(.grad_norm) \(.skipped)"' "$1"; }
 same_losses() { test "$(losses "$1.jsonl")" = "$(losses "$2.jsonl")"; }
-close() { # close A B TOL: the parameters' relative L2 difference, as test_multigpu
-  python3 - "$1/model.safetensors" "$2/model.safetensors" "$3" <<'PY'
-import json, math, struct, sys
-def load(p):
-    b = open(p, "rb").read(); n = int.from_bytes(b[:8], "little"); h = json.loads(b[8:8 + n]); out = {}
-    for k, t in h.items():
-        if k == "__metadata__": continue
-        s, e = t["data_offsets"]; raw = b[8 + n + s:8 + n + e]
-        if t["dtype"] == "F32": out[k] = struct.unpack("<%df" % (len(raw) // 4), raw)
-        else: out[k] = [struct.unpack("<f", struct.pack("<I", x << 16))[0] for x in struct.unpack("<%dH" % (len(raw) // 2), raw)]
-    return out
-a, b = load(sys.argv[1]), load(sys.argv[2])
-d2 = sum((x - y) ** 2 for k in b for x, y in zip(a[k], b[k])); n2 = sum(y * y for k in b for y in b[k])
-rel = math.sqrt(d2 / n2)
-print("relative L2 difference %.3g (tolerance %s)" % (rel, sys.argv[3]), file=sys.stderr)
-sys.exit(0 if rel <= float(sys.argv[3]) else 1)
-PY
-}
 
 tiny5="--config $DATA/tiny5_llama.json --seed 7 --steps 3"
 for prec in fp32 paper mixed; do
   tol=5e-3; [ $prec = fp32 ] && tol=1e-5
   check "2 hosts, G=1 ($prec)" mrun "$TMP/h_$prec" $tiny5 --precision $prec --batch 4
   check "one process --gpus 2 ($prec)" run "$TMP/p_$prec" $tiny5 --precision $prec --batch 4 --gpus 2 --speculative-step false
-  check "2 hosts == one process --gpus 2 ($prec): bitwise" same "$TMP/h_$prec" "$TMP/p_$prec"
+  check "2 hosts == one process --gpus 2 ($prec): bitwise" same_state "$TMP/h_$prec" "$TMP/p_$prec"
   check "2 hosts: losses and norms identical ($prec)" same_losses "$TMP/h_$prec" "$TMP/p_$prec"
   check "2 hosts x --gpus 2 ($prec)" mrun "$TMP/h4_$prec" $tiny5 --precision $prec --batch 8 --gpus 2
   check "one process --gpus 4 ($prec)" run "$TMP/p4_$prec" $tiny5 --precision $prec --batch 8 --gpus 4 --speculative-step false
-  check "2 hosts x --gpus 2 vs --gpus 4 ($prec): within $tol" close "$TMP/h4_$prec" "$TMP/p4_$prec" $tol
+  check "2 hosts x --gpus 2 vs --gpus 4 ($prec): within $tol" close_params "$TMP/h4_$prec" "$TMP/p4_$prec" $tol
   check "2 hosts, G=2 ($prec)" mrun "$TMP/hg_$prec" $tiny5 --precision $prec --batch 4 --grad-accum 2
   check "one process --gpus 2, G=2 ($prec)" run "$TMP/pg_$prec" $tiny5 --precision $prec --batch 4 --grad-accum 2 --gpus 2 \
     --speculative-step false
-  check "2 hosts, G=2 vs one process ($prec): within $tol" close "$TMP/hg_$prec" "$TMP/pg_$prec" $tol
+  check "2 hosts, G=2 vs one process ($prec): within $tol" close_params "$TMP/hg_$prec" "$TMP/pg_$prec" $tol
 done
 check "host 0 alone writes stdout (3 lines)" test "$(wc -l < "$TMP/h_fp32.jsonl")" = 3
 check "stderr says the hosts" grep -q "2 hosts (MPI): the speculative step is off" "$TMP/h_fp32.err"
@@ -78,11 +59,11 @@ check "uninterrupted, one process --gpus 2" run "$TMP/ref" "${full[@]}" --steps 
 check "first half under mpirun" mrun "$TMP/half_h" "${full[@]}" --steps 3
 "$MT" train --resume "$TMP/half_h" --steps 6 --gpus 2 --save "$TMP/res_p" > "$TMP/res_p.jsonl" 2> /dev/null
 check "resumed by one process --gpus 2" test $? -eq 0
-check "mpirun's checkpoint resumed by one process == uninterrupted: bitwise" same "$TMP/res_p" "$TMP/ref"
+check "mpirun's checkpoint resumed by one process == uninterrupted: bitwise" same_state "$TMP/res_p" "$TMP/ref"
 check "first half, one process" run "$TMP/half_p" "${full[@]}" --steps 3 --gpus 2
 "${MPI[@]}" "$MT" train --resume "$TMP/half_p" --steps 6 --save "$TMP/res_h" > "$TMP/res_h.jsonl" 2> /dev/null
 check "resumed under mpirun" test $? -eq 0
-check "one process's checkpoint resumed under mpirun == uninterrupted: bitwise" same "$TMP/res_h" "$TMP/ref"
+check "one process's checkpoint resumed under mpirun == uninterrupted: bitwise" same_state "$TMP/res_h" "$TMP/ref"
 check "resumed under mpirun: losses of steps 4..6 identical" \
   test "$(losses "$TMP/res_h.jsonl")" = "$(losses "$TMP/ref.jsonl" | tail -n 3)"
 
