@@ -38,22 +38,6 @@ typedef struct {
     size_t bytes;
 } run_out;
 
-static unsigned char *snapshot(const mt_model *m, size_t *bytes) {
-    size_t ws = mt_dtype_size(m->wdt), total = 0;
-    for (int i = 0; i < m->n_units; i++) total += m->units[i].lay->numel * (ws + 8 + (m->units[i].master ? 4 : 0));
-    unsigned char *s = malloc(total), *p = s;
-    for (int i = 0; i < m->n_units; i++) {
-        const mt_unit *u = &m->units[i];
-        size_t n = u->lay->numel;
-        memcpy(p, u->param, n * ws), p += n * ws;
-        memcpy(p, u->m, n * 4), p += n * 4;
-        memcpy(p, u->v, n * 4), p += n * 4;
-        if (u->master) memcpy(p, u->master, n * 4), p += n * 4;
-    }
-    *bytes = total;
-    return s;
-}
-
 // R ranks at global batch 4 x 16 tokens with G micro-batches (R = 1, G = 2: the reference).
 static run_out run(mt_precision p, int R, int G, int speculative) {
     run_out r = {0};
@@ -87,7 +71,7 @@ static run_out run(mt_precision p, int R, int G, int speculative) {
         r.skipped[s - 1] = st.skipped;
         r.spec_units += st.spec_units;
         skipped += st.skipped;
-        r.state[s - 1] = snapshot(&m, &r.bytes);
+        r.state[s - 1] = mt_test_state_snapshot(&m, &r.bytes);
     }
     mt_engine_destroy(e);
     mt_model_free(&m);

@@ -39,22 +39,6 @@ typedef struct {
     size_t state_bytes;
 } run_out;
 
-static void snapshot(const mt_model *m, run_out *r) {
-    size_t ws = mt_dtype_size(m->wdt), total = 0;
-    for (int i = 0; i < m->n_units; i++) total += m->units[i].lay->numel * (ws + 8 + (m->units[i].master ? 4 : 0));
-    r->state = malloc(total);
-    r->state_bytes = total;
-    unsigned char *p = r->state;
-    for (int i = 0; i < m->n_units; i++) {
-        const mt_unit *u = &m->units[i];
-        size_t n = u->lay->numel;
-        memcpy(p, u->param, n * ws), p += n * ws;
-        memcpy(p, u->m, n * 4), p += n * 4;
-        memcpy(p, u->v, n * 4), p += n * 4;
-        if (u->master) memcpy(p, u->master, n * 4), p += n * 4;
-    }
-}
-
 // `steps` steps of tiny5 in precision p; clip (0 = off); a NaN in layer 0's
 // gradient on step nan_step (0 = never).
 static run_out run(mt_precision p, int speculative, float clip, int nan_step, int steps, int G) {
@@ -99,7 +83,7 @@ static run_out run(mt_precision p, int speculative, float clip, int nan_step, in
         skipped += st.skipped;
     }
     CHECK(mt_engine_finish(e) == MT_OK, "finish");
-    snapshot(&m, &r);
+    r.state = mt_test_state_snapshot(&m, &r.state_bytes);
     mt_engine_destroy(e);
     mt_model_free(&m);
     mt_backend_destroy(be);

@@ -3,6 +3,8 @@
 
 #include "test_util.h"
 
+#include "engine/host_state.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,5 +112,25 @@ char *mt_test_read_text(const char *path) {
     }
     if (s) s[n] = 0;
     fclose(f);
+    return s;
+}
+
+unsigned char *mt_test_state_snapshot(const mt_model *m, size_t *bytes) {
+    size_t ws = mt_dtype_size(m->wdt), total = 0;
+    for (int i = 0; i < m->n_units; i++) total += m->units[i].lay->numel * (ws + 8 + (m->units[i].master ? 4 : 0));
+    unsigned char *s = malloc(total ? total : 1), *p = s;
+    if (!s) {
+        fprintf(stderr, "mt_test_state_snapshot: out of memory (%zu bytes)\n", total);
+        exit(1);
+    }
+    for (int i = 0; i < m->n_units; i++) {
+        const mt_unit *u = &m->units[i];
+        size_t n = u->lay->numel;
+        memcpy(p, u->param, n * ws), p += n * ws;
+        memcpy(p, u->m, n * 4), p += n * 4;
+        memcpy(p, u->v, n * 4), p += n * 4;
+        if (u->master) memcpy(p, u->master, n * 4), p += n * 4;
+    }
+    *bytes = total;
     return s;
 }

@@ -47,4 +47,10 @@ const char *mt_test_write_tmp(const char *name, const char *text);
 // The whole file, NUL-terminated (caller frees); NULL when it cannot be read.
 char *mt_test_read_text(const char *path);
 
+// ---- model state ----
+struct mt_model;
+// A copy of every unit's parameters, m, v and f32 master (what AdamW writes), in unit
+// order (caller frees); *bytes its size. Two runs' copies compare bitwise with memcmp.
+unsigned char *mt_test_state_snapshot(const struct mt_model *m, size_t *bytes);
+
 #endif
