@@ -47,13 +47,3 @@ void mt_host_mem_free(void *p, size_t bytes) {
     if (p) munmap(p, mt_host_mem_rounded(bytes));
 }
 
-#define COPY_PIECE ((size_t)4 << 20)
-
-void mt_host_mem_copy(void *dst, const void *src, size_t bytes) {
-    long pieces = (long)((bytes + COPY_PIECE - 1) / COPY_PIECE);
-#pragma omp parallel for schedule(dynamic, 1) if (pieces > 1)
-    for (long k = 0; k < pieces; k++) {
-        size_t lo = (size_t)k * COPY_PIECE, n = bytes - lo < COPY_PIECE ? bytes - lo : COPY_PIECE;
-        memcpy((char *)dst + lo, (const char *)src + lo, n);
-    }
-}

@@ -18,9 +18,6 @@ mt_status mt_host_mem_alloc(size_t bytes, void **out);
 void mt_host_mem_free(void *p, size_t bytes);
 // The bytes mt_host_mem_alloc maps for a request (whole pages).
 size_t mt_host_mem_rounded(size_t bytes);
-// memcpy by every thread in pieces (the speculative step's restore copies are GBs: one
-// thread's memcpy took 757 ms for the 14B-width head's 7.8 GB on the H200 host).
-void mt_host_mem_copy(void *dst, const void *src, size_t bytes);
 // Whether the kernel was asked for huge pages on the last block (1), or says
 // it never gives them (0: /sys/kernel/mm/transparent_hugepage/enabled = never).
 int mt_host_mem_hugepages(void);
