@@ -49,6 +49,7 @@ typedef enum {
     MT_HOST_ADAMW = 1,           // n parameters through the fused AdamW pass
     // 2 was the speculative step's restore copies: gone with the out-of-place update
     MT_HOST_GRAD_SUMSQ = 3,      // the sum of squares of n gradients already in place (a direct copy)
+    MT_HOST_ROWS_GATHER = 4,     // n weights (rows of the embedding) copied back to back into a staging block
 } mt_host_work_kind;
 
 // Flags for matmul_bwd. MT_DW_F32: dw (and dbias) are f32 buffers whatever wdt is, so

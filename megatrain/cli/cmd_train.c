@@ -322,11 +322,11 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if ((s = mt_sink_open(&sink, o->log, o->resume != NULL))) goto fail;
 
     size_t per_step = (size_t)o->eng.grad_accum * o->eng.B * o->eng.T;
-    inputs = malloc(per_step * 4);
-    targets = malloc(per_step * 4);
+    inputs = malloc(2 * per_step * 4); // this step's batch, then the next one's (read ahead: rows first)
+    targets = malloc(2 * per_step * 4);
     if (!inputs || !targets) {
         s = mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the step's batch: --grad-accum %d x --batch %d x "
-                                   "--seq-len %d = %zu tokens (%.2f GiB of ids); lower one of them",
+                                   "--seq-len %d = %zu tokens (%.2f GiB of ids, twice); lower one of them",
                     o->eng.grad_accum, o->eng.B, o->eng.T, per_step, (double)per_step * 8 / 1073741824.0);
         goto fail;
     }
@@ -374,6 +374,13 @@ int mt_cmd_train(mt_options *o, int is_default) {
         for (int g = 0; g < o->eng.grad_accum; g++)
             mt_data_next(&data, o->eng.B, o->eng.T, inputs + (size_t)g * o->eng.B * o->eng.T,
                          targets + (size_t)g * o->eng.B * o->eng.T);
+        if (step < o->steps) { // the next batch, read from a copy of the loader (its cursor is the checkpoint's)
+            mt_data ahead = data;
+            for (int g = 0; g < o->eng.grad_accum; g++)
+                mt_data_next(&ahead, o->eng.B, o->eng.T, inputs + per_step + (size_t)g * o->eng.B * o->eng.T,
+                             targets + per_step + (size_t)g * o->eng.B * o->eng.T);
+            mt_engine_next_inputs(eng, inputs + per_step);
+        }
         float lr = lr_at(o, step);
         mt_optim_hparams hp = {o->lr, o->weight_decay, o->beta1, o->beta2, o->eps, o->grad_clip, skipped};
         mt_step_stats st;

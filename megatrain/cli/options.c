@@ -78,6 +78,7 @@ static const opt_spec specs[] = {
     {"--grad-slabs", OPT_POS_INT, F(eng.grad_slabs), NG, "tp"},
     {"--serial-optimizer", OPT_FLAG, F(eng.sched.serial_optimizer), NG, "tp"},
     {"--speculative-step", OPT_TRISTATE, F(eng.sched.speculative), G(speculative), "tp"},
+    {"--embedding-rows-first", OPT_TRISTATE, F(eng.sched.rows_first), NG, "tp"},
     {"--bind", OPT_BIND, F(eng.sched.bind), NG, "tep"},
     {"--mlp-chunk", OPT_NONNEG_INT, F(eng.mlp_rows), NG, "tep"},
     {"--grad-accum-dtype", OPT_GRAD_SUM, F(eng.grad_sum), G(grad_accum_dtype), "tp"},
@@ -455,6 +456,7 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
     if (train && !o->model && !o->config && !o->resume)
         return mt_fail(MT_ERR_ARG, "train: missing --model DIR, --config FILE or --resume DIR");
     if (!eval) MT_TRY(mt_engine_opts_check_speculative(&o->eng)); // options that contradict: exit 2
+    if (!eval) MT_TRY(mt_engine_opts_check_rows_first(&o->eng));
     if (o->allow_unused && !o->model)
         return mt_fail(MT_ERR_ARG, "--allow-unused-tensors: applies to the weights --model DIR reads; %s",
                        o->resume ? "a --resume checkpoint must hold exactly what it recorded" : "there is no --model");

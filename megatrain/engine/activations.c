@@ -21,8 +21,9 @@ size_t mt_activations_layer_bytes(const mt_engine_shape *sh) {
 mt_part_bytes mt_activations_bytes(const mt_engine_shape *sh) {
     const mt_dims *d = &sh->d;
     size_t dev = mt_activations_layer_bytes(sh) + mt_dev_round((size_t)sh->chunk_rows * sh->c.vocab_size * sh->as) +
-                 4 * mt_dev_round((size_t)d->N * 4) + 2 * mt_dev_round((size_t)d->T * d->HD / 2 * 4);
-    size_t stage = 3 * (size_t)sh->G * d->N * 4;
+                 (sh->rows_cap ? 5 : 4) * mt_dev_round((size_t)d->N * 4) +
+                 2 * mt_dev_round((size_t)d->T * d->HD / 2 * 4);
+    size_t stage = (sh->rows_cap ? 4 : 3) * (size_t)sh->G * d->N * 4; // ids, targets, losses (+ compact ids)
     return (mt_part_bytes){.device = dev, .host = stage, .pinned = stage};
 }
 
@@ -84,6 +85,7 @@ mt_status mt_activations_create(const mt_engine_shape *sh, mt_backend *be, mt_de
     MT_TRY(mt_devmem_alloc(dm, (size_t)sh->d.N * 4, (void **)&a->losses));
     MT_TRY(mt_devmem_alloc(dm, (size_t)sh->d.N * 4, (void **)&a->d_ids));
     MT_TRY(mt_devmem_alloc(dm, (size_t)sh->d.N * 4, (void **)&a->d_tgt));
+    if (sh->rows_cap) MT_TRY(mt_devmem_alloc(dm, (size_t)sh->d.N * 4, (void **)&a->d_rows));
     MT_TRY(rope_tables(sh, a, dm));
     MT_TRY(mt_part_check("activations", mt_activations_bytes(sh).device, dm->bytes - before));
     d->rope_cos = a->rope_cos;
@@ -91,6 +93,7 @@ mt_status mt_activations_create(const mt_engine_shape *sh, mt_backend *be, mt_de
     a->stage_bytes = (size_t)sh->G * sh->d.N * 4;
     MT_TRY(mt_backend_host_alloc(be, a->stage_bytes, (void **)&a->h_ids));
     MT_TRY(mt_backend_host_alloc(be, a->stage_bytes, (void **)&a->h_tgt));
+    if (sh->rows_cap) MT_TRY(mt_backend_host_alloc(be, a->stage_bytes, (void **)&a->h_rows));
     return mt_backend_host_alloc(be, a->stage_bytes, (void **)&a->h_losses);
 }
 
@@ -99,6 +102,7 @@ void mt_activations_destroy(mt_activations *a) {
     if (a->h_ids) mt_backend_host_free(a->be, a->h_ids, a->stage_bytes);
     if (a->h_tgt) mt_backend_host_free(a->be, a->h_tgt, a->stage_bytes);
     if (a->h_losses) mt_backend_host_free(a->be, a->h_losses, a->stage_bytes);
+    if (a->h_rows) mt_backend_host_free(a->be, a->h_rows, a->stage_bytes);
     free(a->blk_in);
     free(a->acts);
     free(a);

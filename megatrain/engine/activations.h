@@ -26,6 +26,8 @@ typedef struct {
     float *rstd_final, *losses, *rope_cos, *rope_sin;
     int32_t *d_ids, *d_tgt;
     int32_t *h_ids, *h_tgt;  // pinned staging: G micro-batches
+    int32_t *d_rows, *h_rows;// rows first (embed_rows.h): the ids' places in the compact embedding (or NULL)
+    int rows_used;           // this pass's lookup reads the compact table through them
     float *h_losses;
     size_t stage_bytes;
 } mt_activations;

@@ -8,7 +8,8 @@
 void mt_engine_opts_defaults(mt_engine_opts *o) {
     mt_engine_opts d = {.B = 4, .T = 64, .grad_accum = 1, .grad_slabs = 4, .mlp_rows = 8192,
                         .sched = {.weight_bufs = 2, .ckpt_interval = 1, .offload_checkpoints = -1,
-                                  .bind = MT_BIND_POINTER, .zero3 = mt_zero3_defaults(), .speculative = -1}};
+                                  .bind = MT_BIND_POINTER, .zero3 = mt_zero3_defaults(), .speculative = -1,
+                                  .rows_first = -1}};
     mt_schedule_find("megatrain", &d.schedule);
     *o = d;
 }
@@ -23,6 +24,18 @@ mt_status mt_engine_opts_check_speculative(const mt_engine_opts *o) {
     if (o->sched.speculative == 1 && o->sched.serial_optimizer)
         return mt_fail(MT_ERR_ARG, "--speculative-step true with --serial-optimizer: speculation runs the optimizer "
                                    "under the backward, the serial optimizer after it; drop one");
+    return MT_OK;
+}
+
+mt_status mt_engine_opts_check_rows_first(const mt_engine_opts *o) {
+    if (o->sched.rows_first < -1 || o->sched.rows_first > 1)
+        return mt_fail(MT_ERR_ARG, "--embedding-rows-first: expected true, false or auto");
+    if (o->sched.rows_first == 1 && !(o->schedule->takes & MT_TAKES_ROWS_FIRST))
+        return mt_fail(MT_ERR_ARG, "--embedding-rows-first true: the %s schedule updates the embedding whole; it "
+                                   "applies to --schedule megatrain", o->schedule->name);
+    if (o->sched.rows_first == 1 && o->sched.serial_optimizer)
+        return mt_fail(MT_ERR_ARG, "--embedding-rows-first true with --serial-optimizer: the serial optimizer finishes "
+                                   "before the next forward, so there is nothing to put first; drop one");
     return MT_OK;
 }
 
@@ -75,6 +88,7 @@ mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c) {
     if (o->sched.offload_checkpoints < -1 || o->sched.offload_checkpoints > 1)
         return mt_fail(MT_ERR_ARG, "--offload-checkpoints: expected true, false or auto");
     MT_TRY(mt_engine_opts_check_speculative(o));
+    MT_TRY(mt_engine_opts_check_rows_first(o));
     MT_TRY(mt_engine_opts_check_recompute(o));
     if (o->schedule->takes & MT_TAKES_ZERO3) {
         const mt_zero3_knobs *z = &o->sched.zero3;
@@ -175,7 +189,7 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     if (leader) {
         e->opt = leader->opt;
     } else {
-        MT_TRY(mt_opt_worker_create(m, e->sh.spec_window, &e->opt));
+        MT_TRY(mt_opt_worker_create(m, e->sh.spec_window, e->sh.rows_cap, &e->opt));
         e->owns_opt = 1;
         mt_opt_worker_set_trace(e->opt, e->trace);
     }

@@ -57,6 +57,8 @@ mt_status mt_engine_check_host_memory_ranks(const mt_config *c, mt_precision p, 
 mt_status mt_engine_opts_check_recompute(const mt_engine_opts *o);
 // The part of it that needs no model: --speculative-step against the schedule (the CLI refuses early).
 mt_status mt_engine_opts_check_speculative(const mt_engine_opts *o);
+// ... and --embedding-rows-first against the schedule.
+mt_status mt_engine_opts_check_rows_first(const mt_engine_opts *o);
 
 typedef struct {
     float lr, weight_decay, beta1, beta2, eps, grad_clip; // grad_clip 0 = off
@@ -134,6 +136,11 @@ mt_status mt_engine_set_hosts(mt_engine *e, struct mt_hosts *h);
 mt_status mt_engine_check_ranks(int B, int n_ranks);
 void mt_engine_destroy(mt_engine *e);
 
+// The next step's inputs (as mt_engine_step takes them), given before this step: its
+// optimizer pass then updates the embedding rows they read first, and the next forward
+// waits for and copies in only those (--embedding-rows-first, engine/embed_rows.h). The
+// same parameters whether it is called or not; `next` is read before this returns.
+void mt_engine_next_inputs(mt_engine *e, const int32_t *next);
 // One optimizer step over grad_accum micro-batches. inputs/targets hold
 // grad_accum * B * T token ids (micro-batch-major). `step` is 1-based (Adam's
 // bias correction). With overlap the parameter update is still running when

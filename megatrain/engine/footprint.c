@@ -163,6 +163,12 @@ void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision 
     }
     if ((caps & MT_CAP_DEVICE_MEMORY) && device_free) sh->chunk_rows = grown_chunk_rows(sh, device_free);
     if (sh->s.speculative) spec_window(sh, o->host_free);
+    // Rows first: at most the step's tokens, and at most half the vocabulary (past that the
+    // rows are most of the table: it crosses whole). A tied embedding is the head too: whole.
+    if (sh->s.rows_first && !c->tie_word_embeddings) {
+        size_t toks = (size_t)sh->G * sh->d.N, half = (size_t)c->vocab_size / 2;
+        sh->rows_cap = toks < half ? toks : half;
+    }
 }
 
 mt_engine_footprint mt_engine_footprint_of(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,

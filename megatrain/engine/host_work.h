@@ -11,6 +11,8 @@
 #ifndef MT_HOST_WORK_H
 #define MT_HOST_WORK_H
 
+#include <stdint.h>
+
 #include "backend/backend_call.h"
 #include "optim/adamw.h"
 
@@ -33,6 +35,13 @@ struct mt_host_work {
     // own state where out is NULL.
     void (*adamw)(const mt_host_work *h, const struct mt_model *m, struct mt_unit *u, const mt_adamw_state *out,
                   const mt_adamw_hparams *hp, float weight_decay);
+    // In place, the ranges `r` (sorted, disjoint, in elements) of unit u's one tensor
+    // (the embedding's rows): each element bitwise what adamw gives it.
+    void (*adamw_ranges)(const mt_host_work *h, const struct mt_model *m, struct mt_unit *u, const mt_elem_range *r,
+                         size_t nr, const mt_adamw_hparams *hp, float weight_decay);
+    // n rows of row_elems weights (wdt) of `src`, rows[i] to dst's i-th, back to back.
+    void (*gather_rows)(const mt_host_work *h, void *dst, const void *src, mt_dtype wdt, size_t row_elems,
+                        const int32_t *rows, size_t n);
     // The mean of n per-token losses (NaN where no data exists).
     double (*mean_loss)(const mt_host_work *h, const float *losses, size_t n);
     // A host block of the model state: page-locked through the backend or

@@ -27,6 +27,20 @@ static void priced_adamw(const mt_host_work *h, const mt_model *m, mt_unit *u, c
     mt_vclock_advance(mt_backend_host_work_ms(h->be, MT_HOST_ADAMW, n, m->wdt, u->master != NULL));
 }
 
+static void priced_adamw_ranges(const mt_host_work *h, const mt_model *m, mt_unit *u, const mt_elem_range *r,
+                                size_t nr, const mt_adamw_hparams *hp, float weight_decay) {
+    (void)hp, (void)weight_decay;
+    size_t n = 0;
+    for (size_t i = 0; i < nr; i++) n += r[i].hi - r[i].lo;
+    mt_vclock_advance(mt_backend_host_work_ms(h->be, MT_HOST_ADAMW, n, m->wdt, u->master != NULL));
+}
+
+static void priced_gather_rows(const mt_host_work *h, void *dst, const void *src, mt_dtype wdt, size_t row_elems,
+                               const int32_t *rows, size_t n) {
+    (void)dst, (void)src, (void)rows;
+    mt_vclock_advance(mt_backend_host_work_ms(h->be, MT_HOST_ROWS_GATHER, n * row_elems, wdt, 0));
+}
+
 static double priced_mean_loss(const mt_host_work *h, const float *losses, size_t n) {
     (void)h, (void)losses, (void)n;
     return NAN; // no data, no loss
@@ -66,6 +80,7 @@ static void priced_waited_until(const mt_host_work *h, double t_ms) {
 
 mt_host_work mt_host_work_priced(mt_backend *be) {
     return (mt_host_work){.name = "priced", .be = be, .accumulate = priced_accumulate, .adamw = priced_adamw,
+                          .adamw_ranges = priced_adamw_ranges, .gather_rows = priced_gather_rows,
                           .mean_loss = priced_mean_loss, .alloc = priced_alloc, .free = priced_free,
                           .now_ms = priced_now_ms, .shared_now_ms = priced_shared_now_ms, .spend = priced_spend, .waited_until = priced_waited_until};
 }

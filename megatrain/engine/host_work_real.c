@@ -38,6 +38,24 @@ static void real_adamw(const mt_host_work *h, const mt_model *m, mt_unit *u, con
     }
 }
 
+// The embedding is its unit's one tensor (layout.c), its decay that of a matrix.
+static void real_adamw_ranges(const mt_host_work *h, const mt_model *m, mt_unit *u, const mt_elem_range *r, size_t nr,
+                              const mt_adamw_hparams *hp, float weight_decay) {
+    (void)h;
+    const mt_tensor_slot *v = &u->lay->t[MT_T_EMBED];
+    size_t ws = mt_dtype_size(m->wdt);
+    mt_adamw_state own = {.p = u->param, .m = u->m, .v = u->v, .master = u->master}, s = at(&own, v->offset, ws);
+    mt_adamw_update_ranges(&s, m->wdt, (char *)u->grad + v->offset * ws, m->wdt, r, nr, hp, weight_decay);
+}
+
+static void real_gather_rows(const mt_host_work *h, void *dst, const void *src, mt_dtype wdt, size_t row_elems,
+                             const int32_t *rows, size_t n) {
+    (void)h;
+    size_t rb = row_elems * mt_dtype_size(wdt);
+#pragma omp parallel for schedule(static) if (n * rb >= ((size_t)1 << 22))
+    for (long i = 0; i < (long)n; i++) memcpy((char *)dst + (size_t)i * rb, (const char *)src + (size_t)rows[i] * rb, rb);
+}
+
 static double real_mean_loss(const mt_host_work *h, const float *losses, size_t n) {
     (void)h;
     double s = 0;
@@ -77,6 +95,7 @@ static void real_waited_until(const mt_host_work *h, double t_ms) {
 
 mt_host_work mt_host_work_real(mt_backend *be) {
     return (mt_host_work){.name = "real", .be = be, .accumulate = real_accumulate, .adamw = real_adamw,
+                          .adamw_ranges = real_adamw_ranges, .gather_rows = real_gather_rows,
                           .mean_loss = real_mean_loss, .alloc = real_alloc, .free = real_free,
                           .now_ms = real_now_ms, .shared_now_ms = real_now_ms, .spend = real_spend, .waited_until = real_waited_until};
 }

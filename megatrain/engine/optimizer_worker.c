@@ -34,6 +34,18 @@ struct mt_opt_worker {
     int resolved_spec;// the units speculated in the last one
     int q_head, q_len;
     int *spec;        // per unit: updated speculatively since the last start
+    // ---- the embedding's rows the next forward reads, first (rows_cap 0: never)
+    size_t rows_cap;          // at most this many rows are staged; more: the whole table crosses
+    int32_t *next_rows;       // the coming pass's rows (sorted, unique), n_next of them (0: none given)
+    size_t n_next;
+    int32_t *staged;          // the rows the last rows-first pass staged, in stage order
+    size_t n_staged;
+    int32_t *slot;            // per vocabulary row: its place in the stage, or -1
+    void *stage;              // the staged rows' weights, back to back (pinned: they cross the link)
+    size_t stage_bytes;
+    mt_elem_range *ranges;    // scratch: the rows, or every other row, as element ranges
+    int rows_gen;             // the pass whose rows are staged (and updated)
+    double rows_t;            // when they were
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
@@ -54,6 +66,11 @@ mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh) {
         const mt_unit_layout *lay = u == n - 1 ? &sh->lh : u == 0 ? &sh->le : &sh->ll;
         b.host += mt_opt_spare_bytes(lay, sh->prec);
         b.pinned += sh->s.host_pinned ? mt_unit_weights_bytes(lay, sh->prec) : 0;
+    }
+    if (sh->rows_cap) { // the staged rows' weights, pinned; the per-row slot map and the range scratch
+        size_t stage = sh->rows_cap * (size_t)sh->c.hidden_size * sh->ws;
+        b.host += stage + (size_t)sh->c.vocab_size * 4 + 2 * sh->rows_cap * 4 + (sh->rows_cap + 1) * sizeof(mt_elem_range);
+        b.pinned += sh->s.host_pinned ? stage : 0;
     }
     return b;
 }
@@ -88,24 +105,86 @@ static void speculate_unit(mt_opt_worker *w, int unit, const mt_adamw_hparams *h
     traced(w, "adamw (speculative)", unit, t0);
 }
 
+static void mark_done(mt_opt_worker *w, int u, int gen) {
+    pthread_mutex_lock(&w->mu);
+    w->spec[u] = 0;
+    w->done[u] = gen;
+    w->done_t[u] = w->m->host.now_ms(&w->m->host);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+// Rows as element ranges of the embedding, neighbours merged; with `others`, every row not in them.
+static size_t row_ranges(const int32_t *rows, size_t n, int others, size_t V, size_t C, mt_elem_range *out) {
+    size_t k = 0, prev = 0; // prev: the row after the last one taken
+    for (size_t i = 0; i <= n; i++) {
+        size_t r = i < n ? (size_t)rows[i] : V;
+        if (others) {
+            if (r > prev) out[k++] = (mt_elem_range){prev * C, r * C};
+        } else if (i < n) {
+            if (k && out[k - 1].hi == r * C) out[k - 1].hi += C;
+            else out[k++] = (mt_elem_range){r * C, (r + 1) * C};
+        }
+        prev = r + 1;
+    }
+    return k;
+}
+
+// The embedding's rows the next forward reads: updated, then staged back to back for the
+// link (weight_ring.c sends only them); every other row is updated at the end of the pass,
+// under the forward. Each element's update is that of the whole pass, bitwise (adamw.h).
+static void rows_first(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, float wd) {
+    mt_unit *u = &w->m->units[0];
+    size_t C = (size_t)w->m->cfg.hidden_size, V = (size_t)w->m->cfg.vocab_size;
+    const mt_tensor_slot *v = &u->lay->t[MT_T_EMBED];
+    double t0 = now(w);
+    size_t nr = row_ranges(w->next_rows, w->n_next, 0, V, C, w->ranges);
+    w->m->host.adamw_ranges(&w->m->host, w->m, u, w->ranges, nr, h, wd);
+    traced(w, "adamw (embedding rows)", 0, t0);
+    for (size_t i = 0; i < w->n_staged; i++) w->slot[w->staged[i]] = -1;
+    for (size_t i = 0; i < w->n_next; i++) w->slot[w->next_rows[i]] = (int32_t)i, w->staged[i] = w->next_rows[i];
+    w->n_staged = w->n_next;
+    t0 = now(w);
+    w->m->host.gather_rows(&w->m->host, w->stage, (char *)u->param + v->offset * mt_dtype_size(w->m->wdt), w->m->wdt,
+                           C, w->staged, w->n_staged);
+    traced(w, "gather (embedding rows)", 0, t0);
+    pthread_mutex_lock(&w->mu);
+    w->rows_gen = gen;
+    w->rows_t = w->m->host.now_ms(&w->m->host);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void rows_rest(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, float wd) {
+    size_t C = (size_t)w->m->cfg.hidden_size, V = (size_t)w->m->cfg.vocab_size;
+    double t0 = now(w);
+    size_t nr = row_ranges(w->staged, w->n_staged, 1, V, C, w->ranges);
+    w->m->host.adamw_ranges(&w->m->host, w->m, &w->m->units[0], w->ranges, nr, h, wd);
+    traced(w, "adamw (embedding rest)", 0, t0);
+    mark_done(w, 0, gen);
+}
+
 // The final pass of generation `gen`, in forward order. A speculated unit is kept
 // by a swap, or (a rollback: other hyper-parameters, or a skipped step) its spare
-// result is dropped and the unit, untouched, is updated as any other.
+// result is dropped and the unit, untouched, is updated as any other. Where the next
+// forward's rows were given, the embedding is updated in two parts (rows_first).
 static void final_pass(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, float wd, int skip, int rollback) {
+    int rows = w->n_next && !skip && !(w->spec[0] && !rollback);
     for (int u = 0; u < w->m->n_units; u++) {
+        if (u == 0 && rows) {
+            rows_first(w, gen, h, wd);
+            continue;
+        }
         if (w->spec[u] && !rollback) keep_spare(w, u);
         else if (!skip) {
             double t0 = now(w);
             mt_opt_update_unit(w->m, &w->m->units[u], h, wd);
             traced(w, "adamw", u, t0);
         }
-        pthread_mutex_lock(&w->mu);
-        w->spec[u] = 0;
-        w->done[u] = gen;
-        w->done_t[u] = w->m->host.now_ms(&w->m->host);
-        pthread_cond_broadcast(&w->cv);
-        pthread_mutex_unlock(&w->mu);
+        mark_done(w, u, gen);
     }
+    if (rows) rows_rest(w, gen, h, wd);
+    w->n_next = 0; // the rows were this pass's
 }
 
 // The speculative update keeps its result only under the very same hyper-parameters.
@@ -196,7 +275,7 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-mt_status mt_opt_worker_create(mt_model *m, int window, mt_opt_worker **out) {
+mt_status mt_opt_worker_create(mt_model *m, int window, size_t rows_cap, mt_opt_worker **out) {
     mt_opt_worker *w = calloc(1, sizeof *w);
     if (!w) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the optimizer worker");
     int n = m->n_units;
@@ -216,6 +295,20 @@ mt_status mt_opt_worker_create(mt_model *m, int window, mt_opt_worker **out) {
     if (!w->done || !w->done_t || !w->spare_param || !w->spare_optim || !w->queue || !w->queue_t || !w->queue_sq ||
         !w->spec)
         return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the optimizer worker");
+    w->rows_gen = -1; // no pass has staged rows
+    if (rows_cap) {
+        size_t V = (size_t)m->cfg.vocab_size;
+        w->rows_cap = rows_cap;
+        w->next_rows = malloc(rows_cap * sizeof *w->next_rows);
+        w->staged = malloc(rows_cap * sizeof *w->staged);
+        w->slot = malloc(V * sizeof *w->slot);
+        w->ranges = malloc((rows_cap + 1) * sizeof *w->ranges);
+        if (!w->next_rows || !w->staged || !w->slot || !w->ranges)
+            return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the embedding's row tables");
+        for (size_t i = 0; i < V; i++) w->slot[i] = -1;
+        w->stage_bytes = rows_cap * (size_t)m->cfg.hidden_size * mt_dtype_size(m->wdt);
+        MT_TRY(m->host.alloc(&m->host, w->stage_bytes, m->pinned, &w->stage));
+    }
     for (int k = 0; k < w->window; k++) {
         mt_unit *u = &m->units[n - 1 - k];
         MT_TRY(m->host.alloc(&m->host, u->param_bytes, m->pinned, &w->spare_param[n - 1 - k]));
@@ -242,6 +335,11 @@ void mt_opt_worker_destroy(mt_opt_worker *w) {
         w->m->host.free(&w->m->host, w->spare_param[u], w->m->units[u].param_bytes, w->m->pinned);
         w->m->host.free(&w->m->host, w->spare_optim[u], w->m->units[u].optim_bytes, 0);
     }
+    if (w->stage) w->m->host.free(&w->m->host, w->stage, w->stage_bytes, w->m->pinned);
+    free(w->next_rows);
+    free(w->staged);
+    free(w->slot);
+    free(w->ranges);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w->done);
@@ -326,5 +424,36 @@ double mt_opt_worker_wait_unit(mt_opt_worker *w, int u) {
 }
 
 double mt_opt_worker_wait_all(mt_opt_worker *w) {
-    return mt_opt_worker_wait_unit(w, w->m->n_units - 1); // units finish in order
+    const mt_host_work *h = &w->m->host;
+    double t0 = h->now_ms(h);
+    for (int u = 0; u < w->m->n_units; u++) mt_opt_worker_wait_unit(w, u); // the embedding's other rows come last
+    return h->now_ms(h) - t0;
+}
+
+void mt_opt_worker_rows_next(mt_opt_worker *w, const int32_t *rows, size_t n) {
+    pthread_mutex_lock(&w->mu);
+    w->n_next = n <= w->rows_cap ? n : 0; // more than the stage holds: the whole table crosses
+    if (w->n_next) memcpy(w->next_rows, rows, n * sizeof *rows);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int mt_opt_worker_wait_rows(mt_opt_worker *w, const int32_t *need, size_t n, mt_staged_rows *out, double *waited_ms) {
+    const mt_host_work *h = &w->m->host;
+    double t0 = h->now_ms(h), t;
+    int staged = 0;
+    pthread_mutex_lock(&w->mu);
+    while (w->done[0] != w->started && w->rows_gen != w->started) pthread_cond_wait(&w->cv, &w->mu);
+    staged = w->rows_gen == w->started; // this pass staged rows: are the needed ones among them?
+    for (size_t i = 0; staged && i < n; i++) staged = w->slot[need[i]] >= 0;
+    if (staged) {
+        t = w->rows_t;
+        *out = (mt_staged_rows){.slot = w->slot, .stage = w->stage, .n_rows = w->n_staged};
+    } else {
+        while (w->done[0] != w->started) pthread_cond_wait(&w->cv, &w->mu);
+        t = w->done_t[0];
+    }
+    pthread_mutex_unlock(&w->mu);
+    h->waited_until(h, t);
+    *waited_ms = h->now_ms(h) - t0;
+    return staged;
 }

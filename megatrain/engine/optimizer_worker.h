@@ -32,8 +32,9 @@ size_t mt_opt_spare_bytes(const mt_unit_layout *lay, mt_precision p);
 // The worker's own memory: the spare blocks of the speculative window's units
 // (the param blocks pinned where the state's are), nothing without speculation.
 mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh);
-// `window`: units with spare blocks (sh->spec_window; 0: never speculates).
-mt_status mt_opt_worker_create(mt_model *m, int window, mt_opt_worker **out);
+// `window`: units with spare blocks (sh->spec_window; 0: never speculates); `rows_cap`:
+// the embedding rows a pass may update first and stage (sh->rows_cap; 0: never).
+mt_status mt_opt_worker_create(mt_model *m, int window, size_t rows_cap, mt_opt_worker **out);
 void mt_opt_worker_destroy(mt_opt_worker *w);
 // Opens speculation for the step about to run: units whose gradients become
 // final are updated with `h` (grad_scale 1) while the running norm stays finite
@@ -53,6 +54,21 @@ void mt_opt_worker_start(mt_opt_worker *w);
 // Blocks until unit `u` has received every started update; returns ms waited.
 double mt_opt_worker_wait_unit(mt_opt_worker *w, int u);
 double mt_opt_worker_wait_all(mt_opt_worker *w);
+// The embedding's rows first. The engine gives the rows the next forward will read
+// (sorted, unique; before mt_opt_worker_start); the pass then updates them first and
+// stages their weights back to back, so that forward waits for them and a copy of
+// them only, and updates every other row last, under the forward. The result is the
+// whole update's, bitwise. More rows than rows_cap, or none given: the plain pass.
+void mt_opt_worker_rows_next(mt_opt_worker *w, const int32_t *rows, size_t n);
+typedef struct {
+    const int32_t *slot; // per vocabulary row: its place in the stage, -1 if not staged
+    const void *stage;   // n_rows rows of weights, back to back
+    size_t n_rows;
+} mt_staged_rows;
+// Blocks until the started pass has staged its rows and the `need` rows (sorted,
+// unique) are among them (returns 1, *out set), or else until the whole embedding is
+// updated (returns 0). *waited_ms: time waited on the engine's clock.
+int mt_opt_worker_wait_rows(mt_opt_worker *w, const int32_t *need, size_t n, mt_staged_rows *out, double *waited_ms);
 // Records each unit's update as a host span in `t`.
 void mt_opt_worker_set_trace(mt_opt_worker *w, mt_trace *t);
 // Applies one update to one unit on the calling thread (shared with the worker).

@@ -34,6 +34,8 @@ typedef struct {
     int spec_window;         // speculative step: the units, counted in the order their gradients become final
                              // (head, layer L-1 .. 0, embedding), that have spare state blocks and so may be
                              // updated under the backward; as many as the host plan has room for (0: off)
+    size_t rows_cap;         // --embedding-rows-first: the most rows of the embedding a step's forward may read
+                             // and still be updated first and staged (optimizer_worker.h); 0: off
     int grad_sum_f32;        // resolved --grad-accum-dtype: chunked weight gradients summed in f32 (fp32: always)
     size_t grad_sum_elems;   // their f32 device buffer (grad_offload.h), 0 when none is needed
 } mt_engine_shape;

@@ -42,6 +42,7 @@ enum {
     MT_TAKES_BIND = 1 << 5,          // --bind (our schedules bind either way; a peer binds as it does)
     MT_TAKES_SPECULATIVE = 1 << 6,   // --speculative-step (the optimizer may run under the backward)
     MT_TAKES_RECOMPUTE = 1 << 7,     // --recompute (what the backward recomputes while weights stream)
+    MT_TAKES_ROWS_FIRST = 1 << 8,    // --embedding-rows-first (the next batch's embedding rows updated first)
 };
 
 // --recompute: what the backward recomputes, from the least device memory to the most
@@ -72,6 +73,7 @@ typedef struct {
     mt_zero3_knobs zero3;
     int speculative; // --speculative-step: 1, 0, -1 auto (on where the optimizer overlaps the next step)
     mt_recompute recompute; // --recompute (MT_TAKES_RECOMPUTE); 0 = full, the default
+    int rows_first;  // --embedding-rows-first: 1, 0, -1 auto (on where the optimizer overlaps the next step)
 } mt_schedule_opts;
 
 struct mt_schedule_desc {
@@ -109,6 +111,9 @@ struct mt_schedule_desc {
     int speculative;         // 1: a unit's update runs as soon as its gradient is final, under the backward,
                              // with clip scale 1, and is rolled back and redone when the global norm says so
                              // (resolved; the window of units it may run ahead for is the plan's: parts.h)
+    int rows_first;          // 1: the embedding rows the next step reads are updated first and only they cross
+                             // the link before its forward; the other rows are updated under it (resolved;
+                             // an untied embedding only: parts.h rows_cap)
 
     // ---- what only a peer does (engine/peer.h; 0 for our schedules)
     int weight_passes;       // 3: every layer crosses in forward, in its block's recompute (the block's last

@@ -40,18 +40,22 @@ static mt_status layer_forward(mt_engine *e, const char *what, int i, const mt_l
     return MT_OK;
 }
 
-static mt_status forward(mt_engine *e, int mb, int *cursor) {
+// n_mb: the micro-batches this pass reads (G in a step, 1 in an eval): the embedding
+// loads once, for all of their ids.
+static mt_status forward(mt_engine *e, int mb, int n_mb, int *cursor) {
     mt_backend *be = e->be;
     mt_activations *a = e->a;
     const int N = e->d.N;
     MT_TRY(mt_backend_copy(be, a->d_ids, a->h_ids + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     MT_TRY(mt_backend_copy(be, a->d_tgt, a->h_tgt + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
-    if (mb == 0) MT_TRY(mt_weight_ring_load_resident(e->w, 0));
+    if (mb == 0) MT_TRY(mt_weight_ring_load_embedding(e->w, a->h_ids, (size_t)n_mb * N, a->h_rows, &a->rows_used));
+    if (a->rows_used) // the lookup reads the compact table the rows were copied into
+        MT_TRY(mt_backend_copy(be, a->d_rows, a->h_rows + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     const mt_tensor_slot *ve = &e->m->lay_embed.t[MT_T_EMBED];
     int span;
     MT_TRY(mt_ckpt_before_write(e->ck, 0));
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding", -1, &span));
-    MT_TRY(mt_backend_embedding_fwd(be, layer_input(e, 0), a->d_ids,
+    MT_TRY(mt_backend_embedding_fwd(be, layer_input(e, 0), a->rows_used ? a->d_rows : a->d_ids,
                             (char *)mt_weight_ring_embed(e->w) + ve->offset * mt_dtype_size(e->m->wdt), e->m->wdt, N,
                             e->d.C));
     MT_TRY(mt_trace_end(e->trace, span));
@@ -136,6 +140,9 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     if (!m->cfg.tie_word_embeddings) MT_TRY(mt_backend_memset_zero(be, embed_g, m->lay_embed.numel * ws, MT_STREAM_COMPUTE));
     MT_TRY(mt_backend_embedding_bwd(be, (char *)embed_g + ve->offset * ws, m->wdt, a->d_ids, a->dx, N, e->d.C));
     MT_TRY(mt_trace_end(e->trace, span));
+    // Rows first: the last update's other rows may still be running, and read the gradient
+    // this one lands on (the first micro-batch's lands in place).
+    if (mb == 0 && e->sh.rows_cap) mt_weight_ring_wait_update(e->w, 0);
     return mt_grad_offload_send_resident(e->g, 0, mb);
 }
 
@@ -161,7 +168,7 @@ static mt_status rank_walk(mt_engine *e) {
     const int G = e->sh.G;
     int cursor = 0;
     for (int mb = 0; mb < G; mb++) {
-        MT_TRY(forward(e, mb, &cursor));
+        MT_TRY(forward(e, mb, G, &cursor));
         MT_TRY(backward(e, mb, &cursor));
     }
     int n_uses = mt_weight_ring_n_uses(e->w);
@@ -332,10 +339,21 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     }
     st->opt_wait_ms = mt_weight_ring_take_opt_wait(e->w);
 
+    mt_weight_ring_hand_over_rows(e->w); // the rows mt_engine_next_inputs named, if it was called
     mt_opt_worker_start(e->opt);
     if (!e->s->optimizer_overlapped) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
     e->step_done++;
     return MT_OK;
+}
+
+void mt_engine_next_inputs(mt_engine *e, const int32_t *next) {
+    const int G = e->sh.G, N = e->d.N, R = e->n_ranks;
+    const int32_t *spans[G * R];
+    for (int r = 0; r < R; r++) { // this host's ranks' slices of every micro-batch
+        const mt_engine *x = e->ranks ? e->ranks[r] : e;
+        for (int g = 0; g < G; g++) spans[r * G + g] = next + ((size_t)g * x->n_slices + x->slice) * N;
+    }
+    mt_weight_ring_announce(e->w, spans, G * R, (size_t)N);
 }
 
 double mt_engine_now_ms(const mt_engine *e) { return mt_trace_host_now(e->trace); }
@@ -355,7 +373,7 @@ mt_status mt_engine_eval(mt_engine *e, const int32_t *inputs, const int32_t *tar
     mt_weight_ring_rewind(e->w);
     MT_TRY(mt_trace_step_begin(e->trace, 0)); // also recycles the trace's events, eval after eval
     int cursor = 0;
-    MT_TRY(forward(e, 0, &cursor));
+    MT_TRY(forward(e, 0, 1, &cursor));
     MT_TRY(mt_head_forward_backward(e, 0, 0, 1.0f));
     MT_TRY(mt_backend_copy(e->be, a->h_losses, a->losses, (size_t)N * 4, MT_COPY_D2H, MT_STREAM_COMPUTE));
     for (int s = 0; s < MT_NUM_STREAMS; s++) MT_TRY(mt_backend_stream_sync(e->be, (mt_stream_id)s));

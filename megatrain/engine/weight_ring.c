@@ -4,6 +4,8 @@
 
 #include <stdlib.h>
 
+#include "engine/embed_rows.h"
+
 struct mt_weight_ring {
     mt_backend *be;
     mt_model *m;
@@ -17,6 +19,7 @@ struct mt_weight_ring {
     double fetch_ms;          // host time a peer's hooks spend per fetch (a piece: submodule or layer)
     void *embed, *head;       // resident units
     mt_event *ev_embed_loaded, *ev_head_loaded;
+    mt_embed_rows *rows;      // the embedding's rows first (NULL: off)
     mt_stream_id h2d;
     mt_weight_use *uses;
     int n_uses, issued, lookahead;
@@ -39,7 +42,8 @@ mt_part_bytes mt_weight_ring_bytes(const mt_engine_shape *sh) {
     int n = sh->s.weight_bufs + (sh->s.bind == MT_BIND_COPY ? 1 : 0);
     size_t stage = f32_param_wire(sh) ? (size_t)sh->s.weight_bufs * mt_dev_round(sh->ll.numel * 4) : 0;
     return (mt_part_bytes){.device = (size_t)n * layer + stage + mt_dev_round(sh->le.numel * sh->ws) +
-                                     mt_dev_round(sh->lh.numel * sh->ws)};
+                                     mt_dev_round(sh->lh.numel * sh->ws),
+                           .host = mt_embed_rows_bytes(sh).host};
 }
 
 mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link *lk, mt_opt_worker *opt, mt_devmem *dm,
@@ -76,6 +80,8 @@ mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link 
     MT_TRY(mt_part_check("weight ring", mt_weight_ring_bytes(sh).device, dm->bytes - before));
     MT_TRY(mt_backend_event_create(r->be, &r->ev_embed_loaded));
     MT_TRY(mt_backend_event_create(r->be, &r->ev_head_loaded));
+    char *table = (char *)r->embed + m->lay_embed.t[MT_T_EMBED].offset * sh->ws;
+    MT_TRY(mt_embed_rows_create(sh, m, lk, opt, r->h2d, table, &r->rows));
     r->n_pieces = 1;
     r->pieces[0] = 0;
     r->pieces[1] = sh->ll.numel;
@@ -93,6 +99,7 @@ void mt_weight_ring_destroy(mt_weight_ring *r) {
     }
     if (r->ev_embed_loaded) mt_backend_event_destroy(r->be, r->ev_embed_loaded);
     if (r->ev_head_loaded) mt_backend_event_destroy(r->be, r->ev_head_loaded);
+    mt_embed_rows_destroy(r->rows);
     free(r->buf);
     free(r->ev_loaded);
     free(r->ev_free);
@@ -208,4 +215,29 @@ mt_status mt_weight_ring_load_resident(mt_weight_ring *r, int unit_index) {
                                u->param, bytes, MT_COPY_H2D, r->h2d));
     MT_TRY(mt_backend_event_record(r->be, ev, r->h2d));
     return mt_backend_stream_wait(r->be, MT_STREAM_COMPUTE, ev);
+}
+
+mt_status mt_weight_ring_load_embedding(mt_weight_ring *r, const int32_t *ids, size_t n, int32_t *compact, int *used) {
+    *used = 0;
+    if (r->rows) {
+        double waited;
+        MT_TRY(mt_embed_rows_load(r->rows, ids, n, compact, used, &waited));
+        r->opt_wait_ms += waited;
+        if (*used) return MT_OK;
+    }
+    return mt_weight_ring_load_resident(r, 0);
+}
+
+void mt_weight_ring_announce(mt_weight_ring *r, const int32_t *const *spans, int n_spans, size_t span_len) {
+    if (r->rows) mt_embed_rows_announce(r->rows, spans, n_spans, span_len);
+}
+
+void mt_weight_ring_hand_over_rows(mt_weight_ring *r) {
+    if (r->rows) mt_embed_rows_hand_over(r->rows);
+}
+
+double mt_weight_ring_wait_update(mt_weight_ring *r, int unit) {
+    double ms = mt_opt_worker_wait_unit(r->opt, unit);
+    r->opt_wait_ms += ms;
+    return ms;
 }

@@ -35,6 +35,15 @@ mt_status mt_weight_ring_acquire(mt_weight_ring *r, int idx, int layer, mt_layer
 mt_status mt_weight_ring_release(mt_weight_ring *r, int idx);
 // The embedding (unit 0) or head (last unit) copied in after its update; the compute stream waits for it.
 mt_status mt_weight_ring_load_resident(mt_weight_ring *r, int unit_index);
+// The embedding before a forward over n ids (embed_rows.h): only their rows, compact, when
+// rows first staged them (*used 1: the lookup reads compact[i] for ids[i]); else the whole.
+mt_status mt_weight_ring_load_embedding(mt_weight_ring *r, const int32_t *ids, size_t n, int32_t *compact, int *used);
+// The next step's ids, kept for the optimizer pass before it, and handed to that pass as it
+// starts (embed_rows.h; nothing when rows first is off).
+void mt_weight_ring_announce(mt_weight_ring *r, const int32_t *const *spans, int n_spans, size_t span_len);
+void mt_weight_ring_hand_over_rows(mt_weight_ring *r);
+// Waits for unit's whole update (counted with the loads' waits).
+double mt_weight_ring_wait_update(mt_weight_ring *r, int unit);
 void *mt_weight_ring_embed(const mt_weight_ring *r);
 void *mt_weight_ring_head(const mt_weight_ring *r);
 // Host milliseconds the loads waited for optimizer updates since the last call.

@@ -80,20 +80,33 @@ static void kernel_scalar(const mt_adamw_args *a, size_t lo, size_t hi) {
 
 const char *mt_adamw_isa(void) { return mt_simd_name(mt_simd_best()); }
 
-void mt_adamw_update_isa(mt_simd_isa isa, const mt_adamw_state *out, const mt_adamw_state *in, mt_dtype pdt,
-                         const void *g, mt_dtype gdt, size_t n, const mt_adamw_hparams *h, float wd) {
-    if (n == 0) return;
+typedef void (*adamw_kernel)(const mt_adamw_args *, size_t, size_t);
+
+static adamw_kernel kernel_for(mt_simd_isa isa) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (isa == MT_SIMD_AVX512) return mt_adamw_kernel_avx512;
+    if (isa == MT_SIMD_AVX2) return mt_adamw_kernel_avx2;
+#elif defined(__aarch64__) && defined(__GNUC__)
+    if (isa == MT_SIMD_SVE) return mt_adamw_kernel_sve;
+    if (isa == MT_SIMD_NEON) return mt_adamw_kernel_neon;
+#endif
+    (void)isa;
+    return kernel_scalar;
+}
+
+static mt_adamw_args args_of(const mt_adamw_state *out, const mt_adamw_state *in, mt_dtype pdt, const void *g,
+                             mt_dtype gdt, const mt_adamw_hparams *h, float wd) {
     mt_adamw_args a = {.master = out->master, .p = out->p, .pdt = pdt, .g = g, .gdt = gdt, .m = out->m, .v = out->v,
                        .master_in = in->master, .p_in = in->p, .m_in = in->m, .v_in = in->v};
     mt_adamw_consts_init(&a.c, h, wd);
-    void (*kernel)(const mt_adamw_args *, size_t, size_t) = kernel_scalar;
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (isa == MT_SIMD_AVX512) kernel = mt_adamw_kernel_avx512;
-    else if (isa == MT_SIMD_AVX2) kernel = mt_adamw_kernel_avx2;
-#elif defined(__aarch64__) && defined(__GNUC__)
-    if (isa == MT_SIMD_SVE) kernel = mt_adamw_kernel_sve;
-    else if (isa == MT_SIMD_NEON) kernel = mt_adamw_kernel_neon;
-#endif
+    return a;
+}
+
+void mt_adamw_update_isa(mt_simd_isa isa, const mt_adamw_state *out, const mt_adamw_state *in, mt_dtype pdt,
+                         const void *g, mt_dtype gdt, size_t n, const mt_adamw_hparams *h, float wd) {
+    if (n == 0) return;
+    mt_adamw_args a = args_of(out, in, pdt, g, gdt, h, wd);
+    adamw_kernel kernel = kernel_for(isa);
     // Fixed pieces taken by whichever thread is free: each element is independent, so
     // the result does not depend on the thread count or order; and a thread slowed by a
     // core it shares (the drain's team, a waiting host thread) holds up no one, as one
@@ -104,6 +117,34 @@ void mt_adamw_update_isa(mt_simd_isa isa, const mt_adamw_state *out, const mt_ad
         size_t lo = (size_t)k * MT_ADAMW_PIECE, hi = lo + MT_ADAMW_PIECE < n ? lo + MT_ADAMW_PIECE : n;
         kernel(&a, lo, hi);
     }
+}
+
+void mt_adamw_update_ranges(const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt,
+                            const mt_elem_range *r, size_t nr, const mt_adamw_hparams *h, float wd) {
+    mt_adamw_args a = args_of(s, s, pdt, g, gdt, h, wd);
+    adamw_kernel kernel = kernel_for(mt_simd_best());
+    size_t total = 0, pieces = 0;
+    for (size_t i = 0; i < nr; i++) {
+        total += r[i].hi - r[i].lo;
+        pieces += (r[i].hi - r[i].lo + MT_ADAMW_PIECE - 1) / MT_ADAMW_PIECE;
+    }
+    // The ranges cut into pieces of at most MT_ADAMW_PIECE, shared out as the whole pass's
+    // are. Each element's result depends on nothing but its own inputs (the SIMD tails run
+    // the same ops), so an element updated here is bitwise what the whole pass gives it.
+    mt_elem_range *piece = malloc((pieces ? pieces : 1) * sizeof *piece);
+    if (!piece) { // no memory for the list: the same pieces, on this thread
+        for (size_t i = 0; i < nr; i++)
+            for (size_t lo = r[i].lo; lo < r[i].hi; lo += MT_ADAMW_PIECE)
+                kernel(&a, lo, lo + MT_ADAMW_PIECE < r[i].hi ? lo + MT_ADAMW_PIECE : r[i].hi);
+        return;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < nr; i++)
+        for (size_t lo = r[i].lo; lo < r[i].hi; lo += MT_ADAMW_PIECE)
+            piece[k++] = (mt_elem_range){lo, lo + MT_ADAMW_PIECE < r[i].hi ? lo + MT_ADAMW_PIECE : r[i].hi};
+#pragma omp parallel for schedule(dynamic, 16) if (total >= MT_ADAMW_PAR_MIN)
+    for (long j = 0; j < (long)k; j++) kernel(&a, piece[j].lo, piece[j].hi);
+    free(piece);
 }
 
 void mt_adamw_update(float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt, float *m, float *v, size_t n,

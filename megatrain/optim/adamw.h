@@ -39,6 +39,16 @@ typedef struct {
 void mt_adamw_update_to(const mt_adamw_state *out, const mt_adamw_state *in, mt_dtype pdt, const void *g,
                         mt_dtype gdt, size_t n, const mt_adamw_hparams *h, float wd);
 
+// Elements [lo, hi) of a tensor.
+typedef struct {
+    size_t lo, hi;
+} mt_elem_range;
+
+// In place, only the elements in `r` (nr sorted, disjoint ranges): each bitwise what
+// mt_adamw_update gives it. The embedding's rows a batch reads, updated first.
+void mt_adamw_update_ranges(const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt,
+                            const mt_elem_range *r, size_t nr, const mt_adamw_hparams *h, float wd);
+
 // Which SIMD path mt_adamw_update uses on this CPU: "avx512", "avx2", "sve", "neon"
 // or "scalar" (mt_simd_best(); MT_SIMD can pick a lower one).
 const char *mt_adamw_isa(void);

@@ -27,7 +27,8 @@ under=$(jq '[.traceEvents[] | select(.ph == "X")] as $e | ($e | map(select(.name
 check "the trace shows speculative updates under the backward ($under spans)" test "$under" -gt 0
 lane=$(jq -c '(.traceEvents | map(select(.ph == "M" and .name == "thread_name" and .args.name == "host: optimizer") | .tid)) as $t
   | [.traceEvents[] | select(.ph == "X" and (.tid as $x | $t | index($x))) | .name] | unique' "$TMP/spec.json")
-check "the optimizer lane holds AdamW spans only, no copies ($lane)" test "$lane" = '["adamw","adamw (speculative)"]'
+check "the optimizer lane holds AdamW spans (and the embedding rows' gather) only, no copies ($lane)" \
+  test "$lane" = '["adamw","adamw (embedding rest)","adamw (embedding rows)","adamw (speculative)","gather (embedding rows)"]'
 
 # The plan: the window and its bytes; what a rollback adds; no room, no speculation.
 plan=(--config experiments/models/qwen2.5-14b.json --batch 8 --seq-len 1024 --precision paper --hardware gh200-480g)

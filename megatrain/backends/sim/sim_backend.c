@@ -370,7 +370,10 @@ static double sim_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n,
     pthread_mutex_lock(&c->mu);
     int lane = mt_sim_host_lane_locked(c, acc ? "grad-drain" : "optimizer");
     double t = mt_vclock_now();
-    const char *what = kind == MT_HOST_GRAD_SUMSQ ? "grad_sumsq" : acc ? "grad_accumulate" : "adamw";
+    const char *what = kind == MT_HOST_GRAD_SUMSQ  ? "grad_sumsq"
+                       : acc                       ? "grad_accumulate"
+                       : kind == MT_HOST_ROWS_GATHER ? "gather_rows"
+                                                   : "adamw";
     mt_sim_record_locked(c, lane, what, t, t + ms, (double)n, MT_SIM_ELEMENTS);
     pthread_mutex_unlock(&c->mu);
     return ms;

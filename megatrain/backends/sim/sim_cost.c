@@ -48,6 +48,8 @@ double mt_sim_host_work_ms(const mt_hw_profile *p, mt_host_work_kind kind, size_
     }
     if (kind == MT_HOST_GRAD_SUMSQ) // one read of the gradients
         return (double)n * (double)mt_dtype_size(wdt) / (p->host_mem_gbps * 1e6);
+    if (kind == MT_HOST_ROWS_GATHER) // one read, one write
+        return 2.0 * (double)n * (double)mt_dtype_size(wdt) / (p->host_mem_gbps * 1e6);
     double rate = wdt == MT_F32 ? p->adamw_params_per_s[MT_ADAMW_FP32]
                   : master      ? p->adamw_params_per_s[MT_ADAMW_MIXED]
                                 : p->adamw_params_per_s[MT_ADAMW_PAPER];

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# --embedding-rows-first (engine/embed_rows.h): the optimizer pass updates first the
+# embedding rows the next step reads, the next forward copies in only those, and the
+# other rows are updated under it. Checked on the cpu backend:
+# - bitwise the same parameters and Adam moments as the whole-table update, in every
+#   precision, G = 1 and 2, with the speculative step on every unit (--grad-clip 0), and
+#   with --gpus 2 (one rows list for the host's ranks);
+# - the trace shows the path taken: the rows' AdamW, gather and copy where it applies; the
+#   whole table where the step's rows exceed half the vocabulary, and without the flag;
+# - in the sim (Qwen2.5-7B width, 8 layers, batch 8, h200-128g) the step is shorter, and
+#   the embedding that crosses before the forward is the batch's rows only;
+# - --embedding-rows-first true where it cannot apply: one line, exit 2.
+source "$(dirname "$0")/lib.sh"
+
+run() { # run OUTDIR ARGS...
+  local out=$1; shift
+  "$MT" train "$@" --data $FIX/tokens.bin --seq-len 32 --steps 4 --lr 1e-3 --backend cpu --save "$out" \
+    --trace "$out.trace.json" > "$out.jsonl" 2> "$out.err" || { cat "$out.err" >&2; return 1; }
+}
+names() { jq -c '[.traceEvents[] | select(.ph == "X") | .name] | unique' "$1"; }
+has_span() { names "$1" | jq -e --arg n "$2" 'index($n) != null' > /dev/null; }
+
+tiny5="--config $DATA/tiny5_llama.json --seed 7"
+for prec in fp32 paper mixed; do
+  for G in 1 2; do
+    t=${prec}_g$G
+    check "rows first ($prec, G=$G)" run "$TMP/on_$t" $tiny5 --precision $prec --batch 2 --grad-accum $G
+    check "whole table ($prec, G=$G)" run "$TMP/off_$t" $tiny5 --precision $prec --batch 2 --grad-accum $G \
+      --embedding-rows-first false
+    check "rows first == whole table ($prec, G=$G): parameters and moments bitwise" same_state "$TMP/on_$t" "$TMP/off_$t"
+    check "rows first ($prec, G=$G): the trace has the rows' update, gather and copy" \
+      eval 'has_span "$TMP/on_$t.trace.json" "adamw (embedding rows)" && has_span "$TMP/on_$t.trace.json" "adamw (embedding rest)" &&
+            has_span "$TMP/on_$t.trace.json" "gather (embedding rows)" && has_span "$TMP/on_$t.trace.json" "embedding rows in"'
+    check "whole table ($prec, G=$G): no rows in the trace" eval '! has_span "$TMP/off_$t.trace.json" "embedding rows in"'
+  done
+done
+# The speculative step on every unit (no clipping): kept updates and rows first together.
+check "speculating, rows first" run "$TMP/spec_on" $tiny5 --precision paper --batch 2 --grad-clip 0 --speculative-step true
+check "speculating, whole table" run "$TMP/spec_off" $tiny5 --precision paper --batch 2 --grad-clip 0 \
+  --speculative-step true --embedding-rows-first false
+check "speculating: units were speculated" test "$(jq -s 'map(.spec_units) | add > 0' "$TMP/spec_on.jsonl")" = true
+check "speculating: rows first == whole table bitwise" same_state "$TMP/spec_on" "$TMP/spec_off"
+# Two ranks on one host share one rows list.
+check "--gpus 2, rows first" run "$TMP/g2_on" $tiny5 --precision paper --batch 6 --gpus 2
+check "--gpus 2, whole table" run "$TMP/g2_off" $tiny5 --precision paper --batch 6 --gpus 2 --embedding-rows-first false
+check "--gpus 2: rows first == whole table bitwise" same_state "$TMP/g2_on" "$TMP/g2_off"
+check "--gpus 2: the rows path was taken" has_span "$TMP/g2_on.trace.json" "embedding rows in"
+# More rows than half the vocabulary (256): random ids, 16 x 32 tokens a step: the whole table.
+check "many rows" "$MT" train $tiny5 --precision fp32 --batch 16 --seq-len 32 --steps 3 --data synthetic --backend cpu \
+  --trace "$TMP/many.json" > /dev/null 2>&1
+check "many rows: the whole table crosses, no rows staged" \
+  eval '! has_span "$TMP/many.json" "embedding rows in" && ! has_span "$TMP/many.json" "adamw (embedding rows)"'
+
+# The sim: shorter steps, and only the batch's rows cross before the forward.
+sim=(--config "$TMP/q7_l8.json" --backend sim --hardware h200-128g --precision paper --batch 8 --seq-len 1024
+     --steps 6 --data synthetic)
+jq '.num_hidden_layers = 8' experiments/models/qwen2.5-7b.json > "$TMP/q7_l8.json"
+"$MT" train "${sim[@]}" --trace "$TMP/sim_on.json" > "$TMP/sim_on.jsonl" 2> /dev/null
+check "sim, rows first" test $? -eq 0
+"$MT" train "${sim[@]}" --embedding-rows-first false > "$TMP/sim_off.jsonl" 2> /dev/null
+check "sim, whole table" test $? -eq 0
+check "sim: rows first shortens the AdamW-paced step (7B width, batch 8)" \
+  test "$(jq -s --slurpfile off "$TMP/sim_off.jsonl" '.[4].step_ms < 0.95 * $off[4].step_ms' "$TMP/sim_on.jsonl")" = true
+check "sim: the rows' copy is at most the step's tokens' rows (8192 of 152064), the table's is whole" \
+  test "$(jq '[.traceEvents[] | select(.ph == "X")] | [.[] | select(.name == "embedding in")][0].dur as $whole
+    | [.[] | select(.name == "embedding rows in") | .dur] | length > 0 and all(. < $whole * 8192 / 152064 * 1.01)' \
+    "$TMP/sim_on.json")" = true
+
+# Where it cannot apply.
+for bad in "--schedule zero3" "--serial-optimizer"; do
+  # shellcheck disable=SC2086
+  "$MT" train $tiny5 --backend cpu --steps 1 $bad --embedding-rows-first true > /dev/null 2> "$TMP/bad.err"
+  check "--embedding-rows-first true $bad: exit 2" test $? -eq 2
+  check "--embedding-rows-first true $bad: one line naming the flag" \
+    eval 'test "$(wc -l < "$TMP/bad.err")" -eq 1 && grep -q -- "--embedding-rows-first" "$TMP/bad.err"'
+done
+finish
