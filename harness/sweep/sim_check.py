@@ -17,7 +17,9 @@ clean and its commit contains every change whose effect its timed steps run (git
 --is-ancestor). A row that does not is still compared and printed, with why; it takes no part
 in the verdict or the band. A change may say how the measured steps ran where the sim cannot
 know it (`sim_args`: the speculative step is off after a clipping step, and the sim's norm
-never clips); those options are applied to the rows that contain the change.
+never clips); those options are applied to the rows that contain the change. A change the
+engine can still switch off (`sim_args_if_missing`: --embedding-rows-first false) is no reason
+to set a row aside: the rows that lack it are simulated with the switch off, as they ran.
 
 Per configuration it prints the measured and simulated step, the error, the phases that differ
 most (the rows' per-phase medians: compute, h2d/d2h copies, drain, optimizer, and the GPU's
@@ -94,6 +96,9 @@ def engine_verdict(row, changes):
                  "history (git fetch --unshallow)")
         if has:
             args += c.get("sim_args", [])
+        elif c.get("sim_args_if_missing"):  # the engine can still run as the row's did: the sim is told so
+            args += c["sim_args_if_missing"]
+            skipped.append(f"{c['commit']} ({c['short']}: the sim runs with {' '.join(c['sim_args_if_missing'])})")
         elif c.get("timed_steps", True):
             missing.append(f"{c['commit']} ({c['short']})")
         else:

@@ -85,16 +85,17 @@ static int grown_chunk_rows(const mt_engine_shape *sh, size_t device_free) {
     return mt_head_chunk_rows(d->N, sh->c.vocab_size, sh->as, budget, sh->chunk_rows);
 }
 
-// The speculative step's window: units from the head down (the order their
-// gradients become final) while their spare blocks fit in what the rest of
-// the plan leaves of host_free (0 = unknown: every unit). None fits: speculation off.
+// The speculative step's window: units from the last layer down (the order their
+// gradients become final; never the head: optimizer_worker.h) while their spare
+// blocks fit in what the rest of the plan leaves of host_free (0 = unknown: every
+// unit). None fits: speculation off.
 static void spec_window(mt_engine_shape *sh, size_t host_free) {
     sh->spec_window = 0;
     size_t used = sum_parts(sh).host_bytes, room = host_free > used ? host_free - used : 0;
     int n = sh->L + 2;
-    for (int k = 0; k < n; k++) {
-        int u = n - 1 - k;
-        const mt_unit_layout *lay = u == n - 1 ? &sh->lh : u == 0 ? &sh->le : &sh->ll;
+    for (int k = 0; k < n - 1; k++) {
+        int u = n - 2 - k;
+        const mt_unit_layout *lay = u == 0 ? &sh->le : &sh->ll;
         size_t b = mt_opt_spare_bytes(lay, sh->prec);
         if (host_free && b > room) break;
         room -= host_free ? b : 0;

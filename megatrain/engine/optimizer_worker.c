@@ -20,7 +20,7 @@ struct mt_opt_worker {
     int stop;
     mt_trace *trace;
     // ---- speculation
-    int window;       // units n-window .. n-1 have spare blocks
+    int window;       // units n-1-window .. n-2 have spare blocks (layers from the last down, the embedding)
     void **spare_param, **spare_optim; // per unit (NULL outside the window): a param and an optim block
     int spec_open;    // the coming step may speculate
     mt_adamw_hparams hs; // its hyper-parameters (grad_scale 1)
@@ -56,14 +56,15 @@ size_t mt_opt_spare_bytes(const mt_unit_layout *lay, mt_precision p) {
     return mt_unit_weights_bytes(lay, p) + mt_unit_optim_bytes(lay, p);
 }
 
-// The window: units counted from the head down, as their gradients become final.
-// The spare param blocks are pinned as the unit's own are: a kept update streams from them.
+// The window: units counted from the last layer down, as their gradients become final;
+// never the head (optimizer_worker.h says why). The spare param blocks are pinned as
+// the unit's own are: a kept update streams from them.
 mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh) {
     mt_part_bytes b = {0};
     int n = sh->L + 2;
-    for (int k = 0; k < sh->spec_window && k < n; k++) {
-        int u = n - 1 - k;
-        const mt_unit_layout *lay = u == n - 1 ? &sh->lh : u == 0 ? &sh->le : &sh->ll;
+    for (int k = 0; k < sh->spec_window && k < n - 1; k++) {
+        int u = n - 2 - k;
+        const mt_unit_layout *lay = u == 0 ? &sh->le : &sh->ll;
         b.host += mt_opt_spare_bytes(lay, sh->prec);
         b.pinned += sh->s.host_pinned ? mt_unit_weights_bytes(lay, sh->prec) : 0;
     }
@@ -280,7 +281,7 @@ mt_status mt_opt_worker_create(mt_model *m, int window, size_t rows_cap, mt_opt_
     if (!w) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the optimizer worker");
     int n = m->n_units;
     w->m = m;
-    w->window = window < n ? window : n;
+    w->window = window < n - 1 ? window : n - 1;
     w->done = calloc((size_t)n, sizeof *w->done);
     w->done_t = calloc((size_t)n, sizeof *w->done_t);
     w->spare_param = calloc((size_t)n, sizeof *w->spare_param);
@@ -310,9 +311,9 @@ mt_status mt_opt_worker_create(mt_model *m, int window, size_t rows_cap, mt_opt_
         MT_TRY(m->host.alloc(&m->host, w->stage_bytes, m->pinned, &w->stage));
     }
     for (int k = 0; k < w->window; k++) {
-        mt_unit *u = &m->units[n - 1 - k];
-        MT_TRY(m->host.alloc(&m->host, u->param_bytes, m->pinned, &w->spare_param[n - 1 - k]));
-        MT_TRY(m->host.alloc(&m->host, u->optim_bytes, 0, &w->spare_optim[n - 1 - k]));
+        mt_unit *u = &m->units[n - 2 - k];
+        MT_TRY(m->host.alloc(&m->host, u->param_bytes, m->pinned, &w->spare_param[n - 2 - k]));
+        MT_TRY(m->host.alloc(&m->host, u->optim_bytes, 0, &w->spare_optim[n - 2 - k]));
     }
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
         return mt_fail(MT_ERR_BACKEND, "cannot start the optimizer thread");

@@ -15,7 +15,11 @@
 // non-speculative step's, bitwise, and nothing is copied: a kept update costs
 // what the plain step's does, a rollback that update again.
 // Spares exist for a window of units only (parts.h: spec_window), the first
-// whose gradients become final; the others wait for the norm as before.
+// whose gradients become final; the others wait for the norm as before. Never the
+// head: its gradient is final first but its update is needed last (the next step's
+// loss head, after every layer's forward), so the final pass does it after the
+// layers, under the forward, and the backward's window goes to the layers, whose
+// updates the next forward waits for first (projected: README, the bound table).
 #ifndef MT_OPTIMIZER_WORKER_H
 #define MT_OPTIMIZER_WORKER_H
 

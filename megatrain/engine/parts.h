@@ -32,7 +32,7 @@ typedef struct {
     size_t x_bytes;          // one (N, C) activation, allocation-rounded
     size_t slab_elems;       // the largest unit: what one gradient slab holds
     int spec_window;         // speculative step: the units, counted in the order their gradients become final
-                             // (head, layer L-1 .. 0, embedding), that have spare state blocks and so may be
+                             // (layer L-1 .. 0, embedding; never the head), that have spare state blocks and so may be
                              // updated under the backward; as many as the host plan has room for (0: off)
     size_t rows_cap;         // --embedding-rows-first: the most rows of the embedding a step's forward may read
                              // and still be updated first and staged (optimizer_worker.h); 0: off

@@ -28,9 +28,11 @@
 //   streamed (megatrain)  step = fill + opt_0 + max(c_f, (W + P_H*ws)/h2d, opt - opt_0)
 //                     + (G-1) * max(c_f, W/h2d) + G * max(c_b, W/(f*h2d), Wg/(f*d2h))
 //                     + drain
-//              fill = (P_E + P_L)*ws/h2d (embedding + layer 0 in before compute),
-//              opt_0 = (P_E + P_L)/rate (their update, which the next forward waits for;
+//              fill = (P_E' + P_L)*ws/h2d (embedding + layer 0 in before compute),
+//              opt_0 = (P_E' + P_L)/rate (their update, which the next forward waits for;
 //              the rest of the update runs under the first forward), drain = (P_L + P_E)*ws/d2h
+//              P_E' = P_E, or with rows first (engine/embed_rows.h) the rows the step's
+//              tokens can read: min(G*B*T, V/2) * C (at most; fewer for text)
 //              (the last gradients out after backward); embedding/head grads (P_E+P_H)*ws
 //              leave once per step inside the last backward's d2h term.
 //   per module (zero3)  per module u (embedding, each layer, head) and pass: t = c + x - min(c, x)*ov,
@@ -108,6 +110,7 @@ typedef struct {
     mt_precision prec;
     int fp32;
     double L, PL, N, VC, PE, PH, dA, T, n, G, ws, R, h2d, d2h, f;
+    double PEf;       // the embedding's parameters the next forward waits for (rows first: its rows')
     double Ff, Fb, Fr, cf, cb, W, Wg, EH, opt;
     int spec_units;            // speculative step: the window (0: off)
     double opt_s;              // the window's update (ms), written out of place: no copies
@@ -137,9 +140,9 @@ static double streamed_step(const terms *t, tally *ty, double rem) {
     const double W = t->W, Wg = t->Wg, cf = t->cf, cb = t->cb, L = t->L;
     const double wsi = t->wsi, gs = t->gs, P = t->passes, EHg = (PE + PH) * gs * t->share;
     const int G = (int)t->G, serial_opt = !t->s->optimizer_overlapped;
-    double opt0 = serial_opt ? 0 : (PE + PL) / t->hw->adamw_params_per_s[t->prec] * 1e3;
+    double opt0 = serial_opt ? 0 : (t->PEf + PL) / t->hw->adamw_params_per_s[t->prec] * 1e3;
     if (opt0 > rem) opt0 = rem; // speculated already: the next forward need not wait for it
-    double fill = (PE * ws + PL * wsi) / h2d, drain = (PL + PE) * gs * t->share / d2h;
+    double fill = (t->PEf * ws + PL * wsi) / h2d, drain = (PL + PE) * gs * t->share / d2h;
     double step = serial(ty, R_H2D, fill) + serial(ty, R_OPT, opt0) + serial(ty, R_D2H, drain);
     step += hooked(ty, take_max(ty, cf, (W + PH * ws) / h2d, 0, serial_opt ? 0 : rem - opt0), L * t->hook_ms);
     for (int k = 1; k < G; k++) step += hooked(ty, take_max(ty, cf, W / h2d, 0, 0), L * t->hook_ms);
@@ -279,6 +282,11 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     const double L = t.L = c->num_layers, PL = t.PL = (double)mt_config_params_per_layer(c);
     const double N = t.N = (double)mt_config_params_total(c);
     const double VC = t.VC = (double)c->vocab_size * c->hidden_size, PE = t.PE = VC, PH = t.PH = N - L * PL - PE;
+    t.PEf = PE;
+    if (s.rows_first && !c->tie_word_embeddings) { // at most the step's tokens' rows, at most half the table
+        double rows = (double)in->eng.grad_accum * in->eng.B * in->eng.T, half = (double)(c->vocab_size / 2);
+        t.PEf = (rows < half ? rows : half) * c->hidden_size;
+    }
     const double Pmm = L * PL + VC, dA = t.dA = (double)c->num_heads * c->head_dim, T = t.T = in->eng.T;
     const double n = t.n = (double)in->eng.B * in->eng.T, G = t.G = in->eng.grad_accum;
     const int fp32 = t.fp32;
@@ -331,8 +339,8 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     // The speculative window, as the engine resolves it against the plan's host memory (fp above).
     t.spec_units = s.speculative ? fp.spec_window : 0;
     if (t.spec_units) {
-        double Pw = 0; // parameters in the window: head, then layers L-1 down, then the embedding
-        for (int k = 0; k < t.spec_units; k++) Pw += k == 0 ? PH : k <= L ? PL : PE;
+        double Pw = 0; // parameters in the window: layers L-1 down, then the embedding (never the head)
+        for (int k = 0; k < t.spec_units; k++) Pw += k < L ? PL : PE;
         t.opt_s = Pw / hw->adamw_params_per_s[opt_prec] * 1e3;
         t.rollback_rate = in->rollback_rate;
     }

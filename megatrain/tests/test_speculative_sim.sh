@@ -30,11 +30,17 @@ lane=$(jq -c '(.traceEvents | map(select(.ph == "M" and .name == "thread_name" a
 check "the optimizer lane holds AdamW spans (and the embedding rows' gather) only, no copies ($lane)" \
   test "$lane" = '["adamw","adamw (embedding rest)","adamw (embedding rows)","adamw (speculative)","gather (embedding rows)"]'
 
+heads=$(jq '[.traceEvents[] | select(.ph == "X" and .name == "adamw" and .args.layer == -1)] | length' "$TMP/spec.json")
+check "the head is never speculated: its plain update runs in each step's final pass ($heads spans, 4 steps)" \
+  test "$heads" -ge 4
+check "the embedding and every layer may be: up to layers + 1 units a step" \
+  test "$(jq -s 'max_by(.spec_units).spec_units <= 49 and max_by(.spec_units).spec_units > 40' "$TMP/spec.jsonl")" = true
+
 # The plan: the window and its bytes; what a rollback adds; no room, no speculation.
 plan=(--config experiments/models/qwen2.5-14b.json --batch 8 --seq-len 1024 --precision paper --hardware gh200-480g)
 p0=$("$MT" plan "${plan[@]}")
 p1=$("$MT" plan "${plan[@]}" --rollback-rate 1)
-check "plan: every unit of 14B keeps spare blocks on gh200-480g" test "$(jq '.speculative.window_units == .layers + 2' <<< "$p0")" = true
+check "plan: every unit of 14B but the head keeps spare blocks on gh200-480g" test "$(jq '.speculative.window_units == .layers + 1' <<< "$p0")" = true
 check "plan: spare bytes are in host_bytes" \
   test "$(jq '.host.spare_bytes == .speculative.spare_bytes and .host.spare_bytes > 0' <<< "$p0")" = true
 check "plan: rollback rate 1 adds the rollback cost" \
