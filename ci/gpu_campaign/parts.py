@@ -150,8 +150,9 @@ PARTS = [
      "steps": [machine(), sweep("experiments/sweeps/gpu_c2.json", 450)]},
     {"name": "H",
      "what": "the bound at every batch: Qwen2.5-7B and 14B width (8 layers each), batch 8 to 158, "
-             "step / max(compute, H2D, host AdamW), each beside its projection (bound_h200)",
-     "steps": [machine(), sweep("experiments/sweeps/gpu_bound.json", 480)]},
+             "step / max(compute, H2D, host AdamW), each beside its projection (bound_h200); at batch 16 "
+             "also with --embedding-rows-first false",
+     "steps": [machine(), sweep("experiments/sweeps/gpu_bound.json", 540)]},
     {"name": "G",
      "what": "compute-sanitizer memcheck and racecheck of the CUDA op tests (deliberate API errors "
              "excluded); the kernel labs (each kernel's versions vs a CPU reference, timed)",
