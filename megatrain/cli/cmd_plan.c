@@ -253,7 +253,7 @@ mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built) 
         cJSON *sp = cJSON_AddObjectToObject(j, "speculative");
         cJSON_AddBoolToObject(sp, "on", mem.engine.spec_window > 0);
         add_num(sp, "window_units", mem.engine.spec_window);
-        add_num(sp, "spare_bytes", (double)mem.engine.optimizer.host);
+        add_num(sp, "spare_bytes", (double)mem.host_spare_bytes);
         if (have_rates && pr.spec_units) {
             add_num(sp, "rollback_rate", o->rollback_rate);
             add_num(sp, "step_ms_no_rollback", pr.step_ms_no_rollback);

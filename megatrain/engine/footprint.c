@@ -5,6 +5,7 @@
 
 #include "engine/activations.h"
 #include "engine/ckpt_store.h"
+#include "engine/embed_rows.h"
 #include "engine/grad_offload.h"
 #include "engine/optimizer_worker.h"
 #include "engine/weight_ring.h"
@@ -40,6 +41,7 @@ static mt_engine_footprint sum_parts(const mt_engine_shape *sh) {
     f.spec_window = sh->spec_window;
     f.grad_sum_f32 = sh->grad_sum_f32;
     f.recompute = sh->s.recompute;
+    f.rows_bytes = mt_opt_worker_rows_bytes(sh) + mt_embed_rows_bytes(sh).host;
     f.grad_sum_bytes = sh->grad_sum_elems ? mt_dev_round(sh->grad_sum_elems * 4) : 0;
     return f;
 }
@@ -163,13 +165,13 @@ void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision 
         resolve_memory(sh, o, device_free);
     }
     if ((caps & MT_CAP_DEVICE_MEMORY) && device_free) sh->chunk_rows = grown_chunk_rows(sh, device_free);
-    if (sh->s.speculative) spec_window(sh, o->host_free);
     // Rows first: at most the step's tokens, and at most half the vocabulary (past that the
     // rows are most of the table: it crosses whole). A tied embedding is the head too: whole.
     if (sh->s.rows_first && !c->tie_word_embeddings) {
         size_t toks = (size_t)sh->G * sh->d.N, half = (size_t)c->vocab_size / 2;
         sh->rows_cap = toks < half ? toks : half;
     }
+    if (sh->s.speculative) spec_window(sh, o->host_free); // last: its spares take what the rest leaves
 }
 
 mt_engine_footprint mt_engine_footprint_of(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_dtype act,

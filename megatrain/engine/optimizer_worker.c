@@ -68,12 +68,17 @@ mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh) {
         b.host += mt_opt_spare_bytes(lay, sh->prec);
         b.pinned += sh->s.host_pinned ? mt_unit_weights_bytes(lay, sh->prec) : 0;
     }
-    if (sh->rows_cap) { // the staged rows' weights, pinned; the per-row slot map and the range scratch
-        size_t stage = sh->rows_cap * (size_t)sh->c.hidden_size * sh->ws;
-        b.host += stage + (size_t)sh->c.vocab_size * 4 + 2 * sh->rows_cap * 4 + (sh->rows_cap + 1) * sizeof(mt_elem_range);
-        b.pinned += sh->s.host_pinned ? stage : 0;
-    }
+    b.host += mt_opt_worker_rows_bytes(sh);
+    b.pinned += sh->rows_cap && sh->s.host_pinned ? sh->rows_cap * (size_t)sh->c.hidden_size * sh->ws : 0;
     return b;
+}
+
+// The staged rows' weights (pinned where the state is), the per-row slot map, the row
+// lists and the range scratch.
+size_t mt_opt_worker_rows_bytes(const mt_engine_shape *sh) {
+    if (!sh->rows_cap) return 0;
+    return sh->rows_cap * (size_t)sh->c.hidden_size * sh->ws + (size_t)sh->c.vocab_size * 4 + 2 * sh->rows_cap * 4 +
+           (sh->rows_cap + 1) * sizeof(mt_elem_range);
 }
 
 void mt_opt_update_unit(mt_model *m, mt_unit *u, const mt_adamw_hparams *h, float weight_decay) {

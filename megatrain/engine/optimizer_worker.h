@@ -36,6 +36,8 @@ size_t mt_opt_spare_bytes(const mt_unit_layout *lay, mt_precision p);
 // The worker's own memory: the spare blocks of the speculative window's units
 // (the param blocks pinned where the state's are), nothing without speculation.
 mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh);
+// Of which the embedding's rows first (sh->rows_cap): the stage and its tables.
+size_t mt_opt_worker_rows_bytes(const mt_engine_shape *sh);
 // `window`: units with spare blocks (sh->spec_window; 0: never speculates); `rows_cap`:
 // the embedding rows a pass may update first and stage (sh->rows_cap; 0: never).
 mt_status mt_opt_worker_create(mt_model *m, int window, size_t rows_cap, mt_opt_worker **out);

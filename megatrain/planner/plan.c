@@ -41,8 +41,8 @@ mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt
     out->host_bytes = e->host_bytes;
     out->pinned_bytes = e->pinned_bytes;
     out->host_state_bytes = e->state.host;
-    out->host_staging_bytes = e->grads.host + e->activations.host;
-    out->host_spare_bytes = e->optimizer.host;
+    out->host_staging_bytes = e->grads.host + e->activations.host + e->rows_bytes;
+    out->host_spare_bytes = e->optimizer.host + e->weights.host - e->rows_bytes; // the speculative spares
     out->host_bytes_per_param = (double)out->host_state_bytes / (double)mt_config_params_total(c);
     out->host_accounting =
         in->prec == MT_PREC_PAPER ? "engine (mt_engine_footprint_of), paper: bf16 params 2 + bf16 grads 2 + f32 m 4 + v 4 "
