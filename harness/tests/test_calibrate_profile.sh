@@ -256,6 +256,18 @@ jq -n --argjson f "$full" --argjson b "$no_gemm_bwd_efficiency" --argjson k "$no
 check "rates: the planner prices attention at B 16 x NH 40 x T^2 (420) and the backward GEMMs at theirs" "$tmp/plan_rates.json" \
   --slurpfile n "$tmp/plan_nobwd.json" '.attention.tflops == 420 and (.attention.source | startswith("measured: mt-microbench attention/"))
    and .prediction.gemm_bwd_efficiency == 0.7068 and .prediction.compute_ms > $n[0].prediction.compute_ms'
+# what a projection on it rests on (harness/sweep/cost_sources.py): at bf16 the measured rates replace
+# the assumptions they settle; at fp32 (not what was measured) the assumptions stand
+python3 harness/sweep/cost_sources.py "$out" > "$tmp/cs.json" && python3 harness/sweep/cost_sources.py "$out"   --precision fp32 > "$tmp/cs32.json" &&
+check "rates: cost_sources: measured at bf16 (rope_bwd derived), assumptions settled; fp32 as before" "$tmp/cs.json"   --slurpfile f "$tmp/cs32.json" '.by_kind as $k | .figures as $g
+   | ($k.measured | index("gpu.gemm_bwd_efficiency") and index("gpu.attention_work_tflops.cudnn")
+      and index("gpu.kernel_gbps.swiglu_bwd")) and ($k.derived | index("gpu.kernel_gbps.rope_bwd"))
+   and ($g | has("sim: backward GEMMs at gpu.gemm_efficiency") or has("sim: attention table at any batch x heads")
+      or has("gpu.attention_tflops.cudnn") or has("sim: memory-bound kernels at MT_SIM_HBM_EFF x gpu.hbm_gbps") | not)
+   and ($g["sim: unmeasured memory-bound ops at MT_SIM_HBM_EFF x gpu.hbm_gbps"].source | contains("rmsnorm_bwd, ")
+      and (contains("swiglu_bwd") | not))
+   and ($f[0].figures | has("sim: backward GEMMs at gpu.gemm_efficiency") and has("gpu.attention_tflops.cudnn")
+      and (has("gpu.gemm_bwd_efficiency") | not))'
 # the committed profiles stay as they are: a microbench without these rows writes none of the keys
 check "rates: no such rows, no such keys (the h100 microbench)" "$tmp/h100-cal.json" \
   '.gpu | has("gemm_bwd_efficiency") or has("kernel_gbps") or has("attention_work_tflops") | not'
