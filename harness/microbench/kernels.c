@@ -8,7 +8,8 @@
 // counter sim_gbps = the bytes the sim charges the op (megatrain/backends/sim/sim_kernels.c, one
 // fused pass each; repeated here as the convention of this counter) per second: divided by
 // gpu.hbm_gbps it is the efficiency the sim assumes at MT_SIM_HBM_EFF (0.8) for every family,
-// which no run had measured at the model's shapes (the kernel labs ran their own shapes).
+// which no run had measured at the model's shapes (the kernel labs ran their own shapes);
+// calibrate_profile.py files each as gpu.kernel_gbps.<op>, the rate the sim then prices it at.
 // counter nonfinite = output values that are NaN or infinite (inputs are small and finite;
 // correctness is test_backend_ops's, against double references). cpu: small shapes, f32, wall
 // time (a rehearsal); cuda (when present): bf16 at Qwen2.5-14B's shapes, batch 16 x 1024.
