@@ -76,7 +76,8 @@ mt_status mt_sim_op_rmsnorm_fwd(mt_backend *be, void *out, float *rstd, const vo
 mt_status mt_sim_op_rmsnorm_bwd(mt_backend *be, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
                                 const float *rstd, mt_dtype wdt, int R, int D) {
     (void)dinp, (void)dw, (void)dout, (void)inp, (void)w, (void)rstd;
-    // read dout and inp, write dinp; dw reduced over rows
+    // read dout and inp, write dinp; dw reduced over rows (the cuda backend reads dout and inp
+    // again for dw, cuda_norm.cu: a measured gpu.kernel_gbps prices that within this count)
     return price_bytes(be, MT_HW_K_RMSNORM_BWD, 3.0 * R * D * as_of(be) + 2.0 * D * mt_dtype_size(wdt) + 4.0 * R);
 }
 
@@ -90,7 +91,7 @@ mt_status mt_sim_op_add_rmsnorm_fwd(mt_backend *be, void *sum, void *out, float 
 mt_status mt_sim_op_rmsnorm_bwd_add(mt_backend *be, void *dacc, void *dw, const void *dout, const void *inp,
                                     const void *w, const float *rstd, mt_dtype wdt, int R, int D) {
     (void)dacc, (void)dw, (void)dout, (void)inp, (void)w, (void)rstd;
-    // read dout and inp, read-modify-write dacc; dw reduced over rows
+    // read dout and inp, read-modify-write dacc; dw reduced over rows (a second pass on cuda, as above)
     return price_bytes(be, MT_HW_K_RMSNORM_BWD_ADD, 4.0 * R * D * as_of(be) + 2.0 * D * mt_dtype_size(wdt) + 4.0 * R);
 }
 
