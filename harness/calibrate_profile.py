@@ -36,6 +36,14 @@ gpu.gemm_efficiency                 gemm/cuda/bf16/<N>/<IC>/<OC> tflops at the l
                                     (MT_SIM_GEMM_HALF_MACS / MT_SIM_GEMM_FULL_DIM, sim.h; 0.998 at
                                     the 7B MLP shapes), so the sim prices that GEMM at the measured
                                     rate; capped at 1.0
+gpu.gemm_bwd_efficiency             gemm_bwd/cuda/bf16/<N>/<IC>/<OC>/<flags> tflops: a layer's backward
+                                    GEMMs (dinp + dW), every shape's time priced together through the
+                                    sim's size factor (calibrate_gpu_rates.py says how)
+gpu.kernel_gbps.<kernel>            kernel/cuda/bf16/<kernel>/<R>/<D> sim_gbps (the sim's byte count
+                                    per second) at the largest R*D; rope_bwd derived from rope_fwd
+gpu.attention_work_tflops.<kernel>  attention/cuda/bf16/<B>/<T>/<NH>/<NKV> tflops, the kernel in the
+                                    row's label: points [B*NH*T^2, tflops] (a table by T was measured
+                                    at one B x NH; the sim prefers this one)
 host.cpu_cores, host.numa_nodes,    the env block (mt-env: topology, nvidia-smi), unless --no-env
 host.mem_bytes, link.theory_gbps    (theory_gbps = pcie_gbps, only for a pcie link)
 
@@ -58,7 +66,9 @@ host.adamw_gbps.<mode>              --cpu-optimizers: the megatrain_adamw_paper 
                                     of MICROBENCH (whose N may fit the L3). Sourced with the file,
                                     n_params, threads, the row's utc, GPU and engine commit.
 
-copy/cpu/* and gemm/cpu/* are the cpu backend, not the GPU link or GPU GEMMs: never used.
+copy/cpu/*, gemm/cpu/*, gemm_bwd/cpu/*, kernel/cpu/* and attention/cpu/* are the cpu backend, not
+the GPU: never used. A malformed row of the gemm_bwd, kernel or attention families (arguments, a
+missing counter or label, a kernel the profile has no key for) is bad input.
 The name is NAME, else the --out file's name without .json, else the base's.
 A summary table (figure, old, new, change %) and warnings go to stderr; the profile goes
 to --out (written atomically) or stdout. Bad input: one line on stderr, exit 1.
@@ -71,6 +81,8 @@ import os
 import re
 import statistics
 import sys
+
+import calibrate_gpu_rates as gpu_rates
 
 SCHEMA = "megatrain.hardware/1"
 PROG = "calibrate_profile"
@@ -125,7 +137,7 @@ def get(obj, dotted):
 def put(obj, dotted, value):
     keys = dotted.split(".")
     for k in keys[:-1]:
-        obj = obj[k]
+        obj = obj.setdefault(k, {})
     obj[keys[-1]] = value
 
 
@@ -200,9 +212,11 @@ class Runs:
     """The rows of one microbench file, by base name; value() = median over repetitions."""
 
     def __init__(self, rows):
-        self.iters, self.medians, self.errors = {}, {}, []
+        self.iters, self.medians, self.errors, self.labels = {}, {}, [], {}
         for r in rows:
             b = base_name(r)
+            if isinstance(r.get("label"), str) and not r.get("error_occurred"):
+                self.labels.setdefault(b, r["label"])
             if r.get("error_occurred"):
                 self.errors.append("%s (%s)" % (b, r.get("error_message", "error")))
             elif r.get("run_type") == "aggregate":
@@ -222,6 +236,9 @@ class Runs:
         if agg is not None and is_num(agg.get(counter)):
             return agg[counter]
         return None
+
+    def label(self, name):
+        return self.labels.get(name)
 
     def reps(self, name):
         n = len(self.iters.get(name, []))
@@ -492,20 +509,22 @@ def main(argv):
         set_fig("host.cpu_optimizers", os.path.relpath(os.path.abspath(a.cpu_optimizers), REPO),
                 what.replace("megatrain_adamw_paper", "every row (the peers' CPU optimizers beside megatrain_adamw_paper)"))
 
+    # The sim's GEMM size factor (sim.h) at (M, N, K): efficiencies are calibrated through it.
+    consts, note = sim_constants()
+    peak = get(new, "gpu.peak_tflops.bf16")
+
+    def sim_factor(k):
+        w = float(k[0]) * k[1] * k[2]
+        return w / (w + consts["MT_SIM_GEMM_HALF_MACS"]) * min(1.0, min(k) / consts["MT_SIM_GEMM_FULL_DIM"])
+
     # --- GEMM efficiency: bf16 at the largest shape, against the dense peak
     gemm = runs.family("gemm/cuda/bf16", 3, "tflops")
     if gemm:
-        consts, note = sim_constants()
         if note:
             notes.append(note)
         flops = {k: 2.0 * k[0] * k[1] * k[2] for k in gemm}
         top = max(flops.values())
         shapes = sorted(k for k in gemm if flops[k] == top)
-        peak = get(new, "gpu.peak_tflops.bf16")
-
-        def sim_factor(k):
-            w = float(k[0]) * k[1] * k[2]
-            return w / (w + consts["MT_SIM_GEMM_HALF_MACS"]) * min(1.0, min(k) / consts["MT_SIM_GEMM_FULL_DIM"])
 
         eff = statistics.mean(gemm[k] / (peak * sim_factor(k)) for k in shapes)
         names = " and ".join("gemm/cuda/bf16/%d/%d/%d" % k for k in shapes)
@@ -523,12 +542,51 @@ def main(argv):
             notes.append("gemm/cuda/f32/%d/%d/%d: %.1f TFLOP/s = %.3f of the fp32 peak %g (not in the profile)" %
                          (k + (f32[k], f32[k] / get(new, "gpu.peak_tflops.fp32"), get(new, "gpu.peak_tflops.fp32"))))
 
+    # --- the optional measured GPU rates (calibrate_gpu_rates.py): backward GEMMs, memory-bound
+    # kernels, attention by work; a malformed row of theirs is bad input
+    try:
+        bwd = gpu_rates.gemm_bwd(runs, peak, sim_factor, notes)
+        kern = gpu_rates.kernels(runs, notes)
+        work = gpu_rates.attention_work(runs, notes)
+    except gpu_rates.RowError as e:
+        die("%s: %s" % (a.microbench, e))
+    if bwd:
+        if note and not gemm:
+            notes.append(note)
+        set_fig("gpu.gemm_bwd_efficiency", round(bwd[0], 4), measured(bwd[1]))
+        fwd = get(new, "gpu.gemm_efficiency")
+        notes.append("gpu.gemm_bwd_efficiency / gpu.gemm_efficiency = %.3f (backward GEMMs against forward ones)"
+                     % (bwd[0] / fwd))
+    for k, (gbps, name, base) in kern.items():
+        if base:  # derived from another kernel's measurement (rope_bwd: rope_fwd's kernel)
+            how = ("derived: gpu.kernel_gbps.%s, the same kernel (megatrain/backends/cuda/cuda_rope.cu rope<DIR>, "
+                   "run in place both ways); %s: %s" % (base, base, measured(name + " sim_gbps")[len("measured: "):]))
+        else:
+            how = measured(name + " sim_gbps (the sim's bytes of the call per second)")
+        set_fig("gpu.kernel_gbps." + k, round(gbps, 1), how)
+        hbm = get(new, "gpu.hbm_gbps")
+        if not base and gbps > hbm:
+            warn("%s: %.0f GB/s in the sim's byte count is above gpu.hbm_gbps %g: the count exceeds the kernel's "
+                 "traffic (or caches served it); the sim prices the count at the measured rate all the same"
+                 % (name, gbps, hbm))
+
     # --- attention per implementation (merged into what the base measured before)
     attn_changed = []
+    if work:
+        tables = new["gpu"].setdefault("attention_work_tflops", {})
+        for k, (table, names) in work.items():
+            attn_changed.append(("gpu.attention_work_tflops." + k, tables.get(k), table))
+            tables[k] = table
+            src["gpu.attention_work_tflops." + k] = measured(
+                "%s tflops (label %s; causal forward + backward at B*NH*T^2 = %s)"
+                % (", ".join(names), k, ", ".join(str(p[0]) for p in table)))
+        if len(tables) > ATTN_MAX_KERNELS:
+            die("gpu.attention_work_tflops: %d implementations with the base's, the profile holds at most %d" %
+                (len(tables), ATTN_MAX_KERNELS))
     if attn:
         tables = new["gpu"].setdefault("attention_tflops", {})
         for k, (table, where) in attn.items():
-            attn_changed.append((k, tables.get(k), table))
+            attn_changed.append(("gpu.attention_tflops." + k, tables.get(k), table))
             tables[k] = table
             src["gpu.attention_tflops." + k] = ("measured: attention/%s/fwd_bwd, causal forward + backward, %s, %s, %s"
                                                 % (k, where, utc, gpu))
@@ -551,9 +609,9 @@ def main(argv):
             set_fig("link.theory_gbps", round(v, 1), env_src("pcie_gbps", " (nvidia-smi max link gen x width, "
                                                              "after encoding)"))
 
-    if a.microbench and not changed:
-        die("%s: no benchmark in it measures a profile figure (copy/cuda, gemm/cuda/bf16, triad, memcpy, adamw)"
-            % a.microbench)
+    if a.microbench and not changed and not work:
+        die("%s: no benchmark in it measures a profile figure (copy/cuda, gemm/cuda/bf16, gemm_bwd/cuda/bf16, "
+            "kernel/cuda/bf16, attention/cuda/bf16, triad, memcpy, adamw)" % a.microbench)
 
     # A parent source ("host.adamw_gbps") that no longer covers any figure goes.
     for k in list(src):
@@ -602,7 +660,7 @@ def main(argv):
         warn("ignored, error_occurred: %s" % e)
 
     # --- summary table on stderr
-    w = max([len(c[0]) for c in changed] + [len("gpu.attention_tflops.") + len(k) for k, _, _ in attn_changed] + [6])
+    w = max([len(c[0]) for c in changed] + [len(k) for k, _, _ in attn_changed] + [6])
     lines = ["%s: %s <- %s (%s, %s)" % (PROG, name, os.path.basename(a.base), utc, gpu),
              "%-*s  %14s  %14s  %8s" % (w, "figure", "old", "new", "change")]
     for path, o, n in changed:
@@ -611,8 +669,8 @@ def main(argv):
     for k, o, n in attn_changed:
         def span(t):
             return "%d pts, %.3g-%.3g" % (len(t), min(p[1] for p in t), max(p[1] for p in t)) if t else "-"
-        lines.append("%-*s  %14s  %14s  %8s" % (w, "gpu.attention_tflops." + k, span(o), span(n),
-                                                 "T %d-%d" % (n[0][0], n[-1][0])))
+        keys = ("W %.3g-%.3g" if "work" in k else "T %d-%d") % (n[0][0], n[-1][0])  # B*NH*T^2, or T
+        lines.append("%-*s  %14s  %14s  %8s" % (w, k, span(o), span(n), keys))
     kept = [p for p in NUM_PATHS if p not in {c[0] for c in changed}]
     lines.append("kept from the base (not measured): %s" % (", ".join(kept) if kept else "none"))
     for n in notes:

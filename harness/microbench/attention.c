@@ -5,7 +5,8 @@
 // were measured at B 1, NH 28 per T, and the sim prices any batch x heads at the table's rate
 // for T; at T 1024 that is 178.5 TFLOP/s on the H200, where B 16 x NH 40 launches 23x the work.
 // This measures the model's own launches (the 14B width at batch 16 and 64, and the table's own
-// point beside them). cuda: the cuDNN implementation (what --attention auto runs with bf16),
+// point beside them); calibrate_profile.py turns the rows into gpu.attention_work_tflops.<label>,
+// the rate the sim then reads at each launch's B*NH*T^2. cuda: the cuDNN implementation (what --attention auto runs with bf16),
 // CUDA-event time; cpu: a small shape, wall time (a rehearsal). Output values checked finite.
 #include <math.h>
 #include <stdint.h>

@@ -6,9 +6,10 @@
 // chunk after the first, its weight gradient summed into the f32 buffer. counter tflops =
 // 4*N*IC*OC per call (both products). Why: the sim prices a backward GEMM at the efficiency
 // measured for forward GEMMs (gemm/cuda/bf16) and the 14B-width rows' backward ran 14% over
-// it (results/traces/gpu_c2_deepspeed-*.json, H200, 2026-11-26); this measures it. cpu: small
-// shapes, f32, wall time (a rehearsal); cuda (when present): bf16 at Qwen2.5-14B's layer
-// shapes (C 5120, F 13824, NH 40, HD 128), CUDA-event time. Sampled outputs are checked
+// it (results/traces/gpu_c2_deepspeed-*.json, H200, 2026-11-26); this measures it, and
+// calibrate_profile.py turns these rows into gpu.gemm_bwd_efficiency, which the sim prices
+// matmul_bwd with. cpu: small shapes, f32, wall time (a rehearsal); cuda (when present): bf16
+// at Qwen2.5-14B's layer shapes (C 5120, F 13824, NH 40, HD 128), CUDA-event time. Sampled outputs are checked
 // against a host dot product ("wrong" counter).
 #include <math.h>
 #include <stdint.h>

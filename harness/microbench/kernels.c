@@ -2,11 +2,14 @@
 //   kernel/<backend>/<dtype>/<op>/<R>/<D>
 // ops: rmsnorm_fwd, add_rmsnorm_fwd, rmsnorm_bwd_add (R rows of width D = C), swiglu_fwd,
 // swiglu_bwd (R tokens, D = F), rope_fwd (R tokens of D heads' q/k/v at HD 128, GQA 5:1 as
-// Qwen2.5-14B's 40 + 2 x 8), xent_fwd_bwd (R rows of D = V logits).
+// Qwen2.5-14B's 40 + 2 x 8; in place, as the layer rotates qkv without q/k norms and as
+// rope_bwd always runs: the same kernel, so its rate prices rope_bwd too), xent_fwd_bwd (R rows
+// of D = V logits).
 // counter sim_gbps = the bytes the sim charges the op (megatrain/backends/sim/sim_kernels.c, one
 // fused pass each; repeated here as the convention of this counter) per second: divided by
 // gpu.hbm_gbps it is the efficiency the sim assumes at MT_SIM_HBM_EFF (0.8) for every family,
-// which no run had measured at the model's shapes (the kernel labs ran their own shapes).
+// which no run had measured at the model's shapes (the kernel labs ran their own shapes);
+// calibrate_profile.py files each as gpu.kernel_gbps.<op>, the rate the sim then prices it at.
 // counter nonfinite = output values that are NaN or infinite (inputs are small and finite;
 // correctness is test_backend_ops's, against double references). cpu: small shapes, f32, wall
 // time (a rehearsal); cuda (when present): bf16 at Qwen2.5-14B's shapes, batch 16 x 1024.
@@ -104,7 +107,7 @@ static void bm_kernel(mt_mb_state *s, const int64_t *args, const void *user) {
         case K_RMSNORM_BWD_ADD: st = mt_backend_rmsnorm_bwd_add(be, out, dw, a, b, w, f, cfg->dt, R, D); break;
         case K_SWIGLU_FWD: st = mt_backend_swiglu_fwd(be, out, a, R, D); break;
         case K_SWIGLU_BWD: st = mt_backend_swiglu_bwd(be, out, b, a, R, D); break;
-        case K_ROPE_FWD: st = mt_backend_rope_fwd(be, out, a, cs, sn, 1, R, D, NKV, ROPE_HD); break;
+        case K_ROPE_FWD: st = mt_backend_rope_fwd(be, out, out, cs, sn, 1, R, D, NKV, ROPE_HD); break; // in place
         case K_XENT: st = mt_backend_xent_fwd_bwd(be, out, f, tg, R, D, 1.0f / R); break; // in place on out
         }
         if (!fail && st) fail = mt_last_error();

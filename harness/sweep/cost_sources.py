@@ -8,8 +8,10 @@ or a vendor's sheet), code (a count the code fixes), or assumed.
 Prints one JSON object {"profile", "figures": {figure: {"kind", "source"}}, "by_kind": {kind:
 [figure...]}}. The figures are those the sim's cost model reads (megatrain/backends/sim/sim.h):
 the profile's, each classified by its own `sources` entry (the nearest parent key where the
-figure has none), and the sim's built-in constants, each `// assumed:` in sim.h. A figure derived
-from a row measured on an engine commit that lacks a change the sim models
+figure has none; the optional measured GPU rates where the profile has them and the projection is
+bf16: gpu.gemm_bwd_efficiency, gpu.kernel_gbps.<kernel>, gpu.attention_work_tflops.<kernel>, each
+replacing the assumption it settles), and the sim's built-in constants, each `// assumed:` in
+sim.h. A figure derived from a row measured on an engine commit that lacks a change the sim models
 (experiments/sim_engine_changes.json) is said to be, in its source. sim_check.py prints the
 summary beside its validation, so a projection says which of its figures were measured.
 """
@@ -22,6 +24,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import REPO, die  # noqa: E402
 import resultslib  # noqa: E402
+from calibrate_gpu_rates import KERNELS  # noqa: E402  (the kernels the sim prices by bytes)
 
 SIM_H = os.path.join(REPO, "megatrain", "backends", "sim", "sim.h")
 DEFINE = re.compile(r"^#define\s+(MT_SIM_\w+)\s+(\S+)\s*//\s*(assumed|measured|derived)[^:]*:\s*(.*)$")
@@ -111,19 +114,48 @@ def sim_constants():
     return out
 
 
+def measured_rates(gpu, bf16, attention):
+    """The optional measured GPU rates a bf16 projection prices with (sim.h; none at fp32), and the
+    cost model's assumptions as they then stand: {figure: None}, {assumption: source}."""
+    figs, model = [], dict(MODEL)
+    if not bf16:
+        return figs, model
+    if "gemm_bwd_efficiency" in gpu:
+        figs.append("gpu.gemm_bwd_efficiency")
+        del model["sim: backward GEMMs at gpu.gemm_efficiency"]
+    if attention in (gpu.get("attention_work_tflops") or {}):
+        figs.append(f"gpu.attention_work_tflops.{attention}")
+        del model["sim: attention table at any batch x heads"]
+        model["sim: attention rate a function of B*NH*T^2 alone"] = (
+            "assumed: the rate measured at a few launches (batch x heads x T) is read at the launch's work "
+            "B*NH*T^2 whatever its T, log-interpolated between them and held flat beyond")
+    kern = [k for k in KERNELS if k in (gpu.get("kernel_gbps") or {})]
+    if kern:
+        figs += [f"gpu.kernel_gbps.{k}" for k in kern]
+        rest = [k for k in KERNELS if k not in kern] + ["memset", "D2D copies"]
+        model.pop("sim: memory-bound kernels at MT_SIM_HBM_EFF x gpu.hbm_gbps")
+        model["sim: unmeasured memory-bound ops at MT_SIM_HBM_EFF x gpu.hbm_gbps"] = (
+            "assumed: one efficiency for the ops without a gpu.kernel_gbps key (" + ", ".join(rest) + ")")
+    return figs, model
+
+
 def cost_sources(profile, precision="paper", attention="cudnn", changes=None, contains=None):
     p = resultslib.hardware_profile(profile)
     if p is None:
         die(f"no hardware profile {profile!r}")
     srcs = p.get("sources") or {}
+    gpu = p.get("gpu") or {}
     act = "fp32" if precision == "fp32" else "bf16"
     figs = [f"gpu.peak_tflops.{act}", "gpu.gemm_efficiency", "gpu.hbm_gbps", "link.h2d_gbps.pinned",
             "link.h2d_gbps.pageable", "link.d2h_gbps.pinned", "link.d2h_gbps.pageable", "link.duplex_factor",
             "host.mem_gbps", f"host.adamw_params_per_s.{precision}"]
-    if attention in ((p.get("gpu") or {}).get("attention_tflops") or {}):
+    rates, model = measured_rates(gpu, act == "bf16", attention)
+    by_work = any(f.startswith("gpu.attention_work_tflops.") for f in rates)  # then the table by T is not read
+    if not by_work and attention in (gpu.get("attention_tflops") or {}):
         figs.append(f"gpu.attention_tflops.{attention}")
-    else:
+    elif not by_work:
         figs.append("model/hardware_profile.h MT_ATTN_ASSUMED_EFF x peak (no attention table)")
+    figs += rates
     out = {}
     for f in figs:
         if f.startswith("model/"):
@@ -145,7 +177,7 @@ def cost_sources(profile, precision="paper", attention="cudnn", changes=None, co
             d["engine"] = note
         out[f] = d
     out.update(sim_constants())
-    out.update({k: {"kind": "assumed", "source": v} for k, v in MODEL.items()})
+    out.update({k: {"kind": "assumed", "source": v} for k, v in model.items()})
     by = {}
     for f, d in out.items():
         by.setdefault(d["kind"], []).append(f)

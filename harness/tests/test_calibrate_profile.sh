@@ -3,7 +3,9 @@
 # calibrate/): microbench_h100.json has cuda copy and GEMM rows as the GPU machine
 # prints them (a triad with 3 repetitions + aggregates, an error row, cpu-backend
 # copies that must not count); microbench_cpu.json is a cut of results/
-# microbench_vm.json (no cuda). Checks every replaced figure and its source, that
+# microbench_vm.json (no cuda); microbench_h200_rates.json is a hand-written FIXTURE (no GPU
+# ran it, its numbers are made up; its context says so) of the gemm_bwd, kernel and attention
+# rows part A prints, for the optional measured GPU rates. Checks every replaced figure and its source, that
 # unmeasured figures and sources stay, the profile invariants of
 # test_hardware_profiles.sh, that `megatrain plan --hardware FILE` fits and
 # `train --backend sim --hardware FILE` runs 2 steps on the result, and one-line
@@ -180,6 +182,96 @@ invariants "$tmp/adam.json" adam > "$tmp/adam_inv"
 [ -s "$tmp/adam_inv" ] && fail "cpu-optimizers: invariants: $(cat "$tmp/adam_inv")" || pass "cpu-optimizers: invariants hold"
 grep -v megatrain_adamw_paper results/labs/h200-B-cpu_adam.jsonl > "$tmp/no_ours.jsonl"
 
+# ---- the optional measured GPU rates (calibrate_gpu_rates.py) from the FIXTURE microbench_h200_rates.json:
+# backward GEMMs, memory-bound kernels, attention by work; the H200 base (gpu.name_match H200)
+RATES=$DATA/microbench_h200_rates.json
+H200=experiments/hardware/h200-128g.json
+out=$tmp/rates.json
+if $CAL "$H200" "$RATES" --no-env --out "$out" 2> "$tmp/rates_err"; then pass "rates: exit 0"
+else fail "rates: exit $?: $(cat "$tmp/rates_err")"; fi
+jq -e '.context.fixture | test("HAND-WRITTEN TEST INPUT")' "$RATES" > /dev/null && pass "rates: the input says it is a fixture" ||
+  fail "rates: $RATES does not mark itself a fixture"
+# the backward efficiency, recomputed here: the one efficiency pricing every shape's time, through the size factor
+want=$(python3 - "$RATES" <<'EOF2'
+import json, sys
+rows = [r for r in json.load(open(sys.argv[1]))["benchmarks"]
+        if r["name"].startswith("gemm_bwd/cuda/bf16/") and not r.get("error_occurred")]
+num = den = 0.0
+for r in rows:
+    N, IC, OC = (int(x) for x in r["name"].split("/")[3:6])
+    W = float(N) * IC * OC
+    f = W / (W + 1073741824.0) * min(1.0, min(N, IC, OC) / 64.0)
+    a = 4 * W / f
+    num, den = num + a, den + a / (r["tflops"] / (989 * f))
+print(round(num / den, 4))
+EOF2
+)
+check "rates: gemm_bwd_efficiency = sum(a) / sum(a / e) over the shapes ($want)" "$out" --argjson w "$want" \
+  '.gpu.gemm_bwd_efficiency == $w and $w > 0.69 and $w < 0.72'
+check "rates: kernel_gbps from sim_gbps (cuda bf16 rows only), rope_bwd as rope_fwd" "$out" \
+  '.gpu.kernel_gbps == {"rmsnorm_fwd":2600,"add_rmsnorm_fwd":3000,"rmsnorm_bwd_add":2500,"swiglu_fwd":3900,
+                        "swiglu_bwd":3800,"rope_fwd":2800,"xent_fwd_bwd":2400,"rope_bwd":2800}'
+check "rates: attention_work_tflops.cudnn: [B*NH*T^2, tflops] from the label's rows, ascending" "$out" \
+  '.gpu.attention_work_tflops == {"cudnn":[[29360128,180],[671088640,420],[2684354560,470],[10737418240,540]]}'
+check "rates: each figure sourced (measured: mt-microbench <bench>, utc, gpu; rope_bwd derived from rope_fwd)" "$out" \
+  '.sources as $s | ($s["gpu.gemm_bwd_efficiency"] | startswith("measured: mt-microbench gemm_bwd/cuda/bf16/16384/5120/5120/0,")
+     and endswith(", 2026-12-02T10:00:00Z, NVIDIA H200"))
+   and ($s["gpu.kernel_gbps.swiglu_bwd"] == "measured: mt-microbench kernel/cuda/bf16/swiglu_bwd/8192/13824 sim_gbps (the sim'"'"'s bytes of the call per second), 2026-12-02T10:00:00Z, NVIDIA H200")
+   and ($s["gpu.kernel_gbps.rope_bwd"] | startswith("derived: gpu.kernel_gbps.rope_fwd, the same kernel"))
+   and ($s["gpu.attention_work_tflops.cudnn"] | startswith("measured: mt-microbench attention/cuda/bf16/1/1024/28/4,")
+     and contains("label cudnn"))'
+check "rates: nothing else changed" "$out" --slurpfile b "$H200" \
+  '$b[0] as $b | (.gpu | del(.gemm_bwd_efficiency, .kernel_gbps, .attention_work_tflops)) == $b.gpu
+   and .link == $b.link and .host == $b.host'
+grep -q 'ignored, error_occurred: gemm_bwd/cuda/bf16/4096/4096/4096/0' "$tmp/rates_err" &&
+  grep -q 'gpu.gemm_bwd_efficiency / gpu.gemm_efficiency = 0.84' "$tmp/rates_err" &&
+  pass "rates: an error row ignored, said so; backward against forward noted" || fail "rates: stderr: $(cat "$tmp/rates_err")"
+problems=$(invariants "$out" rates)
+[ -z "$problems" ] && pass "rates: profile invariants" || fail "rates: invariants: $problems"
+loads "$out" rates
+# the kernels calibrate_gpu_rates.py knows are the ones the profile loader accepts
+py=$(python3 -c 'import sys; sys.path.insert(0, "harness"); import calibrate_gpu_rates as g; print(" ".join(g.KERNELS))')
+c=$(sed -n '/kernel_names\[MT_HW_KERNELS\] = {/,/};/p' megatrain/model/hardware_rates.c | grep -o '"[a-z_0-9]*"' | tr -d '"' | tr '\n' ' ')
+[ "$py " = "$c" ] && pass "rates: calibrate_gpu_rates.KERNELS = hardware_rates.c kernel_names" || fail "kernels: '$py' vs '$c'"
+# Each key moves the sim's compute in its direction on the 14B width (2 layers, batch 16 x 1024): the
+# fixture's backward GEMMs (0.71) and kernels (2400-3900 GB/s) are slower than gemm_efficiency 0.834 and
+# 0.8 x 4800 GB/s, its attention at the launch's work (420 TFLOP/s) faster than the table by T (178.5)
+jq '.num_hidden_layers = 2 | .max_window_layers = 2' experiments/models/qwen2.5-14b.json > "$tmp/m14.json"
+compute() { # PROFILE: the sim's compute_ms of the last step
+  "$BIN/megatrain" train --config "$tmp/m14.json" --backend sim --hardware "$1" --precision paper --batch 16 \
+    --seq-len 1024 --steps 3 --init random --data synthetic 2>/dev/null | jq -s 'last | .compute_ms'
+}
+full=$(compute "$out")
+for key in gemm_bwd_efficiency kernel_gbps attention_work_tflops; do
+  jq "del(.gpu.$key)" "$out" > "$tmp/no_$key.json"
+  eval "no_$key=\$(compute \"\$tmp/no_\$key.json\")"
+done
+jq -n --argjson f "$full" --argjson b "$no_gemm_bwd_efficiency" --argjson k "$no_kernel_gbps" \
+  --argjson a "$no_attention_work_tflops" '$f > $b and $f > $k and $f < $a' | grep -q true &&
+  pass "rates: sim compute $full ms; without the backward key $no_gemm_bwd_efficiency, the kernels $no_kernel_gbps, the work table $no_attention_work_tflops" ||
+  fail "rates: sim compute in the wrong direction: $full vs $no_gemm_bwd_efficiency, $no_kernel_gbps, $no_attention_work_tflops"
+"$BIN/megatrain" plan --config "$tmp/m14.json" --batch 16 --seq-len 1024 --precision paper --hardware "$out" > "$tmp/plan_rates.json"
+"$BIN/megatrain" plan --config "$tmp/m14.json" --batch 16 --seq-len 1024 --precision paper \
+  --hardware "$tmp/no_gemm_bwd_efficiency.json" > "$tmp/plan_nobwd.json"
+check "rates: the planner prices attention at B 16 x NH 40 x T^2 (420) and the backward GEMMs at theirs" "$tmp/plan_rates.json" \
+  --slurpfile n "$tmp/plan_nobwd.json" '.attention.tflops == 420 and (.attention.source | startswith("measured: mt-microbench attention/"))
+   and .prediction.gemm_bwd_efficiency == 0.7068 and .prediction.compute_ms > $n[0].prediction.compute_ms'
+# what a projection on it rests on (harness/sweep/cost_sources.py): at bf16 the measured rates replace
+# the assumptions they settle; at fp32 (not what was measured) the assumptions stand
+python3 harness/sweep/cost_sources.py "$out" > "$tmp/cs.json" && python3 harness/sweep/cost_sources.py "$out"   --precision fp32 > "$tmp/cs32.json" &&
+check "rates: cost_sources: measured at bf16 (rope_bwd derived), assumptions settled; fp32 as before" "$tmp/cs.json"   --slurpfile f "$tmp/cs32.json" '.by_kind as $k | .figures as $g
+   | ($k.measured | index("gpu.gemm_bwd_efficiency") and index("gpu.attention_work_tflops.cudnn")
+      and index("gpu.kernel_gbps.swiglu_bwd")) and ($k.derived | index("gpu.kernel_gbps.rope_bwd"))
+   and ($g | has("sim: backward GEMMs at gpu.gemm_efficiency") or has("sim: attention table at any batch x heads")
+      or has("gpu.attention_tflops.cudnn") or has("sim: memory-bound kernels at MT_SIM_HBM_EFF x gpu.hbm_gbps") | not)
+   and ($g["sim: unmeasured memory-bound ops at MT_SIM_HBM_EFF x gpu.hbm_gbps"].source | contains("rmsnorm_bwd, ")
+      and (contains("swiglu_bwd") | not))
+   and ($f[0].figures | has("sim: backward GEMMs at gpu.gemm_efficiency") and has("gpu.attention_tflops.cudnn")
+      and (has("gpu.gemm_bwd_efficiency") | not))'
+# the committed profiles stay as they are: a microbench without these rows writes none of the keys
+check "rates: no such rows, no such keys (the h100 microbench)" "$tmp/h100-cal.json" \
+  '.gpu | has("gemm_bwd_efficiency") or has("kernel_gbps") or has("attention_work_tflops") | not'
+
 # ---- bad input: one line on stderr, exit 1, no output file
 expect_error() { # NAME PATTERN ARGS...
   local name=$1 pat=$2; shift 2
@@ -215,5 +307,23 @@ expect_error "attention row with a fractional T" "expected a whole T" "$BASE" --
   --env "$DATA/env_h100.json"
 
 expect_error "cpu-optimizers without our row" "no megatrain_adamw_paper row" "$BASE" --cpu-optimizers "$tmp/no_ours.jsonl"
+
+# a malformed row of the GPU-rate families: one line naming the bench and what is wrong
+jq '.benchmarks |= map(if .name | startswith("gemm_bwd/cuda/bf16/16384/5120/5120/") then del(.tflops) else . end)' \
+  "$RATES" > "$tmp/r1.json"
+expect_error "gemm_bwd row without tflops" "gemm_bwd/cuda/bf16/16384/5120/5120/0: expected a positive counter 'tflops'" \
+  "$H200" "$tmp/r1.json"
+jq '.benchmarks |= map(if .name | startswith("gemm_bwd/cuda/bf16/16384/5120/7168/") then .name = "gemm_bwd/cuda/bf16/16384/5120/0/manual_time" | .run_name = .name else . end)' \
+  "$RATES" > "$tmp/r2.json"
+expect_error "gemm_bwd row with three arguments" "expected gemm_bwd/cuda/bf16/<N>/<IC>/<OC>/<flags>" "$H200" "$tmp/r2.json"
+jq '.benchmarks |= map(if .name | startswith("kernel/cuda/bf16/add_rmsnorm_fwd/") then .name = "kernel/cuda/bf16/layernorm_fwd/16384/5120/manual_time" | .run_name = .name else . end)' \
+  "$RATES" > "$tmp/r3.json"
+expect_error "kernel the profile has no key for" "no profile key gpu.kernel_gbps.layernorm_fwd" "$H200" "$tmp/r3.json"
+jq '.benchmarks |= map(if .name | startswith("kernel/cuda/bf16/swiglu_fwd/") then .sim_gbps = 0 else . end)' "$RATES" > "$tmp/r4.json"
+expect_error "kernel row with a zero rate" "kernel/cuda/bf16/swiglu_fwd/8192/13824: expected a positive counter 'sim_gbps'" \
+  "$H200" "$tmp/r4.json"
+jq '.benchmarks |= map(if .name | startswith("attention/cuda/bf16/16/") then del(.label) else . end)' "$RATES" > "$tmp/r5.json"
+expect_error "attention row without its implementation" "attention/cuda/bf16/16/1024/40/8: expected a label naming the implementation" \
+  "$H200" "$tmp/r5.json"
 
 finish

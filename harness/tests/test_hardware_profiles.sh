@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # experiments/hardware/*.json follow experiments/hardware/README.md: the nine
 # required profiles exist, every key is there with a positive number, every figure
-# has a source, and derived values agree (params_per_s, pageable <= pinned <= theory);
+# has a source, and derived values agree (params_per_s, pageable <= pinned <= theory); the
+# optional measured GPU rates (gemm_bwd_efficiency, kernel_gbps, attention_work_tflops) are sourced
+# as measurements;
 # gpu.name_match, where a profile has it, maps GPU names to the profiles it did before
 # the names lived in the profiles, for the planner (--hardware measured) and Python alike.
 . "$(dirname "$0")/lib.sh" jq
@@ -37,6 +39,14 @@ for f in "$dir"/*.json; do
       (.link as $l | ["h2d_gbps","d2h_gbps"][] as $d
         | if $l[$d].pageable > $l[$d].pinned or $l[$d].pinned > $l.theory_gbps then "\($d): not pageable <= pinned <= theory" else empty end),
       (.sources | to_entries[] | select((.value | type) != "string" or (.value | length) < 10) | "source \(.key) is not a sentence"),
+      # the optional measured GPU rates: each a measurement or derived from one, with its source
+      ([(if .gpu.gemm_bwd_efficiency then "gpu.gemm_bwd_efficiency" else empty end),
+        ((.gpu.kernel_gbps // {}) | keys[] | "gpu.kernel_gbps.\(.)"),
+        ((.gpu.attention_work_tflops // {}) | keys[] | "gpu.attention_work_tflops.\(.)")][] as $p
+        | ($p | split(".")) as $s | [$root.sources[$p], $root.sources[$s[0:2] | join(".")]] | map(select(.)) | .[0]
+        | if . == null then "\($p) has no entry in sources"
+          elif (test("^(measured|derived): ") | not) then "\($p): source is not a measurement: \(.)" else empty end),
+      (if (.gpu.gemm_bwd_efficiency // 0) > 1 then "gpu.gemm_bwd_efficiency above 1" else empty end),
       (.gpu.name_match | if . == null then empty
         elif type != "array" or length < 1 or length > 4 or any(.[]; type != "string" or length < 1 or length > 31)
         then "gpu.name_match is not 1..4 non-empty strings: \(.)" else empty end)

@@ -2,7 +2,7 @@
 # Filing merges calibrations (issue 23): part A's profile (GEMM efficiency, pinned copy
 # rate, host AdamW measured) and part C's (attention tables measured over a base that
 # still assumes the rest), filed in either order, leave one profile with both, each
-# figure with its source; a base's derivation from an assumption never replaces a
+# figure with its source (part A's optional GPU rates too); a base's derivation from an assumption never replaces a
 # figure derived from a measurement; two runs of one part keep both manifests.
 . "$(dirname "$0")/lib.sh"
 python3 - <<'PY'
@@ -65,6 +65,20 @@ Q["sources"]["link.h2d_gbps.pinned"] = "measured: copy"
 m, _ = filing.merge_profile(P, Q)
 check("link.h2d_gbps" not in m["sources"] and m["sources"]["link.h2d_gbps.pinned"] == "measured: copy" and
       m["sources"]["link.h2d_gbps.pageable"] == "assumed: both", "a parent's source is split among the figures left under it")
+# Part A's optional GPU rates (gemm_bwd_efficiency, kernel_gbps.*, attention_work_tflops.*) filed over
+# a profile with C's tables: each lands with its source (rope_bwd's derived from A's rope_fwd); C's stay.
+R = copy.deepcopy(A)
+R["gpu"].update({"gemm_bwd_efficiency": 0.71, "kernel_gbps": {"rope_fwd": 2800, "rope_bwd": 2800},
+                 "attention_work_tflops": {"cudnn": [[671088640, 420.0]]}})
+R["sources"].update({"gpu.gemm_bwd_efficiency": "measured: gemm_bwd", "gpu.kernel_gbps.rope_fwd": "measured: kernel",
+                     "gpu.kernel_gbps.rope_bwd": "derived: gpu.kernel_gbps.rope_fwd, the same kernel",
+                     "gpu.attention_work_tflops.cudnn": "measured: attention by work"})
+r, taken = filing.merge_profile(ac, R)
+check(r["gpu"]["gemm_bwd_efficiency"] == 0.71 and r["gpu"]["kernel_gbps"] == {"rope_fwd": 2800, "rope_bwd": 2800}
+      and r["gpu"]["attention_work_tflops"] == R["gpu"]["attention_work_tflops"]
+      and r["sources"]["gpu.kernel_gbps.rope_bwd"].startswith("derived") and "gpu.gemm_bwd_efficiency" in taken
+      and r["gpu"]["attention_tflops"] == ac["gpu"]["attention_tflops"],
+      "part A's measured GPU rates filed with their sources, beside C's tables")
 sys.exit(1 if fails else 0)
 PY
 rc=$?

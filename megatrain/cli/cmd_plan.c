@@ -364,6 +364,8 @@ mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built) 
         add_num(p, "flops_executed", pr.flops_executed);
         add_num(p, "peak_tflops", hw.peak_tflops[in.prec == MT_PREC_FP32 ? MT_PEAK_FP32 : MT_PEAK_BF16]);
         add_num(p, "gemm_efficiency", hw.gemm_efficiency);
+        if (hw.gemm_bwd_efficiency > 0 && in.prec != MT_PREC_FP32) // measured: the backward GEMMs' (predict.c)
+            add_num(p, "gemm_bwd_efficiency", hw.gemm_bwd_efficiency);
     }
     if (built) { // what --compare prices further (the sim's step) and labels
         built->cfg = cfg;

@@ -183,9 +183,13 @@ mt_status mt_peer_profile(const mt_peer *p, mt_precision prec, const mt_hw_profi
     *out = *hw;
     for (int q = 0; q < 3; q++) out->adamw_params_per_s[q] = r.params_per_s;
     // Its kernels (HF's model in eager PyTorch) take eager_scale times ours: every GEMM and
-    // memory-bound op is priced by these two rates; attention keeps its own measured table.
+    // memory-bound op is priced by these rates (ours measured, where the profile has them);
+    // attention keeps its own measured table.
     double es = mt_peer_schedule(p)->eager_scale;
-    if (es > 0) out->gemm_efficiency /= es, out->hbm_gbps /= es;
+    if (es > 0) {
+        out->gemm_efficiency /= es, out->hbm_gbps /= es, out->gemm_bwd_efficiency /= es;
+        for (int k = 0; k < MT_HW_KERNELS; k++) out->kernel_gbps[k] /= es;
+    }
     if (rate) *rate = r;
     return MT_OK;
 }

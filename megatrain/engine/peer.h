@@ -66,7 +66,8 @@ const char *mt_peer_rates_path(void);
 mt_status mt_peer_rate_of(const mt_peer *p, mt_precision prec, const mt_hw_profile *hw, mt_peer_rate *out);
 // `hw` as the peer runs on it: its optimizer's rate in place of ours, for every
 // precision (the planner's and the simulator's AdamW charge read it), and its kernels'
-// speed (the GEMM efficiency and HBM rate divided by its row's eager_scale).
+// speed (the GEMM efficiencies, the HBM rate and the measured kernel rates divided by its
+// row's eager_scale).
 mt_status mt_peer_profile(const mt_peer *p, mt_precision prec, const mt_hw_profile *hw, mt_hw_profile *out,
                           mt_peer_rate *rate);
 

@@ -1,11 +1,12 @@
 // hardware_profile.c: reading and validating experiments/hardware/NAME.json
 // (schema megatrain.hardware/1, keys in experiments/hardware/README.md), and
-// finding a profile by name.
+// finding a profile by name. The optional measured GPU rates: hardware_rates.c.
 #define _DEFAULT_SOURCE // readlink, strdup under -std=c11
 
 #include "model/hardware_profile.h"
 
 #include "core/json_file.h"
+#include "model/hardware_rates.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -34,7 +35,8 @@ static const cJSON *dotted(const cJSON *root, const char *key) {
 // Plausible ranges, several orders of magnitude around today's machines on each
 // side: they admit any real or projected machine and refuse a value in the wrong
 // unit (bytes/s where GB/s is meant, GB where bytes are) and the extremes that
-// would turn a prediction into 0, inf or NaN.
+// would turn a prediction into 0, inf or NaN. (hardware_rates.c checks the optional
+// measured rates against the same TFLOPS, GBPS and FRACTION bounds.)
 typedef struct {
     double lo, hi;
     int whole; // must be an integer (a count, or bytes)
@@ -69,69 +71,6 @@ static mt_status str(const char *path, const cJSON *root, const char *key, char 
         return mt_fail(MT_ERR_FORMAT, "%s: %s: expected a non-empty string", path, key);
     snprintf(out, cap, "%s", v->valuestring);
     return MT_OK;
-}
-
-// gpu.attention_tflops (optional): {"<kernel>": [[T, tflops], ...], ...}, each table
-// with ascending T and its own sources entry ("gpu.attention_tflops.<kernel>").
-static mt_status parse_attention(const char *path, const cJSON *j, mt_hw_profile *p) {
-    const cJSON *a = dotted(j, "gpu.attention_tflops");
-    if (!a) return MT_OK;
-    if (!cJSON_IsObject(a)) return mt_fail(MT_ERR_FORMAT, "%s: gpu.attention_tflops: expected an object", path);
-    const cJSON *k;
-    cJSON_ArrayForEach(k, a) {
-        if (p->n_attn == MT_HW_ATTN_KERNELS)
-            return mt_fail(MT_ERR_FORMAT, "%s: gpu.attention_tflops: more than %d implementations", path,
-                           MT_HW_ATTN_KERNELS);
-        mt_hw_attn_rate *r = &p->attn[p->n_attn++];
-        if (strlen(k->string) >= sizeof r->kernel)
-            return mt_fail(MT_ERR_FORMAT, "%s: gpu.attention_tflops.%s: name too long", path, k->string);
-        snprintf(r->kernel, sizeof r->kernel, "%s", k->string);
-        int n = cJSON_GetArraySize(k);
-        if (!cJSON_IsArray(k) || n < 1 || n > MT_HW_ATTN_POINTS)
-            return mt_fail(MT_ERR_FORMAT, "%s: gpu.attention_tflops.%s: expected 1..%d points [T, tflops]", path,
-                           r->kernel, MT_HW_ATTN_POINTS);
-        for (int i = 0; i < n; i++) {
-            const cJSON *pt = cJSON_GetArrayItem(k, i);
-            const cJSON *t = cJSON_GetArrayItem(pt, 0), *f = cJSON_GetArrayItem(pt, 1);
-            if (!cJSON_IsArray(pt) || cJSON_GetArraySize(pt) != 2 || !cJSON_IsNumber(t) || !cJSON_IsNumber(f))
-                return mt_fail(MT_ERR_FORMAT, "%s: gpu.attention_tflops.%s[%d]: expected [T, tflops]", path,
-                               r->kernel, i);
-            r->T[i] = t->valuedouble, r->tflops[i] = f->valuedouble;
-            if (!(r->T[i] >= 1) || r->T[i] != floor(r->T[i]) || (i && r->T[i] <= r->T[i - 1]))
-                return mt_fail(MT_ERR_FORMAT, "%s: gpu.attention_tflops.%s[%d]: T must be whole and ascending", path,
-                               r->kernel, i);
-            if (!(r->tflops[i] >= TFLOPS.lo && r->tflops[i] <= TFLOPS.hi))
-                return mt_fail(MT_ERR_FORMAT, "%s: gpu.attention_tflops.%s[%d]: %g TFLOP/s is outside [%g, %g]",
-                               path, r->kernel, i, r->tflops[i], TFLOPS.lo, TFLOPS.hi);
-        }
-        r->n = n;
-        const cJSON *srcs = cJSON_GetObjectItemCaseSensitive(j, "sources");
-        char key[80];
-        snprintf(key, sizeof key, "gpu.attention_tflops.%s", r->kernel);
-        const cJSON *src = cJSON_IsObject(srcs) ? cJSON_GetObjectItemCaseSensitive(srcs, key) : NULL;
-        if (!cJSON_IsString(src) || !src->valuestring[0])
-            return mt_fail(MT_ERR_FORMAT, "%s: sources.\"%s\": every attention table needs its source", path, key);
-        snprintf(r->source, sizeof r->source, "%s", src->valuestring);
-    }
-    return MT_OK;
-}
-
-double mt_hw_attention_tflops(const mt_hw_profile *p, const char *kernel, int bf16, double T, const char **source) {
-    const mt_hw_attn_rate *r = NULL;
-    for (int i = 0; bf16 && kernel && i < p->n_attn; i++)
-        if (!strcmp(p->attn[i].kernel, kernel)) r = &p->attn[i];
-    if (!r) {
-        if (source) *source = "assumed: 0.35 x dense peak (no measurement of this implementation in the profile)";
-        return MT_ATTN_ASSUMED_EFF * p->peak_tflops[bf16 ? MT_PEAK_BF16 : MT_PEAK_FP32];
-    }
-    if (source) *source = r->source;
-    if (T <= r->T[0]) return r->tflops[0];
-    for (int i = 1; i < r->n; i++)
-        if (T <= r->T[i]) {
-            double x = log(T / r->T[i - 1]) / log(r->T[i] / r->T[i - 1]);
-            return r->tflops[i - 1] + x * (r->tflops[i] - r->tflops[i - 1]);
-        }
-    return r->tflops[r->n - 1];
 }
 
 // gpu.name_match (optional): ["H100", "*"]: 1..MT_HW_NAME_MATCH non-empty strings.
@@ -213,7 +152,7 @@ static mt_status parse(const char *path, const cJSON *j, mt_hw_profile *p) {
     if (dotted(j, "host.cpu_optimizers"))
         MT_TRY(str(path, j, "host.cpu_optimizers", p->cpu_optimizers, sizeof p->cpu_optimizers));
     MT_TRY(parse_multi(path, j, p));
-    return parse_attention(path, j, p);
+    return mt_hw_parse_rates(path, j, p); // the optional measured GPU rates
 }
 
 mt_status mt_hw_profile_load(const char *path, mt_hw_profile *out) {

@@ -21,7 +21,7 @@ enum { MT_ADAMW_PAPER = 0, MT_ADAMW_MIXED = 1, MT_ADAMW_FP32 = 2 };
 #define MT_ATTN_ASSUMED_EFF 0.35
 #define MT_ATTN_BWD_FACTOR 2.5 // backward runs 5 GEMM-like products vs forward's 2 (the labs count so too)
 #define MT_HW_ATTN_KERNELS 8  // implementations a profile may measure
-#define MT_HW_ATTN_POINTS 16  // sequence lengths per implementation
+#define MT_HW_ATTN_POINTS 16  // points per table (sequence lengths, or works)
 #define MT_HW_NAME_MATCH 4    // gpu.name_match strings a profile may list
 
 // gpu.attention_tflops.<kernel>: measured causal attention forward + backward of one
@@ -29,12 +29,29 @@ enum { MT_ADAMW_PAPER = 0, MT_ADAMW_MIXED = 1, MT_ADAMW_FP32 = 2 };
 // 2*B*NH*T^2*HD, backward 2.5x; the attention lab's and torch_reference.py's
 // convention), with its sources entry. Kernel names are the labs' bench names:
 // native, cudnn (ours), torch_sdpa (PyTorch's own choice), torch_sdpa_flash, ...
+// gpu.attention_work_tflops.<kernel> (optional, measured: mt-microbench attention/cuda at
+// a model's batch x heads): the same rate as [[B*NH*T^2, TFLOP/s], ...], keyed by the work
+// of one launch rather than T alone (a table by T was measured at one B x NH).
 typedef struct {
     char kernel[32];
-    int n;                                       // points, ascending T
-    double T[MT_HW_ATTN_POINTS], tflops[MT_HW_ATTN_POINTS];
+    int n;                                       // points, ascending x
+    double x[MT_HW_ATTN_POINTS];                 // T, or B*NH*T^2 in a work table
+    double tflops[MT_HW_ATTN_POINTS];
     char source[320];
 } mt_hw_attn_rate;
+
+// The memory-bound kernels the sim prices by the bytes they move (backends/sim/sim_kernels.c).
+// Each may have a measured rate gpu.kernel_gbps.<name> (mt_hw_kernel_name): the sim's byte
+// count of one call over its time, at bf16 (mt-microbench kernel/cuda/bf16/<name>/..., whose
+// sim_gbps counter counts the sim's bytes).
+typedef enum {
+    MT_HW_K_EMBEDDING_FWD, MT_HW_K_EMBEDDING_BWD, MT_HW_K_RMSNORM_FWD, MT_HW_K_RMSNORM_BWD,
+    MT_HW_K_ADD_RMSNORM_FWD, MT_HW_K_RMSNORM_BWD_ADD, MT_HW_K_QK_NORM_FWD, MT_HW_K_QK_NORM_BWD,
+    MT_HW_K_ROPE_FWD, MT_HW_K_ROPE_BWD, MT_HW_K_SWIGLU_FWD, MT_HW_K_SWIGLU_BWD, MT_HW_K_ADD,
+    MT_HW_K_XENT_FWD_BWD, MT_HW_K_CAST, MT_HW_KERNELS
+} mt_hw_kernel;
+// "rmsnorm_fwd", ...: the op's name in the sim's trace and in the profile key.
+const char *mt_hw_kernel_name(mt_hw_kernel k);
 
 // The optional multi.* keys (experiments/hardware/README.md): how N GPUs of one host and H
 // hosts are connected. Rates are per direction, decimal GB/s, as every rate in a profile.
@@ -71,6 +88,14 @@ typedef struct {
     char cpu_optimizers[256];
     int n_attn;                                  // measured attention implementations (optional key)
     mt_hw_attn_rate attn[MT_HW_ATTN_KERNELS];
+    // Optional measured GPU rates (model/hardware_rates.c); absent (0), the sim's assumption
+    // stands: gpu.gemm_bwd_efficiency (backward GEMMs, dinp + dw, at bf16; else gemm_efficiency),
+    // gpu.kernel_gbps.<kernel> (else MT_SIM_HBM_EFF x hbm_gbps), gpu.attention_work_tflops.<kernel>
+    // (else the table by T, else MT_ATTN_ASSUMED_EFF x peak).
+    double gemm_bwd_efficiency;
+    double kernel_gbps[MT_HW_KERNELS];
+    int n_attn_work;
+    mt_hw_attn_rate attn_work[MT_HW_ATTN_KERNELS];
     double pinned_limit_bytes;                   // page-lock limit below host memory (ulimit -l), 0 = none
     // host.adamw_bytes_per_param (MT_ADAMW_*): the host memory traffic of one parameter's update
     // (what several GPUs' copy streams share the memory bandwidth with; planner/ranks.c). 0: absent.
@@ -82,12 +107,14 @@ typedef struct {
     char measured_note[512];                     // what was read and what was assumed
 } mt_hw_profile;
 
-// The rate (TFLOP/s, causal convention above) at which `kernel` runs attention at
-// sequence length T: the profile's measurement, interpolated linearly in log T
-// between measured lengths and held flat beyond them, when it has one and the
-// activations are bf16 (what was measured); else MT_ATTN_ASSUMED_EFF x the dense
-// peak of the compute precision. *source (may be NULL) says which, in words.
-double mt_hw_attention_tflops(const mt_hw_profile *p, const char *kernel, int bf16, double T, const char **source);
+// The rate (TFLOP/s, causal convention above) at which `kernel` runs attention over B
+// sequences of T tokens with NH query heads, when the activations are bf16 (what was
+// measured): its work table at B*NH*T^2 when the profile has one, else its table by T;
+// either interpolated linearly in the log of the key between measured points and held
+// flat beyond them. Else (no table, or f32) MT_ATTN_ASSUMED_EFF x the dense peak of the
+// compute precision. *source (may be NULL) says which, in words.
+double mt_hw_attention_tflops(const mt_hw_profile *p, const char *kernel, int bf16, double B, double NH, double T,
+                              const char **source);
 
 // Reads and validates a profile file; errors are one line naming the file and
 // the key: "x.json: link.h2d_gbps.pinned: required number is missing".

@@ -14,12 +14,14 @@
 //                norms|swiglu|none: 0; --recompute mlp: the MLP's GEMMs, 6*F*C*L*n, as full counts
 //                a whole layer where the engine skips the down projection)
 //                F_* count the FLOPs (hfu); the time prices GEMMs and attention apart:
-//   rate         R = peak (bf16 for paper/mixed, fp32 -- no TF32 -- for fp32) x gemm_efficiency
+//   rate         R = peak (bf16 for paper/mixed, fp32 -- no TF32 -- for fp32) x gemm_efficiency;
+//                backward GEMMs at R_b = peak x gemm_bwd_efficiency where the profile measured it
+//                (bf16 only, as the sim), else R_b = R
 //   attention    A_f = 2*L*dA*T*n causal FLOPs forward (as the sim and the labs count them),
 //                backward 2.5 A_f, recompute A_f per extra pass, at R_a = the rate the profile
-//                measured for the implementation at T (--attention, a peer's own), else
-//                MT_ATTN_ASSUMED_EFF x peak (mt_hw_attention_tflops)
-//   c_f = 2*P_mm*n / R + A_f / R_a,  c_b = (4*P_mm*n + F_r,gemm) / R + (2.5 + passes-1) A_f / R_a
+//                measured for the implementation at the work B*NH*T^2, else at T (--attention, a
+//                peer's own), else MT_ATTN_ASSUMED_EFF x peak (mt_hw_attention_tflops)
+//   c_f = 2*P_mm*n / R + A_f / R_a,  c_b = 4*P_mm*n / R_b + F_r,gemm / R + (2.5 + passes-1) A_f / R_a
 //                (2.5 = MT_ATTN_BWD_FACTOR)
 //   link         W = L*P_L*ws per pass (in), Wg = L*P_L*ws grads (out); h2d, d2h
 //                pinned rates; under duplex each direction runs at f x its rate
@@ -111,6 +113,7 @@ typedef struct {
     int fp32;
     double L, PL, N, VC, PE, PH, dA, T, n, G, ws, R, h2d, d2h, f;
     double PEf;       // the embedding's parameters the next forward waits for (rows first: its rows')
+    double Rb;        // backward GEMMs' rate (FLOP/ms): R unless the profile measured them
     double Ff, Fb, Fr, cf, cb, W, Wg, EH, opt;
     int spec_units;            // speculative step: the window (0: off)
     double opt_s;              // the window's update (ms), written out of place: no copies
@@ -200,7 +203,7 @@ static void per_module_form(const terms *t, tally *ty, mt_plan_prediction *out, 
     const double Phead = c->tie_word_embeddings ? VC + PH : PH; // tied: the head fetches the embedding again
     const double a_f = 2 * dA * T * n / t->Ra; // one layer's causal attention forward
     const double cf_layer = 2 * PL * n / R + a_f, cf_head = 2 * VC * n / R;
-    const double cb_layer = 4 * PL * n / R + MT_ATTN_BWD_FACTOR * a_f + cf_layer, cb_head = 2 * cf_head;
+    const double cb_layer = 4 * PL * n / t->Rb + MT_ATTN_BWD_FACTOR * a_f + cf_layer, cb_head = 2 * (2 * VC * n / t->Rb);
     // Backward: with the gradient offload on its own stream it shares the link (duplex) and
     // hides under backward but for the last reduce bucket; on the compute stream it is serial.
     const int overlap = !s->grads_on_compute;
@@ -292,6 +295,9 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     const int fp32 = t.fp32;
     const double ws = t.ws = fp32 ? 4 : 2;
     const double R = t.R = hw->peak_tflops[fp32 ? MT_PEAK_FP32 : MT_PEAK_BF16] * 1e12 * hw->gemm_efficiency / 1e3; // FLOP/ms
+    const double Rb = t.Rb = !fp32 && hw->gemm_bwd_efficiency > 0
+                                 ? hw->peak_tflops[MT_PEAK_BF16] * 1e12 * hw->gemm_bwd_efficiency / 1e3
+                                 : R; // the backward GEMMs, as the sim prices them
     const double h2d = t.h2d = hw->h2d_gbps * 1e6, d2h = t.d2h = hw->d2h_gbps * 1e6;                       // B/ms
     t.f = hw->duplex_factor;
     // --recompute as the engine resolves it (auto: against the plan's device memory).
@@ -313,13 +319,16 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     t.passes = s.weight_passes == 3 ? 3 : 2;
     const double extra = recompute ? t.passes - 1 : 0; // layer forwards re-run per micro-batch
     const double Fr = t.Fr = extra * (2 * L * PL + 4 * L * dA * T) * n + Fgu;
-    // Attention at its implementation's own rate, GEMMs at R.
+    // Attention at its implementation's own rate, GEMMs at R (the backward's at Rb).
     out->attention_kernel = s.attention_kernel ? s.attention_kernel : mt_attn_kernel_name(in->attention, !fp32);
-    const double Ra = t.Ra = mt_hw_attention_tflops(hw, out->attention_kernel, !fp32, T, &out->attention_source) * 1e9;
+    const double Ra = t.Ra = mt_hw_attention_tflops(hw, out->attention_kernel, !fp32, in->eng.B, c->num_heads, T,
+                                                    &out->attention_source) * 1e9;
     const double Af = 2 * L * dA * T * n, ca_f = Af / Ra, ca_b = (MT_ATTN_BWD_FACTOR + extra) * Af / Ra;
     out->attention_tflops = Ra / 1e9;
     out->attention_ms = G * (ca_f + ca_b);
-    const double cf = t.cf = 2 * Pmm * n / R + ca_f, cb = t.cb = (4 * Pmm * n + extra * 2 * L * PL * n + Fgu) / R + ca_b;
+    // (R / Rb: 1 exactly without a measured backward rate, so such a plan is what it was)
+    const double cf = t.cf = 2 * Pmm * n / R + ca_f,
+                 cb = t.cb = (4 * Pmm * n * (R / Rb) + extra * 2 * L * PL * n + Fgu) / R + ca_b;
     t.wsi = s.param_wire_f32 && in->prec == MT_PREC_MIXED ? 4 : ws; // the peer's f32 shards cross as f32
     t.gs = s.grad_wire_f32 ? 4 : ws;
     if (s.fetch_overhead_ms > 0) {

@@ -291,13 +291,13 @@ static void test_attention_pricing(void) {
     mt_hw_profile p;
     CHECK(mt_hw_profile_load(good, &p) == MT_OK, "profile with attention tables: %s", mt_last_error());
     const char *src = NULL;
-    CHECK(near(mt_hw_attention_tflops(&p, "native", 1, 4096, &src), 200) && !strcmp(src, "test: native"),
+    CHECK(near(mt_hw_attention_tflops(&p, "native", 1, 1, 32, 4096, &src), 200) && !strcmp(src, "test: native"),
           "native at 4k: log-T midpoint of 100 and 300, its source (%s)", src ? src : "null");
-    CHECK(near(mt_hw_attention_tflops(&p, "native", 1, 512, NULL), 100), "below the table: its first point");
-    CHECK(near(mt_hw_attention_tflops(&p, "native", 1, 1 << 20, NULL), 300), "beyond the table: its last point");
-    CHECK(near(mt_hw_attention_tflops(&p, "cudnn", 1, 4096, &src), MT_ATTN_ASSUMED_EFF * P_BF16) &&
+    CHECK(near(mt_hw_attention_tflops(&p, "native", 1, 1, 32, 512, NULL), 100), "below the table: its first point");
+    CHECK(near(mt_hw_attention_tflops(&p, "native", 1, 1, 32, 1 << 20, NULL), 300), "beyond the table: its last point");
+    CHECK(near(mt_hw_attention_tflops(&p, "cudnn", 1, 1, 32, 4096, &src), MT_ATTN_ASSUMED_EFF * P_BF16) &&
               !strncmp(src, "assumed", 7), "cudnn unmeasured: the assumed fraction of peak");
-    CHECK(near(mt_hw_attention_tflops(&p, "native", 0, 4096, NULL), MT_ATTN_ASSUMED_EFF * P_FP32),
+    CHECK(near(mt_hw_attention_tflops(&p, "native", 0, 1, 32, 4096, NULL), MT_ATTN_ASSUMED_EFF * P_FP32),
           "f32 activations: the measurement (bf16) does not apply");
 
     // through the backend: --attention picks the table, a peer's kernel its own

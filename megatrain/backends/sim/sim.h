@@ -10,19 +10,27 @@
 //              max(stream clock, host clock after the call), ends start + cost.
 //   GEMM       2*M*N*K / (peak * eff(M,N,K)), peak = gpu.peak_tflops.bf16 when
 //              activations are bf16, .fp32 (real fp32, no TF32) otherwise;
-//              eff = gpu.gemm_efficiency * W/(W + MT_SIM_GEMM_HALF_MACS)
+//              eff = base * W/(W + MT_SIM_GEMM_HALF_MACS)
 //                    * min(1, min(M,N,K) / MT_SIM_GEMM_FULL_DIM),  W = M*N*K:
 //              a GEMM of 1024^3 MACs runs at half the large-GEMM rate (a fixed
 //              ~3.6 us of fill/tail on H100 bf16); a dimension under 64 wastes
-//              tensor-core tiles. Roofline: never faster than its bytes at HBM.
+//              tensor-core tiles. base = gpu.gemm_efficiency, but for a layer's
+//              backward GEMMs (dinp and dw of matmul_bwd) with bf16 activations
+//              gpu.gemm_bwd_efficiency where the profile measured it (mt-microbench
+//              gemm_bwd/cuda/bf16). Roofline: never faster than its bytes at HBM.
 //   attention  causal flash-style: forward 2*B*NH*T^2*HD FLOPs (QK^T and PV,
 //              half masked), backward MT_ATTN_BWD_FACTOR x forward, at the
 //              rate the profile measured for the implementation priced (the
-//              engine's --attention, a peer's own) at that T, else at
-//              MT_ATTN_ASSUMED_EFF x peak (mt_hw_attention_tflops,
-//              model/hardware_profile.h); roofline on the bytes of qkv/out.
-//   memory-bound kernels (norms, rope, swiglu, add, xent, embedding, cast,
-//              memset, D2D copy): bytes moved / (gpu.hbm_gbps * MT_SIM_HBM_EFF).
+//              engine's --attention, a peer's own): at the launch's work B*NH*T^2
+//              (gpu.attention_work_tflops) where measured so, else at T
+//              (gpu.attention_tflops), else at MT_ATTN_ASSUMED_EFF x peak
+//              (mt_hw_attention_tflops, model/hardware_profile.h); roofline on the
+//              bytes of qkv/out.
+//   memory-bound kernels (norms, rope, swiglu, add, xent, embedding, cast):
+//              bytes moved / gpu.kernel_gbps.<kernel> where the profile measured the
+//              kernel (mt-microbench kernel/cuda/bf16, in these byte counts) and the
+//              activations are bf16, else bytes / (gpu.hbm_gbps * MT_SIM_HBM_EFF);
+//              memset and D2D copies always the latter.
 //   every GPU op lasts at least MT_SIM_KERNEL_MIN_MS.
 //   copies     H2D/D2H at link.{h2d,d2h}_gbps.pinned when the host side lies
 //              in memory from host_alloc, .pageable otherwise; one copy at a
@@ -56,13 +64,16 @@
 // model/hardware_profile.h), loaded by mt_backend_sim_create.
 
 // ---- the cost model: pure functions (milliseconds) ----
-double mt_sim_gemm_eff(const mt_hw_profile *p, double M, double N, double K);
+// backward: one of a layer's backward GEMMs (matmul_bwd's dinp or dw).
+double mt_sim_gemm_eff(const mt_hw_profile *p, mt_dtype act, int backward, double M, double N, double K);
 // C(M,N) = A(M,K) B(K,N); bytes = what the GEMM reads and writes (roofline).
-double mt_sim_gemm_ms(const mt_hw_profile *p, mt_dtype act, double M, double N, double K, double bytes);
+double mt_sim_gemm_ms(const mt_hw_profile *p, mt_dtype act, int backward, double M, double N, double K, double bytes);
 // `kernel`: the implementation priced (gpu.attention_tflops.<kernel>; NULL: none measured).
 double mt_sim_attention_ms(const mt_hw_profile *p, const char *kernel, mt_dtype act, int backward, int B, int T,
                            int NH, int HD, double bytes);
 double mt_sim_hbm_ms(const mt_hw_profile *p, double bytes);
+// A memory-bound kernel moving `bytes` (its measured rate, else mt_sim_hbm_ms).
+double mt_sim_kernel_ms(const mt_hw_profile *p, mt_dtype act, mt_hw_kernel k, double bytes);
 // One copy alone on the link: dir MT_COPY_H2D / MT_COPY_D2H.
 double mt_sim_link_ms(const mt_hw_profile *p, mt_copy_kind dir, int pinned, double bytes);
 double mt_sim_host_work_ms(const mt_hw_profile *p, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master);

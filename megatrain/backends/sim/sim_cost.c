@@ -13,24 +13,38 @@ static double peak_flops_per_ms(const mt_hw_profile *p, mt_dtype act) {
 
 double mt_sim_hbm_ms(const mt_hw_profile *p, double bytes) { return bytes / (p->hbm_gbps * MT_SIM_HBM_EFF * 1e6); }
 
-double mt_sim_gemm_eff(const mt_hw_profile *p, double M, double N, double K) {
-    double W = M * N * K;
-    if (W <= 0) return p->gemm_efficiency;
-    double dmin = min2(M, min2(N, K));
-    return p->gemm_efficiency * (W / (W + MT_SIM_GEMM_HALF_MACS)) * min2(1.0, dmin / MT_SIM_GEMM_FULL_DIM);
+// ms = bytes / (gpu.kernel_gbps.<k> * 1e6) where measured, at bf16 only (what was measured:
+// an f32 kernel moves twice the bytes per element and need not reach the same GB/s);
+// else the streaming assumption, bytes / (hbm_gbps * MT_SIM_HBM_EFF * 1e6).
+double mt_sim_kernel_ms(const mt_hw_profile *p, mt_dtype act, mt_hw_kernel k, double bytes) {
+    double gbps = act == MT_BF16 && k >= 0 && k < MT_HW_KERNELS ? p->kernel_gbps[k] : 0;
+    return gbps > 0 ? bytes / (gbps * 1e6) : mt_sim_hbm_ms(p, bytes);
 }
 
-double mt_sim_gemm_ms(const mt_hw_profile *p, mt_dtype act, double M, double N, double K, double bytes) {
+// eff = base * W/(W + MT_SIM_GEMM_HALF_MACS) * min(1, min(M,N,K)/MT_SIM_GEMM_FULL_DIM), W = M*N*K;
+// base = gpu.gemm_bwd_efficiency for a backward GEMM at bf16 where measured (it was
+// calibrated through this same size factor), else gpu.gemm_efficiency.
+double mt_sim_gemm_eff(const mt_hw_profile *p, mt_dtype act, int backward, double M, double N, double K) {
+    double base = backward && act == MT_BF16 && p->gemm_bwd_efficiency > 0 ? p->gemm_bwd_efficiency : p->gemm_efficiency;
+    double W = M * N * K;
+    if (W <= 0) return base;
+    double dmin = min2(M, min2(N, K));
+    return base * (W / (W + MT_SIM_GEMM_HALF_MACS)) * min2(1.0, dmin / MT_SIM_GEMM_FULL_DIM);
+}
+
+double mt_sim_gemm_ms(const mt_hw_profile *p, mt_dtype act, int backward, double M, double N, double K, double bytes) {
     if (M <= 0 || N <= 0 || K <= 0) return 0;
     double flops = 2.0 * M * N * K;
-    return max2(flops / (peak_flops_per_ms(p, act) * mt_sim_gemm_eff(p, M, N, K)), mt_sim_hbm_ms(p, bytes));
+    return max2(flops / (peak_flops_per_ms(p, act) * mt_sim_gemm_eff(p, act, backward, M, N, K)),
+                mt_sim_hbm_ms(p, bytes));
 }
 
+// flops / rate(kernel at B*NH*T^2, else at T), roofline on `bytes` at HBM.
 double mt_sim_attention_ms(const mt_hw_profile *p, const char *kernel, mt_dtype act, int backward, int B, int T,
                            int NH, int HD, double bytes) {
     double flops = 2.0 * B * NH * (double)T * T * HD;
     if (backward) flops *= MT_ATTN_BWD_FACTOR;
-    double rate = mt_hw_attention_tflops(p, kernel, act == MT_BF16, T, NULL) * 1e9; // FLOP/ms
+    double rate = mt_hw_attention_tflops(p, kernel, act == MT_BF16, B, NH, T, NULL) * 1e9; // FLOP/ms
     return max2(flops / rate, mt_sim_hbm_ms(p, bytes));
 }
 
