@@ -96,11 +96,15 @@ def derived_from(srcs, fig, src):
 
 
 def stale_engine(src, changes, contains):
-    """A note when `src` names a commit ('at <sha>') that lacks an engine change with timed effect."""
+    """A note when `src` names a commit ('at <sha>') that lacks an engine change with timed effect
+    that cannot be switched off."""
     m = SHA.search(src or "")
     if not m or contains is None:
         return None
-    missing = [c["commit"] for c in changes if c.get("timed_steps", True) and contains(c["commit"], m.group(1)) is False]
+    # A change the engine can switch off (sim_args_if_missing) leaves the measurement standing: the
+    # engine still runs as it did then.
+    missing = [c["commit"] for c in changes if c.get("timed_steps", True) and not c.get("sim_args_if_missing")
+               and contains(c["commit"], m.group(1)) is False]
     return f"measured at {m.group(1)}, before {', '.join(missing)} (experiments/sim_engine_changes.json)" if missing else None
 
 

@@ -119,10 +119,10 @@ void mt_adamw_update_isa(mt_simd_isa isa, const mt_adamw_state *out, const mt_ad
     }
 }
 
-void mt_adamw_update_ranges(const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt,
-                            const mt_elem_range *r, size_t nr, const mt_adamw_hparams *h, float wd) {
+void mt_adamw_update_ranges_isa(mt_simd_isa isa, const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt,
+                                const mt_elem_range *r, size_t nr, const mt_adamw_hparams *h, float wd) {
     mt_adamw_args a = args_of(s, s, pdt, g, gdt, h, wd);
-    adamw_kernel kernel = kernel_for(mt_simd_best());
+    adamw_kernel kernel = kernel_for(isa);
     size_t total = 0, pieces = 0;
     for (size_t i = 0; i < nr; i++) {
         total += r[i].hi - r[i].lo;
@@ -145,6 +145,11 @@ void mt_adamw_update_ranges(const mt_adamw_state *s, mt_dtype pdt, const void *g
 #pragma omp parallel for schedule(dynamic, 16) if (total >= MT_ADAMW_PAR_MIN)
     for (long j = 0; j < (long)k; j++) kernel(&a, piece[j].lo, piece[j].hi);
     free(piece);
+}
+
+void mt_adamw_update_ranges(const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt,
+                            const mt_elem_range *r, size_t nr, const mt_adamw_hparams *h, float wd) {
+    mt_adamw_update_ranges_isa(mt_simd_best(), s, pdt, g, gdt, r, nr, h, wd);
 }
 
 void mt_adamw_update(float *master, void *p, mt_dtype pdt, const void *g, mt_dtype gdt, float *m, float *v, size_t n,

@@ -62,6 +62,9 @@ static inline float mt_adamw_elem(float p, float g, float m, float v, float *m_o
 // `out` may be `in` (in place).
 void mt_adamw_update_isa(mt_simd_isa isa, const mt_adamw_state *out, const mt_adamw_state *in, mt_dtype pdt,
                          const void *g, mt_dtype gdt, size_t n, const mt_adamw_hparams *h, float wd);
+// mt_adamw_update_ranges on a given path (tests run every path).
+void mt_adamw_update_ranges_isa(mt_simd_isa isa, const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt,
+                                const mt_elem_range *r, size_t nr, const mt_adamw_hparams *h, float wd);
 
 // Kernels over elements [lo, hi) of a: x86 in adamw_simd.c, Arm in adamw_arm.c.
 // Each is built only for its architecture; elsewhere it is never selected.

@@ -168,6 +168,59 @@ static void test_out_of_place(void) {
     CHECK(cases > 0, "no path ran the out-of-place cases");
 }
 
+// Ranges (the embedding's rows first, then the others): each element as the whole pass
+// leaves it, bitwise, on every path; the elements outside the ranges untouched. Ranges of
+// odd lengths at odd offsets, neighbours, one longer than a piece of the threaded split.
+static void test_ranges(void) {
+    const size_t n = 200003;
+    const mt_elem_range first[] = {{0, 3}, {17, 4113}, {4113, 4117}, {9001, 9001 + 70000}, {150001, 150002}};
+    mt_elem_range rest[8];
+    size_t nf = sizeof first / sizeof first[0], nrest = 0, prev = 0;
+    for (size_t i = 0; i < nf; i++) {
+        if (first[i].lo > prev) rest[nrest++] = (mt_elem_range){prev, first[i].lo};
+        prev = first[i].hi;
+    }
+    rest[nrest++] = (mt_elem_range){prev, n};
+    int cases = 0;
+    for (int isa = 0; isa < MT_SIMD_COUNT; isa++) {
+        if (!mt_simd_supported((mt_simd_isa)isa)) continue;
+        for (size_t mi = 0; mi < sizeof MODES / sizeof MODES[0]; mi++) {
+            const mode *md = &MODES[mi];
+            state whole, parts, before;
+            state_init(&whole, md, n, 5);
+            state_init(&parts, md, n, 5);
+            state_init(&before, md, n, 5);
+            void *g = malloc(n * mt_dtype_size(md->gdt));
+            make_grad(g, md->gdt, n, 99);
+            mt_adamw_hparams h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .grad_scale = 0.7f,
+                                  .step = 3};
+            mt_adamw_state sw = {.p = whole.p, .m = whole.m, .v = whole.v, .master = whole.master};
+            mt_adamw_state sp = {.p = parts.p, .m = parts.m, .v = parts.v, .master = parts.master};
+            mt_adamw_update_isa((mt_simd_isa)isa, &sw, &sw, md->pdt, g, md->gdt, n, &h, 0.1f);
+            mt_adamw_update_ranges_isa((mt_simd_isa)isa, &sp, md->pdt, g, md->gdt, first, nf, &h, 0.1f);
+            // Only the first ranges changed so far: the rest is as it was.
+            size_t ws = mt_dtype_size(md->pdt);
+            int untouched = 1;
+            for (size_t k = 0; k < nrest && untouched; k++) {
+                size_t lo = rest[k].lo, len = rest[k].hi - rest[k].lo;
+                untouched = !memcmp((char *)parts.p + lo * ws, (char *)before.p + lo * ws, len * ws) &&
+                            !memcmp(parts.m + lo, before.m + lo, len * 4) && !memcmp(parts.v + lo, before.v + lo, len * 4);
+            }
+            CHECK(untouched, "%s ranges, mode %s: an element outside the ranges changed", mt_simd_name((mt_simd_isa)isa),
+                  md->name);
+            mt_adamw_update_ranges_isa((mt_simd_isa)isa, &sp, md->pdt, g, md->gdt, rest, nrest, &h, 0.1f);
+            CHECK(state_equal(&parts, &whole, md, n), "%s ranges, mode %s: rows first then the rest != the whole pass",
+                  mt_simd_name((mt_simd_isa)isa), md->name);
+            cases++;
+            free(g);
+            state_free(&whole);
+            state_free(&parts);
+            state_free(&before);
+        }
+    }
+    CHECK(cases > 0, "no path ran the ranges cases");
+}
+
 // The public entry with 1 and with 2 threads: identical bits.
 static void test_threads(void) {
     const mode *md = &MODES[2];
@@ -597,6 +650,7 @@ int main(void) {
     test_bitwise();
     test_threads();
     test_out_of_place();
+    test_ranges();
     test_double_ref();
     test_torch_fixture();
     test_torch_bf16_fixture();
