@@ -260,6 +260,12 @@ mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built) 
             add_num(sp, "rollback_cost_ms", pr.rollback_cost_ms);
         }
     }
+    if (sd->takes & MT_TAKES_ROWS_FIRST) { // the embedding's rows first: on, how many rows a step may stage, its bytes
+        cJSON *rf = cJSON_AddObjectToObject(j, "embedding_rows_first");
+        cJSON_AddBoolToObject(rf, "on", mem.engine.rows_cap > 0);
+        add_num(rf, "stage_rows", (double)mem.engine.rows_cap);
+        add_num(rf, "host_bytes", (double)mem.engine.rows_bytes);
+    }
     if (o->max_context) {
         add_num(j, "max_seq_len", max_context(&cfg, in1, &hw, gpu_known));
         add_num(j, "max_position_embeddings", cfg.max_position_embeddings);

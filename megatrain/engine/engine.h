@@ -106,6 +106,7 @@ typedef struct {
     int spec_window;           // speculative step: units with spare state blocks (0: speculation off), against host_free
     int grad_sum_f32;          // the resolved choice: chunked weight gradients summed in f32 (fp32: always)
     mt_recompute recompute;    // the resolved --recompute (auto: against device_free); full where not taken
+    size_t rows_cap;           // the embedding's rows first: the most rows a step stages (0: off)
     size_t rows_bytes;         // host: the embedding's rows first (the optimizer's stage and the rows' tables;
                                // part of optimizer.host and weights.host), 0 when off
     size_t grad_sum_bytes;     // its f32 device buffer (part of grads.device): the larger of the MLP's

@@ -41,6 +41,7 @@ static mt_engine_footprint sum_parts(const mt_engine_shape *sh) {
     f.spec_window = sh->spec_window;
     f.grad_sum_f32 = sh->grad_sum_f32;
     f.recompute = sh->s.recompute;
+    f.rows_cap = sh->rows_cap;
     f.rows_bytes = mt_opt_worker_rows_bytes(sh) + mt_embed_rows_bytes(sh).host;
     f.grad_sum_bytes = sh->grad_sum_elems ? mt_dev_round(sh->grad_sum_elems * 4) : 0;
     return f;

@@ -66,6 +66,17 @@ check "sim: the rows' copy is at most the step's tokens' rows (8192 of 152064), 
     | [.[] | select(.name == "embedding rows in") | .dur] | length > 0 and all(. < $whole * 8192 / 152064 * 1.01)' \
     "$TMP/sim_on.json")" = true
 
+# The plan says whether it is on, the rows a step may stage and their host bytes.
+pl=(--seq-len 1024 --precision paper --hardware h200-128g --batch 16)
+check "plan: on for Qwen2.5-7B, 16384 rows (the step's tokens), in the host bytes" \
+  test "$("$MT" plan --config experiments/models/qwen2.5-7b.json "${pl[@]}" |
+    jq '.embedding_rows_first | .on and .stage_rows == 16384 and .host_bytes > 16384 * 3584 * 2')" = true
+check "plan: off for a tied embedding (Qwen2.5-3B)" \
+  test "$("$MT" plan --config experiments/models/qwen2.5-3b.json "${pl[@]}" | jq '.embedding_rows_first.on')" = false
+check "plan: off with --embedding-rows-first false" \
+  test "$("$MT" plan --config experiments/models/qwen2.5-7b.json "${pl[@]}" --embedding-rows-first false |
+    jq '.embedding_rows_first | (.on | not) and .host_bytes == 0')" = true
+
 # Where it cannot apply.
 for bad in "--schedule zero3" "--serial-optimizer"; do
   # shellcheck disable=SC2086
