@@ -139,17 +139,17 @@ static size_t row_ranges(const int32_t *rows, size_t n, int others, size_t V, si
 // The embedding's rows the next forward reads: updated, then staged back to back for the
 // link (weight_ring.c sends only them); every other row is updated at the end of the pass,
 // under the forward. Each element's update is that of the whole pass, bitwise (adamw.h).
-static void rows_first(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, float wd) {
+static void rows_first(mt_opt_worker *w, int gen, size_t n_rows, const mt_adamw_hparams *h, float wd) {
     mt_unit *u = &w->m->units[0];
     size_t C = (size_t)w->m->cfg.hidden_size, V = (size_t)w->m->cfg.vocab_size;
     const mt_tensor_slot *v = &u->lay->t[MT_T_EMBED];
     double t0 = now(w);
-    size_t nr = row_ranges(w->next_rows, w->n_next, 0, V, C, w->ranges);
+    size_t nr = row_ranges(w->next_rows, n_rows, 0, V, C, w->ranges);
     w->m->host.adamw_ranges(&w->m->host, w->m, u, w->ranges, nr, h, wd);
     traced(w, "adamw (embedding rows)", 0, t0);
     for (size_t i = 0; i < w->n_staged; i++) w->slot[w->staged[i]] = -1;
-    for (size_t i = 0; i < w->n_next; i++) w->slot[w->next_rows[i]] = (int32_t)i, w->staged[i] = w->next_rows[i];
-    w->n_staged = w->n_next;
+    for (size_t i = 0; i < n_rows; i++) w->slot[w->next_rows[i]] = (int32_t)i, w->staged[i] = w->next_rows[i];
+    w->n_staged = n_rows;
     t0 = now(w);
     w->m->host.gather_rows(&w->m->host, w->stage, (char *)u->param + v->offset * mt_dtype_size(w->m->wdt), w->m->wdt,
                            C, w->staged, w->n_staged);
@@ -175,10 +175,14 @@ static void rows_rest(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, floa
 // result is dropped and the unit, untouched, is updated as any other. Where the next
 // forward's rows were given, the embedding is updated in two parts (rows_first).
 static void final_pass(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, float wd, int skip, int rollback) {
-    int rows = w->n_next && !skip && !(w->spec[0] && !rollback);
+    pthread_mutex_lock(&w->mu); // the rows given for this pass, taken (the next pass's come after it ends)
+    size_t n_rows = w->n_next;
+    w->n_next = 0;
+    pthread_mutex_unlock(&w->mu);
+    int rows = n_rows && !skip && !(w->spec[0] && !rollback);
     for (int u = 0; u < w->m->n_units; u++) {
         if (u == 0 && rows) {
-            rows_first(w, gen, h, wd);
+            rows_first(w, gen, n_rows, h, wd);
             continue;
         }
         if (w->spec[u] && !rollback) keep_spare(w, u);
@@ -190,7 +194,6 @@ static void final_pass(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, flo
         mark_done(w, u, gen);
     }
     if (rows) rows_rest(w, gen, h, wd);
-    w->n_next = 0; // the rows were this pass's
 }
 
 // The speculative update keeps its result only under the very same hyper-parameters.
