@@ -189,7 +189,7 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     if (leader) {
         e->opt = leader->opt;
     } else {
-        MT_TRY(mt_opt_worker_create(m, e->sh.spec_window, e->sh.rows_cap, &e->opt));
+        MT_TRY(mt_opt_worker_create(m, e->sh.spec_window, e->sh.rows_cap, e->sh.s.update_parts, &e->opt));
         e->owns_opt = 1;
         mt_opt_worker_set_trace(e->opt, e->trace);
     }

@@ -44,6 +44,14 @@ struct mt_opt_worker {
     void *stage;              // the staged rows' weights, back to back (pinned: they cross the link)
     size_t stage_bytes;
     mt_elem_range *ranges;    // scratch: the rows, or every other row, as element ranges
+    // ---- a unit's update in parts (update_parts; 0: whole), each published as it is done
+    int parts;
+    int *part_gen;            // per unit: the pass its parts are of
+    int *parts_done;          // per unit: parts done in that pass
+    double *part_t;           // per unit and part: when it was done
+    int begun;                // the last pass that has begun: its kept units are published
+    int *kept_gen;            // per unit: the last pass that kept its speculative update
+    double begun_t;
     int rows_gen;             // the pass whose rows are staged (and updated)
     double rows_t;            // when they were
     pthread_mutex_t mu;
@@ -170,6 +178,27 @@ static void rows_rest(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, floa
     mark_done(w, 0, gen);
 }
 
+// A unit's in-place update after the norm: whole, or part by part, each part published
+// (mt_opt_worker_wait_part) as soon as it is done so that its copy can start.
+static void update_in_place(mt_opt_worker *w, int gen, int u, const mt_adamw_hparams *h, float wd) {
+    mt_unit *x = &w->m->units[u];
+    if (w->parts <= 1) {
+        mt_opt_update_unit(w->m, x, h, wd);
+        return;
+    }
+    for (int p = 0; p < w->parts; p++) {
+        size_t lo, hi;
+        mt_update_part(x->lay->numel, w->parts, p, &lo, &hi);
+        w->m->host.adamw_part(&w->m->host, w->m, x, lo, hi, h, wd);
+        pthread_mutex_lock(&w->mu);
+        w->part_gen[u] = gen;
+        w->parts_done[u] = p + 1;
+        w->part_t[(size_t)u * w->parts + p] = w->m->host.now_ms(&w->m->host);
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+    }
+}
+
 // The final pass of generation `gen`, in forward order. A speculated unit is kept
 // by a swap, or (a rollback: other hyper-parameters, or a skipped step) its spare
 // result is dropped and the unit, untouched, is updated as any other. Where the next
@@ -180,15 +209,31 @@ static void final_pass(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, flo
     w->n_next = 0;
     pthread_mutex_unlock(&w->mu);
     int rows = n_rows && !skip && !(w->spec[0] && !rollback);
+    // Kept speculative updates first: a swap each, published at once, so their copies need
+    // not wait behind the rows' and the other units' updates (mt_opt_worker_published).
+    int kept[w->m->n_units];
     for (int u = 0; u < w->m->n_units; u++) {
+        kept[u] = w->spec[u] && !rollback;
+        if (kept[u]) {
+            keep_spare(w, u);
+            w->kept_gen[u] = gen; // read under the lock once `begun` says so
+            mark_done(w, u, gen);
+        }
+    }
+    pthread_mutex_lock(&w->mu);
+    w->begun = gen;
+    w->begun_t = w->m->host.now_ms(&w->m->host);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    for (int u = 0; u < w->m->n_units; u++) {
+        if (kept[u]) continue;
         if (u == 0 && rows) {
             rows_first(w, gen, n_rows, h, wd);
             continue;
         }
-        if (w->spec[u] && !rollback) keep_spare(w, u);
-        else if (!skip) {
+        if (!skip) {
             double t0 = now(w);
-            mt_opt_update_unit(w->m, &w->m->units[u], h, wd);
+            update_in_place(w, gen, u, h, wd);
             traced(w, "adamw", u, t0);
         }
         mark_done(w, u, gen);
@@ -284,7 +329,7 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-mt_status mt_opt_worker_create(mt_model *m, int window, size_t rows_cap, mt_opt_worker **out) {
+mt_status mt_opt_worker_create(mt_model *m, int window, size_t rows_cap, int parts, mt_opt_worker **out) {
     mt_opt_worker *w = calloc(1, sizeof *w);
     if (!w) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the optimizer worker");
     int n = m->n_units;
@@ -298,13 +343,22 @@ mt_status mt_opt_worker_create(mt_model *m, int window, size_t rows_cap, mt_opt_
     w->queue_t = calloc((size_t)n, sizeof *w->queue_t);
     w->queue_sq = calloc((size_t)n, sizeof *w->queue_sq);
     w->spec = calloc((size_t)n, sizeof *w->spec);
+    w->kept_gen = calloc((size_t)n, sizeof *w->kept_gen);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     *out = w;
     if (!w->done || !w->done_t || !w->spare_param || !w->spare_optim || !w->queue || !w->queue_t || !w->queue_sq ||
-        !w->spec)
+        !w->spec || !w->kept_gen)
         return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the optimizer worker");
     w->rows_gen = -1; // no pass has staged rows
+    if (parts > 1) {
+        w->parts = parts;
+        w->part_gen = calloc((size_t)n, sizeof *w->part_gen);
+        w->parts_done = calloc((size_t)n, sizeof *w->parts_done);
+        w->part_t = calloc((size_t)n * parts, sizeof *w->part_t);
+        if (!w->part_gen || !w->parts_done || !w->part_t)
+            return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the optimizer worker");
+    }
     if (rows_cap) {
         size_t V = (size_t)m->cfg.vocab_size;
         w->rows_cap = rows_cap;
@@ -349,6 +403,9 @@ void mt_opt_worker_destroy(mt_opt_worker *w) {
     free(w->staged);
     free(w->slot);
     free(w->ranges);
+    free(w->part_gen);
+    free(w->parts_done);
+    free(w->part_t);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w->done);
@@ -359,6 +416,7 @@ void mt_opt_worker_destroy(mt_opt_worker *w) {
     free(w->queue_t);
     free(w->queue_sq);
     free(w->spec);
+    free(w->kept_gen);
     free(w);
 }
 
@@ -436,6 +494,35 @@ double mt_opt_worker_wait_all(mt_opt_worker *w) {
     const mt_host_work *h = &w->m->host;
     double t0 = h->now_ms(h);
     for (int u = 0; u < w->m->n_units; u++) mt_opt_worker_wait_unit(w, u); // the embedding's other rows come last
+    return h->now_ms(h) - t0;
+}
+
+int mt_opt_worker_published(mt_opt_worker *w, int u) {
+    if (!w->started) return 1; // no update yet: the initial state is final
+    const mt_host_work *h = &w->m->host;
+    pthread_mutex_lock(&w->mu);
+    while (w->begun != w->started) pthread_cond_wait(&w->cv, &w->mu);
+    // Kept, not merely done by now: under virtual time the pass may have run ahead on the wall clock.
+    int done = w->kept_gen[u] == w->started;
+    double t = w->begun_t;
+    pthread_mutex_unlock(&w->mu);
+    h->waited_until(h, t);
+    return done;
+}
+
+int mt_opt_worker_parts(const mt_opt_worker *w) { return w->parts > 1 ? w->parts : 1; }
+
+double mt_opt_worker_wait_part(mt_opt_worker *w, int u, int p) {
+    if (w->parts <= 1) return mt_opt_worker_wait_unit(w, u);
+    const mt_host_work *h = &w->m->host;
+    double t0 = h->now_ms(h), t;
+    pthread_mutex_lock(&w->mu);
+    while (w->done[u] != w->started && !(w->part_gen[u] == w->started && w->parts_done[u] > p))
+        pthread_cond_wait(&w->cv, &w->mu);
+    // Done in parts this pass: that part's time; else (kept, skipped, or whole) the unit's.
+    t = w->part_gen[u] == w->started && w->parts_done[u] > p ? w->part_t[(size_t)u * w->parts + p] : w->done_t[u];
+    pthread_mutex_unlock(&w->mu);
+    h->waited_until(h, t);
     return h->now_ms(h) - t0;
 }
 

@@ -40,7 +40,9 @@ mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh);
 size_t mt_opt_worker_rows_bytes(const mt_engine_shape *sh);
 // `window`: units with spare blocks (sh->spec_window; 0: never speculates); `rows_cap`:
 // the embedding rows a pass may update first and stage (sh->rows_cap; 0: never).
-mt_status mt_opt_worker_create(mt_model *m, int window, size_t rows_cap, mt_opt_worker **out);
+// `parts`: a unit updated in place after the norm is updated in that many parts
+// (mt_update_part), each published as done (sh->s.update_parts; 0 or 1: whole).
+mt_status mt_opt_worker_create(mt_model *m, int window, size_t rows_cap, int parts, mt_opt_worker **out);
 void mt_opt_worker_destroy(mt_opt_worker *w);
 // Opens speculation for the step about to run: units whose gradients become
 // final are updated with `h` (grad_scale 1) while the running norm stays finite
@@ -75,6 +77,13 @@ typedef struct {
 // unique) are among them (returns 1, *out set), or else until the whole embedding is
 // updated (returns 0). *waited_ms: time waited on the engine's clock.
 int mt_opt_worker_wait_rows(mt_opt_worker *w, const int32_t *need, size_t n, mt_staged_rows *out, double *waited_ms);
+// Waits until the started pass has begun (its kept units published, a swap each: they
+// come first) and says whether unit u's update is done already.
+int mt_opt_worker_published(mt_opt_worker *w, int u);
+// The parts a unit's update is published in (1: whole), and a wait for part p of unit u:
+// returns once that part of the started update is done (or the whole unit); ms waited.
+int mt_opt_worker_parts(const mt_opt_worker *w);
+double mt_opt_worker_wait_part(mt_opt_worker *w, int u, int p);
 // Records each unit's update as a host span in `t`.
 void mt_opt_worker_set_trace(mt_opt_worker *w, mt_trace *t);
 // Applies one update to one unit on the calling thread (shared with the worker).

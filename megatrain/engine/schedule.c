@@ -61,7 +61,7 @@ static const mt_schedule_desc table[] = {
      .takes = MT_TAKES_WEIGHT_BUFS | MT_TAKES_CKPT_INTERVAL | MT_TAKES_SERIAL_OPT | MT_TAKES_OFFLOAD_CKPT | MT_TAKES_BIND |
               MT_TAKES_SPECULATIVE | MT_TAKES_RECOMPUTE | MT_TAKES_ROWS_FIRST,
      .weight_bufs = 2, .prefetch_elems = -1, .ckpt_interval = 1, .host_pinned = 1,
-     .optimizer_overlapped = 1},
+     .optimizer_overlapped = 1, .update_parts = MT_UPDATE_PARTS},
     {.name = "resident",
      .summary = "every layer resident on the device, all activations kept, optimizer after backward (reference)",
      .takes = MT_TAKES_BIND, .weights_resident = 1, .prefetch_elems = -1, .keep_activations = 1,
@@ -185,6 +185,7 @@ void mt_schedule_resolve(const mt_schedule_desc *entry, const mt_schedule_opts *
     if (d->takes & MT_TAKES_ZERO3) d->zero3 = o->zero3;
     // Speculation needs the overlapped optimizer: its point is that the next forward does not wait.
     d->speculative = (d->takes & MT_TAKES_SPECULATIVE) && d->optimizer_overlapped && o->speculative != 0;
+    if (!d->optimizer_overlapped) d->update_parts = 0;
     // Rows first, like speculation, only pays where the next forward runs beside the update.
     d->rows_first = (d->takes & MT_TAKES_ROWS_FIRST) && d->optimizer_overlapped && o->rows_first != 0;
     // auto stays auto (priced as full) until the engine's shape resolves it against the device.

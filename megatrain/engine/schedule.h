@@ -32,6 +32,18 @@ typedef struct {
 // DeepSpeed's defaults: pin_memory true, overlap_comm true, 5e7, 1e5, 5e8, 1e9.
 mt_zero3_knobs mt_zero3_defaults(void);
 
+// Parts of a unit's update after the norm (update_parts): each about 1/8 of the unit (29M
+// parameters, 4.5 ms of AdamW at 6.5e9/s, for a 7B layer), so a unit's copy trails its update
+// by one part; small enough, a part is still a long vector pass.
+#define MT_UPDATE_PARTS 8
+
+// Element range [lo, hi) of part p of n elements in `parts` parts, cut at multiples of 64.
+static inline void mt_update_part(size_t n, int parts, int p, size_t *lo, size_t *hi) {
+    size_t step = (n / (size_t)parts + 63) / 64 * 64;
+    *lo = (size_t)p * step < n ? (size_t)p * step : n;
+    *hi = p == parts - 1 ? n : ((size_t)(p + 1) * step < n ? (size_t)(p + 1) * step : n);
+}
+
 // Which descriptor fields a schedule takes from the user's options.
 enum {
     MT_TAKES_WEIGHT_BUFS = 1 << 0,   // --weight-buffers
@@ -111,6 +123,9 @@ struct mt_schedule_desc {
     int speculative;         // 1: a unit's update runs as soon as its gradient is final, under the backward,
                              // with clip scale 1, and is rolled back and redone when the global norm says so
                              // (resolved; the window of units it may run ahead for is the plan's: parts.h)
+    int update_parts;        // a unit's update after the norm runs in this many parts, each copied in as it is
+                             // done, so a unit's link copy overlaps its own AdamW (0: whole units; resolved:
+                             // 0 without the overlapped optimizer, whose step waits for every update anyway)
     int rows_first;          // 1: the embedding rows the next step reads are updated first and only they cross
                              // the link before its forward; the other rows are updated under it (resolved;
                              // an untied embedding only: parts.h rows_cap)

@@ -48,6 +48,7 @@ static mt_status forward(mt_engine *e, int mb, int n_mb, int *cursor) {
     const int N = e->d.N;
     MT_TRY(mt_backend_copy(be, a->d_ids, a->h_ids + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     MT_TRY(mt_backend_copy(be, a->d_tgt, a->h_tgt + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
+    if (mb == 0 && e->sh.rows_cap) MT_TRY(mt_weight_ring_load_first_if_kept(e->w));
     if (mb == 0) MT_TRY(mt_weight_ring_load_embedding(e->w, a->h_ids, (size_t)n_mb * N, a->h_rows, &a->rows_used));
     if (a->rows_used) // the lookup reads the compact table the rows were copied into
         MT_TRY(mt_backend_copy(be, a->d_rows, a->h_rows + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));

@@ -24,7 +24,8 @@ struct mt_weight_ring {
     mt_weight_use *uses;
     int n_uses, issued, lookahead;
     int issued_piece;         // next piece of uses[issued]
-    int n_pieces;             // pieces per layer load: 1, or one per submodule
+    int n_pieces;             // pieces per layer load: 1, one per submodule, or one per update part
+    int by_part;              // the pieces are the optimizer's update parts: each waits for its own part
     size_t pieces[MT_MAX_SUBMODULES + 1];
     long long prefetch_elems; // elements loaded ahead of use (-1: the ring alone)
     int load_span;            // trace span of the load in flight
@@ -86,6 +87,11 @@ mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link 
     r->pieces[0] = 0;
     r->pieces[1] = sh->ll.numel;
     if (sh->s.submodule_fetch) r->n_pieces = mt_layout_submodules(&sh->ll, r->pieces);
+    else if (mt_opt_worker_parts(opt) > 1) { // a layer crosses part by part, each as soon as it is updated
+        r->by_part = 1;
+        r->n_pieces = mt_opt_worker_parts(opt);
+        for (int p = 0; p < r->n_pieces; p++) mt_update_part(sh->ll.numel, r->n_pieces, p, &r->pieces[p], &r->pieces[p + 1]);
+    }
     MT_TRY(mt_weight_uses_build(sh, &r->uses, &r->n_uses));
     r->lookahead = sh->s.weights_resident ? r->n_uses : sh->s.lookahead; // resident: every load up front
     return MT_OK;
@@ -133,8 +139,13 @@ static mt_status issue_piece(mt_weight_ring *r) {
     }
     size_t ws = mt_dtype_size(r->m->wdt), off, n;
     mt_unit *u = mt_model_layer(r->m, p->layer);
+    // By part, each piece is a span of its own: the link idles while the next part is updated.
+    if (r->by_part) {
+        r->opt_wait_ms += mt_opt_worker_wait_part(r->opt, MT_UNIT_OF_LAYER(p->layer), r->issued_piece);
+        if (r->issued_piece > 0) MT_TRY(mt_link_begin(r->lk, r->h2d, MT_LANE_H2D, "weights in", p->layer, &r->load_span));
+    }
     if (r->issued_piece == 0) {
-        r->opt_wait_ms += mt_opt_worker_wait_unit(r->opt, MT_UNIT_OF_LAYER(p->layer));
+        if (!r->by_part) r->opt_wait_ms += mt_opt_worker_wait_unit(r->opt, MT_UNIT_OF_LAYER(p->layer));
         MT_TRY(mt_backend_stream_wait(r->be, r->h2d, r->ev_free[p->buf]));
         MT_TRY(mt_link_begin(r->lk, r->h2d, MT_LANE_H2D, "weights in", p->layer, &r->load_span));
     }
@@ -146,6 +157,7 @@ static mt_status issue_piece(mt_weight_ring *r) {
     else
         MT_TRY(mt_link_copy(r->lk, (char *)r->buf[p->buf] + off * ws, (char *)u->param + off * ws, n * ws,
                             MT_COPY_H2D, r->h2d));
+    if (r->by_part && r->issued_piece + 1 < r->n_pieces) MT_TRY(mt_link_end(r->lk, r->load_span));
     if (++r->issued_piece == r->n_pieces) {
         MT_TRY(mt_link_end(r->lk, r->load_span));
         MT_TRY(mt_backend_event_record(r->be, r->ev_loaded[p->buf], r->h2d));
@@ -209,12 +221,28 @@ mt_status mt_weight_ring_load_resident(mt_weight_ring *r, int unit_index) {
     int head = unit_index != 0;
     mt_unit *u = &r->m->units[unit_index];
     mt_event *ev = head ? r->ev_head_loaded : r->ev_embed_loaded;
-    r->opt_wait_ms += mt_opt_worker_wait_unit(r->opt, unit_index);
-    size_t bytes = u->lay->numel * mt_dtype_size(r->m->wdt);
-    MT_TRY(mt_link_traced_copy(r->lk, MT_LANE_H2D, head ? "head in" : "embedding in", -1, head ? r->head : r->embed,
-                               u->param, bytes, MT_COPY_H2D, r->h2d));
+    size_t ws = mt_dtype_size(r->m->wdt);
+    char *dst = head ? r->head : r->embed;
+    int parts = mt_opt_worker_parts(r->opt), span;
+    // Part by part where the update is published so: each part crosses once it is updated.
+    if (parts == 1) r->opt_wait_ms += mt_opt_worker_wait_unit(r->opt, unit_index);
+    for (int p = 0; p < parts; p++) { // a span per part: the link idles while the next part is updated
+        size_t lo, hi;
+        mt_update_part(u->lay->numel, parts, p, &lo, &hi);
+        if (parts > 1) r->opt_wait_ms += mt_opt_worker_wait_part(r->opt, unit_index, p);
+        MT_TRY(mt_link_begin(r->lk, r->h2d, MT_LANE_H2D, head ? "head in" : "embedding in", -1, &span));
+        MT_TRY(mt_link_copy(r->lk, dst + lo * ws, (char *)u->param + lo * ws, (hi - lo) * ws, MT_COPY_H2D, r->h2d));
+        MT_TRY(mt_link_end(r->lk, span));
+    }
     MT_TRY(mt_backend_event_record(r->be, ev, r->h2d));
     return mt_backend_stream_wait(r->be, MT_STREAM_COMPUTE, ev);
+}
+
+mt_status mt_weight_ring_load_first_if_kept(mt_weight_ring *r) {
+    if (r->issued > 0 || !r->n_uses || !r->uses[0].load) return MT_OK;
+    if (!mt_opt_worker_published(r->opt, MT_UNIT_OF_LAYER(r->uses[0].layer))) return MT_OK;
+    while (r->issued == 0) MT_TRY(issue_piece(r)); // the first use only: no lookahead that would wait
+    return MT_OK;
 }
 
 mt_status mt_weight_ring_load_embedding(mt_weight_ring *r, const int32_t *ids, size_t n, int32_t *compact, int *used) {

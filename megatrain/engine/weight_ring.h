@@ -35,6 +35,9 @@ mt_status mt_weight_ring_acquire(mt_weight_ring *r, int idx, int layer, mt_layer
 mt_status mt_weight_ring_release(mt_weight_ring *r, int idx);
 // The embedding (unit 0) or head (last unit) copied in after its update; the compute stream waits for it.
 mt_status mt_weight_ring_load_resident(mt_weight_ring *r, int unit_index);
+// The first layer's load, issued now if its update is published already (a kept speculative
+// update): its copy then runs while the embedding's rows are updated (rows first).
+mt_status mt_weight_ring_load_first_if_kept(mt_weight_ring *r);
 // The embedding before a forward over n ids (embed_rows.h): only their rows, compact, when
 // rows first staged them (*used 1: the lookup reads compact[i] for ids[i]); else the whole.
 mt_status mt_weight_ring_load_embedding(mt_weight_ring *r, const int32_t *ids, size_t n, int32_t *compact, int *used);

@@ -497,7 +497,8 @@ static void test_engine_schedule(const char *cfg) {
         CHECK(r.status == MT_OK, "engine K=%d G=%d: %s", K, G, mt_last_error());
         if (r.status != MT_OK) continue;
         sched_counts c = expected_counts(L, K);
-        long long h2d = steps * (G * c.loads_mb - (G - 1) + 2);
+        // Each load crosses in MT_UPDATE_PARTS copies, each after its part of the unit's update.
+        long long h2d = steps * (G * c.loads_mb - (G - 1) + 2) * MT_UPDATE_PARTS;
         CHECK(r.h2d_copies == h2d, "K=%d G=%d: %lld H2D-stream loads, expected %lld", K, G, r.h2d_copies, h2d);
         CHECK(r.d2h_copies == (long long)steps * G * (L + 2), "K=%d G=%d: %lld D2H-stream offloads, expected %d", K, G,
               r.d2h_copies, steps * G * (L + 2));
