@@ -21,7 +21,7 @@ static const char *usage =
     "                 [--backend auto|cpu|cuda|sim] [--attention auto|native|cudnn] [--schedule S]\n"
     "                 [--checkpoint-interval K] [--weight-buffers 1|2|3] [--grad-slabs S] [--serial-optimizer]\n"
     "                 [--mlp-chunk TOKENS] [--grad-accum-dtype auto|f32|bf16] [--recompute full|mlp|norms|swiglu|none|auto]\n"
-    "                 [--speculative-step true|false|auto] [--embedding-rows-first true|false|auto] [--offload-checkpoints true|false|auto] [--bind pointer|copy] [--hardware PROFILE] [--trace FILE.json] [--zero3-* (baselines/ZERO3.md)]\n"
+    "                 [--speculative-step true|false|auto] [--embedding-rows-first true|false|auto] [--update-parts N] [--offload-checkpoints true|false|auto] [--bind pointer|copy] [--hardware PROFILE] [--trace FILE.json] [--zero3-* (baselines/ZERO3.md)]\n"
     "                 [--gpus N|auto]  (data-parallel ranks, one per device, one host copy of the state;\n"
     "                 --batch is the global batch; under `mpirun -np H` one process per host, --batch split H ways)\n"
     "                 [--save DIR] [--save-every N] [--shard-size BYTES|5GB] [--log FILE.jsonl] [--dump-grads FILE]\n"

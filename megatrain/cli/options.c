@@ -79,6 +79,7 @@ static const opt_spec specs[] = {
     {"--serial-optimizer", OPT_FLAG, F(eng.sched.serial_optimizer), NG, "tp"},
     {"--speculative-step", OPT_TRISTATE, F(eng.sched.speculative), G(speculative), "tp"},
     {"--embedding-rows-first", OPT_TRISTATE, F(eng.sched.rows_first), NG, "tp"},
+    {"--update-parts", OPT_POS_INT, F(eng.sched.update_parts), NG, "tp"},
     {"--bind", OPT_BIND, F(eng.sched.bind), NG, "tep"},
     {"--mlp-chunk", OPT_NONNEG_INT, F(eng.mlp_rows), NG, "tep"},
     {"--grad-accum-dtype", OPT_GRAD_SUM, F(eng.grad_sum), G(grad_accum_dtype), "tp"},
@@ -457,6 +458,7 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
         return mt_fail(MT_ERR_ARG, "train: missing --model DIR, --config FILE or --resume DIR");
     if (!eval) MT_TRY(mt_engine_opts_check_speculative(&o->eng)); // options that contradict: exit 2
     if (!eval) MT_TRY(mt_engine_opts_check_rows_first(&o->eng));
+    if (!eval) MT_TRY(mt_engine_opts_check_update_parts(&o->eng));
     if (o->allow_unused && !o->model)
         return mt_fail(MT_ERR_ARG, "--allow-unused-tensors: applies to the weights --model DIR reads; %s",
                        o->resume ? "a --resume checkpoint must hold exactly what it recorded" : "there is no --model");

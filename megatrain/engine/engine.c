@@ -39,6 +39,16 @@ mt_status mt_engine_opts_check_rows_first(const mt_engine_opts *o) {
     return MT_OK;
 }
 
+mt_status mt_engine_opts_check_update_parts(const mt_engine_opts *o) {
+    int n = o->sched.update_parts;
+    if (n < 0 || n > MT_MAX_SUBMODULES)
+        return mt_fail(MT_ERR_ARG, "--update-parts %d: expected 1 (whole units) to %d", n, MT_MAX_SUBMODULES);
+    if (n > 0 && !(o->schedule->takes & MT_TAKES_UPDATE_PARTS))
+        return mt_fail(MT_ERR_ARG, "--update-parts: the %s schedule updates whole units; it applies to --schedule "
+                                   "megatrain", o->schedule->name);
+    return MT_OK;
+}
+
 mt_status mt_engine_opts_check_recompute(const mt_engine_opts *o) {
     mt_recompute r = o->sched.recompute;
     if (r < MT_RECOMPUTE_AUTO || r > MT_RECOMPUTE_NONE)
@@ -89,6 +99,7 @@ mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c) {
         return mt_fail(MT_ERR_ARG, "--offload-checkpoints: expected true, false or auto");
     MT_TRY(mt_engine_opts_check_speculative(o));
     MT_TRY(mt_engine_opts_check_rows_first(o));
+    MT_TRY(mt_engine_opts_check_update_parts(o));
     MT_TRY(mt_engine_opts_check_recompute(o));
     if (o->schedule->takes & MT_TAKES_ZERO3) {
         const mt_zero3_knobs *z = &o->sched.zero3;

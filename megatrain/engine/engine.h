@@ -59,6 +59,8 @@ mt_status mt_engine_opts_check_recompute(const mt_engine_opts *o);
 mt_status mt_engine_opts_check_speculative(const mt_engine_opts *o);
 // ... and --embedding-rows-first against the schedule.
 mt_status mt_engine_opts_check_rows_first(const mt_engine_opts *o);
+// ... and --update-parts against the schedule and the weight ring's pieces.
+mt_status mt_engine_opts_check_update_parts(const mt_engine_opts *o);
 
 typedef struct {
     float lr, weight_decay, beta1, beta2, eps, grad_clip; // grad_clip 0 = off

@@ -59,7 +59,7 @@ static const mt_schedule_desc table[] = {
      .summary = "stream layers through a ring of device buffers, checkpoint every K-th input and recompute, "
                 "optimizer overlapped with the next step",
      .takes = MT_TAKES_WEIGHT_BUFS | MT_TAKES_CKPT_INTERVAL | MT_TAKES_SERIAL_OPT | MT_TAKES_OFFLOAD_CKPT | MT_TAKES_BIND |
-              MT_TAKES_SPECULATIVE | MT_TAKES_RECOMPUTE | MT_TAKES_ROWS_FIRST,
+              MT_TAKES_SPECULATIVE | MT_TAKES_RECOMPUTE | MT_TAKES_ROWS_FIRST | MT_TAKES_UPDATE_PARTS,
      .weight_bufs = 2, .prefetch_elems = -1, .ckpt_interval = 1, .host_pinned = 1,
      .optimizer_overlapped = 1, .update_parts = MT_UPDATE_PARTS},
     {.name = "resident",
@@ -185,6 +185,7 @@ void mt_schedule_resolve(const mt_schedule_desc *entry, const mt_schedule_opts *
     if (d->takes & MT_TAKES_ZERO3) d->zero3 = o->zero3;
     // Speculation needs the overlapped optimizer: its point is that the next forward does not wait.
     d->speculative = (d->takes & MT_TAKES_SPECULATIVE) && d->optimizer_overlapped && o->speculative != 0;
+    if ((d->takes & MT_TAKES_UPDATE_PARTS) && o->update_parts > 0) d->update_parts = o->update_parts;
     if (!d->optimizer_overlapped) d->update_parts = 0;
     // Rows first, like speculation, only pays where the next forward runs beside the update.
     d->rows_first = (d->takes & MT_TAKES_ROWS_FIRST) && d->optimizer_overlapped && o->rows_first != 0;

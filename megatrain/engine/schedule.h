@@ -32,7 +32,8 @@ typedef struct {
 // DeepSpeed's defaults: pin_memory true, overlap_comm true, 5e7, 1e5, 5e8, 1e9.
 mt_zero3_knobs mt_zero3_defaults(void);
 
-// Parts of a unit's update after the norm (update_parts): each about 1/8 of the unit (29M
+// Parts of a unit's update after the norm (update_parts, --update-parts; at most
+// MT_MAX_SUBMODULES, the weight ring's pieces): each about 1/8 of the unit (29M
 // parameters, 4.5 ms of AdamW at 6.5e9/s, for a 7B layer), so a unit's copy trails its update
 // by one part; small enough, a part is still a long vector pass.
 #define MT_UPDATE_PARTS 8
@@ -55,6 +56,7 @@ enum {
     MT_TAKES_SPECULATIVE = 1 << 6,   // --speculative-step (the optimizer may run under the backward)
     MT_TAKES_RECOMPUTE = 1 << 7,     // --recompute (what the backward recomputes while weights stream)
     MT_TAKES_ROWS_FIRST = 1 << 8,    // --embedding-rows-first (the next batch's embedding rows updated first)
+    MT_TAKES_UPDATE_PARTS = 1 << 9,  // --update-parts (a unit's update after the norm in parts, each copied as done)
 };
 
 // --recompute: what the backward recomputes, from the least device memory to the most
@@ -86,6 +88,7 @@ typedef struct {
     int speculative; // --speculative-step: 1, 0, -1 auto (on where the optimizer overlaps the next step)
     mt_recompute recompute; // --recompute (MT_TAKES_RECOMPUTE); 0 = full, the default
     int rows_first;  // --embedding-rows-first: 1, 0, -1 auto (on where the optimizer overlaps the next step)
+    int update_parts; // --update-parts N (1: whole units); 0: the schedule's (MT_UPDATE_PARTS)
 } mt_schedule_opts;
 
 struct mt_schedule_desc {
