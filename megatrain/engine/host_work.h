@@ -35,12 +35,9 @@ struct mt_host_work {
     // own state where out is NULL.
     void (*adamw)(const mt_host_work *h, const struct mt_model *m, struct mt_unit *u, const mt_adamw_state *out,
                   const mt_adamw_hparams *hp, float weight_decay);
-    // In place, elements [lo, hi) of unit u's state (its tensors laid end to end, each with
-    // its own decay): a part of the update adamw makes, each element bitwise as there.
-    void (*adamw_part)(const mt_host_work *h, const struct mt_model *m, struct mt_unit *u, size_t lo, size_t hi,
-                       const mt_adamw_hparams *hp, float weight_decay);
-    // In place, the ranges `r` (sorted, disjoint, in elements) of unit u's one tensor
-    // (the embedding's rows): each element bitwise what adamw gives it.
+    // In place, the ranges `r` (sorted, disjoint) of unit u's elements (its tensors laid end
+    // to end, each with its own decay): each element bitwise what adamw gives it. A part of a
+    // unit's update (one range), or the embedding's rows (one range per run of rows).
     void (*adamw_ranges)(const mt_host_work *h, const struct mt_model *m, struct mt_unit *u, const mt_elem_range *r,
                          size_t nr, const mt_adamw_hparams *hp, float weight_decay);
     // n rows of row_elems weights (wdt) of `src`, rows[i] to dst's i-th, back to back.

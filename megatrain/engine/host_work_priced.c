@@ -27,23 +27,19 @@ static void priced_adamw(const mt_host_work *h, const mt_model *m, mt_unit *u, c
     mt_vclock_advance(mt_backend_host_work_ms(h->be, MT_HOST_ADAMW, n, m->wdt, u->master != NULL));
 }
 
-static void priced_adamw_part(const mt_host_work *h, const mt_model *m, mt_unit *u, size_t lo, size_t hi,
-                              const mt_adamw_hparams *hp, float weight_decay) {
-    (void)hp, (void)weight_decay;
-    size_t n = 0;
-    for (int t = 0; t < MT_T_COUNT; t++) {
-        const mt_tensor_slot *v = &u->lay->t[t];
-        size_t a = v->offset > lo ? v->offset : lo, b = v->offset + v->numel < hi ? v->offset + v->numel : hi;
-        if (v->present && a < b) n += b - a;
-    }
-    mt_vclock_advance(mt_backend_host_work_ms(h->be, MT_HOST_ADAMW, n, m->wdt, u->master != NULL));
-}
-
+// The elements of the ranges that lie in the unit's tensors, at the AdamW rate.
 static void priced_adamw_ranges(const mt_host_work *h, const mt_model *m, mt_unit *u, const mt_elem_range *r,
                                 size_t nr, const mt_adamw_hparams *hp, float weight_decay) {
     (void)hp, (void)weight_decay;
     size_t n = 0;
-    for (size_t i = 0; i < nr; i++) n += r[i].hi - r[i].lo;
+    for (int t = 0; t < MT_T_COUNT; t++) {
+        const mt_tensor_slot *v = &u->lay->t[t];
+        for (size_t i = 0; v->present && i < nr; i++) {
+            size_t a = v->offset > r[i].lo ? v->offset : r[i].lo;
+            size_t b = v->offset + v->numel < r[i].hi ? v->offset + v->numel : r[i].hi;
+            n += a < b ? b - a : 0;
+        }
+    }
     mt_vclock_advance(mt_backend_host_work_ms(h->be, MT_HOST_ADAMW, n, m->wdt, u->master != NULL));
 }
 
@@ -92,7 +88,7 @@ static void priced_waited_until(const mt_host_work *h, double t_ms) {
 
 mt_host_work mt_host_work_priced(mt_backend *be) {
     return (mt_host_work){.name = "priced", .be = be, .accumulate = priced_accumulate, .adamw = priced_adamw,
-                          .adamw_part = priced_adamw_part, .adamw_ranges = priced_adamw_ranges, .gather_rows = priced_gather_rows,
+                          .adamw_ranges = priced_adamw_ranges, .gather_rows = priced_gather_rows,
                           .mean_loss = priced_mean_loss, .alloc = priced_alloc, .free = priced_free,
                           .now_ms = priced_now_ms, .shared_now_ms = priced_shared_now_ms, .spend = priced_spend, .waited_until = priced_waited_until};
 }

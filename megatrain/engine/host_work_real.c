@@ -38,29 +38,31 @@ static void real_adamw(const mt_host_work *h, const mt_model *m, mt_unit *u, con
     }
 }
 
-static void real_adamw_part(const mt_host_work *h, const mt_model *m, mt_unit *u, size_t lo, size_t hi,
-                            const mt_adamw_hparams *hp, float weight_decay) {
-    (void)h;
-    size_t ws = mt_dtype_size(m->wdt);
-    mt_adamw_state own = {.p = u->param, .m = u->m, .v = u->v, .master = u->master};
-    for (int t = 0; t < MT_T_COUNT; t++) {
-        const mt_tensor_slot *v = &u->lay->t[t];
-        size_t a = v->offset > lo ? v->offset : lo, b = v->offset + v->numel < hi ? v->offset + v->numel : hi;
-        if (!v->present || a >= b) continue;
-        float wd = v->ndim >= 2 ? weight_decay : 0.0f; // as real_adamw
-        mt_adamw_state s = at(&own, a, ws);
-        mt_adamw_update_to(&s, &s, m->wdt, (char *)u->grad + a * ws, m->wdt, b - a, hp, wd);
-    }
-}
-
-// The embedding is its unit's one tensor (layout.c), its decay that of a matrix.
+// Tensor by tensor (its decay), the ranges inside it in one threaded pass; a range that
+// straddles a tensor's start or end (a part of a layer) gives each tensor its share.
 static void real_adamw_ranges(const mt_host_work *h, const mt_model *m, mt_unit *u, const mt_elem_range *r, size_t nr,
                               const mt_adamw_hparams *hp, float weight_decay) {
     (void)h;
-    const mt_tensor_slot *v = &u->lay->t[MT_T_EMBED];
-    size_t ws = mt_dtype_size(m->wdt);
-    mt_adamw_state own = {.p = u->param, .m = u->m, .v = u->v, .master = u->master}, s = at(&own, v->offset, ws);
-    mt_adamw_update_ranges(&s, m->wdt, (char *)u->grad + v->offset * ws, m->wdt, r, nr, hp, weight_decay);
+    mt_adamw_state own = {.p = u->param, .m = u->m, .v = u->v, .master = u->master};
+    for (int t = 0; t < MT_T_COUNT; t++) {
+        const mt_tensor_slot *v = &u->lay->t[t];
+        size_t a = v->offset, b = v->offset + v->numel;
+        float wd = v->ndim >= 2 ? weight_decay : 0.0f; // as real_adamw
+        for (size_t i = 0; v->present && i < nr && r[i].lo < b;) {
+            size_t j = i;
+            while (j < nr && r[j].lo >= a && r[j].hi <= b) j++;
+            if (j > i) { // wholly inside
+                mt_adamw_update_ranges(&own, m->wdt, u->grad, m->wdt, r + i, j - i, hp, wd);
+                i = j;
+                continue;
+            }
+            if (r[i].hi > a) { // across the tensor's start or end: its share
+                mt_elem_range c = {r[i].lo > a ? r[i].lo : a, r[i].hi < b ? r[i].hi : b};
+                mt_adamw_update_ranges(&own, m->wdt, u->grad, m->wdt, &c, 1, hp, wd);
+            }
+            i++;
+        }
+    }
 }
 
 static void real_gather_rows(const mt_host_work *h, void *dst, const void *src, mt_dtype wdt, size_t row_elems,
@@ -110,7 +112,7 @@ static void real_waited_until(const mt_host_work *h, double t_ms) {
 
 mt_host_work mt_host_work_real(mt_backend *be) {
     return (mt_host_work){.name = "real", .be = be, .accumulate = real_accumulate, .adamw = real_adamw,
-                          .adamw_part = real_adamw_part, .adamw_ranges = real_adamw_ranges, .gather_rows = real_gather_rows,
+                          .adamw_ranges = real_adamw_ranges, .gather_rows = real_gather_rows,
                           .mean_loss = real_mean_loss, .alloc = real_alloc, .free = real_free,
                           .now_ms = real_now_ms, .shared_now_ms = real_now_ms, .spend = real_spend, .waited_until = real_waited_until};
 }

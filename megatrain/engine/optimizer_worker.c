@@ -128,16 +128,18 @@ static void mark_done(mt_opt_worker *w, int u, int gen) {
     pthread_mutex_unlock(&w->mu);
 }
 
-// Rows as element ranges of the embedding, neighbours merged; with `others`, every row not in them.
-static size_t row_ranges(const int32_t *rows, size_t n, int others, size_t V, size_t C, mt_elem_range *out) {
+// Rows as ranges of the embedding unit's elements (the table at `base`), neighbours merged;
+// with `others`, every row not in them.
+static size_t row_ranges(const int32_t *rows, size_t n, int others, size_t V, size_t C, size_t base,
+                         mt_elem_range *out) {
     size_t k = 0, prev = 0; // prev: the row after the last one taken
     for (size_t i = 0; i <= n; i++) {
         size_t r = i < n ? (size_t)rows[i] : V;
         if (others) {
-            if (r > prev) out[k++] = (mt_elem_range){prev * C, r * C};
+            if (r > prev) out[k++] = (mt_elem_range){base + prev * C, base + r * C};
         } else if (i < n) {
-            if (k && out[k - 1].hi == r * C) out[k - 1].hi += C;
-            else out[k++] = (mt_elem_range){r * C, (r + 1) * C};
+            if (k && out[k - 1].hi == base + r * C) out[k - 1].hi += C;
+            else out[k++] = (mt_elem_range){base + r * C, base + (r + 1) * C};
         }
         prev = r + 1;
     }
@@ -152,7 +154,7 @@ static void rows_first(mt_opt_worker *w, int gen, size_t n_rows, const mt_adamw_
     size_t C = (size_t)w->m->cfg.hidden_size, V = (size_t)w->m->cfg.vocab_size;
     const mt_tensor_slot *v = &u->lay->t[MT_T_EMBED];
     double t0 = now(w);
-    size_t nr = row_ranges(w->next_rows, n_rows, 0, V, C, w->ranges);
+    size_t nr = row_ranges(w->next_rows, n_rows, 0, V, C, v->offset, w->ranges);
     w->m->host.adamw_ranges(&w->m->host, w->m, u, w->ranges, nr, h, wd);
     traced(w, "adamw (embedding rows)", 0, t0);
     for (size_t i = 0; i < w->n_staged; i++) w->slot[w->staged[i]] = -1;
@@ -172,7 +174,7 @@ static void rows_first(mt_opt_worker *w, int gen, size_t n_rows, const mt_adamw_
 static void rows_rest(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, float wd) {
     size_t C = (size_t)w->m->cfg.hidden_size, V = (size_t)w->m->cfg.vocab_size;
     double t0 = now(w);
-    size_t nr = row_ranges(w->staged, w->n_staged, 1, V, C, w->ranges);
+    size_t nr = row_ranges(w->staged, w->n_staged, 1, V, C, w->m->units[0].lay->t[MT_T_EMBED].offset, w->ranges);
     w->m->host.adamw_ranges(&w->m->host, w->m, &w->m->units[0], w->ranges, nr, h, wd);
     traced(w, "adamw (embedding rest)", 0, t0);
     mark_done(w, 0, gen);
@@ -189,7 +191,8 @@ static void update_in_place(mt_opt_worker *w, int gen, int u, const mt_adamw_hpa
     for (int p = 0; p < w->parts; p++) {
         size_t lo, hi;
         mt_update_part(x->lay->numel, w->parts, p, &lo, &hi);
-        w->m->host.adamw_part(&w->m->host, w->m, x, lo, hi, h, wd);
+        mt_elem_range part = {lo, hi};
+        w->m->host.adamw_ranges(&w->m->host, w->m, x, &part, 1, h, wd);
         pthread_mutex_lock(&w->mu);
         w->part_gen[u] = gen;
         w->parts_done[u] = p + 1;
