@@ -6,7 +6,8 @@ changes is the size: the model's width becomes TINY (its layout, depth and atten
 grouping stay), batch / 8 (1..8: batches that differ stay apart), sequence length / 256
 (16..1024: a context sweep keeps its shape), 4 steps with 1 warm-up, and the cpu backend where the sweep says cuda.
 Extrapolated configurations run on the sim backend (h100-128g): a fit over wall-clock
-times of tiny CPU runs would be noise. Peer configurations are left out (they need torch,
+times of tiny CPU runs would be noise; so do measured configurations with batch 'auto'
+(`train --batch auto` refuses the cpu backend: it has no device memory to plan). Peer configurations are left out (they need torch,
 DeepSpeed and a CUDA device) and listed. The result is written as a sweep file with the
 same experiment name and explicit configurations (figures and claims dropped).
 """
@@ -30,7 +31,7 @@ def tiny_seq(seq_len):
 
 
 def tiny_batch(batch):
-    return min(8, max(1, int(batch) // 8))
+    return batch if batch == sweeps.AUTO else min(8, max(1, int(batch) // 8))
 
 
 def tiny_config(c):
@@ -43,7 +44,8 @@ def tiny_config(c):
     over.update(c.get("overrides") or {})
     e.update(overrides=over, batch=tiny_batch(c["batch"]), seq_len=tiny_seq(c["seq_len"]), steps=4, warmup=1,
              timeout_s=120, precision=c["precision"])
-    if c["mode"] == "extrapolated":
+    if c["mode"] == "extrapolated" or (c["batch"] == sweeps.AUTO and c["mode"] == "measured"):
+        # a fit over tiny CPU wall times would be noise; `train --batch auto` refuses the cpu backend
         e.update(backend="sim", hardware="h100-128g")
     elif c["mode"] in ("measured",):
         e["backend"] = "cpu"

@@ -126,6 +126,10 @@ PARTS = [
      "budget_s": C2_BUDGET_S,
      "steps": [machine(), copybench(), peers_setup(), cpu_adam(),
                sweep("experiments/sweeps/gpu_c2_deepspeed.json", 420)]},
+    {"name": "I",
+     "what": "600 TFLOPS (issue 27): Qwen2.5-7B full depth, paper precision, at the batch `train --batch auto` "
+             "picks on the lent machine (the batch and knobs chosen recorded in the row)",
+     "steps": [machine(), sweep("experiments/sweeps/gpu_auto.json", 300)]},
     {"name": "C",
      "what": "long context: Qwen2.5-3B width 4k..256k tokens and Qwen2.5-7B width 4k..128k (2 layers "
              "each, 64k tokens a step); attention fwd+bwd 1k..128k native vs cuDNN vs PyTorch SDPA; the "

@@ -5,10 +5,12 @@ time limit (the configuration's, --timeout, cut at --deadline).
 import hashlib
 import json
 import os
+import re
 import subprocess
 import time
 
 from common import REPO, die
+import sweeps
 from sweeps import schedule_args
 
 # Options `megatrain plan` does not take (train-only), with the number of values each
@@ -17,6 +19,22 @@ from sweeps import schedule_args
 # backward, no speculative window) as train runs them; --grad-clip changes no price
 # (the plan has no gradients: it assumes the speculative step's updates are kept).
 PLAN_DROP_FLAGS = {"--grad-clip": 1}
+
+
+# `train --batch auto`'s line on stderr (planner/batch_search.c mt_batch_search_why): the choice.
+BATCH_AUTO = re.compile(r"--batch auto: batch (\d+), --recompute (\S+), --checkpoint-interval (\d+), "
+                        r"--weight-buffers (\d+): ([^\n]*)")
+
+
+def batch_auto_choice(stderr):
+    """{batch, args, why} of a `train --batch auto` run from its stderr; RunError without the line."""
+    m = BATCH_AUTO.search(stderr or "")
+    if not m:
+        raise RunError("train --batch auto printed no '--batch auto: batch N, --recompute P, ...' line "
+                       "(a megatrain of another version?)")
+    return {"batch": int(m.group(1)),
+            "args": ["--recompute", m.group(2), "--checkpoint-interval", m.group(3), "--weight-buffers", m.group(4)],
+            "why": m.group(0)}
 
 
 # ---------------------------------------------------------------- running the CLI
@@ -107,6 +125,8 @@ class Runner:
     def plan(self, c, cfg_path, hardware=None):
         cmd = [self.mt, "plan", "--config", cfg_path, "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]),
                "--precision", c["precision"], *schedule_args(c), "--grad-accum", str(c["grad_accum"])]
+        if c["batch"] == sweeps.AUTO and not hardware:  # plan --batch auto prices candidates on a profile:
+            hardware = c["hardware"] or "measured"        # the one train picks on (batch_auto.c)
         if hardware:
             cmd += ["--hardware", str(hardware)]
         if c["host_mem_gb"]:

@@ -13,7 +13,7 @@ import sweeps
 from common import REPO, RESULTS_SCHEMA, median
 from cost_sources import cost_sources
 from extrapolate import extrapolate, linfit, measure_depths
-from megatrain_cli import RunError, Unreached, run_cmd
+from megatrain_cli import RunError, Unreached, batch_auto_choice, run_cmd
 import resultslib
 from resultslib import step_stats
 from sweeps import config_key, system
@@ -148,7 +148,8 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
     row = blank_row(experiment, c, env, sweep_file, override)
     if c.get("peer") and c["mode"] == "measured":  # a real peer; projected peers run megatrain --peer
         return run_peer(R, row, c)
-    tokens = c["batch"] * c["seq_len"] * c["grad_accum"]
+    auto = c["batch"] == sweeps.AUTO  # the batch is megatrain's choice: known once train has run
+    tokens = None if auto else c["batch"] * c["seq_len"] * c["grad_accum"]
     mode = c["mode"]
     profile = resultslib.hardware_profile(str(c["hardware"])) if c["hardware"] else None
     profile_peak = profile["gpu"]["peak_tflops"]["bf16"] if profile else None
@@ -185,6 +186,9 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
                 print(f"  WARNING: plan/engine disagree on memory: {e}", file=sys.stderr)
                 return row
             raise
+        if auto:
+            chose_auto(row, steps, c, plan, R.last_stderr)
+            tokens = row["batch"] * c["seq_len"] * c["grad_accum"]
         if trace:  # kept next to the results: <out-dir>/traces/
             rel = os.path.join("traces", f"{experiment}-{row['config_key']}.json")
             os.makedirs(os.path.join(R.out_dir, "traces"), exist_ok=True)
@@ -262,6 +266,18 @@ def projection_sources(c):
     if resultslib.hardware_profile(str(c["hardware"])) is None:
         return None
     return cost_sources(str(c["hardware"]), c["precision"], attn)["by_kind"]
+
+
+def chose_auto(row, steps, c, plan, stderr):
+    """A batch 'auto' row: the batch train ran (its tokens per step, checked against its
+    '--batch auto:' line) and the knobs it chose (batch_auto.args: what sweeps.as_run adds to
+    re-run the same step), beside `megatrain plan --batch auto`'s pick on the same profile."""
+    chose = batch_auto_choice(stderr)
+    ran = steps[0]["tokens"] // (c["seq_len"] * c["grad_accum"])
+    if ran != chose["batch"] or steps[0]["tokens"] != ran * c["seq_len"] * c["grad_accum"]:
+        raise RunError(f"train --batch auto said batch {chose['batch']} but ran {steps[0]['tokens']} tokens a step")
+    row["batch"] = ran
+    row["batch_auto"] = dict(chose, plan_batch=plan.get("batch"), plan_recompute=plan.get("recompute"))
 
 
 def planned(R, row, c, hardware):

@@ -21,6 +21,10 @@ never clips); those options are applied to the rows that contain the change. A c
 engine can still switch off (`sim_args_if_missing`: --embedding-rows-first false) is no reason
 to set a row aside: the rows that lack it are simulated with the switch off, as they ran.
 
+A configuration whose batch is 'auto' is re-run at the batch and with the knobs its row says
+`train --batch auto` chose (sweeps.as_run): the sim prices the step that was measured, not its
+own pick.
+
 Per configuration it prints the measured and simulated step, the error, the phases that differ
 most (the rows' per-phase medians: compute, h2d/d2h copies, drain, optimizer, and the GPU's
 waits opt_wait_ms / drain_wait_ms), and the verdict. The check passes when every validating
@@ -176,7 +180,7 @@ def main():
                      "HINT: restore the configuration in its sweep file, or re-measure")
             validates, why, extra = engine_verdict(m, changes)
             try:
-                s = sim_row(R, c, prof, extra)
+                s = sim_row(R, sweeps.as_run(c, m), prof, extra)
             except RunError as e:
                 fail(f"{key}: the sim failed: {e}")
             mm = m["step_ms"]["median"]

@@ -43,6 +43,7 @@ SIM_PEERS = ("deepspeed-zero3", "fsdp2-offload", "official")
 # What a sweep file may hold besides its configurations (harness/sweep/README.md).
 TOP_FIELDS = {"schema", "experiment", "description", "defaults", "matrix", "configs", "paths", "order",
               "hardware_from_gpu", "baseline", "figures", "claims", "comment"}
+AUTO = "auto"  # a configuration's batch chosen by megatrain (`train --batch auto`)
 CLI_KINDS = (None, "default")  # "default": the no-argument `megatrain` run (embedded model and corpus)
 
 
@@ -127,6 +128,8 @@ def expand(sweep):
                 if k not in DEFAULTS and k != "comment":
                     die(f"{where}: unknown configuration field '{k}' (see harness/sweep/README.md)")
             if c["tokens_per_step"]:
+                if c["batch"] == AUTO:
+                    die(f"{where}: batch 'auto' and tokens_per_step both set the batch; give one")
                 c["batch"] = max(1, int(c["tokens_per_step"]) // int(c["seq_len"]))
             if c["mode"] not in MODES:
                 die(f"{where}: mode '{c['mode']}' is not one of {', '.join(MODES)}")
@@ -151,6 +154,7 @@ def expand(sweep):
                 c["backend"] = "sim"
             if c["mode"] == "projected-plan":
                 c["backend"] = "plan"
+            check_batch(c, where)
             if c["mode"] == "extrapolated":
                 fit, hold = c["layers_fit"], c["layers_holdout"]
                 if not fit or len(fit) < 2 or len(set(fit)) != len(fit):
@@ -175,6 +179,32 @@ def expand(sweep):
                 seen.add(k)
                 out.append(c)
     return out
+
+
+def check_batch(c, where):
+    """batch: a whole number >= 1, or "auto" (megatrain's own choice, `train --batch auto`: a
+    megatrain schedule measured on a backend with device memory, or projected; the row records
+    what was chosen, see as_run)."""
+    b = c["batch"]
+    if b == AUTO:
+        if c["peer"] is not None or c["cli"] or c["mode"] not in ("measured", "projected") or c["backend"] == "cpu":
+            die(f"{where}: batch 'auto' is megatrain's `train --batch auto`: mode measured (a GPU backend) or "
+                f"projected, no peer and no cli run (the cpu backend has no device memory to plan)")
+    elif isinstance(b, bool) or not isinstance(b, int) or b < 1:
+        die(f"{where}: batch {b!r} is not a whole number >= 1 or \"{AUTO}\"")
+
+
+def as_run(c, row):
+    """The configuration as the row ran it: a batch 'auto' configuration with the batch and the
+    knobs its run chose (row['batch_auto'], one_config.py), so that a re-run (sim_check.py)
+    prices the same step; any other configuration unchanged."""
+    if c["batch"] != AUTO:
+        return c
+    chose = row.get("batch_auto") or {}
+    if not isinstance(row.get("batch"), int) or not isinstance(chose.get("args"), list):
+        die(f"{label(c)}: its row does not say which batch and knobs `--batch auto` chose (batch_auto.args); "
+            "HINT: re-measure it with this harness")
+    return dict(c, batch=row["batch"], args=list(c["args"]) + chose["args"])
 
 
 def config_key(c):
@@ -202,7 +232,7 @@ def schedule_args(c):
 
 
 def label(c):
-    parts = [model_name(c), system(c), f"b{c['batch']}", f"T{c['seq_len']}", c["precision"], c["backend"]]
+    parts = [model_name(c), system(c), "batch auto" if c["batch"] == AUTO else f"b{c['batch']}", f"T{c['seq_len']}", c["precision"], c["backend"]]
     if c["cli"]:
         parts = [model_name(c), f"`megatrain` ({c['cli']} run)"]
     if c["hardware"]:

@@ -29,15 +29,15 @@ for p in parts.PARTS:
 plan() { bash ci/gpu_campaign.sh --next-plan "$1" --budget "$2" --campaign-dir "$tmp/c" --results-dir "$tmp/full" 2>&1; }
 man h200 A false; man h200 B false; man h200 C true   # C only as a dry run: not filed
 out=$(plan "NVIDIA H200" 900)
-check "H200 with A and B filed: C first (a dry run's manifest does not count): $out" \
-  'printf "%s" "$out" | grep -q "filed already: A, B; within 900 s: C (~"'
+check "H200 with A and B filed: I, then C (a dry run's manifest does not count): $out" \
+  'printf "%s" "$out" | grep -q "filed already: A, B; within 900 s: I (~[0-9]* s), C (~"'
 check "at most 2 parts in one call: $out" '[ "$(printf "%s" "$out" | grep -o "(~[0-9]* s)" | wc -l)" -le 2 ]'
 out=$(plan "NVIDIA H100 80GB HBM3" 5000)
 check "nothing filed for the H100: A and B, and no third however large the budget: $out" \
   'printf "%s" "$out" | grep -Eq "filed already: none; within 5000 s: A \(~[0-9]+ s\), B \(~[0-9]+ s\)$"'
 out=$(plan "NVIDIA H100 80GB HBM3" 60)
 check "a budget nothing fits: said: $out" 'printf "%s" "$out" | grep -q "within 60 s: nothing fits"'
-for p in A B C D E F G H; do man h100 $p false; done
+for p in A B C D E F G H I; do man h100 $p false; done
 out=$(plan "NVIDIA H100 80GB HBM3" 900)
 check "every part filed: nothing to run: $out" 'printf "%s" "$out" | grep -q "nothing fits"'
 # A filed part whose sweep lacks rows from this GPU kind (a configuration never reached, one
@@ -59,7 +59,7 @@ check "B filed but 3 of its configurations lack an H200 row: completed (3 + its 
   'printf "%s" "$out" | grep -q "within 540 s: B (~[0-9]* s, completing it: 4 configuration(s) of gpu_c2_deepspeed)"'
 for k in $(cat "$tmp/b.keys"); do row "$k" "NVIDIA H200" gpu_c2_deepspeed; done > "$tmp/r/gpu_c2_deepspeed.jsonl"
 out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 540 --campaign-dir "$tmp/c" --results-dir "$tmp/r" 2>&1)
-check "B with every configuration filed from the H200: C next: $out" 'printf "%s" "$out" | grep -q "within 540 s: C (~"'
+check "B with every configuration filed from the H200: I next: $out" 'printf "%s" "$out" | grep -q "within 540 s: I (~"'
 # the completion as a CPU dry run (no GPU: its rows carry no GPU name): B's first configuration
 # (the megatrain reference) and the missing ones; the peers' are left out of a dry run as always
 rm -f "$tmp/c"/*; man gpu A false; man gpu B false

@@ -249,7 +249,11 @@ for path in names:
             r["fit"] = {"depths": c["layers_fit"], "holdout": {"depth": c["layers_holdout"]}}
         if c["mode"] == "projected":
             r["step_ms"] = {"median": ms * 1.05, "min": ms * 1.05, "max": ms * 1.05, "n": 5}
-        one_config.finish_speed(r, c["batch"] * c["seq_len"], r["params"], 989.0)
+        if c["batch"] == sweeps.AUTO:  # what `train --batch auto` chose, as one_config.chose_auto records it
+            r["batch"] = 42
+            r["batch_auto"] = {"batch": 42, "args": ["--recompute", "norms", "--checkpoint-interval", "1",
+                                                     "--weight-buffers", "2"], "why": "made up (test)"}
+        one_config.finish_speed(r, r["batch"] * c["seq_len"], r["params"], 989.0)
         rows.append(r)
     common.write_jsonl(os.path.join(out, s["experiment"] + ".jsonl"), rows)
 EOF

@@ -168,6 +168,46 @@ jq -s -e '(.[0].cost_sources.datasheet | index("gpu.peak_tflops.bf16")) and (.[0
   "$R/t_pr.jsonl" > /dev/null && pass "the sim row says which figures it rests on; the plan row does not" ||
   fail "cost_sources: $(jq -s -c '[.[] | .cost_sources]' "$R/t_pr.jsonl")"
 
+# ---- batch "auto": megatrain's own choice (`train --batch auto`), recorded in the row. The
+# measured configuration runs on the sim backend here, as the campaign's dry run does (the cpu
+# backend has no device memory to plan); a re-run at the recorded batch and knobs (sweeps.as_run,
+# what sim_check.py runs) prices the same step.
+cat > "$tmp/auto.json" <<'EOF2'
+{"schema": "megatrain.sweep/1", "experiment": "t_auto",
+ "defaults": {"model": "megatrain/tests/data/tiny5_llama.json", "hardware": "h100-128g", "batch": "auto",
+              "seq_len": 16, "precision": "paper", "steps": 4, "warmup": 1, "variant": "batch=auto"},
+ "configs": [{"mode": "projected"}, {"mode": "measured", "backend": "sim"}]}
+EOF2
+run "$tmp/auto.json" 2> "$tmp/err14" || { fail "batch auto run exit $?"; cat "$tmp/err14"; }
+every_row "batch auto rows (projected, measured on the sim)" "$R/t_auto.jsonl" '
+  (.batch | type == "number") and .batch >= 1 and .batch == .batch_auto.batch and .tokens == .batch * .seq_len
+  and (.batch_auto.args | length == 6) and (.batch_auto.args[0] == "--recompute")
+  and (.batch_auto.why | test("^--batch auto: batch [0-9]+")) and .batch_auto.plan_batch == .batch'
+rerun=$(python3 - "$R/t_auto.jsonl" "$tmp/auto.json" <<'EOF2'
+import json, os, sys, tempfile
+sys.path.insert(0, "harness/sweep")
+import common, sweeps, sim_check
+from megatrain_cli import Runner
+rows = [json.loads(l) for l in open(sys.argv[1])]
+cfgs = {sweeps.config_key(c): c for c in sweeps.expand(sweeps.load(sys.argv[2]))}
+with tempfile.TemporaryDirectory() as t:
+    R = Runner(common.bin_dir(None), t, timeout=120)
+    for r in rows:
+        c = sweeps.as_run(cfgs[r["config_key"]], r)
+        s = sim_check.sim_row(R, c, "h100-128g", [])
+        print(c["batch"] == r["batch"], abs(s["step_ms"] / r["step_ms"]["median"] - 1) < 1e-9)
+EOF2
+)
+[ "$(echo $rerun)" = "True True True True" ] && pass "as_run: the recorded batch and knobs re-run to the same step" ||
+  fail "as_run re-run: $rerun"
+for bad in '"auto", "mode": "measured"' '0' '"8"' '"auto", "tokens_per_step": 64' '"auto", "mode": "projected-plan"'; do
+  printf '{"schema": "megatrain.sweep/1", "experiment": "t_ab", "defaults": {"model": "megatrain/tests/data/tiny5_llama.json",
+   "hardware": "h100-128g", "batch": %s}}\n' "$bad" > "$tmp/ab.json"
+  run "$tmp/ab.json" 2> "$tmp/err15"; rc=$?
+  [ "$rc" = 2 ] && [ "$(grep -c . "$tmp/err15")" = 1 ] && grep -q "batch" "$tmp/err15" &&
+    pass "batch $bad refused in one line before running" || { fail "batch $bad: exit $rc"; cat "$tmp/err15"; }
+done
+
 # a --hardware override is recorded, and its file then holds only that override's rows
 run --hardware h100-128g "$tmp/pr.json" 2> "$tmp/err10" || fail "override run exit $?"
 [ "$(jq -s -c '[.[] | .sweep.hardware_override] | unique' "$R/t_pr.jsonl")" = '["h100-128g"]' ] &&
