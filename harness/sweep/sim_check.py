@@ -27,7 +27,8 @@ own pick.
 
 Per configuration it prints the measured and simulated step, the error, the phases that differ
 most (the rows' per-phase medians: compute, h2d/d2h copies, drain, optimizer, and the GPU's
-waits opt_wait_ms / drain_wait_ms), and the verdict. The check passes when every validating
+waits opt_wait_ms / drain_wait_ms), where the row kept its trace the spans that differ most
+(span_check.py: per lane and span, the sim's own trace against the measured one), and the verdict. The check passes when every validating
 row is within `within` (0.10, the claim's) plus the row's own noise (claims.noise: half its
 min..max over the median); otherwise it names the configurations and exits 1. Per profile it
 also prints which of the sim's figures were measured, derived, taken from a datasheet or assumed
@@ -50,6 +51,7 @@ from cost_sources import cost_sources, summary  # noqa: E402
 from common import REPO  # noqa: E402
 from megatrain_cli import RunError, Runner  # noqa: E402
 import resultslib  # noqa: E402
+import span_check  # noqa: E402
 from resultslib import median, ok  # noqa: E402
 
 SCHEMA = "megatrain.sim_validation/1"
@@ -115,12 +117,13 @@ def engine_verdict(row, changes):
     return True, why, args
 
 
-def sim_row(R, c, profile, extra_args):
-    """The sim's step medians for configuration c on `profile`, as run.py computes them."""
+def sim_row(R, c, profile, extra_args, trace=None):
+    """The sim's step medians for configuration c on `profile`, as run.py computes them (its
+    Chrome trace written to `trace` when given)."""
     sc = dict(c, backend="sim", hardware=profile, mode="projected", args=list(c["args"]) + extra_args,
               keep_trace=False)
     cfg_path, _, _ = R.model_config(sc, sc["layers"])
-    steps = R.train(sc, cfg_path)
+    steps = R.train(sc, cfg_path, trace)
     timed = steps[sc["warmup"]:-1]
     out = {"step_ms": median([s["step_ms"] for s in timed])}
     for k in PHASES:
@@ -179,8 +182,11 @@ def main():
                 fail(f"{key}: its sweep entry ({m['experiment']}, key {m.get('config_key')}) no longer exists; "
                      "HINT: restore the configuration in its sweep file, or re-measure")
             validates, why, extra = engine_verdict(m, changes)
+            kept = os.path.join(args.results, m["trace"]) if m.get("trace") else None
+            kept = kept if kept and os.path.isfile(kept) else None
+            sim_trace = os.path.join(tmp, "sim-trace.json") if kept else None
             try:
-                s = sim_row(R, sweeps.as_run(c, m), prof, extra)
+                s = sim_row(R, sweeps.as_run(c, m), prof, extra, sim_trace)
             except RunError as e:
                 fail(f"{key}: the sim failed: {e}")
             mm = m["step_ms"]["median"]
@@ -195,12 +201,18 @@ def main():
                   f"(noise ±{100 * nm:.1f}%) [{verdict}]")
             print("    phases, sim - measured: " + ", ".join(
                 f"{k[:-3]} {d:+.0f} ms ({mv:.0f} measured)" for k, d, mv in diffs[:3]))
+            spans = span_check.compare(kept, sim_trace, c) if kept else None
+            if spans:
+                print("    spans, measured -> sim (median; the costliest a step first): "
+                      + "; ".join(span_check.describe(d) for d in spans[:4]))
             print(f"    validates the current engine: {'yes' if validates else 'no'}: {why}")
             if validates and not inside:
                 bad.append(f"{key} {100 * err:+.1f}%")
             p = profiles.setdefault(prof, {"gpu": gpu, "configs": []})
             p["configs"].append({"key": key, "measured_ms": round(mm, 3), "sim_ms": round(s["step_ms"], 3),
                                  "err": round(err, 4), "validates_current_engine": validates, "why": why})
+            if spans:
+                p["configs"][-1]["spans"] = spans
 
     for name, p in profiles.items():
         errs = sorted(abs(c["err"]) for c in p["configs"] if c["validates_current_engine"])

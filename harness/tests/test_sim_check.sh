@@ -55,11 +55,42 @@ for name, p in v["profiles"].items():
     assert p["n"] == len(val) and p["n"] >= 1, (name, p["n"])
     assert abs(p["worst_abs_err"] - max(abs(c["err"]) for c in val)) < 1e-9
     for c in p["configs"]:
-        assert set(c) == {"key", "measured_ms", "sim_ms", "err", "validates_current_engine", "why"}, sorted(c)
+        assert set(c) - {"spans"} == {"key", "measured_ms", "sim_ms", "err", "validates_current_engine", "why"}, sorted(c)
+        for d in c.get("spans", []):  # span_check.py: the trace's spans against the sim's
+            assert set(d) == {"lane", "name", "units", "per_step", "measured_ms", "sim_ms", "err"}, sorted(d)
+            assert d["per_step"] > 0 and d["measured_ms"] > 0 and abs(d["sim_ms"] / d["measured_ms"] - 1 - d["err"]) < 1e-3 + 2e-4 / d["measured_ms"], d
+        cost = [abs(d["sim_ms"] - d["measured_ms"]) * d["per_step"] for d in c.get("spans", [])]
+        assert cost == sorted(cost, reverse=True), ("spans not the costliest first", c["key"])
         assert abs(c["sim_ms"] / c["measured_ms"] - 1 - c["err"]) < 1e-3, c
         assert c["why"], c
     seen += len(p["configs"])
 assert seen == measured, f"{seen} configurations reported of {measured} measured rows"
+EOF
+
+# Every measured row that kept its trace is compared span by span; the spans are what the
+# traces say: the 14B b16 row's measured layer backward (its trace's median over the timed
+# steps, recomputed here from the file) beside the sim's.
+python3 - "$tmp/v.json" > "$tmp/py" 2>&1 <<'EOF' && pass "spans: every kept trace compared; $(cat "$tmp/py")" || fail "spans: $(cat "$tmp/py")"
+import json, os, statistics, sys
+sys.path.insert(0, "harness/sweep")
+import common, resultslib, span_check  # common first: it puts harness/ (resultslib) on the path
+from sim_check import label
+v = json.load(open(sys.argv[1]))
+configs = {c["key"]: c for p in v["profiles"].values() for c in p["configs"]}
+traced = [r for e in ("gpu_goal", "gpu_c2_deepspeed", "gpu_context", "gpu_ablations")
+          for r in resultslib.load_jsonl(f"results/{e}.jsonl")
+          if r.get("mode") == "measured" and r.get("system") == "megatrain" and r.get("trace")
+          and os.path.isfile(os.path.join("results", r["trace"]))]
+assert traced, "no measured row kept its trace"
+for r in traced:
+    assert configs[label(r)].get("spans"), label(r)
+r = next(r for r in traced if r["model"] == "qwen2.5-14b" and r["batch"] == 16 and r["precision"] == "paper")
+c = r["config"]
+steps = span_check.timed_steps(dict(steps=c["steps"], warmup=c["warmup"]))
+bwd = span_check.spans(os.path.join("results", r["trace"]), steps)[("compute stream", "backward", "layers")]
+d = next(d for d in configs[label(r)]["spans"] if (d["lane"], d["name"], d["units"]) == ("compute stream", "backward", "layers"))
+assert abs(d["measured_ms"] - statistics.median(bwd)) < 1e-3 and d["per_step"] == round(len(bwd) / len(steps), 3), (d, len(bwd))
+print(f"{len(traced)} traced rows; 14B b16 backward {d['measured_ms']:.1f} ms measured, {d['sim_ms']:.1f} in the sim")
 EOF
 
 if cmp -s "$tmp/v.json" results/sim_validation.json; then
