@@ -18,7 +18,10 @@
 #                                                 (default $OUT, else gpu_campaign_out/PART)
 #   bash ci/gpu_campaign.sh next [--budget S]     on the GPU machine: the highest-priority parts not yet
 #                                                 filed for this GPU (results/campaign/) that fit S seconds
-#                                                 (default 540), at most 2, each packed in $OUT/PART
+#                                                 (default 540), at most 2, each packed in $OUT/PART;
+#                                                 a filed part is completed: its sweeps' configurations
+#                                                 without a row from this GPU, its microbench when the
+#                                                 filed run lacks a family it now runs
 #   bash ci/gpu_campaign.sh --next-plan GPU [--budget S]   here: what `next` would run on that GPU
 #   bash ci/gpu_campaign.sh --check DIR           a part's folder: the device tool's limits, the
 #                                                 manifest, every results row

@@ -169,13 +169,32 @@ def filed_keys(experiment, slug, results_dir=None):
             if not r.get("error") and runner.gpu_slug((r.get("env") or {}).get("gpu_name")) == slug}
 
 
+def filed_bench_names(part, slug, results_dir=None):
+    """The benchmark names of the part's filed microbench from this kind of GPU (results/
+    microbench_<slug>-<part>.json, as runner.py names it and file_rows.py files it); None when
+    there is no such file (nothing to compare: the part is judged by its sweeps' rows alone)."""
+    path = os.path.join(results_dir or os.path.join(REPO, "results"), f"microbench_{slug}-{part}.json")
+    try:
+        with open(path) as f:
+            return [b.get("name", "") for b in json.load(f).get("benchmarks", [])]
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def completion(p, slug, results_dir=None):
     """What a filed part still lacks on this kind of GPU: {sweep step: [config keys]}, the
     configurations of its sweeps without a filed row from this GPU kind (never reached, an
     error row, or another GPU's), each list led by the sweep's first configuration (when it
-    is not missing itself) so that the new rows have a same-run reference; {} when none."""
+    is not missing itself) so that the new rows have a same-run reference; and {microbench
+    step: [families]}, the benchmark families the step now runs that its filed run lacks (the
+    step runs again whole, its calibration with it); {} when none."""
     out = {}
     for st in p["steps"]:
+        if st["kind"] == "microbench" and st.get("families"):
+            names = filed_bench_names(p["name"], slug, results_dir)
+            lacking = [f for f in st["families"] if not any(n.startswith(f + "/") for n in names or ())]
+            if names is not None and lacking:
+                out[st["name"]] = lacking
         if st["kind"] != "sweep":
             continue
         s = estimate.sweeps.load(os.path.join(REPO, st["sweep"]))
@@ -191,7 +210,7 @@ def completion_part(p, keys):
     """The part as its completion runs it: the setup steps and the sweeps with missing rows,
     with a whole part's budget (a part's own smaller budget leaves room for the others of a
     session; a completion is what `next` chose to run)."""
-    steps = [dict(st, keys=keys[st["name"]]) if st["name"] in keys else st
+    steps = [dict(st, keys=keys[st["name"]]) if st["name"] in keys and st["kind"] == "sweep" else st
              for st in p["steps"] if st["kind"] in SETUP_KINDS or st["name"] in keys]
     return dict(p, steps=steps, budget_s=runner.PART_BUDGET_S)
 
@@ -218,8 +237,11 @@ def plan_next(P, slug, budget_s, campaign_dir=None, results_dir=None):
 def describe_choice(p, t, keys):
     if not keys:
         return f"{p['name']} (~{t:.0f} s)"
-    n = sum(len(k) for k in keys.values())
-    return f"{p['name']} (~{t:.0f} s, completing it: {n} configuration(s) of {', '.join(sorted(keys))})"
+    bench = {st["name"] for st in p["steps"] if st["kind"] == "microbench"}
+    sw = sorted(k for k in keys if k not in bench)
+    parts_ = [f"{sum(len(keys[k]) for k in sw)} configuration(s) of {', '.join(sw)}"] if sw else []
+    parts_ += [f"{k} again (its filed run lacks {', '.join(keys[k])})" for k in sorted(keys) if k in bench]
+    return f"{p['name']} (~{t:.0f} s, completing it: {'; '.join(parts_)})"
 
 
 def cmd_next(args):

@@ -11,7 +11,8 @@ not the part), and per kind:
   machine     nvidia-smi, free -g, megatrain --version, mt-env          (allow_s)
   test        BIN/<argv>; `env`, `dry_env` (the CPU variant's env)       (allow_s)
   microbench  mt-microbench over `filter` (Google Benchmark regex); `calibrate`: the
-              profile of this GPU (h100-128g / h200-128g) from it          (allow_s)
+              profile of this GPU (h100-128g / h200-128g) from it; `families`: what a
+              filed run must hold, else `next` runs it again (main.py)     (allow_s)
   sweep       harness/sweep/run.py on `sweep` (estimated from its configurations)
   peers       the wheels in .whl/ installed, then side by side, each timed: DeepSpeed's CPU
               Adam op built and `official` (the official code's prepare: its extension,
@@ -55,7 +56,11 @@ ALLOW_TORCH_REF = 55      # PyTorch: the 7B layer GEMMs (12 products at 16k toke
 ALLOW_LABS = 60           # the 8 kernel labs: each version vs a CPU reference, timed
 ALLOW_SANITIZER = 180     # test_backend_ops --backend cuda under memcheck / racecheck (10-100x slower kernels)
 
-MICROBENCH_FILTER = "^(copy/cuda|gemm/cuda|gemm_bwd/cuda|kernel/cuda|attention/cuda|layer/cuda|adamw|triad|memcpy)/"
+# Part A's benchmark families (mt-microbench names: FAMILY/...). A filed part A whose microbench
+# lacks one of them (added since it ran) is completed by `next`: its microbench runs again.
+MICROBENCH_FAMILIES = ("copy/cuda", "gemm/cuda", "gemm_bwd/cuda", "kernel/cuda", "attention/cuda", "layer/cuda",
+                       "adamw", "triad", "memcpy")
+MICROBENCH_FILTER = "^(" + "|".join(MICROBENCH_FAMILIES) + ")/"
 COPYBENCH_FILTER = "^copy/cuda/pinned/.*/1073741824/"
 DRY_MICROBENCH_FILTER = "^(triad|adamw/paper|copy/cuda/pinned/h2d/1048576)/"
 
@@ -116,8 +121,8 @@ PARTS = [
              "profile; Qwen2.5-7B full depth at batch 158 in paper precision (the 400 TFLOPS goal, "
              "GPU busy, MFU, H2D vs pinned)",
      "steps": [machine()] + gpu_tests() + [
-         {"name": "microbench", "kind": "microbench", "filter": MICROBENCH_FILTER, "min_time": 0.2,
-          "calibrate": True, "timeout_s": 180, "allow_s": ALLOW_MICROBENCH + ALLOW_CALIBRATE},
+         {"name": "microbench", "kind": "microbench", "filter": MICROBENCH_FILTER, "families": MICROBENCH_FAMILIES,
+          "min_time": 0.2, "calibrate": True, "timeout_s": 180, "allow_s": ALLOW_MICROBENCH + ALLOW_CALIBRATE},
          sweep("experiments/sweeps/gpu_goal.json", 400)]},
     {"name": "B",
      "what": "C2 at 14B width (8 of 48 layers), in 7 minutes: megatrain (paper, and mixed at b16) vs the "

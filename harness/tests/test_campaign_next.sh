@@ -40,6 +40,42 @@ check "a budget nothing fits: said: $out" 'printf "%s" "$out" | grep -q "within 
 for p in A B C D E F G H I; do man h100 $p false; done
 out=$(plan "NVIDIA H100 80GB HBM3" 900)
 check "every part filed: nothing to run: $out" 'printf "%s" "$out" | grep -q "nothing fits"'
+# A filed part A whose microbench lacks a family the step now runs (gemm_bwd/cuda, added since
+# the H200 ran it) is completed by running its microbench again, alone (with its calibration);
+# with every family filed it is not.
+rm -f "$tmp/c"/*; man h200 A false
+mkdir -p "$tmp/mb"
+cp "$tmp/full"/*.jsonl "$tmp/mb/"
+python3 -c '
+import json, sys
+sys.path.insert(0, "ci/gpu_campaign"); import parts
+fams = [f for f in parts.MICROBENCH_FAMILIES if f != sys.argv[2]]
+json.dump({"benchmarks": [{"name": f + "/1/real_time"} for f in fams]}, open(sys.argv[1], "w"))' \
+  "$tmp/mb/microbench_h200-A.json" gemm_bwd/cuda
+out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 5000 --campaign-dir "$tmp/c" --results-dir "$tmp/mb" 2>&1)
+check "A filed, its microbench without gemm_bwd: completed by its microbench again: $out" \
+  'printf "%s" "$out" | grep -q "within 5000 s: A (~[0-9]* s, completing it: microbench again (its filed run lacks gemm_bwd/cuda))"'
+python3 -c '
+import json, sys
+sys.path.insert(0, "ci/gpu_campaign"); import parts
+json.dump({"benchmarks": [{"name": f + "/1/real_time"} for f in parts.MICROBENCH_FAMILIES]}, open(sys.argv[1], "w"))' \
+  "$tmp/mb/microbench_h200-A.json"
+out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 5000 --campaign-dir "$tmp/c" --results-dir "$tmp/mb" 2>&1)
+check "A filed with every microbench family: not run again: $out" \
+  'printf "%s" "$out" | grep -q "filed already: A; within 5000 s: B (~"'
+# ... and as a CPU dry run: part A's completion runs its setup and microbench steps only
+rm -f "$tmp/c"/*; man gpu A false; man gpu B false; man gpu I false
+python3 -c '
+import json, sys
+sys.path.insert(0, "ci/gpu_campaign"); import parts
+json.dump({"benchmarks": [{"name": f + "/1/real_time"} for f in parts.MICROBENCH_FAMILIES if f != "kernel/cuda"]},
+          open(sys.argv[1], "w"))' "$tmp/mb/microbench_gpu-A.json"
+for f in "$tmp/full"/*.jsonl; do jq -c '.env.gpu_name = null' "$f" > "$tmp/mb/$(basename "$f")"; done
+MT_BIN=$MT_BIN python3 ci/gpu_campaign/main.py next --dry-run --out "$tmp/ma" --budget 300 --campaign-dir "$tmp/c" \
+  --results-dir "$tmp/mb" > "$tmp/ma.log" 2>&1; rc=$?
+check "next --dry-run completes A by its microbench: exit $rc, steps machine and microbench, the manifest says why" \
+  '[ $rc = 0 ] && [ "$(jq -r ".steps[].name" "$tmp/ma/A/A-manifest.json" | paste -sd, -)" = "machine,microbench" ] &&
+   jq -e ".completion.microbench == [\"kernel/cuda\"]" "$tmp/ma/A/A-manifest.json" > /dev/null'
 # A filed part whose sweep lacks rows from this GPU kind (a configuration never reached, one
 # that errored, one measured on another GPU) is completed: those configurations only, led by
 # the sweep's first one (the same-run reference), the setup steps before them.
