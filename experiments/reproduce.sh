@@ -117,6 +117,11 @@ band=()
 [ -f "$RESULTS/sim_validation.json" ] && band=(env MT_SIM_VALIDATION="$RESULTS/sim_validation.json")
 run "plan --compare over experiments/hardware -> plots/out/compare.{jsonl,tsv,gpi}" \
   "${band[@]}" "$PY" harness/plan_compare.py --bin "$BIN" --out plots/out
+# the sim against the measured GPU steps span by span (make sim-check's spans): plots/spans.gp's data
+if [ -f "$RESULTS/sim_validation.json" ]; then
+  run "sim_validation.json spans -> plots/out/spans.{tsv,gpi}" \
+    "$PY" harness/sweep/span_check.py --export "$RESULTS/sim_validation.json" --out plots/out
+fi
 if [ "$plots" = 1 ]; then
   if command -v gnuplot >/dev/null; then
     mkdir -p plots/out

@@ -6,13 +6,20 @@ over the timed steps in each, and what the difference costs a step (the median d
 the spans a step has). sim_check.py prints the largest and records them all in
 results/sim_validation.json (`spans`).
 
+    python3 harness/sweep/span_check.py --export results/sim_validation.json --out plots/out
+writes the data of plots/spans.gp (spans.tsv, spans.gpi): per configuration with spans, the
+costliest span kinds as milliseconds a step, measured beside the sim.
+
 A diagnosis, not a verdict: a span can be short in the sim because its kernels are priced too
 fast (a layer's backward), or long in the measured trace because it waited inside (a copy queued
 behind another on the same link, a host pass sharing cores with another); the step's error is
 sim_check's verdict. Nothing here is fitted to or read into the cost model.
 """
+import argparse
 import json
+import os
 import statistics
+import sys
 
 EMBED_HEAD = "embedding/head"  # spans tagged layer -1: the embedding and head units
 
@@ -59,3 +66,58 @@ def compare(measured_trace, sim_trace, c):
 def describe(d):
     return (f"{d['lane']}: {d['name']} ({d['units']}, {d['per_step']:g} a step) {d['measured_ms']:.1f} -> "
             f"{d['sim_ms']:.1f} ms ({100 * d['err']:+.0f}%)")
+
+
+PLOT_SPANS = 8  # span kinds per configuration in plots/spans.gp
+
+
+def gp_str(x):
+    return '"' + str(x).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def export(validation, out_dir):
+    """plots/spans.gp's data from a sim_validation.json: spans.tsv, one block per configuration
+    with spans (x index, span kind, measured and sim milliseconds a step), and spans.gpi (N,
+    T[i]: the configuration, its step error and whether it validates the current engine)."""
+    with open(validation) as f:
+        v = json.load(f)
+    blocks, titles = [], []
+    for prof, p in sorted(v.get("profiles", {}).items()):
+        for c in p.get("configs", []):
+            if not c.get("spans"):
+                continue
+            lines = ["# x\tspan\tmeasured_ms_a_step\tsim_ms_a_step"]
+            for i, d in enumerate(c["spans"][:PLOT_SPANS]):
+                label = f"{d['name']} ({d['units']})" if d["units"] != "layers" else d["name"]
+                lines.append(f"{i}\t{label}\t{d['measured_ms'] * d['per_step']:.4f}\t{d['sim_ms'] * d['per_step']:.4f}")
+            blocks.append("\n".join(lines))
+            counted = "validates the current engine" if c["validates_current_engine"] else "older engine: not counted"
+            titles.append(f"{c['key']} on {prof}: step {100 * c['err']:+.1f}% ({counted})")
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "spans.tsv"), "w") as f:
+        f.write("\n\n\n".join(blocks) + "\n")
+    with open(os.path.join(out_dir, "spans.gpi"), "w") as f:
+        f.write(f"N = {len(blocks)}\n")
+        if blocks:
+            f.write(f"array T[{len(blocks)}]\n")
+            for i, t in enumerate(titles):
+                f.write(f"T[{i + 1}] = {gp_str(t)}\n")
+    return len(blocks)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--export", required=True, metavar="SIM_VALIDATION_JSON")
+    ap.add_argument("--out", required=True, help="directory for spans.tsv and spans.gpi")
+    a = ap.parse_args()
+    try:
+        n = export(a.export, a.out)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"span_check: {a.export}: {e}; HINT: make sim-check writes it", file=sys.stderr)
+        return 1
+    print(f"span_check: {n} configuration(s) with spans -> {os.path.join(a.out, 'spans.tsv')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

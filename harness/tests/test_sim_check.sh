@@ -93,6 +93,30 @@ assert abs(d["measured_ms"] - statistics.median(bwd)) < 1e-3 and d["per_step"] =
 print(f"{len(traced)} traced rows; 14B b16 backward {d['measured_ms']:.1f} ms measured, {d['sim_ms']:.1f} in the sim")
 EOF
 
+# plots/spans.gp's data (span_check.py --export): a block per configuration with spans, its
+# bars the spans' milliseconds a step; and the figure renders where gnuplot is installed.
+python3 harness/sweep/span_check.py --export "$tmp/v.json" --out "$tmp/plot" > /dev/null 2>&1 &&
+python3 - "$tmp/v.json" "$tmp/plot" > "$tmp/py" 2>&1 <<'EOF' && pass "spans plot data: $(cat "$tmp/py")" || fail "spans plot data: $(cat "$tmp/py")"
+import json, sys
+v = json.load(open(sys.argv[1]))
+want = [c for p in sorted(v["profiles"]) for c in v["profiles"][p]["configs"] if c.get("spans")]
+blocks = [b for b in open(sys.argv[2] + "/spans.tsv").read().split("\n\n\n") if b.strip()]
+gpi = open(sys.argv[2] + "/spans.gpi").read()
+assert f"N = {len(want)}" in gpi and len(blocks) == len(want), (gpi, len(blocks))
+for c, b in zip(want, blocks):
+    rows = [l.split("\t") for l in b.strip().splitlines() if not l.startswith("#")]
+    assert len(rows) == min(8, len(c["spans"])), (c["key"], len(rows))
+    for r, d in zip(rows, c["spans"]):
+        assert abs(float(r[2]) - d["measured_ms"] * d["per_step"]) < 1e-3 and abs(float(r[3]) - d["sim_ms"] * d["per_step"]) < 1e-3
+    assert c["key"] in gpi
+print(f"{len(want)} configurations, the costliest spans first")
+EOF
+if command -v gnuplot > /dev/null; then
+  gnuplot -e "CDATA='$tmp/plot/'; OUT='$tmp/plot/'" plots/spans.gp 2> "$tmp/gp.err" && [ -s "$tmp/plot/spans.png" ] &&
+    [ -s "$tmp/plot/spans.svg" ] && [ ! -s "$tmp/gp.err" ] && pass "plots/spans.gp renders" ||
+    fail "plots/spans.gp: $(head -3 "$tmp/gp.err")"
+fi
+
 if cmp -s "$tmp/v.json" results/sim_validation.json; then
   pass "results/sim_validation.json is what the check writes now"
 else
