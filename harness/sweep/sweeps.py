@@ -232,7 +232,8 @@ def schedule_args(c):
 
 
 def label(c):
-    parts = [model_name(c), system(c), "batch auto" if c["batch"] == AUTO else f"b{c['batch']}", f"T{c['seq_len']}", c["precision"], c["backend"]]
+    batch = "batch auto" if c["batch"] == AUTO else f"b{c['batch']}"
+    parts = [model_name(c), system(c), batch, f"T{c['seq_len']}", c["precision"], c["backend"]]
     if c["cli"]:
         parts = [model_name(c), f"`megatrain` ({c['cli']} run)"]
     if c["hardware"]:
