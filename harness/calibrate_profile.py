@@ -28,6 +28,9 @@ link.duplex_factor                  h2d_gbps of copy/cuda/pinned/bidir/N / gbps 
 host.mem_gbps                       triad/<n> bytes_per_second (STREAM convention, 24 B/element);
                                     without a triad row, 2 x memcpy/<largest> bytes_per_second
                                     (memcpy's counter counts the bytes copied, the traffic is 2x)
+host.grad_sumsq_gbps                grad_sumsq/bf16/<n> bytes_per_second at the largest n: the gradient
+                                    drain's sum of squares (mt_grad_sumsq, every core), one read of
+                                    the gradients (without it the sim prices that pass at host.mem_gbps)
 host.adamw_gbps.<mode>              adamw/<mode>/<n> bytes_per_second, mode fp32|paper|mixed
 host.adamw_params_per_s.<mode>      derived from the above: adamw_gbps*1e9/adamw_bytes_per_param
 gpu.gemm_efficiency                 gemm/cuda/bf16/<N>/<IC>/<OC> tflops at the largest shape
@@ -470,6 +473,13 @@ def main(argv):
         notes.append("memcpy/%d: %.2f GB/s copied = %.2f GB/s of traffic (triad: %.2f)" %
                      (n, memcpy[(n,)] / 1e9, 2 * memcpy[(n,)] / 1e9, get(new, "host.mem_gbps")))
 
+    # --- the gradient drain's sum of squares alone (the engine's pass; else the sim prices it at the triad's)
+    sumsq = runs.family("grad_sumsq/bf16", 1, "bytes_per_second")
+    if sumsq:
+        n = max(sumsq)[0]
+        set_fig("host.grad_sumsq_gbps", round(sumsq[(n,)] / 1e9, 2),
+                measured("grad_sumsq/bf16/%d bytes_per_second (one read of the gradients)" % n))
+
     # --- host AdamW per mode
     for m in MODES:
         fam = runs.family("adamw/" + m, 1, "bytes_per_second")
@@ -611,7 +621,7 @@ def main(argv):
 
     if a.microbench and not changed and not work:
         die("%s: no benchmark in it measures a profile figure (copy/cuda, gemm/cuda/bf16, gemm_bwd/cuda/bf16, "
-            "kernel/cuda/bf16, attention/cuda/bf16, triad, memcpy, adamw)" % a.microbench)
+            "kernel/cuda/bf16, attention/cuda/bf16, triad, memcpy, adamw, grad_sumsq/bf16)" % a.microbench)
 
     # A parent source ("host.adamw_gbps") that no longer covers any figure goes.
     for k in list(src):

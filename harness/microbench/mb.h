@@ -52,6 +52,7 @@ void mt_mb_error(mt_mb_state *s, const char *msg);
 void mt_mb_register_host(void);   // host_mem.c: memcpy, triad
 void mt_mb_register_adamw(void);  // adamw.c
 void mt_mb_register_adamw_unit(void); // adamw_unit.c: the engine's AdamW over embedding, layer, head
+void mt_mb_register_grad_sumsq(void); // grad_sumsq.c: the gradient drain's sum of squares
 void mt_mb_register_gemm(void);   // gemm.c
 void mt_mb_register_gemm_bwd(void); // gemm_bwd.c: a linear layer's dinp and dw GEMMs, as the layer calls them
 void mt_mb_register_kernels(void);  // kernels.c: the memory-bound layer kernels at a model's shapes

@@ -85,6 +85,7 @@ int main(int argc, char **argv) {
     mt_mb_register_host();
     mt_mb_register_adamw();
     mt_mb_register_adamw_unit();
+    mt_mb_register_grad_sumsq();
     mt_mb_register_gemm();
     mt_mb_register_gemm_bwd();
     mt_mb_register_kernels();

@@ -9,8 +9,8 @@ Prints one JSON object {"profile", "figures": {figure: {"kind", "source"}}, "by_
 [figure...]}}. The figures are those the sim's cost model reads (megatrain/backends/sim/sim.h):
 the profile's, each classified by its own `sources` entry (the nearest parent key where the
 figure has none; the optional measured GPU rates where the profile has them and the projection is
-bf16: gpu.gemm_bwd_efficiency, gpu.kernel_gbps.<kernel>, gpu.attention_work_tflops.<kernel>, each
-replacing the assumption it settles), and the sim's built-in constants, each `// assumed:` in
+bf16: gpu.gemm_bwd_efficiency, gpu.kernel_gbps.<kernel>, gpu.attention_work_tflops.<kernel>; and
+host.grad_sumsq_gbps at any precision; each replacing the assumption it settles), and the sim's built-in constants, each `// assumed:` in
 sim.h. A figure derived from a row measured on an engine commit that lacks a change the sim models
 (experiments/sim_engine_changes.json) is said to be, in its source. sim_check.py prints the
 summary beside its validation, so a projection says which of its figures were measured.
@@ -40,10 +40,13 @@ MODEL = {
         "(more work per launch) is taken to be the same; mt-microbench attention/cuda/bf16 (campaign part A) "
         "measures Qwen2.5-14B's batch 16 and 64 at T 1024"),
     "sim: host threads do not slow each other": (
-        "assumed: the drain's sum of squares and the optimizer's AdamW, on the same cores and memory, are "
-        "priced as if each ran alone"),
+        "assumed: the drain's sum of squares, the optimizer's AdamW and the link's copies, on the same cores "
+        "and memory, are priced as if each ran alone; the 14B-width trace (results/traces/"
+        "gpu_c2_deepspeed-f23c3b2d5d68c48a.json, H200 host, 2026-11-26) has a layer's weights in at 10.0 ms alone "
+        "and 13.1-13.9 ms while AdamW runs (74% of the link's rate)"),
     "sim: gradient sum of squares at host.mem_gbps": (
-        "assumed: one read of the gradients at the triad's rate, never timed alone; the 14B-width trace "
+        "assumed: one read of the gradients at the triad's rate (mt-microbench grad_sumsq/bf16, campaign part A, "
+        "measures the pass alone: host.grad_sumsq_gbps); the 14B-width trace "
         "(results/traces/gpu_c2_deepspeed-f23c3b2d5d68c48a.json, H200 host, 2026-11-26) has a layer's 'sum of "
         "squares' (275M bf16 gradients, 0.55 GB) at a median 11.3 ms, 49 GB/s, where this prices 4.8 ms"),
     "sim: memory-bound kernels at MT_SIM_HBM_EFF x gpu.hbm_gbps": (
@@ -154,6 +157,9 @@ def cost_sources(profile, precision="paper", attention="cudnn", changes=None, co
             "link.h2d_gbps.pageable", "link.d2h_gbps.pinned", "link.d2h_gbps.pageable", "link.duplex_factor",
             "host.mem_gbps", f"host.adamw_params_per_s.{precision}"]
     rates, model = measured_rates(gpu, act == "bf16", attention)
+    if "grad_sumsq_gbps" in (p.get("host") or {}):  # the drain's pass measured: its assumption settled
+        rates.append("host.grad_sumsq_gbps")
+        model.pop("sim: gradient sum of squares at host.mem_gbps", None)
     by_work = any(f.startswith("gpu.attention_work_tflops.") for f in rates)  # then the table by T is not read
     if not by_work and attention in (gpu.get("attention_tflops") or {}):
         figs.append(f"gpu.attention_tflops.{attention}")

@@ -4,8 +4,8 @@
 # prints them (a triad with 3 repetitions + aggregates, an error row, cpu-backend
 # copies that must not count); microbench_cpu.json is a cut of results/
 # microbench_vm.json (no cuda); microbench_h200_rates.json is a hand-written FIXTURE (no GPU
-# ran it, its numbers are made up; its context says so) of the gemm_bwd, kernel and attention
-# rows part A prints, for the optional measured GPU rates. Checks every replaced figure and its source, that
+# ran it, its numbers are made up; its context says so) of the gemm_bwd, kernel, attention and
+# grad_sumsq rows part A prints, for the optional measured rates. Checks every replaced figure and its source, that
 # unmeasured figures and sources stay, the profile invariants of
 # test_hardware_profiles.sh, that `megatrain plan --hardware FILE` fits and
 # `train --backend sim --hardware FILE` runs 2 steps on the result, and one-line
@@ -220,9 +220,13 @@ check "rates: each figure sourced (measured: mt-microbench <bench>, utc, gpu; ro
    and ($s["gpu.kernel_gbps.rope_bwd"] | startswith("derived: gpu.kernel_gbps.rope_fwd, the same kernel"))
    and ($s["gpu.attention_work_tflops.cudnn"] | startswith("measured: mt-microbench attention/cuda/bf16/1/1024/28/4,")
      and contains("label cudnn"))'
+check "rates: the drain's sum of squares alone: host.grad_sumsq_gbps, sourced" "$out" \
+  '.host.grad_sumsq_gbps == 53 and (.sources["host.grad_sumsq_gbps"] |
+     startswith("measured: mt-microbench grad_sumsq/bf16/603979776 bytes_per_second (one read of the gradients)")
+     and endswith(", 2026-12-02T10:00:00Z, NVIDIA H200"))'
 check "rates: nothing else changed" "$out" --slurpfile b "$H200" \
   '$b[0] as $b | (.gpu | del(.gemm_bwd_efficiency, .kernel_gbps, .attention_work_tflops)) == $b.gpu
-   and .link == $b.link and .host == $b.host'
+   and .link == $b.link and (.host | del(.grad_sumsq_gbps)) == $b.host'
 grep -q 'ignored, error_occurred: gemm_bwd/cuda/bf16/4096/4096/4096/0' "$tmp/rates_err" &&
   grep -q 'gpu.gemm_bwd_efficiency / gpu.gemm_efficiency = 0.84' "$tmp/rates_err" &&
   pass "rates: an error row ignored, said so; backward against forward noted" || fail "rates: stderr: $(cat "$tmp/rates_err")"

@@ -94,6 +94,9 @@ typedef struct {
     // (else the table by T, else MT_ATTN_ASSUMED_EFF x peak).
     double gemm_bwd_efficiency;
     double kernel_gbps[MT_HW_KERNELS];
+    // host.grad_sumsq_gbps (optional): the gradient drain's sum of squares alone (mt-microbench
+    // grad_sumsq/bf16, one read of the gradients); absent (0), the sim prices it at host.mem_gbps.
+    double grad_sumsq_gbps;
     int n_attn_work;
     mt_hw_attn_rate attn_work[MT_HW_ATTN_KERNELS];
     double pinned_limit_bytes;                   // page-lock limit below host memory (ulimit -l), 0 = none

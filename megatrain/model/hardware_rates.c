@@ -1,7 +1,7 @@
-// hardware_rates.c: a profile's optional measured GPU rates (keys in
+// hardware_rates.c: a profile's optional measured rates (keys in
 // experiments/hardware/README.md): the attention tables (by T, and by the work of one
-// launch), the backward GEMM efficiency and the memory-bound kernels' bandwidths, and the
-// attention rate looked up from them. Every figure read here is a measurement, so each
+// launch), the backward GEMM efficiency, the memory-bound kernels' bandwidths and the host's
+// gradient sum of squares, and the attention rate looked up from them. Every figure read here is a measurement, so each
 // must name its source (its own sources entry, or its family's: "gpu.kernel_gbps").
 #include "model/hardware_rates.h"
 
@@ -131,10 +131,22 @@ static mt_status parse_kernels(const char *path, const cJSON *root, mt_hw_profil
     return MT_OK;
 }
 
+// host.grad_sumsq_gbps (optional): GB/s of one read of the gradients.
+static mt_status parse_grad_sumsq(const char *path, const cJSON *root, mt_hw_profile *p) {
+    const char *key = "host.grad_sumsq_gbps";
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "host"), "grad_sumsq_gbps");
+    if (!v) return MT_OK;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= GBPS_LO && v->valuedouble <= GBPS_HI))
+        return mt_fail(MT_ERR_FORMAT, "%s: %s: expected GB/s in [%g, %g]", path, key, GBPS_LO, GBPS_HI);
+    p->grad_sumsq_gbps = v->valuedouble;
+    return need_source(path, root, key, NULL);
+}
+
 mt_status mt_hw_parse_rates(const char *path, const cJSON *root, mt_hw_profile *p) {
     MT_TRY(parse_tables(path, root, "attention_tflops", "T", p->attn, &p->n_attn));
     MT_TRY(parse_tables(path, root, "attention_work_tflops", "B*NH*T^2", p->attn_work, &p->n_attn_work));
     MT_TRY(parse_gemm_bwd(path, root, p));
+    MT_TRY(parse_grad_sumsq(path, root, p));
     return parse_kernels(path, root, p);
 }
 

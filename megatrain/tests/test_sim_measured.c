@@ -1,7 +1,7 @@
-// test_sim_measured.c: the profile's optional measured GPU rates in the sim's prices
+// test_sim_measured.c: the profile's optional measured rates in the sim's prices
 // (backends/sim/sim.h): gpu.gemm_bwd_efficiency for a layer's backward GEMMs,
 // gpu.kernel_gbps.<kernel> for the memory-bound kernels, gpu.attention_work_tflops.<kernel>
-// for attention at its launch's B*NH*T^2. Checks that a profile without them prices as
+// for attention at its launch's B*NH*T^2, host.grad_sumsq_gbps for the drain's sum of squares. Checks that a profile without them prices as
 // before (the formulas with gemm_efficiency and MT_SIM_HBM_EFF), that each key moves only
 // its own ops and only at bf16 (what was measured), that a peer's eager scale divides them
 // too, and that bad keys are refused in one line naming the key.
@@ -196,9 +196,52 @@ static void test_refused(void) {
     }
 }
 
+// The profile with host.grad_sumsq_gbps (GB/s, or a raw JSON value) and `sources`.
+static const char *with_sumsq(const char *value, const char *sources) {
+    static char buf[4096];
+    char host[128];
+    snprintf(host, sizeof host, "\"mem_gbps\":100,\"grad_sumsq_gbps\":%s,", value);
+    const char *base = profile("", sources), *at = strstr(base, "\"mem_gbps\":100,");
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - base), base, host, at + strlen("\"mem_gbps\":100,"));
+    return buf;
+}
+
+// host.grad_sumsq_gbps: the drain's sum of squares (one read of the gradients) at the measured
+// rate, and the sum-of-squares part of an accumulation; absent, both at host.mem_gbps (100).
+static void test_grad_sumsq(void) {
+    const double n = 1e8, one_read = 2.0 * n; // bf16 gradients
+    mt_hw_profile p, q;
+    CHECK(mt_hw_profile_load(mt_test_write_tmp("plain.json", profile("", "{}")), &p) == MT_OK, "%s", mt_last_error());
+    CHECK(p.grad_sumsq_gbps == 0, "absent: 0");
+    CHECK(near(mt_sim_host_work_ms(&p, MT_HOST_GRAD_SUMSQ, (size_t)n, MT_BF16, 0), one_read / 100e6) &&
+              near(mt_sim_host_work_ms(&p, MT_HOST_GRAD_ACCUMULATE, (size_t)n, MT_BF16, 0), 4 * one_read / 100e6),
+          "without the key: one read, and four for an accumulation, at host.mem_gbps");
+    const char *path = mt_test_write_tmp("sumsq.json", with_sumsq("25", "{\"host.grad_sumsq_gbps\":\"test: sumsq\"}"));
+    CHECK(mt_hw_profile_load(path, &q) == MT_OK && q.grad_sumsq_gbps == 25, "load: %s", mt_last_error());
+    CHECK(near(mt_sim_host_work_ms(&q, MT_HOST_GRAD_SUMSQ, (size_t)n, MT_BF16, 0), one_read / 25e6) &&
+              near(mt_sim_host_work_ms(&q, MT_HOST_GRAD_ACCUMULATE, (size_t)n, MT_BF16, 0),
+                   3 * one_read / 100e6 + one_read / 25e6) &&
+              near(mt_sim_host_work_ms(&q, MT_HOST_ADAMW, (size_t)n, MT_BF16, 0),
+                   mt_sim_host_work_ms(&p, MT_HOST_ADAMW, (size_t)n, MT_BF16, 0)),
+          "with it: the sum of squares at 25 GB/s, the accumulation's other passes and AdamW as before");
+    struct {
+        const char *value, *srcs, *says;
+    } bad[] = {
+        {"-1", "{\"host.grad_sumsq_gbps\":\"x\"}", "host.grad_sumsq_gbps: expected GB/s"},
+        {"\"fast\"", "{\"host.grad_sumsq_gbps\":\"x\"}", "host.grad_sumsq_gbps: expected GB/s"},
+        {"25", "{}", "sources.\"host.grad_sumsq_gbps\": every measured figure needs its source"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        mt_status s = mt_hw_profile_load(mt_test_write_tmp("bad_sumsq.json", with_sumsq(bad[i].value, bad[i].srcs)), &q);
+        const char *e = mt_last_error();
+        CHECK(s == MT_ERR_FORMAT && strstr(e, bad[i].says) && !strchr(e, '\n'), "bad sumsq %zu refused: %s", i, e);
+    }
+}
+
 int main(void) {
     mt_test_tmpdir_make("mt_test_sim_measured");
     test_prices();
     test_refused();
+    test_grad_sumsq();
     return mt_test_finish("test_sim_measured");
 }

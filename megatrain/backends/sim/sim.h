@@ -40,8 +40,10 @@
 //              the other direction runs at link.duplex_factor x its rate. The
 //              earlier copy keeps its rate, so a fully overlapped pair ends at
 //              (1 + (1-f)) x solo instead of 1/f x solo (f = 0.8: 1.2 vs 1.25).
-//   host work  gradient accumulate: n*4*sizeof(wdt) bytes (read dst, read slab,
-//              write dst, sum-of-squares pass) at host.mem_gbps; AdamW:
+//   host work  gradient accumulate: n*3*sizeof(wdt) bytes (read dst, read slab,
+//              write dst) at host.mem_gbps, then the sum-of-squares pass: one read
+//              of the gradients at host.grad_sumsq_gbps (measured), else at
+//              host.mem_gbps; the drain's sum of squares alone the same; AdamW:
 //              n / host.adamw_params_per_s.<mode> (mode: fp32 when wdt is f32,
 //              mixed with a master copy, else paper). Concurrent host threads
 //              do not slow each other.

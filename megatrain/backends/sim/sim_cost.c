@@ -55,13 +55,12 @@ double mt_sim_link_ms(const mt_hw_profile *p, mt_copy_kind dir, int pinned, doub
 }
 
 double mt_sim_host_work_ms(const mt_hw_profile *p, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master) {
-    if (kind == MT_HOST_GRAD_ACCUMULATE) {
-        // read dst, read slab, write dst, then the sum-of-squares pass over dst
-        double bytes = (double)n * 4.0 * (double)mt_dtype_size(wdt);
-        return bytes / (p->host_mem_gbps * 1e6);
-    }
-    if (kind == MT_HOST_GRAD_SUMSQ) // one read of the gradients
-        return (double)n * (double)mt_dtype_size(wdt) / (p->host_mem_gbps * 1e6);
+    // the sum of squares: one read of the gradients, at its measured rate where the profile has one
+    double sumsq_gbps = p->grad_sumsq_gbps > 0 ? p->grad_sumsq_gbps : p->host_mem_gbps;
+    double one_read = (double)n * (double)mt_dtype_size(wdt);
+    if (kind == MT_HOST_GRAD_ACCUMULATE) // read dst, read slab, write dst, then the sum-of-squares pass over dst
+        return 3.0 * one_read / (p->host_mem_gbps * 1e6) + one_read / (sumsq_gbps * 1e6);
+    if (kind == MT_HOST_GRAD_SUMSQ) return one_read / (sumsq_gbps * 1e6);
     if (kind == MT_HOST_ROWS_GATHER) // one read, one write
         return 2.0 * (double)n * (double)mt_dtype_size(wdt) / (p->host_mem_gbps * 1e6);
     double rate = wdt == MT_F32 ? p->adamw_params_per_s[MT_ADAMW_FP32]
