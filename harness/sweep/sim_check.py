@@ -205,6 +205,10 @@ def main():
             if spans:
                 print("    spans, measured -> sim (median; the costliest a step first): "
                       + "; ".join(span_check.describe(d) for d in spans[:4]))
+                company = [d for d in spans if d.get("beside")][:3]
+                if company:
+                    print("    measured spans by what ran beside them: "
+                          + "; ".join(span_check.describe_beside(d) for d in company))
             print(f"    validates the current engine: {'yes' if validates else 'no'}: {why}")
             if validates and not inside:
                 bad.append(f"{key} {100 * err:+.1f}%")

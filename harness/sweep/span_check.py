@@ -10,6 +10,11 @@ results/sim_validation.json (`spans`).
 writes the data of plots/spans.gp (spans.tsv, spans.gpi): per configuration with spans, the
 costliest span kinds as milliseconds a step, measured beside the sim.
 
+Where the measured spans of a kind ran with different company on the lanes that share the host's
+memory and the link (SHARED: the two copy streams, the drain, the optimizer), their medians are
+also given per company (`beside`): a copy alone against the same copy while AdamW streams the
+host's memory tells contention from a mispriced rate.
+
 A diagnosis, not a verdict: a span can be short in the sim because its kernels are priced too
 fast (a layer's backward), or long in the measured trace because it waited inside (a copy queued
 behind another on the same link, a host pass sharing cores with another); the step's error is
@@ -30,37 +35,82 @@ def timed_steps(c):
     return range(c["warmup"] + 1, c["steps"])
 
 
-def spans(path, steps):
-    """{(lane, name, units): [ms, ...]} of the trace's complete spans in `steps`."""
+# The lanes that share the host's memory and the link: a span on one of them can be slowed by
+# what runs on the others (a copy reads or writes host memory, a host pass streams it).
+SHARED = ("h2d stream", "d2h stream", "host: gradient drain", "host: optimizer")
+
+
+def events(path, steps):
+    """[(key, start_ms, end_ms)] of the trace's complete spans in `steps`, key (lane, name, units)."""
     with open(path) as f:
         d = json.load(f)
     ev = d["traceEvents"] if isinstance(d, dict) else d
     lanes = {e.get("tid"): (e.get("args") or {}).get("name") for e in ev
              if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    out = {}
+    out = []
     for e in ev:
         a = e.get("args") or {}
         if e.get("ph") != "X" or a.get("step") not in steps or not isinstance(e.get("dur"), (int, float)):
             continue
         units = "layers" if isinstance(a.get("layer"), int) and a["layer"] >= 0 else EMBED_HEAD
         key = (lanes.get(e.get("tid")) or f"lane {e.get('tid')}", e["name"], units)
-        out.setdefault(key, []).append(e["dur"] / 1e3)  # Chrome trace: microseconds
+        t0 = float(e.get("ts", 0)) / 1e3  # Chrome trace: microseconds
+        out.append((key, t0, t0 + e["dur"] / 1e3))
+    return out
+
+
+def spans(path, steps):
+    """{(lane, name, units): [ms, ...]} of the trace's complete spans in `steps`."""
+    out = {}
+    for key, t0, t1 in events(path, steps):
+        out.setdefault(key, []).append(t1 - t0)
+    return out
+
+
+def beside(path, steps):
+    """{(lane, name, units): {(other lanes...): [ms, ...]}} for the spans on SHARED lanes: each
+    span filed under the other SHARED lanes busy for at least half of it (() when none was)."""
+    ev = events(path, steps)
+    by_lane = {}
+    for key, t0, t1 in ev:
+        by_lane.setdefault(key[0], []).append((t0, t1))
+    out = {}
+    for key, t0, t1 in ev:
+        if key[0] not in SHARED or t1 <= t0:
+            continue
+        busy = tuple(sorted(lane for lane in SHARED if lane != key[0] and
+                            sum(max(0.0, min(t1, b) - max(t0, a)) for a, b in by_lane.get(lane, ())) >= 0.5 * (t1 - t0)))
+        out.setdefault(key, {}).setdefault(busy, []).append(t1 - t0)
     return out
 
 
 def compare(measured_trace, sim_trace, c):
     """Spans found in both traces, the costliest difference a step first: [{lane, name, units,
-    per_step, measured_ms, sim_ms, err}] (per_step: the measured trace's spans a step)."""
+    per_step, measured_ms, sim_ms, err, beside?}] (per_step: the measured trace's spans a step;
+    beside, where the measured spans ran with different company: [{with, n, measured_ms}], the
+    median of each group, the most spans first)."""
     steps = timed_steps(c)
-    m, s = spans(measured_trace, steps), spans(sim_trace, steps)
+    m, s, company = spans(measured_trace, steps), spans(sim_trace, steps), beside(measured_trace, steps)
     out = []
     for key in sorted(set(m) & set(s)):
         mm, sm = statistics.median(m[key]), statistics.median(s[key])
         if mm <= 0:
             continue
-        out.append({"lane": key[0], "name": key[1], "units": key[2], "per_step": round(len(m[key]) / len(steps), 3),
-                    "measured_ms": round(mm, 4), "sim_ms": round(sm, 4), "err": round(sm / mm - 1, 4)})
+        d = {"lane": key[0], "name": key[1], "units": key[2], "per_step": round(len(m[key]) / len(steps), 3),
+             "measured_ms": round(mm, 4), "sim_ms": round(sm, 4), "err": round(sm / mm - 1, 4)}
+        groups = company.get(key, {})
+        if len(groups) > 1:
+            d["beside"] = sorted(({"with": list(w), "n": len(v), "measured_ms": round(statistics.median(v), 4)}
+                                  for w, v in groups.items()), key=lambda g: (-g["n"], g["with"]))
+        out.append(d)
     return sorted(out, key=lambda d: -abs((d["sim_ms"] - d["measured_ms"]) * d["per_step"]))
+
+
+def describe_beside(d):
+    """'weights in (layers): 13.5 ms beside host: optimizer (40), 10.0 alone (5)'."""
+    parts = [f"{g['measured_ms']:.1f} ms " + ("beside " + " + ".join(g["with"]) if g["with"] else "alone")
+             + f" ({g['n']})" for g in d["beside"]]
+    return f"{d['name']} ({d['units']}): " + ", ".join(parts)
 
 
 def describe(d):

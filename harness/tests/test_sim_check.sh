@@ -57,7 +57,9 @@ for name, p in v["profiles"].items():
     for c in p["configs"]:
         assert set(c) - {"spans"} == {"key", "measured_ms", "sim_ms", "err", "validates_current_engine", "why"}, sorted(c)
         for d in c.get("spans", []):  # span_check.py: the trace's spans against the sim's
-            assert set(d) == {"lane", "name", "units", "per_step", "measured_ms", "sim_ms", "err"}, sorted(d)
+            assert set(d) - {"beside"} == {"lane", "name", "units", "per_step", "measured_ms", "sim_ms", "err"}, sorted(d)
+            for g in d.get("beside", []):
+                assert set(g) == {"with", "n", "measured_ms"} and g["n"] > 0 and d["lane"] not in g["with"], (d["name"], g)
             assert d["per_step"] > 0 and d["measured_ms"] > 0 and abs(d["sim_ms"] / d["measured_ms"] - 1 - d["err"]) < 1e-3 + 2e-4 / d["measured_ms"], d
         cost = [abs(d["sim_ms"] - d["measured_ms"]) * d["per_step"] for d in c.get("spans", [])]
         assert cost == sorted(cost, reverse=True), ("spans not the costliest first", c["key"])
@@ -90,7 +92,15 @@ steps = span_check.timed_steps(dict(steps=c["steps"], warmup=c["warmup"]))
 bwd = span_check.spans(os.path.join("results", r["trace"]), steps)[("compute stream", "backward", "layers")]
 d = next(d for d in configs[label(r)]["spans"] if (d["lane"], d["name"], d["units"]) == ("compute stream", "backward", "layers"))
 assert abs(d["measured_ms"] - statistics.median(bwd)) < 1e-3 and d["per_step"] == round(len(bwd) / len(steps), 3), (d, len(bwd))
-print(f"{len(traced)} traced rows; 14B b16 backward {d['measured_ms']:.1f} ms measured, {d['sim_ms']:.1f} in the sim")
+# what ran beside: every measured weights-in span in exactly one company group; alone they take what the
+# sim prices (the link's measured rate), beside the host's AdamW longer (the copy shares host memory)
+w = next(d for d in configs[label(r)]["spans"] if (d["lane"], d["name"], d["units"]) == ("h2d stream", "weights in", "layers"))
+n_w = len(span_check.spans(os.path.join("results", r["trace"]), steps)[("h2d stream", "weights in", "layers")])
+g = {tuple(x["with"]): x for x in w["beside"]}
+assert sum(x["n"] for x in w["beside"]) == n_w and abs(g[()]["measured_ms"] / w["sim_ms"] - 1) < 0.03 \
+    and g[("host: optimizer",)]["measured_ms"] > 1.2 * g[()]["measured_ms"], w
+print(f"{len(traced)} traced rows; 14B b16 backward {d['measured_ms']:.1f} ms measured, {d['sim_ms']:.1f} in the sim; "
+      f"weights in alone {g[()]['measured_ms']:.1f} ms, beside AdamW {g[('host: optimizer',)]['measured_ms']:.1f}")
 EOF
 
 # plots/spans.gp's data (span_check.py --export): a block per configuration with spans, its
