@@ -192,8 +192,8 @@ def completion(p, slug, results_dir=None):
     for st in p["steps"]:
         if st["kind"] == "microbench" and st.get("families"):
             names = filed_bench_names(p["name"], slug, results_dir)
-            lacking = [f for f in st["families"] if not any(n.startswith(f + "/") for n in names or ())]
-            if names is not None and lacking:
+            lacking = [f for f in st["families"] if names is not None and not any(n.startswith(f + "/") for n in names)]
+            if lacking:
                 out[st["name"]] = lacking
         if st["kind"] != "sweep":
             continue

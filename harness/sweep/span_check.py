@@ -61,16 +61,19 @@ def events(path, steps):
 
 def spans(path, steps):
     """{(lane, name, units): [ms, ...]} of the trace's complete spans in `steps`."""
+    return durations(events(path, steps))
+
+
+def durations(ev):
     out = {}
-    for key, t0, t1 in events(path, steps):
+    for key, t0, t1 in ev:
         out.setdefault(key, []).append(t1 - t0)
     return out
 
 
-def beside(path, steps):
-    """{(lane, name, units): {(other lanes...): [ms, ...]}} for the spans on SHARED lanes: each
-    span filed under the other SHARED lanes busy for at least half of it (() when none was)."""
-    ev = events(path, steps)
+def beside(ev):
+    """{(lane, name, units): {(other lanes...): [ms, ...]}} for the spans (events()) on SHARED
+    lanes: each filed under the other SHARED lanes busy for at least half of it (() when none was)."""
     by_lane = {}
     for key, t0, t1 in ev:
         by_lane.setdefault(key[0], []).append((t0, t1))
@@ -90,7 +93,8 @@ def compare(measured_trace, sim_trace, c):
     beside, where the measured spans ran with different company: [{with, n, measured_ms}], the
     median of each group, the most spans first)."""
     steps = timed_steps(c)
-    m, s, company = spans(measured_trace, steps), spans(sim_trace, steps), beside(measured_trace, steps)
+    ev = events(measured_trace, steps)
+    m, s, company = durations(ev), spans(sim_trace, steps), beside(ev)
     out = []
     for key in sorted(set(m) & set(s)):
         mm, sm = statistics.median(m[key]), statistics.median(s[key])

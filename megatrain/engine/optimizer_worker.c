@@ -67,6 +67,9 @@ size_t mt_opt_spare_bytes(const mt_unit_layout *lay, mt_precision p) {
 // The window: units counted from the last layer down, as their gradients become final;
 // never the head (optimizer_worker.h says why). The spare param blocks are pinned as
 // the unit's own are: a kept update streams from them.
+// The stage of the next forward's embedding rows: rows_cap rows of the table (0 without rows first).
+static size_t rows_stage_bytes(const mt_engine_shape *sh) { return sh->rows_cap * (size_t)sh->c.hidden_size * sh->ws; }
+
 mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh) {
     mt_part_bytes b = {0};
     int n = sh->L + 2;
@@ -77,7 +80,7 @@ mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh) {
         b.pinned += sh->s.host_pinned ? mt_unit_weights_bytes(lay, sh->prec) : 0;
     }
     b.host += mt_opt_worker_rows_bytes(sh);
-    b.pinned += sh->rows_cap && sh->s.host_pinned ? sh->rows_cap * (size_t)sh->c.hidden_size * sh->ws : 0;
+    b.pinned += sh->s.host_pinned ? rows_stage_bytes(sh) : 0;
     return b;
 }
 
@@ -85,7 +88,7 @@ mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh) {
 // lists and the range scratch.
 size_t mt_opt_worker_rows_bytes(const mt_engine_shape *sh) {
     if (!sh->rows_cap) return 0;
-    return sh->rows_cap * (size_t)sh->c.hidden_size * sh->ws + (size_t)sh->c.vocab_size * 4 + 2 * sh->rows_cap * 4 +
+    return rows_stage_bytes(sh) + (size_t)sh->c.vocab_size * 4 + 2 * sh->rows_cap * 4 +
            (sh->rows_cap + 1) * sizeof(mt_elem_range);
 }
 
