@@ -2,7 +2,7 @@
 // NEON and SVE, behind the table of grad_ops_isa.h and chosen at run time (simd.c).
 // Each gives the bits of the generic C loop: the adds and multiplies round as
 // they do there, bf16 rounds to nearest even with NaN kept quiet, and sumsq keeps
-// the eight-lane order (x*x is exact in double, so FMLA changes nothing).
+// the generic loop's lane order (x*x is exact in double, so FMLA changes nothing).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("fp-contract=off")
 #endif
@@ -40,7 +40,7 @@ static void add_bf16_neon(uint16_t *restrict d, const uint16_t *restrict s, size
     for (; i < n; i++) d[i] = mt_bf16_rne(mt_bf16_to_f32(d[i]) + mt_bf16_to_f32(s[i]));
 }
 
-// Eight lanes as four float64x2: a01 holds lanes 0-1, a23 lanes 2-3, and so on.
+// Eight consecutive lanes as four float64x2 (a[0] lanes 0-1, a[1] lanes 2-3, ...).
 INL void sq_acc(float32x4_t lo4, float32x4_t hi4, float64x2_t *a) {
     float64x2_t d0 = vcvt_f64_f32(vget_low_f32(lo4)), d1 = vcvt_high_f64_f32(lo4);
     float64x2_t d2 = vcvt_f64_f32(vget_low_f32(hi4)), d3 = vcvt_high_f64_f32(hi4);
@@ -50,14 +50,23 @@ INL void sq_acc(float32x4_t lo4, float32x4_t hi4, float64x2_t *a) {
     a[3] = vaddq_f64(a[3], vmulq_f64(d3, d3));
 }
 
+// The MT_SUMSQ_LANES lanes as that many / 2 float64x2, a[k] holding lanes 2k and 2k+1.
+#define SQ_VECS (MT_SUMSQ_LANES / 2)
+
+INL void sq_zero(float64x2_t *a) {
+    for (int k = 0; k < SQ_VECS; k++) a[k] = vdupq_n_f64(0);
+}
+
 INL void sq_store(const float64x2_t *a, double acc[MT_SUMSQ_LANES]) {
-    for (int k = 0; k < 4; k++) vst1q_f64(acc + 2 * k, a[k]);
+    for (int k = 0; k < SQ_VECS; k++) vst1q_f64(acc + 2 * k, a[k]);
 }
 
 static double sumsq_f32_neon(const float *x, size_t n) {
-    float64x2_t a[4] = {vdupq_n_f64(0), vdupq_n_f64(0), vdupq_n_f64(0), vdupq_n_f64(0)};
+    float64x2_t a[SQ_VECS];
+    sq_zero(a);
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) sq_acc(vld1q_f32(x + i), vld1q_f32(x + i + 4), a);
+    for (; i + MT_SUMSQ_LANES <= n; i += MT_SUMSQ_LANES)
+        for (int g = 0; g < MT_SUMSQ_LANES; g += 8) sq_acc(vld1q_f32(x + i + g), vld1q_f32(x + i + g + 4), a + g / 2);
     double acc[MT_SUMSQ_LANES];
     sq_store(a, acc);
     for (; i < n; i++) acc[i % MT_SUMSQ_LANES] += (double)x[i] * (double)x[i];
@@ -65,13 +74,15 @@ static double sumsq_f32_neon(const float *x, size_t n) {
 }
 
 static double sumsq_bf16_neon(const uint16_t *x, size_t n) {
-    float64x2_t a[4] = {vdupq_n_f64(0), vdupq_n_f64(0), vdupq_n_f64(0), vdupq_n_f64(0)};
+    float64x2_t a[SQ_VECS];
+    sq_zero(a);
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint16x8_t h = vld1q_u16(x + i);
-        sq_acc(vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16)),
-               vreinterpretq_f32_u32(vshll_high_n_u16(h, 16)), a);
-    }
+    for (; i + MT_SUMSQ_LANES <= n; i += MT_SUMSQ_LANES)
+        for (int g = 0; g < MT_SUMSQ_LANES; g += 8) {
+            uint16x8_t h = vld1q_u16(x + i + g);
+            sq_acc(vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16)),
+                   vreinterpretq_f32_u32(vshll_high_n_u16(h, 16)), a + g / 2);
+        }
     double acc[MT_SUMSQ_LANES];
     sq_store(a, acc);
     for (; i < n; i++) {
@@ -144,60 +155,12 @@ static void scale_bf16_sve(uint16_t *x, size_t n, float s) {
     }
 }
 
-// sumsq keeps the eight lanes of the generic loop whatever the vector length:
-// each 64-bit lane holds one element (loaded zero-extended into a 64-bit
-// container, then FCVT of the low half), so a vector of k = svcntd() doubles
-// covers k consecutive elements and 8/k vectors one group of eight. k must divide
-// 8 (128-, 256- or 512-bit SVE, capped at 512); other lengths take the NEON loop.
-#define SQ_CHUNK(acc, pg8, load, ptr)                                    \
-    do {                                                                  \
-        svfloat64_t d_ = svcvt_f64_f32_x(pg8, load(pg8, ptr));           \
-        acc = svmla_f64_x(pg8, acc, d_, d_);                              \
-    } while (0)
-
-INL svfloat32_t ld_f32_in_f64(svbool_t pg, const float *x) {
-    return svreinterpret_f32_u64(svld1uw_u64(pg, (const uint32_t *)x));
-}
-
-INL svfloat32_t ld_bf16_in_f64(svbool_t pg, const uint16_t *x) {
-    return svreinterpret_f32_u64(svlsl_n_u64_x(pg, svld1uh_u64(pg, x), 16));
-}
-
-#define SQ_BLOCK(name, T, load, tail_sq, neon_fallback)                                                   \
-    static double name(const T *x, size_t n) {                                                            \
-        size_t k = svcntd();                                                                              \
-        if (k > 8) k = 8;                                                                                 \
-        if (8 % k) return neon_fallback(x, n);                                                            \
-        svbool_t pg = svwhilelt_b64_u64(0, k);                                                            \
-        svfloat64_t a0 = svdup_f64(0), a1 = a0, a2 = a0, a3 = a0;                                         \
-        size_t nv = 8 / k, i = 0;                                                                         \
-        for (; i + 8 <= n; i += 8) {                                                                      \
-            SQ_CHUNK(a0, pg, load, x + i);                                                                \
-            if (nv > 1) SQ_CHUNK(a1, pg, load, x + i + k);                                                \
-            if (nv > 2) {                                                                                 \
-                SQ_CHUNK(a2, pg, load, x + i + 2 * k);                                                    \
-                SQ_CHUNK(a3, pg, load, x + i + 3 * k);                                                    \
-            }                                                                                             \
-        }                                                                                                 \
-        double acc[MT_SUMSQ_LANES];                                                                       \
-        svst1_f64(pg, acc, a0);                                                                           \
-        if (nv > 1) svst1_f64(pg, acc + k, a1);                                                           \
-        if (nv > 2) svst1_f64(pg, acc + 2 * k, a2), svst1_f64(pg, acc + 3 * k, a3);                       \
-        for (; i < n; i++) {                                                                              \
-            double f = tail_sq(x[i]);                                                                     \
-            acc[i % MT_SUMSQ_LANES] += f * f;                                                             \
-        }                                                                                                 \
-        return mt_sumsq_lanes(acc);                                                                       \
-    }
-
-INL double f32_d(float f) { return (double)f; }
-INL double bf16_d(uint16_t h) { return (double)mt_bf16_to_f32(h); }
-
-SQ_BLOCK(sumsq_f32_sve, float, ld_f32_in_f64, f32_d, sumsq_f32_neon)
-SQ_BLOCK(sumsq_bf16_sve, uint16_t, ld_bf16_in_f64, bf16_d, sumsq_bf16_neon)
-
-const mt_grad_kernels mt_grad_kernels_sve = {add_f32_sve,    add_bf16_sve,  sumsq_f32_sve,
-                                             sumsq_bf16_sve, scale_f32_sve, scale_bf16_sve};
+// sumsq is NEON's: the lane order needs MT_SUMSQ_LANES / svcntd() accumulators, and SVE's
+// sizeless vectors cannot be held in an array sized at run time. On 128-bit SVE (Grace's
+// Neoverse V2) NEON is as wide; at any width the pass is bound by memory once its 16
+// chains are independent.
+const mt_grad_kernels mt_grad_kernels_sve = {add_f32_sve,     add_bf16_sve,  sumsq_f32_neon,
+                                             sumsq_bf16_neon, scale_f32_sve, scale_bf16_sve};
 
 #pragma GCC pop_options
 
