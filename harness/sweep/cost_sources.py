@@ -48,7 +48,8 @@ MODEL = {
         "assumed: one read of the gradients at the triad's rate (mt-microbench grad_sumsq/bf16, campaign part A, "
         "measures the pass alone: host.grad_sumsq_gbps); the 14B-width trace "
         "(results/traces/gpu_c2_deepspeed-f23c3b2d5d68c48a.json, H200 host, 2026-11-26) has a layer's 'sum of "
-        "squares' (275M bf16 gradients, 0.55 GB) at a median 11.3 ms, 49 GB/s, where this prices 4.8 ms"),
+        "squares' (275M bf16 gradients, 0.55 GB) at a median 11.3 ms, 49 GB/s, where this prices 4.8 ms; that was "
+        "the eight-lane pass, bound by its adds' latency; since 50eab5b it keeps 32 lanes, 1.5-2x faster on the dev VM"),
     "sim: memory-bound kernels at MT_SIM_HBM_EFF x gpu.hbm_gbps": (
         "assumed: one efficiency for every family (norms, RoPE, SwiGLU, cross-entropy, embedding, add, "
         "cast), never timed at the model's shapes; the H200 kernel labs (results/labs/h200-G-kernel_labs.txt, "
