@@ -64,12 +64,12 @@ size_t mt_opt_spare_bytes(const mt_unit_layout *lay, mt_precision p) {
     return mt_unit_weights_bytes(lay, p) + mt_unit_optim_bytes(lay, p);
 }
 
-// The window: units counted from the last layer down, as their gradients become final;
-// never the head (optimizer_worker.h says why). The spare param blocks are pinned as
-// the unit's own are: a kept update streams from them.
 // The stage of the next forward's embedding rows: rows_cap rows of the table (0 without rows first).
 static size_t rows_stage_bytes(const mt_engine_shape *sh) { return sh->rows_cap * (size_t)sh->c.hidden_size * sh->ws; }
 
+// The window: units counted from the last layer down, as their gradients become final;
+// never the head (optimizer_worker.h says why). The spare param blocks are pinned as
+// the unit's own are: a kept update streams from them.
 mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh) {
     mt_part_bytes b = {0};
     int n = sh->L + 2;

@@ -157,8 +157,7 @@ static void scale_bf16_sve(uint16_t *x, size_t n, float s) {
 
 // sumsq is NEON's: the lane order needs MT_SUMSQ_LANES / svcntd() accumulators, and SVE's
 // sizeless vectors cannot be held in an array sized at run time. On 128-bit SVE (Grace's
-// Neoverse V2) NEON is as wide; at any width the pass is bound by memory once its 16
-// chains are independent.
+// Neoverse V2) NEON is as wide; on wider SVE this pass has not been measured.
 const mt_grad_kernels mt_grad_kernels_sve = {add_f32_sve,     add_bf16_sve,  sumsq_f32_neon,
                                              sumsq_bf16_neon, scale_f32_sve, scale_bf16_sve};
 
