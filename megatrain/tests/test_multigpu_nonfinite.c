@@ -19,11 +19,13 @@
 static mt_host_work real_host;
 static void *nan_grad; // layer 0's host gradient
 static int nan_armed;  // the step to poison is running
+static int speculative_run;
 
 // The contribution that is not the first of layer 0 (G = 1, N = 2: rank 1's; one rank, G = 2:
 // micro-batch 1's) gets a NaN in its slab before it is added.
 static double poisoned_accumulate(const mt_host_work *h, void *grad, mt_dtype wdt, void *slab, mt_dtype wire, size_t n,
                                   int first, int last) {
+    if (speculative_run && grad == nan_grad && last) mt_test_spec_wait(); // the check below needs a speculated unit
     if (nan_armed && grad == nan_grad && !first && slab != grad) {
         if (wire == MT_F32) ((float *)slab)[n / 2] = NAN;
         else ((uint16_t *)slab)[n / 2] = 0x7FC0; // bf16 quiet NaN
@@ -50,6 +52,8 @@ static run_out run(mt_precision p, int R, int G, int speculative) {
     mt_model_init_random(&m, 99);
     real_host = m.host;
     m.host.accumulate = poisoned_accumulate; // the drains and the collective call the model's seam
+    mt_test_spec_probe(&m);
+    speculative_run = speculative;
     nan_grad = mt_model_layer(&m, 0)->grad;
     mt_engine_opts o;
     mt_engine_opts_defaults(&o);
@@ -65,6 +69,7 @@ static run_out run(mt_precision p, int R, int G, int speculative) {
         mt_optim_hparams hp = {1e-2f, 0.1f, 0.9f, 0.95f, 1e-8f, 1e6f, skipped}; // clip never: speculation is kept
         mt_step_stats st;
         nan_armed = s == NAN_STEP;
+        mt_test_spec_step();
         CHECK(mt_engine_step(e, in, tg, &hp, hp.lr, s, &st) == MT_OK, "%s", mt_last_error());
         CHECK(mt_engine_finish(e) == MT_OK, "finish");
         nan_armed = 0;

@@ -9,7 +9,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/engine.h"
 #include "engine/model_io.h"
@@ -24,31 +23,12 @@ static void *nan_grad;      // the unit's host gradient
 static mt_dtype nan_dt;
 static int nan_armed;       // the step to poison is running
 
-// Whether a unit is speculated depends on the worker starting it before the
-// backward ends, a race on the wall clock that a loaded machine can lose every
-// time. Where a run must speculate, layer 0's drain (the last layer's gradient
-// is final by then) waits for the worker's first out-of-place update of the step.
-static int patient;            // this run waits for speculation
-static int spec_calls, spec_calls_at_step; // out-of-place AdamW passes: in all, and before this step
-
-static void counting_adamw(const mt_host_work *h, const struct mt_model *m, struct mt_unit *u, const mt_adamw_state *out,
-                           const mt_adamw_hparams *hp, float weight_decay) {
-    real_host.adamw(h, m, u, out, hp, weight_decay);
-    if (out) __atomic_add_fetch(&spec_calls, 1, __ATOMIC_SEQ_CST);
-}
-
-static void wait_for_speculation(void) {
-    struct timespec nap = {0, 100000};
-    // Half a second at most, far beyond a scheduler's latency: on a step whose running
-    // norm passes the clip before any unit is final, nothing is eligible to wait for.
-    for (int i = 0; i < 5000 && __atomic_load_n(&spec_calls, __ATOMIC_SEQ_CST) == spec_calls_at_step; i++)
-        nanosleep(&nap, NULL);
-}
+static int patient; // this run must speculate: layer 0's drain waits for it (test_util.h)
 
 static double poisoned_accumulate(const mt_host_work *h, void *grad, mt_dtype wdt, void *slab, mt_dtype wire, size_t n,
                                   int first, int last) {
     double sq = real_host.accumulate(h, grad, wdt, slab, wire, n, first, last);
-    if (patient && grad == nan_grad && last) wait_for_speculation();
+    if (patient && grad == nan_grad && last) mt_test_spec_wait();
     if (!nan_armed || grad != nan_grad || !last) return sq;
     if (nan_dt == MT_F32) ((float *)grad)[n / 2] = NAN;
     else ((uint16_t *)grad)[n / 2] = 0x7FC0; // bf16 quiet NaN
@@ -75,7 +55,7 @@ static run_out run(mt_precision p, int speculative, float clip, int nan_step, in
     mt_model_init_random(&m, 1234);
     real_host = m.host;
     m.host.accumulate = poisoned_accumulate; // the drain reads the model's seam through a pointer
-    m.host.adamw = counting_adamw;
+    mt_test_spec_probe(&m);
     nan_grad = mt_model_layer(&m, 0)->grad;
     nan_dt = m.wdt;
     mt_engine_opts o;
@@ -92,7 +72,7 @@ static run_out run(mt_precision p, int speculative, float clip, int nan_step, in
         mt_optim_hparams hp = {1e-2f, 0.1f, 0.9f, 0.95f, 1e-8f, clip, skipped};
         mt_step_stats st;
         nan_armed = s == nan_step;
-        spec_calls_at_step = __atomic_load_n(&spec_calls, __ATOMIC_SEQ_CST);
+        mt_test_spec_step();
         CHECK(mt_engine_step(e, in, tg, &hp, hp.lr, s, &st) == MT_OK, "%s", mt_last_error());
         nan_armed = 0; // the step's drains are over when it returns
         r.norm[s - 1] = st.grad_norm;

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static char scratch[512]; // mt_test_tmpdir_make's directory
 
@@ -133,4 +134,27 @@ unsigned char *mt_test_state_snapshot(const mt_model *m, size_t *bytes) {
     }
     *bytes = total;
     return s;
+}
+
+static void (*real_adamw)(const mt_host_work *, const mt_model *, mt_unit *, const mt_adamw_state *,
+                          const mt_adamw_hparams *, float);
+static int spec_passes, spec_passes_at_step; // out-of-place AdamW passes: in all, and before this step
+
+static void counting_adamw(const mt_host_work *h, const mt_model *m, mt_unit *u, const mt_adamw_state *out,
+                           const mt_adamw_hparams *hp, float weight_decay) {
+    real_adamw(h, m, u, out, hp, weight_decay);
+    if (out) __atomic_add_fetch(&spec_passes, 1, __ATOMIC_SEQ_CST);
+}
+
+void mt_test_spec_probe(mt_model *m) {
+    if (m->host.adamw != counting_adamw) real_adamw = m->host.adamw; // every model's seam is the same function
+    m->host.adamw = counting_adamw;
+}
+
+void mt_test_spec_step(void) { spec_passes_at_step = __atomic_load_n(&spec_passes, __ATOMIC_SEQ_CST); }
+
+void mt_test_spec_wait(void) {
+    struct timespec nap = {0, 100000};
+    for (int i = 0; i < 5000 && __atomic_load_n(&spec_passes, __ATOMIC_SEQ_CST) == spec_passes_at_step; i++)
+        nanosleep(&nap, NULL);
 }

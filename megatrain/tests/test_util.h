@@ -53,4 +53,16 @@ struct mt_model;
 // order (caller frees); *bytes its size. Two runs' copies compare bitwise with memcmp.
 unsigned char *mt_test_state_snapshot(const struct mt_model *m, size_t *bytes);
 
+// ---- the speculative step's race, made sure ----
+// Whether a unit is speculated depends on the optimizer worker starting it before
+// the backward ends: a race on the wall clock that a loaded machine can lose on
+// every step. A test that checks something was speculated wraps m's AdamW seam
+// (counting out-of-place passes), marks each step's start, and has a late drain
+// (layer 0's, when the last layers are final) wait for the step's first pass.
+void mt_test_spec_probe(struct mt_model *m);
+void mt_test_spec_step(void);
+// Half a second at most, far beyond a scheduler's latency: on a step whose running
+// norm passes the clip before any unit is final nothing is eligible to wait for.
+void mt_test_spec_wait(void);
+
 #endif
