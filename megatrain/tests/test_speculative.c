@@ -107,7 +107,7 @@ static void test_precision(mt_precision p) {
     char what[128];
     // Large clip: never clips, so nothing rolls back.
     run_out plain = run(p, 0, 1e6f, 0, STEPS, 1);
-    patient = 1; // the check that something was speculated must not hang on the race
+    patient = 1; // the check that something was speculated must not ride on the race
     run_out spec = run(p, 1, 1e6f, 0, STEPS, 1);
     patient = 0;
     snprintf(what, sizeof what, "%s, clip never triggers", pn);
