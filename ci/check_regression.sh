@@ -60,6 +60,9 @@ for f in "$results" "${baselines[@]}"; do
   jq -e 'if type == "object" then true else error("a line is not a JSON object") end' "$f" >/dev/null 2>&1 ||
     die "$f: not JSON Lines (one JSON object per line)"
 done
+# every row through the one schema check the Python readers apply (finite figures, min <= median <= max)
+python3 "$(dirname "$0")/../harness/resultslib/validate_rows.py" --baseline "$results" "${baselines[@]}" ||
+  die "a row above is not a results row; HINT: python3 harness/resultslib/validate_rows.py --baseline FILE"
 [ -n "$(jq -c . "$results" | head -1)" ] || die "$results: no rows"
 
 table=$(jq -n -r \

@@ -5,7 +5,11 @@ and the archives): for each part, the results rows go through
 harness/sweep/file_rows.py (every row checked; nothing of a part is filed if one fails),
 the calibrated profile goes to experiments/hardware/NAME.json, the kernel labs' JSON
 lines to results/labs/, and the part's summary and manifest to results/campaign/.
-A dry run's folder is refused: its rows are tiny CPU runs.
+A dry run's folder is refused: its rows are tiny CPU runs. Names taken from what came
+back (the manifest's part, tag and utc, the profile and lab files) are checked as plain
+names before a path is made of them (resultslib/safepath.py), and every file is written
+inside its folder (results/campaign, results/labs, experiments/hardware), atomically; a
+part with a name that is not is refused whole.
 
 `regenerate` (after committing what `file` wrote, so that new rows count as clean):
 re-runs, with --force, every projection on a profile the campaign calibrated (the
@@ -29,6 +33,7 @@ sys.path.insert(0, os.path.join(REPO, "harness", "sweep"))
 sys.path.insert(0, os.path.join(REPO, "harness"))
 import resultslib  # noqa: E402
 import sweeps  # noqa: E402
+from resultslib import safepath  # noqa: E402
 
 LENT = tuple(resultslib.profiles())  # the lent machines' profiles: those with gpu.name_match
 
@@ -103,6 +108,22 @@ def merge_profile(old, new):
     return merged, taken
 
 
+def part_names(m, d):
+    """(manifest, part, stem of the filed names) of a part's manifest, every name from it
+    checked (safepath.name), or PathError/ValueError naming what is not a plain name."""
+    with open(safepath.inside(d, os.path.basename(m), "a part's manifest")) as f:
+        man = resultslib.schema.loads(f.read())
+    if not isinstance(man, dict):
+        raise ValueError("not a JSON object")
+    P = safepath.name(man.get("part"), "part")
+    tag = safepath.name(man.get("tag") or P, "tag")
+    when = str(man.get("utc") or "").replace("-", "").replace(":", "")
+    stem = safepath.name(f"{tag}-{when}" if when else tag, "tag and utc")
+    for f in (f"{P}-results.tar.gz", f"{P}-traces.tar.gz", f"{P}-summary.txt"):
+        safepath.inside(d, f, "a part's file")  # none a symlink out of the folder
+    return man, P, stem
+
+
 def file_dirs(dirs, allow_dirty=False, dry_run=False, replace_gpu=False):
     # A part's folder, or one holding a folder per part (what `gpu_campaign.sh next` brings back).
     mans = sorted(m for d in dirs for pat in ("*-manifest.json", os.path.join("*", "*-manifest.json"))
@@ -113,8 +134,12 @@ def file_dirs(dirs, allow_dirty=False, dry_run=False, replace_gpu=False):
     bad = 0
     for m in mans:
         d = os.path.dirname(m)
-        man = json.load(open(m))
-        P, tag = man["part"], man.get("tag") or man["part"]
+        try:
+            man, P, stem = part_names(m, d)
+        except (OSError, ValueError) as e:  # safepath.PathError is a ValueError
+            say(f"{m}: {e}: not filed")
+            bad += 1
+            continue
         if man.get("dry_run"):
             say(f"{m}: a dry run (tiny CPU rows): not filed")
             bad += 1
@@ -124,6 +149,28 @@ def file_dirs(dirs, allow_dirty=False, dry_run=False, replace_gpu=False):
             for a in (f"{P}-results.tar.gz", f"{P}-traces.tar.gz"):
                 if os.path.exists(os.path.join(d, a)):
                     pack.extract(os.path.join(d, a), tmp)
+            # Every destination first, so a part with one name that leads out of its folder
+            # files nothing (the rows included).
+            results = os.path.join(REPO, "results")
+            profs, copies = [], []
+            try:
+                for prof in sorted(glob.glob(os.path.join(tmp, "profile", "*.json"))):
+                    name = safepath.name(os.path.basename(prof), "profile")
+                    profs.append((prof, name, safepath.inside(os.path.join(REPO, "experiments"), "hardware/" + name,
+                                                              "profile")))
+                labs = sorted(f for f in glob.glob(os.path.join(tmp, "labs", "*")) if os.path.isfile(f))
+                for f in labs + [m, os.path.join(d, f"{P}-summary.txt")]:
+                    # Two folders of one part (a part re-run, or split over calls) keep both: the
+                    # manifest's time is in the name (stem: tag-utc).
+                    name = safepath.name(os.path.basename(f) if f in labs else
+                                         f"{stem}-{os.path.basename(f).split('-', 1)[1]}", "filed name")
+                    rel = ("labs/" if f in labs else "campaign/") + name
+                    safepath.inside(results, rel, "filed name")  # no symlink (results/labs too) leading out
+                    copies.append((f, rel))
+            except safepath.PathError as e:
+                say(f"part {P}: {e}: nothing of it filed")
+                bad += 1
+                continue
             rows = os.path.join(tmp, "rows")
             if os.path.isdir(rows) and (glob.glob(os.path.join(rows, "*.jsonl")) or
                                         glob.glob(os.path.join(rows, "*_*.json"))):
@@ -133,37 +180,23 @@ def file_dirs(dirs, allow_dirty=False, dry_run=False, replace_gpu=False):
                     say(f"part {P}: rows refused (file_rows.py says why above); its profile and labs not filed")
                     bad += 1
                     continue
-            for prof in sorted(glob.glob(os.path.join(tmp, "profile", "*.json"))):
+            for prof, name, dest_prof in profs:
                 p = json.load(open(prof))
-                name = os.path.basename(prof)
                 if p.get("schema") != "megatrain.hardware/1" or name.removesuffix(".json") not in LENT:
                     say(f"{prof}: not a profile of a lent machine ({', '.join(LENT)}): not filed")
                     bad += 1
                     continue
-                dest_prof = os.path.join(REPO, "experiments", "hardware", name)
                 old = json.load(open(dest_prof)) if os.path.exists(dest_prof) else None
                 merged, taken = merge_profile(old, p)
                 say(f"part {P}: experiments/hardware/{name} <- {len(taken)} figures measured or derived here, "
                     f"the rest kept: {', '.join(taken[:6])}{'...' if len(taken) > 6 else ''}")
                 if not dry_run:
-                    with open(dest_prof + ".tmp", "w") as f:
-                        json.dump(merged, f, indent=2)
-                        f.write("\n")
-                    os.replace(dest_prof + ".tmp", dest_prof)
-            dest = {"labs": os.path.join(REPO, "results", "labs"),
-                    "campaign": os.path.join(REPO, "results", "campaign")}
-            labs = sorted(glob.glob(os.path.join(tmp, "labs", "*")))
-            for f in labs + [m, os.path.join(d, f"{P}-summary.txt")]:
-                where = dest["labs"] if f in labs else dest["campaign"]
-                # Two folders of one part (a part re-run, or split over calls) keep both: the
-                # manifest's time is in the name.
-                when = str(man.get("utc") or "").replace("-", "").replace(":", "")
-                stem = f"{tag}-{when}" if when else tag
-                name = os.path.basename(f) if f in labs else f"{stem}-{os.path.basename(f).split('-', 1)[1]}"
-                say(f"part {P}: {os.path.relpath(os.path.join(where, name), REPO)}")
+                    safepath.inside(os.path.join(REPO, "experiments"), "hardware/" + name, "profile")
+                    safepath.write_bytes(dest_prof, (json.dumps(merged, indent=2) + "\n").encode())
+            for f, rel in copies:
+                say(f"part {P}: {os.path.relpath(os.path.join(results, rel), REPO)}")
                 if not dry_run and os.path.exists(f):
-                    os.makedirs(where, exist_ok=True)
-                    shutil.copyfile(f, os.path.join(where, name))
+                    safepath.copy_into(f, results, rel, "filed name")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     if bad:

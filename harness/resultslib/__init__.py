@@ -8,6 +8,11 @@ whose python3 has no package registry (stdlib and torch). Each script puts
     sys.path.insert(0, os.path.join(REPO, "harness"))
     import resultslib  # noqa: E402
 
+  schema.py    the one check of a results row (strict JSON, keys, types, finite figures,
+               min <= median <= max), run by every reader as it loads rows; its command
+               line: validate_rows.py FILE...
+  safepath.py  paths taken from data (a row's trace, a manifest's tag): plain names, or
+               relative paths that stay inside their root; no tool writes over its input
   rows.py      the results schema (keys, env keys, side files), JSON Lines read, written
                and appended, and the filters every reader applies (ok, field, matches,
                tree_state)
@@ -21,6 +26,9 @@ The metrics themselves (tokens/s, TFLOP/s, MFU, the dense-peak table) stay in
 harness/metrics.py, their one Python definition.
 """
 from .rows import (ENV_KEYS, RESULT_KEYS, RESULTS_SCHEMA, SIDE_FILES, RowsError, append_jsonl,  # noqa: F401
-                   field, load_jsonl, load_results, load_results_files, matches, ok, tree_state, write_jsonl)
+                   field, load_jsonl, load_results, load_results_files, load_rows, matches, ok, tree_state,
+                   write_jsonl)
+from .schema import MODES, row_problems  # noqa: F401
+from . import safepath, schema  # noqa: F401
 from .stats import load_avg, median, spread, step_stats  # noqa: F401
 from .profiles import REPO, hardware_dir, hardware_profile, profile_of_gpu, profiles, same_gpu  # noqa: F401

@@ -2,28 +2,20 @@
 import json
 import os
 
-RESULTS_SCHEMA = "megatrain.results/1"
-# The keys docs/DESIGN.md#results fixes for every results row, in the order rows are written.
-RESULT_KEYS = ("schema", "experiment", "system", "mode", "model", "params", "layers_run",
-               "layers_model", "batch", "seq_len", "precision", "step_ms", "tokens_per_s",
-               "tflops", "mfu", "gpu_busy_frac", "h2d_gbps", "peak_gpu_bytes",
-               "peak_host_bytes", "env")
-ENV_KEYS = ("git_sha", "git_dirty", "gpu_name", "gpu_mem_bytes", "driver", "cuda",
-            "host_mem_bytes", "cpu_model", "cpu_cores", "numa_nodes", "gpu_numa_node",
-            "pcie_gbps", "hardware_profile", "utc")
+from . import safepath, schema
+from .schema import ENV_KEYS, RESULT_KEYS, RESULTS_SCHEMA, RowsError  # noqa: F401 (the schema, here since before)
+
 # results/ files that are not results rows (their own schema, their own writer and test):
 # the claims, figures and filing leave them alone.
 SIDE_FILES = {"cpu_optimizers.jsonl": "megatrain.cpu_optimizers/1",  # baselines/peers/cpu_optimizers.py
               "peer_hooks.jsonl": "megatrain.peer_hooks/1"}  # baselines/peers/stage3_hooks.py
 
 
-class RowsError(ValueError):
-    """A file of rows that cannot be read: one line naming the file and the line."""
-
-
 # ---------------------------------------------------------------- JSON Lines
-def load_jsonl(path):
-    """Rows of a JSON Lines file ([] when it does not exist); a bad line raises RowsError."""
+def load_jsonl(path, shape=None):
+    """Objects of a JSON Lines file ([] when it does not exist), strictly parsed
+    (schema.loads: no NaN or Infinity); with shape ("results", "baseline") each is also a
+    good results row (schema.row_problems). A bad line raises RowsError naming file:line."""
     rows = []
     if not os.path.exists(path):
         return rows
@@ -32,11 +24,18 @@ def load_jsonl(path):
             line = line.strip()
             if not line:
                 continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise RowsError(f"{path}:{n}: not a JSON object ({e})")
+            r = schema.parse_line(line, f"{path}:{n}")
+            if shape:
+                schema.check_row(r, f"{path}:{n}", shape)
+            elif not isinstance(r, dict):
+                raise RowsError(f"{path}:{n}: a JSON {type(r).__name__}, not an object")
+            rows.append(r)
     return rows
+
+
+def load_rows(path, shape="results"):
+    """The results rows of a file, each checked (schema.row_problems); load_jsonl."""
+    return load_jsonl(path, shape)
 
 
 def load_results_files(results_dir):
@@ -45,7 +44,7 @@ def load_results_files(results_dir):
     if os.path.isdir(results_dir):
         for name in sorted(os.listdir(results_dir)):
             if name.endswith(".jsonl") and name not in SIDE_FILES:
-                out[name] = load_jsonl(os.path.join(results_dir, name))
+                out[name] = load_rows(os.path.join(results_dir, name))
     return out
 
 
@@ -55,16 +54,12 @@ def load_results(results_dir):
 
 
 def write_jsonl(path, rows, compact=True):
-    """Replaces `path` with `rows`, one JSON line each, atomically (a temp file beside the
-    target, then one rename: an interrupted run leaves the old file whole). compact: no
-    spaces after ',' and ':' (the sweep's files); else json.dumps' default (the peers')."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    """Replaces `path` with `rows`, one JSON line each, atomically (safepath.write_bytes: a
+    temp file beside the target, then one rename: an interrupted run leaves the old file
+    whole, and the file keeps its mode). compact: no spaces after ',' and ':' (the sweep's
+    files); else json.dumps' default (the peers')."""
     sep = (",", ":") if compact else None
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        for r in rows:
-            f.write(json.dumps(r, separators=sep) + "\n")
-    os.replace(tmp, path)
+    safepath.write_bytes(path, "".join(json.dumps(r, separators=sep) + "\n" for r in rows).encode())
 
 
 def append_jsonl(path, row):

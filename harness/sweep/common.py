@@ -12,8 +12,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(REPO, "harness"))
 import resultslib  # noqa: E402
 # the results schema, writing and statistics, as the sweep's scripts and tests name them
-from resultslib import (ENV_KEYS, RESULT_KEYS, RESULTS_SCHEMA, SIDE_FILES, median, tree_state,  # noqa: E402,F401
-                        write_jsonl)
+from resultslib import (ENV_KEYS, RESULT_KEYS, RESULTS_SCHEMA, SIDE_FILES, median, safepath,  # noqa: E402,F401
+                        tree_state, write_jsonl)
 
 SWEEP_SCHEMA = "megatrain.sweep/1"
 
@@ -21,6 +21,22 @@ SWEEP_SCHEMA = "megatrain.sweep/1"
 def die(msg, code=2):
     print(f"sweep: {msg}", file=sys.stderr)
     sys.exit(code)
+
+
+def not_own_input(out, inputs, what="--out"):
+    """Dies (exit 2) when `out` is one of the files the tool reads, or a link to one."""
+    try:
+        safepath.refuse_own_input(out, inputs, what)
+    except safepath.PathError as e:
+        die(str(e))
+
+
+def trace_path(root, r):
+    """root/<the row's trace>, once safepath has it inside root (dies, exit 2, if not)."""
+    try:
+        return safepath.inside(root, r["trace"], "trace")
+    except safepath.PathError as e:
+        die(str(e))
 
 
 def bin_dir(arg=None):
@@ -40,6 +56,7 @@ def _or_die(read):
 
 
 load_jsonl = _or_die(resultslib.load_jsonl)
+load_rows = _or_die(resultslib.load_rows)  # results rows, each through resultslib's schema check
 load_results = _or_die(resultslib.load_results)
 load_results_files = _or_die(resultslib.load_results_files)
 

@@ -20,7 +20,11 @@ checked first, and nothing is filed if one fails:
     machine whose env names a GPU;
   - what it replaces: a row measured on one GPU does not replace a filed row of the same
     configuration measured on another (--replace-gpu lets it).
-Then each experiment's file is rewritten as a sweep run would: the new rows replace
+Paths taken from the rows are names, never joined as given: `experiment` is a plain name,
+`trace` a relative path under traces/, and each file read from DIR or written into the
+results dir must resolve inside it (no '..', no absolute path, no symlink leading out),
+or nothing is filed; DIR may not be the results dir itself (the filing would write over
+its input). Then each experiment's file is rewritten as a sweep run would: the new rows replace
 rows of the same configuration, rows of entries no longer in the sweep go, and the file
 keeps the sweep's order. Kept traces are copied to results/traces/; env and microbench
 files are copied after the same tree check. Exit 0 filed, 1 refused, 2 bad usage.
@@ -29,38 +33,24 @@ import argparse
 import glob
 import json
 import os
-import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import sweeps  # noqa: E402
-from common import ENV_KEYS, REPO, RESULT_KEYS, RESULTS_SCHEMA, die  # noqa: E402
+from common import REPO, die, resultslib, safepath  # noqa: E402
 
-MODES = ("measured", "extrapolated", "projected")
+MODES = resultslib.MODES
 
 
 def row_problems(r, allow_dirty, unswept, table):
-    """What is wrong with a row (empty list: it may be filed)."""
-    p = []
-    if r.get("schema") != RESULTS_SCHEMA:
-        p.append(f"schema is {r.get('schema')!r}, not {RESULTS_SCHEMA}")
-    missing = [k for k in RESULT_KEYS if k not in r]
-    if missing:
-        p.append("missing key(s) " + ", ".join(missing))
-    env = r.get("env") if isinstance(r.get("env"), dict) else {}
-    if [k for k in ENV_KEYS if k not in env]:
-        p.append("env lacks " + ", ".join(k for k in ENV_KEYS if k not in env))
-    if r.get("mode") not in MODES:
-        p.append(f"mode {r.get('mode')!r} is not one of {', '.join(MODES)}")
-    s = r.get("step_ms")
-    if s is not None:
-        if not isinstance(s, dict) or not all(isinstance(s.get(k), (int, float)) for k in ("median", "min", "max")):
-            p.append("step_ms is not {median, min, max}")
-        elif not s["min"] <= s["median"] <= s["max"]:
-            p.append(f"step_ms min {s['min']:.6g} <= median {s['median']:.6g} <= max {s['max']:.6g} does not hold")
-        elif r.get("mode") == "extrapolated" and not isinstance(s.get("err_frac"), (int, float)):
-            p.append("an extrapolated row without step_ms.err_frac (its held-out error)")
+    """What is wrong with a row (empty list: it may be filed): first the schema every
+    reader checks (resultslib.row_problems: keys, types, finite figures, min <= median <=
+    max, a plain experiment name, a trace under traces/), then the filing's own rules."""
+    p = resultslib.row_problems(r, "results")
+    if p:
+        return p
+    env = r["env"]
     state = common.tree_state(r)
     if state != "clean" and not allow_dirty:
         p.append(f"made from a {state} tree (git_dirty {env.get('git_dirty')}); HINT: run from a clean committed "
@@ -138,6 +128,11 @@ def side_file_ok(path, allow_dirty):
     return None
 
 
+def source_and_dest(src_root, dest_root, rel, what):
+    """(src_root/rel, dest_root/rel), each checked inside its root (safepath); PathError if not."""
+    return safepath.inside(src_root, rel, f"{what} in {src_root}:"), safepath.inside(dest_root, rel, f"{what} in {dest_root}:")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dir", help="directory a run wrote its results to")
@@ -153,23 +148,42 @@ def main():
         sweeps.set_dir(args.sweeps)
     if not os.path.isdir(args.dir):
         die(f"{args.dir}: not a directory")
+    if os.path.isdir(args.results) and safepath.same_file(args.dir, args.results):
+        die(f"{args.dir} is the results dir {args.results}: the filing would write over its input; "
+            f"HINT: file from the folder a run wrote elsewhere")
     table = sweeps.by_experiment()
-    incoming, problems = {}, []
+    incoming, problems, copies = {}, [], []  # copies: (source, dest) checked before anything is written
     for path in sorted(glob.glob(os.path.join(args.dir, "*.jsonl"))):
         if os.path.basename(path) in common.SIDE_FILES:  # not results rows (common.SIDE_FILES)
             continue
         for n, r in enumerate(common.load_jsonl(path), 1):
-            for p in row_problems(r, args.allow_dirty, args.unswept, table):
-                problems.append(f"{path}:{n}: {p}")
-            incoming.setdefault(r.get("experiment"), []).append(r)
-            if r.get("trace") and not os.path.exists(os.path.join(args.dir, r["trace"])):
-                problems.append(f"{path}:{n}: its trace {r['trace']} is not in {args.dir}")
+            rp = row_problems(r, args.allow_dirty, args.unswept, table)
+            problems += [f"{path}:{n}: {p}" for p in rp]
+            if rp:
+                continue
+            try:
+                safepath.inside(args.results, r["experiment"] + ".jsonl", "its results file")
+                incoming.setdefault(r["experiment"], []).append(r)
+                if r.get("trace"):
+                    src, dest = source_and_dest(args.dir, args.results, r["trace"], "its trace")
+                    if not os.path.isfile(src):
+                        problems.append(f"{path}:{n}: its trace {r['trace']} is not in {args.dir}")
+                    copies.append((src, dest))
+            except safepath.PathError as e:
+                problems.append(f"{path}:{n}: {e}")
     side = sorted(glob.glob(os.path.join(args.dir, "env_*.json")) +
                   glob.glob(os.path.join(args.dir, "microbench_*.json")))
     for path in side:
-        why = side_file_ok(path, args.allow_dirty)
+        try:
+            src, dest = source_and_dest(args.dir, args.results, safepath.name(os.path.basename(path), "side file"),
+                                        "side file")
+        except safepath.PathError as e:
+            problems.append(f"{path}: {e}")
+            continue
+        why = side_file_ok(src, args.allow_dirty)
         if why:
             problems.append(f"{path}: {why}")
+        copies.append((src, dest))
     if problems:
         for p in problems:
             print(f"file_rows: {p}", file=sys.stderr)
@@ -177,8 +191,9 @@ def main():
         return 1
     if not incoming and not side:
         die(f"{args.dir}: no *.jsonl, env_*.json or microbench_*.json to file")
+    dest_of = {exp: safepath.inside(args.results, exp + ".jsonl") for exp in incoming}
     clash = [(exp, k, a, b) for exp, new in sorted(incoming.items())
-             for k, a, b in other_gpu(common.load_jsonl(os.path.join(args.results, f"{exp}.jsonl")), new)]
+             for k, a, b in other_gpu(common.load_rows(dest_of[exp]), new)]
     if clash and not args.replace_gpu:
         for exp, k, a, b in clash:
             print(f"file_rows: {exp}: config {k}: would replace the row measured on {a} with one from {b}",
@@ -188,22 +203,24 @@ def main():
               file=sys.stderr)
         return 1
     os.makedirs(args.results, exist_ok=True)
+    merged = {}
     for exp, new in sorted(incoming.items()):
-        dest = os.path.join(args.results, f"{exp}.jsonl")
-        rows, dropped = merge(common.load_jsonl(dest), new, table.get(exp))
-        print(f"file_rows: {exp}: {len(new)} row(s) -> {dest} ({len(rows)} in the file"
+        rows, dropped = merge(common.load_rows(dest_of[exp]), new, table.get(exp))
+        merged[exp] = rows
+        print(f"file_rows: {exp}: {len(new)} row(s) -> {dest_of[exp]} ({len(rows)} in the file"
               + (f"; {dropped} of entries no longer in the sweep dropped" if dropped else "") + ")", file=sys.stderr)
-        if args.dry_run:
-            continue
-        for r in new:
-            if r.get("trace"):
-                os.makedirs(os.path.join(args.results, "traces"), exist_ok=True)
-                shutil.copyfile(os.path.join(args.dir, r["trace"]), os.path.join(args.results, r["trace"]))
-        common.write_jsonl(dest, rows)
     for path in side:
         print(f"file_rows: {os.path.basename(path)} -> {args.results}/", file=sys.stderr)
-        if not args.dry_run:
-            shutil.copyfile(path, os.path.join(args.results, os.path.basename(path)))
+    if args.dry_run:
+        return 0
+    try:
+        for src, dest in copies:  # traces and side files, each checked inside results above, and again here
+            safepath.copy_into(src, args.results, os.path.relpath(dest, args.results), "destination")
+        for exp, rows in merged.items():
+            safepath.inside(args.results, exp + ".jsonl")  # again, just before the write
+            common.write_jsonl(dest_of[exp], rows)
+    except safepath.PathError as e:
+        die(str(e))
     return 0
 
 

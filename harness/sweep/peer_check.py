@@ -38,7 +38,7 @@ def fail(msg):
 
 
 def measured_peer_rows(results):
-    return [r for r in resultslib.load_results(results) if ok(r) and r.get("mode") == "measured"
+    return [r for r in common.load_results(results) if ok(r) and r.get("mode") == "measured"
             and r.get("system") in MODEL_OF and (r.get("env") or {}).get("gpu_name")]
 
 

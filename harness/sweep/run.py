@@ -110,13 +110,13 @@ def run_sweep(R, s, cs, args):
     keys = [config_key(c) for c in cs]
     old = {}
     dropped = 0
-    for r in common.load_jsonl(out):
+    for r in common.load_rows(out):
         if r.get("experiment") == exp and r.get("config_key") in keys:
             old[r["config_key"]] = r  # the last row of a key wins (files from before ownership)
         else:
             dropped += 1
-            if r.get("trace") and os.path.exists(os.path.join(args.out_dir, r["trace"])):
-                os.remove(os.path.join(args.out_dir, r["trace"]))  # its trace goes with it
+            if r.get("trace") and os.path.exists(common.trace_path(args.out_dir, r)):
+                os.remove(common.trace_path(args.out_dir, r))  # its trace goes with it
     want = set(args.keys.split(",")) if getattr(args, "keys", None) else None
     todo = [c for c in cs if (not args.only or args.only in label(c)) and (want is None or config_key(c) in want)]
     skip = [c for c in todo if config_key(c) in old and not args.force]

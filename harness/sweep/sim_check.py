@@ -48,7 +48,7 @@ import common  # noqa: E402
 import sweeps  # noqa: E402
 from claims import noise  # noqa: E402
 from cost_sources import cost_sources, summary  # noqa: E402
-from common import REPO  # noqa: E402
+from common import REPO, trace_path  # noqa: E402
 from megatrain_cli import RunError, Runner  # noqa: E402
 import resultslib  # noqa: E402
 import span_check  # noqa: E402
@@ -161,7 +161,7 @@ def main():
     for exp in spec["against"]:
         path = os.path.join(args.results, exp + ".jsonl")
         if os.path.exists(path):
-            meas += [r for r in common.load_jsonl(path)
+            meas += [r for r in common.load_rows(path)
                      if ok(r) and r.get("mode") == "measured" and r.get("backend") == "cuda"
                      and r.get("system") == "megatrain"]
     if not meas:
@@ -182,7 +182,7 @@ def main():
                 fail(f"{key}: its sweep entry ({m['experiment']}, key {m.get('config_key')}) no longer exists; "
                      "HINT: restore the configuration in its sweep file, or re-measure")
             validates, why, extra = engine_verdict(m, changes)
-            kept = os.path.join(args.results, m["trace"]) if m.get("trace") else None
+            kept = trace_path(args.results, m) if m.get("trace") else None
             kept = kept if kept and os.path.isfile(kept) else None
             sim_trace = os.path.join(tmp, "sim-trace.json") if kept else None
             try:

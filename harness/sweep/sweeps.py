@@ -14,7 +14,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import REPO, SWEEP_SCHEMA, die
+import common  # noqa: E402
+from common import REPO, SWEEP_SCHEMA, die  # noqa: E402
 
 SWEEP_DIR = os.path.join(REPO, "experiments", "sweeps")
 MODES = ("measured", "extrapolated", "projected", "projected-plan")
@@ -56,6 +57,10 @@ def load(path):
         die(f"{path}: cannot read sweep ({e})")
     if not isinstance(s, dict) or s.get("schema") != SWEEP_SCHEMA or not s.get("experiment"):
         die(f"{path}: not a {SWEEP_SCHEMA} file with an 'experiment' name")
+    try:  # the experiment names its results file: a plain name, never a path
+        common.safepath.name(s["experiment"], "experiment")
+    except common.safepath.PathError as e:
+        die(f"{path}: {e}")
     extra = set(s) - TOP_FIELDS
     if extra:
         die(f"{path}: unknown sweep field(s) {', '.join(sorted(extra))} (see harness/sweep/README.md)")
