@@ -86,6 +86,7 @@ import statistics
 import sys
 
 import calibrate_gpu_rates as gpu_rates
+from resultslib import safepath, schema
 
 SCHEMA = "megatrain.hardware/1"
 PROG = "calibrate_profile"
@@ -122,10 +123,10 @@ def warn(msg):
 def load_json(path, what):
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            return schema.loads(f.read())  # strictly: NaN or Infinity is no figure
     except OSError as e:
         raise InputError("%s: cannot read %s: %s" % (path, what, e.strerror or e))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError) as e:
         raise InputError("%s: %s is not valid JSON: %s" % (path, what, e))
 
 
@@ -292,11 +293,13 @@ def attention_tables(paths):
                 lines = f.readlines()
         except OSError as e:
             raise InputError("%s: cannot read the attention rows: %s" % (path, e.strerror or e))
-        for line in lines:
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
+        for n, line in enumerate(lines, 1):
+            if not line.lstrip().startswith("{"):
                 continue  # the lab's '#' comments, a torch warning
+            try:
+                r = schema.loads(line)
+            except ValueError as e:
+                raise InputError("%s:%d: not a JSON row (%s)" % (path, n, e))
             m = ATTN_BENCH.match(r.get("bench", "")) if isinstance(r, dict) and isinstance(r.get("bench"), str) else None
             if not m or "error" in r:
                 continue
@@ -321,9 +324,11 @@ def cpu_adam_row(path):
     """The megatrain_adamw_paper row of a cpu_optimizers.py file (schema megatrain.cpu_optimizers/1)."""
     try:
         with open(path) as f:
-            rows = [json.loads(l) for l in f if l.strip().startswith("{")]
+            rows = [schema.loads(l) for l in f if l.strip().startswith("{")]
     except (OSError, ValueError) as e:
         raise InputError("%s: %s" % (path, e))
+    if not all(isinstance(r, dict) for r in rows):
+        raise InputError("%s: a row is not a JSON object" % path)
     rows = [r for r in rows if r.get("impl") == "megatrain_adamw_paper" and not r.get("error")]
     if not rows:
         raise InputError("%s: no megatrain_adamw_paper row (baselines/peers/cpu_optimizers.py output?)" % path)
@@ -372,6 +377,8 @@ def main(argv):
     a = ap.parse_args(argv)
 
     try:
+        if a.out:  # never written over what it reads (the base, a link to it, any input)
+            safepath.refuse_own_input(a.out, [a.base, a.microbench, a.cpu_optimizers, a.env] + a.attention)
         prof = load_json(a.base, "the base profile")
         check_profile(a.base, prof)
         if not a.microbench and not a.attention and not a.cpu_optimizers:
@@ -396,7 +403,7 @@ def main(argv):
                              ", ".join(a.attention))
         if len(attn) > ATTN_MAX_KERNELS:
             raise InputError("%d attention implementations, the profile holds at most %d" % (len(attn), ATTN_MAX_KERNELS))
-    except InputError as e:
+    except (InputError, safepath.PathError) as e:
         die(str(e))
 
     runs = Runs(rows)
@@ -689,11 +696,8 @@ def main(argv):
 
     text = json.dumps(new, indent=2, ensure_ascii=False) + "\n"
     if a.out:
-        tmp = a.out + ".tmp"
         try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, a.out)
+            safepath.write_bytes(a.out, text.encode("utf-8"))
         except OSError as e:
             die("%s: cannot write: %s" % (a.out, e.strerror or e))
         print("%s: wrote %s" % (PROG, a.out), file=sys.stderr)

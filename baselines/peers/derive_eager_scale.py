@@ -32,6 +32,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PEER, PEER_SYSTEM = "deepspeed-zero3", "deepspeed_zero3"
+sys.path.insert(0, os.path.join(ROOT, "harness"))
+import resultslib  # noqa: E402  (the row check every reader of results rows applies)
 
 
 def die(msg, rc=2):
@@ -40,10 +42,12 @@ def die(msg, rc=2):
 
 
 def rows_of(path):
+    if not os.path.isfile(path):
+        die(f"{path}: no such file")
     try:
-        rows = [json.loads(l) for l in open(path) if l.strip()]
-    except (OSError, ValueError) as e:
-        die(f"{path}: {e}")
+        rows = resultslib.load_rows(path)
+    except (OSError, resultslib.RowsError) as e:
+        die(f"{e}")
     ds = {r["batch"]: r for r in rows if r.get("system") == PEER_SYSTEM and not r.get("error") and r.get("fwd_ms")}
     if len(ds) < 2:
         die(f"{path}: needs DeepSpeed rows with fwd_ms at two batches (has {sorted(ds)})")
@@ -53,7 +57,11 @@ def rows_of(path):
 
 def cut_config(row, tmp):
     """The model as the row ran it (its depth cut), as harness/sweep writes it."""
-    cfg = json.load(open(os.path.join(ROOT, row["config"]["model"])))
+    try:  # a path taken from the row: inside the repository, or refused
+        model = resultslib.safepath.inside(ROOT, (row.get("config") or {}).get("model"), "config.model")
+    except resultslib.safepath.PathError as e:
+        die(str(e))
+    cfg = json.load(open(model))
     if row.get("layers_run") and row["layers_run"] != cfg["num_hidden_layers"]:
         cfg["num_hidden_layers"] = row["layers_run"]
         if "max_window_layers" in cfg:

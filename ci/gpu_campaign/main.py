@@ -164,7 +164,9 @@ SETUP_KINDS = ("machine", "peers")
 
 def filed_keys(experiment, slug, results_dir=None):
     """Config keys of the experiment with a filed row made on this kind of GPU and no error."""
-    rows = runner.resultslib.load_jsonl(os.path.join(results_dir or os.path.join(REPO, "results"), experiment + ".jsonl"))
+    # strict JSON objects (only config_key, error and env.gpu_name are read here)
+    rows = runner.resultslib.load_jsonl(os.path.join(results_dir or os.path.join(REPO, "results"),
+                                                     runner.resultslib.safepath.name(experiment, "experiment") + ".jsonl"))
     return {r.get("config_key") for r in rows
             if not r.get("error") and runner.gpu_slug((r.get("env") or {}).get("gpu_name")) == slug}
 
@@ -373,4 +375,10 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ValueError as e:  # a bad results row (resultslib.RowsError) or a name that is not one (safepath)
+        if not isinstance(e, (runner.resultslib.RowsError, runner.resultslib.safepath.PathError)):
+            raise
+        print(f"gpu_campaign: {e}", file=sys.stderr)
+        sys.exit(2)

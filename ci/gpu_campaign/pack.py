@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.join(REPO, "harness", "sweep"))
 import common  # noqa: E402
 import file_rows  # noqa: E402
 import sweeps  # noqa: E402
+from common import resultslib, safepath  # noqa: E402
 
 MAX_FILES, MAX_FILE, MAX_TOTAL = 8, 16 << 20, 64 << 20
 SOFT_FILE = 15 << 20          # what a part aims under, so a file never meets the hard limit
@@ -106,9 +107,18 @@ def pack(ctx, summary_text, manifest):
 
 
 # ---------------------------------------------------------------- reading back
+def _safe_name(m):
+    try:
+        safepath.relative(m.name.rstrip("/"), "member")
+        return m.isfile() or m.isdir()
+    except safepath.PathError:
+        return False
+
+
 def safe_members(tf):
-    bad = [m.name for m in tf.getmembers() if m.name.startswith("/") or ".." in m.name.split("/")
-           or not (m.isfile() or m.isdir())]
+    """The members, each a file or folder whose name is a relative path of plain names
+    (safepath: no absolute path, no '..'); ValueError naming the first few that are not."""
+    bad = [m.name for m in tf.getmembers() if not _safe_name(m)]
     if bad:
         raise ValueError(f"unsafe member(s) {bad[:3]}")
     return tf.getmembers()
@@ -149,16 +159,24 @@ def check(out_dir, tmp):
     if len(mans) != 1:
         return p + [f"{len(mans)} manifests (one expected)"]
     try:
-        man = json.load(open(mans[0]))
-    except ValueError as e:
-        return p + [f"{mans[0]}: not JSON ({e})"]
-    P = man.get("part")
+        with open(mans[0]) as f:
+            man = resultslib.schema.loads(f.read())
+        if not isinstance(man, dict) or not isinstance(man.get("files", []), list):
+            raise ValueError("not a manifest object")
+        P = safepath.name(man.get("part"), "part")
+        safepath.name(man.get("tag") or P, "tag")
+    except ValueError as e:  # a bad name (safepath.PathError) included
+        return p + [f"{mans[0]}: {e}"]
     for need in ("results.tar.gz", "logs.tar.gz", "summary.txt"):
         if not os.path.exists(os.path.join(out_dir, f"{P}-{need}")):
             p.append(f"{P}-{need} missing")
-    for f in man.get("files", []):
-        fp = os.path.join(out_dir, f["name"])
-        if not os.path.exists(fp) or os.path.getsize(fp) != f["bytes"] or sha256(fp) != f["sha256"]:
+    for f in man["files"]:
+        try:
+            fp = safepath.inside(out_dir, safepath.name(f.get("name") if isinstance(f, dict) else f, "file"), "file")
+        except safepath.PathError as e:
+            p.append(f"manifest: {e}")
+            continue
+        if not os.path.exists(fp) or os.path.getsize(fp) != f.get("bytes") or sha256(fp) != f.get("sha256"):
             p.append(f"{f['name']}: not as the manifest lists it")
     if p:
         return p
@@ -175,11 +193,18 @@ def check(out_dir, tmp):
     by_exp = {}
     for f in sorted(os.listdir(rows_dir)) if os.path.isdir(rows_dir) else []:
         if f.endswith(".jsonl"):
-            for n, r in enumerate(common.load_jsonl(os.path.join(rows_dir, f)), 1):
+            try:
+                rows = resultslib.load_jsonl(os.path.join(rows_dir, f))
+            except resultslib.RowsError as e:
+                p.append(str(e))
+                continue
+            for n, r in enumerate(rows, 1):
+                q = file_rows.row_problems(r, man.get("dry_run", False), False, table)
+                p += [f"rows/{f}:{n}: {x}" for x in q]
+                if q:
+                    continue
                 by_exp.setdefault(r.get("experiment"), []).append(r)
-                for q in file_rows.row_problems(r, man.get("dry_run", False), False, table):
-                    p.append(f"rows/{f}:{n}: {q}")
-                if r.get("trace") and not os.path.exists(os.path.join(rows_dir, r["trace"])) and \
+                if r.get("trace") and not os.path.exists(common.trace_path(rows_dir, r)) and \
                         not os.path.exists(os.path.join(out_dir, f"{P}-traces.tar.gz")):
                     p.append(f"rows/{f}:{n}: its trace {r['trace']} is not packed")
     for st in man.get("steps", []):
@@ -224,7 +249,15 @@ def copy_rates(microbench_json):
 
 def row_lines(jsonl):
     out = []
-    for r in common.load_jsonl(jsonl) if os.path.exists(jsonl) else []:
+    try:
+        rows = resultslib.load_jsonl(jsonl)
+    except resultslib.RowsError as e:
+        return [f"unreadable rows: {e}"]
+    for n, r in enumerate(rows, 1):
+        bad = resultslib.row_problems(r)
+        if bad:  # the summary says so, and --check refuses the part
+            out.append(f"{jsonl}:{n}: not a results row: {'; '.join(bad)}"[:300])
+            continue
         lab = (f"{r.get('model')} {r.get('system')} b{r.get('batch')} T{r.get('seq_len')} {r.get('precision')} "
                f"L{r.get('layers_run')}/{r.get('layers_model')}" + (f" {r['variant']}" if r.get("variant") else ""))
         if "error" in r:

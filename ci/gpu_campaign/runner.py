@@ -416,13 +416,16 @@ def step_attention_profile(ctx, st, log, timeout):
     base = profile_base(ctx)
     out = ctx.path("profile", base + ".json")
     base_file = out if os.path.exists(out) else f"experiments/hardware/{base}.json"  # after this part's own microbench
+    # calibrate_profile.py never writes over its input: a new file beside the logs, renamed over out
+    new = ctx.path("logs", f"{base}.attention.json")
     argv = [sys.executable, "harness/calibrate_profile.py", base_file, "--env", ctx.path("rows", f"env_{ctx.tag}.json"),
-            "--out", out]
+            "--out", new]
     for r in rows:
         argv += ["--attention", r]
     rc, _ = run_proc(ctx, argv, log, timeout)
     if rc != 0:
         return classify(ctx, rc), "calibrate_profile.py --attention failed (the log says why)"
+    os.replace(new, out)
     say(f"  attention tables in {base}.json: " + ", ".join(sorted(json.load(open(out))["gpu"]["attention_tflops"])))
     return "ok", None
 

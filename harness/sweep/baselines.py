@@ -16,6 +16,7 @@ Only rows the claims table would take are recorded: from a clean tree, of sweep 
 that exist now, without an error. A baseline row keeps what the checker compares.
 """
 import argparse
+import glob
 import os
 import re
 import sys
@@ -45,6 +46,9 @@ def main():
     ap.add_argument("--from", dest="src", default=os.path.join(REPO, "results"))
     ap.add_argument("--out", default=os.path.join(REPO, "results", "baselines"))
     args = ap.parse_args()
+    inputs = glob.glob(os.path.join(args.src, "*.jsonl"))
+    for old in glob.glob(os.path.join(args.out, "*.jsonl")):  # a baseline file is never one it reads
+        common.not_own_input(old, inputs, "--out")
     rows = [r for r in common.trusted(common.load_results(args.src), False, "baselines") if "error" not in r]
     os.makedirs(args.out, exist_ok=True)
     if args.what == "sim":

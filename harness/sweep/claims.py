@@ -26,7 +26,7 @@ published, validation
 (harness/sweep/README.md, "Claim rows").
 """
 import argparse
-import json
+import glob
 import os
 import re
 import sys
@@ -103,7 +103,7 @@ def band(r, ctx):
     nothing has been validated."""
     if "validation" not in ctx:
         path = os.path.join(ctx.get("results_dir") or "", "sim_validation.json")
-        ctx["validation"] = json.load(open(path)) if ctx.get("results_dir") and os.path.exists(path) else None
+        ctx["validation"] = common.load_json(path) if ctx.get("results_dir") and os.path.exists(path) else None
     v = ctx["validation"]
     val = [(name, p) for name, p in sorted((v or {}).get("profiles", {}).items()) if p.get("n")]
     if not val or r is None or r.get("mode") != "projected":
@@ -358,8 +358,7 @@ def t_validation(spec, rows, ctx):
     path = os.path.join(ctx["results_dir"], "sim_validation.json")
     if not os.path.exists(path):
         return None
-    with open(path) as f:
-        v = json.load(f)
+    v = common.load_json(path)
     from sim_check import label  # the check's configuration names (it imports this module)
     meas = {label(m): m for e in spec["against"] for m in ctx["all"].get(e, []) if ok(m) and m["mode"] == "measured"}
     texts, used, outs = [], [], []
@@ -556,12 +555,15 @@ def main():
     ap.add_argument("--allow-dirty", action="store_true", help="admit rows made from a dirty or unknown tree")
     ap.add_argument("--sweeps", help="directory of the sweep files (default experiments/sweeps)")
     args = ap.parse_args()
+    inputs = (glob.glob(os.path.join(args.results, "*.json*")) +
+              glob.glob(os.path.join(args.sweeps or sweeps.SWEEP_DIR, "*.json")))
+    if args.markdown:  # refused before anything is read: never written over what it reads
+        common.not_own_input(args.markdown, inputs, "--markdown")
     rows = common.trusted_results(args.results, args.allow_dirty, "claims", args.sweeps)
     out = table(rows, results_dir=args.results)
     sys.stdout.write(render(out))
     if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(markdown_file(out))
+        common.write_text(args.markdown, markdown_file(out), inputs, "--markdown")
     return 0
 
 

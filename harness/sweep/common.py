@@ -31,6 +31,22 @@ def not_own_input(out, inputs, what="--out"):
         die(str(e))
 
 
+def load_json(path):
+    """A JSON file strictly parsed (resultslib.schema.loads: no NaN or Infinity); dies (exit 2)
+    naming the file where it is not JSON."""
+    try:
+        with open(path) as f:
+            return resultslib.schema.loads(f.read())
+    except (OSError, ValueError) as e:
+        die(f"{path}: not JSON ({e})")
+
+
+def write_text(out, text, inputs, what="--out"):
+    """Replaces `out` with text atomically, unless it is one of the inputs (dies, exit 2)."""
+    not_own_input(out, inputs, what)
+    safepath.write_bytes(out, text.encode())
+
+
 def trace_path(root, r):
     """root/<the row's trace>, once safepath has it inside root (dies, exit 2, if not)."""
     try:

@@ -76,8 +76,9 @@ class Ctx:
         """Clean side files (microbench_*.json, reproduce_*.json): (path, data, env)."""
         out = []
         for p in sorted(glob.glob(os.path.join(self.results, pattern))):
-            with open(p) as f:
-                d = json.load(f)
+            d = common.load_json(p)
+            if not isinstance(d, dict):
+                die(f"{p}: not a JSON object")
             env = d.get("env") or (d.get("context") or {}).get("mt_env") or {}
             if isinstance(env, str):
                 env = json.loads(env)
@@ -255,6 +256,9 @@ def main():
     ap.add_argument("--docs", nargs="+", default=[os.path.join(REPO, "README.md"), os.path.join(REPO, "REPRODUCE.md")])
     ap.add_argument("--allow-dirty", action="store_true", help="admit rows made from a dirty or unknown tree")
     args = ap.parse_args()
+    if args.write:  # a doc is rewritten; never one of the rows it is made from
+        for path in args.docs:
+            common.not_own_input(path, glob.glob(os.path.join(args.results, "*.json*")), "--docs")
     ctx = Ctx(args.results, args.allow_dirty)
     stale = 0
     for path in args.docs:
@@ -267,9 +271,7 @@ def main():
             print(f"docs: {rel(path)}: {len(seen)} generated block(s) match {rel(args.results)}/", file=sys.stderr)
             continue
         if args.write:
-            with open(path + ".tmp", "w") as f:
-                f.write(new)
-            os.replace(path + ".tmp", path)
+            common.safepath.write_bytes(path, new.encode())
             print(f"docs: {rel(path)}: rewrote {', '.join(seen)}", file=sys.stderr)
         else:
             stale += 1

@@ -157,15 +157,19 @@ def main():
     within = float(spec["within"])
     with open(args.changes) as f:
         changes = json.load(f)["changes"]
-    meas = []
+    meas, inputs = [], [args.changes]
     for exp in spec["against"]:
         path = os.path.join(args.results, exp + ".jsonl")
+        inputs.append(path)
         if os.path.exists(path):
             meas += [r for r in common.load_rows(path)
                      if ok(r) and r.get("mode") == "measured" and r.get("backend") == "cuda"
                      and r.get("system") == "megatrain"]
     if not meas:
         fail(f"no measured megatrain GPU row in {args.results} for {', '.join(spec['against'])}")
+    out_path = args.out or os.path.join(args.results, "sim_validation.json")
+    if not args.no_write:
+        common.not_own_input(out_path, inputs)
 
     profiles, bad = {}, []
     with tempfile.TemporaryDirectory() as tmp:
@@ -232,12 +236,7 @@ def main():
               + summary(cost_sources(name, changes=changes, contains=git_contains)))
     out = {"schema": SCHEMA, "profiles": profiles, "growth": GROWTH}
     if not args.no_write:
-        path = args.out or os.path.join(args.results, "sim_validation.json")
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(out, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
+        common.write_text(out_path, json.dumps(out, indent=1) + "\n", inputs)
     if not any(p["n"] for p in profiles.values()):
         fail("no measured row validates the current engine: nothing was checked; HINT: measure on the GPU "
              "(ci/gpu_campaign.sh) with the current engine")

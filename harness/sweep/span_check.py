@@ -26,6 +26,9 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from resultslib import safepath, schema  # noqa: E402
+
 EMBED_HEAD = "embedding/head"  # spans tagged layer -1: the embedding and head units
 
 
@@ -134,7 +137,7 @@ def export(validation, out_dir):
     with spans (x index, span kind, measured and sim milliseconds a step), and spans.gpi (N,
     T[i]: the configuration, its step error and whether it validates the current engine)."""
     with open(validation) as f:
-        v = json.load(f)
+        v = schema.loads(f.read())  # strictly: a NaN error is no figure
     blocks, titles = [], []
     for prof, p in sorted(v.get("profiles", {}).items()):
         for c in p.get("configs", []):
@@ -147,15 +150,12 @@ def export(validation, out_dir):
             blocks.append("\n".join(lines))
             counted = "validates the current engine" if c["validates_current_engine"] else "older engine: not counted"
             titles.append(f"{c['key']} on {prof}: step {100 * c['err']:+.1f}% ({counted})")
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "spans.tsv"), "w") as f:
-        f.write("\n\n\n".join(blocks) + "\n")
-    with open(os.path.join(out_dir, "spans.gpi"), "w") as f:
-        f.write(f"N = {len(blocks)}\n")
-        if blocks:
-            f.write(f"array T[{len(blocks)}]\n")
-            for i, t in enumerate(titles):
-                f.write(f"T[{i + 1}] = {gp_str(t)}\n")
+    gpi = f"N = {len(blocks)}\n" + (f"array T[{len(blocks)}]\n" if blocks else "") + \
+        "".join(f"T[{i + 1}] = {gp_str(t)}\n" for i, t in enumerate(titles))
+    for name, text in (("spans.tsv", "\n\n\n".join(blocks) + "\n"), ("spans.gpi", gpi)):
+        path = os.path.join(out_dir, name)
+        safepath.refuse_own_input(path, [validation])
+        safepath.write_bytes(path, text.encode())
     return len(blocks)
 
 
@@ -165,7 +165,12 @@ def main():
     ap.add_argument("--out", required=True, help="directory for spans.tsv and spans.gpi")
     a = ap.parse_args()
     try:
+        for name in ("spans.tsv", "spans.gpi"):  # before anything is written
+            safepath.refuse_own_input(os.path.join(a.out, name), [a.export])
         n = export(a.export, a.out)
+    except safepath.PathError as e:
+        print(f"span_check: {e}", file=sys.stderr)
+        return 2
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"span_check: {a.export}: {e}; HINT: make sim-check writes it", file=sys.stderr)
         return 1

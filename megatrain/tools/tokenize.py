@@ -15,6 +15,10 @@ import json
 import os
 import sys
 
+# the path checks every script around the binary shares (harness/resultslib/safepath.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "harness"))
+from resultslib import safepath  # noqa: E402
+
 
 def fail(msg):
     print(f"tokenize: {msg}", file=sys.stderr)
@@ -53,6 +57,10 @@ def main():
     p.add_argument("--out", required=True, help="output token file")
     p.add_argument("files", nargs="+", help="UTF-8 text files, one document each")
     args = p.parse_args()
+    try:  # never written over a text it reads (the same file, a hard or a soft link to it)
+        safepath.refuse_own_input(args.out, args.files)
+    except safepath.PathError as e:
+        fail(str(e))
     encode, eos, vocab = encoder(args)
     ids = array.array("I")
     for path in args.files:
@@ -70,11 +78,8 @@ def main():
         fail(f"token id {ids[bad]} at index {bad} is >= vocab_size {vocab}")
     if sys.byteorder != "little":
         ids.byteswap()
-    tmp = args.out + ".tmp"
     try:
-        with open(tmp, "wb") as f:
-            ids.tofile(f)
-        os.replace(tmp, args.out)
+        safepath.write_bytes(args.out, ids.tobytes())
     except OSError as e:
         fail(f"{args.out}: {e}")
     print(f"tokenize: wrote {len(ids)} tokens to {args.out}", file=sys.stderr)

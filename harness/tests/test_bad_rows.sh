@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Bad results rows stop every reader with one line naming the file and line (exit 2), never
+# a verdict or a traceback: an inverted step_ms range (min > median, median > max), a NaN,
+# Infinity or overflowing figure, a row that is an array, a string where a number belongs,
+# a missing key, a trace or experiment that is a path. Each kind goes through the row
+# check's command line (harness/resultslib/validate_rows.py), the claims table, the figures'
+# export, the docs check, the baselines recorder, the peer and sim checks (they load rows
+# before running anything), file_rows and ci/check_regression.sh. The committed rows all
+# pass the check. Needs python3 and jq.
+. "$(dirname "$0")/lib.sh" python3 jq
+
+# the committed results files are all good rows
+mapfile -t committed < <(ls results/*.jsonl | grep -v -e /cpu_optimizers.jsonl -e /peer_hooks.jsonl)
+exits 0 "validate_rows: every committed results/*.jsonl" python3 harness/resultslib/validate_rows.py "${committed[@]}"
+exits 0 "validate_rows --baseline: results/baselines/*.jsonl" python3 harness/resultslib/validate_rows.py --baseline results/baselines/*.jsonl
+
+# a copy of results/ where the first row of gpu_goal.jsonl (measured on a GPU) is made bad
+mkdir -p "$tmp/good" && cp results/*.jsonl results/sim_validation.json "$tmp/good/"
+F=gpu_goal.jsonl
+# bad NAME PYTHON-EXPR-ON-THE-LINE: $tmp/NAME/ with line 1 of $F replaced by the expression's text
+bad() {
+  rm -rf "$tmp/$1" && cp -r "$tmp/good" "$tmp/$1"
+  python3 - "$tmp/$1/$F" "$2" <<'EOF'
+import json, sys
+path, expr = sys.argv[1], sys.argv[2]
+lines = open(path).read().splitlines()
+r = json.loads(lines[0])
+lines[0] = eval(expr, {"r": r, "json": json, "d": lambda r: json.dumps(r, separators=(",", ":"))})
+open(path, "w").write("\n".join(lines) + "\n")
+EOF
+}
+# NAME|the bad line, a Python expression of the good row r (d(r): r as compact JSON)
+kinds=(
+  "min_gt_median|d({**r, 'step_ms': {**r['step_ms'], 'min': r['step_ms']['median'] * 2}})"
+  "median_gt_max|d({**r, 'step_ms': {**r['step_ms'], 'max': r['step_ms']['median'] / 2}})"
+  "nan_median|d({**r, 'step_ms': {**r['step_ms'], 'median': 1}}).replace('\"median\":1', '\"median\":NaN')"
+  "inf_tokens|d({**r, 'tokens_per_s': 1}).replace('\"tokens_per_s\":1', '\"tokens_per_s\":Infinity')"
+  "neg_inf_tflops|d({**r, 'tflops': 1}).replace('\"tflops\":1', '\"tflops\":-Infinity')"
+  "overflow|d({**r, 'tflops': 1}).replace('\"tflops\":1', '\"tflops\":1e999')"
+  "array_row|json.dumps([r])"
+  "string_median|d({**r, 'step_ms': {**r['step_ms'], 'median': str(r['step_ms']['median'])}})"
+  "string_batch|d({**r, 'batch': '16'})"
+  "missing_mode|d({k: v for k, v in r.items() if k != 'mode'})"
+  "missing_step_ms|d({k: v for k, v in r.items() if k != 'step_ms'})"
+  "env_array|d({**r, 'env': [r['env']]})"
+  "trace_escape|d({**r, 'trace': '../../harness/sweep/claims.py'})"
+  "experiment_path|d({**r, 'experiment': '../gpu_goal'})"
+)
+# refused NAME RC-WANT CMD...: exits RC, one stderr line names $F line 1, no traceback
+refused() {
+  local name=$1 want=$2 rc; shift 2
+  "$@" > "$tmp/out" 2> "$tmp/err"; rc=$?
+  if [ "$rc" = "$want" ] && grep -q "$F:1: " "$tmp/err" && ! grep -q Traceback "$tmp/err"; then
+    pass "$name"
+  else
+    fail "$name: exit $rc (want $want and $F:1 named, no traceback)"; head -c 600 "$tmp/err"; echo
+  fi
+}
+mkdir -p "$tmp/sweeps" && cp experiments/sweeps/*.json "$tmp/sweeps/"
+# the readers take the good copy (so a refusal below is the bad row's)
+exits 0 "claims on the good copy" python3 harness/sweep/claims.py --results "$tmp/good" --sweeps "$tmp/sweeps"
+exits 0 "export on the good copy" python3 harness/sweep/export.py --results "$tmp/good" --out "$tmp/plots" --sweeps "$tmp/sweeps"
+for k in "${kinds[@]}"; do
+  name=${k%%|*} expr=${k#*|}
+  bad "$name" "$expr"
+  d=$tmp/$name
+  refused "$name: validate_rows" 2 python3 harness/resultslib/validate_rows.py "$d/$F"
+  refused "$name: claims" 2 python3 harness/sweep/claims.py --results "$d" --sweeps "$tmp/sweeps"
+  refused "$name: export" 2 python3 harness/sweep/export.py --results "$d" --out "$tmp/plots" --sweeps "$tmp/sweeps"
+  refused "$name: docs --check" 2 python3 harness/sweep/docs.py --check --results "$d" --docs README.md
+  refused "$name: baselines gpu" 2 python3 harness/sweep/baselines.py gpu --from "$d" --out "$tmp/base"
+  refused "$name: peer_check" 2 python3 harness/sweep/peer_check.py --results "$d" --bin "$tmp/nobin"
+  refused "$name: sim_check" 2 python3 harness/sweep/sim_check.py --results "$d" --bin "$tmp/nobin" --no-write
+  mkdir -p "$tmp/in_$name" && cp "$d/$F" "$tmp/in_$name/"
+  python3 harness/sweep/file_rows.py "$tmp/in_$name" --results "$tmp/filed_$name" --allow-dirty > /dev/null 2> "$tmp/err"
+  rc=$?
+  if [ "$rc" != 0 ] && grep -q "$F:1: " "$tmp/err" && ! grep -q Traceback "$tmp/err" && [ ! -e "$tmp/filed_$name/$F" ]; then
+    pass "$name: file_rows refuses, nothing filed (exit $rc)"
+  else
+    fail "$name: file_rows: exit $rc"; head -c 600 "$tmp/err"; echo
+  fi
+done
+
+# ci/check_regression.sh runs the same check on its files first: a NaN or missing step time is
+# refused, not compared
+for name in nan_median inf_tokens overflow string_median missing_step_ms; do
+  bash ci/check_regression.sh "$tmp/$name/$F" "$tmp/good/$F" > "$tmp/out" 2> "$tmp/err"; rc=$?
+  [ "$rc" = 2 ] && grep -q "$F:1: " "$tmp/err" && pass "$name: check_regression refuses it (exit 2)" ||
+    { fail "$name: check_regression: exit $rc"; head -5 "$tmp/err"; }
+done
+bash ci/check_regression.sh "$tmp/good/$F" "$tmp/good/$F" > /dev/null 2>&1 && pass "check_regression: good rows still compared" ||
+  fail "check_regression refused good rows"
+finish
