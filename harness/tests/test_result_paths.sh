@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# The scripts around the binary write only where they should (harness/resultslib/safepath.py):
+# a path taken from data is a name, never joined as given. file_rows refuses a row whose
+# trace or experiment climbs out with '..' or is absolute, and a symlink in results/ that
+# leads out; the campaign's filing (run from a copy of the scripts, so that "outside
+# results/" is a folder of this test) refuses a manifest whose tag or part is a path, a
+# row of its archive whose trace climbs into the code, and a results/ symlink leading out.
+# Nothing is written in each case: the files outside keep their bytes. And no tool writes
+# over its own input (the same file, a symlink or a hard link to it). Needs python3 and jq.
+. "$(dirname "$0")/lib.sh" python3 jq
+
+# ---- a clean row of a one-configuration sweep, as a run elsewhere writes it
+mkdir -p "$tmp/sweeps"
+cat > "$tmp/sweeps/t_path.json" <<'EOF'
+{"schema": "megatrain.sweep/1", "experiment": "t_path", "paths": ["gpu"],
+ "defaults": {"model": "megatrain/tests/data/tiny5_llama.json", "mode": "projected", "hardware": "h100-128g",
+              "batch": 2, "seq_len": 16, "precision": "paper", "steps": 4, "warmup": 2},
+ "configs": [{"schedule": "megatrain", "keep_trace": true}]}
+EOF
+# mkrow SWEEPS_DIR OUT.jsonl [JQ-EDIT]: the sweep's row, edited
+mkrow() {
+  python3 - "$1" <<'EOF' | jq -c "${3:-.}" > "$2"
+import json, sys
+sys.path.insert(0, "harness/sweep")
+import common, sweeps
+sweeps.set_dir(sys.argv[1])
+c = sweeps.expand(sweeps.by_experiment()["t_path"])[0]
+r = {k: None for k in common.RESULT_KEYS}
+r.update(schema=common.RESULTS_SCHEMA, experiment="t_path", system="megatrain", mode="projected", model="m",
+         params=1000, layers_run=5, layers_model=5, batch=2, seq_len=16, precision="paper",
+         step_ms={"median": 10.0, "min": 9.0, "max": 11.0, "n": 2}, tokens_per_s=3200.0, backend=c.get("backend"),
+         hardware=c.get("hardware"), config_key=sweeps.config_key(c), trace="traces/t_path.json",
+         sweep={"file": "t_path.json", "hardware_override": None},
+         env=dict({k: None for k in common.ENV_KEYS}, git_sha="0123456789ab", git_dirty=False))
+print(json.dumps(r))
+EOF
+}
+W=$tmp/w  # W/in: what came back; W/repo/results: where it is filed; W/repo/code, W/outside: not to be touched
+fresh() {
+  rm -rf "$W" && mkdir -p "$W/in/traces" "$W/repo/results" "$W/repo/code" "$W/outside" "$W/code"
+  echo '{"traceEvents": []}' > "$W/in/traces/t_path.json"
+  echo original > "$W/repo/code/x.py"
+  echo pwned > "$W/code/x.py"
+}
+untouched() { # untouched NAME: nothing written outside W/repo/results, no rows filed
+  local extra
+  extra=$(find "$W/outside" "$W/repo" -type f ! -path "$W/repo/code/x.py" ! -path "$W/repo/results/*" 2>/dev/null)
+  [ "$(cat "$W/repo/code/x.py")" = original ] && [ -z "$extra" ] && [ ! -e "$W/repo/results/t_path.jsonl" ] &&
+    [ -z "$(ls -A "$W/outside")" ]
+}
+file_rows() { python3 harness/sweep/file_rows.py --sweeps "$tmp/sweeps" "$@"; }
+# refuse NAME [file_rows options]: the row in W/in refused, with a line naming it, nothing written
+refuse() {
+  local name=$1 rc; shift
+  file_rows "$W/in" --results "$W/repo/results" "$@" > /dev/null 2> "$tmp/err"; rc=$?
+  if [ "$rc" != 0 ] && ! grep -q Traceback "$tmp/err" && grep -q "t_path.jsonl:1: \|leads out\|not a plain name\|not a relative path" "$tmp/err" && untouched; then
+    pass "file_rows refuses $name (exit $rc), nothing written"
+  else
+    fail "file_rows $name: exit $rc"; head -c 800 "$tmp/err"; echo; find "$W" -type f | head
+  fi
+}
+
+fresh; mkrow "$tmp/sweeps" "$W/in/t_path.jsonl"
+file_rows "$W/in" --results "$W/repo/results" 2> "$tmp/ok.err" && [ -s "$W/repo/results/traces/t_path.json" ] &&
+  [ -s "$W/repo/results/t_path.jsonl" ] && pass "a good row and its trace are filed" || { fail "good row"; cat "$tmp/ok.err"; }
+
+fresh; mkrow "$tmp/sweeps" "$W/in/t_path.jsonl" '.trace = "../code/x.py"'
+refuse "a trace climbing out with ../ (it would overwrite code)"
+fresh; mkrow "$tmp/sweeps" "$W/in/t_path.jsonl" '.trace = "traces/../../code/x.py"'
+refuse "a trace under traces/ climbing out"
+fresh; mkrow "$tmp/sweeps" "$W/in/t_path.jsonl" ".trace = \"$W/code/x.py\""
+refuse "an absolute trace"
+fresh; mkrow "$tmp/sweeps" "$W/in/t_path.jsonl" '.experiment = "../outside/t_path"'
+refuse "an experiment climbing out with ../" --unswept
+fresh; mkrow "$tmp/sweeps" "$W/in/t_path.jsonl" ".experiment = \"$W/outside/t_path\""
+refuse "an absolute experiment" --unswept
+fresh; mkrow "$tmp/sweeps" "$W/in/t_path.jsonl"; ln -s "$W/outside" "$W/repo/results/traces"
+refuse "results/traces a symlink leading out"
+fresh; mkrow "$tmp/sweeps" "$W/in/t_path.jsonl"; ln -s "$W/outside/t_path.jsonl" "$W/repo/results/t_path.jsonl"
+file_rows "$W/in" --results "$W/repo/results" > /dev/null 2> "$tmp/err"; rc=$?
+[ "$rc" != 0 ] && [ ! -e "$W/outside/t_path.jsonl" ] && [ -L "$W/repo/results/t_path.jsonl" ] && grep -q "leads out" "$tmp/err" &&
+  pass "file_rows refuses results/EXP.jsonl a symlink leading out (exit $rc)" || { fail "results symlink: exit $rc"; cat "$tmp/err"; }
+fresh; mkrow "$tmp/sweeps" "$W/in/t_path.jsonl"; rm "$W/in/traces/t_path.json"; ln -s "$W/code/x.py" "$W/in/traces/t_path.json"
+refuse "a trace in DIR that is a symlink out of DIR"
+fresh; mkrow "$tmp/sweeps" "$W/in/t_path.jsonl"
+file_rows "$W/in" --results "$W/in" > /dev/null 2> "$tmp/err"; rc=$?
+[ "$rc" = 2 ] && grep -q "write over its input" "$tmp/err" && pass "file_rows refuses DIR = the results dir (its own input)" ||
+  { fail "file_rows DIR = results: exit $rc"; cat "$tmp/err"; }
+
+# ---- the campaign's filing, from a copy of the scripts: its REPO is W/repo
+fresh
+cp -r harness ci "$W/repo/" && mkdir -p "$W/repo/experiments" && cp -r experiments/sweeps experiments/hardware experiments/models "$W/repo/experiments/"
+rm -rf "$W/repo/harness/tests" && cp "$tmp/sweeps/t_path.json" "$W/repo/experiments/sweeps/"
+mkdir -p "$W/repo/megatrain/tests/data" && cp megatrain/tests/data/tiny5_llama.json "$W/repo/megatrain/tests/data/"
+find "$W/repo" -type f | sort > "$tmp/repo_files"
+# part P: a part's folder (manifest, summary, results archive with one row) under $tmp/parts/P
+part() { # part NAME MANIFEST-JQ-EDIT ROW-JQ-EDIT
+  local d=$tmp/parts/$1 x=$tmp/parts/$1.x
+  rm -rf "$d" "$x" && mkdir -p "$d" "$x/rows/traces" "$x/code"
+  mkrow "$tmp/sweeps" "$x/rows/t_path.jsonl" "$3"
+  echo '{"traceEvents": []}' > "$x/rows/traces/t_path.json"
+  echo pwned > "$x/code/x.py"
+  tar -C "$x" -czf "$d/A-results.tar.gz" rows code
+  echo summary > "$d/A-summary.txt"
+  jq -n -c '{part: "A", tag: "h100-A", dry_run: false, utc: "2026-11-28T00:00:00Z", files: [], steps: []}' | jq -c "$2" > "$d/A-manifest.json"
+}
+filing() { python3 "$W/repo/ci/gpu_campaign/main.py" file "$@"; }
+# nothing outside W/repo/results changed: the copy's own files as they were, nothing new beside them
+clean_repo() {
+  [ "$(find "$W/repo" -type f ! -path "$W/repo/results/*" ! -name '*.pyc' | sort)" = "$(grep -v '\.pyc$' "$tmp/repo_files")" ] &&
+    [ "$(cat "$W/repo/code/x.py")" = original ] && [ -z "$(ls -A "$W/outside")" ] && [ ! -e "$W/repo/results/t_path.jsonl" ]
+}
+frefuse() { # frefuse NAME PART: the filing refuses the part, one line, nothing of it written
+  local rc
+  filing "$tmp/parts/$2" --allow-dirty > /dev/null 2> "$tmp/ferr"; rc=$?
+  if [ "$rc" != 0 ] && ! grep -q Traceback "$tmp/ferr" && clean_repo; then
+    pass "the filing refuses $1 (exit $rc), nothing written outside results/"
+  else
+    fail "filing $1: exit $rc"; head -c 800 "$tmp/ferr"; echo
+    find "$W" -newer "$tmp/repo_files" -type f ! -name '*.pyc' | head
+  fi
+}
+part good '.' '.'
+filing "$tmp/parts/good" --allow-dirty > /dev/null 2> "$tmp/ferr" && [ -s "$W/repo/results/t_path.jsonl" ] &&
+  ls "$W/repo/results/campaign/h100-A-20261128T000000Z-manifest.json" > /dev/null &&
+  pass "the filing files a good part (rows, manifest, summary)" || { fail "filing a good part"; cat "$tmp/ferr"; }
+rm -rf "$W/repo/results" && mkdir -p "$W/repo/results"
+part tag '.tag = "../../outside/pwn"' '.'
+frefuse "a manifest tag climbing out with ../" tag
+part abstag ".tag = \"$W/outside/pwn\"" '.'
+frefuse "an absolute manifest tag" abstag
+part partname '.part = "../A"' '.'
+frefuse "a manifest part that is a path" partname
+part trace '.' '.trace = "traces/../../code/x.py"'
+frefuse "an archived row whose trace climbs into the code" trace
+part exp '.' '.experiment = "../code/x"'
+frefuse "an archived row whose experiment is a path" exp
+part good2 '.' '.'
+ln -s "$W/outside" "$W/repo/results/campaign"
+frefuse "results/campaign a symlink leading out" good2
+rm "$W/repo/results/campaign"
+
+# ---- no tool writes over its own input
+mkdir -p "$tmp/own" && cp results/gpu_goal.jsonl results/c2_cpu.jsonl "$tmp/own/" && cp "$tmp/own/gpu_goal.jsonl" "$tmp/own.before"
+own() { # own NAME FILE CMD...: refused (non-zero, a line saying so), FILE unchanged
+  local name=$1 f=$2 rc; shift 2
+  "$@" > /dev/null 2> "$tmp/oerr"; rc=$?
+  if [ "$rc" != 0 ] && grep -qi "input" "$tmp/oerr" && cmp -s "$f" "$tmp/own.before" && ! grep -q Traceback "$tmp/oerr"; then
+    pass "$name (exit $rc)"
+  else
+    fail "$name: exit $rc"; head -3 "$tmp/oerr"; cmp "$f" "$tmp/own.before"
+  fi
+}
+own "claims --markdown onto a results file it reads" "$tmp/own/gpu_goal.jsonl" \
+  python3 harness/sweep/claims.py --results "$tmp/own" --markdown "$tmp/own/gpu_goal.jsonl"
+ln -s "$tmp/own/gpu_goal.jsonl" "$tmp/soft.md"
+own "claims --markdown onto a symlink to an input" "$tmp/own/gpu_goal.jsonl" \
+  python3 harness/sweep/claims.py --results "$tmp/own" --markdown "$tmp/soft.md"
+ln "$tmp/own/gpu_goal.jsonl" "$tmp/hard.md"
+own "claims --markdown onto a hard link to an input" "$tmp/own/gpu_goal.jsonl" \
+  python3 harness/sweep/claims.py --results "$tmp/own" --markdown "$tmp/hard.md"
+own "export --out onto the results it reads" "$tmp/own/gpu_goal.jsonl" \
+  python3 harness/sweep/export.py --results "$tmp/own" --out "$tmp/own"
+cp "$tmp/own/gpu_goal.jsonl" "$tmp/text.txt" && cp "$tmp/text.txt" "$tmp/own.before"
+own "tokenize --out onto its input text" "$tmp/text.txt" \
+  python3 megatrain/tools/tokenize.py --bytes --out "$tmp/text.txt" "$tmp/text.txt"
+ln -s "$tmp/text.txt" "$tmp/text.link"
+own "tokenize --out onto a symlink to its input" "$tmp/text.txt" \
+  python3 megatrain/tools/tokenize.py --bytes --out "$tmp/text.link" "$tmp/text.txt"
+cp experiments/hardware/h100-128g.json "$tmp/base.json" && cp "$tmp/base.json" "$tmp/own.before"
+echo '{"utc": "2026-11-28T00:00:00Z", "gpu_name": "x"}' > "$tmp/env.json"
+ln "$tmp/base.json" "$tmp/base.hard"
+own "calibrate_profile --out onto a hard link to its base" "$tmp/base.json" \
+  python3 harness/calibrate_profile.py "$tmp/base.json" --env "$tmp/env.json" --attention "$tmp/env.json" --out "$tmp/base.hard"
+finish
