@@ -181,8 +181,14 @@ def file_dirs(dirs, allow_dirty=False, dry_run=False, replace_gpu=False):
                     bad += 1
                     continue
             for prof, name, dest_prof in profs:
-                p = json.load(open(prof))
-                if p.get("schema") != "megatrain.hardware/1" or name.removesuffix(".json") not in LENT:
+                try:
+                    with open(prof) as f:
+                        p = resultslib.schema.loads(f.read())  # strictly: no NaN or Infinity
+                except ValueError as e:
+                    say(f"{prof}: not JSON ({e}): not filed")
+                    bad += 1
+                    continue
+                if not isinstance(p, dict) or p.get("schema") != "megatrain.hardware/1" or name.removesuffix(".json") not in LENT:
                     say(f"{prof}: not a profile of a lent machine ({', '.join(LENT)}): not filed")
                     bad += 1
                     continue

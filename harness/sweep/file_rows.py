@@ -112,9 +112,11 @@ def side_file_ok(path, allow_dirty):
     """env_*.json / microbench_*.json: parses, and its env block says a clean tree."""
     try:
         with open(path) as f:
-            d = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
+            d = resultslib.schema.loads(f.read())  # strictly: no NaN or Infinity
+    except (OSError, ValueError) as e:
         return f"not JSON ({e})"
+    if not isinstance(d, dict):
+        return "not a JSON object"
     env = d.get("context", {}).get("mt_env") if "context" in d else d
     if isinstance(env, str):
         try:
