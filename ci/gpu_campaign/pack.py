@@ -108,8 +108,13 @@ def pack(ctx, summary_text, manifest):
 
 # ---------------------------------------------------------------- reading back
 def _safe_name(m):
+    name = m.name.rstrip("/")
+    while name.startswith("./"):  # `tar -C DIR -czf X .` writes ./rows/...
+        name = name[2:]
+    if name in ("", "."):
+        return m.isdir()
     try:
-        safepath.relative(m.name.rstrip("/"), "member")
+        safepath.relative(name, "member", any_names=True)
         return m.isfile() or m.isdir()
     except safepath.PathError:
         return False

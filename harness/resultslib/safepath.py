@@ -28,11 +28,15 @@ def name(s, what="name"):
     return s
 
 
-def relative(rel, what="path"):
-    """rel itself when it is names joined by '/' (no absolute path, '..' or '.'), else PathError."""
-    if not isinstance(rel, str) or not rel or rel.startswith("/"):
+def relative(rel, what="path", any_names=False):
+    """rel itself when it is names joined by '/' (no absolute path, '..' or '.'), else
+    PathError. any_names: a component may be any other name (an archive's member: a log
+    with a space, a hidden file), still never '', '.' or '..'."""
+    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\0" in rel:
         raise PathError(f"{what} {rel!r} is not a relative path")
     for part in rel.split("/"):
+        if any_names and part not in ("", ".", ".."):
+            continue
         name(part, f"{what} {rel!r}: component")
     return rel
 
