@@ -188,7 +188,8 @@ def file_dirs(dirs, allow_dirty=False, dry_run=False, replace_gpu=False):
                     say(f"{prof}: not JSON ({e}): not filed")
                     bad += 1
                     continue
-                if not isinstance(p, dict) or p.get("schema") != "megatrain.hardware/1" or name.removesuffix(".json") not in LENT:
+                if (not isinstance(p, dict) or p.get("schema") != "megatrain.hardware/1"
+                        or name.removesuffix(".json") not in LENT):
                     say(f"{prof}: not a profile of a lent machine ({', '.join(LENT)}): not filed")
                     bad += 1
                     continue

@@ -132,7 +132,8 @@ def side_file_ok(path, allow_dirty):
 
 def source_and_dest(src_root, dest_root, rel, what):
     """(src_root/rel, dest_root/rel), each checked inside its root (safepath); PathError if not."""
-    return safepath.inside(src_root, rel, f"{what} in {src_root}:"), safepath.inside(dest_root, rel, f"{what} in {dest_root}:")
+    return (safepath.inside(src_root, rel, f"{what} in {src_root}:"),
+            safepath.inside(dest_root, rel, f"{what} in {dest_root}:"))
 
 
 def main():
