@@ -87,8 +87,8 @@ def _fmt(v):
     return f"{v!r}" if not isinstance(v, str) else repr(v[:40])
 
 
-def _step_ms(s, mode, shape):
-    """Problems of a step_ms value."""
+def step_ms_problems(s, mode="measured", shape="results"):
+    """Problems of a step_ms value (null, or {median, min, max} finite with min <= median <= max)."""
     if s is None:
         return []
     if shape == "baseline" and is_num(s):  # check_regression's plain median
@@ -169,7 +169,7 @@ def row_problems(r, shape="results"):
                 raise safepath.PathError(f"trace {r['trace']!r} is not under traces/")
         except safepath.PathError as e:
             p.append(str(e))
-    p += _step_ms(r.get("step_ms"), r.get("mode"), shape)
+    p += step_ms_problems(r.get("step_ms"), r.get("mode"), shape)
     env = r.get("env")
     if "env" in r:
         if not isinstance(env, dict):

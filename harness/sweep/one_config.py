@@ -1,7 +1,6 @@
 """one_config.py: one configuration of a sweep into its results row (harness/sweep/run.py):
 measured, extrapolated, projected (sim) or projected-plan, the default run, or a real peer.
 """
-import json
 import os
 import re
 import shutil
@@ -113,13 +112,19 @@ def run_peer(R, row, c):
     if c["layers"] not in (None, layers_model):
         cmd += ["--layers", str(c["layers"])]
     out = run_cmd(cmd + list(c["args"]), R.limit(c))
-    got = [json.loads(l) for l in out.splitlines() if l.strip().startswith("{") and '"schema"' in l]
-    if not got:
+    try:  # strictly: a NaN or Infinity is no figure (resultslib.schema)
+        got = [resultslib.schema.loads(l) for l in out.splitlines() if l.strip().startswith("{") and '"schema"' in l]
+    except ValueError as e:
+        raise RunError(f"{c['peer']} printed a row that is not JSON ({e})")
+    if not got or not isinstance(got[-1], dict):
         raise RunError(f"{c['peer']} printed no results row")
     p = got[-1]
     s = p.get("step_ms") or {}
     if not all(isinstance(s.get(k), (int, float)) for k in ("median", "min", "max")):
         raise RunError(f"{c['peer']}: its row has no step_ms")
+    bad = resultslib.schema.step_ms_problems(s)
+    if bad:
+        raise RunError(f"{c['peer']}: its row's " + "; ".join(bad))
     row["system"], row["backend"], row["precision"] = p["system"], "cuda", p["precision"]
     row["params"], row["layers_run"], row["layers_model"] = p["params"], p["layers_run"], p["layers_model"]
     row["step_ms"] = {"median": s["median"], "min": s["min"], "max": s["max"], "n": c["steps"] - c["warmup"] - 1}
