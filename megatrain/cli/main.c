@@ -58,7 +58,8 @@ static const char *usage =
     "with the most tokens/s within host and device memory (the closed form's best 2 a policy checked in the sim\n"
     "where the profile is a file); plan lists the candidates, train says its choice on stderr (plan needs\n"
     "--hardware; train plans for --hardware under sim, else `measured`).\n"
-    "Stdout carries JSON lines only; progress and errors go to stderr.\n"
+    "Stdout carries JSON lines when it is a pipe or a file, or with --json; on a terminal, short human lines\n"
+    "(the JSON lines to --log FILE only). Progress and errors go to stderr.\n"
     "Schedules (--schedule S):\n";
 
 // The usage, then the schedule table's and the backend registry's names and summaries (a new

@@ -92,6 +92,7 @@ static const opt_spec specs[] = {
     {"--allow-unused-tensors", OPT_FLAG, F(allow_unused), NG, "te"},
     {"--resume", OPT_STR, F(resume), NG, "t"},
     {"--log", OPT_STR, F(log), NG, "te"},
+    {"--json", OPT_FLAG, F(json), NG, "tep"},
     {"--trace", OPT_STR, F(trace), NG, "t"},
     {"--dump-grads", OPT_STR, F(dump_grads), NG, "t"},
     {"--hardware", OPT_STR, F(hardware), NG, "tep"},

@@ -37,6 +37,7 @@ typedef struct {
     int max_context;   // plan: also search the longest --seq-len that fits
     int batch_auto;    // --batch auto: the planner picks the batch, --recompute, K and weight buffers
     int help;          // --help among the arguments: print the usage and exit 0
+    int json;          // --json: the JSON lines on stdout even when it is a terminal
     int allow_unused;  // --allow-unused-tensors: --model's file may hold tensors the model does not use (dropped, named on stderr)
     float lr, weight_decay, beta1, beta2, eps, grad_clip;
     // which options were given explicitly (resume fills the others from train_state.json)
