@@ -3,6 +3,8 @@
 #ifndef MT_OPTIONS_H
 #define MT_OPTIONS_H
 
+#include <stdio.h>
+
 #include "core/status.h"
 #include "engine/engine.h"
 
@@ -61,5 +63,10 @@ mt_status mt_options_set(mt_options *o, const char *name, const char *value);
 // --model, --save-every or --shard-size without --save, ...). An option given twice
 // is refused by mt_options_parse.
 mt_status mt_options_check(const mt_options *o, const char *cmd);
+// `megatrain CMD --help`'s option list: each option CMD takes, its value, its help
+// and its default (from mt_options_defaults) or "required".
+void mt_options_help(FILE *out, const char *cmd);
+// The option CMD takes nearest to a mistyped `arg` (edit distance), or NULL when none is close.
+const char *mt_option_nearest(const char *arg, const char *cmd);
 
 #endif
