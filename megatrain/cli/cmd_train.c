@@ -195,6 +195,15 @@ int mt_cmd_train(mt_options *o, int is_default) {
     mt_hosts *hosts = NULL;   // under mpirun: the other hosts (engine/hosts.h)
     int H = 1, quiet = 0;     // hosts; quiet: not host 0, which alone writes stdout, --log and --save
 
+    // --resume DIR without --save: what it trains is saved back to DIR (at the end and every
+    // --save-every), not thrown away. Host 0 alone says so (the others' outputs are dropped below).
+    // (A DIR that is not there has nothing to resume: its error stays the read's, nothing is made.)
+    const char *save_opt = "--save";
+    struct stat resume_st;
+    if (o->resume && !o->save && stat(o->resume, &resume_st) == 0 && S_ISDIR(resume_st.st_mode)) {
+        o->save = o->resume;
+        save_opt = "--resume (saved back to it without --save)";
+    }
     // Under mpirun every host runs this with the same arguments and its own copy of the state;
     // host 0 alone writes the outputs (the others' state is the same, bit for bit).
     if (mt_hosts_launched()) {
@@ -211,7 +220,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     // second writer fails before any work, and a switch interrupted by a crash is
     // repaired before the checkpoint is read.
     if ((s = mt_check_io_paths(o))) goto fail;
-    if (o->save && (s = mt_ckpt_dir_open(&cd, o->save, "--save"))) goto fail;
+    if (o->save && (s = mt_ckpt_dir_open(&cd, o->save, save_opt))) goto fail;
     if (o->resume) {
         if ((s = mt_checkpoint_open(o->resume, &man)) || (s = mt_train_state_load(o->resume, &rs, o))) goto fail;
         if (rs.step != man.step) {
@@ -222,6 +231,9 @@ int mt_cmd_train(mt_options *o, int is_default) {
         }
         if (!o->given.data && (s = mt_check_io_paths(o))) goto fail; // the checkpoint's data is an input too
     }
+    if (o->save && o->save == o->resume) // said once the checkpoint reads
+        fprintf(stderr, "megatrain: --resume %s: saving back to it at the end%s (--save DIR saves elsewhere)\n",
+                o->resume, o->save_every ? " and every --save-every steps" : "");
     if ((s = mt_setup_config(o, &cfg, is_default))) goto fail;
     if ((s = mt_config_validate(&cfg, o->model ? o->model : o->config ? o->config : "default model"))) goto fail;
     mt_precision prec;

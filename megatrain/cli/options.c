@@ -438,9 +438,10 @@ static mt_status check_train_pairs(const mt_options *o) {
     if (o->given.init && (o->model || o->resume))
         return mt_fail(MT_ERR_ARG, "--init %s: the weights come from %s; drop --init (it applies to --config FILE)",
                        o->init, o->model ? "--model" : "the --resume checkpoint");
-    if (o->given.save_every && !o->save)
+    // --resume DIR without --save saves back to DIR (cmd_train.c): a destination either way.
+    if (o->given.save_every && !o->save && !o->resume)
         return mt_fail(MT_ERR_ARG, "--save-every %d: needs --save DIR (nothing is saved without it)", o->save_every);
-    if (o->given.shard_size && !o->save)
+    if (o->given.shard_size && !o->save && !o->resume)
         return mt_fail(MT_ERR_ARG, "--shard-size: applies to what --save DIR writes; there is no --save");
     // The step's batch is held in host memory: G x B x T token ids, twice (inputs, targets).
     long long per_step = (long long)o->eng.grad_accum * o->eng.B * o->eng.T;
