@@ -28,6 +28,27 @@ static const char *required_note(char cmd, const char *name) {
     return NULL;
 }
 
+// Where a command reads an option its own way (eval reads a token file, windows of it).
+static const struct {
+    char cmd;
+    const char *name, *arg, *help;
+} own[] = {
+    {'e', "--data", "FILE", "tokens: a flat uint32 file"},
+    {'e', "--batch", "B", "rows per batch window"},
+    {'e', "--steps", "N", "batch windows to read, from the file's start"},
+};
+
+static const opt_spec *as_cmd_reads(const opt_spec *s, char cmd, opt_spec *buf) {
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+        if (own[i].cmd == cmd && !strcmp(own[i].name, s->name)) {
+            *buf = *s;
+            buf->arg = own[i].arg;
+            buf->help = own[i].help;
+            return buf;
+        }
+    return s;
+}
+
 static const char *tri(int v) { return v < 0 ? "auto" : v ? "true" : "false"; }
 
 // The default of s in d as the command line would spell it.
@@ -86,8 +107,10 @@ void mt_options_help(FILE *out, const char *cmd) {
     mt_options_defaults(&d);
     char c = cmd[0];
     for (size_t i = 0; i < mt_option_spec_count; i++) {
+        opt_spec mine;
         const opt_spec *s = &mt_option_specs[i];
         if (!strchr(s->cmds, c)) continue;
+        s = as_cmd_reads(s, c, &mine);
         char left[64], def[96];
         snprintf(left, sizeof left, "%s%s%s", s->name, *s->arg ? " " : "", s->arg);
         const char *req = required_note(c, s->name);
