@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "backends/sim/sim.h"
+#include "engine/hosts.h"
 #include "core/out_file.h"
 #include "model/hardware_profile.h"
 
@@ -83,7 +84,8 @@ void mt_note_unused(const mt_load_report *rep) {
                 rep->unused);
 }
 
-int mt_json_on_stdout(const mt_options *o) { return o->json || !isatty(STDOUT_FILENO); }
+// Under mpirun stdout is mpirun's forwarding (a pty of its own, even when piped on): never a person's.
+int mt_json_on_stdout(const mt_options *o) { return o->json || !isatty(STDOUT_FILENO) || mt_hosts_launched(); }
 
 mt_status mt_sink_open(mt_sink *s, const char *log_path, int append, int to_stdout) {
     memset(s, 0, sizeof *s);

@@ -44,7 +44,7 @@ typedef struct {
     int to_stdout;               // the JSON lines go to stdout too
 } mt_sink;
 // Whether stdout takes the JSON lines: it is not a terminal (a pipe, a file: a
-// program reads it), or --json. On a terminal a person reads it: train and eval
+// program reads it), or --json, or the run is under mpirun. On a terminal a person reads it: train and eval
 // print short human lines there and the JSON lines go to --log only.
 int mt_json_on_stdout(const mt_options *o);
 // The log: opened in place (truncated, or appended to on a resume), a symlink
