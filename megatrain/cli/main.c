@@ -15,7 +15,7 @@
 static const char *usage =
     "usage: megatrain                      train the embedded tiny model on the embedded corpus\n"
     "       megatrain train --model DIR | --config FILE [--init random --seed N] | --resume DIR\n"
-    "                 --data FILE|synthetic|embedded --batch B|auto --seq-len T --steps N [--grad-accum G]\n"
+    "                 [--data FILE|synthetic|embedded] [--batch B|auto] [--seq-len T] [--steps N] [--grad-accum G]\n"
     "                 [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X] [--grad-clip X|0]\n"
     "                 [--lr-schedule constant|cosine] [--warmup N] [--precision paper|mixed|fp32]\n"
     "                 [--backend auto|cpu|cuda|sim] [--attention auto|native|cudnn] [--schedule S]\n"
@@ -27,9 +27,9 @@ static const char *usage =
     "                 [--save DIR] [--save-every N] [--shard-size BYTES|5GB] [--log FILE.jsonl] [--dump-grads FILE]\n"
     "                 [--peer P]  (with --backend sim: a peer as it runs, in its own precision)\n"
     "                 [--allow-unused-tensors]  (with --model: drop tensors the model does not use)\n"
-    "       megatrain eval --model DIR --data FILE --batch B --seq-len T [--steps N] [--allow-unused-tensors]\n"
+    "       megatrain eval --model DIR --data FILE [--batch B] [--seq-len T] [--steps N] [--allow-unused-tensors]\n"
     "                 [--schedule S] and the schedule's knobs train takes (forward only)\n"
-    "       megatrain plan --model DIR | --config FILE --batch B|auto --seq-len T --precision P [--grad-accum G]\n"
+    "       megatrain plan --model DIR | --config FILE [--batch B|auto] [--seq-len T] [--precision P] [--grad-accum G]\n"
     "                 [--hardware NAME|FILE.json|measured] [--schedule S] and its knobs\n"
     "                 [--host-mem-gb X] [--max-context] [--rollback-rate R]   (one JSON object: memory, fits, predicted speed)\n"
     "                 [--peer P]  (in place of --schedule)\n"
@@ -60,7 +60,8 @@ static const char *usage =
     "--hardware; train plans for --hardware under sim, else `measured`).\n"
     "Stdout carries JSON lines when it is a pipe or a file, or with --json; on a terminal, short human lines\n"
     "(the JSON lines to --log FILE only). Progress and errors go to stderr.\n"
-    "`megatrain train --help` (eval, plan): that command's options, each with its default and unit.\n";
+    "`megatrain train --help` (eval, plan): that command's options, each with its default and unit; the\n"
+    "options in [] have defaults.\n";
 
 // The schedule table's, the backend registry's and the peers' names and summaries (a new
 // schedule or backend shows up here by itself).
