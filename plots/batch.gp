@@ -16,7 +16,7 @@ do for [FMT in "png svg"] {
   set ylabel "TFLOP/s (6N convention)"
   set yrange [0:*]
   if (N > 0) {
-    plot for [i=1:N] DATA."batch_gpu.tsv" index (i-1) using 1:2 with linespoints pt pt(K[i]) ps ps(K[i]) dt dt(K[i]) lw 2 lc i title T[i]
+    plot for [i=1:N] DATA."batch_gpu.tsv" index (i-1) using 1:2 with linespoints pt pt(K[i]) ps ps(K[i]) dt dt(K[i]) lw 2 lc i title T[i] noenhanced
   } else {
     set label 1 no_data_note at graph 0.5, 0.5 center; plot NaN notitle; unset label 1
   }
@@ -24,7 +24,7 @@ do for [FMT in "png svg"] {
   set title "CPU machinery check: measured, --backend cpu, not the claim\n{/*0.85 bars: min-max over the timed steps}"
   set ylabel "tokens/s"
   if (N > 0) {
-    plot for [i=1:N] DATA."batch_cpu.tsv" index (i-1) using 1:3:5:6 with yerrorlines pt pt(K[i]) ps ps(K[i]) dt dt(K[i]) lw 2 lc i title T[i]
+    plot for [i=1:N] DATA."batch_cpu.tsv" index (i-1) using 1:3:5:6 with yerrorlines pt pt(K[i]) ps ps(K[i]) dt dt(K[i]) lw 2 lc i title T[i] noenhanced
   } else {
     set label 1 no_data_note at graph 0.5, 0.5 center; plot NaN notitle; unset label 1
   }

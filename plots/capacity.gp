@@ -15,7 +15,7 @@ do for [FMT in "png svg"] {
   set key top left
   if (N > 0) {
     plot for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:2 with steps lw 2 lc i notitle, \
-         for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:2 with points pt pt(K[i]) ps 1.6 lc i title T[i], \
+         for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:2 with points pt pt(K[i]) ps 1.6 lc i title T[i] noenhanced, \
          for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:4 with lines lw 1 dt 3 lc i title "bound: ".T[i]
   } else {
     set label 1 no_data_note at graph 0.5, 0.5 center; plot NaN notitle; unset label 1

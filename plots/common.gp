@@ -10,6 +10,8 @@ set datafile missing "NaN"
 set grid lc rgb "#dddddd"
 set border lc rgb "#444444"
 set key top left box opaque samplen 3 spacing 1.2 font ",10"
+# Legends are names as written (deepspeed_zero3, N_all), never enhanced-text markup; titles keep it.
+set key noenhanced
 set style line 100 lc rgb "#888888" dt 3 lw 1.5
 pt(k) = (k == 1 ? 7 : (k == 2 ? 9 : (k == 3 ? 4 : 2)))
 dt(k) = (k == 3 ? 2 : 1)

@@ -20,9 +20,9 @@ do for [FMT in "png svg"] {
     set xrange [-0.6:M - 0.4]
     set xtics () rotate by -25 font ",10"
     do for [j=1:M] { set xtics add (P[j] j - 1) }
-    plot for [i=1:N] F index (i-1) using ($1 + dx(i)):($7 == 0 ? $3 : NaN):4:5 with yerrorbars pt 7 ps 1.6 lc i title T[i].": sim, band measured on this profile", \
-         for [i=1:N] F index (i-1) using ($1 + dx(i)):($7 == 1 ? $3 : NaN):4:5 with yerrorbars pt 9 ps 1.6 lc i title T[i].": sim, band of its GPU on another host (grown)", \
-         for [i=1:N] F index (i-1) using ($1 + dx(i)):($7 == 2 ? $3 : NaN) with points pt 6 ps 1.6 lc i title T[i].": sim, unvalidated", \
+    plot for [i=1:N] F index (i-1) using ($1 + dx(i)):($7 == 0 ? $3 : NaN):4:5 with yerrorbars pt 7 ps 1.6 lc i title T[i].": sim, band measured on this profile" noenhanced, \
+         for [i=1:N] F index (i-1) using ($1 + dx(i)):($7 == 1 ? $3 : NaN):4:5 with yerrorbars pt 9 ps 1.6 lc i title T[i].": sim, band of its GPU on another host (grown)" noenhanced, \
+         for [i=1:N] F index (i-1) using ($1 + dx(i)):($7 == 2 ? $3 : NaN) with points pt 6 ps 1.6 lc i title T[i].": sim, unvalidated" noenhanced, \
          for [i=1:N] F index (i-1) using ($1 + dx(i)):6 with points pt 2 ps 1.2 lc i title (i == 1 ? "x: the planner's closed form" : ""), \
          for [i=1:N] F index (i-1) using ($1 + dx(i)):(0):($8 == 0 ? "does not fit" : "") with labels rotate left offset 0,0.5 font ",8" tc lt i notitle
   } else {

@@ -16,7 +16,7 @@ do for [FMT in "png svg"] {
   set ylabel "TFLOP/s (6N convention), all GPUs"
   set yrange [0:*]
   if (N > 0) {
-    plot for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:2 with linespoints pt pt(K[i]) ps ps(K[i]) dt dt(K[i]) lw 2 lc i title T[i]
+    plot for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:2 with linespoints pt pt(K[i]) ps ps(K[i]) dt dt(K[i]) lw 2 lc i title T[i] noenhanced
   } else {
     set label 1 no_data_note at graph 0.5, 0.5 center; plot NaN notitle; unset label 1
   }
@@ -24,7 +24,7 @@ do for [FMT in "png svg"] {
   set yrange [0.7:1.12]
   set key bottom left box opaque font ",10"
   if (N > 0) {
-    plot for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:3 with linespoints pt pt(K[i]) ps ps(K[i]) dt dt(K[i]) lw 2 lc i title T[i]
+    plot for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:3 with linespoints pt pt(K[i]) ps ps(K[i]) dt dt(K[i]) lw 2 lc i title T[i] noenhanced
   } else {
     set label 1 no_data_note at graph 0.5, 0.5 center; plot NaN notitle; unset label 1
   }

@@ -12,10 +12,10 @@ do for [FMT in "png svg"] {
   set xrange [5:160]
   set xtics (7, 8, 14, 32, 72, 110)
   set yrange [0:*]
-  set key center right box opaque font ",10"
+  set key outside right top box opaque font ",10"   # inside, it covered the 110B point
   set xrange [5:300]
   if (N > 0) {
-    plot for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:2 with linespoints pt pt(K[i]) ps ps(K[i]) dt dt(K[i]) lw 2 lc i title T[i]
+    plot for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:2 with linespoints pt pt(K[i]) ps ps(K[i]) dt dt(K[i]) lw 2 lc i title T[i] noenhanced
   } else {
     set label 1 no_data_note at graph 0.5, 0.5 center; plot NaN notitle; unset label 1
   }

@@ -9,7 +9,7 @@ do for [FMT in "png svg"] {
   set xlabel "measured step time (ms)"
   set ylabel "predicted step time (ms)"
   set logscale xy
-  set key top left
+  set key top left box opaque font ",10"   # the empty corner above the diagonal (points sit on or below it)
   if (N > 0) {
     stats DATA.NAME.".tsv" using 1 nooutput
     lo = STATS_min; hi = STATS_max
@@ -23,8 +23,7 @@ do for [FMT in "png svg"] {
     set samples 200
     plot x with lines ls 100 title "predicted = measured", \
          x*1.1 with lines lc rgb "#bbbbbb" dt 2 title "±10%", x/1.1 with lines lc rgb "#bbbbbb" dt 2 notitle, \
-         for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:2:4:5 with yerrorbars pt pt(K[i]) ps 1.8 lc i title T[i], \
-         for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:2:3 with labels offset 1,0.6 left font ",8" notitle
+         for [i=1:N] DATA.NAME.".tsv" index (i-1) using 1:2:4:5 with yerrorbars pt pt(K[i]) ps 1.8 lc i title T[i] noenhanced
   } else {
     set label 1 no_data_note at graph 0.5, 0.5 center; plot NaN notitle; unset label 1
   }

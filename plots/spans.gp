@@ -21,7 +21,7 @@ do for [FMT in "png svg"] {
     set xtics rotate by -20 font ",9"
     set key top right
     do for [i=1:N] {
-      set title T[i] font ",10"
+      set title T[i] font ",10" noenhanced
       plot F index (i-1) using ($1 - 0.2):3:xtic(2) with boxes lc rgb "#4477aa" title "measured", \
            F index (i-1) using ($1 + 0.2):4 with boxes lc rgb "#ee8866" title "sim"
     }

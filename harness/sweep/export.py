@@ -33,7 +33,7 @@ import resultslib  # noqa: E402
 from resultslib import field, matches  # noqa: E402
 
 KIND = {"measured": 1, "extrapolated": 2, "projected": 3}
-COLUMNS = {"relative": ["variant_index", "rel_step_time", "variant", "step_ms"],
+COLUMNS = {"relative": ["variant_index", "rel_step_time", "variant", "step_ms", "rel_lo", "rel_hi"],
            "largest_fit": ["host_mem_GB", "largest_params_B", "model", "bound_params_B"],
            "pairs": ["measured_ms", "predicted_ms", "label", "predicted_lo_ms", "predicted_hi_ms"],
            "timeline": ["lane", "start_ms", "end_ms", "category", "name"]}
@@ -144,12 +144,14 @@ def k_relative(fig, spec, rows, ctx):
     if not base:
         return
     b = base[0]["step_ms"]["median"]
-    order = spec.get("order", [])
+    order = ctx["orders"][fig.name]  # one x per variant across the figure's sweeps
     for r in rs:
         v = r.get("variant") or "?"
         idx = order.index(v) if v in order else len(order)
+        st = r["step_ms"]  # the row's range (timed steps' min..max, or an error band): the figure's error bar
         fig.add(series_title(r, fmt(spec.get("series", "{model} b{batch}"), r)), KIND[r["mode"]],
-                [idx, r["step_ms"]["median"] / b, v, r["step_ms"]["median"]])
+                [idx, st["median"] / b, v, st["median"], st.get("min", st["median"]) / b,
+                 st.get("max", st["median"]) / b])
 
 
 def k_largest_fit(fig, spec, rows, ctx):
@@ -184,8 +186,8 @@ def k_pairs(fig, spec, rows, ctx):
             continue
         chk = (r.get("fit") or {}).get("check") if r["mode"] == "extrapolated" else None
         if chk and chk.get("depth") == r.get("layers_model"):  # the full depth, measured in the same rounds
-            fig.add(f"depth extrapolation vs measured in the same rounds on {r.get('backend')}", KIND[r["mode"]],
-                    [chk["measured_ms"], r["step_ms"]["median"], f"{r['system']} b{r['batch']}",
+            fig.add(f"{r['model']}: depth extrapolation vs measured in the same rounds on {r.get('backend')}",
+                    KIND[r["mode"]], [chk["measured_ms"], r["step_ms"]["median"], f"{r['model']} {r['system']} b{r['batch']}",
                      r["step_ms"]["min"], r["step_ms"]["max"]])
             continue
         for m in meas:
@@ -197,8 +199,8 @@ def k_pairs(fig, spec, rows, ctx):
                 continue
             what = "depth extrapolation" if r["mode"] == "extrapolated" else f"sim ({r.get('hardware')})"
             dev = "cpu" if m.get("backend") == "cpu" else ((m.get("env") or {}).get("gpu_name") or "gpu")
-            fig.add(f"{what} vs measured on {dev}", KIND[r["mode"]],
-                    [m["step_ms"]["median"], r["step_ms"]["median"], f"{r['system']} b{r['batch']}",
+            fig.add(f"{r['model']}: {what} vs measured on {dev}", KIND[r["mode"]],  # a series a model
+                    [m["step_ms"]["median"], r["step_ms"]["median"], f"{r['model']} {r['system']} b{r['batch']}",
                      r["step_ms"]["min"], r["step_ms"]["max"]])
 
 
@@ -267,8 +269,17 @@ def export(rows, out, results_dir, sweep_list=None):
     for r in rows:
         by.setdefault(r.get("experiment"), []).append(r)
     figs = OrderedDict()
-    ctx = {"by": by, "results_dir": results_dir}
-    for s in sweep_list if sweep_list is not None else sweeps.all_sweeps():
+    ctx = {"by": by, "results_dir": results_dir, "orders": {}}
+    sweep_list = sweep_list if sweep_list is not None else sweeps.all_sweeps()
+    # A relative figure's variants in one order over all its sweeps, each sweep's merged in
+    # (a variant new to it right after its predecessor), so the same variant's bars line up.
+    for s in sweep_list:
+        for spec in s.get("figures", []):
+            order = ctx["orders"].setdefault(spec.get("figure"), [])
+            for k, v in enumerate(spec.get("order", []) if spec.get("kind") == "relative" else []):
+                if v not in order:
+                    order.insert(order.index(spec["order"][k - 1]) + 1 if k else len(order), v)
+    for s in sweep_list:
         for spec in s.get("figures", []):
             kind = spec.get("kind", "rows")
             if kind not in KINDS or "figure" not in spec:

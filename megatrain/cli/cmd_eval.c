@@ -49,7 +49,8 @@ int mt_cmd_eval(mt_options *o) {
     mt_load_report rep = {.allow_unused = o->allow_unused};
     if ((s = mt_checkpoint_load_model(&model, o->model, &rep))) goto fail;
     mt_note_unused(&rep);
-    if ((s = mt_engine_create(&model, be, &eo, &eng)) || (s = mt_sink_open(&sink, o->log, 0))) goto fail;
+    if ((s = mt_engine_create(&model, be, &eo, &eng)) || (s = mt_sink_open(&sink, o->log, 0, mt_json_on_stdout(o))))
+        goto fail;
     size_t n = (size_t)o->eng.B * o->eng.T;
     inputs = malloc(n * 4);
     targets = malloc(n * 4);
@@ -81,6 +82,9 @@ int mt_cmd_eval(mt_options *o) {
     free(text);
     cJSON_Delete(j);
     if (s || (s = mt_sink_close(&sink))) goto fail; // the result is all eval makes: lost is an error
+    if (!sink.to_stdout) // a person reads stdout: the result as a line, the JSON in --log
+        printf("eval: loss %.4f (perplexity %.4g) over %.0f tokens%s%s\n", loss, exp(loss), (double)steps * n,
+               o->log ? "; JSON in --log " : "", o->log ? o->log : "");
     rc = 0;
     goto done;
 fail:

@@ -393,6 +393,11 @@ int mt_cmd_plan(mt_options *o) {
     cJSON *j;
     mt_status s = mt_plan_build(o, &j, NULL);
     if (s) return fail(s);
+    if (!mt_json_on_stdout(o)) { // a person reads stdout: the summary (the JSON: --json, or a pipe)
+        mt_plan_print_summary(stdout, j);
+        cJSON_Delete(j);
+        return 0;
+    }
     char *txt = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     if (!txt) return fail(mt_fail(MT_ERR_MEMORY, "plan: cannot format the JSON output"));

@@ -195,6 +195,15 @@ int mt_cmd_train(mt_options *o, int is_default) {
     mt_hosts *hosts = NULL;   // under mpirun: the other hosts (engine/hosts.h)
     int H = 1, quiet = 0;     // hosts; quiet: not host 0, which alone writes stdout, --log and --save
 
+    // --resume DIR without --save: what it trains is saved back to DIR (at the end and every
+    // --save-every), not thrown away. Host 0 alone says so (the others' outputs are dropped below).
+    // (A DIR that is not there has nothing to resume: its error stays the read's, nothing is made.)
+    const char *save_opt = "--save";
+    struct stat resume_st;
+    if (o->resume && !o->save && stat(o->resume, &resume_st) == 0 && S_ISDIR(resume_st.st_mode)) {
+        o->save = o->resume;
+        save_opt = "--resume (saved back to it without --save)";
+    }
     // Under mpirun every host runs this with the same arguments and its own copy of the state;
     // host 0 alone writes the outputs (the others' state is the same, bit for bit).
     if (mt_hosts_launched()) {
@@ -211,7 +220,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     // second writer fails before any work, and a switch interrupted by a crash is
     // repaired before the checkpoint is read.
     if ((s = mt_check_io_paths(o))) goto fail;
-    if (o->save && (s = mt_ckpt_dir_open(&cd, o->save, "--save"))) goto fail;
+    if (o->save && (s = mt_ckpt_dir_open(&cd, o->save, save_opt))) goto fail;
     if (o->resume) {
         if ((s = mt_checkpoint_open(o->resume, &man)) || (s = mt_train_state_load(o->resume, &rs, o))) goto fail;
         if (rs.step != man.step) {
@@ -222,6 +231,9 @@ int mt_cmd_train(mt_options *o, int is_default) {
         }
         if (!o->given.data && (s = mt_check_io_paths(o))) goto fail; // the checkpoint's data is an input too
     }
+    if (o->save && o->save == o->resume) // said once the checkpoint reads
+        fprintf(stderr, "megatrain: --resume %s: saving back to it at the end%s (--save DIR saves elsewhere)\n",
+                o->resume, o->save_every ? " and every --save-every steps" : "");
     if ((s = mt_setup_config(o, &cfg, is_default))) goto fail;
     if ((s = mt_config_validate(&cfg, o->model ? o->model : o->config ? o->config : "default model"))) goto fail;
     mt_precision prec;
@@ -319,7 +331,8 @@ int mt_cmd_train(mt_options *o, int is_default) {
                 mt_recompute_name(mt_engine_recompute(eng)));
     // A run whose saves cannot fit stops before it trains (checked again before each save).
     if (o->save && !virtual_run && (s = mt_checkpoint_check_space(&cd, &model, o))) goto fail;
-    if ((s = mt_sink_open(&sink, o->log, o->resume != NULL))) goto fail;
+    int json_stdout = mt_json_on_stdout(o); // else a person reads stdout: a short line a step there
+    if ((s = mt_sink_open(&sink, o->log, o->resume != NULL, json_stdout))) goto fail;
 
     size_t per_step = (size_t)o->eng.grad_accum * o->eng.B * o->eng.T;
     inputs = malloc(2 * per_step * 4); // this step's batch, then the next one's (read ahead: rows first)
@@ -366,7 +379,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
             mt_host_mem_hugepages() ? ", huge pages asked" : "",
             virtual_run ? "no data" : o->resume ? "resume" : o->model ? "load" : "random init", t_init, t_engine);
     mt_progress prog;
-    mt_progress_start(&prog, first_step, o->steps);
+    mt_progress_start(&prog, first_step, o->steps, !json_stdout && !quiet);
     double first_loss = NAN, last_loss = NAN;
     int saved_last = 0, skipped = rs.skipped_steps;
     char lost[1200] = ""; // why a step's line did not reach stdout or the log
@@ -412,7 +425,8 @@ int mt_cmd_train(mt_options *o, int is_default) {
             snprintf(lost, sizeof lost, "%s", mt_last_error());
         if (isnan(first_loss)) first_loss = st.loss;
         last_loss = st.loss;
-        mt_progress_update(&prog, step, st.loss, mt_metric_tokens_per_s((double)st.tokens, step_ms));
+        mt_progress_update(&prog, step, st.loss, step_ms, (double)st.tokens,
+                           mt_metric_tflops(params, (double)st.tokens, step_ms));
         int last = step == o->steps;
         int sig = mt_run_signal_caught() ? mt_run_signal_caught() : sink.stdout_errno == EPIPE ? SIGPIPE : 0;
         int stop = sig || lost[0];
@@ -454,7 +468,9 @@ int mt_cmd_train(mt_options *o, int is_default) {
         if ((s = mt_backend_trace_write(be, ops_path))) goto lost_output;
     }
     if ((s = mt_sink_close(&sink))) goto lost_output; // the log's last lines are lost: an error, whatever was saved
-    mt_progress_end(&prog);
+    char json_dest[1100];
+    snprintf(json_dest, sizeof json_dest, "--log %s", o->log ? o->log : "");
+    mt_progress_end(&prog, o->log ? json_dest : json_stdout ? "stdout" : NULL);
     if (is_default)
         fprintf(stderr, "megatrain: loss %.4f -> %.4f over %d steps on the embedded corpus\n", first_loss, last_loss,
                 o->steps);

@@ -15,7 +15,7 @@
 static const char *usage =
     "usage: megatrain                      train the embedded tiny model on the embedded corpus\n"
     "       megatrain train --model DIR | --config FILE [--init random --seed N] | --resume DIR\n"
-    "                 --data FILE|synthetic|embedded --batch B|auto --seq-len T --steps N [--grad-accum G]\n"
+    "                 [--data FILE|synthetic|embedded] [--batch B|auto] [--seq-len T] [--steps N] [--grad-accum G]\n"
     "                 [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X] [--grad-clip X|0]\n"
     "                 [--lr-schedule constant|cosine] [--warmup N] [--precision paper|mixed|fp32]\n"
     "                 [--backend auto|cpu|cuda|sim] [--attention auto|native|cudnn] [--schedule S]\n"
@@ -27,9 +27,9 @@ static const char *usage =
     "                 [--save DIR] [--save-every N] [--shard-size BYTES|5GB] [--log FILE.jsonl] [--dump-grads FILE]\n"
     "                 [--peer P]  (with --backend sim: a peer as it runs, in its own precision)\n"
     "                 [--allow-unused-tensors]  (with --model: drop tensors the model does not use)\n"
-    "       megatrain eval --model DIR --data FILE --batch B --seq-len T [--steps N] [--allow-unused-tensors]\n"
+    "       megatrain eval --model DIR --data FILE [--batch B] [--seq-len T] [--steps N] [--allow-unused-tensors]\n"
     "                 [--schedule S] and the schedule's knobs train takes (forward only)\n"
-    "       megatrain plan --model DIR | --config FILE --batch B|auto --seq-len T --precision P [--grad-accum G]\n"
+    "       megatrain plan --model DIR | --config FILE [--batch B|auto] [--seq-len T] [--precision P] [--grad-accum G]\n"
     "                 [--hardware NAME|FILE.json|measured] [--schedule S] and its knobs\n"
     "                 [--host-mem-gb X] [--max-context] [--rollback-rate R]   (one JSON object: memory, fits, predicted speed)\n"
     "                 [--peer P]  (in place of --schedule)\n"
@@ -58,15 +58,16 @@ static const char *usage =
     "with the most tokens/s within host and device memory (the closed form's best 2 a policy checked in the sim\n"
     "where the profile is a file); plan lists the candidates, train says its choice on stderr (plan needs\n"
     "--hardware; train plans for --hardware under sim, else `measured`).\n"
-    "Stdout carries JSON lines only; progress and errors go to stderr.\n"
-    "Schedules (--schedule S):\n";
+    "Stdout carries JSON lines when it is a pipe or a file, or with --json; on a terminal, short human lines\n"
+    "(the JSON lines to --log FILE only). Progress and errors go to stderr.\n"
+    "`megatrain train --help` (eval, plan): that command's options, each with its default and unit; the\n"
+    "options in [] have defaults.\n";
 
-// The usage, then the schedule table's and the backend registry's names and summaries (a new
+// The schedule table's, the backend registry's and the peers' names and summaries (a new
 // schedule or backend shows up here by itself).
-static void print_usage(void) {
+static void print_tables(void) {
     mt_engine_opts d;
     mt_engine_opts_defaults(&d);
-    fputs(usage, stderr);
     for (int i = 0; i < mt_schedule_count(); i++) {
         const mt_schedule_desc *s = mt_schedule_at(i);
         if (s->peer) continue; // listed under --peer
@@ -81,6 +82,39 @@ static void print_usage(void) {
     for (int i = 0; i < mt_peer_count(); i++) {
         const mt_peer *p = mt_peer_at(i);
         fprintf(stderr, "  %-16s %s (runs %s by default)\n", p->name, p->summary, mt_precision_name(p->precision));
+    }
+}
+
+static void print_usage(void) {
+    fputs(usage, stderr);
+    fputs("Schedules (--schedule S):\n", stderr);
+    print_tables();
+}
+
+// `megatrain CMD --help`: CMD's own options with their defaults, from the option table.
+static const struct {
+    const char *cmd, *synopsis, *more;
+} cmd_help[] = {
+    {"train", "megatrain train --model DIR | --config FILE | --resume DIR [options]\n"
+              "Trains a model, streaming its layers from host memory; a JSON line a step (see Output, below).",
+     "With --resume, an option left out takes the checkpoint's value (train_state.json), not the default above.\n"},
+    {"eval", "megatrain eval --model DIR --data FILE [options]\n"
+             "The mean loss of a model over a token file, forward only.", ""},
+    {"plan", "megatrain plan --model DIR | --config FILE [options]\n"
+             "The memory a configuration needs, whether it fits, and with --hardware its predicted speed.", ""},
+};
+
+static void print_cmd_help(const char *cmd) {
+    for (size_t i = 0; i < sizeof cmd_help / sizeof *cmd_help; i++) {
+        if (strcmp(cmd_help[i].cmd, cmd)) continue;
+        fprintf(stderr, "usage: %s\n\nOptions (`--opt value` or `--opt=value`):\n", cmd_help[i].synopsis);
+        mt_options_help(stderr, cmd);
+        fputs(cmd_help[i].more, stderr);
+        fputs("Output: on a terminal, short human lines on stdout and the JSON lines to --log only; piped or with\n"
+              "--json, stdout carries the JSON lines. Progress and errors go to stderr.\n",
+              stderr);
+        fputs("Schedules (--schedule S):\n", stderr);
+        print_tables();
     }
 }
 
@@ -144,7 +178,7 @@ static int run(int argc, char **argv) {
         return 2;
     }
     if (o.help) {
-        print_usage();
+        print_cmd_help(cmd);
         return 0;
     }
     if (!strcmp(cmd, "plan")) return mt_cmd_plan(&o);

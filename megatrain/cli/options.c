@@ -3,6 +3,7 @@
 // text into the field and validates it; the command line and train_state.json
 // both go through it, so a saved state is checked exactly like typed input.
 #include "cli/options.h"
+#include "cli/options_spec.h"
 
 #include "backend/backend.h"
 #include "engine/peer.h"
@@ -16,99 +17,135 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum {
-    OPT_STR, OPT_POS_INT, OPT_NONNEG_INT, OPT_U64, OPT_NONNEG_FLOAT, OPT_POS_FLOAT, OPT_UNIT_FLOAT, OPT_FLAG,
-    OPT_BOOL,     // 0/1/true/false
-    OPT_COUNT,    // non-negative element count, e.g. 5e7 or 50000000
-    OPT_TRISTATE, // true/false/auto -> 1/0/-1
-    OPT_SCHEDULE, // a schedule's name -> its descriptor (engine/schedule.h)
-    OPT_BIND,     // pointer/copy -> mt_bind_mode
-    OPT_GRAD_SUM, // auto/f32/bf16 -> mt_grad_sum
-    OPT_BYTES,    // a positive byte count: 5000000000, 5GB, 4.5GiB, 500MB (transformers' units)
-    OPT_RECOMPUTE,// full/mlp/swiglu/none/auto -> mt_recompute
-    OPT_BATCH,    // a positive integer, or auto (the planner's choice: o->batch_auto)
-    OPT_GPUS,     // a positive integer, or auto (0: every device of the backend, resolved when it is created)
-} opt_kind;
-
-typedef struct {
-    const char *name;
-    opt_kind kind;
-    size_t offset;
-    size_t given_offset; // offset into o->given, or (size_t)-1
-    const char *cmds;    // commands accepting it: "t" train, "e" eval, "p" plan
-} opt_spec;
-
 #define F(field) offsetof(mt_options, field)
 #define G(field) offsetof(mt_options, given.field)
-#define NG ((size_t)-1)
 
-static const opt_spec specs[] = {
-    {"--model", OPT_STR, F(model), NG, "tep"},
-    {"--config", OPT_STR, F(config), NG, "tp"},
-    {"--init", OPT_STR, F(init), G(init), "t"},
-    {"--seed", OPT_U64, F(seed), G(seed), "t"},
-    {"--data", OPT_STR, F(data), G(data), "te"},
-    {"--batch", OPT_BATCH, F(eng.B), G(batch), "tep"},
-    {"--seq-len", OPT_POS_INT, F(eng.T), G(seq_len), "tep"},
-    {"--steps", OPT_POS_INT, F(steps), G(steps), "te"},
+const opt_spec mt_option_specs[] = {
+    {"--model", OPT_STR, F(model), NG, "tep", "DIR",
+     "an HF model directory (config.json and safetensors) to start from"},
+    {"--config", OPT_STR, F(config), NG, "tp", "FILE",
+     "an HF config.json: a model of that shape, weights from --init"},
+    {"--init", OPT_STR, F(init), G(init), "t", "random",
+     "how a --config model's weights start"},
+    {"--seed", OPT_U64, F(seed), G(seed), "t", "N",
+     "seed of --init random and of --data synthetic"},
+    {"--data", OPT_STR, F(data), G(data), "te", "FILE|synthetic|embedded",
+     "tokens: a flat uint32 file, random ids, or the embedded corpus as bytes"},
+    {"--batch", OPT_BATCH, F(eng.B), G(batch), "tep", "B|auto",
+     "rows per micro-batch, the global batch under --gpus/--hosts; auto: the planner's choice"},
+    {"--seq-len", OPT_POS_INT, F(eng.T), G(seq_len), "tep", "T",
+     "tokens per row"},
+    {"--steps", OPT_POS_INT, F(steps), G(steps), "te", "N",
+     "optimizer steps in all, a resume's included"},
     // Data-parallel ranks on one host, one copy of the state (docs/DESIGN.md#several-gpus).
-    {"--gpus", OPT_GPUS, F(gpus), G(gpus), "tp"},
+    {"--gpus", OPT_GPUS, F(gpus), G(gpus), "tp", "N|auto",
+     "data-parallel ranks, one a device, one host copy of the state; auto: every device"},
     // plan only: hosts of --gpus N each (train's hosts are mpirun's), and "how many for this rate"
-    {"--hosts", OPT_POS_INT, F(hosts), G(hosts), "p"},
-    {"--tokens-per-day", OPT_POS_FLOAT, F(tokens_per_day), NG, "p"},
-    {"--grad-accum", OPT_POS_INT, F(eng.grad_accum), G(grad_accum), "tp"},
-    {"--lr", OPT_NONNEG_FLOAT, F(lr), G(lr), "t"},
-    {"--weight-decay", OPT_NONNEG_FLOAT, F(weight_decay), G(weight_decay), "t"},
-    {"--beta1", OPT_UNIT_FLOAT, F(beta1), G(beta1), "t"},
-    {"--beta2", OPT_UNIT_FLOAT, F(beta2), G(beta2), "t"},
-    {"--eps", OPT_POS_FLOAT, F(eps), G(eps), "t"},
-    {"--grad-clip", OPT_NONNEG_FLOAT, F(grad_clip), G(grad_clip), "t"},
-    {"--lr-schedule", OPT_STR, F(lr_schedule), G(lr_schedule), "t"},
-    {"--warmup", OPT_NONNEG_INT, F(warmup), G(warmup), "t"},
-    {"--precision", OPT_STR, F(precision), G(precision), "tep"},
-    {"--backend", OPT_STR, F(backend), NG, "tep"},
-    {"--attention", OPT_STR, F(attention), NG, "tep"},
+    {"--hosts", OPT_POS_INT, F(hosts), G(hosts), "p", "H",
+     "hosts of --gpus N each (train takes them from mpirun)"},
+    {"--tokens-per-day", OPT_POS_FLOAT, F(tokens_per_day), NG, "p", "X",
+     "tokens a day to reach: the fewest GPUs, then hosts, that project it"},
+    {"--grad-accum", OPT_POS_INT, F(eng.grad_accum), G(grad_accum), "tp", "G",
+     "micro-batches summed per optimizer step"},
+    {"--lr", OPT_NONNEG_FLOAT, F(lr), G(lr), "t", "X",
+     "peak learning rate"},
+    {"--weight-decay", OPT_NONNEG_FLOAT, F(weight_decay), G(weight_decay), "t", "X",
+     "AdamW's decoupled weight decay"},
+    {"--beta1", OPT_UNIT_FLOAT, F(beta1), G(beta1), "t", "X",
+     "AdamW's first-moment decay, in [0, 1)"},
+    {"--beta2", OPT_UNIT_FLOAT, F(beta2), G(beta2), "t", "X",
+     "AdamW's second-moment decay, in [0, 1)"},
+    {"--eps", OPT_POS_FLOAT, F(eps), G(eps), "t", "X",
+     "AdamW's epsilon"},
+    {"--grad-clip", OPT_NONNEG_FLOAT, F(grad_clip), G(grad_clip), "t", "X",
+     "the global gradient norm's clip (0: off)"},
+    {"--lr-schedule", OPT_STR, F(lr_schedule), G(lr_schedule), "t", "constant|cosine",
+     "after the warmup: constant, or cosine down to lr/10 at the last step"},
+    {"--warmup", OPT_NONNEG_INT, F(warmup), G(warmup), "t", "N",
+     "steps of linear warmup from 0"},
+    {"--precision", OPT_STR, F(precision), G(precision), "tep", "paper|mixed|fp32",
+     "weights, gradients and moments (README: precision table)"},
+    {"--backend", OPT_STR, F(backend), NG, "tep", "NAME",
+     "where the steps run (Backends, below)"},
+    {"--attention", OPT_STR, F(attention), NG, "tep", "auto|native|cudnn",
+     "the attention kernel"},
     // The schedule and its knobs: train, eval and plan take the same ones (eval runs
     // forward only, so it has no gradient slabs, optimizer or accumulation to set).
-    {"--schedule", OPT_SCHEDULE, F(eng.schedule), G(schedule), "tep"},
+    {"--schedule", OPT_SCHEDULE, F(eng.schedule), G(schedule), "tep", "NAME",
+     "how layers stream (Schedules, below)"},
     // A peer as it really runs (sim and plan only): a schedule descriptor plus its own costs.
-    {"--peer", OPT_STR, F(peer), NG, "tp"},
-    {"--checkpoint-interval", OPT_POS_INT, F(eng.sched.ckpt_interval), NG, "tep"},
-    {"--weight-buffers", OPT_POS_INT, F(eng.sched.weight_bufs), NG, "tep"},
-    {"--grad-slabs", OPT_POS_INT, F(eng.grad_slabs), NG, "tp"},
-    {"--serial-optimizer", OPT_FLAG, F(eng.sched.serial_optimizer), NG, "tp"},
-    {"--speculative-step", OPT_TRISTATE, F(eng.sched.speculative), G(speculative), "tp"},
-    {"--embedding-rows-first", OPT_TRISTATE, F(eng.sched.rows_first), NG, "tp"},
-    {"--update-parts", OPT_POS_INT, F(eng.sched.update_parts), NG, "tp"},
-    {"--bind", OPT_BIND, F(eng.sched.bind), NG, "tep"},
-    {"--mlp-chunk", OPT_NONNEG_INT, F(eng.mlp_rows), NG, "tep"},
-    {"--grad-accum-dtype", OPT_GRAD_SUM, F(eng.grad_sum), G(grad_accum_dtype), "tp"},
-    {"--offload-checkpoints", OPT_TRISTATE, F(eng.sched.offload_checkpoints), NG, "tep"},
-    {"--recompute", OPT_RECOMPUTE, F(eng.sched.recompute), G(recompute), "tp"}, // eval has no backward
-    {"--save", OPT_STR, F(save), NG, "t"},
-    {"--save-every", OPT_POS_INT, F(save_every), G(save_every), "t"},
-    {"--shard-size", OPT_BYTES, F(shard_size), G(shard_size), "t"},
+    {"--peer", OPT_STR, F(peer), NG, "tp", "NAME",
+     "a peer system as it runs, in place of --schedule (Peers, below; sim and plan)"},
+    {"--checkpoint-interval", OPT_POS_INT, F(eng.sched.ckpt_interval), NG, "tep", "K",
+     "layers between kept layer inputs for the backward"},
+    {"--weight-buffers", OPT_POS_INT, F(eng.sched.weight_bufs), NG, "tep", "N",
+     "device buffers the layers' weights stream through"},
+    {"--grad-slabs", OPT_POS_INT, F(eng.grad_slabs), NG, "tp", "S",
+     "device slabs the gradients drain to the host through"},
+    {"--serial-optimizer", OPT_FLAG, F(eng.sched.serial_optimizer), NG, "tp", "",
+     "the optimizer after the backward, not under it"},
+    {"--speculative-step", OPT_TRISTATE, F(eng.sched.speculative), G(speculative), "tp", "true|false|auto",
+     "update each unit under the backward, rolled back on a clip"},
+    {"--embedding-rows-first", OPT_TRISTATE, F(eng.sched.rows_first), NG, "tp", "true|false|auto",
+     "update first the embedding rows the next step reads"},
+    {"--update-parts", OPT_POS_INT, F(eng.sched.update_parts), NG, "tp", "N",
+     "parts a unit's update runs in, each copied in as done (1: whole units)"},
+    {"--bind", OPT_BIND, F(eng.sched.bind), NG, "tep", "pointer|copy",
+     "how a layer's streamed weights reach its kernels"},
+    {"--mlp-chunk", OPT_NONNEG_INT, F(eng.mlp_rows), NG, "tep", "TOKENS",
+     "tokens per MLP chunk (0: all at once)"},
+    {"--grad-accum-dtype", OPT_GRAD_SUM, F(eng.grad_sum), G(grad_accum_dtype), "tp", "auto|f32|bf16",
+     "how chunked weight gradients are summed"},
+    {"--offload-checkpoints", OPT_TRISTATE, F(eng.sched.offload_checkpoints), NG, "tep", "true|false|auto",
+     "keep the layer checkpoints in host memory"},
+    {"--recompute", OPT_RECOMPUTE, F(eng.sched.recompute), G(recompute), "tp", "full|mlp|norms|swiglu|none|auto",
+     "what the backward recomputes"}, // eval has no backward
+    {"--save", OPT_STR, F(save), NG, "t", "DIR",
+     "the checkpoint, written at the end (and every --save-every)"},
+    {"--save-every", OPT_POS_INT, F(save_every), G(save_every), "t", "N",
+     "steps between saves"},
+    {"--shard-size", OPT_BYTES, F(shard_size), G(shard_size), "t", "BYTES",
+     "tensor bytes per saved safetensors file (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)"},
     // Tensors in --model's weights that the config does not use are an error unless this is given.
-    {"--allow-unused-tensors", OPT_FLAG, F(allow_unused), NG, "te"},
-    {"--resume", OPT_STR, F(resume), NG, "t"},
-    {"--log", OPT_STR, F(log), NG, "te"},
-    {"--trace", OPT_STR, F(trace), NG, "t"},
-    {"--dump-grads", OPT_STR, F(dump_grads), NG, "t"},
-    {"--hardware", OPT_STR, F(hardware), NG, "tep"},
-    {"--zero3-pin-memory", OPT_BOOL, F(eng.sched.zero3.pin_memory), NG, "tep"},
-    {"--zero3-overlap-comm", OPT_BOOL, F(eng.sched.zero3.overlap_comm), NG, "tep"},
-    {"--zero3-prefetch-bucket-size", OPT_COUNT, F(eng.sched.zero3.prefetch_bucket_size), NG, "tep"},
+    {"--allow-unused-tensors", OPT_FLAG, F(allow_unused), NG, "te", "",
+     "drop tensors of --model's weights that the model does not use"},
+    {"--resume", OPT_STR, F(resume), NG, "t", "DIR",
+     "continue from this checkpoint, saving back to it unless --save DIR"},
+    {"--log", OPT_STR, F(log), NG, "te", "FILE.jsonl",
+     "the JSON lines, also (appended to on --resume)"},
+    {"--json", OPT_FLAG, F(json), NG, "tep", "",
+     "the JSON lines on stdout even on a terminal"},
+    {"--trace", OPT_STR, F(trace), NG, "t", "FILE.json",
+     "a Chrome/Perfetto trace of the run"},
+    {"--dump-grads", OPT_STR, F(dump_grads), NG, "t", "FILE",
+     "step 1's gradients as safetensors"},
+    {"--hardware", OPT_STR, F(hardware), NG, "tep", "PROFILE",
+     "a profile's name in experiments/hardware, a path, or measured (train: with --backend sim)"},
+    {"--zero3-pin-memory", OPT_BOOL, F(eng.sched.zero3.pin_memory), NG, "tep", "true|false",
+     "DeepSpeed's offload pin_memory"},
+    {"--zero3-overlap-comm", OPT_BOOL, F(eng.sched.zero3.overlap_comm), NG, "tep", "true|false",
+     "DeepSpeed's overlap_comm"},
+    {"--zero3-prefetch-bucket-size", OPT_COUNT, F(eng.sched.zero3.prefetch_bucket_size), NG, "tep", "N",
+     "elements fetched ahead of use (stage3_prefetch_bucket_size)"},
     // plan only: DeepSpeed's GPU-footprint model reads them; the engine's zero3 schedule does not
     // (it keeps norms and biases with their layer's copy and offloads a layer per bucket)
-    {"--zero3-param-persistence-threshold", OPT_COUNT, F(eng.sched.zero3.param_persistence_threshold), NG, "p"},
-    {"--zero3-reduce-bucket-size", OPT_COUNT, F(eng.sched.zero3.reduce_bucket_size), NG, "p"},
-    {"--zero3-max-live-parameters", OPT_COUNT, F(eng.sched.zero3.max_live_parameters), NG, "tep"},
-    {"--host-mem-gb", OPT_POS_FLOAT, F(host_mem_gb), NG, "p"},
-    {"--rollback-rate", OPT_NONNEG_FLOAT, F(rollback_rate), NG, "p"},
-    {"--max-context", OPT_FLAG, F(max_context), NG, "p"},
+    {"--zero3-param-persistence-threshold", OPT_COUNT, F(eng.sched.zero3.param_persistence_threshold), NG, "p", "N",
+     "elements below which a tensor stays on the GPU"},
+    {"--zero3-reduce-bucket-size", OPT_COUNT, F(eng.sched.zero3.reduce_bucket_size), NG, "p", "N",
+     "elements per gradient reduce bucket"},
+    {"--zero3-max-live-parameters", OPT_COUNT, F(eng.sched.zero3.max_live_parameters), NG, "tep", "N",
+     "elements resident on the GPU at once"},
+    {"--host-mem-gb", OPT_POS_FLOAT, F(host_mem_gb), NG, "p", "X",
+     "GB (10^9 bytes) of host memory to assume in place of the profile's"},
+    {"--rollback-rate", OPT_NONNEG_FLOAT, F(rollback_rate), NG, "p", "R",
+     "fraction of steps the speculative step rolls back, in [0, 1]"},
+    {"--max-context", OPT_FLAG, F(max_context), NG, "p", "",
+     "also search the longest --seq-len that fits"},
     // One plan per hardware profile, side by side (a name or a path each, comma-separated).
-    {"--compare", OPT_STR, F(compare), NG, "p"},
+    {"--compare", OPT_STR, F(compare), NG, "p", "P,P,...",
+     "plan on each profile side by side, in place of --hardware"},
 };
+const size_t mt_option_spec_count = sizeof mt_option_specs / sizeof *mt_option_specs;
 
 // The string options with a fixed set of values ("a|b|c"), checked as they are set.
 static const struct {
@@ -330,8 +367,8 @@ static mt_status apply_peer(mt_options *o) {
 }
 
 static const opt_spec *find_spec(const char *name) {
-    for (size_t k = 0; k < sizeof specs / sizeof *specs; k++)
-        if (!strcmp(name, specs[k].name)) return &specs[k];
+    for (size_t k = 0; k < mt_option_spec_count; k++)
+        if (!strcmp(name, mt_option_specs[k].name)) return &mt_option_specs[k];
     return NULL;
 }
 
@@ -348,30 +385,48 @@ mt_status mt_options_set(mt_options *o, const char *name, const char *value) {
 
 mt_status mt_options_parse(mt_options *o, const char *cmd, int argc, char **argv, int first) {
     char c = cmd[0];
-    int seen[sizeof specs / sizeof *specs] = {0}; // argv index of each option's first use (0: not yet)
+    int seen[sizeof mt_option_specs / sizeof *mt_option_specs] = {0}; // argv index of each option's first use (0: not yet)
     for (int i = first; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
             o->help = 1;
             return MT_OK;
         }
+        // --opt=value is --opt value (the value stays in argv, which outlives o).
+        char name[64];
+        const char *inline_v = NULL, *eq = strncmp(arg, "--", 2) ? NULL : strchr(arg, '=');
+        if (eq && (size_t)(eq - arg) < sizeof name) {
+            memcpy(name, arg, (size_t)(eq - arg));
+            name[eq - arg] = 0;
+            inline_v = eq + 1;
+            arg = name;
+        }
         const opt_spec *s = find_spec(arg);
-        if (!s) return mt_fail(MT_ERR_ARG, "%s: unknown option '%s' (see `megatrain --help`)", cmd, arg);
+        if (!s) {
+            const char *near = mt_option_nearest(arg, cmd);
+            if (near)
+                return mt_fail(MT_ERR_ARG, "%s: unknown option '%s'; did you mean %s? (`megatrain %s --help` lists "
+                                           "them)", cmd, arg, near, cmd);
+            return mt_fail(MT_ERR_ARG, "%s: unknown option '%s' (`megatrain %s --help` lists them)", cmd, arg, cmd);
+        }
         if (!strchr(s->cmds, c))
             return mt_fail(MT_ERR_ARG, "%s: option %s does not apply to `megatrain %s`%s%s", cmd, arg, cmd,
                            why_refused(arg) ? ": " : "", why_refused(arg) ? why_refused(arg) : "");
         int at = i;
         const char *v = "";
-        if (s->kind != OPT_FLAG) {
+        if (s->kind == OPT_FLAG && inline_v)
+            return mt_fail(MT_ERR_ARG, "%s: takes no value (got '%s')", s->name, argv[i]);
+        if (inline_v) v = inline_v;
+        else if (s->kind != OPT_FLAG) {
             if (i + 1 >= argc) return mt_fail(MT_ERR_ARG, "%s: missing value", s->name);
             v = argv[++i];
         }
         MT_TRY(parse_value(s, v, o)); // a bad value is named first, wherever it stands
         // Twice is a contradiction (which one counts?) even with the same value: refused.
-        if (seen[s - specs])
+        if (seen[s - mt_option_specs])
             return mt_fail(MT_ERR_ARG, "%s: %s is given twice (arguments %d and %d); give it once", cmd, arg,
-                           seen[s - specs] - first + 1, at - first + 1);
-        seen[s - specs] = at;
+                           seen[s - mt_option_specs] - first + 1, at - first + 1);
+        seen[s - mt_option_specs] = at;
         if (s->given_offset != NG) *(int *)((char *)o + s->given_offset) = 1;
     }
     MT_TRY(apply_peer(o));
@@ -383,9 +438,10 @@ static mt_status check_train_pairs(const mt_options *o) {
     if (o->given.init && (o->model || o->resume))
         return mt_fail(MT_ERR_ARG, "--init %s: the weights come from %s; drop --init (it applies to --config FILE)",
                        o->init, o->model ? "--model" : "the --resume checkpoint");
-    if (o->given.save_every && !o->save)
+    // --resume DIR without --save saves back to DIR (cmd_train.c): a destination either way.
+    if (o->given.save_every && !o->save && !o->resume)
         return mt_fail(MT_ERR_ARG, "--save-every %d: needs --save DIR (nothing is saved without it)", o->save_every);
-    if (o->given.shard_size && !o->save)
+    if (o->given.shard_size && !o->save && !o->resume)
         return mt_fail(MT_ERR_ARG, "--shard-size: applies to what --save DIR writes; there is no --save");
     // The step's batch is held in host memory: G x B x T token ids, twice (inputs, targets).
     long long per_step = (long long)o->eng.grad_accum * o->eng.B * o->eng.T;

@@ -3,6 +3,8 @@
 #ifndef MT_OPTIONS_H
 #define MT_OPTIONS_H
 
+#include <stdio.h>
+
 #include "core/status.h"
 #include "engine/engine.h"
 
@@ -37,6 +39,7 @@ typedef struct {
     int max_context;   // plan: also search the longest --seq-len that fits
     int batch_auto;    // --batch auto: the planner picks the batch, --recompute, K and weight buffers
     int help;          // --help among the arguments: print the usage and exit 0
+    int json;          // --json: the JSON lines on stdout even when it is a terminal
     int allow_unused;  // --allow-unused-tensors: --model's file may hold tensors the model does not use (dropped, named on stderr)
     float lr, weight_decay, beta1, beta2, eps, grad_clip;
     // which options were given explicitly (resume fills the others from train_state.json)
@@ -60,5 +63,10 @@ mt_status mt_options_set(mt_options *o, const char *name, const char *value);
 // --model, --save-every or --shard-size without --save, ...). An option given twice
 // is refused by mt_options_parse.
 mt_status mt_options_check(const mt_options *o, const char *cmd);
+// `megatrain CMD --help`'s option list: each option CMD takes, its value, its help
+// and its default (from mt_options_defaults) or "required".
+void mt_options_help(FILE *out, const char *cmd);
+// The option CMD takes nearest to a mistyped `arg` (edit distance), or NULL when none is close.
+const char *mt_option_nearest(const char *arg, const char *cmd);
 
 #endif

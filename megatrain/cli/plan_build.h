@@ -5,6 +5,7 @@
 #define MT_PLAN_BUILD_H
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 
 #include "cli/options.h"
 #include "planner/planner.h"
@@ -29,6 +30,9 @@ mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built);
 void mt_plan_ranks_json(cJSON *j, const mt_plan_ranks *r);
 mt_status mt_plan_tokens_per_day(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, double target,
                                  cJSON *j, int *gpus, int *hosts);
+
+// plan_summary.c: the plan's object as a few lines for a person (plan on a terminal).
+void mt_plan_print_summary(FILE *f, const cJSON *j);
 
 // `plan --compare A,B,...` (plan_compare.c): the exit status.
 int mt_cmd_plan_compare(mt_options *o);

@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/plan_build.h"
+#include "cli/run_setup.h"
 #include "planner/sim_band.h"
 
 #define MAX_PROFILES 32
@@ -264,7 +265,8 @@ int mt_cmd_plan_compare(mt_options *o) {
         if (!(txt[i] = cJSON_PrintUnformatted(c[i].plan))) s = mt_fail(MT_ERR_MEMORY, "plan: cannot format the JSON output");
     if (s == MT_OK) {
         print_table(c, n, o, v);
-        for (int i = 0; i < n; i++) printf("%s\n", txt[i]);
+        // On a terminal the table (stderr) is what a person reads; the JSON lines: --json, or a pipe.
+        for (int i = 0; i < n && mt_json_on_stdout(o); i++) printf("%s\n", txt[i]);
     } else {
         rc = fail(s);
     }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "backends/sim/sim.h"
+#include "engine/hosts.h"
 #include "core/out_file.h"
 #include "model/hardware_profile.h"
 
@@ -83,9 +84,13 @@ void mt_note_unused(const mt_load_report *rep) {
                 rep->unused);
 }
 
-mt_status mt_sink_open(mt_sink *s, const char *log_path, int append) {
+// Under mpirun stdout is mpirun's forwarding (a pty of its own, even when piped on): never a person's.
+int mt_json_on_stdout(const mt_options *o) { return o->json || !isatty(STDOUT_FILENO) || mt_hosts_launched(); }
+
+mt_status mt_sink_open(mt_sink *s, const char *log_path, int append, int to_stdout) {
     memset(s, 0, sizeof *s);
     s->log_path = log_path;
+    s->to_stdout = to_stdout;
     if (!log_path) return MT_OK;
     char dest[MT_OUT_PATH_MAX];
     int in_place;
@@ -103,7 +108,7 @@ static int put_line(FILE *f, const char *json) {
 }
 
 mt_status mt_sink_line(mt_sink *s, const char *json) {
-    if (!s->stdout_errno) s->stdout_errno = put_line(stdout, json);
+    if (s->to_stdout && !s->stdout_errno) s->stdout_errno = put_line(stdout, json);
     if (s->log && !s->log_errno) s->log_errno = put_line(s->log, json);
     if (s->stdout_errno)
         return mt_fail(MT_ERR_IO, "stdout: write failed: %s%s", strerror(s->stdout_errno),

@@ -32,7 +32,8 @@ mt_status mt_setup_attention(mt_backend *be, const char *attention);
 // With --allow-unused-tensors: one stderr note naming the tensors the load dropped.
 void mt_note_unused(const mt_load_report *rep);
 
-// JSON-lines sink: stdout plus an optional log file. Every write is checked: a
+// JSON-lines sink: stdout (unless a person reads it: mt_json_on_stdout) plus an
+// optional log file. Every write is checked: a
 // line that did not reach stdout or the log is an error naming which and why,
 // and a destination that failed once is written no more (its errno is kept:
 // EPIPE on stdout means its reader went away).
@@ -40,10 +41,15 @@ typedef struct {
     FILE *log;
     const char *log_path;
     int stdout_errno, log_errno; // 0 while the destination takes every line
+    int to_stdout;               // the JSON lines go to stdout too
 } mt_sink;
+// Whether stdout takes the JSON lines: it is not a terminal (a pipe, a file: a
+// program reads it), or --json, or the run is under mpirun. On a terminal a person reads it: train and eval
+// print short human lines there and the JSON lines go to --log only.
+int mt_json_on_stdout(const mt_options *o);
 // The log: opened in place (truncated, or appended to on a resume), a symlink
 // followed, a device or FIFO written through (core/out_file.h).
-mt_status mt_sink_open(mt_sink *s, const char *log_path, int append);
+mt_status mt_sink_open(mt_sink *s, const char *log_path, int append, int to_stdout);
 mt_status mt_sink_line(mt_sink *s, const char *json);
 // Flushes, syncs and closes the log, checking each.
 mt_status mt_sink_close(mt_sink *s);

@@ -115,6 +115,54 @@ static mt_status parse_multi(const char *path, const cJSON *j, mt_hw_profile *p)
     return opt_num(path, j, "host.adamw_bytes_per_param.fp32", BPP, &p->adamw_bytes_per_param[MT_ADAMW_FP32]);
 }
 
+// Each link kind's theoretical rate per direction (docs/REFERENCE.md#hardware): no copy
+// measured on it can be faster, so a profile that says so was mistyped or mismeasured.
+static const struct {
+    const char *kind;
+    double gbps;
+    const char *why;
+} link_theory[] = {
+    {"pcie-gen3-x16", 15.75, "8 GT/s x 16 lanes x 128/130 encoding"},
+    {"pcie-gen4-x16", 31.5, "16 GT/s x 16 lanes x 128/130 encoding"},
+    {"pcie-gen5-x16", 63, "32 GT/s x 16 lanes x 128/130 encoding"},
+    {"nvlink-c2c", 450, "NVLink-C2C's 900 GB/s total, GH200 datasheet"},
+};
+
+// The measured copy rates against the link's theory: the kind's (above) and the
+// profile's own link.theory_gbps (a narrower slot than the kind reads lower), the lower.
+static mt_status check_link_theory(const char *path, const cJSON *j, const mt_hw_profile *p) {
+    double limit = 0;
+    char why[160] = "";
+    const cJSON *kind = dotted(j, "link.kind");
+    for (size_t i = 0; cJSON_IsString(kind) && i < sizeof link_theory / sizeof *link_theory; i++)
+        if (!strcmp(kind->valuestring, link_theory[i].kind)) {
+            limit = link_theory[i].gbps;
+            snprintf(why, sizeof why, "the %s link's theoretical %g GB/s per direction (%s; docs/REFERENCE.md#hardware)",
+                     link_theory[i].kind, limit, link_theory[i].why);
+        }
+    const cJSON *t = dotted(j, "link.theory_gbps");
+    if (t && !cJSON_IsNumber(t)) return mt_fail(MT_ERR_FORMAT, "%s: link.theory_gbps: expected a number", path);
+    if (t && limit > 0 && t->valuedouble > limit * 1.001)
+        return mt_fail(MT_ERR_FORMAT, "%s: link.theory_gbps: %g GB/s exceeds %s; fix link.kind or link.theory_gbps",
+                       path, t->valuedouble, why);
+    if (t && (limit == 0 || t->valuedouble < limit)) {
+        limit = t->valuedouble;
+        snprintf(why, sizeof why, "the link's theoretical %g GB/s per direction (link.theory_gbps)", limit);
+    }
+    if (!(limit > 0)) return MT_OK; // an unknown kind without a theory: nothing to check against
+    const struct {
+        const char *key;
+        double v;
+    } rates[] = {{"link.h2d_gbps.pinned", p->h2d_gbps}, {"link.h2d_gbps.pageable", p->h2d_pageable_gbps},
+                 {"link.d2h_gbps.pinned", p->d2h_gbps}, {"link.d2h_gbps.pageable", p->d2h_pageable_gbps}};
+    for (size_t i = 0; i < sizeof rates / sizeof *rates; i++)
+        if (rates[i].v > limit * 1.001) // 0.1%: a theory rounded to the 0.1 GB/s
+            return mt_fail(MT_ERR_FORMAT, "%s: %s: %g GB/s exceeds %s: no copy runs faster than its link; measure "
+                                          "again (experiments/hardware/README.md) or fix link.kind",
+                           path, rates[i].key, rates[i].v, why);
+    return MT_OK;
+}
+
 static mt_status parse(const char *path, const cJSON *j, mt_hw_profile *p) {
     char schema[64];
     if (!cJSON_IsObject(j)) return mt_fail(MT_ERR_FORMAT, "%s: expected a JSON object", path);
@@ -138,6 +186,7 @@ static mt_status parse(const char *path, const cJSON *j, mt_hw_profile *p) {
     MT_TRY(num(path, j, "link.d2h_gbps.pinned", GBPS, &p->d2h_gbps));
     MT_TRY(num(path, j, "link.d2h_gbps.pageable", GBPS, &p->d2h_pageable_gbps));
     MT_TRY(num(path, j, "link.duplex_factor", FRACTION, &p->duplex_factor));
+    MT_TRY(check_link_theory(path, j, p));
     MT_TRY(num(path, j, "host.mem_bytes", BYTES, &p->host_mem_bytes));
     MT_TRY(num(path, j, "host.mem_gbps", GBPS, &p->host_mem_gbps));
     double cores, numa;

@@ -17,7 +17,7 @@ static const char *PROFILE_FMT =
     "{\"schema\": \"megatrain.hardware/1\", \"name\": \"round\", \"description\": \"test\","
     " \"gpu\": {\"name\": \"test gpu\", \"peak_tflops\": {\"bf16\": 100, \"tf32\": 50, \"fp32\": 10},"
     "   \"gemm_efficiency\": 1.0, \"hbm_gbps\": 1000, \"hbm_bytes\": 80000000000},"
-    " \"link\": {\"kind\": \"pcie-gen5-x16\", \"theory_gbps\": 100, \"h2d_gbps\": {\"pinned\": %g, \"pageable\": %g},"
+    " \"link\": {\"kind\": \"test-link\", \"theory_gbps\": 100, \"h2d_gbps\": {\"pinned\": %g, \"pageable\": %g},"
     "   \"d2h_gbps\": {\"pinned\": %g, \"pageable\": %g}, \"duplex_factor\": 1.0},"
     " \"host\": {\"mem_bytes\": 100000000000, \"mem_gbps\": 100, \"cpu_cores\": 16, \"numa_nodes\": 1,"
     "   \"adamw_bytes_per_param\": {\"fp32\": 28, \"paper\": 22, \"mixed\": 28},"

@@ -18,6 +18,8 @@ python3 -c "import sys,struct; b=open(sys.argv[1],'rb').read(); n=len(b)//4; t=s
 
 (cd "$A" && "$MT" train "${opts[@]}" --steps 2 --save "$ck" > /dev/null 2>&1)
 check "a checkpoint at step 2, trained on a relative --data" test "$(jq .step "$ck/train_state.json")" = 2
+cp -r "$ck" "$TMP/ck_at2" # a --resume saves back to its DIR: each resume that trains starts from this copy
+fresh_ck() { rm -rf "$ck"; cp -r "$TMP/ck_at2" "$ck"; }
 (cd "$A" && "$MT" train "${opts[@]}" --steps 3 > "$TMP/full.jsonl" 2>/dev/null)
 check "train_state.json records the absolute path" test "$(jq -r .data "$ck/train_state.json")" = "$A/tokens.bin"
 check "... the length in tokens" test "$(jq .data_tokens "$ck/train_state.json")" = $(( $(stat -c %s "$TOK") / 4 ))
@@ -34,7 +36,10 @@ check "resumed from another directory: step 3's loss is the uninterrupted run's"
   test "$(jq -c '[.step, .loss]' "$TMP/out")" = "$(jq -c '[.step, .loss]' "$TMP/full.jsonl" | tail -n 1)"
 # A copy of the same tokens under another name is the same data.
 cp "$TOK" "$B/copy.bin"
+fresh_ck
 expect 0 "" train --resume "$ck" --steps 3 --data copy.bin
+check "... and trains step 3" test "$(jq -c .step "$TMP/out")" = 3
+fresh_ck # (that resume saved step 3 back, recording copy.bin)
 # The recorded file edited in place (same size, one token changed): refused.
 cp "$A/tokens.bin" "$TMP/keep.bin"
 printf '\x07\x00\x00\x00' | dd of="$A/tokens.bin" bs=4 seek=100 conv=notrunc status=none
@@ -56,6 +61,7 @@ jq '.data_crc32 = "xyz"' "$ck/train_state.json" > "$old/train_state.json"; resig
 expect 1 "$old/train_state.json: data_crc32: expected 8 lowercase hex digits" train --resume "$old" --steps 3
 
 # --- a version 2 state (before the data was identified): the path as typed, relative.
+fresh_ck
 old=$TMP/v2; cp -r "$ck" "$old"
 jq '.version = 2 | .data = "tokens.bin" | del(.data_tokens, .data_crc32)' "$ck/train_state.json" > "$old/train_state.json"
 resign "$old" train_state.json
