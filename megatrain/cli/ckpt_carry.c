@@ -94,7 +94,7 @@ mt_status mt_carry_into(const char *dir, const char *staged, int trial, mt_carry
 }
 
 mt_status mt_carry_modes(const char *dir, const char *staged) {
-    mode_t of_kind[5] = {0};
+    struct stat of_kind[5];
     int have[5] = {0};
     char p[P], q[P];
     DIR *dp = opendir(dir);
@@ -104,7 +104,7 @@ mt_status mt_carry_modes(const char *dir, const char *staged) {
         struct stat sb;
         join(p, sizeof p, dir, e->d_name);
         if (k == MT_CKPT_FOREIGN || have[k] || lstat(p, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
-        of_kind[k] = sb.st_mode & 07777;
+        of_kind[k] = sb;
         have[k] = 1;
     }
     closedir(dp);
@@ -116,14 +116,11 @@ mt_status mt_carry_modes(const char *dir, const char *staged) {
         struct stat sb;
         join(p, sizeof p, dir, e->d_name);
         join(q, sizeof q, staged, e->d_name);
-        mode_t mode;
-        if (lstat(p, &sb) == 0 && S_ISREG(sb.st_mode)) mode = sb.st_mode & 07777; // its predecessor
-        else if (have[k]) mode = of_kind[k];                                    // a new shard: as its siblings
-        else if (have[MT_CKPT_MANIFEST]) mode = of_kind[MT_CKPT_MANIFEST];
+        if (lstat(p, &sb) == 0 && S_ISREG(sb.st_mode)) {    // its predecessor
+        } else if (have[k]) sb = of_kind[k];                // a new shard: as its siblings
+        else if (have[MT_CKPT_MANIFEST]) sb = of_kind[MT_CKPT_MANIFEST];
         else continue;
-        if (chmod(q, mode) != 0)
-            s = mt_fail(MT_ERR_IO, "%s: cannot give it the mode %04o its predecessor in %s has: %s", q, (unsigned)mode,
-                        dir, strerror(errno));
+        s = mt_file_copy_mode(-1, q, &sb, sb.st_mode & 07777);
     }
     closedir(dp);
     return s;
@@ -138,6 +135,31 @@ static int move_noreplace(const char *from, const char *to, int is_dir) {
     if (is_dir) return lstat(to, &sb) == 0 ? (errno = EEXIST, -1) : rename(from, to);
     if (link(from, to) != 0) return -1; // link never replaces
     return unlink(from);
+}
+
+// A subdirectory made in DIR while the carried one was away (between its move
+// and the switch; `mkdir -p` makes one): its entries join the carried one, by
+// name where free; where both hold a file the later write wins. 1 when from is gone.
+static int merge_dirs(const char *from, const char *to, int depth) {
+    DIR *dp = depth < 32 ? opendir(from) : NULL;
+    if (!dp) return 0;
+    char a[P], b[P];
+    for (struct dirent *e; (e = readdir(dp));) {
+        struct stat fa, fb;
+        if (skip(e->d_name)) continue;
+        join(a, sizeof a, from, e->d_name);
+        join(b, sizeof b, to, e->d_name);
+        if (!a[0] || !b[0] || lstat(a, &fa) != 0) continue;
+        if (lstat(b, &fb) != 0) move_noreplace(a, b, S_ISDIR(fa.st_mode));
+        else if (S_ISDIR(fa.st_mode) && S_ISDIR(fb.st_mode)) merge_dirs(a, b, depth + 1);
+        else if (S_ISDIR(fa.st_mode) || S_ISDIR(fb.st_mode)) continue; // a file against a directory: both stay
+        else if (fa.st_mtim.tv_sec > fb.st_mtim.tv_sec ||
+                 (fa.st_mtim.tv_sec == fb.st_mtim.tv_sec && fa.st_mtim.tv_nsec >= fb.st_mtim.tv_nsec))
+            rename(a, b);
+        else unlink(a);
+    }
+    closedir(dp);
+    return rmdir(from) == 0;
 }
 
 mt_status mt_carry_sweep(const char *old, const char *dir, mt_carry_list *list) {
@@ -175,6 +197,8 @@ mt_status mt_carry_sweep(const char *old, const char *dir, mt_carry_list *list) 
                 acted += rename(from, to) == 0; // its newer version replaces the copy carried before
             } else if (!is_dir) {
                 acted += unlink(from) == 0; // written again into the new DIR since: that one is the latest
+            } else if (S_ISDIR(nb.st_mode)) {
+                acted += merge_dirs(from, to, 0);
             }
         }
         closedir(dp);

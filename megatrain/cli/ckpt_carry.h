@@ -33,7 +33,8 @@ mt_status mt_carry_into(const char *dir, const char *staged, int trial, mt_carry
 mt_status mt_carry_modes(const char *dir, const char *staged);
 // After the switch: empties old (the previous checkpoint) into dir by list's
 // record, as said above, and removes it; entries that keep appearing in old (a
-// writer whose working directory it is) are moved for as long as they come.
+// writer whose working directory it is) are moved for as long as they come. A
+// subdirectory made again in DIR while the carried one was away joins it.
 mt_status mt_carry_sweep(const char *old, const char *dir, mt_carry_list *list);
 // Removes a leftover of a given-up or killed save (no record), first moving its
 // subdirectories into dir where the name is free, and with `files` also the

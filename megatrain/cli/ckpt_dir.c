@@ -309,9 +309,8 @@ mt_status mt_ckpt_dir_stage(mt_ckpt_dir *d) {
         struct stat sb;
         int exists = stat(d->dir, &sb) == 0;
         if (mkdir(d->staged, exists ? 0700 : 0777) == 0) {
-            if (exists && chmod(d->staged, staged_mode(sb.st_mode)) != 0) {
-                mt_status s = mt_fail(MT_ERR_IO, "%s %s: cannot give %s the directory's mode: %s", d->option, d->dir,
-                                      d->staged, strerror(errno));
+            if (exists && mt_file_copy_mode(-1, d->staged, &sb, staged_mode(sb.st_mode)) != MT_OK) {
+                mt_status s = mt_fail(MT_ERR_IO, "%s %s: %s", d->option, d->dir, mt_last_error());
                 rmdir(d->staged);
                 d->staged[0] = 0;
                 return s;
@@ -378,9 +377,7 @@ mt_status mt_ckpt_dir_commit(mt_ckpt_dir *d, int step) {
     mt_carry_list carried = {0};
     mt_status s = mt_carry_into(d->dir, d->staged, 0, &carried);
     if (s == MT_OK) s = mt_carry_modes(d->dir, d->staged);
-    if (s == MT_OK && exists && chmod(d->staged, staged_mode(dir_mode)) != 0)
-        s = mt_fail(MT_ERR_IO, "%s: cannot give it %s's mode %04o: %s", d->staged, d->dir, (unsigned)dir_mode,
-                    strerror(errno));
+    if (s == MT_OK && exists) s = mt_file_copy_mode(-1, d->staged, &sb, staged_mode(dir_mode)); // DIR's, as it is now
     if (s == MT_OK) s = mt_fsync_dir(d->staged);
     if (s == MT_OK) {
         fault_point("staged");

@@ -121,14 +121,24 @@ mt_status mt_file_create_replacing(const char *tmp, const char *dest, int *fd) {
     // bits exactly (fchmod, which the umask does not touch).
     *fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, keep ? 0600 : 0666);
     if (*fd < 0) return mt_fail(MT_ERR_IO, "%s: cannot create %s: %s", dest, tmp, strerror(errno));
-    if (keep && fchmod(*fd, sb.st_mode & 07777) != 0) {
-        int err = errno;
+    if (keep && mt_file_copy_mode(*fd, tmp, &sb, sb.st_mode & 07777) != MT_OK) {
         close(*fd);
         *fd = -1;
         unlink(tmp);
-        return mt_fail(MT_ERR_IO, "%s: cannot give %s the replaced file's mode %04o: %s", dest, tmp,
-                       (unsigned)(sb.st_mode & 07777), strerror(err));
+        return mt_fail(MT_ERR_IO, "%s: %s", dest, mt_last_error());
     }
+    return MT_OK;
+}
+
+mt_status mt_file_copy_mode(int fd, const char *path, const struct stat *from, mode_t mode) {
+    // Owner and group first (a chown clears set-id bits); only root may give a
+    // file away, and only to a group it is in otherwise: best effort.
+    if (fd >= 0 ? fchown(fd, from->st_uid, from->st_gid) != 0 : lchown(path, from->st_uid, from->st_gid) != 0) {
+        if (fd >= 0) (void)!fchown(fd, (uid_t)-1, from->st_gid);
+        else (void)!lchown(path, (uid_t)-1, from->st_gid);
+    }
+    if (fd >= 0 ? fchmod(fd, mode) != 0 : chmod(path, mode) != 0)
+        return mt_fail(MT_ERR_IO, "%s: cannot give it the mode %04o: %s", path, (unsigned)mode, strerror(errno));
     return MT_OK;
 }
 

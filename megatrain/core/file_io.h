@@ -32,6 +32,10 @@ mt_status mt_file_write_atomic(const char *path, const void *data, size_t len);
 // private stays private), else the umask's: every writer that replaces a file
 // goes through here. Errors name DEST and TMP.
 mt_status mt_file_create_replacing(const char *tmp, const char *dest, int *fd);
+// Gives what fd (or, when fd < 0, path itself) names the permission bits `mode`
+// and, where this process may, the owner and group of `from`, so the file or
+// directory that replaces another is as private, and as shared, as it was.
+mt_status mt_file_copy_mode(int fd, const char *path, const struct stat *from, mode_t mode);
 // strerror(err) for a failed write; for EFBIG also the file size limit the
 // process runs under (RLIMIT_FSIZE, `ulimit -f`) and a HINT to raise it, in
 // parentheses, so that what a caller appends still reads.

@@ -2,7 +2,8 @@
 # Files the user writes into a checkpoint directory while a run saves into it
 # every step (issue 39, class 1): every file whose write succeeded is in DIR at the
 # end, with what was last written to it, whatever point of a save it landed in
-# (before the carry, between the carry and the switch, after it); a file replaced
+# (before the carry, between the carry and the switch, after it), in DIR or in a
+# subdirectory of it (one made again while the save moved it joins it); a file replaced
 # by rename holds its last version; one removed during the run stays removed; no
 # temporary is left. Both switches: the exchange, and the fallback that moves DIR
 # aside (MT_FAULT_NO_EXCHANGE=1), where a write that lands while DIR is away fails
@@ -13,14 +14,16 @@ run=(train --model $FIX/tiny_llama --data $FIX/tokens.bin --batch 2 --seq-len 16
 last_err() { tail -n 1 "$TMP/err" | tr '\r' '\n' | tail -n 1; }
 leftovers() { find "$(dirname "$1")" -maxdepth 1 -name ".$(basename "$1").tmp-*" -o -maxdepth 1 -name ".$(basename "$1").old-*"; }
 
-# writer DIR LOG: until DIR/.stop appears elsewhere (the flag file $TMP/stop), makes
-# DIR/late-N files and rewrites DIR/state by rename; each success is logged.
+# writer DIR LOG: until $TMP/stop appears, makes
+# DIR/late-N and DIR/sub/f-N files and rewrites DIR/state by rename; each success is logged.
 writer() {
   local d=$1 log=$2 i=0
   while [ ! -e "$TMP/stop" ]; do
     i=$((i + 1))
     { echo "$i" > "$d/late-$i"; } 2> /dev/null && echo "late-$i $i" >> "$log"
     if { echo "$i" > "$d/.state.tmp" && mv "$d/.state.tmp" "$d/state"; } 2> /dev/null; then echo "state $i" >> "$log"; fi
+    # Into a subdirectory, made again where it is missing (a save moves it while it switches).
+    { mkdir "$d/sub" 2> /dev/null; echo "$i" > "$d/sub/f-$i"; } 2> /dev/null && echo "sub/f-$i $i" >> "$log"
   done
 }
 
@@ -55,6 +58,7 @@ one_case() { # one_case NAME [ENV...]: a run saving every step while the writer 
   check "$name: a file there from the start is kept" test "$(cat "$d/keep.txt" 2> /dev/null)" = "the user's"
   check "$name: a file removed during the run stays removed" test ! -e "$d/gone.txt"
   check "$name: DIR is the last checkpoint" test "$(jq .step "$d/checkpoint.json")" = 32
+  check "$name: the files written into the subdirectory are all in it" test "$(ls "$d/sub" | wc -l)" = "$(grep -c '^sub/' "$log")"
   check "$name: no leftover temporary" test -z "$(leftovers "$d")"
 }
 one_case exchange

@@ -3,7 +3,7 @@
 # class 2). A checkpoint made private (700 on DIR, 600 on its files) stays private
 # through saves, a new shard taking its siblings' mode, and is private while a
 # save is written (the staging directory); a group-readable one keeps 750/640; the
-# user's own files keep theirs. --trace (and sim's TRACE.ops.json), --dump-grads
+# user's own files keep theirs (and, as root, a replaced file its owner). --trace (and sim's TRACE.ops.json), --dump-grads
 # and --log keep theirs. An output that did not exist gets the umask's mode.
 source "$(dirname "$0")/lib.sh"
 
@@ -72,6 +72,16 @@ chmod 600 "$TMP/sim.json" "$TMP/sim.json.ops.json"
 rc=$?
 check "--backend sim --trace ($(last_err))" test $rc -eq 0
 check "  the trace and its .ops.json keep 600" test "$(mode "$TMP/sim.json")/$(mode "$TMP/sim.json.ops.json")" = 600/600
+# As root, a replaced file keeps its owner too (a checkpoint, a trace made for another user).
+if [ "$(id -u)" = 0 ] && id nobody > /dev/null 2>&1; then
+  chown nobody "$TMP/trace.json" "$d" "$d"/*
+  "$MT" "${run[@]}" --steps 1 --trace "$TMP/trace.json" > /dev/null 2>&1
+  "$MT" train --resume "$d" --steps 7 --save "$d" > /dev/null 2> "$TMP/err"
+  check "as root: the replaced trace and checkpoint keep their owner ($(last_err))" \
+    test "$(stat -c %U "$TMP/trace.json") $(stat -c %U "$d") $(stat -c %U "$d/model.safetensors")" = "nobody nobody nobody"
+else
+  echo "test_keep_modes: the owner case skipped (not root)"
+fi
 # New outputs: the umask decides.
 (umask 077 && "$MT" "${run[@]}" --steps 1 --trace "$TMP/new.json" --dump-grads "$TMP/new.st" > /dev/null 2>&1)
 check "new outputs under umask 077 are 600" test "$(mode "$TMP/new.json")/$(mode "$TMP/new.st")" = 600/600
