@@ -4,7 +4,8 @@
 # naming the limit with a HINT; one that meets the limit while written (past that
 # check, MT_FAULT_NO_SPACE_CHECK=1) exits 1 naming the file, the limit and what
 # --save keeps, the staged save removed and the previous checkpoint whole; --trace,
-# --log and stdout that meet it exit 1 naming the option, the replaced file intact.
+# --dump-grads, --log and stdout that meet it exit 1 naming the option, a replaced
+# file intact.
 source "$(dirname "$0")/lib.sh"
 
 run=(train --model $FIX/tiny_llama --data $FIX/tokens.bin --batch 2 --seq-len 16 --lr 2e-3 --backend cpu)
@@ -53,6 +54,14 @@ rc=$?
 check "--trace over the limit: exit 1 ($(last_err))" test $rc -eq 1
 check "  names --trace, the error and the limit" grep -q -- "--trace $TMP/trace.json: write failed: File too large: over the file size limit of 8192 bytes" "$TMP/err"
 check "  the replaced file is intact, no temporary left" test "$(cat "$TMP/trace.json")" = old -a -z "$(find "$TMP" -name 'trace.json.*')"
+
+# --dump-grads (400 kB) under 100 kB.
+echo old > "$TMP/grads.st"
+limited 100 "$MT" "${run[@]}" --steps 1 --dump-grads "$TMP/grads.st"
+rc=$?
+check "--dump-grads over the limit: exit 1 ($(last_err))" test $rc -eq 1
+check "  names --dump-grads and the limit" grep -q -- "--dump-grads $TMP/grads.st: .*File too large: over the file size limit of 102400 bytes" "$TMP/err"
+check "  the replaced file is intact" test "$(cat "$TMP/grads.st")" = old
 
 # --log (600 bytes a line) and stdout under 2 kB.
 (ulimit -f 2 && exec "$MT" "${run[@]}" --steps 8 --log "$TMP/log.jsonl") > /dev/null 2> "$TMP/err"
