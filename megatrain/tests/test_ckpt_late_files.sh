@@ -7,7 +7,8 @@
 # by rename holds its last version; one removed during the run stays removed; no
 # temporary is left. Both switches: the exchange, and the fallback that moves DIR
 # aside (MT_FAULT_NO_EXCHANGE=1), where a write that lands while DIR is away fails
-# and is not counted.
+# and is not counted. A save killed right after the switch: its next run carries
+# what was written late into the previous checkpoint.
 source "$(dirname "$0")/lib.sh"
 
 run=(train --model $FIX/tiny_llama --data $FIX/tokens.bin --batch 2 --seq-len 16 --lr 2e-3 --backend cpu)
@@ -64,4 +65,18 @@ one_case() { # one_case NAME [ENV...]: a run saving every step while the writer 
 one_case exchange
 one_case fallback MT_FAULT_NO_EXCHANGE=1
 
+# A save killed right after the switch leaves the previous checkpoint under its
+# temporary name, holding what a writer put there late: the next save moves that
+# into DIR, and removes the rest.
+d=$TMP/killed
+"$MT" "${run[@]}" --steps 2 --save "$d" > /dev/null 2>&1
+(MT_FAULT_KILL_AT=exchanged "$MT" train --resume "$d" --steps 3 --save "$d"; true) > /dev/null 2>&1
+old=$(leftovers "$d")
+check "killed after the switch: the previous checkpoint is left ($old)" test -n "$old" -a "$(jq .step "$d/checkpoint.json")" = 3
+[ -n "$old" ] && echo late > "$old/late.txt"
+"$MT" train --resume "$d" --steps 4 --save "$d" > /dev/null 2> "$TMP/err"
+rc=$?
+check "  the next save ends well ($(last_err))" test $rc -eq 0
+check "  and carries the late file into DIR" test "$(cat "$d/late.txt" 2> /dev/null)" = late
+check "  no leftover" test -z "$(leftovers "$d")"
 finish
