@@ -164,7 +164,7 @@ static int merge_dirs(const char *from, const char *to, int depth) {
 
 mt_status mt_carry_sweep(const char *old, const char *dir, mt_carry_list *list) {
     char from[P], to[P];
-    int swept = 0;
+    int swept = 0, idle = 0;
     for (int pass = 0; pass < 1000; pass++) {
         DIR *dp = opendir(old);
         if (!dp) {
@@ -204,13 +204,14 @@ mt_status mt_carry_sweep(const char *old, const char *dir, mt_carry_list *list) 
         closedir(dp);
         swept = 1;
         if (rmdir(old) == 0) break;
-        if (errno != ENOTEMPTY && errno != EEXIST) break;
-        if (!acted) { // what stays cannot be moved (a subdirectory the new DIR also has): kept, named
-            fprintf(stderr, "megatrain: note: %s keeps what could not be carried into %s (a name both hold)\n", old,
-                    dir);
-            break;
-        }
+        // Not empty: a file came during the pass (again), or what stays cannot move (kept, named below).
+        if ((errno != ENOTEMPTY && errno != EEXIST) || (idle = acted ? 0 : idle + 1) == 3) break;
     }
+    struct stat ob;
+    if (lstat(old, &ob) == 0)
+        fprintf(stderr, "megatrain: note: %s keeps what could not be carried into %s (a name both hold, or a "
+                        "permission); the next run saving into it moves what it can\n",
+                old, dir);
     // Removed from DIR between the carry and the switch: removed from the new DIR too.
     for (int i = 0; swept && list && i < list->n; i++) {
         const mt_carried *c = &list->e[i];
