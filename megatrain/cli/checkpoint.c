@@ -120,9 +120,8 @@ static const char *human(size_t b, char *buf, size_t cap) {
 static mt_status check_file_limit(const mt_ckpt_dir *cd, const mt_save_bytes *sb) {
     struct rlimit rl;
     if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return MT_OK;
-    size_t w = sb->weight_files ? (sb->weights_bytes + (size_t)sb->weight_files - 1) / (size_t)sb->weight_files : 0;
-    size_t m = sb->optimizer_files ? (sb->optimizer_bytes + (size_t)sb->optimizer_files - 1) / (size_t)sb->optimizer_files
-                                   : 0;
+    size_t wf = (size_t)sb->weight_files, of = (size_t)sb->optimizer_files;
+    size_t w = wf ? (sb->weights_bytes + wf - 1) / wf : 0, m = of ? (sb->optimizer_bytes + of - 1) / of : 0;
     size_t big = w > m ? w : m;
     if (big <= (size_t)rl.rlim_cur) return MT_OK;
     char a[32];

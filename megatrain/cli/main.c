@@ -113,7 +113,8 @@ int mt_cmd_version(void) {
 static int stdout_checked(int rc) {
     errno = 0;
     if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
-    if (rc == 0) fprintf(stderr, "megatrain: error: stdout: write failed: %s\n", mt_write_strerror(errno ? errno : EIO));
+    if (rc == 0)
+        fprintf(stderr, "megatrain: error: stdout: write failed: %s\n", mt_write_strerror(errno ? errno : EIO));
     return rc ? rc : 1;
 }
 

@@ -109,7 +109,8 @@ mt_status mt_sink_line(mt_sink *s, const char *json) {
     if (s->stdout_errno)
         return mt_fail(MT_ERR_IO, "stdout: write failed: %s%s", mt_write_strerror(s->stdout_errno),
                        s->stdout_errno == EPIPE ? " (its reader closed it)" : "");
-    if (s->log_errno) return mt_fail(MT_ERR_IO, "--log %s: write failed: %s", s->log_path, mt_write_strerror(s->log_errno));
+    if (s->log_errno)
+        return mt_fail(MT_ERR_IO, "--log %s: write failed: %s", s->log_path, mt_write_strerror(s->log_errno));
     return MT_OK;
 }
 
