@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -113,10 +114,30 @@ static const char *human(size_t b, char *buf, size_t cap) {
     return buf;
 }
 
+// Under `ulimit -f` a file past the limit fails its write (EFBIG): a save whose
+// largest file cannot fit is refused before it is written. The average file of
+// each kind is a lower bound on the largest, so nothing that fits is refused.
+static mt_status check_file_limit(const mt_ckpt_dir *cd, const mt_save_bytes *sb) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return MT_OK;
+    size_t wf = (size_t)sb->weight_files, of = (size_t)sb->optimizer_files;
+    size_t w = wf ? (sb->weights_bytes + wf - 1) / wf : 0, m = of ? (sb->optimizer_bytes + of - 1) / of : 0;
+    size_t big = w > m ? w : m;
+    if (big <= (size_t)rl.rlim_cur) return MT_OK;
+    char a[32];
+    return mt_fail(MT_ERR_IO, "%s %s: a checkpoint file would hold at least %s (%zu bytes: the %s), over the file size "
+                              "limit of %llu bytes this process runs under (RLIMIT_FSIZE, `ulimit -f` %llu). HINT: "
+                              "raise it (`ulimit -f unlimited`), or --shard-size below it",
+                   cd->option, cd->dir, human(big, a, sizeof a), big,
+                   w >= m ? "weights" : "optimizer state", (unsigned long long)rl.rlim_cur,
+                   (unsigned long long)rl.rlim_cur / 1024);
+}
+
 mt_status mt_checkpoint_check_space(const mt_ckpt_dir *cd, const mt_model *m, const mt_options *o) {
     if (getenv("MT_FAULT_NO_SPACE_CHECK")) return MT_OK; // test hook: reach the writes' own ENOSPC path
     mt_save_bytes sb;
     MT_TRY(mt_model_save_bytes(m, (size_t)o->shard_size, &sb));
+    MT_TRY(check_file_limit(cd, &sb));
     struct statvfs fs;
     if (statvfs(cd->parent, &fs) != 0) return MT_OK; // cannot tell: the writes report a full disk themselves
     // config.json, train_state.json and checkpoint.json (about 200 bytes per tensor

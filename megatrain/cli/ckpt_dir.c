@@ -3,6 +3,7 @@
 // the parent, so after a crash DIR is the old checkpoint or the new one, whole.
 #define _GNU_SOURCE // renameat2, RENAME_EXCHANGE
 #include "cli/ckpt_dir.h"
+#include "cli/ckpt_carry.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -79,21 +80,6 @@ static void join(char *out, size_t cap, const char *dir, const char *name) {
     memcpy(out, dir, a);
     out[a] = '/';
     memcpy(out + a + 1, name, b + 1);
-}
-
-// Removes a directory megatrain made (plain files only, no subdirectories).
-static mt_status remove_flat_dir(const char *path) {
-    DIR *dp = opendir(path);
-    if (!dp) return errno == ENOENT ? MT_OK : mt_fail(MT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    char p[MT_CKPT_PATH_MAX + 512];
-    for (struct dirent *e; (e = readdir(dp));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        join(p, sizeof p, path, e->d_name);
-        unlink(p); // a subdirectory stays, and rmdir below says so
-    }
-    closedir(dp);
-    if (rmdir(path) != 0) return mt_fail(MT_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
-    return MT_OK;
 }
 
 // A unique suffix: pid and 32 random bits, so two runs never pick the same name.
@@ -193,34 +179,10 @@ static mt_status take_lock(mt_ckpt_dir *d, const char *shown) {
     return MT_OK;
 }
 
-// Puts back the subdirectories a save left in its staged directory or in the
-// previous checkpoint (carry_over moved them, or one was made after it ran):
-// into DIR where the name is free, so none is removed or hidden with a leftover.
-static void rescue_subdirs(const mt_ckpt_dir *d, const char *leftover) {
-    DIR *dp = opendir(leftover);
-    if (!dp) return;
-    char from[MT_CKPT_PATH_MAX + 512], to[MT_CKPT_PATH_MAX + 512];
-    for (struct dirent *e; (e = readdir(dp));) {
-        struct stat sb;
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        join(from, sizeof from, leftover, e->d_name);
-        join(to, sizeof to, d->dir, e->d_name);
-        if (lstat(from, &sb) != 0 || !S_ISDIR(sb.st_mode)) continue;
-        if (lstat(to, &sb) != 0 && rename(from, to) == 0)
-            fprintf(stderr, "megatrain: moved %s back into %s (a save was interrupted while carrying it over)\n",
-                    e->d_name, d->dir);
-        else
-            fprintf(stderr, "megatrain: note: %s stays where an interrupted save left it\n", from);
-    }
-    closedir(dp);
-}
-
-// Removes a staging directory or a previous checkpoint, its subdirectories put back first.
-static void remove_leftover(const mt_ckpt_dir *d, const char *path) {
-    struct stat sb;
-    if (stat(d->dir, &sb) == 0) rescue_subdirs(d, path);
-    if (remove_flat_dir(path) != MT_OK) fprintf(stderr, "megatrain: note: %s\n", mt_last_error());
-}
+// Removes a staging directory or a previous checkpoint a save left, the user's
+// entries in it put back first (ckpt_carry.h); `files`: a killed save's, whose
+// sole copies of files are the user's too.
+static void remove_leftover(const mt_ckpt_dir *d, const char *path, int files) { mt_carry_rescue(path, d->dir, files); }
 
 // Under the lock: puts a moved-aside checkpoint back when DIR is missing (a crash
 // between the two renames of the fallback switch), then removes leftovers.
@@ -246,7 +208,7 @@ static mt_status tidy(mt_ckpt_dir *d) {
             }
             continue;
         }
-        remove_leftover(d, p);
+        remove_leftover(d, p, 1);
     }
     closedir(dp);
     return s;
@@ -264,7 +226,7 @@ static int is_mount_root(const char *path, dev_t within) {
 }
 
 // DIR must be absent, empty, or a checkpoint; a subdirectory in it is moved into
-// each new checkpoint (carry_over), so none may be a mount point.
+// each new checkpoint (ckpt_carry.h), so none may be a mount point.
 static mt_status check_target(mt_ckpt_dir *d, const char *shown) {
     DIR *dp = opendir(d->dir);
     if (!dp)
@@ -332,53 +294,33 @@ mt_status mt_ckpt_dir_open(mt_ckpt_dir *d, const char *dir, const char *option) 
     return MT_OK;
 }
 
+// The mode the new checkpoint directory takes: DIR's, with the owner's rwx while
+// it is written and swept (a read-only DIR gets its mode back at the end).
+static mode_t staged_mode(mode_t dir_mode) { return (dir_mode & 07777) | S_IRWXU; }
+
 mt_status mt_ckpt_dir_stage(mt_ckpt_dir *d) {
     mt_ckpt_dir_discard(d);
     char name[300];
     for (int tries = 0; tries < 8; tries++) {
         unique_name(name, sizeof name, d->name, "tmp");
         join(d->staged, sizeof d->staged, d->parent, name);
-        if (mkdir(d->staged, 0755) == 0) return MT_OK;
+        // Private until it is given DIR's mode (a checkpoint the user made private
+        // is never readable by others while it is written); a first save's as mkdir's.
+        struct stat sb;
+        int exists = stat(d->dir, &sb) == 0;
+        if (mkdir(d->staged, exists ? 0700 : 0777) == 0) {
+            if (exists && mt_file_copy_mode(-1, d->staged, &sb, staged_mode(sb.st_mode)) != MT_OK) {
+                mt_status s = mt_fail(MT_ERR_IO, "%s %s: %s", d->option, d->dir, mt_last_error());
+                rmdir(d->staged);
+                d->staged[0] = 0;
+                return s;
+            }
+            return MT_OK;
+        }
         if (errno != EEXIST) break;
     }
     mt_status s = mt_fail(MT_ERR_IO, "%s %s: cannot create %s: %s", d->option, d->dir, d->staged, strerror(errno));
     d->staged[0] = 0;
-    return s;
-}
-
-// Carries what DIR holds besides checkpoint files into the staged directory:
-// symlinks remade, other files hard-linked, subdirectories moved (check_target
-// refused mount points among them), so nothing of the user's is left in the
-// previous checkpoint when it is removed. A trial (before training) links and
-// remakes but moves nothing.
-static mt_status carry_over(mt_ckpt_dir *d, int trial) {
-    DIR *dp = opendir(d->dir);
-    if (!dp) return errno == ENOENT ? MT_OK : mt_fail(MT_ERR_IO, "%s: cannot open: %s", d->dir, strerror(errno));
-    char from[MT_CKPT_PATH_MAX + 512], to[MT_CKPT_PATH_MAX + 512];
-    mt_status s = MT_OK;
-    for (struct dirent *e; (e = readdir(dp)) && s == MT_OK;) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || mt_ckpt_file_of(e->d_name) != MT_CKPT_FOREIGN) continue;
-        join(from, sizeof from, d->dir, e->d_name);
-        join(to, sizeof to, d->staged, e->d_name);
-        struct stat sb;
-        if (lstat(from, &sb) != 0) continue;
-        if (S_ISDIR(sb.st_mode)) {
-            if (!trial && rename(from, to) != 0)
-                s = mt_fail(MT_ERR_IO, "%s: cannot move the subdirectory %s into the new checkpoint: %s; move it out "
-                                       "of %s",
-                            d->dir, e->d_name, strerror(errno), d->dir);
-        } else if (S_ISLNK(sb.st_mode)) {
-            char target[MT_CKPT_PATH_MAX];
-            ssize_t n = readlink(from, target, sizeof target - 1);
-            if (n < 0 || (target[n] = 0, symlink(target, to) != 0))
-                s = mt_fail(MT_ERR_IO, "%s: cannot carry %s over into the new checkpoint: %s", d->dir, e->d_name,
-                            strerror(errno));
-        } else if (link(from, to) != 0) {
-            s = mt_fail(MT_ERR_IO, "%s: cannot carry %s over into the new checkpoint (hard link): %s", d->dir,
-                        e->d_name, strerror(errno));
-        }
-    }
-    closedir(dp);
     return s;
 }
 
@@ -394,7 +336,7 @@ static mt_status prove_switch(mt_ckpt_dir *d, const char *shown) {
     MT_TRY(mt_ckpt_dir_stage(d));
     struct stat sb, pb;
     int exists = stat(d->dir, &sb) == 0;
-    if (carry_over(d, 1) != MT_OK) snprintf(why, sizeof why, "%s", mt_last_error());
+    if (mt_carry_into(d->dir, d->staged, 1, NULL) != MT_OK) snprintf(why, sizeof why, "%s", mt_last_error());
     else if (!exists && rename(d->staged, d->dir) == 0) { // the first save's rename, and back
         if (rename(d->dir, d->staged) != 0) rmdir(d->dir);
     } else if (!exists) {
@@ -425,13 +367,43 @@ static mt_status prove_switch(mt_ckpt_dir *d, const char *shown) {
     return mt_fsync_dir(d->parent);
 }
 
+static mt_status switch_in(mt_ckpt_dir *d, int exists);
+
 mt_status mt_ckpt_dir_commit(mt_ckpt_dir *d, int step) {
     if (!d->staged[0]) return mt_fail(MT_ERR_ARG, "%s %s: nothing staged to commit", d->option, d->dir);
-    MT_TRY(carry_over(d, 0));
-    MT_TRY(mt_fsync_dir(d->staged));
-    fault_point("staged");
-    struct stat sb;
-    int exists = stat(d->dir, &sb) == 0, exchanged = 0;
+    struct stat sb = {0};
+    int exists = stat(d->dir, &sb) == 0;
+    mode_t dir_mode = sb.st_mode & 07777;
+    mt_carry_list carried = {0};
+    mt_status s = mt_carry_into(d->dir, d->staged, 0, &carried);
+    if (s == MT_OK) s = mt_carry_modes(d->dir, d->staged);
+    if (s == MT_OK && exists) s = mt_file_copy_mode(-1, d->staged, &sb, staged_mode(dir_mode)); // DIR's, as it is now
+    if (s == MT_OK) s = mt_fsync_dir(d->staged);
+    if (s == MT_OK) {
+        fault_point("staged");
+        s = switch_in(d, exists); // d->staged now names the previous checkpoint ("" for a first save)
+    }
+    if (s != MT_OK) {
+        mt_carry_list_free(&carried);
+        return s;
+    }
+    d->committed_step = step;
+    if (d->staged[0] && mt_carry_sweep(d->staged, d->dir, &carried) != MT_OK) // the save stands; the next run tidies
+        fprintf(stderr, "megatrain: note: %s\n", mt_last_error());
+    mt_carry_list_free(&carried);
+    d->staged[0] = 0;
+    if (exists && staged_mode(dir_mode) != dir_mode && chmod(d->dir, dir_mode) != 0)
+        fprintf(stderr, "megatrain: note: %s: cannot give it back its mode %04o: %s\n", d->dir, (unsigned)dir_mode,
+                strerror(errno));
+    if (stat(d->dir, &sb) == 0) return MT_OK;
+    return mt_fail(MT_ERR_IO, "%s %s: missing after the switch", d->option, d->dir);
+}
+
+// Puts d->staged in as DIR: one exchange, or (no exchange on this filesystem)
+// DIR aside and the new one in. On success d->staged names the previous
+// checkpoint, or is "" when there was none.
+static mt_status switch_in(mt_ckpt_dir *d, int exists) {
+    int exchanged = 0;
     if (exists && !getenv("MT_FAULT_NO_EXCHANGE")) {
         exchanged = renameat2(AT_FDCWD, d->staged, AT_FDCWD, d->dir, RENAME_EXCHANGE) == 0;
         if (!exchanged && errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
@@ -442,6 +414,7 @@ mt_status mt_ckpt_dir_commit(mt_ckpt_dir *d, int step) {
         if (rename(d->staged, d->dir) != 0)
             return mt_fail(MT_ERR_IO, "%s %s: cannot rename %s into place: %s", d->option, d->dir, d->staged,
                            strerror(errno));
+        d->staged[0] = 0;
     } else if (exchanged) { // DIR is the new checkpoint; the old one now has the staged name
         MT_TRY(mt_fsync_dir(d->parent));
         fault_point("exchanged");
@@ -460,19 +433,14 @@ mt_status mt_ckpt_dir_commit(mt_ckpt_dir *d, int step) {
             if (rename(aside, d->dir) != 0) fprintf(stderr, "megatrain: the previous checkpoint is in %s\n", aside);
             return s;
         }
-        snprintf(d->staged, sizeof d->staged, "%s", aside); // removed below, like an exchanged one
+        snprintf(d->staged, sizeof d->staged, "%s", aside); // swept and removed, like an exchanged one
     }
-    MT_TRY(mt_fsync_dir(d->parent));
-    d->committed_step = step;
-    remove_leftover(d, d->staged);
-    d->staged[0] = 0;
-    if (stat(d->dir, &sb) == 0) return MT_OK;
-    return mt_fail(MT_ERR_IO, "%s %s: missing after the switch", d->option, d->dir);
+    return mt_fsync_dir(d->parent);
 }
 
 void mt_ckpt_dir_discard(mt_ckpt_dir *d) {
     if (!d->staged[0]) return;
-    remove_leftover(d, d->staged);
+    remove_leftover(d, d->staged, 0); // its files are links to DIR's
     d->staged[0] = 0;
 }
 

@@ -6,8 +6,9 @@
 // first and the next writer moves it back if a crash came in between. A writer
 // holds flock(.NAME.lock) for its whole run, so a second writer fails at once.
 // What DIR holds that megatrain does not write (a tokenizer, a log, a
-// subdirectory) is carried into each new checkpoint: files by hard link,
-// subdirectories moved. The lock is a plain file, never followed through a link.
+// subdirectory) is carried into each new checkpoint, also what is written into
+// DIR while the save switches, and the new checkpoint keeps DIR's modes
+// (cli/ckpt_carry.h). The lock is a plain file, never followed through a link.
 #ifndef MT_CKPT_DIR_H
 #define MT_CKPT_DIR_H
 
@@ -47,10 +48,11 @@ mt_ckpt_file_kind mt_ckpt_file_of(const char *name);
 // (before any training): a staging directory made, DIR's files linked into it,
 // DIR renamed aside and back; a mount point (DIR, or a subdirectory in it) is refused.
 mt_status mt_ckpt_dir_open(mt_ckpt_dir *d, const char *dir, const char *option);
-// A fresh, empty staging directory beside DIR: d->staged.
+// A fresh, empty staging directory beside DIR, as private as DIR: d->staged.
 mt_status mt_ckpt_dir_stage(mt_ckpt_dir *d);
-// Carries DIR's foreign files over, fsyncs, switches d->staged in as DIR, removes
-// the previous checkpoint; d->committed_step = step.
+// Carries DIR's foreign files over and its modes, fsyncs, switches d->staged in
+// as DIR, sweeps what came late into the previous checkpoint over into DIR and
+// removes it; d->committed_step = step.
 mt_status mt_ckpt_dir_commit(mt_ckpt_dir *d, int step);
 // Removes d->staged (a save given up); DIR is untouched.
 void mt_ckpt_dir_discard(mt_ckpt_dir *d);

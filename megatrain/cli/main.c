@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "cli/commands.h"
+#include "core/file_io.h"
 #include "engine/engine.h"
 #include "engine/peer.h"
 
@@ -146,7 +147,8 @@ int mt_cmd_version(void) {
 static int stdout_checked(int rc) {
     errno = 0;
     if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
-    if (rc == 0) fprintf(stderr, "megatrain: error: stdout: write failed: %s\n", strerror(errno ? errno : EIO));
+    if (rc == 0)
+        fprintf(stderr, "megatrain: error: stdout: write failed: %s\n", mt_write_strerror(errno ? errno : EIO));
     return rc ? rc : 1;
 }
 
@@ -189,5 +191,8 @@ int main(int argc, char **argv) {
     // A closed stdout gives EPIPE, which every write checks, instead of killing
     // the process mid-save (train catches SIGPIPE itself: run_signals.h).
     signal(SIGPIPE, SIG_IGN);
+    // Past `ulimit -f` a write fails with EFBIG, which every writer reports naming
+    // its file and the limit, instead of SIGXFSZ killing the process mid-save.
+    signal(SIGXFSZ, SIG_IGN);
     return stdout_checked(run(argc, argv));
 }

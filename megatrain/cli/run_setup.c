@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "backends/sim/sim.h"
+#include "core/file_io.h"
 #include "engine/hosts.h"
 #include "core/out_file.h"
 #include "model/hardware_profile.h"
@@ -111,9 +112,10 @@ mt_status mt_sink_line(mt_sink *s, const char *json) {
     if (s->to_stdout && !s->stdout_errno) s->stdout_errno = put_line(stdout, json);
     if (s->log && !s->log_errno) s->log_errno = put_line(s->log, json);
     if (s->stdout_errno)
-        return mt_fail(MT_ERR_IO, "stdout: write failed: %s%s", strerror(s->stdout_errno),
+        return mt_fail(MT_ERR_IO, "stdout: write failed: %s%s", mt_write_strerror(s->stdout_errno),
                        s->stdout_errno == EPIPE ? " (its reader closed it)" : "");
-    if (s->log_errno) return mt_fail(MT_ERR_IO, "--log %s: write failed: %s", s->log_path, strerror(s->log_errno));
+    if (s->log_errno)
+        return mt_fail(MT_ERR_IO, "--log %s: write failed: %s", s->log_path, mt_write_strerror(s->log_errno));
     return MT_OK;
 }
 
@@ -128,7 +130,7 @@ mt_status mt_sink_close(mt_sink *s) {
     s->log = NULL;
     if (err && !s->log_errno) {
         s->log_errno = err;
-        return mt_fail(MT_ERR_IO, "--log %s: write failed: %s", s->log_path, strerror(err));
+        return mt_fail(MT_ERR_IO, "--log %s: write failed: %s", s->log_path, mt_write_strerror(err));
     }
     return MT_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,15 +113,66 @@ mt_status mt_fsync_dir(const char *dir) {
     return MT_OK;
 }
 
+mt_status mt_file_create_replacing(const char *tmp, const char *dest, int *fd) {
+    struct stat sb;
+    int keep = stat(dest, &sb) == 0 && S_ISREG(sb.st_mode);
+    unlink(tmp); // a leftover of a killed writer with our pid, or a planted link: never written through
+    // Private from the start when it replaces a file, then given the old file's
+    // bits exactly (fchmod, which the umask does not touch).
+    *fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, keep ? 0600 : 0666);
+    if (*fd < 0) return mt_fail(MT_ERR_IO, "%s: cannot create %s: %s", dest, tmp, strerror(errno));
+    if (keep && mt_file_copy_mode(*fd, tmp, &sb, sb.st_mode & 07777) != MT_OK) {
+        close(*fd);
+        *fd = -1;
+        unlink(tmp);
+        return mt_fail(MT_ERR_IO, "%s: %s", dest, mt_last_error());
+    }
+    return MT_OK;
+}
+
+mt_status mt_file_copy_mode(int fd, const char *path, const struct stat *from, mode_t mode) {
+    // Owner and group first (a chown clears set-id bits); only root may give a
+    // file away, and only to a group it is in otherwise: best effort.
+    if (fd >= 0 ? fchown(fd, from->st_uid, from->st_gid) != 0 : lchown(path, from->st_uid, from->st_gid) != 0) {
+        if (fd >= 0) (void)!fchown(fd, (uid_t)-1, from->st_gid);
+        else (void)!lchown(path, (uid_t)-1, from->st_gid);
+    }
+    if (fd >= 0 ? fchmod(fd, mode) != 0 : chmod(path, mode) != 0)
+        return mt_fail(MT_ERR_IO, "%s: cannot give it the mode %04o: %s", path, (unsigned)mode, strerror(errno));
+    return MT_OK;
+}
+
+const char *mt_write_strerror(int err) {
+    static _Thread_local char buf[320];
+    struct rlimit rl;
+    if (err != EFBIG) return strerror(err);
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        snprintf(buf, sizeof buf, "%s: over the file size limit of %llu bytes (`ulimit -f` %llu) this process runs "
+                                  "under (RLIMIT_FSIZE; HINT: raise it before the run, `ulimit -f unlimited`)",
+                 strerror(err), (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_cur / 1024);
+    else
+        snprintf(buf, sizeof buf, "%s: over the largest file this filesystem holds (HINT: write it to another "
+                                  "filesystem)",
+                 strerror(err));
+    return buf;
+}
+
 mt_status mt_file_write_atomic(const char *path, const void *data, size_t len) {
     char tmp[4200];
     if (!mt_file_tmp_name(path, tmp, sizeof tmp)) return mt_fail(MT_ERR_ARG, "%s: path too long", path);
+    int fd;
+    MT_TRY(mt_file_create_replacing(tmp, path, &fd));
     mt_status s = MT_OK;
-    FILE *f = fopen(tmp, "wb");
-    if (!f) s = mt_fail(MT_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-    if (s == MT_OK && (fwrite(data, 1, len, f) != len || fflush(f) != 0 || fsync(fileno(f)) != 0))
-        s = mt_fail(MT_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-    if (f && fclose(f) != 0 && s == MT_OK) s = mt_fail(MT_ERR_IO, "%s: close failed: %s", path, strerror(errno));
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        s = mt_fail(MT_ERR_IO, "%s: cannot open %s: %s", path, tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        return s;
+    }
+    if (fwrite(data, 1, len, f) != len || fflush(f) != 0 || fsync(fileno(f)) != 0)
+        s = mt_fail(MT_ERR_IO, "%s: write failed: %s", path, mt_write_strerror(errno));
+    if (fclose(f) != 0 && s == MT_OK) s = mt_fail(MT_ERR_IO, "%s: close failed: %s", path, mt_write_strerror(errno));
     if (s == MT_OK && rename(tmp, path) != 0)
         s = mt_fail(MT_ERR_IO, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
     if (s != MT_OK && f) unlink(tmp);

@@ -27,6 +27,20 @@ mt_status mt_file_read_text(const char *path, const char *what, size_t max_bytes
 // directory: PATH is either the old file or the complete new one, never a partial
 // one, and two processes writing the same PATH never share a temporary name.
 mt_status mt_file_write_atomic(const char *path, const void *data, size_t len);
+// Creates the temporary TMP (O_EXCL, never through a link) that will be renamed
+// over DEST, with DEST's permission bits where DEST exists (a file the user made
+// private stays private), else the umask's: every writer that replaces a file
+// goes through here. Errors name DEST and TMP.
+mt_status mt_file_create_replacing(const char *tmp, const char *dest, int *fd);
+// Gives what fd (or, when fd < 0, path itself) names the permission bits `mode`
+// and, where this process may, the owner and group of `from`, so the file or
+// directory that replaces another is as private, and as shared, as it was.
+mt_status mt_file_copy_mode(int fd, const char *path, const struct stat *from, mode_t mode);
+// strerror(err) for a failed write; for EFBIG also the file size limit the
+// process runs under (RLIMIT_FSIZE, `ulimit -f`) and a HINT to raise it, in
+// parentheses, so that what a caller appends still reads.
+// A thread-local buffer, valid until the next call.
+const char *mt_write_strerror(int err);
 // "PATH.<pid>.tmp" into tmp[cap] (0 when it does not fit).
 int mt_file_tmp_name(const char *path, char *tmp, size_t cap);
 // fsync of a directory (after a rename or unlink in it, so the change is durable).

@@ -58,11 +58,18 @@ mt_status mt_out_open(mt_out_file *o, const char *option, const char *path, mt_o
         return mt_fail(MT_ERR_ARG, "%s %s: path too long", option, path);
     if (in_place) {
         o->f = fopen(o->dest, "w");
-    } else { // a fresh file: never through a link planted under the temporary's name
-        unlink(o->tmp);
-        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        o->f = fd >= 0 ? fdopen(fd, "w") : NULL;
-        if (!o->f && fd >= 0) close(fd);
+    } else { // a fresh file with the replaced one's mode, never through a planted link
+        int fd;
+        mt_status s = mt_file_create_replacing(o->tmp, o->dest, &fd);
+        if (s != MT_OK) {
+            o->tmp[0] = 0;
+            return mt_fail(s, "%s %s: %s", option, path, mt_last_error());
+        }
+        o->f = fdopen(fd, "w");
+        if (!o->f) {
+            close(fd);
+            unlink(o->tmp);
+        }
     }
     if (!o->f) {
         mt_status s = mt_fail(MT_ERR_IO, "%s %s: cannot open %s for writing: %s", option, path,
@@ -81,7 +88,7 @@ mt_status mt_out_close(mt_out_file *o) {
     if (fclose(o->f) != 0 && !bad) bad = 1, err = errno;
     o->f = NULL;
     mt_status s = MT_OK;
-    if (bad) s = mt_fail(MT_ERR_IO, "%s %s: write failed: %s", o->option, o->path, strerror(err));
+    if (bad) s = mt_fail(MT_ERR_IO, "%s %s: write failed: %s", o->option, o->path, mt_write_strerror(err));
     else if (o->tmp[0] && rename(o->tmp, o->dest) != 0)
         s = mt_fail(MT_ERR_IO, "%s %s: cannot rename %s into place: %s", o->option, o->path, o->tmp, strerror(errno));
     if (s != MT_OK && o->tmp[0]) unlink(o->tmp);

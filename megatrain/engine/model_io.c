@@ -460,5 +460,10 @@ mt_status mt_model_save_grads(const mt_model *m, const char *path) {
     mt_status s = mt_st_write(dest, entries, n);
     free(entries);
     free(names);
+    if (s != MT_OK && strncmp(mt_last_error(), "--dump-grads", 12)) { // the write's error names the file only
+        char why[1024];
+        snprintf(why, sizeof why, "%s", mt_last_error());
+        s = mt_fail(s, "--dump-grads %s: %s", path, why);
+    }
     return s;
 }

@@ -75,7 +75,7 @@ static mt_status write_full(int fd, const void *buf, size_t n, const char *path)
         ssize_t w = write(fd, p, want);
         if (w < 0) {
             if (errno == EINTR) continue;
-            return mt_fail(MT_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+            return mt_fail(MT_ERR_IO, "%s: write failed: %s", path, mt_write_strerror(errno));
         }
         p += w;
         n -= (size_t)w;
@@ -228,13 +228,12 @@ mt_status mt_st_write_sums(const char *path, const mt_st_entry *entries, int n, 
     if (s == MT_OK && !mt_file_tmp_name(path, tmp, sizeof tmp)) s = mt_fail(MT_ERR_ARG, "%s: path too long", path);
     int fd = -1;
     if (s == MT_OK) {
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0) s = mt_fail(MT_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+        s = mt_file_create_replacing(tmp, path, &fd); // a replaced file's mode is kept
     }
     if (s == MT_OK) s = write_body(fd, path, entries, ord, n, &hdr, crcs);
-    if (s == MT_OK && fsync(fd) != 0) s = mt_fail(MT_ERR_IO, "%s: fsync failed: %s", path, strerror(errno));
+    if (s == MT_OK && fsync(fd) != 0) s = mt_fail(MT_ERR_IO, "%s: fsync failed: %s", path, mt_write_strerror(errno));
     if (fd >= 0 && close(fd) != 0 && s == MT_OK)
-        s = mt_fail(MT_ERR_IO, "%s: close failed: %s", path, strerror(errno));
+        s = mt_fail(MT_ERR_IO, "%s: close failed: %s", path, mt_write_strerror(errno));
     if (s == MT_OK && rename(tmp, path) != 0)
         s = mt_fail(MT_ERR_IO, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
     if (s != MT_OK && fd >= 0) unlink(tmp);
