@@ -13,7 +13,8 @@ leaves four (five when its traces need their own archive), flat in $OUT:
   PART-manifest.json   part, dry run or not, machine, git sha, steps with status and seconds,
                        the files with their bytes and sha256
 `check` reads such a folder back: the limits above, the manifest, and every results row
-through file_rows.py's checks (schema, env keys, min <= median <= max, its sweep's keys).
+through file_rows.py's checks (schema, env keys, min <= median <= max, its sweep's keys,
+bound to this call: its id, its configuration listed in the manifest).
 """
 import hashlib
 import io
@@ -178,6 +179,9 @@ def check(out_dir, tmp):
             for n, r in enumerate(common.load_jsonl(os.path.join(rows_dir, f)), 1):
                 by_exp.setdefault(r.get("experiment"), []).append(r)
                 for q in file_rows.row_problems(r, man.get("dry_run", False), False, table):
+                    p.append(f"rows/{f}:{n}: {q}")
+                # each row carries this call's id, and the manifest lists its configuration as made
+                for q in file_rows.binding_problems(r, {man.get("call_id"): (man, mans[0])}, dry_ok=True):
                     p.append(f"rows/{f}:{n}: {q}")
                 if r.get("trace") and not os.path.exists(os.path.join(rows_dir, r["trace"])) and \
                         not os.path.exists(os.path.join(out_dir, f"{P}-traces.tar.gz")):

@@ -41,12 +41,16 @@ class Ctx:
         self.sweep_keys = {}   # sweep step -> the config keys it runs (next's completion of a part), else all
         self.step_extra = {}   # what a step adds to its result (the setup's timings, configurations not reached)
         self.t0 = t0 or time.time()
+        # the call's id: every row it makes carries it (MT_CAMPAIGN_CALL, one_config.blank_row) and
+        # its manifest names it, so filing takes a row only with the manifest of the call that made it
+        self.call_id = f"{part['name']}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(self.t0))}-{os.urandom(3).hex()}"
         self.work = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"mt_campaign_{part['name']}_{os.getpid()}")
         for d in ("rows", "profile", "labs", "logs", "sweeps"):
             os.makedirs(os.path.join(self.work, d), exist_ok=True)
         # OUT: where a step's own tools put their files (the official peer writes its train.py log
         # to $OUT): the part's logs, packed, never the device tool's $OUT, which holds 8 files at most
-        self.env = dict(os.environ, MT_BIN=bin_dir, PYTHONUNBUFFERED="1", OUT=os.path.join(self.work, "logs"))
+        self.env = dict(os.environ, MT_BIN=bin_dir, PYTHONUNBUFFERED="1", OUT=os.path.join(self.work, "logs"),
+                        MT_CAMPAIGN_CALL=self.call_id)
         self.gpu_name = None
         self.tag = "dryrun-" + part["name"] if dry else None
         self.results = []   # one dict per step: name, kind, status, rc, seconds, timeout_s, note
@@ -209,6 +213,9 @@ def step_sweep(ctx, st, log, timeout):
     exp = json.load(open(path))["experiment"]
     for l in pack.row_lines(ctx.path("rows", exp + ".jsonl")):
         say("  " + l)
+    # the configurations this call made rows of: the manifest lists them, filing checks a row against them
+    ctx.step_extra["configs"] = [r.get("config_key") for r in pack.common.load_jsonl(ctx.path("rows", exp + ".jsonl"))
+                                 if r.get("campaign_call") == ctx.call_id]
     status = classify(ctx, rc)
     if status == "failed" and rc == 1:
         note = (note + "; " if note else "") + "some configurations failed (rows with an 'error' field)"
