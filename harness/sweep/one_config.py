@@ -133,6 +133,8 @@ def run_peer(R, row, c):
     for k in PEER_PHASES:  # its per-phase medians and setup time, where the peer reports them
         if p.get(k) is not None:
             row[k] = p[k]
+    if p.get("attention_impl"):  # the attention the peer ran (megatrain_official.py: flash_attention_2 or sdpa)
+        row["attention_impl"] = p["attention_impl"]
     off = p.get("official")
     if isinstance(off, dict):  # megatrain_official.py: its per-phase medians and setup inside "official"
         row["official"] = off
