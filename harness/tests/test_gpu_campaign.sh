@@ -86,6 +86,12 @@ done
 grep -q "peers skipped in the dry run (they need torch, DeepSpeed and a CUDA device): qwen2.5-14b deepspeed_zero3" \
   "$tmp/B.log" && grep -Eq "peers_setup: skipped .*(not importable|no CUDA device)" "$tmp/B.log" &&
   pass "part B: the peers are skipped with one clear line" || fail "part B: no line about the skipped peers"
+# part B's cpu_adam step runs in the dry run: without torch, ours in the mixed and paper layouts and the
+# memory bound (cpu_optimizers.py --layouts --no-peers), each at its hardware bytes
+grep -Eq "cpu_adam: ok .*ours mixed [0-9]+ M params/s \([0-9.]+ GB/s at 30 B, [0-9]+% of the bound\).*ours paper .* at 22 B.*triad [0-9.]+ GB/s at 32 B/element" \
+  "$tmp/B.log" && tar -tzf "$tmp/out/B/B-results.tar.gz" | grep -q "labs/dryrun-B-cpu_adam.jsonl" &&
+  pass "part B: the cpu_adam step runs ours (mixed, paper) and the bound in the dry run, its rows packed" ||
+  { fail "part B: cpu_adam step"; grep "cpu_adam" "$tmp/B.log" | head -3; }
 [ -f "$tmp/x/A/profile/h100-128g.json" ] &&
   jq -e '.sources["host.mem_gbps"] | startswith("measured")' "$tmp/x/A/profile/h100-128g.json" > /dev/null &&
   pass "part A: a calibrated profile is packed (host.mem_gbps measured by the triad)" || fail "part A: no calibrated profile"
