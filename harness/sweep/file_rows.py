@@ -103,8 +103,10 @@ def load_manifests(paths):
                 man = json.load(f)
         except (OSError, ValueError):
             continue
+        if not isinstance(man, dict):
+            continue
         old = FILED_NAME.match(os.path.basename(path))
-        call = man.get("call_id") if isinstance(man, dict) else None
+        call = man.get("call_id")
         if call or old:
             out.setdefault(call or old.group(1), (man, path))
     return out
