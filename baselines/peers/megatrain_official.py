@@ -7,6 +7,7 @@ pins) as a peer that runs itself, on the GPU machine, with the sweep's CLI:
         [--data FILE|synthetic] [--checkpoint-interval 4] [--optimizer deepspeed|torch] \
         [--out FILE] [--timeout 3000]
     python3 baselines/peers/megatrain_official.py --prepare-only --config CFG [--layers L] [--seed N]
+    python3 baselines/peers/megatrain_official.py --cpu-rehearsal --config CFG --batch B --seq-len T [--layers L]
 
 It needs .official/ (official_prepare.sh, run where git and PyPI answer; carried to the
 GPU machine) and, for the paper's optimizer, DeepSpeed's wheel in .whl/ (fetch_wheels.sh).
@@ -38,6 +39,14 @@ reads its log (official_parse.py), drops the warm-up steps and
 prints our results row (the last stdout line; extra key "official": per-phase medians,
 setup times, the log's own TFLOPS, commit). The full log: $OUT/official_<utc>.log when
 $OUT is set (the device tool), else WORK/runs/<utc>/train.log.
+
+--cpu-rehearsal (no GPU): the same wheels, environment, model, data and YAML, then
+official_launch.py runs official_rehearse.py in train.py's place: the official config loader,
+tokenizer, ChatDataset, collate_fn and DataLoader, and one forward and backward of the first
+batch through the official layer loop with its 2-D mask, on the CPU (official_rehearse.py says
+what it checks). Prints one JSON line (no `schema`: never a row) with attention_impl (what ran
+here) and attention_impl_gpu (what a GPU run with these imports would ask for); exit 1 when a
+check fails, 77 when torch, .official or datasets' own needs are missing here.
 
 Exit: 0 a row; 77 skipped (.official/ or torch absent); 1 one line saying what failed.
 """
@@ -89,6 +98,8 @@ def parse_args(argv=None):
                     help="install wheels, build cpu_adam, write the model; no training")
     ap.add_argument("--official", default=os.environ.get("MT_OFFICIAL_DIR", os.path.join(ROOT, ".official")))
     ap.add_argument("--work", default=os.environ.get("MT_OFFICIAL_WORK", "/tmp/megatrain_official"))
+    ap.add_argument("--cpu-rehearsal", action="store_true",
+                    help="no GPU: the official data path and one step of its layer loop on the CPU")
     ap.add_argument("--write-model", default=None, help=argparse.SUPPRESS)  # internal: the model child
     return ap.parse_args(argv)
 
@@ -111,13 +122,30 @@ def _dist_name(wheel: str) -> str:
     return re.sub(r"[-_.]+", "_", os.path.basename(wheel).split("-")[0]).lower()
 
 
+def _fits_here(wheel: str) -> bool:
+    """Whether pip would install the wheel on this interpreter (its tags against packaging's
+    list; true where packaging is absent): a wheel built for another Python (the GPU image's
+    multiprocess is py312) is left out here rather than failing the whole install."""
+    try:
+        from packaging.tags import sys_tags
+        from packaging.utils import parse_wheel_filename
+    except ImportError:
+        return True
+    try:
+        tags = parse_wheel_filename(os.path.basename(wheel))[3]
+    except ValueError:
+        return True
+    here = set(sys_tags())
+    return any(t in here for t in tags)
+
+
 def install_wheels(official: str, work: str) -> tuple:
     """(site or None, seconds): .whl/ and .official/wheels/ into WORK/site, once per set."""
     picked, sdists = {}, {}
     for d in (os.path.join(ROOT, ".whl"), os.path.join(official, "wheels")):  # later wins
         if os.path.isdir(d):
             for n in sorted(os.listdir(d)):
-                if n.endswith(".whl"):
+                if n.endswith(".whl") and _fits_here(os.path.join(d, n)):
                     picked[_dist_name(n)] = os.path.join(d, n)
                 elif n.startswith("deepspeed-") and n.endswith(".tar.gz"):
                     sdists["deepspeed"] = os.path.join(d, n)  # fetch_wheels.sh's fallback
@@ -163,7 +191,7 @@ def child_env(official: str, work: str, site) -> dict:
 PROBE = """
 import importlib, json
 out = {}
-for m in ("infinity", "datasets", "deepspeed", "flash_attn"):
+for m in ("infinity", "datasets", "deepspeed", "flash_attn", "psutil", "accelerate"):
     try:
         importlib.import_module(m); out[m] = None
     except Exception as e:
@@ -185,6 +213,11 @@ def probe(env: dict, optimizer: str) -> dict:
     if got["datasets"]:
         raise PeerError("datasets (train.py's data loader) does not import: %s; "
                         "run official_prepare.sh and carry .official" % got["datasets"])
+    if got["psutil"]:
+        raise PeerError("psutil (train.py imports it) does not import: %s" % got["psutil"])
+    if got["accelerate"]:  # transformers 5.23 wants it for train.py's from_pretrained(device_map="cpu")
+        log("%s: accelerate does not import (%s): train.py's from_pretrained(device_map=...) may refuse"
+            % (PROG, got["accelerate"]))
     if optimizer == "deepspeed" and got["deepspeed"]:
         raise PeerError("deepspeed does not import (%s): run fetch_wheels.sh and carry .whl, "
                         "or --optimizer torch" % got["deepspeed"])
@@ -307,11 +340,76 @@ def run_train(official: str, yaml_path: str, env: dict, timeout: int, logf: str)
     return rc, "".join(lines), started_at, time.perf_counter() - t0
 
 
+def rehearse(a) -> int:
+    """--cpu-rehearsal: everything a GPU run sets up, then official_rehearse.py through the
+    launcher in train.py's place (this module's docstring)."""
+    if a.batch is None or a.seq_len is None:
+        raise PeerError("--cpu-rehearsal needs --batch and --seq-len")
+    commit = check_official(a.official)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        common.skip(PROG, "torch is not importable here")
+    spec = common.load_config(a.config, a.layers)
+    os.makedirs(a.work, exist_ok=True)
+    site, _ = install_wheels(a.official, a.work)
+    env = child_env(a.official, a.work, site)
+    try:
+        imports = probe(env, "torch")
+    except PeerError as e:
+        if "No module named" in str(e):  # datasets' own needs (pyarrow, ...): the GPU image has them
+            common.skip(PROG, "the official code's imports are not all here (%s); HINT: PYTHONPATH a folder "
+                        "holding them (pip install --target DIR pyarrow pandas xxhash multiprocess psutil "
+                        "accelerate)" % e)
+        raise
+    if imports["accelerate"]:
+        common.skip(PROG, "accelerate does not import (train.py's from_pretrained(device_map='cpu') needs it here)")
+    gpu_attn = a.attn if a.attn != "auto" else ("flash_attention_2" if imports["flash_attn"] is None else "sdpa")
+    attn = "sdpa"  # flash-attn has no CPU kernel: here the 2-D mask goes through official_launch.py's SDPA
+    env.update(MT_OFFICIAL_SDPA_2D="1", MT_OFFICIAL_WORD_TOKENIZER="1")
+    model_dir, _, _ = ensure_model(a, spec, a.work)
+    data_dir, _ = ensure_data(a, spec, a.work)
+    run_dir = os.path.join(a.work, "rehearsals", _key(model_dir, data_dir, a.batch, a.seq_len))
+    os.makedirs(run_dir, exist_ok=True)
+    with open(os.path.join(data_dir, official_files.DATA_FILE)) as f:  # the rows as written, as ids
+        first = [[int(w[1:]) for w in s["instruction"].split()] for s in json.load(f)[:a.batch]]
+    expect = os.path.join(run_dir, "expect.json")
+    with open(expect, "w") as f:
+        json.dump(first, f)
+    yaml_path = os.path.join(run_dir, "train.yaml")
+    with open(yaml_path, "w") as f:
+        f.write(official_files.train_yaml(
+            model_dir=model_dir, data_dir=data_dir, batch=a.batch, seq_len=a.seq_len, steps=1, seed=a.seed,
+            lr=common.LR, weight_decay=common.WEIGHT_DECAY, beta1=common.BETA1, beta2=common.BETA2, eps=common.EPS,
+            clip=common.GRAD_CLIP, checkpoint_interval=a.checkpoint_interval, num_workers=a.num_workers,
+            optimizer="adamw", attn=attn))
+    cmd = [sys.executable, os.path.join(HERE, "official_launch.py"), os.path.join(HERE, "official_rehearse.py"),
+           "--config", yaml_path, "--expect", expect]
+    r = subprocess.run(cmd, cwd=os.path.join(a.official, "src"), env=env, capture_output=True, text=True,
+                       timeout=a.timeout)
+    with open(os.path.join(run_dir, "rehearsal.log"), "w") as f:
+        f.write(r.stdout + r.stderr)
+    got = [json.loads(l) for l in r.stdout.splitlines() if l.startswith('{"rehearsal"')]
+    if not got:
+        tail = [l for l in (r.stderr + r.stdout).splitlines() if l.strip()] or ["no output"]
+        raise PeerError("the rehearsal exited %d before its checks: %s (log %s)"
+                        % (r.returncode, tail[-1].strip()[:300], os.path.join(run_dir, "rehearsal.log")))
+    out = dict(got[-1], rehearsal=PROG, commit=commit, attention_impl_gpu=gpu_attn, model_dir=model_dir)
+    print(json.dumps(out), flush=True)
+    bad = [k for k, ok in out["checks"].items() if not ok]
+    if bad or r.returncode != 0:
+        raise PeerError("the rehearsal's checks failed: %s (log %s)"
+                        % (", ".join(bad) or "exit %d" % r.returncode, os.path.join(run_dir, "rehearsal.log")))
+    return 0
+
+
 def main(argv=None) -> int:
     a = parse_args(argv)
     if a.write_model:
         write_model(a, a.write_model)
         return 0
+    if a.cpu_rehearsal:
+        return rehearse(a)
     if not a.prepare_only:
         if a.batch is None or a.seq_len is None:
             raise PeerError("--batch and --seq-len are required (unless --prepare-only)")
@@ -388,6 +486,8 @@ def main(argv=None) -> int:
         precision=precision, step_times_s=got["step_s"], peak_gpu=got["peak_gpu_bytes"],
         peak_host=got["peak_host_bytes"], env=common.collect_env())
     got["extra"]["attn_note"] = None if attn != "sdpa" else "2-D padding mask run as causal SDPA (official_launch.py)"
+    # flash-attn where this machine's torch has it, SDPA otherwise: what train.py's log says it loaded
+    row["attention_impl"] = parsed.get("attn") or attn
     row["official"] = dict(got["extra"], commit=commit, checkpoint_interval=a.checkpoint_interval,
                            num_workers=a.num_workers, data=a.data or "synthetic", log=logf,
                            setup_s={k: (round(v, 2) if isinstance(v, float) else v) for k, v in setup.items()})

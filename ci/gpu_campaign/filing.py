@@ -131,7 +131,7 @@ def file_dirs(dirs, allow_dirty=False, dry_run=False, replace_gpu=False):
     if not mans:
         say(f"no PART-manifest.json in {', '.join(dirs)}; HINT: the folder the device tool's files_at names")
         return 2
-    bad = 0
+    bad, unbound = 0, False
     for m in mans:
         d = os.path.dirname(m)
         try:
@@ -174,11 +174,13 @@ def file_dirs(dirs, allow_dirty=False, dry_run=False, replace_gpu=False):
             rows = os.path.join(tmp, "rows")
             if os.path.isdir(rows) and (glob.glob(os.path.join(rows, "*.jsonl")) or
                                         glob.glob(os.path.join(rows, "*_*.json"))):
-                cmd = [sys.executable, os.path.join(REPO, "harness/sweep/file_rows.py"), rows]
+                cmd = [sys.executable, os.path.join(REPO, "harness/sweep/file_rows.py"), rows, "--manifest", m]
                 cmd += ["--allow-dirty"] * allow_dirty + ["--dry-run"] * dry_run + ["--replace-gpu"] * replace_gpu
-                if subprocess.run(cmd).returncode != 0:
+                rc = subprocess.run(cmd).returncode
+                if rc != 0:
                     say(f"part {P}: rows refused (file_rows.py says why above); its profile and labs not filed")
                     bad += 1
+                    unbound |= rc == 2  # a row not bound to this call's manifest: bad input
                     continue
             for prof, name, dest_prof in profs:
                 try:
@@ -207,7 +209,7 @@ def file_dirs(dirs, allow_dirty=False, dry_run=False, replace_gpu=False):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     if bad:
-        return 1
+        return 2 if unbound else 1
     say("filed. Next: commit results/ and experiments/hardware/, then "
         "`bash ci/gpu_campaign.sh --regenerate` (projections on the calibrated profile, figures, claims table)")
     return 0

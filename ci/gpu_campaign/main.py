@@ -111,7 +111,8 @@ def cmd_run(args):
     problems = []
     try:
         runner.run_part(ctx)
-        man = {"schema": "megatrain.gpu_campaign/1", "part": p["name"], "tag": ctx.tag, "dry_run": ctx.dry,
+        man = {"schema": "megatrain.gpu_campaign/1", "part": p["name"], "call_id": ctx.call_id, "tag": ctx.tag,
+               "dry_run": ctx.dry,
                "what": p["what"], "gpu_name": ctx.gpu_name, "git_sha": os.environ.get("MT_GIT_SHA"),
                "git_dirty": os.environ.get("MT_GIT_DIRTY"), "tree_check": os.environ.get("MT_TREE_CHECK"),
                "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seconds": round(time.time() - t0, 1),

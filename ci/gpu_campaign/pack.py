@@ -13,7 +13,8 @@ leaves four (five when its traces need their own archive), flat in $OUT:
   PART-manifest.json   part, dry run or not, machine, git sha, steps with status and seconds,
                        the files with their bytes and sha256
 `check` reads such a folder back: the limits above, the manifest, and every results row
-through file_rows.py's checks (schema, env keys, min <= median <= max, its sweep's keys).
+through file_rows.py's checks (schema, env keys, min <= median <= max, its sweep's keys,
+bound to this call: its id, its configuration listed in the manifest).
 """
 import hashlib
 import io
@@ -209,6 +210,9 @@ def check(out_dir, tmp):
                 if q:
                     continue
                 by_exp.setdefault(r.get("experiment"), []).append(r)
+                # each row carries this call's id, and the manifest lists its configuration as made
+                for q in file_rows.binding_problems(r, {man.get("call_id"): (man, mans[0])}, dry_ok=True):
+                    p.append(f"rows/{f}:{n}: {q}")
                 if r.get("trace") and not os.path.exists(common.trace_path(rows_dir, r)) and \
                         not os.path.exists(os.path.join(out_dir, f"{P}-traces.tar.gz")):
                     p.append(f"rows/{f}:{n}: its trace {r['trace']} is not packed")

@@ -41,12 +41,16 @@ class Ctx:
         self.sweep_keys = {}   # sweep step -> the config keys it runs (next's completion of a part), else all
         self.step_extra = {}   # what a step adds to its result (the setup's timings, configurations not reached)
         self.t0 = t0 or time.time()
+        # the call's id: every row it makes carries it (MT_CAMPAIGN_CALL, one_config.blank_row) and
+        # its manifest names it, so filing takes a row only with the manifest of the call that made it
+        self.call_id = f"{part['name']}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(self.t0))}-{os.urandom(3).hex()}"
         self.work = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"mt_campaign_{part['name']}_{os.getpid()}")
         for d in ("rows", "profile", "labs", "logs", "sweeps"):
             os.makedirs(os.path.join(self.work, d), exist_ok=True)
         # OUT: where a step's own tools put their files (the official peer writes its train.py log
         # to $OUT): the part's logs, packed, never the device tool's $OUT, which holds 8 files at most
-        self.env = dict(os.environ, MT_BIN=bin_dir, PYTHONUNBUFFERED="1", OUT=os.path.join(self.work, "logs"))
+        self.env = dict(os.environ, MT_BIN=bin_dir, PYTHONUNBUFFERED="1", OUT=os.path.join(self.work, "logs"),
+                        MT_CAMPAIGN_CALL=self.call_id)
         self.gpu_name = None
         self.tag = "dryrun-" + part["name"] if dry else None
         self.results = []   # one dict per step: name, kind, status, rc, seconds, timeout_s, note
@@ -209,6 +213,9 @@ def step_sweep(ctx, st, log, timeout):
     exp = json.load(open(path))["experiment"]
     for l in pack.row_lines(ctx.path("rows", exp + ".jsonl")):
         say("  " + l)
+    # the configurations this call made rows of: the manifest lists them, filing checks a row against them
+    ctx.step_extra["configs"] = [r.get("config_key") for r in pack.common.load_jsonl(ctx.path("rows", exp + ".jsonl"))
+                                 if r.get("campaign_call") == ctx.call_id]
     status = classify(ctx, rc)
     if status == "failed" and rc == 1:
         note = (note + "; " if note else "") + "some configurations failed (rows with an 'error' field)"
@@ -338,27 +345,32 @@ def run_side_by_side(ctx, jobs):
 
 
 def step_cpu_adam(ctx, st, log, timeout):
-    """Our AdamW (paper layout) against DeepSpeedCPUAdam (its fp32 layout) at every core, the
-    triad beside (baselines/peers/cpu_optimizers.py --layouts), after peers_setup built the op."""
-    if ctx.dry and not (have_module(ctx, "import torch") and have_module(ctx, "import deepspeed")):
-        return "skipped", "torch or deepspeed not importable (cpu_optimizers.py --layouts runs on the GPU machine)"
+    """Our AdamW and DeepSpeedCPUAdam in the same (mixed) layout, ours paper beside, each with the
+    host's memory bound, at every core (baselines/peers/cpu_optimizers.py --layouts), after
+    peers_setup built the op. A dry run without torch or DeepSpeed runs ours and the bound alone
+    (--no-peers), so that CI runs the step's layouts."""
+    no_peers = ctx.dry and not (have_module(ctx, "import torch") and have_module(ctx, "import deepspeed"))
     keep = ctx.path("labs", f"{ctx.tag}-{st['keep']}")
     argv = [sys.executable, "baselines/peers/cpu_optimizers.py", "--layouts", "--repeats", "3", "--min-time", "0.3",
             "--bin", ctx.bin, "--out", keep]
     if ctx.dry:
-        argv += ["--n", str(1 << 20), "--repeats", "1", "--min-time", "0.05"]
+        argv += ["--n", str(1 << 20), "--repeats", "1", "--min-time", "0.05"] + ["--no-peers"] * no_peers
     rc, _ = run_proc(ctx, argv, log, timeout, stdout=ctx.path("logs", "cpu_adam.stdout"))
     for l in tail(log, 4):
         say("  " + l)
     if rc != 0:
         return classify(ctx, rc), "cpu_optimizers.py did not finish (the log says why)"
-    try:  # the figures into the summary: params/s and bytes/s each, ours over DeepSpeed, the triad
+    try:  # the figures into the summary: params/s, GB/s and the share of the bound each, ours over DeepSpeed
         rows = {r["impl"]: r for r in (json.loads(l) for l in open(keep) if l.strip())}
-        o, d = rows["megatrain_adamw_paper"], rows["deepspeed_cpu_adam"]
-        return "ok", (f"ours/DeepSpeed {o['ratio_to_deepspeed']:.2f}x at {o['threads']} threads, n {o['n_params']} "
-                      f"({o['n_over_llc']:.1f}x the LLC): ours {o['params_per_s'] / 1e6:.0f} M params/s "
-                      f"({o['bytes_per_s'] / 1e9:.1f} GB/s), DeepSpeed {d['params_per_s'] / 1e6:.0f} M params/s "
-                      f"({d['bytes_per_s'] / 1e9:.1f} GB/s), triad {o['triad_gb_s']:.1f} GB/s")
+        o, p = rows["megatrain_adamw_mixed"], rows["megatrain_adamw_paper"]
+        d = rows.get("deepspeed_cpu_adam_mixed")
+        f = lambda r: (f"{r['params_per_s'] / 1e6:.0f} M params/s ({r['bytes_per_s'] / 1e9:.1f} GB/s at "  # noqa: E731
+                       f"{r['bytes_per_param']} B, {100 * r['frac_of_bound']:.0f}% of the bound)")
+        head = (f"mixed: ours/DeepSpeed {o['ratio_to_deepspeed']:.2f}x" if d else
+                "torch or deepspeed not importable: ours and the bound only (--no-peers)")
+        return "ok", (f"{head} at {o['threads']} threads, n {o['n_params']} ({o['n_over_llc']:.1f}x the LLC "
+                      f"mixed): ours mixed {f(o)}" + (f", DeepSpeed mixed {f(d)}" if d else "")
+                      + f"; ours paper {f(p)}; triad {o['triad_gb_s']:.1f} GB/s at 32 B/element")
     except (OSError, ValueError, KeyError, TypeError) as e:
         return "failed", f"cpu_adam rows unreadable: {type(e).__name__}: {e}"
 

@@ -3,7 +3,7 @@
 machine's results/) into results/, under the same rules as a sweep run here.
 
     python3 harness/sweep/file_rows.py DIR [--results results] [--allow-dirty] [--unswept]
-        [--replace-gpu] [--dry-run]
+        [--replace-gpu] [--manifest PART-manifest.json]... [--dry-run]
 
 DIR holds what `harness/sweep/run.py --out-dir DIR` wrote: <experiment>.jsonl files,
 traces/, and optionally env_<host>.json and microbench_<host>.json. Every row is
@@ -19,7 +19,11 @@ checked first, and nothing is filed if one fails:
   - where it was made: the backend its configuration names, and a measured CUDA row on a
     machine whose env names a GPU;
   - what it replaces: a row measured on one GPU does not replace a filed row of the same
-    configuration measured on another (--replace-gpu lets it).
+    configuration measured on another (--replace-gpu lets it);
+  - the campaign call that made it: a row made on a GPU machine (env.gpu_name set), and any
+    row carrying a call id, is filed only with that call's manifest (--manifest, DIR's, or
+    one filed in RESULTS/campaign/), which must list its configuration as made, not as "not
+    reached" (binding_problems). A row already filed as it is passes unchanged.
 Paths taken from the rows are names, never joined as given: `experiment` is a plain name,
 `trace` a relative path under traces/, and each file read from DIR or written into the
 results dir must resolve inside it (no '..', no absolute path, no symlink leading out),
@@ -27,13 +31,17 @@ or nothing is filed; DIR may not be the results dir itself (the filing would wri
 its input). Then each experiment's file is rewritten as a sweep run would: the new rows replace
 rows of the same configuration, rows of entries no longer in the sweep go, and the file
 keeps the sweep's order. Kept traces are copied to results/traces/; env and microbench
-files are copied after the same tree check. Exit 0 filed, 1 refused, 2 bad usage.
+files are copied after the same tree check. Exit 0 filed, 1 refused, 2 bad usage or a row not
+bound to its call's manifest.
 """
 import argparse
+import calendar
 import glob
 import json
 import os
+import re
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
@@ -68,6 +76,75 @@ def row_problems(r, allow_dirty, unswept, table):
     elif not unswept:
         p.append(f"no sweep file names experiment {exp!r}; HINT: --unswept files it anyway")
     return p
+
+
+CALL_KEY = "campaign_call"   # the id of the campaign call that made a row (runner.py sets it)
+# before call ids, a filed manifest's name held its call: <gpu>-<part>-<utc>-manifest.json
+FILED_NAME = re.compile(r"^([a-z0-9]+-[A-Za-z0-9]+-\d{8}T\d{6}Z)-manifest\.json$")
+
+
+def load_manifests(paths):
+    """{call id: (manifest, path)} of the manifests at PATHS that read as JSON: a call's id is
+    its manifest's call_id, or for one filed before calls had ids, its filed name's stem."""
+    out = {}
+    for path in paths:
+        try:
+            with open(path) as f:
+                man = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(man, dict):
+            continue
+        old = FILED_NAME.match(os.path.basename(path))
+        call = man.get("call_id")
+        if call or old:
+            out.setdefault(call or old.group(1), (man, path))
+    return out
+
+
+def utc_s(text):
+    try:
+        return calendar.timegm(time.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return None
+
+
+def binding_problems(r, manifests, dry_ok=False):
+    """What is wrong with a row's binding to the campaign call that made it (empty: none
+    needed, or bound). Its manifest must list its configuration among the rows the call
+    made; a manifest from before calls had ids lists none, so there the row's tree and the
+    time its env was taken must fall inside that call (what the old rows were bound by)."""
+    env = r.get("env") if isinstance(r.get("env"), dict) else {}
+    call = r.get(CALL_KEY)
+    if not call:
+        return [f"made on a GPU machine ({env['gpu_name']}) but no {CALL_KEY}: a GPU row is filed only with the "
+                f"manifest of the campaign call that made it; HINT: run it through ci/gpu_campaign.sh"] \
+            if env.get("gpu_name") else []
+    if call not in manifests:
+        return [f"no manifest of its campaign call {call}; HINT: file the call's folder (ci/gpu_campaign.sh --file "
+                f"DIR) or pass --manifest PART-manifest.json"]
+    man, path = manifests[call]
+    if man.get("dry_run") and not dry_ok:
+        return [f"its call {call} was a dry run ({path}): tiny CPU rows are not filed"]
+    exp, key = r.get("experiment"), r.get("config_key")
+    step = next((st for st in man.get("steps", []) if st.get("kind") == "sweep" and st.get("name") == exp), None)
+    if step is None:
+        return [f"the manifest of call {call} ({path}) has no sweep step {exp}"]
+    gone = next((u for u in step.get("unreached") or [] if u.get("config_key") == key), None)
+    if gone:
+        return [f"the manifest of call {call} ({path}) says its configuration was not reached "
+                f"({gone.get('label')}: {gone.get('reason')})"]
+    if "configs" in step:
+        return [] if key in step["configs"] else [
+            f"the manifest of call {call} ({path}) does not list its configuration {key} among the rows it made"]
+    end, start = utc_s(man.get("utc")), None
+    if end is not None and isinstance(man.get("seconds"), (int, float)):
+        start = end - man["seconds"] - 1  # the env is taken in the call's first step (utc to the second)
+    t = utc_s(env.get("utc"))
+    if env.get("git_sha") != man.get("git_sha") or t is None or start is None or not start <= t <= end:
+        return [f"not made by call {call} ({path}): its tree {env.get('git_sha')} and env utc {env.get('utc')} are "
+                f"not that call's ({man.get('git_sha')}, {man.get('utc')} less {man.get('seconds')} s)"]
+    return []
 
 
 def belongs(r, cfg, env):
@@ -146,6 +223,8 @@ def main():
     ap.add_argument("--dry-run", action="store_true", help="check and report; write nothing")
     ap.add_argument("--replace-gpu", action="store_true",
                     help="let rows measured on one GPU replace rows of the same configuration from another")
+    ap.add_argument("--manifest", action="append", default=[],
+                    help="the manifest of the campaign call that made the rows (PART-manifest.json; repeatable)")
     args = ap.parse_args()
     if args.sweeps:
         sweeps.set_dir(args.sweeps)
@@ -155,7 +234,14 @@ def main():
         die(f"{args.dir} is the results dir {args.results}: the filing would write over its input; "
             f"HINT: file from the folder a run wrote elsewhere")
     table = sweeps.by_experiment()
-    incoming, problems, copies = {}, [], []  # copies: (source, dest) checked before anything is written
+    for m in args.manifest:
+        if not os.path.isfile(m):
+            die(f"--manifest {m}: no such file")
+    manifests = load_manifests(args.manifest + sorted(glob.glob(os.path.join(args.dir, "*-manifest.json"))) +
+                               sorted(glob.glob(os.path.join(args.results, "campaign", "*-manifest.json"))))
+    filed = {}  # experiment -> its filed rows as text: a row already filed as it is needs no binding
+    incoming, problems, unbound_n = {}, [], 0
+    copies = []  # (source, dest), checked before anything is written
     for path in sorted(glob.glob(os.path.join(args.dir, "*.jsonl"))):
         if os.path.basename(path) in common.SIDE_FILES:  # not results rows (common.SIDE_FILES)
             continue
@@ -165,13 +251,21 @@ def main():
             if rp:
                 continue
             try:
-                safepath.inside(args.results, r["experiment"] + ".jsonl", "its results file")
+                dest = safepath.inside(args.results, r["experiment"] + ".jsonl", "its results file")
+                unbound = binding_problems(r, manifests)
+                if unbound:
+                    exp = r["experiment"]
+                    if exp not in filed:
+                        filed[exp] = {json.dumps(x, sort_keys=True) for x in common.load_jsonl(dest)}
+                    if json.dumps(r, sort_keys=True) not in filed[exp]:
+                        problems += [f"{path}:{n}: {p}" for p in unbound]
+                        unbound_n += 1
                 incoming.setdefault(r["experiment"], []).append(r)
                 if r.get("trace"):
-                    src, dest = source_and_dest(args.dir, args.results, r["trace"], "its trace")
+                    src, tdest = source_and_dest(args.dir, args.results, r["trace"], "its trace")
                     if not os.path.isfile(src):
                         problems.append(f"{path}:{n}: its trace {r['trace']} is not in {args.dir}")
-                    copies.append((src, dest))
+                    copies.append((src, tdest))
             except safepath.PathError as e:
                 problems.append(f"{path}:{n}: {e}")
     side = sorted(glob.glob(os.path.join(args.dir, "env_*.json")) +
@@ -191,7 +285,7 @@ def main():
         for p in problems:
             print(f"file_rows: {p}", file=sys.stderr)
         print(f"file_rows: {len(problems)} problem(s); nothing filed", file=sys.stderr)
-        return 1
+        return 2 if unbound_n else 1
     if not incoming and not side:
         die(f"{args.dir}: no *.jsonl, env_*.json or microbench_*.json to file")
     dest_of = {exp: safepath.inside(args.results, exp + ".jsonl") for exp in incoming}

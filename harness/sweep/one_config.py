@@ -22,22 +22,25 @@ MEMORY_REFUSAL = re.compile(r"device memory|host memory|cannot allocate|out of m
 
 # ---------------------------------------------------------------- one configuration
 def blank_row(experiment, c, env, sweep_file=None, override=None):
-    return {"schema": RESULTS_SCHEMA, "experiment": experiment, "system": system(c),
-            "mode": "projected" if c["mode"] == "projected-plan" else c["mode"],
-            "model": sweeps.model_name(c),
-            "params": None, "layers_run": None, "layers_model": None, "batch": c["batch"],
-            "seq_len": c["seq_len"], "precision": c["precision"], "step_ms": None,
-            "tokens_per_s": None, "tflops": None, "mfu": None, "gpu_busy_frac": None, "h2d_gbps": None,
-            "peak_gpu_bytes": None, "peak_host_bytes": None, "env": env,
-            "backend": c["backend"], "hardware": os.path.basename(str(c["hardware"])).removesuffix(".json") if c["hardware"] else None,
-            "variant": c["variant"], "fits": None, "tokens": None, "days_per_billion_tokens": None,
-            "mfu_peak_tflops": None, "gpu_busy_source": None, "config_key": config_key(c),
-            # the sweep that owns the row (a re-run of it rewrites the row's file)
-            "sweep": {"file": sweep_file, "hardware_override": override},
-            # what the top-level fields do not already say
-            "config": {k: c[k] for k in ("model", "overrides", "layers", "layers_fit", "layers_holdout", "args", "peer",
-                                         "grad_accum", "host_mem_gb", "steps", "warmup", "cli")
-                       if c.get(k) not in (None, [], {})}}
+    row = {"schema": RESULTS_SCHEMA, "experiment": experiment, "system": system(c),
+           "mode": "projected" if c["mode"] == "projected-plan" else c["mode"],
+           "model": sweeps.model_name(c),
+           "params": None, "layers_run": None, "layers_model": None, "batch": c["batch"],
+           "seq_len": c["seq_len"], "precision": c["precision"], "step_ms": None,
+           "tokens_per_s": None, "tflops": None, "mfu": None, "gpu_busy_frac": None, "h2d_gbps": None,
+           "peak_gpu_bytes": None, "peak_host_bytes": None, "env": env,
+           "backend": c["backend"], "hardware": os.path.basename(str(c["hardware"])).removesuffix(".json") if c["hardware"] else None,
+           "variant": c["variant"], "fits": None, "tokens": None, "days_per_billion_tokens": None,
+           "mfu_peak_tflops": None, "gpu_busy_source": None, "config_key": config_key(c),
+           # the sweep that owns the row (a re-run of it rewrites the row's file)
+           "sweep": {"file": sweep_file, "hardware_override": override},
+           # what the top-level fields do not already say
+           "config": {k: c[k] for k in ("model", "overrides", "layers", "layers_fit", "layers_holdout", "args", "peer",
+                                        "grad_accum", "host_mem_gb", "steps", "warmup", "cli")
+                      if c.get(k) not in (None, [], {})}}
+    if os.environ.get("MT_CAMPAIGN_CALL"):  # the GPU campaign's call that made it (filing binds it to its manifest)
+        row["campaign_call"] = os.environ["MT_CAMPAIGN_CALL"]
+    return row
 
 
 def finish_speed(row, tokens, n_all, peak):
@@ -135,6 +138,8 @@ def run_peer(R, row, c):
     for k in PEER_PHASES:  # its per-phase medians and setup time, where the peer reports them
         if p.get(k) is not None:
             row[k] = p[k]
+    if p.get("attention_impl"):  # the attention the peer ran (megatrain_official.py: flash_attention_2 or sdpa)
+        row["attention_impl"] = p["attention_impl"]
     off = p.get("official")
     if isinstance(off, dict):  # megatrain_official.py: its per-phase medians and setup inside "official"
         row["official"] = off

@@ -5,8 +5,9 @@
 # back (at most 8 flat files, each <= 16 MiB, names of letters, digits, '.', '_', '-'; a
 # manifest; every results row with docs/DESIGN.md#results keys and env block, one row per
 # configuration the part's sweeps run, no error row); `--check` refuses a folder that
-# breaks those limits or holds a bad row; `--file` refuses a dry run's rows and files
-# (dry) the rows of a part made like a real one; the tree check sees a changed file;
+# breaks those limits or holds a bad row; `--file` refuses a dry run's rows, refuses (exit 2)
+# a row not bound to its call's manifest, and files (dry) the rows of a part made like a real
+# one; the tree check sees a changed file;
 # gpu_predicted projects every configuration the campaign measures with megatrain.
 # Needs python3 and jq; the binaries (make build).
 . "$(dirname "$0")/lib.sh" jq python3 bins
@@ -85,6 +86,12 @@ done
 grep -q "peers skipped in the dry run (they need torch, DeepSpeed and a CUDA device): qwen2.5-14b deepspeed_zero3" \
   "$tmp/B.log" && grep -Eq "peers_setup: skipped .*(not importable|no CUDA device)" "$tmp/B.log" &&
   pass "part B: the peers are skipped with one clear line" || fail "part B: no line about the skipped peers"
+# part B's cpu_adam step runs in the dry run: without torch, ours in the mixed and paper layouts and the
+# memory bound (cpu_optimizers.py --layouts --no-peers), each at its hardware bytes
+grep -Eq "cpu_adam: ok .*ours mixed [0-9]+ M params/s \([0-9.]+ GB/s at 30 B, [0-9]+% of the bound\).*ours paper .* at 22 B.*triad [0-9.]+ GB/s at 32 B/element" \
+  "$tmp/B.log" && tar -tzf "$tmp/out/B/B-results.tar.gz" > "$tmp/B.members" && grep -qx "labs/dryrun-B-cpu_adam.jsonl" "$tmp/B.members" &&
+  pass "part B: the cpu_adam step runs ours (mixed, paper) and the bound in the dry run, its rows packed" ||
+  { fail "part B: cpu_adam step"; grep "cpu_adam" "$tmp/B.log" | head -3; }
 [ -f "$tmp/x/A/profile/h100-128g.json" ] &&
   jq -e '.sources["host.mem_gbps"] | startswith("measured")' "$tmp/x/A/profile/h100-128g.json" > /dev/null &&
   pass "part A: a calibrated profile is packed (host.mem_gbps measured by the triad)" || fail "part A: no calibrated profile"
@@ -140,7 +147,9 @@ EOF
   for f in "$tmp"/real_x/rows/env_*.json "$tmp"/real_x/rows/microbench_*.json; do rm -f "$f"; done
   tar -C "$tmp/real_x" -czf "$tmp/real/A-results.tar.gz" rows profile
   cp "$tmp/out/A/A-summary.txt" "$tmp/real/"
-  jq '.dry_run = false | .tag = "h100-A"' "$tmp/out/A/A-manifest.json" > "$tmp/real/A-manifest.json"
+  # the call's manifest lists the configuration its gpu_goal step made (here the real sweep's)
+  jq --arg k "$key" '.dry_run = false | .tag = "h100-A" | .steps |= map(if .name == "gpu_goal" then .configs = [$k] else . end)' \
+    "$tmp/out/A/A-manifest.json" > "$tmp/real/A-manifest.json"
   # results/gpu_goal.jsonl holds the H200's row of that configuration: an H100 row does not
   # replace it unless told to
   $C --file --dry-run "$tmp/real" 2> "$tmp/file1.err"; rc=$?
@@ -153,6 +162,23 @@ EOF
     grep -Eq "results/campaign/h100-A-[0-9]{8}T[0-9]{6}Z-summary.txt" "$tmp/file2.err" &&
     pass "--file: the rows through file_rows.py, the calibrated profile to experiments/hardware/" ||
     { fail "--file of a real-like part: exit $rc"; cat "$tmp/file2.err"; }
+  # rows bound to their call: --file refuses (exit 2) a row without the call's id, one of another call,
+  # one its manifest says was not reached, one its manifest does not list
+  bound() { # bound NAME PATTERN JQ-ROW-EDIT JQ-MANIFEST-EDIT
+    rm -rf "$tmp/ub" "$tmp/ub_x" && mkdir -p "$tmp/ub" "$tmp/ub_x" && cp "$tmp/real/A-summary.txt" "$tmp/ub/"
+    cp -r "$tmp/real_x/rows" "$tmp/ub_x/" && jq -c "$3" "$tmp/real_x/rows/gpu_goal.jsonl" > "$tmp/ub_x/rows/gpu_goal.jsonl"
+    tar -C "$tmp/ub_x" -czf "$tmp/ub/A-results.tar.gz" rows
+    jq --arg k "$key" "$4" "$tmp/real/A-manifest.json" > "$tmp/ub/A-manifest.json"
+    $C --file --dry-run --replace-gpu "$tmp/ub" 2> "$tmp/ub.err"; local rc=$?
+    [ "$rc" = 2 ] && grep -q -- "$2" "$tmp/ub.err" && grep -q "rows refused" "$tmp/ub.err" &&
+      pass "--file refuses (exit 2) $1" || { fail "--file: $1 (exit $rc)"; cat "$tmp/ub.err"; }
+  }
+  bound "a row without its call's id" "no campaign_call" 'del(.campaign_call)' '.'
+  bound "a row of another call" "no manifest of its campaign call A-other" '.campaign_call = "A-other"' '.'
+  bound "a row its manifest says was not reached" "says its configuration was not reached" '.' \
+    '.steps |= map(if .name == "gpu_goal" then .configs = [] | .unreached = [{label: "gpu_goal", config_key: $k, reason: "no time left"}] else . end)'
+  bound "a row its manifest does not list" "does not list its configuration" '.' \
+    '.steps |= map(if .name == "gpu_goal" then .configs = [] else . end)'
   git diff --quiet -- results experiments/hardware 2>/dev/null && [ -z "$(git status --porcelain -- results experiments/hardware 2>/dev/null)" ] &&
     pass "--file --dry-run wrote nothing" || fail "--file --dry-run changed results/ or experiments/hardware/"
 fi

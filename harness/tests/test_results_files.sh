@@ -2,7 +2,8 @@
 # The committed results/ as a whole: no row comes from a sweep entry or a tree state that
 # no longer exists. Every row of results/*.jsonl (and env_*/microbench_* file) passes
 # file_rows.py's checks (schema, min <= median <= max, clean tree, config_key still one of
-# its sweep's configurations); every sweep that reproduce.sh runs on the CPU path has a
+# its sweep's configurations; against results/ itself, so a GPU row is bound to a manifest in
+# results/campaign/ or filed as it is); every sweep that reproduce.sh runs on the CPU path has a
 # row for each of its configurations and no error row; results/claims.md and plots/data/
 # are what claims.py and export.py make from these rows. The Python that writes and reads
 # rows (harness/resultslib, the sweep, the GPU campaign, the peers' shared code) imports
@@ -10,7 +11,7 @@
 . "$(dirname "$0")/lib.sh" python3
 hint="HINT: run \`make reproduce\` from a clean committed tree and commit results/, plots/data/, README.md, REPRODUCE.md"
 
-if python3 harness/sweep/file_rows.py results --results "$tmp/x" --dry-run > /dev/null 2> "$tmp/rows.err"; then
+if python3 harness/sweep/file_rows.py results --results results --dry-run > /dev/null 2> "$tmp/rows.err"; then
   echo "ok   every committed row is current, clean and well-formed ($(python3 -c "import sys; sys.path.insert(0, 'harness/sweep'); import common; print(len(common.load_results('results')))") rows)"
 else
   fail "committed rows"; grep -v "^file_rows: [a-z0-9_]*: " "$tmp/rows.err" | head -20; echo "$hint"

@@ -236,7 +236,8 @@ row = common.make_row(experiment=a.experiment, system="deepspeed_zero3", model="
                       layers_run=a.layers or L, layers_model=L, batch=a.batch,
                       seq_len=a.seq_len, precision=a.precision, step_times_s=[0.5, 0.4, 0.6, 0.45, 0.55][:a.steps],
                       peak_gpu=1000, peak_host=2000, env={"gpu_name": "NVIDIA H100 80GB HBM3"})
-row.update(fwd_ms=100.0, bwd_ms=250.0, optimizer_ms=150.0, setup_s=42.0, setup={"imports_s": 9.0})  # phase_fields
+row.update(fwd_ms=100.0, bwd_ms=250.0, optimizer_ms=150.0, setup_s=42.0, setup={"imports_s": 9.0},  # phase_fields
+           attention_impl="sdpa")  # what megatrain_official.py says it ran
 print(json.dumps(row))
 EOF
 printf 'import sys\nprint("megatrain_official: skipped: no .official/ checkout", file=sys.stderr)\nsys.exit(77)\n' \
@@ -255,6 +256,7 @@ if [ "$rc" = 1 ] && jq -s -e '(.[0].system == "deepspeed_zero3") and (.[0].backe
       and (.[0].layers_run == 3) and (.[0].layers_model == 5) and (.[0].precision == "mixed") and (.[0].model == "tiny5_llama")
       and (.[0].peer.system == "deepspeed_zero3") and (.[0].env.git_sha | type == "string" or . == null)
       and (.[0].fwd_ms == 100) and (.[0].optimizer_ms == 150) and (.[0].setup_s == 42) and (.[0].setup.imports_s == 9)
+      and (.[0].attention_impl == "sdpa")
       and (.[1].error | test("exit 3.*CPU Adam"))' "$R/t_peer.jsonl" >/dev/null; then
   pass "peer configuration: the peer's timings in a sweep row, a failing peer an error row"
 else

@@ -1,9 +1,10 @@
 """CPU tests of the official-code peer (megatrain_official.py and its helpers).
 
-What they cannot cover here: examples/sft/train.py itself. The official engine is
-CUDA-only (torch.cuda streams, events and pinned buffers in CPUMasterModel), and this
-machine has no torch; so the model write, DeepSpeed's cpu_adam build, the official
-load and its steps run only on the GPU machine (OFFICIAL_RUN.md). The log it prints
+What they cannot cover here: CPUMasterModel's engine itself (CUDA-only: torch.cuda streams,
+events and pinned buffers) and DeepSpeed's cpu_adam build; those run only on the GPU machine
+(OFFICIAL_RUN.md). Everything of train.py's path before and around it (its config loader,
+tokenizer, dataset, collator and DataLoader, its layer loop with the 2-D mask, its loss) runs
+on the CPU in TestCpuRehearsal, where torch, .official and datasets' needs are importable. The log it prints
 there is rebuilt below from its own format strings (examples/sft/train.py at 919520f,
 the logger.info calls in its training loop, and logging.basicConfig's format).
 
@@ -457,6 +458,69 @@ class TestPrepare(unittest.TestCase):
         self.assertEqual(len(lines), 1, r.stderr)
         self.assertRegex(lines[0], r"^official_prepare: commit %s of DLYuanGod/MegaTrain is neither" % COMMIT)
         self.assertFalse(os.path.exists(os.path.join(tmp, ".official")))
+
+
+# A Qwen2-shaped model (the C2 runs' architecture: its config.json is what made AutoTokenizer build
+# Qwen2Tokenizer on the H200) at a size the CPU runs in seconds.
+TINY_QWEN2 = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "vocab_size": 512, "hidden_size": 64,
+              "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+              "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+
+
+@unittest.skipUnless(have("torch") and have("transformers") and
+                     os.path.isfile(os.path.join(ROOT, ".official", "src", "examples", "sft", "train.py")),
+                     "torch, transformers or .official (official_prepare.sh) not here")
+class TestCpuRehearsal(unittest.TestCase):
+    """megatrain_official.py --cpu-rehearsal: the official config loader, tokenizer, ChatDataset,
+    collate_fn, DataLoader and its layer loop with the 2-D mask, through official_launch.py, on the
+    CPU (skipped, saying why, where datasets' own needs such as pyarrow are not importable)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        cls.cfg = os.path.join(cls.tmp, "tiny_qwen2.json")
+        with open(cls.cfg, "w") as f:
+            json.dump(TINY_QWEN2, f)
+        cls.work = os.path.join(cls.tmp, "work")
+        cls.r = subprocess.run([sys.executable, os.path.join(PEERS, "megatrain_official.py"), "--cpu-rehearsal",
+                                "--config", cls.cfg, "--batch", "3", "--seq-len", "16", "--work", cls.work],
+                               capture_output=True, text=True, timeout=900)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        if self.r.returncode == 77:
+            self.skipTest(self.r.stderr.strip().splitlines()[-1])
+
+    def test_official_data_path_and_step(self):
+        self.assertEqual(self.r.returncode, 0, self.r.stderr[-2000:])
+        out = json.loads(self.r.stdout.strip().splitlines()[-1])
+        self.assertEqual(out["checks"], {"ids": True, "mask": True, "causal": True, "loss": True, "grads": True})
+        self.assertEqual((out["rehearsal"], out["batch"], out["layers"]), ("megatrain_official", [3, 16], 2))
+        self.assertEqual(out["attention_impl"], "sdpa")
+        self.assertIn(out["attention_impl_gpu"], ("sdpa", "flash_attention_2"))
+        self.assertIn("attention_mask: 2-D", out["layer_kwargs"])  # the mask as the official loop hands it
+        self.assertNotIn("schema", out)  # never taken for a results row
+
+    def test_catches_the_tokenizer_bug(self):
+        """Without the launcher's word-tokenizer loader (the bug the H200 run died of), the same
+        rehearsal stops where that run stopped: a padded batch at the first layer."""
+        self.assertEqual(self.r.returncode, 0, self.r.stderr[-2000:])
+        import megatrain_official as mo
+        run = [d for d in os.listdir(os.path.join(self.work, "rehearsals"))][0]
+        run = os.path.join(self.work, "rehearsals", run)
+        env = mo.child_env(os.path.join(ROOT, ".official"), self.work, os.path.join(self.work, "site"))
+        env.update(MT_OFFICIAL_SDPA_2D="1", MT_OFFICIAL_WORD_TOKENIZER="0")
+        r = subprocess.run([sys.executable, os.path.join(PEERS, "official_launch.py"),
+                            os.path.join(PEERS, "official_rehearse.py"), "--config", os.path.join(run, "train.yaml"),
+                            "--expect", os.path.join(run, "expect.json")],
+                           cwd=os.path.join(ROOT, ".official", "src"), env=env, capture_output=True, text=True,
+                           timeout=600)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("a padded batch reached SDPA with a 2-D mask (3, 16)", r.stderr)
 
 
 if __name__ == "__main__":
