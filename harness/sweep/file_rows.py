@@ -28,7 +28,8 @@ Paths taken from the rows are names, never joined as given: `experiment` is a pl
 `trace` a relative path under traces/, and each file read from DIR or written into the
 results dir must resolve inside it (no '..', no absolute path, no symlink leading out),
 or nothing is filed; DIR may not be the results dir itself (the filing would write over
-its input). Then each experiment's file is rewritten as a sweep run would: the new rows replace
+its input), except under --dry-run, which writes nothing. Then each experiment's file is
+rewritten as a sweep run would: the new rows replace
 rows of the same configuration, rows of entries no longer in the sweep go, and the file
 keeps the sweep's order. Kept traces are copied to results/traces/; env and microbench
 files are copied after the same tree check. Exit 0 filed, 1 refused, 2 bad usage or a row not
@@ -230,7 +231,7 @@ def main():
         sweeps.set_dir(args.sweeps)
     if not os.path.isdir(args.dir):
         die(f"{args.dir}: not a directory")
-    if os.path.isdir(args.results) and safepath.same_file(args.dir, args.results):
+    if not args.dry_run and os.path.isdir(args.results) and safepath.same_file(args.dir, args.results):
         die(f"{args.dir} is the results dir {args.results}: the filing would write over its input; "
             f"HINT: file from the folder a run wrote elsewhere")
     table = sweeps.by_experiment()
