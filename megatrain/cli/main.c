@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "cli/commands.h"
+#include "cli/env_check.h"
 #include "engine/engine.h"
 #include "engine/peer.h"
 
@@ -119,6 +120,12 @@ static int stdout_checked(int rc) {
 static int run(int argc, char **argv) {
     mt_options o;
     mt_options_defaults(&o);
+    int asks_about = argc > 1 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "--help") ||
+                                  !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"));
+    if (!asks_about && mt_env_check_all() != MT_OK) { // the environment is input too: read as strictly as options
+        fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
+        return 2;
+    }
     if (argc == 1) {
         o.data = "embedded";
         o.eng.B = 8;

@@ -3,8 +3,11 @@
 #define _GNU_SOURCE
 #include "core/sysinfo.h"
 
+#include "core/env.h"
+
 #include <errno.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,12 +41,8 @@ size_t mt_host_mem_available_bytes(void) {
         long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
         b = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : 0;
     }
-    const char *cap = getenv("MT_HOST_MEM_LIMIT");
-    if (cap && *cap) {
-        char *end;
-        unsigned long long c = strtoull(cap, &end, 10);
-        if (*end == 0 && c > 0 && (!b || c < b)) b = (size_t)c;
-    }
+    uint64_t cap = 0;
+    if (mt_env_u64("MT_HOST_MEM_LIMIT", 1, UINT64_MAX, 0, &cap) == MT_OK && cap && (!b || cap < b)) b = (size_t)cap;
     return b;
 }
 

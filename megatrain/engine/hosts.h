@@ -24,6 +24,9 @@ struct mt_hosts {
     void (*destroy)(mt_hosts *h, int abort);
 };
 
+// The job's size from mpirun's environment (OMPI_COMM_WORLD_SIZE, else PMI_SIZE); 0 when
+// neither is set; a value that is not a whole number >= 1 is an error.
+mt_status mt_hosts_size_from_env(int *n);
 // 1 when this process was started by mpirun (Open MPI's or PMI's environment).
 int mt_hosts_launched(void);
 // Joins the MPI job (MPI_Init). Built without MPI: an error saying so, with a hint.

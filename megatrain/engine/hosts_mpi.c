@@ -5,6 +5,8 @@
 
 #include <stdlib.h>
 
+#include "core/env.h"
+
 #ifdef MT_HAVE_MPI
 #include <mpi.h>
 
@@ -77,8 +79,15 @@ mt_status mt_hosts_mpi_create(mt_hosts **out) {
 }
 #endif
 
+mt_status mt_hosts_size_from_env(int *n) {
+    uint64_t ompi, pmi;
+    MT_TRY(mt_env_u64("OMPI_COMM_WORLD_SIZE", 1, 1 << 20, 0, &ompi));
+    MT_TRY(mt_env_u64("PMI_SIZE", 1, 1 << 20, 0, &pmi));
+    *n = (int)(ompi ? ompi : pmi);
+    return MT_OK;
+}
+
 int mt_hosts_launched(void) {
-    const char *e = getenv("OMPI_COMM_WORLD_SIZE");
-    if (!e) e = getenv("PMI_SIZE");
-    return e && atoi(e) > 1;
+    int n = 0;
+    return mt_hosts_size_from_env(&n) == MT_OK && n > 1; // a bad value: refused by the CLI
 }
