@@ -20,6 +20,9 @@ struct mt_hosts {
     mt_status (*reduce_grad)(mt_hosts *h, void *grad, mt_dtype t, size_t n);
     // all[n * hosts] <- every host's n floats, host after host, on every host.
     mt_status (*gather)(mt_hosts *h, const float *mine, size_t n, float *all);
+    // v[0..n-1] <- the largest of every host's v[i], on every host: a stop that one host saw
+    // (a signal, lost output) agreed at the same step boundary by all (cli/cmd_train.c).
+    mt_status (*agree_max)(mt_hosts *h, int *v, int n);
     // Ends the run on every host: after an error (abort = 1) the others would wait forever.
     void (*destroy)(mt_hosts *h, int abort);
 };

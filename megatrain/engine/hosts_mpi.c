@@ -48,6 +48,12 @@ static mt_status mpi_gather(mt_hosts *h, const float *mine, size_t n, float *all
     return rc == MPI_SUCCESS ? MT_OK : mpi_fail(rc, "MPI_Allgather of the losses");
 }
 
+static mt_status mpi_agree_max(mt_hosts *h, int *v, int n) {
+    (void)h;
+    int rc = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return rc == MPI_SUCCESS ? MT_OK : mpi_fail(rc, "MPI_Allreduce of the stop flags");
+}
+
 static void mpi_destroy(mt_hosts *h, int abort) {
     if (abort && h->n > 1) MPI_Abort(MPI_COMM_WORLD, 1);
     MPI_Finalize();
@@ -67,6 +73,7 @@ mt_status mt_hosts_mpi_create(mt_hosts **out) {
     MPI_Comm_size(MPI_COMM_WORLD, &mh->base.n);
     mh->base.reduce_grad = mpi_reduce_grad;
     mh->base.gather = mpi_gather;
+    mh->base.agree_max = mpi_agree_max;
     mh->base.destroy = mpi_destroy;
     *out = &mh->base;
     return MT_OK;
