@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "cli/commands.h"
+#include "cli/blas_fit.h"
 #include "cli/env_check.h"
 #include "engine/engine.h"
 #include "engine/peer.h"
@@ -162,5 +164,11 @@ int main(int argc, char **argv) {
     // A closed stdout gives EPIPE, which every write checks, instead of killing
     // the process mid-save (train catches SIGPIPE itself: run_signals.h).
     signal(SIGPIPE, SIG_IGN);
-    return stdout_checked(run(argc, argv));
+    mt_blas_fit_limits(argv); // before anything else: OpenBLAS may already be spinning
+    int rc = stdout_checked(run(argc, argv));
+    if (mt_blas_vm_limited()) { // a worker the user's OPENBLAS_NUM_THREADS left spinning would hold exit's join forever
+        fflush(NULL);
+        _exit(rc);
+    }
+    return rc;
 }
