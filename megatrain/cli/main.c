@@ -166,6 +166,7 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     mt_blas_fit_limits(argv); // before anything else: OpenBLAS may already be spinning
     int rc = stdout_checked(run(argc, argv));
+    mt_blas_fit_note(rc);
     if (mt_blas_vm_limited()) { // a worker the user's OPENBLAS_NUM_THREADS left spinning would hold exit's join forever
         fflush(NULL);
         _exit(rc);
