@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "cli/ckpt_dir.h"
+#include "core/env.h"
 #include "core/file_io.h"
 #include "core/json_file.h"
 
@@ -134,7 +135,7 @@ static mt_status check_file_limit(const mt_ckpt_dir *cd, const mt_save_bytes *sb
 }
 
 mt_status mt_checkpoint_check_space(const mt_ckpt_dir *cd, const mt_model *m, const mt_options *o) {
-    if (getenv("MT_FAULT_NO_SPACE_CHECK")) return MT_OK; // test hook: reach the writes' own ENOSPC path
+    if (mt_env_flag("MT_FAULT_NO_SPACE_CHECK")) return MT_OK; // test hook: reach the writes' own ENOSPC path
     mt_save_bytes sb;
     MT_TRY(mt_model_save_bytes(m, (size_t)o->shard_size, &sb));
     MT_TRY(check_file_limit(cd, &sb));
@@ -361,12 +362,13 @@ mt_status mt_checkpoint_open(const char *dir, mt_ckpt_manifest *man) {
 }
 
 static mt_status load_model_once(mt_model *m, const char *dir, int attempt, mt_load_report *rep) {
+    uint64_t pause_ms;
     if (!mt_checkpoint_present(dir)) return mt_model_load_weights(m, dir, NULL, rep);
     mt_ckpt_manifest man;
     mt_status s = mt_checkpoint_open(dir, &man);
     // Test hook: MT_FAULT_READ_PAUSE_MS=N holds the first read N ms between the
     // manifest and the tensors, so a test can make a concurrent save land there.
-    if (s == MT_OK && attempt == 0 && getenv("MT_FAULT_READ_PAUSE_MS")) usleep(1000u * (unsigned)atoi(getenv("MT_FAULT_READ_PAUSE_MS")));
+    if (s == MT_OK && attempt == 0 && mt_env_u64("MT_FAULT_READ_PAUSE_MS", 0, 600000, 0, &pause_ms) == MT_OK && pause_ms) usleep(1000u * (unsigned)pause_ms);
     if (s == MT_OK) s = mt_model_load_weights(m, dir, &man.weights, rep);
     mt_ckpt_manifest_free(&man);
     if (s != MT_OK && strstr(mt_last_error(), "checkpoint.json records")) { // a mismatch, not a damaged file

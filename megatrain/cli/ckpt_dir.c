@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/env.h"
 #include "core/file_io.h"
 #include "core/json_file.h"
 #include "core/out_file.h"
@@ -404,7 +405,7 @@ mt_status mt_ckpt_dir_commit(mt_ckpt_dir *d, int step) {
 // checkpoint, or is "" when there was none.
 static mt_status switch_in(mt_ckpt_dir *d, int exists) {
     int exchanged = 0;
-    if (exists && !getenv("MT_FAULT_NO_EXCHANGE")) {
+    if (exists && !mt_env_flag("MT_FAULT_NO_EXCHANGE")) {
         exchanged = renameat2(AT_FDCWD, d->staged, AT_FDCWD, d->dir, RENAME_EXCHANGE) == 0;
         if (!exchanged && errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
             return mt_fail(MT_ERR_IO, "%s %s: cannot switch in the new checkpoint: %s", d->option, d->dir,

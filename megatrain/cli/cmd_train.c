@@ -194,6 +194,8 @@ int mt_cmd_train(mt_options *o, int is_default) {
     int rc = 1, pending = -1; // pending: the step whose save is staged, not yet committed
     mt_hosts *hosts = NULL;   // under mpirun: the other hosts (engine/hosts.h)
     int H = 1, quiet = 0;     // hosts; quiet: not host 0, which alone writes stdout, --log and --save
+    const char *save_dir = o->save; // --save as given (host 0 saves it for every host)
+    int agreed = 0;                 // the hosts agreed to stop: none has to take the others down
 
     // --resume DIR without --save: what it trains is saved back to DIR (at the end and every
     // --save-every), not thrown away. Host 0 alone says so (the others' outputs are dropped below).
@@ -429,6 +431,15 @@ int mt_cmd_train(mt_options *o, int is_default) {
                            mt_metric_tflops(params, (double)st.tokens, step_ms));
         int last = step == o->steps;
         int sig = mt_run_signal_caught() ? mt_run_signal_caught() : sink.stdout_errno == EPIPE ? SIGPIPE : 0;
+        const char *where = "";
+        if (H > 1) { // a stop any host sees (a signal to one rank, host 0's lost output) stops all at this boundary
+            int v[2] = {sig, lost[0] != 0}, mine = sig;
+            if ((s = hosts->agree_max(hosts, v, 2))) goto fail;
+            sig = v[0];
+            if (sig && !mine) where = " (sent to another host)";
+            if (v[1] && !lost[0]) snprintf(lost, sizeof lost, "host 0's output failed");
+            agreed = sig || v[1];
+        }
         int stop = sig || lost[0];
         if (o->save && (last || stop || (o->save_every && step % o->save_every == 0))) {
             if ((s = stage_checkpoint(&cd, &model, eng, o, step, skipped, &data))) goto fail;
@@ -442,14 +453,19 @@ int mt_cmd_train(mt_options *o, int is_default) {
         }
         if (lost[0]) {
             s = mt_fail(MT_ERR_IO, "%s: the run stopped after step %d%s%s", lost, step,
-                        o->save ? "; it is saved in " : " (no --save: the trained state is not kept)",
-                        o->save ? o->save : "");
+                        !save_dir ? " (no --save: the trained state is not kept)"
+                        : quiet   ? "; host 0 saves it in "
+                                  : "; it is saved in ",
+                        save_dir ? save_dir : "");
             goto fail;
         }
         if (sig && !last) {
-            fprintf(stderr, "megatrain: interrupted by %s%s after step %d%s%s\n", mt_run_signal_name(sig),
+            fprintf(stderr, "megatrain: interrupted by %s%s%s after step %d%s%s\n", mt_run_signal_name(sig), where,
                     sig == SIGPIPE && sink.stdout_errno == EPIPE ? " (stdout was closed)" : "", step,
-                    o->save ? "; saved to " : " (no --save: state not kept)", o->save ? o->save : "");
+                    !save_dir ? " (no --save: state not kept)"
+                    : quiet   ? "; host 0 saves it to "
+                              : "; saved to ",
+                    save_dir ? save_dir : "");
             rc = 130;
             goto done;
         }
@@ -492,6 +508,6 @@ done:
     mt_ckpt_manifest_free(&man);
     mt_train_state_free(&rs);
     mt_config_release(&cfg); // after the model, which borrowed its source text for the saves
-    if (hosts) hosts->destroy(hosts, rc != 0 && rc != 130); // a failed host takes the others down with it
+    if (hosts) hosts->destroy(hosts, rc != 0 && rc != 130 && !agreed); // a failed host takes the others down with it
     return rc;
 }

@@ -6,10 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "cli/commands.h"
 #include "core/file_io.h"
+#include "cli/blas_fit.h"
+#include "cli/env_check.h"
 #include "engine/engine.h"
 #include "engine/peer.h"
 
@@ -155,6 +158,12 @@ static int stdout_checked(int rc) {
 static int run(int argc, char **argv) {
     mt_options o;
     mt_options_defaults(&o);
+    int asks_about = argc > 1 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "--help") ||
+                                  !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"));
+    if (!asks_about && mt_env_check_all() != MT_OK) { // the environment is input too: read as strictly as options
+        fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
+        return 2;
+    }
     if (argc == 1) {
         o.data = "embedded";
         o.eng.B = 8;
@@ -194,5 +203,12 @@ int main(int argc, char **argv) {
     // Past `ulimit -f` a write fails with EFBIG, which every writer reports naming
     // its file and the limit, instead of SIGXFSZ killing the process mid-save.
     signal(SIGXFSZ, SIG_IGN);
-    return stdout_checked(run(argc, argv));
+    mt_blas_fit_limits(argv); // before anything else: OpenBLAS may already be spinning
+    int rc = stdout_checked(run(argc, argv));
+    mt_blas_fit_note(rc);
+    if (mt_blas_vm_limited()) { // a worker the user's OPENBLAS_NUM_THREADS left spinning would hold exit's join forever
+        fflush(NULL);
+        _exit(rc);
+    }
+    return rc;
 }

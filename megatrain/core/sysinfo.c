@@ -3,8 +3,11 @@
 #define _GNU_SOURCE
 #include "core/sysinfo.h"
 
+#include "core/mem_limits.h"
+
 #include <errno.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,21 +33,15 @@ size_t mt_meminfo_bytes(const char *path, const char *key) {
 
 size_t mt_host_mem_total_bytes(void) { return mt_meminfo_bytes(NULL, "MemTotal"); }
 
-// MT_HOST_MEM_LIMIT (bytes) caps it: a run that must share the host with others,
-// and the tests of the memory check, which cannot make a machine smaller.
+// The least room any limit leaves (core/mem_limits.h), the engine's threads of one rank kept.
 size_t mt_host_mem_available_bytes(void) {
-    size_t b = mt_meminfo_bytes(NULL, "MemAvailable");
-    if (!b) {
+    mt_mem_room r;
+    mt_mem_room_now(mt_mem_engine_reserve_bytes(1), &r);
+    if (r.bytes == SIZE_MAX) {
         long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-        b = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : 0;
+        return pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : 0;
     }
-    const char *cap = getenv("MT_HOST_MEM_LIMIT");
-    if (cap && *cap) {
-        char *end;
-        unsigned long long c = strtoull(cap, &end, 10);
-        if (*end == 0 && c > 0 && (!b || c < b)) b = (size_t)c;
-    }
-    return b;
+    return r.bytes ? r.bytes : 1; // 1: no room (0 would read as "unknown")
 }
 
 #define MPOL_PREFERRED 1 // linux/mempolicy.h

@@ -13,8 +13,9 @@
 size_t mt_meminfo_bytes(const char *path, const char *key);
 // MemTotal (all host memory); 0 if unknown.
 size_t mt_host_mem_total_bytes(void);
-// MemAvailable from /proc/meminfo (what can be allocated without swapping);
-// free pages where /proc is missing; 0 if unknown. MT_HOST_MEM_LIMIT=BYTES lowers it.
+// The room for new host memory under every limit (core/mem_limits.h: MemAvailable,
+// MT_HOST_MEM_LIMIT=BYTES, the cgroup's, ulimit -v and -d); free pages where /proc is
+// missing; 0 if unknown, 1 if none is left.
 size_t mt_host_mem_available_bytes(void);
 
 // What a NUMA binding did.

@@ -1,8 +1,10 @@
 // engine.c: validating the options and creating the engine's parts.
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mem_limits.h"
 #include "engine/engine_internal.h"
 
 void mt_engine_opts_defaults(mt_engine_opts *o) {
@@ -135,7 +137,13 @@ mt_status mt_engine_check_host_memory_ranks(const mt_config *c, mt_precision p, 
     mt_device_info info;
     MT_TRY(mt_backend_device_info(be, &info));
     size_t avail = info.host_mem_avail_bytes;
+    mt_mem_room room = {.what = "the simulated machine's host memory"};
+    if (!mt_backend_has(be, MT_CAP_VIRTUAL_TIME)) { // real memory: the tightest limit, the threads of every rank kept
+        mt_mem_room_now(mt_mem_engine_reserve_bytes(n_ranks), &room);
+        if (room.bytes != SIZE_MAX) avail = info.host_mem_avail_bytes = room.bytes ? room.bytes : 1;
+    }
     if (!avail) return MT_OK; // unknown: nothing to check against
+    if (!room.what[0]) snprintf(room.what, sizeof room.what, "free pages");
     o.host_free = host_free_for(c, p, &o, be, &info);
     mt_engine_footprint fp = mt_engine_footprint_of(c, p, &o, be->act_dtype, info.mem_free_bytes, mt_backend_caps(be));
     int device_on_host = !mt_backend_has(be, MT_CAP_DEVICE_MEMORY);
@@ -148,12 +156,13 @@ mt_status mt_engine_check_host_memory_ranks(const mt_config *c, mt_precision p, 
     if (n_ranks > 1) snprintf(ranks, sizeof ranks, " for %d ranks", n_ranks);
     return mt_fail(MT_ERR_MEMORY,
                    "host memory: the run needs %.2f GiB (model state %.2f, pinned slabs and staging %.2f%s, speculative "
-                   "spare blocks %.2f%s%.2f) but %.2f GiB is available; nothing was allocated. HINT: a smaller model, "
+                   "spare blocks %.2f%s%.2f) but %.2f GiB is available (%s); nothing was allocated. HINT: %sa smaller model, "
                    "--batch, --seq-len or --grad-accum (a step's token ids are staged whole), --precision paper, or "
                    "`megatrain plan`",
                    need / GiB, fp.state.host / GiB, R * per_rank / GiB, ranks, fp.optimizer.host / GiB,
                    device_on_host ? ", device buffers in host memory " : ", device buffers not counted ",
-                   device_on_host ? R * fp.device_bytes / GiB : 0.0, avail / GiB);
+                   device_on_host ? R * fp.device_bytes / GiB : 0.0, avail / GiB, room.what,
+                   strstr(room.what, "RLIMIT") ? "raise the limit (ulimit -v / -d unlimited), " : "");
 }
 
 static void grad_final(void *ctx, int unit, double sumsq) { mt_opt_worker_grad_final(ctx, unit, sumsq); }

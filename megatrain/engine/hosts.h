@@ -20,10 +20,16 @@ struct mt_hosts {
     mt_status (*reduce_grad)(mt_hosts *h, void *grad, mt_dtype t, size_t n);
     // all[n * hosts] <- every host's n floats, host after host, on every host.
     mt_status (*gather)(mt_hosts *h, const float *mine, size_t n, float *all);
+    // v[0..n-1] <- the largest of every host's v[i], on every host: a stop that one host saw
+    // (a signal, lost output) agreed at the same step boundary by all (cli/cmd_train.c).
+    mt_status (*agree_max)(mt_hosts *h, int *v, int n);
     // Ends the run on every host: after an error (abort = 1) the others would wait forever.
     void (*destroy)(mt_hosts *h, int abort);
 };
 
+// The job's size from mpirun's environment (OMPI_COMM_WORLD_SIZE, else PMI_SIZE); 0 when
+// neither is set; a value that is not a whole number >= 1 is an error.
+mt_status mt_hosts_size_from_env(int *n);
 // 1 when this process was started by mpirun (Open MPI's or PMI's environment).
 int mt_hosts_launched(void);
 // Joins the MPI job (MPI_Init). Built without MPI: an error saying so, with a hint.

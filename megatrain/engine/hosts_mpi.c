@@ -5,6 +5,8 @@
 
 #include <stdlib.h>
 
+#include "core/env.h"
+
 #ifdef MT_HAVE_MPI
 #include <mpi.h>
 
@@ -46,6 +48,12 @@ static mt_status mpi_gather(mt_hosts *h, const float *mine, size_t n, float *all
     return rc == MPI_SUCCESS ? MT_OK : mpi_fail(rc, "MPI_Allgather of the losses");
 }
 
+static mt_status mpi_agree_max(mt_hosts *h, int *v, int n) {
+    (void)h;
+    int rc = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return rc == MPI_SUCCESS ? MT_OK : mpi_fail(rc, "MPI_Allreduce of the stop flags");
+}
+
 static void mpi_destroy(mt_hosts *h, int abort) {
     if (abort && h->n > 1) MPI_Abort(MPI_COMM_WORLD, 1);
     MPI_Finalize();
@@ -65,6 +73,7 @@ mt_status mt_hosts_mpi_create(mt_hosts **out) {
     MPI_Comm_size(MPI_COMM_WORLD, &mh->base.n);
     mh->base.reduce_grad = mpi_reduce_grad;
     mh->base.gather = mpi_gather;
+    mh->base.agree_max = mpi_agree_max;
     mh->base.destroy = mpi_destroy;
     *out = &mh->base;
     return MT_OK;
@@ -77,8 +86,15 @@ mt_status mt_hosts_mpi_create(mt_hosts **out) {
 }
 #endif
 
+mt_status mt_hosts_size_from_env(int *n) {
+    uint64_t ompi, pmi;
+    MT_TRY(mt_env_u64("OMPI_COMM_WORLD_SIZE", 1, 1 << 20, 0, &ompi));
+    MT_TRY(mt_env_u64("PMI_SIZE", 1, 1 << 20, 0, &pmi));
+    *n = (int)(ompi ? ompi : pmi);
+    return MT_OK;
+}
+
 int mt_hosts_launched(void) {
-    const char *e = getenv("OMPI_COMM_WORLD_SIZE");
-    if (!e) e = getenv("PMI_SIZE");
-    return e && atoi(e) > 1;
+    int n = 0;
+    return mt_hosts_size_from_env(&n) == MT_OK && n > 1; // a bad value: refused by the CLI
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/file_io.h"
+#include "core/env.h"
 
 // Where the hook time per fetch in the peers' schedule rows (engine/schedule.c) comes from.
 #define MT_PEER_HOOK_SOURCE "measured: results/peer_hooks.jsonl (baselines/peers/stage3_hooks.py on the 2-core dev VM, 2026-11-24)"
@@ -80,8 +81,8 @@ mt_status mt_peer_check_precision(const mt_peer *p, mt_precision prec) {
 
 const char *mt_peer_rates_path(void) {
     static char buf[PATH_MAX + 64];
-    const char *env = getenv("MT_CPU_OPTIMIZERS");
-    if (env && *env) return env;
+    const char *env = NULL;
+    if (mt_env_text("MT_CPU_OPTIMIZERS", &env) == MT_OK && env) return env; // a bad value: refused by the CLI
     const char *dir = mt_hw_profile_dir(); // <repo>/experiments/hardware
     if (!dir) return NULL;
     snprintf(buf, sizeof buf, "%s/../../results/cpu_optimizers.jsonl", dir);

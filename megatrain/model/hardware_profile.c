@@ -5,6 +5,7 @@
 
 #include "model/hardware_profile.h"
 
+#include "core/env.h"
 #include "core/json_file.h"
 #include "model/hardware_rates.h"
 
@@ -221,8 +222,8 @@ static int is_dir(const char *p) {
 
 const char *mt_hw_profile_dir(void) {
     static char buf[PATH_MAX + 64];
-    const char *env = getenv("MT_HARDWARE_DIR");
-    if (env && *env) {
+    const char *env = NULL;
+    if (mt_env_text("MT_HARDWARE_DIR", &env) == MT_OK && env) { // a bad value: refused by the CLI
         snprintf(buf, sizeof buf, "%s", env);
         return is_dir(buf) ? buf : NULL;
     }

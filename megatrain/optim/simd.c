@@ -1,6 +1,8 @@
 // simd.c: run-time choice of the optimizer's vector path. See simd.h.
 #include "optim/simd.h"
 
+#include "core/env.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,11 +39,21 @@ int mt_simd_supported(mt_simd_isa isa) {
     }
 }
 
+mt_status mt_simd_from_env(mt_simd_isa *out) {
+    int i;
+    MT_TRY(mt_env_choice("MT_SIMD", NAMES, MT_SIMD_COUNT, -1, &i));
+    *out = MT_SIMD_COUNT;
+    if (i < 0) return MT_OK;
+    if (!mt_simd_supported((mt_simd_isa)i))
+        return mt_fail(MT_ERR_ARG, "MT_SIMD=%s: this build or CPU has no %s path. HINT: unset it for the best one here",
+                       NAMES[i], NAMES[i]);
+    *out = (mt_simd_isa)i;
+    return MT_OK;
+}
+
 mt_simd_isa mt_simd_best(void) {
-    const char *want = getenv("MT_SIMD");
-    if (want && *want)
-        for (int i = 0; i < MT_SIMD_COUNT; i++)
-            if (!strcmp(want, NAMES[i]) && mt_simd_supported((mt_simd_isa)i)) return (mt_simd_isa)i;
+    mt_simd_isa want;
+    if (mt_simd_from_env(&want) == MT_OK && want != MT_SIMD_COUNT) return want; // a bad value: refused by the CLI
     static const mt_simd_isa ORDER[] = {MT_SIMD_AVX512, MT_SIMD_AVX2, MT_SIMD_SVE, MT_SIMD_NEON};
     for (size_t i = 0; i < sizeof ORDER / sizeof ORDER[0]; i++)
         if (mt_simd_supported(ORDER[i])) return ORDER[i];

@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/env.h"
 #include "core/json_file.h"
 
 // Where the file is looked for when $MT_SIM_VALIDATION is not set; "" when nowhere.
@@ -64,8 +65,9 @@ static mt_status read_entry(const char *path, const cJSON *e, mt_sim_validated *
 
 mt_status mt_sim_validation_load(mt_sim_validation *v) {
     memset(v, 0, sizeof *v);
-    const char *env = getenv("MT_SIM_VALIDATION");
-    if (env && *env) {
+    const char *env;
+    MT_TRY(mt_env_text("MT_SIM_VALIDATION", &env));
+    if (env) {
         if (access(env, F_OK) != 0)
             return mt_fail(MT_ERR_IO, "MT_SIM_VALIDATION=%s: no such file (unset it to read results/sim_validation.json)",
                            env);

@@ -281,6 +281,7 @@ mt_status mt_backend_cpu_create(mt_dtype act_dtype, mt_backend **out) {
     if (act_dtype != MT_F32)
         return mt_fail(MT_ERR_UNSUPPORTED, "cpu backend: activations must be F32 (got %s); use --precision fp32 or "
                        "the cuda backend for bf16 compute", mt_dtype_name(act_dtype));
+    MT_TRY(mt_cpu_blas_reserve());
     mt_backend *be = calloc(1, sizeof *be);
     mt_cpu_ctx *c = calloc(1, sizeof *c);
     if (!be || !c) {

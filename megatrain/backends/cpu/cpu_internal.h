@@ -40,6 +40,9 @@ mt_status mt_cpu_weights_f32(mt_backend *be, int slot, const void *w, mt_dtype w
 // Threaded bf16 -> f32 conversion.
 void mt_cpu_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
 mt_status mt_cpu_check_wdt(mt_dtype wdt, const char *op);
+// OpenBLAS's and OpenMP's threads and buffers mapped once per process, within the
+// address-space limits, or an error naming the limit (cpu_blas_reserve.c).
+mt_status mt_cpu_blas_reserve(void);
 
 // Rows per reduction block: a function of the row count only, never of the
 // thread count, so that block partial sums (added in block order) are

@@ -142,7 +142,7 @@ static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 static int use_mma(mt_backend *be, int HD, const void *a, const void *b, const void *c) {
     if (be->act_dtype != MT_BF16) return 0;
     if (HD != 32 && HD != 64 && HD != 96 && HD != 128) return 0;
-    if (getenv("MT_ATTN_SIMPLE")) return 0; // debugging aid: force the simple kernels
+    if (mt_env_flag("MT_ATTN_SIMPLE")) return 0; // debugging aid: force the simple kernels
     return aligned16(a) && aligned16(b) && (!c || aligned16(c));
 }
 

@@ -99,8 +99,10 @@ static void cuda_dev_free(mt_backend *be, void *p) {
 // of a minute for a 14B-width state on the H200 host. MT_PIN=alloc keeps the old
 // way (for comparison); either way the block is zeroed.
 static int pin_by_register(void) {
-    const char *e = getenv("MT_PIN");
-    return !(e && !strcmp(e, "alloc"));
+    static const char *const how[] = {"register", "alloc"};
+    int i = 0;
+    mt_env_choice("MT_PIN", how, 2, 0, &i); // a bad value: refused by the CLI
+    return i == 0;
 }
 
 static mt_status cuda_host_alloc(mt_backend *be, size_t bytes, void **out) {
@@ -325,11 +327,12 @@ extern "C" int mt_backend_cuda_available(void) {
 }
 
 static unsigned cuda_sync_flag(void) {
-    const char *e = getenv("MT_CUDA_SYNC");
-    if (e && !strcmp(e, "spin")) return cudaDeviceScheduleSpin;
-    if (e && !strcmp(e, "yield")) return cudaDeviceScheduleYield;
-    if (e && !strcmp(e, "auto")) return cudaDeviceScheduleAuto;
-    return cudaDeviceScheduleBlockingSync;
+    static const char *const how[] = {"block", "spin", "yield", "auto"};
+    static const unsigned flag[] = {cudaDeviceScheduleBlockingSync, cudaDeviceScheduleSpin, cudaDeviceScheduleYield,
+                                    cudaDeviceScheduleAuto};
+    int i = 0;
+    mt_env_choice("MT_CUDA_SYNC", how, 4, 0, &i); // a bad value: refused by the CLI
+    return flag[i];
 }
 
 static mt_status cuda_init(mt_cuda_ctx *ctx, int device) {
@@ -340,8 +343,9 @@ static mt_status cuda_init(mt_cuda_ctx *ctx, int device) {
         return mt_fail(MT_ERR_UNSUPPORTED, "cuda: no usable CUDA device (%s). HINT: use --backend cpu",
                        e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
     }
-    const char *env = getenv("MT_CUDA_DEVICE");
-    ctx->device = device > 0 ? device : env ? atoi(env) : 0; // device: a rank of --gpus N
+    uint64_t env_dev;
+    MT_TRY(mt_env_u64("MT_CUDA_DEVICE", 0, 4095, 0, &env_dev));
+    ctx->device = device > 0 ? device : (int)env_dev; // device: a rank of --gpus N
     if (device > 0 && device >= n)
         return mt_fail(MT_ERR_ARG, "--gpus: device %d is out of range (this machine has %d CUDA devices)", device, n);
     if (ctx->device < 0 || ctx->device >= n)

@@ -13,6 +13,7 @@
 
 extern "C" {
 #include "backend/backend.h"
+#include "core/env.h"
 #include "core/sysinfo.h"
 }
 #include "backends/cuda/cuda_check.h"

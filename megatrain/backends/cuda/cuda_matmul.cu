@@ -57,8 +57,7 @@ static void entry_release(gemm_entry *e) {
 mt_status mt_cuda_gemm_init(mt_cuda_ctx *ctx) {
     ctx->gemm_cache = (struct mt_cuda_gemm_cache *)calloc(1, sizeof *ctx->gemm_cache);
     if (!ctx->gemm_cache) return mt_fail(MT_ERR_MEMORY, "cuda: out of host memory for the GEMM cache");
-    const char *fb = getenv("MT_GEMM_FALLBACK");
-    ctx->gemm_cache->force_fallback = fb && fb[0] == '1';
+    MT_TRY(mt_env_bool("MT_GEMM_FALLBACK", 0, &ctx->gemm_cache->force_fallback));
     return MT_OK;
 }
 

@@ -37,8 +37,9 @@ static pthread_once_t nccl_once = PTHREAD_ONCE_INIT;
 static char nccl_why[600]; // why it did not load ("" once loaded)
 
 static void nccl_load(void) {
-    const char *env = getenv("MT_NCCL_LIBRARY");
-    const char *name = env && *env ? env : "libnccl.so.2";
+    const char *env = NULL;
+    mt_env_text("MT_NCCL_LIBRARY", &env); // a bad value: refused by the CLI
+    const char *name = env ? env : "libnccl.so.2";
     void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         const char *e = dlerror();

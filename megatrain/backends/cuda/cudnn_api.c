@@ -2,6 +2,7 @@
 // graph-API entry points megatrain calls (why at run time: cudnn_api.h).
 #define _GNU_SOURCE
 #include "backends/cuda/cudnn_api.h"
+#include "core/env.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -22,8 +23,9 @@ static int resolve(void *lib, const char *name, void **slot) {
 }
 
 static void load_once(void) {
-    const char *env = getenv("MT_CUDNN_LIBRARY");
-    const char *name = env && *env ? env : "libcudnn.so.9";
+    const char *env = NULL;
+    mt_env_text("MT_CUDNN_LIBRARY", &env); // a bad value: refused by the CLI
+    const char *name = env ? env : "libcudnn.so.9";
     void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         const char *e = dlerror();

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "backends/cuda/cudnn_graph.h"
+#include "core/env.h"
 
 enum {
     U_Q = 1, U_K, U_V, U_O, U_STATS, U_SCALE, U_NEG_INF, U_ONE, U_DO, U_DQ, U_DK, U_DV,
@@ -285,8 +286,11 @@ mt_status mt_cudnn_attn_create(cudaStream_t stream, mt_cudnn_attn **out) {
     if (!a) return mt_fail(MT_ERR_MEMORY, "cuDNN attention: out of host memory");
     a->api = api;
     a->stream = stream;
-    const char *det = getenv("MT_CUDNN_DETERMINISTIC");
-    a->det = det && det[0] == '1';
+    mt_status ds = mt_env_bool("MT_CUDNN_DETERMINISTIC", 0, &a->det);
+    if (ds != MT_OK) {
+        mt_cudnn_attn_destroy(a);
+        return ds;
+    }
     cudnnStatus_t st = api->Create(&a->h);
     if (st == CUDNN_STATUS_SUCCESS) st = api->SetStream(a->h, stream);
     if (st != CUDNN_STATUS_SUCCESS) {

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Every environment variable megatrain reads is parsed as strictly as an option (core/env.h,
+# cli/env_check.c): a value it cannot read is one stderr line naming the variable and the
+# value, exit 2, before anything runs; never a silent default (atoi's 0 of garbage).
+source "$(dirname "$0")/lib.sh"
+
+run=(train --model $FIX/tiny_llama --data $FIX/tokens.bin --backend cpu --batch 2 --seq-len 16 --steps 1)
+bad=(
+  "MT_SIMD=foo" "MT_SIMD=AVX2" "MT_HOST_MEM_LIMIT=abc" "MT_HOST_MEM_LIMIT=-1" "MT_HOST_MEM_LIMIT=8GiB"
+  "MT_HOST_MEM_LIMIT=0" "MT_HOST_MEM_LIMIT= 5" "MT_HOST_MEM_LIMIT=99999999999999999999999" "MT_CUDA_DEVICE=x"
+  "MT_CUDA_DEVICE=-1" "MT_CUDA_SYNC=fast" "MT_PIN=never" "MT_GEMM_FALLBACK=2" "MT_ATTN_SIMPLE=maybe"
+  "MT_CUDNN_DETERMINISTIC=si" "MT_FAULT_NO_EXCHANGE=please" "MT_FAULT_NO_SPACE_CHECK=x" "MT_FAULT_READ_PAUSE_MS=1s"
+  "MT_FAULT_KILL_AT=nowhere" "MT_FAULT_KILL_AT=staged:0" "MT_FAULT_KILL_AT=staged:x" "MT_HARDWARE_DIR=/nonexistent/hw"
+  "OMPI_COMM_WORLD_SIZE=two" "PMI_SIZE=0" "MT_SIM_VALIDATION=$(printf 'a\nb')"
+)
+for kv in "${bad[@]}"; do
+  name=${kv%%=*}
+  env "$kv" "$MT" "${run[@]}" > "$TMP/out" 2> "$TMP/err"
+  rc=$?
+  shown=$(head -c 60 "$TMP/err")
+  check "$name bad value ($shown): exit 2 (got $rc)" test "$rc" = 2
+  check "$name: one stderr line" test "$(wc -l < "$TMP/err")" = 1
+  check "$name: the line names the variable: $shown" grep -q "$name=" "$TMP/err"
+  check "$name: nothing on stdout" test ! -s "$TMP/out"
+done
+# Read the same way by eval and plan, before anything else.
+MT_SIMD=bogus "$MT" eval --model $FIX/tiny_llama --data $FIX/tokens.bin --backend cpu --batch 2 --seq-len 16 \
+  > /dev/null 2> "$TMP/err"
+rc=$?
+check "eval: exit 2 on a bad MT_SIMD (got $rc)" test "$rc" = 2
+check "eval: names it" grep -q "MT_SIMD=bogus" "$TMP/err"
+# Values it can read still run: the forms each parser takes, and empty as unset.
+good=("MT_SIMD=scalar" "MT_HOST_MEM_LIMIT=$((8 << 30))" "MT_HOST_MEM_LIMIT=" "MT_FAULT_NO_EXCHANGE=0"
+  "MT_GEMM_FALLBACK=true" "MT_CUDA_SYNC=spin" "MT_FAULT_KILL_AT=moved-aside:3")
+for kv in "${good[@]}"; do
+  env "$kv" "$MT" "${run[@]}" > "$TMP/out" 2> "$TMP/err"
+  check "$kv runs: $(tail -1 "$TMP/err")" test "$(jq -s length "$TMP/out")" = 1
+done
+finish
