@@ -89,6 +89,16 @@ def params_from_cli(steps):
 # over the timed steps of its forward, backward and optimizer step (optimizer_ms as megatrain's
 # rows name their host optimizer), and its setup before the first step, with the parts of it.
 PEER_PHASES = ("fwd_ms", "bwd_ms", "optimizer_ms", "setup_s", "setup")
+# ... and what it says of its timing and its work (baselines/peers/peer_loop.py, timing_fields;
+# peer_model.work_fields; deepspeed_zero3.ds_fields): every step's time, the window, the losses,
+# the recompute and loss-head passes where they differ from megatrain's, DeepSpeed's knobs.
+PEER_FIELDS = ("step_ms_all", "window_ms", "loss_first", "loss_last", "work", "work_differs", "ds")
+
+
+def stamp_timing(row, timing=resultslib.RATIO):
+    """The timing rule a row's times follow (resultslib/timing.py), and whether they may
+    give a ratio (a phases run's may not)."""
+    row["timing_rule"], row["timing"] = resultslib.TIMING_RULE, timing
 
 
 def peers_dir():
@@ -122,12 +132,19 @@ def run_peer(R, row, c):
         raise RunError(f"{c['peer']}: its row has no step_ms")
     row["system"], row["backend"], row["precision"] = p["system"], "cuda", p["precision"]
     row["params"], row["layers_run"], row["layers_model"] = p["params"], p["layers_run"], p["layers_model"]
+    rule = p.get("timing_rule")
+    if rule not in (None, resultslib.TIMING_RULE):  # a peer timed by another rule is no ratio's peer
+        raise RunError(f"{c['peer']}: its row follows timing rule {rule!r}, not {resultslib.TIMING_RULE} "
+                       f"(harness/resultslib/timing.py)")
+    stamp_timing(row, p.get("timing") or resultslib.RATIO)
+    if rule is None:  # a peer timing itself in its own loop (the official code): said, not assumed
+        row["timing_rule"] = None
     row["step_ms"] = {"median": s["median"], "min": s["min"], "max": s["max"], "n": c["steps"] - c["warmup"] - 1}
     row["fits"] = True
     row["peak_gpu_bytes"], row["peak_host_bytes"] = p.get("peak_gpu_bytes"), p.get("peak_host_bytes")
     row["peer"] = {"script": os.path.relpath(cmd[1], REPO) if cmd[1].startswith(REPO) else cmd[1],
                    "system": p["system"], "torch_cuda": (p.get("env") or {}).get("cuda")}
-    for k in PEER_PHASES:  # its per-phase medians and setup time, where the peer reports them
+    for k in PEER_PHASES + PEER_FIELDS:  # its per-phase medians, setup, timing and work, where it reports them
         if p.get(k) is not None:
             row[k] = p[k]
     off = p.get("official")
@@ -160,6 +177,7 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
         row["params"] = params_from_cli(steps)
         row["batch"], row["seq_len"], row["precision"] = None, None, None  # the CLI's defaults, not the sweep's
         row["step_ms"] = step_stats(steps, c["warmup"])
+        stamp_timing(row)
         row["step_ms_all"] = [s["step_ms"] for s in steps]
         row["step_ms_last"] = steps[-1]["step_ms"]
         row["loss_first"], row["loss_last"] = steps[0]["loss"], steps[-1]["loss"]
@@ -195,6 +213,7 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
             shutil.copyfile(trace, os.path.join(R.out_dir, rel))
             row["trace"] = rel
         row["step_ms"] = step_stats(steps, c["warmup"])
+        stamp_timing(row)
         row["step_ms_all"] = [s["step_ms"] for s in steps]  # every step, warm-up and last included
         row["step_ms_last"] = steps[-1]["step_ms"]
         if mode == "measured":
