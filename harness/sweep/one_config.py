@@ -41,7 +41,10 @@ def blank_row(experiment, c, env, sweep_file=None, override=None):
                        if c.get(k) not in (None, [], {})}}
 
 
-def finish_speed(row, tokens, n_all, peak):
+def finish_speed(row, tokens, n_all, peak, cfg_path=None):
+    """The row's throughput metrics (core/METRICS.md): tflops and mfu on 6 N_all (the official
+    code's), and, from the model's config at the row's depth, model_tflops and model_mfu on
+    model FLOPs (no input embedding, causal attention included)."""
     med = row["step_ms"]["median"]
     row["tokens"] = tokens
     row["tokens_per_s"] = metrics.tokens_per_s(tokens, med)
@@ -49,6 +52,12 @@ def finish_speed(row, tokens, n_all, peak):
     row["days_per_billion_tokens"] = metrics.days_per_billion_tokens(row["tokens_per_s"])
     row["mfu_peak_tflops"] = peak
     row["mfu"] = metrics.mfu(row["tflops"], peak)
+    if cfg_path and row.get("layers_run") and row.get("seq_len"):
+        with open(cfg_path) as f:
+            fpt = metrics.model_flops_of_config(json.load(f), n_all, row["layers_run"], row["seq_len"])
+        row["model_flops_per_token"] = fpt
+        row["model_tflops"] = metrics.model_tflops(fpt, tokens, med)
+        row["model_mfu"] = metrics.mfu(row["model_tflops"], peak)
 
 
 def cli_medians(row, timed):
@@ -156,7 +165,8 @@ def run_peer(R, row, c):
                 row[k] = ph[name]
         if row.get("setup") is None and isinstance(off.get("setup_s"), dict):
             row["setup"] = off["setup_s"]
-    finish_speed(row, c["batch"] * c["seq_len"], row["params"], metrics.dense_peak_tflops(row["env"].get("gpu_name")))
+    finish_speed(row, c["batch"] * c["seq_len"], row["params"], metrics.dense_peak_tflops(row["env"].get("gpu_name")),
+                 R.model_config(c, row["layers_run"])[0])
     return row
 
 
@@ -229,12 +239,12 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
             peak = profile_peak
             if c["backend"] == "sim" and not c.get("peer"):
                 row["cost_sources"] = projection_sources(c)
-        finish_speed(row, tokens, row["params"], peak)
+        finish_speed(row, tokens, row["params"], peak, cfg_path)
         cli_medians(row, steps[c["warmup"]:-1])
         return row
 
     if mode == "projected-plan":
-        _, plan = planned(R, row, c, c["hardware"])
+        cfg_path, plan = planned(R, row, c, c["hardware"])
         if not projection_fits(row, plan):
             return row
         ms = plan["step_ms"]
@@ -245,7 +255,7 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
             row["ranks"] = {k: ranks[k] for k in ("gpus", "hosts", "batch_per_gpu", "tflops_per_gpu",
                                                   "one_gpu_tokens_per_s", "scaling_efficiency", "bound",
                                                   "host_bytes_per_host", "host0_bytes")}
-        finish_speed(row, tokens, row["params"], profile_peak)
+        finish_speed(row, tokens, row["params"], profile_peak, cfg_path)
         pred = plan.get("prediction") or {}
         if isinstance(pred.get("compute_ms"), (int, float)) and ms > 0:
             row["gpu_busy_frac"], row["gpu_busy_source"] = min(1.0, pred["compute_ms"] / ms), "plan"
@@ -271,7 +281,7 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
         row["fit"]["peak_host_bytes"] = fit_rss
     row["fits"] = None  # not known from shallow runs: see `megatrain plan`
     peak = metrics.dense_peak_tflops(env.get("gpu_name")) if c["backend"] == "cuda" else None
-    finish_speed(row, tokens, row["params"], peak)
+    finish_speed(row, tokens, row["params"], peak, full_path)
     return row
 
 

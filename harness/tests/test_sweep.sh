@@ -56,6 +56,7 @@ every_row "measured rows" "$out" '
   and (.step_ms as $s | [.step_ms_all[2:4][] | . >= $s.min and . <= $s.max] | all)
   and (.loss_first | type == "number") and (.peak_host_bytes > 0) and (has("error") | not)
   and (.timing_rule | startswith("steady-window/")) and (.timing == "ratio")
+  and (.model_flops_per_token > 0) and (.model_tflops == .model_flops_per_token * .tokens / (.step_ms.median / 1e3) / 1e12)
   and (.sweep.file | endswith("ok.json")) and (.sweep.hardware_override == null)'
 [ "$(jq -s -c 'map(.system)' "$out")" = '["megatrain","zero3"]' ] && pass "one row per schedule, in the sweep's order" ||
   fail "systems: $(jq -s -c 'map(.system)' "$out")"
