@@ -12,7 +12,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(REPO, "harness"))
 import resultslib  # noqa: E402
 # the results schema, writing and statistics, as the sweep's scripts and tests name them
-from resultslib import (ENV_KEYS, RESULT_KEYS, RESULTS_SCHEMA, SIDE_FILES, median, tree_state,  # noqa: E402,F401
+from resultslib import (ENV_KEYS, RESULT_KEYS, RESULTS_SCHEMA, SIDE_FILES, TIMING_RULE, median, tree_state,  # noqa: E402,F401
                         write_jsonl)
 
 SWEEP_SCHEMA = "megatrain.sweep/1"

@@ -274,6 +274,7 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
                                                    | ({check} if check else set())))
     row["step_ms"], row["fit"] = extrapolate(runs, sorted(c["layers_fit"]), c["layers_holdout"], layers_model,
                                              per_round, check)
+    stamp_timing(row)  # each depth's run timed under the rule, the fit over their medians
     fit_rss = [runs[d]["rss"] for d in row["fit"]["depths"]]
     if all(v is not None for v in fit_rss):
         ra, rb = linfit(row["fit"]["depths"], fit_rss)
