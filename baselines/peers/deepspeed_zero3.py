@@ -155,10 +155,12 @@ def system_name(a) -> str:
 
 def cpu_threads(a) -> dict:
     """CPU Adam's threads and cores (before torch is imported: OpenMP reads OMP_NUM_THREADS
-    when it starts): the first --ds-threads cores this process may run on (all with 0), the
-    process bound to them with --ds-bind-cores. What the row records as ds.cpu_adam."""
+    when it starts): --ds-threads, else the environment's OMP_NUM_THREADS, else every core this
+    process may run on (OpenMP's own default); the process bound to the first that many with
+    --ds-bind-cores. What the row records as ds.cpu_adam."""
     cores = sorted(os.sched_getaffinity(0))
-    n = a.ds_threads or len(cores)
+    env_n = os.environ.get("OMP_NUM_THREADS", "")
+    n = a.ds_threads or (int(env_n) if env_n.isdigit() and int(env_n) > 0 else len(cores))
     if n < 1 or n > len(cores):
         raise PeerError("--ds-threads %d: this process may run on %d cores" % (n, len(cores)))
     if a.ds_bind_cores:

@@ -482,7 +482,8 @@ class TestDeepSpeedConfig(unittest.TestCase):
             a = dz.parse_args(["--config", "x.json", "--batch", "1", "--seq-len", "8", "--ds-bind-cores"])
             print(json.dumps([dz.cpu_threads(a), os.environ["OMP_NUM_THREADS"], sorted(os.sched_getaffinity(0))]))
         """) % PEERS
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout), [{"threads": 1, "bound": True, "cores": "0"}, "1", [0]])
         import deepspeed_zero3 as dz
@@ -542,6 +543,8 @@ class TestDeepSpeedCPU(TmpDir):
     CPU accelerator (gloo): the same setup() and make_step() the GPU run uses."""
 
     def test_two_steps(self):
+        """The defaults (a phases run), then the C2 grid's tuned point (layer-sized buckets, no
+        checkpointing, kept logits, bound threads) timed by the one rule: same losses."""
         try:
             import accelerate  # noqa: F401
             import deepspeed  # noqa: F401
@@ -553,27 +556,41 @@ class TestDeepSpeedCPU(TmpDir):
             sys.path.insert(0, %r)
             import common, deepspeed_zero3 as dz
             a = dz.parse_args(["--config", %r, "--layers", "2", "--batch", "2", "--seq-len", "16",
-                               "--ce-chunk", "24"])
+                               "--ce-chunk", "24"] + sys.argv[1:])
+            cpu = dz.cpu_threads(a)
             dz.load_cpu_adam_op()
             common.setup_single_rank_env()
             spec = common.load_config(a.config, a.layers)
-            timings = {}
-            engine, n = dz.setup(a, spec, dist_backend="gloo", timings=timings)
+            timings, info = {}, {}
+            engine, n = dz.setup(a, spec, dist_backend="gloo", timings=timings, info=info)
             b = common.TokenBatches("synthetic", 2, 16, spec.config.vocab_size, seed=11)
-            ph = common.Phases()  # the GPU run's per-phase timing, on DeepSpeed's CPU accelerator
-            t, rows, _ = common.run_timed(dz.make_step(engine, ph), b, warmup=0, steps=2, phases=ph)
+            ph = common.Phases() if a.phases else None  # the GPU run's per-phase timing, on DeepSpeed's CPU accelerator
+            t, rows, w = common.run_timed(dz.make_step(engine, ph), b, warmup=0, steps=2, phases=ph)
             f = common.phase_fields(rows, dict(timings, total_s=2.0))
-            assert all(f[k] > 0 for k in ("fwd_ms", "bwd_ms", "optimizer_ms")), f
+            if a.phases:
+                assert all(f[k] > 0 for k in ("fwd_ms", "bwd_ms", "optimizer_ms")), f
             assert set(f["setup"]) == {"model_build_s", "engine_init_s"}, f
-            print(json.dumps({"n": n, "rows": rows}))
+            f.update(common.timing_fields(rows, w, a.phases), **dz.ds_fields(a, info["cfg"], cpu, 2, info["recomputed"]))
+            print(json.dumps({"n": n, "rows": rows, "fields": f}))
         """) % (PEERS, cfg)
         env = dict(os.environ, DS_ACCELERATOR="cpu")
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900, env=env)
-        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
-        out = json.loads(r.stdout.strip().splitlines()[-1])
-        self.assertEqual(out["n"], qwen2_params(TINY, 2, False))
-        for row in out["rows"]:
-            self.assertTrue(np.isfinite(row["loss"]) and row["grad_norm"] > 0)
+        out = {}
+        for name, extra in (("defaults", ["--phases"]),
+                            ("tuned", ["--ds-layer-sized", "--ds-bind-cores", "--no-checkpointing", "--ce-keep-logits"])):
+            r = subprocess.run([sys.executable, "-c", code] + extra, capture_output=True, text=True, timeout=900, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            out[name] = json.loads(r.stdout.strip().splitlines()[-1])
+            self.assertEqual(out[name]["n"], qwen2_params(TINY, 2, False))
+            for row in out[name]["rows"]:
+                self.assertTrue(np.isfinite(row["loss"]) and row["grad_norm"] > 0)
+        d, t = out["defaults"]["fields"], out["tuned"]["fields"]
+        self.assertEqual((d["timing"], t["timing"], t["timing_rule"]), ("phases", "ratio", common.TIMING_RULE))
+        self.assertEqual((d["work"]["recomputed_layers"], t["work"]["recomputed_layers"]), (1, 0))
+        self.assertEqual((len(d["work_differs"]), len(t["work_differs"])), (1, 1))  # tuned: recomputes none of 2
+        self.assertTrue(t["ds"]["cpu_adam"]["bound"] and not t["ds"]["activation_checkpointing"])
+        self.assertIn("stage3_prefetch_bucket_size", t["ds"]["zero_optimization"])
+        for x, y in zip(out["defaults"]["rows"], out["tuned"]["rows"]):
+            self.assertAlmostEqual(x["loss"], y["loss"], places=3)
 
 
 # The official-code peer (megatrain_official.py): test_official.py.
