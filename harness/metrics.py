@@ -25,6 +25,30 @@ def tflops(params: float, tokens: float, step_ms: float) -> float:
     return 6.0 * params * tokens / (step_ms / 1e3) / 1e12
 
 
+def params_model(params: float, vocab: float, hidden: float, tied: bool) -> float:
+    """The parameters whose FLOPs a token costs: all but the input embedding (tied: kept, it is the head)."""
+    return params if tied else params - vocab * hidden
+
+
+def model_flops_per_token(params_model_: float, layers: float, heads: float, head_dim: float,
+                          seq_len: float) -> float:
+    """6 * N_model + 6 * L * NH * HD * T: PaLM's model FLOPs with its attention term halved (causal)."""
+    return 6.0 * params_model_ + 6.0 * layers * heads * head_dim * seq_len
+
+
+def model_tflops(flops_per_token: float, tokens: float, step_ms: float) -> float:
+    return flops_per_token * tokens / (step_ms / 1e3) / 1e12
+
+
+def model_flops_of_config(cfg: dict, params: float, layers: int, seq_len: int) -> float:
+    """model_flops_per_token of an HF config.json's model at `layers` layers (head_dim from the
+    config where it says one, else hidden / heads)."""
+    h, heads = cfg["hidden_size"], cfg["num_attention_heads"]
+    hd = cfg.get("head_dim") or h // heads
+    n = params_model(params, cfg["vocab_size"], h, bool(cfg.get("tie_word_embeddings")))
+    return model_flops_per_token(n, layers, heads, hd, seq_len)
+
+
 def mfu(tflops_: float, peak_tflops: Optional[float]) -> Optional[float]:
     """tflops over the device's dense bf16 peak; None when the peak is unknown."""
     return tflops_ / peak_tflops if peak_tflops else None

@@ -12,11 +12,13 @@ megatrain's own rows (docs/DESIGN.md#metrics and docs/DESIGN.md#results):
     hidden states in token chunks, each chunk checkpointed, so no peer holds a
     full (B*T) x V logits tensor (like megatrain's chunked CE and the official
     code's 128-token loss head). The head's forward runs again for each chunk
-    in backward: 2*V*d extra FLOPs per token, not counted in tflops;
+    in backward (2*V*d extra FLOPs per token, not counted in tflops) unless
+    --ce-keep-logits; the row's `work` and `work_differs` say which;
   * AdamW hyper-parameters: lr 3e-4, wd 0.1 on >=2-D tensors only, betas
     0.9/0.95, eps 1e-8, clip 1.0 (global L2 norm);
-  * timing: median/min/max over >=5 steps after >=2 warm-up steps, each step
-    bracketed by torch.cuda.synchronize();
+  * timing: the one rule of megatrain's rows (harness/resultslib/timing.py): batches staged
+    before the window, >=2 warm-up steps, >=5 timed, one last step dropped, a synchronize at
+    the window's edges only (CUDA events between steps); per-phase times only with --phases;
   * metrics: tflops = 6 * N_all * tokens / step_time (N_all = every parameter
     of the model that ran, embedding and head included, a tied matrix once);
     mfu against the dense bf16 peak: harness/metrics.py and megatrain/core/METRICS.md
@@ -50,14 +52,15 @@ import peer_base  # noqa: F401  (first: T0, and harness/ on sys.path)
 from peer_base import (BETA1, BETA2, EPS, GRAD_CLIP, LR, MIN_STEPS, MIN_WARMUP, ROOT, T0,  # noqa: F401
                        WEIGHT_DECAY, PeerError, log, skip)
 from peer_data import TokenBatches  # noqa: F401
-from peer_loop import Phases, phase_fields, run_and_report, run_timed, train_step_torch  # noqa: F401
+from peer_loop import (Phases, phase_fields, run_and_report, run_timed, timing_fields,  # noqa: F401
+                       train_step_torch)
 from peer_model import (ModelSpec, adamw_param_groups, build_model, check_host_budget,  # noqa: F401
                         checkpoint_each_layer, chunked_ce_mean, count_params, count_params_meta,
-                        decoder_layers, host_mem_available, load_config, make_loss_model)
+                        decoder_layers, host_mem_available, load_config, make_loss_model, work_fields)
 from peer_results import (ENV_KEYS, RESULT_KEYS, SCHEMA, append_jsonl, collect_env,  # noqa: F401
                           dense_peak_tflops, error_row, make_row, peak_host_bytes, report,
                           step_stats_ms, throughput, write_jsonl)
-from resultslib import load_avg  # noqa: F401  (the 1-minute load average, beside timings on a shared machine)
+from resultslib import TIMING_RULE, load_avg  # noqa: F401  (the rule of every timing; the 1-minute load average)
 
 
 # ------------------------------------------------------------------------ CLI
@@ -77,6 +80,14 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--ce-chunk", type=int, default=4096, help="tokens per loss-head chunk")
     ap.add_argument("--experiment", default="peers")
     ap.add_argument("--out", default=None, help="append the results row to this .jsonl")
+    ap.add_argument("--phases", action="store_true",
+                    help="time forward, backward and optimizer apart (a synchronize between them): a separate "
+                         "run whose row is marked timing 'phases', never one that gives a ratio")
+    ap.add_argument("--ce-keep-logits", action="store_true",
+                    help="keep each loss chunk's logits for backward (the head's forward once, as megatrain) "
+                         "instead of recomputing them (B*T*V*4 bytes of GPU memory)")
+    ap.add_argument("--checkpoint-last", action="store_true",
+                    help="checkpoint the last layer too (HF's gradient_checkpointing; megatrain keeps its activations)")
     ap.add_argument("--allow-short", action="store_true",
                     help="permit fewer than 2 warm-up / 5 timed steps (smoke tests only)")
 

@@ -102,9 +102,8 @@ def main(argv=None) -> int:
         t = time.time()
         model = common.build_model(spec, dtype=master_dtype, seed=a.seed, device=init_dev)
         n_params = common.count_params(model)
-        if not a.no_checkpointing:
-            common.checkpoint_each_layer(model)
-        loss_model = common.make_loss_model(model, a.ce_chunk)
+        recomputed = 0 if a.no_checkpointing else common.checkpoint_each_layer(model, keep_last=not a.checkpoint_last)
+        loss_model = common.make_loss_model(model, a.ce_chunk, recompute_head=not a.ce_keep_logits)
 
         timings["model_build_s"] = time.time() - t
         t = time.time()
@@ -127,7 +126,7 @@ def main(argv=None) -> int:
         loss_model.train()
         torch.cuda.reset_peak_memory_stats()
 
-        phases = common.Phases(device)
+        phases = common.Phases(device) if a.phases else None
 
         def step(x, y):
             return common.train_step_torch(loss_model, optimizer, params, x, y, common.GRAD_CLIP, phases=phases)
@@ -135,7 +134,8 @@ def main(argv=None) -> int:
         system = PROG if a.adam == "default" else "%s_%sadam" % (PROG, a.adam)
         if a.no_checkpointing:
             system += "_noac"
-        common.run_and_report(a, PROG, system, spec, n_params, step, batches, device, phases, timings)
+        common.run_and_report(a, PROG, system, spec, n_params, step, batches, device, phases, timings,
+                              common.work_fields(spec.layers_run, recomputed, 1 if a.ce_keep_logits else 2))
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

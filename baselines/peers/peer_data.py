@@ -60,6 +60,16 @@ class TokenBatches:
         self.cursor += self.B * self.T
         return w
 
+    def stage(self, n: int, device=None) -> list:
+        """The next `n` batches, made before a timed window (the timing rule,
+        harness/resultslib/timing.py): on a CUDA device each is pinned, copied and the
+        copies finished here, so that no step of the window makes, pins or copies its data."""
+        import torch
+        out = [self.next_batch(device) for _ in range(n)]
+        if device is not None and str(device).startswith("cuda"):
+            torch.cuda.synchronize()
+        return out
+
     def next_batch(self, device=None):
         """(inputs, targets), each a [B, T] int64 torch tensor."""
         import torch

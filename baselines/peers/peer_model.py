@@ -129,15 +129,19 @@ def decoder_layers(model):
     return layers
 
 
-def checkpoint_each_layer(model) -> int:
+def checkpoint_each_layer(model, keep_last: bool = True) -> int:
     """Activation checkpointing per decoder layer: wraps each layer in
     torch.distributed's checkpoint_wrapper (non-reentrant, torchtitan's recipe);
-    a wrapped layer keeps its input, recomputes its forward in backward."""
+    a wrapped layer keeps its input, recomputes its forward in backward. keep_last: the
+    last layer is not wrapped (its backward follows its forward at once, so it keeps its
+    activations: megatrain's step recomputes every layer but the last alike).
+    Returns the number of layers recomputed."""
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
     layers = decoder_layers(model)
-    for i in range(len(layers)):
+    n = len(layers) - 1 if keep_last and len(layers) > 1 else len(layers)
+    for i in range(n):
         layers[i] = checkpoint_wrapper(layers[i])
-    return len(layers)
+    return n
 
 
 def _ce_chunk_sum(h, t, head):
@@ -146,21 +150,42 @@ def _ce_chunk_sum(h, t, head):
     return F.cross_entropy(logits, t, reduction="sum")
 
 
-def chunked_ce_mean(hidden, head, targets, chunk: int):
-    """Mean CE over all tokens: logits of `chunk` tokens at a time in fp32,
-    each chunk checkpointed (only its hidden slice is saved)."""
+def chunked_ce_mean(hidden, head, targets, chunk: int, recompute: bool = True):
+    """Mean CE over all tokens: logits of `chunk` tokens at a time in fp32, each chunk
+    checkpointed (only its hidden slice is saved; the head's forward runs again in
+    backward), or with recompute False kept (the head's forward once, every chunk's
+    logits held until backward: B*T*V*4 bytes)."""
     from torch.utils.checkpoint import checkpoint
     h = hidden.reshape(-1, hidden.shape[-1])
     t = targets.reshape(-1)
     n = h.shape[0]
     total = None
     for i in range(0, n, chunk):
-        part = checkpoint(_ce_chunk_sum, h[i:i + chunk], t[i:i + chunk], head, use_reentrant=False)
+        if recompute:
+            part = checkpoint(_ce_chunk_sum, h[i:i + chunk], t[i:i + chunk], head, use_reentrant=False)
+        else:
+            part = _ce_chunk_sum(h[i:i + chunk], t[i:i + chunk], head)
         total = part if total is None else total + part
     return total / n
 
 
-def make_loss_model(model, ce_chunk: int):
+def work_fields(layers_run: int, recomputed_layers: int, head_forwards: int) -> dict:
+    """What a peer's step computes beside its model FLOPs, and where that differs from
+    megatrain's step (which recomputes every layer but the last, and runs the loss head's
+    forward once: engine/head.c consumes d(logits) at once): `work` and `work_differs`
+    (empty when the step does the same work)."""
+    differs = []
+    if recomputed_layers != max(layers_run - 1, 0):
+        differs.append("recomputes %d of %d layers (megatrain %d)" % (recomputed_layers, layers_run,
+                                                                      max(layers_run - 1, 0)))
+    if head_forwards != 1:
+        differs.append("the loss head's forward runs %d times (checkpointed chunked loss; megatrain once)"
+                       % head_forwards)
+    return {"work": {"recomputed_layers": recomputed_layers, "loss_head_forwards": head_forwards},
+            "work_differs": differs}
+
+
+def make_loss_model(model, ce_chunk: int, recompute_head: bool = True):
     """Wraps an HF causal LM as a module whose forward(input_ids, targets)
     returns the mean CE, computed from the decoder's last hidden state in chunks.
     FSDP2 shards this wrapper as its root, DeepSpeed wraps it as its module."""
@@ -171,12 +196,14 @@ def make_loss_model(model, ce_chunk: int):
             super().__init__()
             self.lm = lm
             self.chunk = int(chunk)
+            self.recompute_head = bool(recompute_head)
 
         def forward(self, input_ids, targets):
             base = getattr(self.lm, self.lm.base_model_prefix)
             out = base(input_ids=input_ids, use_cache=False)
             hidden = out[0] if isinstance(out, tuple) else out.last_hidden_state
-            return chunked_ce_mean(hidden, self.lm.get_output_embeddings(), targets, self.chunk)
+            return chunked_ce_mean(hidden, self.lm.get_output_embeddings(), targets, self.chunk,
+                                   self.recompute_head)
 
     if ce_chunk < 1:
         raise PeerError("--ce-chunk must be >= 1")

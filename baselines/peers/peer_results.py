@@ -46,6 +46,15 @@ def throughput(params: int, batch: int, seq_len: int, step_ms_median: float,
     }
 
 
+def model_throughput(spec, params: int, tokens: int, seq_len: int, step_ms_median: float,
+                     gpu_name: Optional[str]) -> dict:
+    """model_flops_per_token, model_tflops and model_mfu (core/METRICS.md: no input embedding,
+    causal attention included) of the model that ran, at its depth."""
+    fpt = metrics.model_flops_of_config(spec.config.to_dict(), params, spec.layers_run, seq_len)
+    mt = metrics.model_tflops(fpt, tokens, step_ms_median)
+    return {"model_flops_per_token": fpt, "model_tflops": mt, "model_mfu": metrics.mfu(mt, dense_peak_tflops(gpu_name))}
+
+
 def peak_host_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux: KiB
 
@@ -132,6 +141,8 @@ def report(a, prog: str, system: str, spec, n_params: int, times, peak_gpu: int,
         layers_run=spec.layers_run, layers_model=spec.layers_model, batch=a.batch,
         seq_len=a.seq_len, precision=a.precision, step_times_s=times,
         peak_gpu=peak_gpu, peak_host=peak_host_bytes(), env=collect_env())
+    row.update(model_throughput(spec, n_params, a.batch * a.seq_len, a.seq_len, row["step_ms"]["median"],
+                                row["env"].get("gpu_name")))
     row.update(extras or {})
     if a.out:
         append_jsonl(a.out, row)

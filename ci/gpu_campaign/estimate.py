@@ -34,6 +34,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "harness", "sweep"))
 import megatrain_cli  # noqa: E402
 import sweeps  # noqa: E402
+import parts  # noqa: E402  (ci/gpu_campaign: beside this file)
 
 START_S = 30
 PACK_S = 5
@@ -82,6 +83,11 @@ class Planner:
         return self.cache[key]
 
 
+def expand_keys(path):
+    """[(config key, configuration)] of a sweep file (a path from the repo root): parts.step_keys'."""
+    return [(sweeps.config_key(c), c) for c in sweeps.expand(sweeps.load(os.path.join(REPO, path)))]
+
+
 def setup_s(params):
     return params * SETUP_NS_PER_PARAM_CORE * 1e-9 / GPU_CORES + PROCESS_S
 
@@ -116,7 +122,8 @@ def step_s(P, st, left=None):
     configuration that no longer fits (run.py --deadline), and says which it leaves out."""
     if st["kind"] == "sweep":
         s = sweeps.load(os.path.join(REPO, st["sweep"]))
-        cs = [c for c in sweeps.expand(s) if not st.get("keys") or sweeps.config_key(c) in st["keys"]]
+        keys = st.get("keys") or parts.step_keys(st, expand_keys)
+        cs = [c for c in sweeps.expand(s) if not keys or sweeps.config_key(c) in keys]
         t, runs, cut, kinds = 0.0, 0, [], set()
         for c in cs:
             x, k = config_s(P, c)
@@ -133,6 +140,8 @@ def step_s(P, st, left=None):
             basis += "; not reached in the budget: " + ", ".join(cut)
         return t, basis
     t = st.get("allow_s", 0)
+    if st["kind"] == "peers" and st.get("basis"):
+        return t, st["basis"]
     if st["kind"] == "peers":
         return t, ("measured 53 s for pip + DeepSpeed's cpu_adam JIT build; the official code's prepare "
                    "beside it: an allowance" if st.get("official") else "measured 53 s: pip + cpu_adam JIT build")

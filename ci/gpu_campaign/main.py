@@ -201,7 +201,8 @@ def completion(p, slug, results_dir=None):
         if st["kind"] != "sweep":
             continue
         s = estimate.sweeps.load(os.path.join(REPO, st["sweep"]))
-        cs = [estimate.sweeps.config_key(c) for c in estimate.sweeps.expand(s)]
+        own = parts.step_keys(st, estimate.expand_keys)  # a part running part of its sweep: that part
+        cs = [k for k in (estimate.sweeps.config_key(c) for c in estimate.sweeps.expand(s)) if own is None or k in own]
         have = filed_keys(s["experiment"], slug, results_dir)
         missing = [k for k in cs if k not in have]
         if missing:
@@ -231,9 +232,13 @@ def plan_next(P, slug, budget_s, campaign_dir=None, results_dir=None):
         if p["name"] in done and not keys:
             continue
         t = estimate.part(P, completion_part(p, keys) if keys else p)[0] - estimate.START_S
+        if p.get("alone") and chosen:  # it shares its lease with its partner part, not with these
+            continue
         if t <= left:
             chosen.append((p, t, keys))
             left -= t
+            if p.get("alone"):  # the lease's other call is its partner's (C2a, then C2b)
+                break
     return chosen
 
 

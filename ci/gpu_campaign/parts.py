@@ -25,6 +25,9 @@ not the part), and per kind:
   attention_profile  the profile of this GPU with the attention tables the lab and
               torch steps before it measured (calibrate_profile.py --attention) (allow_s)
   sanitizer   compute-sanitizer --tool <tool> BIN/test_backend_ops --backend cuda --no-deliberate-errors
+A part marked `alone` runs by itself in its call of `next` (C2a and C2b: the two calls of one
+lease, the second named explicitly: `gpu_campaign.sh C2b`, since nothing is filed between them);
+a sweep step's `where` runs part of its sweep (step_keys), so that both calls write one experiment.
 `allow_s` is what the step took on the H200 leases (2026-11-25/26 summaries) where it ran
 there, an allowance (seconds) where it has not. Sweep steps are estimated from their
 configurations' `expect_s` (measured wall times) or `megatrain plan` (estimate.py). A part's
@@ -82,9 +85,23 @@ def gpu_tests():
     ]
 
 
-def sweep(path, timeout_s):
+def sweep(path, timeout_s, where=None):
+    """A sweep step; `where` ({field: [values]}, as a claim's): only the sweep's configurations
+    that match it (step_keys), so that two parts can run one experiment's sweep in halves."""
     name = path.rsplit("/", 1)[-1].removesuffix(".json")
-    return {"name": name, "kind": "sweep", "sweep": path, "timeout_s": timeout_s}
+    st = {"name": name, "kind": "sweep", "sweep": path, "timeout_s": timeout_s}
+    if where:
+        st["where"] = where
+    return st
+
+
+def step_keys(st, expand):
+    """The config keys a sweep step runs: those of its sweep's configurations matching its
+    `where` (expand: path -> [(key, configuration)], the sweep's expansion); None: all."""
+    if not st.get("where"):
+        return None
+    ok = lambda c: all(c.get(k) in (v if isinstance(v, list) else [v]) for k, v in st["where"].items())
+    return [k for k, c in expand(st["sweep"]) if ok(c)]
 
 
 C2_MODEL = "experiments/models/qwen2.5-14b.json"
@@ -103,6 +120,19 @@ def peers_setup():
                          "seed": 1}}
 
 
+ALLOW_DS_SETUP = 41  # measured (2026-11-26): pip 1.2 s, DeepSpeed's CPU Adam JIT build 39.8 s
+C2_SWEEP = "experiments/sweeps/gpu_c2_matched.json"
+# Each C2 call's steps and packing: with the 30 s start and 5 s packing, 6 and 7 minutes; the two
+# calls 13 of a 15-minute lease (the rest: the transfers and the wait between the calls).
+C2A_BUDGET_S, C2B_BUDGET_S = 340, 410
+
+
+def ds_setup():
+    """peers_setup for DeepSpeed alone: the wheels and its CPU Adam op (no official code)."""
+    return {"name": "peers_setup", "kind": "peers", "timeout_s": 120, "allow_s": ALLOW_DS_SETUP,
+            "basis": "measured 41 s (2026-11-26): pip 1.2 s + the cpu_adam JIT build 39.8 s"}
+
+
 def cpu_adam():
     return {"name": "cpu_adam", "kind": "cpu_adam", "timeout_s": 60, "allow_s": ALLOW_CPU_ADAM,
             "basis": "allowance: imports + 3 rounds over 4x the LLC (not yet run on a GPU host)",
@@ -115,6 +145,18 @@ def copybench():
 
 
 PARTS = [
+    {"name": "C2a",
+     "what": "C2 matched (issue 37), first call: batch 16, both mixed, one timing rule: megatrain mixed vs "
+             "DeepSpeed ZeRO-3 offload tuned by its guidance (layer-sized prefetch, CPU Adam bound to 16 cores, "
+             "no activation checkpointing, logits kept), its defaults, and ZeRO-Offload++ ratio 0.5",
+     "budget_s": C2A_BUDGET_S, "alone": True,
+     "steps": [machine(), ds_setup(), sweep(C2_SWEEP, 300, where={"batch": [16]})]},
+    {"name": "C2b",
+     "what": "C2 matched, second call: batch 64 and up, both mixed: megatrain mixed vs DeepSpeed tuned at 64, "
+             "DeepSpeed tuned at 128; then as far as the call goes (the rest `next` runs later): megatrain at "
+             "128, DeepSpeed at 256 (the largest our model of its memory fits), its defaults at 64, megatrain at 256",
+     "budget_s": C2B_BUDGET_S, "alone": True,
+     "steps": [machine(), ds_setup(), sweep(C2_SWEEP, 370, where={"batch": [64, 128, 256]})]},
     {"name": "A",
      "what": "CUDA op tests (cuDNN required) and whole-model parity on CUDA; microbenchmarks "
              "(pinned/pageable/bidirectional copies, GEMM forward and backward, memory-bound kernels, attention at "

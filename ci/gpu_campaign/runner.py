@@ -18,6 +18,7 @@ import threading
 import time
 
 import dryrun
+import estimate
 import pack
 import parts
 
@@ -192,9 +193,14 @@ def step_microbench(ctx, st, log, timeout):
 
 
 def step_sweep(ctx, st, log, timeout):
-    path, note, keys = st["sweep"], None, ctx.sweep_keys.get(st["name"])
+    path, note = st["sweep"], None
+    keys = ctx.sweep_keys.get(st["name"])
     if keys:
         say(f"  completing the part: {len(keys)} configuration(s) of {st['sweep']}")
+    else:
+        keys = parts.step_keys(st, estimate.expand_keys)  # the step's share of its sweep (`where`)
+        if keys:
+            say(f"  {len(keys)} configuration(s) of {st['sweep']} (where {json.dumps(st['where'])})")
     if ctx.dry:
         path, dropped = dryrun.tiny_sweep_file(os.path.join(REPO, st["sweep"]), ctx.path("sweeps"), keys)
         if dropped:

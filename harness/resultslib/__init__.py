@@ -18,6 +18,7 @@ whose python3 has no package registry (stdlib and torch). Each script puts
                tree_state)
   stats.py     step statistics (median; median/min/max over timed steps) and the host's
                load average recorded beside timings
+  timing.py    the one timing rule of every system's step times (steady_steps, RULE)
   profiles.py  experiments/hardware/NAME.json by name, and which profile describes the
                machine of a GPU: the names each profile matches are in the profile itself
                (gpu.name_match), read here and by the C planner alike
@@ -31,4 +32,5 @@ from .rows import (ENV_KEYS, RESULT_KEYS, RESULTS_SCHEMA, SIDE_FILES, RowsError,
 from .schema import MODES, row_problems  # noqa: F401
 from . import safepath, schema  # noqa: F401
 from .stats import load_avg, median, spread, step_stats  # noqa: F401
+from .timing import PHASES, RATIO, RULE as TIMING_RULE, steady_steps, total_steps  # noqa: F401
 from .profiles import REPO, hardware_dir, hardware_profile, profile_of_gpu, profiles, same_gpu  # noqa: F401

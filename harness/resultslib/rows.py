@@ -76,8 +76,10 @@ def append_jsonl(path, row):
 
 # ---------------------------------------------------------------- filters
 def ok(r, need="tokens_per_s"):
-    """A row with a timing: no error, step_ms set, and the figure `need` computed."""
-    return "error" not in r and r.get("step_ms") and r.get(need) is not None
+    """A row with a timing: no error, step_ms set, and the figure `need` computed; never a
+    row timed with per-phase synchronizes (timing "phases", resultslib/timing.py): its step
+    times carry the timers' cost, so no ratio or figure is taken from it."""
+    return "error" not in r and r.get("timing") != "phases" and r.get("step_ms") and r.get(need) is not None
 
 
 def field(r, path):

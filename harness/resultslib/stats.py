@@ -1,5 +1,6 @@
 """Step statistics (the median over the timed steps, with min and max), and the host's
 load beside them."""
+from .timing import steady_steps
 
 
 def median(xs):
@@ -20,7 +21,7 @@ def step_stats(steps, warmup):
     """docs/DESIGN.md#metrics: median over the steps after the warm-up, with min and max. The last
     step is left out of the steady state: it ends the run with the optimizer pass that
     no next step overlaps (the CLI counts it in that step), so it is reported apart."""
-    return spread([s["step_ms"] for s in steps[warmup:-1]], n=True)
+    return spread(steady_steps([s["step_ms"] for s in steps], warmup), n=True)
 
 
 def load_avg():

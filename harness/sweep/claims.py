@@ -199,8 +199,8 @@ def t_ratio(spec, rows, ctx):
     allowance = noise(m) + noise(z)
     c = {"ratio": ratio, "num": enrich(m), "den": enrich(z), "same_batch": ""}
     same = [r for r in den if r.get("batch") == m.get("batch")]
-    if same:
-        c["same_batch"] = f"; at batch {m['batch']}: {m[metric] / same[0][metric]:.2f}x"
+    if same:  # against the denominator's fastest configuration at that batch (a peer's grid)
+        c["same_batch"] = f"; at batch {m['batch']}: {m[metric] / best(same, metric)[metric]:.2f}x"
     out = outcome_at_least(ratio, spec["at_least"], allowance)
     return fmt(spec.get("ours", "{ratio:.2f}x best/best{same_batch}"), c), [m, z], out, allowance
 

@@ -12,8 +12,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(REPO, "harness"))
 import resultslib  # noqa: E402
 # the results schema, writing and statistics, as the sweep's scripts and tests name them
-from resultslib import (ENV_KEYS, RESULT_KEYS, RESULTS_SCHEMA, SIDE_FILES, median, safepath,  # noqa: E402,F401
-                        tree_state, write_jsonl)
+from resultslib import (ENV_KEYS, RESULT_KEYS, RESULTS_SCHEMA, SIDE_FILES, TIMING_RULE, median,  # noqa: E402,F401
+                        safepath, tree_state, write_jsonl)
 
 SWEEP_SCHEMA = "megatrain.sweep/1"
 

@@ -4,7 +4,7 @@ step time fitted linear in depth with the error of a held-out depth.
 """
 import common  # noqa: F401  (puts harness/ on sys.path: resultslib)
 from megatrain_cli import RunError
-from resultslib import median, spread
+from resultslib import median, spread, steady_steps
 
 
 def linfit(xs, ys):
@@ -29,7 +29,7 @@ def measure_depths(R, c, depths):
         med = {}
         for d in (depths if r % 2 == 0 else depths[::-1]):
             steps = R.train(c, paths[d])
-            t = [s["step_ms"] for s in steps[c["warmup"]:-1]]  # step_stats' steady state
+            t = steady_steps([s["step_ms"] for s in steps], c["warmup"])  # the one timing rule's steady state
             timed[d] += t
             med[d] = median(t)
             got = [s["peak_rss_bytes"] for s in steps if isinstance(s.get("peak_rss_bytes"), (int, float))]

@@ -43,7 +43,10 @@ def blank_row(experiment, c, env, sweep_file=None, override=None):
     return row
 
 
-def finish_speed(row, tokens, n_all, peak):
+def finish_speed(row, tokens, n_all, peak, cfg_path=None):
+    """The row's throughput metrics (core/METRICS.md): tflops and mfu on 6 N_all (the official
+    code's), and, from the model's config at the row's depth, model_tflops and model_mfu on
+    model FLOPs (no input embedding, causal attention included)."""
     med = row["step_ms"]["median"]
     row["tokens"] = tokens
     row["tokens_per_s"] = metrics.tokens_per_s(tokens, med)
@@ -51,6 +54,12 @@ def finish_speed(row, tokens, n_all, peak):
     row["days_per_billion_tokens"] = metrics.days_per_billion_tokens(row["tokens_per_s"])
     row["mfu_peak_tflops"] = peak
     row["mfu"] = metrics.mfu(row["tflops"], peak)
+    if cfg_path and row.get("layers_run") and row.get("seq_len"):
+        with open(cfg_path) as f:
+            fpt = metrics.model_flops_of_config(json.load(f), n_all, row["layers_run"], row["seq_len"])
+        row["model_flops_per_token"] = fpt
+        row["model_tflops"] = metrics.model_tflops(fpt, tokens, med)
+        row["model_mfu"] = metrics.mfu(row["model_tflops"], peak)
 
 
 def cli_medians(row, timed):
@@ -91,6 +100,16 @@ def params_from_cli(steps):
 # over the timed steps of its forward, backward and optimizer step (optimizer_ms as megatrain's
 # rows name their host optimizer), and its setup before the first step, with the parts of it.
 PEER_PHASES = ("fwd_ms", "bwd_ms", "optimizer_ms", "setup_s", "setup")
+# ... and what it says of its timing and its work (baselines/peers/peer_loop.py, timing_fields;
+# peer_model.work_fields; deepspeed_zero3.ds_fields): every step's time, the window, the losses,
+# the recompute and loss-head passes where they differ from megatrain's, DeepSpeed's knobs.
+PEER_FIELDS = ("step_ms_all", "window_ms", "loss_first", "loss_last", "work", "work_differs", "ds")
+
+
+def stamp_timing(row, timing=resultslib.RATIO):
+    """The timing rule a row's times follow (resultslib/timing.py), and whether they may
+    give a ratio (a phases run's may not)."""
+    row["timing_rule"], row["timing"] = resultslib.TIMING_RULE, timing
 
 
 def peers_dir():
@@ -130,12 +149,19 @@ def run_peer(R, row, c):
         raise RunError(f"{c['peer']}: its row's " + "; ".join(bad))
     row["system"], row["backend"], row["precision"] = p["system"], "cuda", p["precision"]
     row["params"], row["layers_run"], row["layers_model"] = p["params"], p["layers_run"], p["layers_model"]
+    rule = p.get("timing_rule")
+    if rule not in (None, resultslib.TIMING_RULE):  # a peer timed by another rule is no ratio's peer
+        raise RunError(f"{c['peer']}: its row follows timing rule {rule!r}, not {resultslib.TIMING_RULE} "
+                       f"(harness/resultslib/timing.py)")
+    stamp_timing(row, p.get("timing") or resultslib.RATIO)
+    if rule is None:  # a peer timing itself in its own loop (the official code): said, not assumed
+        row["timing_rule"] = None
     row["step_ms"] = {"median": s["median"], "min": s["min"], "max": s["max"], "n": c["steps"] - c["warmup"] - 1}
     row["fits"] = True
     row["peak_gpu_bytes"], row["peak_host_bytes"] = p.get("peak_gpu_bytes"), p.get("peak_host_bytes")
     row["peer"] = {"script": os.path.relpath(cmd[1], REPO) if cmd[1].startswith(REPO) else cmd[1],
                    "system": p["system"], "torch_cuda": (p.get("env") or {}).get("cuda")}
-    for k in PEER_PHASES:  # its per-phase medians and setup time, where the peer reports them
+    for k in PEER_PHASES + PEER_FIELDS:  # its per-phase medians, setup, timing and work, where it reports them
         if p.get(k) is not None:
             row[k] = p[k]
     if p.get("attention_impl"):  # the attention the peer ran (megatrain_official.py: flash_attention_2 or sdpa)
@@ -149,7 +175,8 @@ def run_peer(R, row, c):
                 row[k] = ph[name]
         if row.get("setup") is None and isinstance(off.get("setup_s"), dict):
             row["setup"] = off["setup_s"]
-    finish_speed(row, c["batch"] * c["seq_len"], row["params"], metrics.dense_peak_tflops(row["env"].get("gpu_name")))
+    finish_speed(row, c["batch"] * c["seq_len"], row["params"], metrics.dense_peak_tflops(row["env"].get("gpu_name")),
+                 R.model_config(c, row["layers_run"])[0])
     return row
 
 
@@ -170,6 +197,7 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
         row["params"] = params_from_cli(steps)
         row["batch"], row["seq_len"], row["precision"] = None, None, None  # the CLI's defaults, not the sweep's
         row["step_ms"] = step_stats(steps, c["warmup"])
+        stamp_timing(row)
         row["step_ms_all"] = [s["step_ms"] for s in steps]
         row["step_ms_last"] = steps[-1]["step_ms"]
         row["loss_first"], row["loss_last"] = steps[0]["loss"], steps[-1]["loss"]
@@ -205,6 +233,7 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
             shutil.copyfile(trace, os.path.join(R.out_dir, rel))
             row["trace"] = rel
         row["step_ms"] = step_stats(steps, c["warmup"])
+        stamp_timing(row)
         row["step_ms_all"] = [s["step_ms"] for s in steps]  # every step, warm-up and last included
         row["step_ms_last"] = steps[-1]["step_ms"]
         if mode == "measured":
@@ -220,12 +249,12 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
             peak = profile_peak
             if c["backend"] == "sim" and not c.get("peer"):
                 row["cost_sources"] = projection_sources(c)
-        finish_speed(row, tokens, row["params"], peak)
+        finish_speed(row, tokens, row["params"], peak, cfg_path)
         cli_medians(row, steps[c["warmup"]:-1])
         return row
 
     if mode == "projected-plan":
-        _, plan = planned(R, row, c, c["hardware"])
+        cfg_path, plan = planned(R, row, c, c["hardware"])
         if not projection_fits(row, plan):
             return row
         ms = plan["step_ms"]
@@ -236,7 +265,7 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
             row["ranks"] = {k: ranks[k] for k in ("gpus", "hosts", "batch_per_gpu", "tflops_per_gpu",
                                                   "one_gpu_tokens_per_s", "scaling_efficiency", "bound",
                                                   "host_bytes_per_host", "host0_bytes")}
-        finish_speed(row, tokens, row["params"], profile_peak)
+        finish_speed(row, tokens, row["params"], profile_peak, cfg_path)
         pred = plan.get("prediction") or {}
         if isinstance(pred.get("compute_ms"), (int, float)) and ms > 0:
             row["gpu_busy_frac"], row["gpu_busy_source"] = min(1.0, pred["compute_ms"] / ms), "plan"
@@ -255,6 +284,7 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
                                                    | ({check} if check else set())))
     row["step_ms"], row["fit"] = extrapolate(runs, sorted(c["layers_fit"]), c["layers_holdout"], layers_model,
                                              per_round, check)
+    stamp_timing(row)  # each depth's run timed under the rule, the fit over their medians
     fit_rss = [runs[d]["rss"] for d in row["fit"]["depths"]]
     if all(v is not None for v in fit_rss):
         ra, rb = linfit(row["fit"]["depths"], fit_rss)
@@ -262,7 +292,7 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
         row["fit"]["peak_host_bytes"] = fit_rss
     row["fits"] = None  # not known from shallow runs: see `megatrain plan`
     peak = metrics.dense_peak_tflops(env.get("gpu_name")) if c["backend"] == "cuda" else None
-    finish_speed(row, tokens, row["params"], peak)
+    finish_speed(row, tokens, row["params"], peak, full_path)
     return row
 
 

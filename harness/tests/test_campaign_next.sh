@@ -27,23 +27,33 @@ for p in parts.PARTS:
                                             "env": {"gpu_name": g}}) + "\n")
 ' "$tmp/full")
 plan() { bash ci/gpu_campaign.sh --next-plan "$1" --budget "$2" --campaign-dir "$tmp/c" --results-dir "$tmp/full" 2>&1; }
+c2() { man "$1" C2a false; man "$1" C2b false; }  # C2's two calls filed: the parts after them are planned
+# C2 first (issue 37): its two parts each alone in a call (they share one lease), C2b once C2a is filed
+out=$(plan "NVIDIA H200" 5000)
+check "nothing filed: C2a alone, however large the budget: $out" \
+  'printf "%s" "$out" | grep -Eq "filed already: none; within 5000 s: C2a \(~[0-9]+ s\)$"'
+man h200 C2a false
+out=$(plan "NVIDIA H200" 5000)
+check "C2a filed: C2b alone: $out" 'printf "%s" "$out" | grep -Eq "filed already: C2a; within 5000 s: C2b \(~[0-9]+ s\)$"'
+man h200 C2b false
 man h200 A false; man h200 B false; man h200 C true   # C only as a dry run: not filed
 out=$(plan "NVIDIA H200" 900)
-check "H200 with A and B filed: I, then C (a dry run's manifest does not count): $out" \
-  'printf "%s" "$out" | grep -q "filed already: A, B; within 900 s: I (~[0-9]* s), C (~"'
+check "H200 with C2, A and B filed: I, then C (a dry run's manifest does not count): $out" \
+  'printf "%s" "$out" | grep -q "filed already: A, B, C2a, C2b; within 900 s: I (~[0-9]* s), C (~"'
 check "at most 2 parts in one call: $out" '[ "$(printf "%s" "$out" | grep -o "(~[0-9]* s)" | wc -l)" -le 2 ]'
+c2 h100
 out=$(plan "NVIDIA H100 80GB HBM3" 5000)
-check "nothing filed for the H100: A and B, and no third however large the budget: $out" \
-  'printf "%s" "$out" | grep -Eq "filed already: none; within 5000 s: A \(~[0-9]+ s\), B \(~[0-9]+ s\)$"'
+check "only C2 filed for the H100: A and B, and no third however large the budget: $out" \
+  'printf "%s" "$out" | grep -Eq "filed already: C2a, C2b; within 5000 s: A \(~[0-9]+ s\), B \(~[0-9]+ s\)$"'
 out=$(plan "NVIDIA H100 80GB HBM3" 60)
 check "a budget nothing fits: said: $out" 'printf "%s" "$out" | grep -q "within 60 s: nothing fits"'
-for p in A B C D E F G H I; do man h100 $p false; done
+for p in A B C D E F G H I C2a C2b; do man h100 $p false; done
 out=$(plan "NVIDIA H100 80GB HBM3" 900)
 check "every part filed: nothing to run: $out" 'printf "%s" "$out" | grep -q "nothing fits"'
 # A filed part A whose microbench lacks a family the step now runs (gemm_bwd/cuda, added since
 # the H200 ran it) is completed by running its microbench again, alone (with its calibration);
 # with every family filed it is not.
-rm -f "$tmp/c"/*; man h200 A false
+rm -f "$tmp/c"/*; man h200 A false; c2 h200
 mkdir -p "$tmp/mb"
 cp "$tmp/full"/*.jsonl "$tmp/mb/"
 python3 -c '
@@ -62,9 +72,9 @@ json.dump({"benchmarks": [{"name": f + "/1/real_time"} for f in parts.MICROBENCH
   "$tmp/mb/microbench_h200-A.json"
 out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 5000 --campaign-dir "$tmp/c" --results-dir "$tmp/mb" 2>&1)
 check "A filed with every microbench family: not run again: $out" \
-  'printf "%s" "$out" | grep -q "filed already: A; within 5000 s: B (~"'
+  'printf "%s" "$out" | grep -q "filed already: A, C2a, C2b; within 5000 s: B (~"'
 # ... and as a CPU dry run: part A's completion runs its setup and microbench steps only
-rm -f "$tmp/c"/*; man gpu A false; man gpu B false; man gpu I false
+rm -f "$tmp/c"/*; man gpu A false; man gpu B false; man gpu I false; c2 gpu
 python3 -c '
 import json, sys
 sys.path.insert(0, "ci/gpu_campaign"); import parts
@@ -79,12 +89,13 @@ check "next --dry-run completes A by its microbench: exit $rc, steps machine and
 # A filed part whose sweep lacks rows from this GPU kind (a configuration never reached, one
 # that errored, one measured on another GPU) is completed: those configurations only, led by
 # the sweep's first one (the same-run reference), the setup steps before them.
-rm -f "$tmp/c"/*; man h200 A false; man h200 B false
+rm -f "$tmp/c"/*; man h200 A false; man h200 B false; c2 h200
 mkdir -p "$tmp/r"
 python3 harness/sweep/run.py --dry-run experiments/sweeps/gpu_c2_deepspeed.json 2>/dev/null | cut -f3 > "$tmp/b.keys"
 python3 harness/sweep/run.py --dry-run experiments/sweeps/gpu_goal.json 2>/dev/null | cut -f3 > "$tmp/a.keys"
 row() { jq -nc --arg k "$1" --arg g "$2" --arg e "$3" '{experiment: $e, config_key: $k, env: {gpu_name: $g}}'; }
 for k in $(cat "$tmp/a.keys"); do row "$k" "NVIDIA H200" gpu_goal; done > "$tmp/r/gpu_goal.jsonl"
+cp "$tmp/full/gpu_c2_matched.jsonl" "$tmp/r/"  # C2 complete: B's completion is next
 { i=0; for k in $(cat "$tmp/b.keys"); do i=$((i + 1))
     case $i in 2) row "$k" "NVIDIA H200" gpu_c2_deepspeed | jq -c '.error = "exit 1"' ;;  # errored
                3) row "$k" "NVIDIA H100 80GB HBM3" gpu_c2_deepspeed ;;                   # another GPU's
@@ -98,8 +109,9 @@ out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 540 --campaign-
 check "B with every configuration filed from the H200: I next: $out" 'printf "%s" "$out" | grep -q "within 540 s: I (~"'
 # the completion as a CPU dry run (no GPU: its rows carry no GPU name): B's first configuration
 # (the megatrain reference) and the missing ones; the peers' are left out of a dry run as always
-rm -f "$tmp/c"/*; man gpu A false; man gpu B false
+rm -f "$tmp/c"/*; man gpu A false; man gpu B false; c2 gpu
 for k in $(cat "$tmp/a.keys"); do row "$k" "" gpu_goal | jq -c '.env.gpu_name = null'; done > "$tmp/r/gpu_goal.jsonl"
+jq -c '.env.gpu_name = null' "$tmp/full/gpu_c2_matched.jsonl" > "$tmp/r/gpu_c2_matched.jsonl"
 sed -n 1,4p "$tmp/b.keys" | while read -r k; do row "$k" "" gpu_c2_deepspeed | jq -c '.env.gpu_name = null'; done \
   > "$tmp/r/gpu_c2_deepspeed.jsonl"
 MT_BIN=$MT_BIN python3 ci/gpu_campaign/main.py next --dry-run --out "$tmp/m" --budget 540 --campaign-dir "$tmp/c" \
@@ -115,10 +127,21 @@ check "--next-plan without a GPU name: exit 2" '[ $? = 2 ]'
 # The run itself, as CPU dry runs: each chosen part packed in its own folder, 4 files each.
 bash ci/gpu_campaign.sh --dry-run next --out "$tmp/n" --budget 900 > "$tmp/n.log" 2>&1
 rc=$?
-check "next --dry-run: exit $rc, parts A and B each packed in OUT/PART" \
-  '[ $rc = 0 ] && [ -f "$tmp/n/A/A-manifest.json" ] && [ -f "$tmp/n/B/B-manifest.json" ] && [ ! -e "$tmp/n/C" ]'
+check "next --dry-run: exit $rc, part C2a alone packed in OUT/C2a, its batch-16 share of the sweep only" \
+  '[ $rc = 0 ] && [ -f "$tmp/n/C2a/C2a-manifest.json" ] && [ "$(ls "$tmp/n")" = C2a ] &&
+   grep -q "4 configuration(s) of experiments/sweeps/gpu_c2_matched.json (where {\"batch\": \[16\]})" "$tmp/n.log"'
 check "at most 8 files come back: $(find "$tmp/n" -type f | wc -l)" '[ "$(find "$tmp/n" -type f | wc -l)" -le 8 ]'
 bash ci/gpu_campaign.sh --file "$tmp/n" > "$tmp/f.log" 2>&1
-check "--file finds a part per folder (here refusing both dry runs)" \
-  '[ "$(grep -c "a dry run (tiny CPU rows): not filed" "$tmp/f.log")" = 2 ]'
+check "--file finds a part per folder (here refusing the dry run)" \
+  '[ "$(grep -c "a dry run (tiny CPU rows): not filed" "$tmp/f.log")" = 1 ]'
+# a C2 part's completion is its own share of the sweep: C2a filed with every row but one of its
+# DeepSpeed points completes those (and the sweep's first, the same-run reference), never C2b's
+rm -f "$tmp/c"/*; man h200 C2a false
+python3 harness/sweep/run.py --dry-run experiments/sweeps/gpu_c2_matched.json 2>/dev/null | cut -f3 > "$tmp/c2.keys"
+sed -n 3p "$tmp/c2.keys" > "$tmp/c2.miss"
+grep -v -f "$tmp/c2.miss" "$tmp/c2.keys" | head -4 | while read -r k; do row "$k" "NVIDIA H200" gpu_c2_matched; done \
+  > "$tmp/r/gpu_c2_matched.jsonl"
+out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 540 --campaign-dir "$tmp/c" --results-dir "$tmp/r" 2>&1)
+check "C2a filed without one of its batch-16 rows: completed alone, that one and the reference: $out" \
+  'printf "%s" "$out" | grep -Eq "within 540 s: C2a \(~[0-9]+ s, completing it: 2 configuration\(s\) of gpu_c2_matched\)$"'
 finish

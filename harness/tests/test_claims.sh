@@ -332,4 +332,24 @@ mk "$tmp/failed" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000,
 verdict "a failed denominator: the claim says failed, with the error" "ratio claim" \
   'no figure: zero3 b4 paper failed: exit 1: the run failed .*failed \(1 row\(s\) with an error in results/t_c2\.jsonl\)$' \
   "$tmp/failed"
+# A ratio is taken against the denominator's fastest configuration (a peer's tuned grid), at the
+# numerator's batch too (not its first row there); a phases row (timing "phases": synchronizes
+# between the phases) is never taken, however fast it reads.
+if python3 - <<'PY'
+import sys
+sys.path.insert(0, "harness/sweep")
+import claims
+def r(system, batch, tps, **kw):
+    return dict({"system": system, "batch": batch, "tokens_per_s": tps, "mode": "measured", "backend": "cuda",
+                 "step_ms": {"median": 1.0, "min": 1.0, "max": 1.0}}, **kw)
+rows = [r("megatrain", 16, 300.0), r("ds", 16, 100.0, variant="defaults"), r("ds", 16, 150.0, variant="tuned"),
+        r("ds", 16, 250.0, variant="tuned", timing="phases"), r("ds", 64, 200.0)]
+spec = {"numerator": {"system": "megatrain"}, "denominator": {"system": "ds"}, "at_least": 1.5,
+        "ours": "{ratio:.2f}x{same_batch}"}
+text = claims.t_ratio(spec, rows, {})[0]
+sys.exit(0 if text == "1.50x; at batch 16: 2.00x" else print(text) or 1)
+PY
+then pass "ratio: against the fastest configuration, at the batch too; a phases row never taken"
+else fail "ratio against the fastest configuration"; fi
+
 finish

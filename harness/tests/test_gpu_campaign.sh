@@ -17,7 +17,7 @@ C="bash ci/gpu_campaign.sh"
 parts=$(python3 -c "import sys; sys.path.insert(0, 'ci/gpu_campaign'); import parts; print(' '.join(p['name'] for p in parts.PARTS))")
 $C --list > "$tmp/list" 2> "$tmp/list.err" || fail "--list exit $?"
 if [ "$(cut -d' ' -f1 "$tmp/list" | tr '\n' ' ' | sed 's/ $//')" = "$parts" ] &&
-   ! grep -Evq '^[A-Z]+  [0-9]+ min  [a-zA-Z0-9(]' "$tmp/list"; then
+   ! grep -Evq '^[A-Z][A-Za-z0-9]*  [0-9]+ min  [a-zA-Z0-9(]' "$tmp/list"; then
   pass "--list: $(wc -l < "$tmp/list") parts in priority order, each 'NAME  N min  what'"
 else
   fail "--list lines"; cat "$tmp/list"
@@ -29,7 +29,7 @@ groups=$(sed -n 's/.*Lent 15-minute sessions (13 min of parts each): \([^.]*\)\.
 over=$(echo "$groups" | tr ';' '\n' | while read -r g; do
   m=$(for n in ${g//,/ }; do grep "^$n  " "$tmp/list" | awk '{print $2}'; done | awk '{s += $1} END {print s}')
   [ "$m" -le 13 ] || echo "$g: $m min"; done)
-[ -n "$groups" ] && [ "$first" -le 13 ] && [ "${groups%%;*}" = "$(head -1 "$tmp/list" | cut -d' ' -f1)" ] &&
+[ -n "$groups" ] && [ "$first" -le 13 ] && [ "${groups%%[,;]*}" = "$(head -1 "$tmp/list" | cut -d' ' -f1)" ] &&
   [ -z "$over" ] && grep -q "megatrain plan" "$tmp/list.err" &&
   pass "the first part fits one lent session ($first min); the footer groups the rest ($groups) and says how the estimates are made" ||
   { fail "sessions: first $first min, groups '$groups', over: $over"; cat "$tmp/list.err"; }
@@ -264,6 +264,7 @@ for path in names:
         ident = json.dumps([c.get(k) for k in ("model", "schedule", "peer", "batch", "seq_len", "precision",
                                                 "variant", "layers")])
         ms = 1000.0 * (1 + (zlib.crc32(ident.encode()) % 100) / 50) * (1.5 if c.get("peer") else 1.0)
+        r.update(timing_rule=common.TIMING_RULE, timing="ratio")  # as one_config.stamp_timing
         r.update(params=3_000_000_000, layers_run=c["layers"] or 28, layers_model=28, fits=True,
                  step_ms={"median": ms, "min": ms * 0.98, "max": ms * 1.02, "n": 5},
                  gpu_busy_frac=0.93, gpu_busy_range=[0.92, 0.94], h2d_gbps=50.0,

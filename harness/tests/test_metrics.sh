@@ -34,6 +34,14 @@ same("plan tokens_per_s", plan["tokens_per_s"], metrics.tokens_per_s(plan["token
 same("plan tflops", plan["tflops"], metrics.tflops(params, plan["tokens_per_step"], plan["step_ms"]))
 same("plan mfu", plan["mfu"], metrics.mfu(plan["tflops"], p["peak_tflops"]))
 same("plan hfu", plan["hfu"], metrics.hfu(p["flops_executed"], plan["step_ms"], p["peak_tflops"]))
+# model FLOPs (no input embedding, causal attention): by hand, then the plan's against Python's
+same("model flops per token", metrics.model_flops_per_token(100, 2, 4, 16, 32), 6.0 * 100 + 6.0 * 2 * 4 * 16 * 32)
+same("params without the input embedding", [metrics.params_model(1000, 10, 8, t) for t in (False, True)], [920, 1000])
+cfg = json.load(open("experiments/models/qwen2.5-14b.json"))
+fpt = metrics.model_flops_of_config(cfg, params, plan["layers"], plan["seq_len"])
+same("plan model_flops_per_token", plan["model_flops_per_token"], fpt)
+same("plan model_tflops", plan["model_tflops"], metrics.model_tflops(fpt, plan["tokens_per_step"], plan["step_ms"]))
+same("plan model_mfu", plan["model_mfu"], metrics.mfu(plan["model_tflops"], p["peak_tflops"]))
 for r in rows:
     s = "step %d " % r["step"]
     same(s + "tokens_per_s", r["tokens_per_s"], metrics.tokens_per_s(r["tokens"], r["step_ms"]))

@@ -55,6 +55,8 @@ every_row "measured rows" "$out" '
   and (.step_ms.n == 2) and (.step_ms_all | length == 5) and (.step_ms_last == .step_ms_all[4])
   and (.step_ms as $s | [.step_ms_all[2:4][] | . >= $s.min and . <= $s.max] | all)
   and (.loss_first | type == "number") and (.peak_host_bytes > 0) and (has("error") | not)
+  and (.timing_rule | startswith("steady-window/")) and (.timing == "ratio")
+  and (.model_flops_per_token > 0) and (.model_tflops == .model_flops_per_token * .tokens / (.step_ms.median / 1e3) / 1e12)
   and (.sweep.file | endswith("ok.json")) and (.sweep.hardware_override == null)'
 [ "$(jq -s -c 'map(.system)' "$out")" = '["megatrain","zero3"]' ] && pass "one row per schedule, in the sweep's order" ||
   fail "systems: $(jq -s -c 'map(.system)' "$out")"
@@ -226,6 +228,7 @@ import common
 ap = argparse.ArgumentParser()
 common.add_common_args(ap)
 ap.add_argument("--fail", action="store_true")
+ap.add_argument("--old-rule", action="store_true")
 a = ap.parse_args()
 open(os.environ["STUB_ARGS"], "w").write(json.dumps(sys.argv[1:]))
 if a.fail:
@@ -238,6 +241,9 @@ row = common.make_row(experiment=a.experiment, system="deepspeed_zero3", model="
                       peak_gpu=1000, peak_host=2000, env={"gpu_name": "NVIDIA H100 80GB HBM3"})
 row.update(fwd_ms=100.0, bwd_ms=250.0, optimizer_ms=150.0, setup_s=42.0, setup={"imports_s": 9.0},  # phase_fields
            attention_impl="sdpa")  # what megatrain_official.py says it ran
+row.update(timing_rule="steady-window/1" if a.old_rule else common.TIMING_RULE,  # peer_loop.timing_fields
+           timing="phases" if a.phases else "ratio", work={"recomputed_layers": 2}, work_differs=["x"],
+           ds={"cpu_adam": {"threads": 16}})
 print(json.dumps(row))
 EOF
 printf 'import sys\nprint("megatrain_official: skipped: no .official/ checkout", file=sys.stderr)\nsys.exit(77)\n' \
@@ -247,7 +253,7 @@ cat > "$tmp/peer.json" <<'EOF'
  "defaults": {"model": "megatrain/tests/data/tiny5_llama.json", "backend": "cuda", "mode": "measured",
               "batch": 2, "seq_len": 16, "precision": "mixed", "layers": 3, "steps": 8, "warmup": 2,
               "peer": "deepspeed_zero3"},
- "configs": [{}, {"args": ["--fail"]}]}
+ "configs": [{}, {"args": ["--fail"]}, {"args": ["--old-rule"]}, {"args": ["--phases"]}]}
 EOF
 MT_PEERS_DIR=$tmp/peers STUB_ARGS=$tmp/stub_args run "$tmp/peer.json" 2> "$tmp/err11"; rc=$?
 every_row "peer rows" "$R/t_peer.jsonl" 'true'
@@ -262,8 +268,22 @@ if [ "$rc" = 1 ] && jq -s -e '(.[0].system == "deepspeed_zero3") and (.[0].backe
 else
   fail "peer rows (exit $rc)"; cat "$tmp/err11"; jq -c '{system, step_ms, params, model, error}' "$R/t_peer.jsonl"
 fi
+# the one timing rule (harness/resultslib/timing.py): megatrain's rows and a peer's say it; a peer
+# timed by another rule is an error row, a --phases run a row marked "phases" that no ratio reads
+rule=$(python3 -c "import sys; sys.path.insert(0, 'harness'); import resultslib; print(resultslib.TIMING_RULE)")
+if jq -s -e --arg rule "$rule" '(.[0].timing_rule == $rule) and (.[0].timing == "ratio")
+      and (.[0].work.recomputed_layers == 2) and (.[0].work_differs == ["x"]) and (.[0].ds.cpu_adam.threads == 16)
+      and (.[2].error | test("timing rule .steady-window/1., not")) and (.[3].timing == "phases")' \
+      "$R/t_peer.jsonl" >/dev/null &&
+   [ "$(python3 -c "import sys, json; sys.path.insert(0, 'harness'); import resultslib
+rows = [json.loads(l) for l in open('$R/t_peer.jsonl')]
+print([bool(resultslib.ok(r)) for r in rows])")" = "[True, False, False, False]" ]; then
+  pass "timing rule: a peer's rule, work and DeepSpeed knobs in its row; another rule refused; a phases row no ratio's"
+else
+  fail "timing rule in peer rows"; jq -c '{timing_rule, timing, work, error}' "$R/t_peer.jsonl"
+fi
 if jq -e '. as $a | ($a | index("--warmup")) as $w | ($a | index("--steps")) as $s | ($a | index("--layers")) as $l
-          | $a[$w + 1] == "2" and $a[$s + 1] == "5" and $a[$l + 1] == "3" and ($a | index("--fail")) != null
+          | $a[$w + 1] == "2" and $a[$s + 1] == "5" and $a[$l + 1] == "3" and ($a | index("--phases")) != null
           and ($a[($a | index("--config")) + 1] | endswith("megatrain/tests/data/tiny5_llama.json"))' "$tmp/stub_args" >/dev/null; then
   pass "the peer got the sweep's model, depth, warm-up and timed steps (steps - warmup - 1)"
 else

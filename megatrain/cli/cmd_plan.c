@@ -240,6 +240,15 @@ mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built) 
         add_num(j, "tokens_per_s", pr.tokens_per_s);
         add_num(j, "tflops", pr.tflops);
         add_num(j, "mfu", pr.mfu);
+        if (!several) { // model FLOPs (core/METRICS.md): no input embedding, causal attention included
+            double fpt = mt_metric_model_flops_per_token(
+                mt_metric_params_model((double)N, cfg.vocab_size, cfg.hidden_size, cfg.tie_word_embeddings),
+                cfg.num_layers, cfg.num_heads, cfg.head_dim, in.eng.T);
+            double mtf = mt_metric_model_tflops(fpt, (double)in.eng.B * in.eng.T * in.eng.grad_accum, pr.step_ms);
+            add_num(j, "model_flops_per_token", fpt);
+            add_num(j, "model_tflops", mtf);
+            add_num(j, "model_mfu", mt_metric_mfu(mtf, hw.peak_tflops[MT_PEAK_BF16]));
+        }
         add_num(j, "hfu", pr.hfu);
         add_num(j, "days_per_billion_tokens", pr.days_per_billion_tokens);
         cJSON_AddStringToObject(j, "bound", pr.bound);

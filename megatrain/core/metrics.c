@@ -10,6 +10,19 @@ double mt_metric_tflops(double params, double tokens, double step_ms) {
 
 double mt_metric_mfu(double tflops, double peak_tflops) { return tflops / peak_tflops; }
 
+double mt_metric_params_model(double params, double vocab, double hidden, int tied) {
+    return tied ? params : params - vocab * hidden;
+}
+
+double mt_metric_model_flops_per_token(double params_model, double layers, double heads, double head_dim,
+                                       double seq_len) {
+    return 6.0 * params_model + 6.0 * layers * heads * head_dim * seq_len;
+}
+
+double mt_metric_model_tflops(double flops_per_token, double tokens, double step_ms) {
+    return flops_per_token * tokens / (step_ms / 1e3) / 1e12;
+}
+
 double mt_metric_hfu(double flops_executed, double step_ms, double peak_tflops) {
     return flops_executed / (step_ms / 1e3) / 1e12 / peak_tflops;
 }

@@ -276,7 +276,7 @@ class TestModel(TmpDir):
         self.assertEqual((len(g[0]["params"]), len(g[1]["params"])), (9, 6))
 
 
-def plain_run(cfg_path, layers, steps, warmup=0, checkpoint=True, seed=5, data="synthetic"):
+def plain_run(cfg_path, layers, steps, warmup=0, checkpoint=True, seed=5, data="synthetic", keep_logits=False):
     """The plain-torch training path every torch peer shares: model, per-layer
     checkpointing, chunked loss, AdamW groups, train_step_torch, run_timed."""
     spec = common.load_config(cfg_path, layers)
@@ -284,13 +284,13 @@ def plain_run(cfg_path, layers, steps, warmup=0, checkpoint=True, seed=5, data="
     n = common.count_params(m)
     if checkpoint:
         common.checkpoint_each_layer(m)
-    lm = common.make_loss_model(m, ce_chunk=24)
+    lm = common.make_loss_model(m, ce_chunk=24, recompute_head=not keep_logits)
     groups = common.adamw_param_groups(lm.parameters())
     opt = torch.optim.AdamW(groups, lr=common.LR, betas=(common.BETA1, common.BETA2), eps=common.EPS)
     params = [p for g in groups for p in g["params"]]
     batches = common.TokenBatches(data, 2, 16, spec.config.vocab_size, seed=11)
     before = [p.detach().clone() for p in params]
-    times, rows = common.run_timed(lambda x, y: common.train_step_torch(lm, opt, params, x, y),
+    times, rows, _ = common.run_timed(lambda x, y: common.train_step_torch(lm, opt, params, x, y),
                                    batches, warmup=warmup, steps=steps, label="test")
     return spec, n, times, rows, before, params
 
@@ -300,7 +300,9 @@ class TestTrainingLoop(TmpDir):
         cfg = self.write_config()
         spec, n, times, rows, before, params = plain_run(cfg, layers=2, steps=2, warmup=1)
         self.assertEqual(len(times), 2)
-        self.assertEqual([r["warmup"] for r in rows], [True, False, False])
+        self.assertEqual([r["warmup"] for r in rows], [True, False, False, False])
+        self.assertEqual([r["last"] for r in rows], [False, False, False, True])
+        self.assertEqual([t * 1000.0 for t in times], [r["step_ms"] for r in rows[1:3]])
         for r in rows:
             self.assertTrue(np.isfinite(r["loss"]) and r["grad_norm"] > 0)
         self.assertAlmostEqual(rows[0]["loss"], np.log(512), delta=0.5)  # near-uniform at init
@@ -311,6 +313,54 @@ class TestTrainingLoop(TmpDir):
                               peak_host=common.peak_host_bytes(), env=common.collect_env())
         self.assertEqual(tuple(row), common.RESULT_KEYS)
         self.assertAlmostEqual(row["tflops"], 6 * n * 32 / (row["step_ms"]["median"] / 1000) / 1e12)
+
+    def test_timing_rule_no_sync_inside_the_window(self):
+        """The one timing rule (harness/resultslib/timing.py): every batch made before the
+        first step, a synchronize at the window's edges only (two, whatever the step count),
+        the per-phase synchronizes only in a phases run; warm-up and last step not timed."""
+        import peer_loop
+        cfg = self.write_config()
+        spec = common.load_config(cfg, 1)
+        b = common.TokenBatches("synthetic", 2, 16, spec.config.vocab_size, seed=11)
+        made, syncs, seen = [], [], []
+        real_next, real_sync = b.next_window, peer_loop._sync
+        b.next_window = lambda: (made.append(len(seen)), real_next())[1]
+        peer_loop._sync = lambda device: syncs.append(device)
+        try:
+            def step(x, y):
+                seen.append(x)
+                return torch.tensor(1.0), None
+            times, rows, window = common.run_timed(step, b, warmup=2, steps=5)
+            self.assertEqual(len(syncs), 2)  # the window's edges, not two per step
+            self.assertEqual(made, [0] * 8)  # all 2 + 5 + 1 batches made before the first step
+            self.assertEqual((len(times), len(rows), window["steps"]), (5, 8, 8))
+            ph = common.Phases()
+            common.run_timed(lambda x, y: (ph.start(), ph.mark("fwd_ms"), (torch.tensor(1.0), None))[2], b,
+                             warmup=2, steps=5, phases=ph)
+            self.assertEqual(len(syncs), 2 + 2 + 8 * 2)  # a phases run: its timers' own synchronizes
+        finally:
+            peer_loop._sync = real_sync
+        f = common.timing_fields(rows, window, phases=False)
+        self.assertEqual((f["timing_rule"], f["timing"], len(f["step_ms_all"])), (common.TIMING_RULE, "ratio", 8))
+        self.assertEqual(common.timing_fields(rows, window, phases=True)["timing"], "phases")
+
+    def test_work_like_megatrain(self):
+        """Checkpointing leaves the last layer out (megatrain keeps its activations); kept
+        logits run the loss head once; the row says what still differs from megatrain's step."""
+        cfg = self.write_config()
+        m = common.build_model(common.load_config(cfg, 3), dtype=torch.float32, seed=0)
+        self.assertEqual(common.checkpoint_each_layer(m), 2)
+        wrapped = [type(x).__name__ for x in common.decoder_layers(m)]
+        self.assertEqual(wrapped[2], "Qwen2DecoderLayer")
+        self.assertNotEqual(wrapped[0], "Qwen2DecoderLayer")
+        self.assertEqual(common.work_fields(3, 2, 1)["work_differs"], [])
+        self.assertEqual(len(common.work_fields(3, 3, 2)["work_differs"]), 2)
+        _, _, _, a, _, pa = plain_run(cfg, layers=2, steps=2, keep_logits=False)
+        _, _, _, b, _, pb = plain_run(cfg, layers=2, steps=2, keep_logits=True)
+        for x, y in zip(a, b):
+            self.assertAlmostEqual(x["loss"], y["loss"], places=5)
+        for x, y in zip(pa, pb):
+            torch.testing.assert_close(x.detach(), y.detach(), rtol=1e-4, atol=1e-6)
 
     def test_checkpointing_does_not_change_numerics(self):
         cfg = self.write_config()
@@ -325,7 +375,7 @@ class TestTrainingLoop(TmpDir):
         cfg = self.write_config()
         toks = self.write_tokens(np.random.default_rng(0).integers(0, 512, 500))
         _, _, times, rows, _, _ = plain_run(cfg, layers=1, steps=2, data=toks)
-        self.assertEqual(len(rows), 2)
+        self.assertEqual(len(rows), 3)
 
     def test_fsdp2_world_one_on_cpu_matches_plain(self):
         """fsdp2_offload.apply_fsdp2 on a gloo CPU mesh (no offload, fp32): same
@@ -349,8 +399,8 @@ class TestTrainingLoop(TmpDir):
             params = [p for g in groups for p in g["params"]]
             b = common.TokenBatches("synthetic", 2, 16, spec.config.vocab_size, seed=11)
             ph = common.Phases()  # the GPU run's per-phase timing, on the CPU
-            t, rows = common.run_timed(lambda x, y: common.train_step_torch(lm, opt, params, x, y, phases=ph), b,
-                                       warmup=0, steps=2, phases=ph)
+            t, rows, _ = common.run_timed(lambda x, y: common.train_step_torch(lm, opt, params, x, y, phases=ph), b,
+                                          warmup=0, steps=2, phases=ph)
             f = common.phase_fields(rows, {"total_s": 1.5, "model_build_s": 0.5})
             assert all(f[k] > 0 for k in ("fwd_ms", "bwd_ms", "optimizer_ms")) and f["setup_s"] == 1.5, f
             assert f["setup"] == {"model_build_s": 0.5}, f
@@ -398,7 +448,48 @@ class TestDeepSpeedConfig(unittest.TestCase):
         self.assertEqual(z["stage3_param_persistence_threshold"], 1000)
         self.assertEqual(z["stage3_max_live_parameters"], 2000000000)
         self.assertFalse(c["bf16"]["enabled"])
-        self.assertEqual(dz.system_name(a), "deepspeed_zero3_hfauto_knobs")
+        self.assertEqual(dz.system_name(a), "deepspeed_zero3")  # its knobs are in the row's `ds`
+        self.assertEqual(dz.system_name(self.args("--torch-adam")), "deepspeed_zero3_torchadam")
+
+    def test_tuned_grid_knobs(self):
+        """--ds-layer-sized: the prefetch bucket holds one layer (Qwen2.5-14B: 5120 wide, 13824
+        MLP, 40 heads, 8 KV heads: 262M parameters, five times DeepSpeed's 5e7 default), at
+        least 3 layers live, persistence 10 h; --ds-offload-ratio: ZeRO-Offload++'s ratio."""
+        import deepspeed_zero3 as dz
+        from types import SimpleNamespace as NS
+        layer = dz.layer_params(NS(hidden_size=5120, intermediate_size=13824, num_attention_heads=40,
+                                   num_key_value_heads=8, head_dim=None))
+        self.assertEqual(layer, 5120 * 5120 * 2 + 2 * 5120 * 1024 + 3 * 5120 * 13824)
+        z = dz.ds_config(self.args("--ds-layer-sized", "--ds-offload-ratio", "0.5", "--ds-sub-group", "1e8"),
+                         5120, layer)["zero_optimization"]
+        self.assertEqual(z["stage3_prefetch_bucket_size"], layer)
+        self.assertEqual(z["stage3_max_live_parameters"], 1000000000)
+        self.assertEqual(z["stage3_param_persistence_threshold"], 51200)
+        self.assertEqual(z["offload_optimizer"], {"device": "cpu", "pin_memory": True, "ratio": 0.5})
+        self.assertEqual(z["sub_group_size"], 100000000)
+        big = dz.ds_config(self.args("--ds-layer-sized"), 5120, 5 * 10 ** 8)["zero_optimization"]
+        self.assertEqual(big["stage3_max_live_parameters"], 15 * 10 ** 8)
+        with self.assertRaises(common.PeerError):
+            dz.ds_config(self.args("--ds-offload-ratio", "1.5"), 5120, layer)
+
+    def test_cpu_adam_threads_recorded(self):
+        """CPU Adam's threads (OMP_NUM_THREADS, set before torch starts) and, bound, its cores."""
+        code = textwrap.dedent("""
+            import json, os, sys
+            sys.path.insert(0, %r)
+            import deepspeed_zero3 as dz
+            os.sched_setaffinity(0, {0})
+            a = dz.parse_args(["--config", "x.json", "--batch", "1", "--seq-len", "8", "--ds-bind-cores"])
+            print(json.dumps([dz.cpu_threads(a), os.environ["OMP_NUM_THREADS"], sorted(os.sched_getaffinity(0))]))
+        """) % PEERS
+        env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), [{"threads": 1, "bound": True, "cores": "0"}, "1", [0]])
+        import deepspeed_zero3 as dz
+        self.assertEqual(dz._ranges([0, 1, 2, 5, 7, 8]), "0-2,5,7-8")
+        with self.assertRaises(common.PeerError):
+            dz.cpu_threads(self.args("--ds-threads", str(len(os.sched_getaffinity(0)) + 1)))
 
     def test_validated_by_deepspeed(self):
         try:
@@ -452,6 +543,8 @@ class TestDeepSpeedCPU(TmpDir):
     CPU accelerator (gloo): the same setup() and make_step() the GPU run uses."""
 
     def test_two_steps(self):
+        """The defaults (a phases run), then the C2 grid's tuned point (layer-sized buckets, no
+        checkpointing, kept logits, bound threads) timed by the one rule: same losses."""
         try:
             import accelerate  # noqa: F401
             import deepspeed  # noqa: F401
@@ -463,27 +556,41 @@ class TestDeepSpeedCPU(TmpDir):
             sys.path.insert(0, %r)
             import common, deepspeed_zero3 as dz
             a = dz.parse_args(["--config", %r, "--layers", "2", "--batch", "2", "--seq-len", "16",
-                               "--ce-chunk", "24"])
+                               "--ce-chunk", "24"] + sys.argv[1:])
+            cpu = dz.cpu_threads(a)
             dz.load_cpu_adam_op()
             common.setup_single_rank_env()
             spec = common.load_config(a.config, a.layers)
-            timings = {}
-            engine, n = dz.setup(a, spec, dist_backend="gloo", timings=timings)
+            timings, info = {}, {}
+            engine, n = dz.setup(a, spec, dist_backend="gloo", timings=timings, info=info)
             b = common.TokenBatches("synthetic", 2, 16, spec.config.vocab_size, seed=11)
-            ph = common.Phases()  # the GPU run's per-phase timing, on DeepSpeed's CPU accelerator
-            t, rows = common.run_timed(dz.make_step(engine, ph), b, warmup=0, steps=2, phases=ph)
+            ph = common.Phases() if a.phases else None  # the GPU run's per-phase timing, on DeepSpeed's CPU accelerator
+            t, rows, w = common.run_timed(dz.make_step(engine, ph), b, warmup=0, steps=2, phases=ph)
             f = common.phase_fields(rows, dict(timings, total_s=2.0))
-            assert all(f[k] > 0 for k in ("fwd_ms", "bwd_ms", "optimizer_ms")), f
+            if a.phases:
+                assert all(f[k] > 0 for k in ("fwd_ms", "bwd_ms", "optimizer_ms")), f
             assert set(f["setup"]) == {"model_build_s", "engine_init_s"}, f
-            print(json.dumps({"n": n, "rows": rows}))
+            f.update(common.timing_fields(rows, w, a.phases), **dz.ds_fields(a, info["cfg"], cpu, 2, info["recomputed"]))
+            print(json.dumps({"n": n, "rows": rows, "fields": f}))
         """) % (PEERS, cfg)
         env = dict(os.environ, DS_ACCELERATOR="cpu")
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900, env=env)
-        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
-        out = json.loads(r.stdout.strip().splitlines()[-1])
-        self.assertEqual(out["n"], qwen2_params(TINY, 2, False))
-        for row in out["rows"]:
-            self.assertTrue(np.isfinite(row["loss"]) and row["grad_norm"] > 0)
+        out = {}
+        for name, extra in (("defaults", ["--phases"]),
+                            ("tuned", ["--ds-layer-sized", "--ds-bind-cores", "--no-checkpointing", "--ce-keep-logits"])):
+            r = subprocess.run([sys.executable, "-c", code] + extra, capture_output=True, text=True, timeout=900, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            out[name] = json.loads(r.stdout.strip().splitlines()[-1])
+            self.assertEqual(out[name]["n"], qwen2_params(TINY, 2, False))
+            for row in out[name]["rows"]:
+                self.assertTrue(np.isfinite(row["loss"]) and row["grad_norm"] > 0)
+        d, t = out["defaults"]["fields"], out["tuned"]["fields"]
+        self.assertEqual((d["timing"], t["timing"], t["timing_rule"]), ("phases", "ratio", common.TIMING_RULE))
+        self.assertEqual((d["work"]["recomputed_layers"], t["work"]["recomputed_layers"]), (1, 0))
+        self.assertEqual((len(d["work_differs"]), len(t["work_differs"])), (1, 1))  # tuned: recomputes none of 2
+        self.assertTrue(t["ds"]["cpu_adam"]["bound"] and not t["ds"]["activation_checkpointing"])
+        self.assertIn("stage3_prefetch_bucket_size", t["ds"]["zero_optimization"])
+        for x, y in zip(out["defaults"]["rows"], out["tuned"]["rows"]):
+            self.assertAlmostEqual(x["loss"], y["loss"], places=3)
 
 
 # The official-code peer (megatrain_official.py): test_official.py.
