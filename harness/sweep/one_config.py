@@ -56,7 +56,7 @@ def finish_speed(row, tokens, n_all, peak, cfg_path=None):
     row["mfu"] = metrics.mfu(row["tflops"], peak)
     if cfg_path and row.get("layers_run") and row.get("seq_len"):
         with open(cfg_path) as f:
-            fpt = metrics.model_flops_of_config(json.load(f), n_all, row["layers_run"], row["seq_len"])
+            fpt = metrics.model_flops_of_config(resultslib.schema.loads(f.read()), n_all, row["layers_run"], row["seq_len"])
         row["model_flops_per_token"] = fpt
         row["model_tflops"] = metrics.model_tflops(fpt, tokens, med)
         row["model_mfu"] = metrics.mfu(row["model_tflops"], peak)

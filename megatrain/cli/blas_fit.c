@@ -16,9 +16,10 @@
 #include "core/env.h"
 #include "core/mem_limits.h"
 
-// Address space a run needs beside OpenBLAS's buffers (libraries, engine threads'
-// stacks and arenas, a small model): what the memory check refuses past is its own business.
-#define MT_BLAS_FIT_FLOOR_BYTES ((size_t)512 << 20)
+// Address space a run needs beside what is mapped at start (the libraries: 44 MiB on the CPU
+// build, about 840 MiB with cuBLAS) and OpenBLAS's buffers: engine threads' stacks and arenas,
+// a small model. What the memory check refuses past that is its own business.
+#define MT_BLAS_FIT_MARGIN_BYTES ((size_t)448 << 20)
 
 static size_t vm_limit_bytes(void) {
     size_t lim = SIZE_MAX;
@@ -49,8 +50,11 @@ void mt_blas_fit_limits(char **argv) {
     const char *set = getenv("OPENBLAS_NUM_THREADS");
     if (lim == SIZE_MAX || (set && *set)) return; // no limit, or the user's (or our second start's) choice
     int have = openblas_get_num_threads();
-    // the caller's buffer and each worker's: `have` buffers in all
-    size_t room = lim > MT_BLAS_FIT_FLOOR_BYTES ? lim - MT_BLAS_FIT_FLOOR_BYTES : 0;
+    // the caller's buffer and each worker's: `have` buffers in all, beside what is mapped now
+    // (a worker's buffer already mapped counts twice: at worst one thread fewer than would fit)
+    mt_mem_room now;
+    mt_mem_vm_room(0, &now);
+    size_t room = now.bytes > MT_BLAS_FIT_MARGIN_BYTES ? now.bytes - MT_BLAS_FIT_MARGIN_BYTES : 0;
     size_t fit = room / MT_MEM_BLAS_BUFFER_BYTES;
     if (fit >= (size_t)have) return;
     int want = fit < 1 ? 1 : (int)fit;
