@@ -4,6 +4,9 @@
 #   ci/ab.sh [options] REV_A REV_B
 # (README "Regression checks"; rounds alternate A B, B A so a drift in the load cancels)
 #   options: --rounds N (5, at least 5)  --threshold PCT (7)  --bench REGEX (all)
+#            --threads N (1)             OMP_NUM_THREADS and OPENBLAS_NUM_THREADS of both sides;
+#                                        0 leaves them as they are (a loaded machine stalls a
+#                                        multi-threaded pass at its barriers: its time swings 10x)
 #            --bin-a DIR / --bin-b DIR   use built binaries (megatrain, mt-microbench) for
 #                                        that side instead of building its revision
 #            --work DIR (build/ab)       worktrees and builds, cached by commit
@@ -30,18 +33,19 @@ set -euo pipefail
 die() { echo "ab: $*" >&2; exit 2; }
 say() { echo "ab: $*" >&2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
-rounds=5 threshold=7 bench_re='.' bin_a='' bin_b='' work="$root/build/ab" keep=''
+rounds=5 threshold=7 threads=1 bench_re='.' bin_a='' bin_b='' work="$root/build/ab" keep=''
 revs=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=${2:?--rounds needs a value}; shift 2 ;;
     --threshold) threshold=${2:?--threshold needs a value}; shift 2 ;;
+    --threads) threads=${2:?--threads needs a value}; shift 2 ;;
     --bench) bench_re=${2:?--bench needs a regex}; shift 2 ;;
     --bin-a) bin_a=${2:?--bin-a needs a directory}; shift 2 ;;
     --bin-b) bin_b=${2:?--bin-b needs a directory}; shift 2 ;;
     --work) work=${2:?--work needs a directory}; shift 2 ;;
     --keep) keep=${2:?--keep needs a file}; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option '$1' (see --help)" ;;
     *) revs+=("$1"); shift ;;
   esac
@@ -49,6 +53,8 @@ done
 [ ${#revs[@]} -eq 2 ] || die "usage: ci/ab.sh [options] REV_A REV_B (see --help)"
 [[ "$rounds" =~ ^[0-9]+$ ]] && [ "$rounds" -ge 5 ] || die "--rounds '$rounds': a whole number, at least 5"
 [[ "$threshold" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--threshold '$threshold' is not a non-negative number"
+[[ "$threads" =~ ^[0-9]+$ ]] || die "--threads '$threads' is not a whole number"
+[ "$threads" = 0 ] || export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 command -v jq >/dev/null || die "jq not found; HINT: apt-get install jq (make deps)"
 command -v python3 >/dev/null || die "python3 not found"
 
@@ -144,10 +150,10 @@ rounds() {
 }
 stats() { python3 "$root/ci/ab_stats.py" --threshold "$threshold" "$@"; }
 
-say "A = $dir_a, B = $dir_b; $rounds rounds, each A and B in turn"
+say "A = $dir_a, B = $dir_b; $rounds rounds, each A and B in turn, threads ${OMP_NUM_THREADS:-default}"
 rounds "$tmp/rows.jsonl" measure
 [ -z "$keep" ] || cp "$tmp/rows.jsonl" "$keep"
-echo "# ab: A = ${revs[0]} ($dir_a), B = ${revs[1]} ($dir_b), $rounds rounds interleaved, threshold ${threshold}%"
+echo "# ab: A = ${revs[0]} ($dir_a), B = ${revs[1]} ($dir_b), $rounds rounds interleaved, threshold ${threshold}%, threads ${OMP_NUM_THREADS:-default}"
 rc=0
 stats --suspects "$tmp/suspects" "$tmp/rows.jsonl" > "$tmp/table" || rc=$?
 cat "$tmp/table"
