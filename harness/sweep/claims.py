@@ -3,7 +3,8 @@
 sweep files declare (`"claims"` in experiments/sweeps/*.json) — nothing here is a
 hard-coded result, and no experiment is named here.
 
-    python3 harness/sweep/claims.py [--results results] [--run DIR] [--markdown FILE] [--brief] [--allow-dirty]
+    python3 harness/sweep/claims.py [--results results] [--run DIR | --since UTC] [--markdown FILE] [--brief]
+        [--allow-dirty]
 
 Rows from a dirty (or unknown) tree and rows of sweep entries that no longer exist are
 left out (said on stderr); --allow-dirty admits the dirty ones.
@@ -22,7 +23,8 @@ kind of evidence it rests on:
   CPU check (not the claim): ...                               measured on the CPU backend
   no verdict (why) / no data                                   nothing to test / no rows
 Every row says where its figures come from ("source"): "this run" (rows of --run DIR, a run's
-own results, which replace results/' rows of the same configuration) or "filed from <campaign
+own results, which replace results/' rows of the same configuration; or rows made at or after
+--since UTC) or "filed from <campaign
 part or machine>, <date>, <commit>"; the table ends with a tally: reproduced here, reproduced
 on a filed GPU row, projected, failed, pending (no data), other. --brief: a short table for a
 terminal (claim, source, verdict).
@@ -643,6 +645,8 @@ def main():
     ap.add_argument("--markdown", help="also write the table as Markdown to this file")
     ap.add_argument("--run", help="a run's own results directory: its rows say 'this run' and replace results/' "
                                   "rows of the same configuration")
+    ap.add_argument("--since", help="rows whose env.utc is at or after this UTC time (YYYY-MM-DDTHH:MM:SSZ) say "
+                                    "'this run' (reproduce.sh passes its start)")
     ap.add_argument("--brief", action="store_true", help="a short table for a terminal")
     ap.add_argument("--allow-dirty", action="store_true", help="admit rows made from a dirty or unknown tree")
     ap.add_argument("--sweeps", help="directory of the sweep files (default experiments/sweeps)")
@@ -657,6 +661,10 @@ def main():
         rows = [r for r in rows if (r.get("experiment"), r.get("config_key")) not in keys] + mine
         if os.path.exists(os.path.join(args.run, "sim_validation.json")):
             results_dir = args.run  # the run's own sim check gives the projections' bands
+    if args.since:
+        if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", args.since):
+            die(f"--since {args.since}: want YYYY-MM-DDTHH:MM:SSZ")
+        rows = [dict(r, _this_run=True) if ((r.get("env") or {}).get("utc") or "") >= args.since else r for r in rows]
     out = table(rows, results_dir=results_dir)
     sys.stdout.write(render(out, brief=args.brief))
     if args.markdown:
