@@ -161,8 +161,9 @@ def failed_rows(spec, rows):
 def verdict(outcome, rows, spec, allowance):
     """The verdict words: the outcome, said for the kind of evidence it rests on."""
     modes = {r["mode"] for r in rows}
-    # allowance None: a yes/no outcome (fits or not) with no timing noise to allow for
-    pct = "" if allowance is None else f"noise ±{100 * allowance:.1f}%"
+    # allowance None: a yes/no outcome (fits or not) with no timing noise to allow for; a
+    # projection is deterministic: no "noise ±0.0%"
+    pct = "" if allowance is None or (allowance < 5e-4 and "projected" in modes) else f"noise ±{100 * allowance:.1f}%"
     words = {"agrees": "agrees", "disagrees": "disagrees", "within": "within noise"}[outcome]
     if "projected" in modes:
         if spec.get("by_construction"):
@@ -313,18 +314,21 @@ def t_extrapolation(spec, rows, ctx):
                 break
     if not pairs:
         return None
-    parts, inside = [], True
+    # A bar wider than max_bar (the machine's load widens it) cannot fail: no evidence either way.
+    parts, inside, wide, max_bar = [], True, False, float(spec.get("max_bar", 0.25))
     for r, m, where in pairs:
         err = r["step_ms"]["median"] / m["step_ms"]["median"] - 1
         E = r["step_ms"].get("err_frac", 0.0)
         nm = noise(m)
         inside &= abs(err) <= E + nm
+        wide |= E + nm > max_bar
         parts.append(f"{r['system']} {100 * err:+.0f}% (bar ±{100 * E:.0f}%)")
     whence = sorted({w for _, _, w in pairs})
     text = ("extrapolated vs measured step time (" + " and ".join(
         "full depth measured in the same interleaved rounds" if w == "same rounds" else f"measured in {w}"
         for w in whence) + "): " + ", ".join(parts))
-    return text, [pairs[0][0]], "agrees" if inside else "disagrees", 0.0
+    outcome = "disagrees" if not inside else "within" if wide else "agrees"
+    return text, [pairs[0][0]], outcome, 0.0
 
 
 def t_predicted(spec, rows, ctx):
@@ -571,7 +575,9 @@ def claim_row(spec, rows, ctx):
     if outcome is None:
         v = f"no verdict ({spec.get('no_verdict', 'no claim to test')})"
     elif spec.get("words"):  # a test that is not a paper claim says its outcome in its own words
-        v = spec["words"][outcome].format(noise=f"±{100 * (allowance or 0):.1f}%")
+        exact = (allowance or 0) < 5e-4 and all(r.get("mode") == "projected" for r in used)
+        v = spec["words"].get(outcome, "inconclusive (noise {noise})").format(
+            noise="deterministic" if exact else f"±{100 * (allowance or 0):.1f}%")
     else:
         v = verdict(outcome, used, spec, allowance)
     where = provenance(used, ctx)

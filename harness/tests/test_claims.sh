@@ -374,4 +374,31 @@ filed from NVIDIA H200, 2026-11-26, 955be61e2b40
 this run
 this run + filed from campaign part h200-B, 2026-11-26, 955be61e2b40" ] &&
   pass "a filed GPU row names the campaign part whose manifest brackets it" || { fail "provenance"; cat "$tmp/prov.txt"; }
+
+# Verdicts that can fail (issue 38): an extrapolation bar wider than max_bar (25%) that holds
+# its error is inconclusive, not "error bars hold" (one outside it still fails); a deterministic
+# projection prints no "noise ±0.0%".
+python3 - > "$tmp/wide.txt" 2>&1 <<'EOF'
+import sys
+sys.path.insert(0, "harness/sweep")
+import claims
+env = {"git_sha": "0123456789ab", "git_dirty": False}
+def ex(pred, E, check):
+    return {"mode": "extrapolated", "system": "megatrain", "batch": 4, "layers_model": 8, "env": env,
+            "tokens_per_s": 1.0, "step_ms": {"median": pred, "min": pred * (1 - E), "max": pred * (1 + E), "err_frac": E},
+            "fit": {"depths": [2, 4], "holdout": {"depth": 6}, "check": {"depth": 8, "measured_ms": check,
+                    "measured_min_ms": check, "measured_max_ms": check}}}
+spec = {"against": "other"}
+for name, r in (("wide inside", ex(1000, 0.76, 1800)), ("wide outside", ex(1000, 0.3, 2000)),
+                ("narrow inside", ex(1000, 0.1, 950))):
+    print(name, claims.t_extrapolation(spec, [r], {"all": {}})[2])
+print(claims.verdict("agrees", [{"mode": "projected"}], {}, 0.0))
+print(claims.verdict("agrees", [{"mode": "projected"}], {}, 0.02))
+EOF
+[ "$(cat "$tmp/wide.txt")" = "wide inside within
+wide outside disagrees
+narrow inside agrees
+pending GPU (projection agrees)
+pending GPU (projection agrees; noise ±2.0%)" ] && pass "a too-wide bar is inconclusive; a deterministic projection has no noise" ||
+  { fail "wide bars / projection noise"; cat "$tmp/wide.txt"; }
 finish
