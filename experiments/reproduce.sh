@@ -65,28 +65,39 @@ T0=$(date +%s)
 failed=()
 mmss() { printf '%d:%02d' $(($1 / 60)) $(($1 % 60)); }
 elapsed() { mmss $(( $(date +%s) - T0 )); }
-# the last full run's time on this path (results/reproduce_<path>.json) paces the estimate
-last_s=$(jq -r '.wall_s // empty' "$ROOT/results/reproduce_${path:-cpu}.json" 2>/dev/null || true)
-k=0 N=0
+# The estimate of the time left: the last run's section times (results/reproduce_<path>.json,
+# "sections") not yet run, scaled by how this run's pace compares on those already run.
+declare -A prev_s=()
+prev_total=0
+while IFS=$'\t' read -r key secs; do
+  [[ "$secs" =~ ^[0-9]+$ ]] || continue
+  prev_s[$key]=$secs prev_total=$((prev_total + secs))
+done < <(jq -r '.sections[]? | "\(.name)\t\(.s)"' "$ROOT/results/reproduce_${path:-cpu}.json" 2>/dev/null)
+k=0 N=0 prev_done=0 sections_json=""
 step() { echo "== [$(elapsed)] $*" >&2; }
-# section WHAT: "section k of N" with the time left (the last run's pace, else this run's).
+# section KEY WHAT: "section k of N (about m:ss left): WHAT".
 section() {
   k=$((k + 1))
   local el=$(( $(date +%s) - T0 )) left=""
-  if [[ "$last_s" =~ ^[0-9]+$ ]] && [ "$last_s" -gt "$el" ]; then left="about $(mmss $((last_s - el))) left"
+  if [ "$prev_total" -gt 0 ] && [ "$prev_done" -gt 0 ]; then
+    left="about $(mmss $(( (prev_total - prev_done) * el / prev_done ))) left"
+  elif [ "$prev_total" -gt "$el" ]; then left="about $(mmss $((prev_total - el))) left"
   elif [ "$k" -gt 1 ]; then left="about $(mmss $((el * (N - k + 1) / (k - 1)))) left"; fi
-  echo "== [$(elapsed)] section $k of $N${left:+ ($left)}: $*" >&2
+  echo "== [$(elapsed)] section $k of $N${left:+ ($left)}: $2" >&2
 }
 # run NAME CMD...: runs a section, records it as failed (loudly) when it exits non-zero,
-# and says how long it took when that was over 10 s.
+# says how long it took when that was over 10 s, and keeps its time for the next estimate.
 run() {
-  local name=$1 t=$(date +%s) rc=0; shift
-  section "$name"
+  local name=$1 t=$(date +%s) rc=0 key=${1%%[: ]*} d; shift
+  section "$key" "$name"
   "$@" || rc=$?
-  [ $(( $(date +%s) - t )) -le 10 ] || echo "   ($name: $(( $(date +%s) - t )) s)" >&2
+  d=$(( $(date +%s) - t ))
+  [ "$d" -le 10 ] || echo "   ($key: $d s)" >&2
+  prev_done=$(( prev_done + ${prev_s[$key]:-0} ))
+  sections_json+="${sections_json:+,}$(jq -nc --arg n "$key" --argjson s "$d" '{name: $n, s: $s}')"
   if [ "$rc" != 0 ]; then
     echo "FAILED: $name (exit $rc): $*" >&2
-    failed+=("$name")
+    failed+=("$key")
   fi
 }
 
@@ -185,7 +196,7 @@ if [ -f "$RESULTS/sim_validation.json" ]; then
   run "sim_validation.json spans -> $PLOTS/out/spans.{tsv,gpi}" \
     "$PY" harness/sweep/span_check.py --export "$RESULTS/sim_validation.json" --out "$PLOTS/out"
 else
-  k=$((k + 1))
+  k=$((k + 1))  # no spans section here: it still counts in N
 fi
 if [ "$plots" = 1 ]; then
   if command -v gnuplot >/dev/null; then
@@ -207,8 +218,8 @@ run "claims table -> $RESULTS/claims.md" \
 # (g) how long this took, and the figures in README.md / REPRODUCE.md regenerated from
 # the files (a CTest test checks they match)
 step "done in $(elapsed)"
-printf '{"schema":"megatrain.reproduce/1","path":"%s","host":"%s","wall_s":%d,"failed_steps":%d,"env":%s}\n' \
-  "$path" "$host" $(( $(date +%s) - T0 )) ${#failed[@]} "$("$BIN/mt-env")" > "$RESULTS/reproduce_$path.json"
+printf '{"schema":"megatrain.reproduce/1","path":"%s","host":"%s","wall_s":%d,"failed_steps":%d,"sections":[%s],"env":%s}\n' \
+  "$path" "$host" $(( $(date +%s) - T0 )) ${#failed[@]} "$sections_json" "$("$BIN/mt-env")" > "$RESULTS/reproduce_$path.json"
 if [ "$refresh" = 1 ]; then
   run "README.md / REPRODUCE.md figures from results/" "$PY" harness/sweep/docs.py --write
 else
