@@ -139,7 +139,7 @@ rounds() {
     for s in $order; do
       if [ "$s" = A ]; then bin=$dir_a; else bin=$dir_b; fi
       side "$bin" | while read -r name ms; do
-        jq -nc --argjson r "$r" --arg s "$s" --arg b "$name" --argjson ms "${ms:-null}" \
+        jq -nc --argjson r "$r" --arg s "${s,,}" --arg b "$name" --argjson ms "${ms:-null}" \
           '{round: $r, side: $s, bench: $b, ms: $ms}'
       done >> "$out"
     done

@@ -3,7 +3,7 @@
 
     python3 ci/ab_stats.py [--threshold PCT] [--seed N] [--suspects FILE] ROWS.jsonl
 
-ROWS: one JSON object a line, {"round": R, "side": "A"|"B", "bench": NAME, "ms": T}.
+ROWS: one JSON object a line, {"round": R, "side": "a"|"b", "bench": NAME, "ms": T} (a: REV_A).
 Per benchmark the rounds are paired (A and B of one round ran back to back): the ratio
 is the median over rounds of B/A, its interval the 2.5th..97.5th percentile of that
 median over bootstrap resamples of the rounds (seeded: the same rows, the same answer).
@@ -36,9 +36,9 @@ def load(path):
                     r = json.loads(line)
                 except json.JSONDecodeError as e:
                     die(f"{path}:{n}: not JSON ({e.msg})")
-                if not isinstance(r, dict) or r.get("side") not in ("A", "B") or not isinstance(r.get("bench"), str) \
+                if not isinstance(r, dict) or r.get("side") not in ("a", "b") or not isinstance(r.get("bench"), str) \
                         or not isinstance(r.get("round"), int):
-                    die(f"{path}:{n}: want {{round, side: A|B, bench, ms}}")
+                    die(f"{path}:{n}: want {{round, side: a|b, bench, ms}}")
                 rows.append(r)
     except OSError as e:
         die(f"{path}: {e.strerror}")
@@ -82,7 +82,7 @@ def main():
     regressed, failed = [], []
     for bench in sorted(per):
         rounds = per[bench]
-        pairs = [(s.get("A"), s.get("B")) for _, s in sorted(rounds.items())]
+        pairs = [(s.get("a"), s.get("b")) for _, s in sorted(rounds.items())]
         if not all(finite(x) and finite(y) for x, y in pairs):
             print(f"{bench:<18} {'-':>9} {'-':>9} {'-':>7}  {'-':<15} FAILED-RUN (a round without a finite time)")
             failed.append(bench)
