@@ -13,7 +13,7 @@ import json, sys
 f, bench, a, b = sys.argv[1:]
 with open(f, "a") as out:
     for i, (x, y) in enumerate(zip(a.split(","), b.split(",")), 1):
-        for side, ms in (("A", x), ("B", y)):
+        for side, ms in (("a", x), ("b", y)):
             out.write(json.dumps({"round": i, "side": side, "bench": bench,
                                   "ms": None if ms == "null" else float(ms)}) + "\n")' "$@"
 }
@@ -39,8 +39,8 @@ rows "$tmp/failed.jsonl" host/adamw 10,10,10,10,10 10,10,null,10,10
 out=$(python3 $st "$tmp/failed.jsonl"); rc=$?
 [ "$rc" = 1 ] && printf '%s' "$out" | grep -q 'FAILED-RUN' && pass "a round without a time: FAILED-RUN, exit 1" ||
   { fail "failed run: exit $rc"; echo "$out"; }
-echo '{"round": 1, "side": "C"}' > "$tmp/bad.jsonl"
-exits 2 "ab_stats: a row without side A|B" python3 $st "$tmp/bad.jsonl"
+echo '{"round": 1, "side": "c"}' > "$tmp/bad.jsonl"
+exits 2 "ab_stats: a row without side a|b" python3 $st "$tmp/bad.jsonl"
 exits 2 "ab.sh: one revision" bash ci/ab.sh HEAD
 exits 2 "ab.sh: --rounds 3" bash ci/ab.sh --rounds 3 HEAD HEAD
 exits 2 "ab.sh: not a commit" bash ci/ab.sh no-such-rev-xyz HEAD
