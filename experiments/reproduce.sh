@@ -177,7 +177,7 @@ plot_all() {
     gnuplot -e "DATA=$(gp_str "$PLOTS/data/"); OUT=$(gp_str "$PLOTS/out/")" "$gp" 2> "$PLOTS/gnuplot.err" ||
       { echo "FAILED: gnuplot $gp" >&2; rc=1; }
     grep -i 'no valid points' "$PLOTS/gnuplot.err" | sed "s|^|$gp: |" >> "$PLOTS/skipped.txt"
-    grep -iv 'no valid points' "$PLOTS/gnuplot.err" | grep -v '^ *$' | grep -v '^ *\^ *$' | grep -v '^ *"' >&2 || true
+    grep -iv 'no valid points' "$PLOTS/gnuplot.err" | grep -v '^ *$' >&2 || true
   done
   rm -f "$PLOTS/gnuplot.err"
   return $rc
