@@ -13,7 +13,9 @@ printf '#!/bin/sh\necho %s\n' "'{\"git_sha\":\"stub\"}'" > "$tmp/bin/mt-env"
 chmod +x "$tmp/bin/megatrain" "$tmp/bin/mt-env"
 before=$(git status --porcelain)
 run="$tmp/it's \$(touch $tmp/pwned)"
-MT_BIN=$tmp/bin bash experiments/reproduce.sh --cpu --no-plots --run-dir "$run" > "$tmp/out" 2> "$tmp/err"
+plots=--no-plots
+command -v gnuplot > /dev/null && plots=""  # the figures too where gnuplot is installed
+MT_BIN=$tmp/bin bash experiments/reproduce.sh --cpu $plots --run-dir "$run" > "$tmp/out" 2> "$tmp/err"
 rc=$?
 [ "$rc" = 1 ] && pass "failed sections fail the run (exit 1)" || fail "exit $rc, want 1"
 [ ! -e "$tmp/pwned" ] && pass "a run directory named with ' and \$(...) runs nothing" || fail "\$(...) in a path ran"
@@ -27,5 +29,11 @@ grep -q '^== \[[0-9:]*\] section 1 of [0-9]*' "$tmp/err" && grep -q "this run is
   pass "sections counted; the run directory printed at the end" || { fail "progress lines"; tail -5 "$tmp/err"; }
 jq -e '.sections | length > 3' "$run/results/reproduce_cpu.json" > /dev/null &&
   pass "section times recorded for the next run's estimate" || fail "no sections in reproduce_cpu.json"
+if [ -z "$plots" ]; then
+  [ -s "$run/plots/out/batch.png" ] && ! grep -q 'no valid points' "$tmp/err" && [ -s "$run/plots/skipped.txt" ] &&
+    grep -q 'gnuplot skipped [0-9]* empty series' "$tmp/err" &&
+    pass "figures drawn in the run directory; the expected 'no valid points' warnings counted, not shown" ||
+    { fail "figures"; grep -i 'gnuplot\|plot' "$tmp/err" | head -5; }
+fi
 exits 2 "--refresh with --run-dir" bash experiments/reproduce.sh --refresh --run-dir "$tmp/x"
 finish
