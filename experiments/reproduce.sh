@@ -165,21 +165,23 @@ while IFS=$'\t' read -r file from_gpu desc; do
   run "$(basename "$file" .json): ${desc:0:110}" sweep "${hw[@]}" "$file"
 done <<< "$list"
 
-# plot_all: every figure script, its data and output directories given as gnuplot strings
-# (single-quoted: a quote in a path doubled, nothing else interpreted). The "no valid points"
-# warnings of series without rows are expected: counted in $PLOTS/skipped.txt, not shown.
-gp_str() { printf "'%s'" "${1//\'/\'\'}"; }
+# plot_all: every figure script over the run's plots/data into plots/out. gnuplot gets them
+# through a symlink of a plain name: the scripts splice paths into gnuplot strings and shell
+# commands (compare.gp's `test -f`), where a quote or $(...) in the run directory would break
+# or run. The "no valid points" warnings of series without rows are expected: counted in
+# $PLOTS/skipped.txt, not shown; any other gnuplot message is.
 plot_all() {
-  local gp rc=0
+  local gp rc=0 safe
+  safe=$(mktemp -d /tmp/mt-plots.XXXXXX) && ln -s "$PLOTS" "$safe/p" || return 1
   : > "$PLOTS/skipped.txt"
   for gp in plots/*.gp; do
     [ "$gp" = plots/common.gp ] && continue
-    gnuplot -e "DATA=$(gp_str "$PLOTS/data/"); OUT=$(gp_str "$PLOTS/out/")" "$gp" 2> "$PLOTS/gnuplot.err" ||
+    gnuplot -e "DATA='$safe/p/data/'; OUT='$safe/p/out/'" "$gp" 2> "$PLOTS/gnuplot.err" ||
       { echo "FAILED: gnuplot $gp" >&2; rc=1; }
     grep -i 'no valid points' "$PLOTS/gnuplot.err" | sed "s|^|$gp: |" >> "$PLOTS/skipped.txt"
     grep -iv 'no valid points' "$PLOTS/gnuplot.err" | grep -v '^ *$' >&2 || true
   done
-  rm -f "$PLOTS/gnuplot.err"
+  rm -f "$PLOTS/gnuplot.err" "$safe/p" && rmdir "$safe"
   return $rc
 }
 

@@ -12,7 +12,7 @@ printf '#!/bin/sh\n[ "$1" = --version ] && { echo %s; exit 0; }\necho "stub mega
 printf '#!/bin/sh\necho %s\n' "'{\"git_sha\":\"stub\"}'" > "$tmp/bin/mt-env"
 chmod +x "$tmp/bin/megatrain" "$tmp/bin/mt-env"
 before=$(git status --porcelain)
-run="$tmp/it's \$(touch $tmp/pwned)"
+run="$tmp/it's '\$(touch $tmp/pwned)'"
 plots=--no-plots
 command -v gnuplot > /dev/null && plots=""  # the figures too where gnuplot is installed
 MT_BIN=$tmp/bin bash experiments/reproduce.sh --cpu $plots --run-dir "$run" > "$tmp/out" 2> "$tmp/err"
@@ -30,7 +30,8 @@ grep -q '^== \[[0-9:]*\] section 1 of [0-9]*' "$tmp/err" && grep -q "this run is
 jq -e '.sections | length > 3' "$run/results/reproduce_cpu.json" > /dev/null &&
   pass "section times recorded for the next run's estimate" || fail "no sections in reproduce_cpu.json"
 if [ -z "$plots" ]; then
-  [ -s "$run/plots/out/batch.png" ] && ! grep -q 'no valid points' "$tmp/err" && [ -s "$run/plots/skipped.txt" ] &&
+  [ -s "$run/plots/out/batch.png" ] && [ -s "$run/plots/out/compare.png" ] && ! grep -q 'no valid points' "$tmp/err" &&
+    ! grep -q '^sh: ' "$tmp/err" && [ -s "$run/plots/skipped.txt" ] &&
     grep -q 'gnuplot skipped [0-9]* empty series' "$tmp/err" &&
     pass "figures drawn in the run directory; the expected 'no valid points' warnings counted, not shown" ||
     { fail "figures"; grep -i 'gnuplot\|plot' "$tmp/err" | head -5; }
