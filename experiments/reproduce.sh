@@ -73,6 +73,9 @@ while IFS=$'\t' read -r key secs; do
   [[ "$secs" =~ ^[0-9]+$ ]] || continue
   prev_s[$key]=$secs prev_total=$((prev_total + secs))
 done < <(jq -r '.sections[]? | "\(.name)\t\(.s)"' "$ROOT/results/reproduce_${path:-cpu}.json" 2>/dev/null)
+# a record without section times (older runs) still gives its whole time
+last_s=$(jq -r '.wall_s // empty | floor' "$ROOT/results/reproduce_${path:-cpu}.json" 2>/dev/null || true)
+[[ "$last_s" =~ ^[0-9]+$ ]] || last_s=0
 k=0 N=0 prev_done=0 sections_json=""
 step() { echo "== [$(elapsed)] $*" >&2; }
 # section KEY WHAT: "section k of N (about m:ss left): WHAT".
@@ -82,6 +85,7 @@ section() {
   if [ "$prev_total" -gt 0 ] && [ "$prev_done" -gt 0 ]; then
     left="about $(mmss $(( (prev_total - prev_done) * el / prev_done ))) left"
   elif [ "$prev_total" -gt "$el" ]; then left="about $(mmss $((prev_total - el))) left"
+  elif [ "$prev_total" = 0 ] && [ "$last_s" -gt "$el" ]; then left="about $(mmss $((last_s - el))) left"
   elif [ "$k" -gt 1 ]; then left="about $(mmss $((el * (N - k + 1) / (k - 1)))) left"; fi
   echo "== [$(elapsed)] section $k of $N${left:+ ($left)}: $2" >&2
 }
