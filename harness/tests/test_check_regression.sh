@@ -15,7 +15,7 @@ expect() {
   if [ "$rc" != "$want" ]; then
     echo "FAIL $name: exit $rc, want $want"; echo "$out" | sed 's/^/    /'; fails=$((fails + 1)); return
   fi
-  if [ "$pat" != "-" ] && ! printf '%s\n' "$out" | grep -Eq "$pat"; then
+  if [ "$pat" != "-" ] && ! grep -Eq -- "$pat" <<< "$out"; then
     echo "FAIL $name: no line matching /$pat/"; echo "$out" | sed 's/^/    /'; fails=$((fails + 1)); return
   fi
   echo "ok   $name"

@@ -339,17 +339,17 @@ verdict "a failed denominator: the claim says failed, with the error" "ratio cla
 mk "$tmp/run" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}}'
 rm "$tmp/run/t_abl.jsonl"
 out=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/disagree" 2> /dev/null)
-printf '%s\n' "$out" | grep -q '^ratio claim .*filed from NVIDIA H100 80GB HBM3, undated, 0123456789ab  *not reproduced' &&
-  printf '%s\n' "$out" | grep -q '^tally: reproduced here 0, reproduced on a filed GPU row 3, projected 0, failed 2,' &&
+grep -q -- '^ratio claim .*filed from NVIDIA H100 80GB HBM3, undated, 0123456789ab  *not reproduced' <<< "$out" &&
+  grep -q -- '^tally: reproduced here 0, reproduced on a filed GPU row 3, projected 0, failed 2,' <<< "$out" &&
   pass "filed rows: machine, date, commit; the tally counts them" || { fail "filed source / tally"; printf '%s\n' "$out"; }
 out=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/disagree" --run "$tmp/run" 2> /dev/null)
-printf '%s\n' "$out" | grep -q '^ratio claim .*  this run  *reproduced (noise' &&
-  printf '%s\n' "$out" | grep -q '^busy claim .*filed from NVIDIA' &&
-  printf '%s\n' "$out" | grep -q '^tally: reproduced here 2, reproduced on a filed GPU row 2, projected 0, failed 1,' &&
+grep -q -- '^ratio claim .*  this run  *reproduced (noise' <<< "$out" &&
+  grep -q -- '^busy claim .*filed from NVIDIA' <<< "$out" &&
+  grep -q -- '^tally: reproduced here 2, reproduced on a filed GPU row 2, projected 0, failed 1,' <<< "$out" &&
   pass "--run: its rows say 'this run' and replace the filed ones" || { fail "--run"; printf '%s\n' "$out"; }
 out=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/disagree" --brief 2> /dev/null)
 [ "$(printf '%s\n' "$out" | awk '{ if (length($0) > 130) n++ } END { print n + 0 }')" = 0 ] &&
-  printf '%s\n' "$out" | grep -q '^ratio claim .*NVIDIA H100 80GB HBM3, undated, 01234567 ' &&
+  grep -q -- '^ratio claim .*NVIDIA H100 80GB HBM3, undated, 01234567 ' <<< "$out" &&
   pass "--brief: lines within 130 characters" || { fail "--brief"; printf '%s\n' "$out"; }
 exits 2 "--run without a directory" python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/disagree" \
   --run "$tmp/nowhere"
