@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 # `make test` also runs the aarch64 (Grace) suite under qemu-user; TEST_AARCH64=0 skips it.
 TEST_AARCH64 ?= 1
 
-.PHONY: all deps build test test-aarch64 reproduce sim-check peer-check clean
+.PHONY: all deps build test test-aarch64 reproduce reproduce-refresh sim-check peer-check clean
 
 all: build
 
@@ -25,8 +25,14 @@ test: build
 test-aarch64:
 	JOBS=$(JOBS) bash ci/test_aarch64.sh
 
+# A run goes to runs/reproduce-<UTC>/ (printed at the end); the checkout stays as it was.
 reproduce: build
 	bash experiments/reproduce.sh
+
+# The maintainer's refresh: the same run, rewriting the committed results/, plots/ and the
+# generated blocks of README.md and REPRODUCE.md.
+reproduce-refresh: build
+	bash experiments/reproduce.sh --refresh
 
 # The sim on the calibrated profile against every measured GPU configuration (harness/sweep/sim_check.py):
 # fails when a row that validates the current engine is outside ±10%; rewrites results/sim_validation.json.

@@ -3,7 +3,8 @@
 sweep files declare (`"claims"` in experiments/sweeps/*.json) — nothing here is a
 hard-coded result, and no experiment is named here.
 
-    python3 harness/sweep/claims.py [--results results] [--markdown FILE] [--allow-dirty]
+    python3 harness/sweep/claims.py [--results results] [--run DIR | --since UTC] [--markdown FILE] [--brief]
+        [--allow-dirty]
 
 Rows from a dirty (or unknown) tree and rows of sweep entries that no longer exist are
 left out (said on stderr); --allow-dirty admits the dirty ones.
@@ -21,12 +22,20 @@ kind of evidence it rests on:
                                                                the outcome certain
   CPU check (not the claim): ...                               measured on the CPU backend
   no verdict (why) / no data                                   nothing to test / no rows
+Every row says where its figures come from ("source"): "this run" (rows of --run DIR, a run's
+own results, which replace results/' rows of the same configuration; or rows made at or after
+--since UTC) or "filed from <campaign
+part or machine>, <date>, <commit>"; the table ends with a tally: reproduced here, reproduced
+on a filed GPU row, projected, failed, pending (no data), other. --brief: a short table for a
+terminal (claim, source, verdict).
 Tests: fits, ratio, at_least, not_slower, largest_fit, extrapolation, predicted, ratios, value,
 published, validation
 (harness/sweep/README.md, "Claim rows").
 """
 import argparse
+import datetime
 import glob
+import json
 import os
 import re
 import sys
@@ -152,8 +161,9 @@ def failed_rows(spec, rows):
 def verdict(outcome, rows, spec, allowance):
     """The verdict words: the outcome, said for the kind of evidence it rests on."""
     modes = {r["mode"] for r in rows}
-    # allowance None: a yes/no outcome (fits or not) with no timing noise to allow for
-    pct = "" if allowance is None else f"noise ±{100 * allowance:.1f}%"
+    # allowance None: a yes/no outcome (fits or not) with no timing noise to allow for; a
+    # projection is deterministic: no "noise ±0.0%"
+    pct = "" if allowance is None or (allowance < 5e-4 and "projected" in modes) else f"noise ±{100 * allowance:.1f}%"
     words = {"agrees": "agrees", "disagrees": "disagrees", "within": "within noise"}[outcome]
     if "projected" in modes:
         if spec.get("by_construction"):
@@ -304,18 +314,21 @@ def t_extrapolation(spec, rows, ctx):
                 break
     if not pairs:
         return None
-    parts, inside = [], True
+    # A bar wider than max_bar (the machine's load widens it) cannot fail: no evidence either way.
+    parts, inside, wide, max_bar = [], True, False, float(spec.get("max_bar", 0.25))
     for r, m, where in pairs:
         err = r["step_ms"]["median"] / m["step_ms"]["median"] - 1
         E = r["step_ms"].get("err_frac", 0.0)
         nm = noise(m)
         inside &= abs(err) <= E + nm
+        wide |= E + nm > max_bar
         parts.append(f"{r['system']} {100 * err:+.0f}% (bar ±{100 * E:.0f}%)")
     whence = sorted({w for _, _, w in pairs})
     text = ("extrapolated vs measured step time (" + " and ".join(
         "full depth measured in the same interleaved rounds" if w == "same rounds" else f"measured in {w}"
         for w in whence) + "): " + ", ".join(parts))
-    return text, [pairs[0][0]], "agrees" if inside else "disagrees", 0.0
+    outcome = "disagrees" if not inside else "within" if wide else "agrees"
+    return text, [pairs[0][0]], outcome, 0.0
 
 
 def t_predicted(spec, rows, ctx):
@@ -465,6 +478,78 @@ RUN = {"fits": t_fits, "ratio": t_ratio, "at_least": t_at_least, "not_slower": t
        "published": t_published, "validation": t_validation, "bound": t_bound}
 
 
+class Row(tuple):
+    """A table row (claim, paper, ours, how obtained, source, verdict) and its tally kind."""
+
+    def __new__(cls, cells, kind):
+        r = super().__new__(cls, cells)
+        r.kind = kind
+        return r
+
+
+KINDS = (("here", "reproduced here"), ("filed", "reproduced on a filed GPU row"), ("projected", "projected"),
+         ("failed", "failed"), ("pending", "pending (no data)"), ("other", "other"))
+
+
+def kind(outcome, used, where):
+    """The tally's word for a row: a GPU measurement that agrees is reproduced (here when this
+    run made every row), one that disagrees failed; a projection is projected whatever it says."""
+    modes = {r.get("mode") for r in used}
+    if "projected" in modes:
+        return "projected"
+    gpu = bool(used) and all(r.get("backend") == "cuda" for r in used)
+    if outcome == "disagrees" and (gpu or "extrapolated" in modes):
+        return "failed"
+    if outcome == "agrees" and gpu:
+        return "here" if where == "this run" else "filed"
+    return "other"
+
+
+def campaigns(results_dir):
+    """The GPU campaign parts filed beside the results (results/campaign/*-manifest.json)."""
+    out = []
+    for p in sorted(glob.glob(os.path.join(results_dir or "", "campaign", "*-manifest.json"))):
+        try:
+            with open(p) as f:
+                m = json.load(f)
+            out.append((m["tag"], m["git_sha"], m.get("gpu_name"), utc_s(m["utc"]), float(m.get("seconds") or 0)))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a manifest that cannot be read names no campaign; the row still says its date
+    return out
+
+
+def utc_s(t):
+    return datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def provenance(rows, ctx):
+    """'this run', or 'filed from <campaign part or machine>, <date>, <commit>' of the newest
+    filed row (a manifest's utc is its end: a row of the part started within its seconds)."""
+    if not rows:
+        return "-"
+    filed = [r for r in rows if not r.get("_this_run")]
+    if not filed:
+        return "this run"
+    env = max(filed, key=lambda r: (r.get("env") or {}).get("utc") or "").get("env") or {}
+    sha, t = (env.get("git_sha") or "?")[:12], env.get("utc") or ""
+    where = env.get("gpu_name") or env.get("cpu_model") or "another machine"
+    if t and env.get("gpu_name"):
+        ts = utc_s(t)
+        if "campaigns" not in ctx:
+            ctx["campaigns"] = campaigns(ctx.get("results_dir"))
+        for tag, msha, gpu, end, secs in ctx["campaigns"]:
+            if sha.startswith(msha[:12]) and gpu == env["gpu_name"] and end - secs - 120 <= ts <= end + 120:
+                where = f"campaign part {tag}"
+                break
+    s = f"filed from {where}, {t[:10] or 'undated'}, {sha}"
+    return s if len(filed) == len(rows) else "this run + " + s
+
+
+def tally(out):
+    n = {k: sum(1 for r in out if getattr(r, "kind", None) == k) for k, _ in KINDS}
+    return "tally: " + ", ".join(f"{words} {n[k]}" for k, words in KINDS)
+
+
 def claim_row(spec, rows, ctx):
     res = RUN[spec["test"]](spec, rows, ctx)
     if res is None:
@@ -473,13 +558,14 @@ def claim_row(spec, rows, ctx):
             r = failed[0]
             err = " ".join(str(r["error"]).split())
             what = f"{r.get('system')} b{r.get('batch')}" + (f" {r['precision']}" if r.get("precision") else "")
-            return (spec["claim"], spec.get("paper", "-"),
-                    f"no figure: {what} failed: {err[:160]}{'...' if len(err) > 160 else ''}",
-                    (r.get("env") or {}).get("gpu_name") or r.get("backend") or "-",
-                    f"failed ({len(failed)} row(s) with an error in results/{r.get('experiment')}.jsonl)")
+            return Row((spec["claim"], spec.get("paper", "-"),
+                        f"no figure: {what} failed: {err[:160]}{'...' if len(err) > 160 else ''}",
+                        (r.get("env") or {}).get("gpu_name") or r.get("backend") or "-", provenance(failed, ctx),
+                        f"failed ({len(failed)} row(s) with an error in results/{r.get('experiment')}.jsonl)"),
+                       "failed")
         if spec.get("optional"):
             return None
-        return (spec["claim"], spec.get("paper", "-"), "no rows", "-", "no data")
+        return Row((spec["claim"], spec.get("paper", "-"), "no rows", "-", "-", "no data"), "pending")
     text, used, outcome, allowance = res
     src = spec.get("how") or how(used[0] if used else None)
     b = None if spec.get("how") else band(used[0] if used else None, ctx)
@@ -488,10 +574,13 @@ def claim_row(spec, rows, ctx):
     if outcome is None:
         v = f"no verdict ({spec.get('no_verdict', 'no claim to test')})"
     elif spec.get("words"):  # a test that is not a paper claim says its outcome in its own words
-        v = spec["words"][outcome].format(noise=f"±{100 * (allowance or 0):.1f}%")
+        exact = (allowance or 0) < 5e-4 and all(r.get("mode") == "projected" for r in used)
+        v = spec["words"].get(outcome, "inconclusive (noise {noise})").format(
+            noise="deterministic" if exact else f"±{100 * (allowance or 0):.1f}%")
     else:
         v = verdict(outcome, used, spec, allowance)
-    return (spec["claim"], spec.get("paper", "-"), text, src, v)
+    where = provenance(used, ctx)
+    return Row((spec["claim"], spec.get("paper", "-"), text, src, where, v), kind(outcome, used, where))
 
 
 def check_spec(spec, where):
@@ -528,18 +617,25 @@ def table(rows, sweep_list=None, results_dir=None):
     return out
 
 
-def render(out, markdown=False):
-    head = ("claim", "paper", "ours", "how obtained", "verdict")
+def render(out, markdown=False, brief=False):
+    head = ("claim", "paper", "ours", "how obtained", "source", "verdict")
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(str(c).replace("|", "/") for c in row) + " |" for row in out]
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines) + "\n\n" + tally(out) + "\n"
+    if brief:  # a terminal's width: the claim, where its figures come from, the verdict
+        cut = lambda x, n: x if len(x) <= n else x[:n - 3] + "..."  # noqa: E731
+        src = lambda x: re.sub(r"\b([0-9a-f]{8})[0-9a-f]{4}$", r"\1",  # noqa: E731
+                               x.replace("filed from ", "").replace("campaign part ", "part "))
+        lines = [f"{'claim':<36}  {'source (filed from)':<40}  verdict"]
+        lines += [f"{cut(r[0], 36):<36}  {cut(src(r[4]), 40):<40}  {cut(r[5], 48)}" for r in out]
+        return "\n".join(lines + [tally(out)]) + "\n"
     w = [max(len(str(r[i])) for r in list(out) + [head]) for i in range(len(head))]
     w[2] = min(w[2], 200)
     lines = ["  ".join(str(h).ljust(w[i]) for i, h in enumerate(head)), "  ".join("-" * x for x in w)]
     for row in out:
         lines.append("  ".join(str(c).ljust(w[i]) for i, c in enumerate(row)))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + [tally(out)]) + "\n"
 
 
 def markdown_file(out):
@@ -552,6 +648,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--results", default=os.path.join(REPO, "results"))
     ap.add_argument("--markdown", help="also write the table as Markdown to this file")
+    ap.add_argument("--run", help="a run's own results directory: its rows say 'this run' and replace results/' "
+                                  "rows of the same configuration")
+    ap.add_argument("--since", help="rows whose env.utc is at or after this UTC time (YYYY-MM-DDTHH:MM:SSZ) say "
+                                    "'this run' (reproduce.sh passes its start)")
+    ap.add_argument("--brief", action="store_true", help="a short table for a terminal")
     ap.add_argument("--allow-dirty", action="store_true", help="admit rows made from a dirty or unknown tree")
     ap.add_argument("--sweeps", help="directory of the sweep files (default experiments/sweeps)")
     args = ap.parse_args()
@@ -560,8 +661,21 @@ def main():
     if args.markdown:  # refused before anything is read: never written over what it reads
         common.not_own_input(args.markdown, inputs, "--markdown")
     rows = common.trusted_results(args.results, args.allow_dirty, "claims", args.sweeps)
-    out = table(rows, results_dir=args.results)
-    sys.stdout.write(render(out))
+    results_dir = args.results
+    if args.run:
+        if not os.path.isdir(args.run):
+            die(f"--run {args.run}: not a directory")
+        mine = [dict(r, _this_run=True) for r in common.trusted_results(args.run, args.allow_dirty, "claims")]
+        keys = {(r.get("experiment"), r.get("config_key")) for r in mine}
+        rows = [r for r in rows if (r.get("experiment"), r.get("config_key")) not in keys] + mine
+        if os.path.exists(os.path.join(args.run, "sim_validation.json")):
+            results_dir = args.run  # the run's own sim check gives the projections' bands
+    if args.since:
+        if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", args.since):
+            die(f"--since {args.since}: want YYYY-MM-DDTHH:MM:SSZ")
+        rows = [dict(r, _this_run=True) if ((r.get("env") or {}).get("utc") or "") >= args.since else r for r in rows]
+    out = table(rows, results_dir=results_dir)
+    sys.stdout.write(render(out, brief=args.brief))
     if args.markdown:
         common.write_text(args.markdown, markdown_file(out), inputs, "--markdown")
     return 0

@@ -4,7 +4,7 @@ every measured GPU configuration: `megatrain train --backend sim` is re-run here
 the cost model fails the check), never read from committed projections.
 
     python3 harness/sweep/sim_check.py [--results results] [--out results/sim_validation.json]
-                                       [--bin DIR] [--changes FILE] [--no-write]
+                                       [--bin DIR] [--changes FILE] [--known FILE] [--no-write]
 
 Which rows: the measured megatrain rows of the experiments the sim-vs-measured claim row
 names (`against` of the `validation` claim in experiments/sweeps/gpu_predicted.json). Each is
@@ -30,7 +30,10 @@ most (the rows' per-phase medians: compute, h2d/d2h copies, drain, optimizer, an
 waits opt_wait_ms / drain_wait_ms), where the row kept its trace the spans that differ most
 (span_check.py: per lane and span, the sim's own trace against the measured one), and the verdict. The check passes when every validating
 row is within `within` (0.10, the claim's) plus the row's own noise (claims.noise: half its
-min..max over the median); otherwise it names the configurations and exits 1. Per profile it
+min..max over the median); otherwise it names the configurations and exits 1. A miss recorded in
+experiments/sim_known_misses.json (--known: its profile, key, cause and the measurement that will
+settle it) is printed as KNOWN MISS and does not fail; a recorded miss that is back inside the
+band, or that the check no longer has, fails it (the record is out of date). Per profile it
 also prints which of the sim's figures were measured, derived, taken from a datasheet or assumed
 (cost_sources.py), a figure derived from a row of an older engine marked so. With no
 validating row at all it exits 1 too: nothing would be checked. Writes --out (schema
@@ -76,6 +79,28 @@ def predicted_claim():
             if spec.get("test") == "validation":
                 return spec
     fail("no sweep declares a 'validation' claim row; HINT: experiments/sweeps/gpu_predicted.json holds it")
+
+
+def load_known(path):
+    """{(profile, key): entry} of the known-misses record; bad input exits 2 naming the file."""
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except OSError as e:
+        print(f"sim_check: {path}: {e.strerror}", file=sys.stderr)
+        sys.exit(2)
+    except json.JSONDecodeError as e:
+        print(f"sim_check: {path}:{e.lineno}: not JSON ({e.msg})", file=sys.stderr)
+        sys.exit(2)
+    out = {}
+    for i, m in enumerate(d.get("misses", []) if isinstance(d, dict) else [None]):
+        if not isinstance(m, dict) or not all(isinstance(m.get(k), str) and m[k] for k in
+                                              ("profile", "key", "cause", "settle")) \
+                or not isinstance(m.get("err"), (int, float)):
+            print(f"sim_check: {path}: misses[{i}] needs profile, key, err, cause and settle", file=sys.stderr)
+            sys.exit(2)
+        out[(m["profile"], m["key"])] = m
+    return out
 
 
 def git_contains(change, sha):
@@ -150,6 +175,8 @@ def main():
     ap.add_argument("--out", default=None, help="default: <results>/sim_validation.json")
     ap.add_argument("--bin", help="directory of the megatrain binaries (default $MT_BIN, else build/bin)")
     ap.add_argument("--changes", default=os.path.join(REPO, "experiments", "sim_engine_changes.json"))
+    ap.add_argument("--known", default=os.path.join(REPO, "experiments", "sim_known_misses.json"),
+                    help="the known misses (default experiments/sim_known_misses.json)")
     ap.add_argument("--no-write", action="store_true", help="check only; write nothing")
     args = ap.parse_args()
 
@@ -157,6 +184,8 @@ def main():
     within = float(spec["within"])
     with open(args.changes) as f:
         changes = json.load(f)["changes"]
+    known = load_known(args.known)
+    seen_known, stale = set(), []
     meas, inputs = [], [args.changes]
     for exp in spec["against"]:
         path = os.path.join(args.results, exp + ".jsonl")
@@ -200,7 +229,8 @@ def main():
             if extra:
                 why += " (sim run with " + " ".join(extra) + ")"
             diffs = phase_diffs(m, s)
-            verdict = ("ok" if inside else "OUTSIDE") if validates else "not counted"
+            miss = known.get((prof, key)) if validates else None
+            verdict = ("ok" if inside else "KNOWN MISS" if miss else "OUTSIDE") if validates else "not counted"
             print(f"{key}: measured {mm:.0f} ms, sim {s['step_ms']:.0f} ms, {100 * err:+.1f}% "
                   f"(noise ±{100 * nm:.1f}%) [{verdict}]")
             print("    phases, sim - measured: " + ", ".join(
@@ -214,7 +244,13 @@ def main():
                     print("    measured spans by what ran beside them: "
                           + "; ".join(span_check.describe_beside(d) for d in company))
             print(f"    validates the current engine: {'yes' if validates else 'no'}: {why}")
-            if validates and not inside:
+            if miss:
+                seen_known.add((prof, key))
+                if inside:
+                    stale.append(f"{key} ({prof}) is back inside at {100 * err:+.1f}% (recorded {100 * miss['err']:+.1f}%)")
+                else:
+                    print(f"    known miss (recorded {100 * miss['err']:+.1f}%): {miss['cause']}; settles it: {miss['settle']}")
+            elif validates and not inside:
                 bad.append(f"{key} {100 * err:+.1f}%")
             p = profiles.setdefault(prof, {"gpu": gpu, "configs": []})
             p["configs"].append({"key": key, "measured_ms": round(mm, 3), "sim_ms": round(s["step_ms"], 3),
@@ -240,9 +276,17 @@ def main():
     if not any(p["n"] for p in profiles.values()):
         fail("no measured row validates the current engine: nothing was checked; HINT: measure on the GPU "
              "(ci/gpu_campaign.sh) with the current engine")
+    stale += [f"{k} ({p}) is no longer a validating configuration" for p, k in sorted(set(known) - seen_known)]
     if bad:
-        fail(f"outside ±{100 * within:.0f}% (plus the row's noise): " + "; ".join(bad))
-    print(f"sim_check: every configuration that validates the current engine is within ±{100 * within:.0f}%")
+        fail(f"outside ±{100 * within:.0f}% (plus the row's noise): " + "; ".join(bad)
+             + (f"; and the known-miss record is out of date: {'; '.join(stale)}" if stale else ""))
+    if stale:
+        fail(f"a known miss no longer misses: {'; '.join(stale)}; HINT: update {os.path.relpath(args.known, REPO)} "
+             "(remove the entry, or record the new error and why)")
+    kn = [f"{k} ({p})" for p, k in sorted(seen_known)]
+    print(f"sim_check: every configuration that validates the current engine is within ±{100 * within:.0f}%"
+          + (f", except {len(kn)} known miss(es) recorded in {os.path.relpath(args.known, REPO)}: {', '.join(kn)}"
+             if kn else ""))
     return 0
 
 

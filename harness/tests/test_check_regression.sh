@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ci/check_regression.sh on the fixtures in ci/tests/: exit status and row status
-# for ok / warn / noise-masked / fail / bandwidth-fail / no matching row /
+# for ok / warn / noise-masked / fail / bandwidth-fail / no matching row / noisy repeat /
+# other machine / no finite step time /
 # scalar step_ms with a stated noise / malformed input / bad usage / unmatched
 # baselines, and --two-sided (deterministic rows: faster, fits, memory).
 . "$(dirname "$0")/lib.sh" jq
@@ -14,7 +15,7 @@ expect() {
   if [ "$rc" != "$want" ]; then
     echo "FAIL $name: exit $rc, want $want"; echo "$out" | sed 's/^/    /'; fails=$((fails + 1)); return
   fi
-  if [ "$pat" != "-" ] && ! printf '%s\n' "$out" | grep -Eq "$pat"; then
+  if [ "$pat" != "-" ] && ! grep -Eq -- "$pat" <<< "$out"; then
     echo "FAIL $name: no line matching /$pat/"; echo "$out" | sed 's/^/    /'; fails=$((fails + 1)); return
   fi
   echo "ok   $name"
@@ -23,9 +24,9 @@ expect ok          0 '^# summary: ok 3, warn 0, fail 0'        $fx/results_ok.js
 expect warn        0 '^WARN .* qwen2\.5-7b .* 15%'            $fx/results_warn.jsonl $fx/baseline.jsonl
 expect noisy       0 '^OK .* qwen2\.5-7b .* 15% +500'         $fx/results_noisy.jsonl $fx/baseline.jsonl
 expect fail        1 '^FAIL .* qwen2\.5-32b .* 30%'           $fx/results_fail.jsonl $fx/baseline.jsonl
-expect bw_fail     1 '^FAIL .* 50 +44$'                       $fx/results_bw_fail.jsonl $fx/baseline.jsonl
-expect bw_relaxed  0 '^OK .* 50 +44$'      --bw-frac 0.8      $fx/results_bw_fail.jsonl $fx/baseline.jsonl
-expect nomatch     0 'no baseline 3'                          $fx/results_nomatch.jsonl $fx/baseline.jsonl
+expect bw_fail     1 '^FAIL .* 50 +44 '                       $fx/results_bw_fail.jsonl $fx/baseline.jsonl
+expect bw_relaxed  0 '^OK .* 50 +44 '      --bw-frac 0.8      $fx/results_bw_fail.jsonl $fx/baseline.jsonl
+expect nomatch     0 'no baseline 2, no data 0, noisy 0, other machine 1'                          $fx/results_nomatch.jsonl $fx/baseline.jsonl
 expect stated_noise 0 '^OK .* qwen2\.5-3b .* 12\.5% +100'     $fx/results_scalar.jsonl $fx/baseline_scalar.jsonl
 expect no_noise    0 '^WARN .* qwen2\.5-1\.5b '               $fx/results_scalar.jsonl $fx/baseline_scalar.jsonl
 expect noise_frac  0 '^OK .* qwen2\.5-1\.5b '  --noise-frac 0.05 $fx/results_scalar.jsonl $fx/baseline_scalar.jsonl
@@ -34,7 +35,25 @@ expect malformed   2 'not JSON Lines'                         $fx/results_malfor
 expect missing     2 'cannot read'                            $fx/does_not_exist.jsonl $fx/baseline.jsonl
 expect bad_option  2 'unknown option'      --bogus            $fx/results_ok.jsonl
 expect bad_number  2 'not a non-negative number' --warn-pct x $fx/results_ok.jsonl $fx/baseline.jsonl
-expect unmatched   0 'baselines unmatched 4$'                 $fx/results_nomatch.jsonl $fx/baseline.jsonl
+expect unmatched   0 'baselines unmatched 3$'                 $fx/results_nomatch.jsonl $fx/baseline.jsonl
+
+# Noise and machines (CPU rows, ranges like a loaded 2-core CI): the same commit again, +30%
+# on the median but inside 3x the noise, passes as NOISY; a 1.5x slowdown beyond it fails;
+# the same row from another machine (cores, host memory) is reported, not judged; a run
+# without a finite step time (null, NaN, Infinity) against a timed baseline fails.
+expect cpu_repeat  0 '^NOISY .* qwen2-cpu8x256 .* 29\.8% .*within 3x noise' $fx/results_cpu_repeat.jsonl $fx/baseline_cpu.jsonl
+expect cpu_slow    1 '^FAIL .* qwen2-cpu8x256 .* 50% '    $fx/results_cpu_slow.jsonl $fx/baseline_cpu.jsonl
+expect cpu_slow_k  0 '^NOISY .* 50% '  --noise-k 5         $fx/results_cpu_slow.jsonl $fx/baseline_cpu.jsonl
+expect cpu_other   0 '^OTHER-MACHINE .* baseline from AMD EPYC/2/' $fx/results_cpu_other.jsonl $fx/baseline_cpu.jsonl
+expect cpu_notime  1 'fail 3, '                           $fx/results_cpu_notime.jsonl $fx/baseline_cpu.jsonl
+for i in 1 2 3; do
+  sed -n "${i}p" $fx/results_cpu_notime.jsonl > "$tmp/notime$i.jsonl"
+  expect "cpu_notime_row$i" 1 '^FAIL .*no finite step time' "$tmp/notime$i.jsonl" $fx/baseline_cpu.jsonl
+done
+# a row from another machine is judged once that machine has its own baseline
+cat $fx/baseline_cpu.jsonl > "$tmp/two_machines.jsonl"
+jq -c '.step_ms = {median: 1200, min: 1190, max: 1210}' $fx/results_cpu_other.jsonl >> "$tmp/two_machines.jsonl"
+expect cpu_other_own 1 '^FAIL .* 50% '                     $fx/results_cpu_other.jsonl "$tmp/two_machines.jsonl"
 
 # --two-sided (deterministic rows): faster is a change too, and so are fits and planned memory
 jq -c 'if .model == "qwen2.5-7b" and .system == "megatrain" then .step_ms.median = 900 | .step_ms.min = 900
@@ -51,5 +70,5 @@ expect fits_two_sided   1 '^FAIL .* zero3 '   --two-sided "$tmp/unfit.jsonl" "$t
 # rows that differ only in variant (ablations) or hardware (projections) each find their own baseline
 jq -c '., (.variant = "bind=copy" | .step_ms.median *= 2 | .step_ms.min *= 2 | .step_ms.max *= 2)' \
   $fx/baseline.jsonl > "$tmp/variants.jsonl"
-expect variants 0 'ok 8, warn 0, fail 0, no baseline 0'   "$tmp/variants.jsonl" "$tmp/variants.jsonl"
+expect variants 0 'ok 8, warn 0, fail 0, no baseline 0, .*other machine 0'   "$tmp/variants.jsonl" "$tmp/variants.jsonl"
 finish

@@ -352,4 +352,73 @@ PY
 then pass "ratio: against the fastest configuration, at the batch too; a phases row never taken"
 else fail "ratio against the fastest configuration"; fi
 
+
+# Where each row's figures come from (issue 38): rows of --run DIR say "this run" and replace
+# results/' rows of the same configuration; filed rows name their machine, date and commit, or
+# the campaign part whose manifest brackets them; the table ends with a tally.
+mk "$tmp/run" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}}'
+rm "$tmp/run/t_abl.jsonl"
+out=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/disagree" 2> /dev/null)
+grep -q -- '^ratio claim .*filed from NVIDIA H100 80GB HBM3, undated, 0123456789ab  *not reproduced' <<< "$out" &&
+  grep -q -- '^tally: reproduced here 0, reproduced on a filed GPU row 3, projected 0, failed 2,' <<< "$out" &&
+  pass "filed rows: machine, date, commit; the tally counts them" || { fail "filed source / tally"; printf '%s\n' "$out"; }
+out=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/disagree" --run "$tmp/run" 2> /dev/null)
+grep -q -- '^ratio claim .*  this run  *reproduced (noise' <<< "$out" &&
+  grep -q -- '^busy claim .*filed from NVIDIA' <<< "$out" &&
+  grep -q -- '^tally: reproduced here 2, reproduced on a filed GPU row 2, projected 0, failed 1,' <<< "$out" &&
+  pass "--run: its rows say 'this run' and replace the filed ones" || { fail "--run"; printf '%s\n' "$out"; }
+out=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/disagree" --brief 2> /dev/null)
+[ "$(printf '%s\n' "$out" | awk '{ if (length($0) > 130) n++ } END { print n + 0 }')" = 0 ] &&
+  grep -q -- '^ratio claim .*NVIDIA H100 80GB HBM3, undated, 01234567 ' <<< "$out" &&
+  pass "--brief: lines within 130 characters" || { fail "--brief"; printf '%s\n' "$out"; }
+exits 2 "--run without a directory" python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/disagree" \
+  --run "$tmp/nowhere"
+python3 - "$tmp" > "$tmp/prov.txt" 2>&1 <<'EOF'
+import json, os, sys
+sys.path.insert(0, "harness/sweep")
+import claims
+d = os.path.join(sys.argv[1], "prov", "campaign")
+os.makedirs(d)
+with open(os.path.join(d, "h200-B-20261126T030225Z-manifest.json"), "w") as f:
+    json.dump({"tag": "h200-B", "git_sha": "955be61e2b40", "gpu_name": "NVIDIA H200",
+               "utc": "2026-11-26T03:02:25Z", "seconds": 454.2}, f)
+ctx = {"results_dir": os.path.dirname(d)}
+row = lambda utc, **k: dict({"env": {"git_sha": "955be61e2b40", "gpu_name": "NVIDIA H200", "utc": utc}}, **k)
+print(claims.provenance([row("2026-11-26T02:56:20Z")], dict(ctx)))
+print(claims.provenance([row("2026-11-26T05:00:00Z")], dict(ctx)))
+print(claims.provenance([row("2026-11-26T02:56:20Z", _this_run=True)], dict(ctx)))
+print(claims.provenance([row("2026-11-26T02:56:20Z", _this_run=True), row("2026-11-26T02:56:20Z")], dict(ctx)))
+EOF
+[ "$(cat "$tmp/prov.txt")" = "filed from campaign part h200-B, 2026-11-26, 955be61e2b40
+filed from NVIDIA H200, 2026-11-26, 955be61e2b40
+this run
+this run + filed from campaign part h200-B, 2026-11-26, 955be61e2b40" ] &&
+  pass "a filed GPU row names the campaign part whose manifest brackets it" || { fail "provenance"; cat "$tmp/prov.txt"; }
+
+# Verdicts that can fail (issue 38): an extrapolation bar wider than max_bar (25%) that holds
+# its error is inconclusive, not "error bars hold" (one outside it still fails); a deterministic
+# projection prints no "noise ±0.0%".
+python3 - > "$tmp/wide.txt" 2>&1 <<'EOF'
+import sys
+sys.path.insert(0, "harness/sweep")
+import claims
+env = {"git_sha": "0123456789ab", "git_dirty": False}
+def ex(pred, E, check):
+    return {"mode": "extrapolated", "system": "megatrain", "batch": 4, "layers_model": 8, "env": env,
+            "tokens_per_s": 1.0, "step_ms": {"median": pred, "min": pred * (1 - E), "max": pred * (1 + E), "err_frac": E},
+            "fit": {"depths": [2, 4], "holdout": {"depth": 6}, "check": {"depth": 8, "measured_ms": check,
+                    "measured_min_ms": check, "measured_max_ms": check}}}
+spec = {"against": "other"}
+for name, r in (("wide inside", ex(1000, 0.76, 1800)), ("wide outside", ex(1000, 0.3, 2000)),
+                ("narrow inside", ex(1000, 0.1, 950))):
+    print(name, claims.t_extrapolation(spec, [r], {"all": {}})[2])
+print(claims.verdict("agrees", [{"mode": "projected"}], {}, 0.0))
+print(claims.verdict("agrees", [{"mode": "projected"}], {}, 0.02))
+EOF
+[ "$(cat "$tmp/wide.txt")" = "wide inside within
+wide outside disagrees
+narrow inside agrees
+pending GPU (projection agrees)
+pending GPU (projection agrees; noise ±2.0%)" ] && pass "a too-wide bar is inconclusive; a deterministic projection has no noise" ||
+  { fail "wide bars / projection noise"; cat "$tmp/wide.txt"; }
 finish

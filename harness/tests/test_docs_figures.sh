@@ -13,4 +13,10 @@ for b in "README.md measured" "README.md claims" "README.md c2-batch" "REPRODUCE
   set -- $b
   grep -q "^ *<!-- generated:$2 (harness/sweep/docs.py" "$1" || { echo "FAIL: $1 has no generated block '$2'"; exit 1; }
 done
+# README's claims block is claims.py's whole table: a failed configuration's row too (issue 38)
+python3 harness/sweep/claims.py --markdown "$tmp/claims.md" > /dev/null 2>&1 || { echo "FAIL: claims.py"; exit 1; }
+want=$(grep -c '^| ' "$tmp/claims.md")
+got=$(sed -n '/generated:claims/,/end generated:claims/p' README.md | grep -c '^| ')
+[ "$want" = "$got" ] || { echo "FAIL: README's claims block has $got table lines, claims.py $want"; exit 1; }
+grep -q '^tally: ' "$tmp/claims.md" || { echo "FAIL: the claims table ends without a tally"; exit 1; }
 echo "all checks passed"
