@@ -81,7 +81,10 @@ def how(r):
     if r["mode"] == "extrapolated":
         f = r.get("fit") or {}
         h = (f.get("holdout") or {}).get("depth")
-        return f"extrapolated ({dev}; fit {','.join(str(d) for d in f.get('depths', []))}, held out {h})"
+        held = f"held out {h}" if h is not None else "no depth held out: the bar is the fit's noise alone"
+        if f.get("holdout_failed"):
+            held = f"held-out depth {f['holdout_failed']['depth']} failed: the bar is the fit's noise alone"
+        return f"extrapolated ({dev}; fit {','.join(str(d) for d in f.get('depths', []))}, {held})"
     return f"{r['mode']} ({dev})"
 
 
