@@ -79,8 +79,11 @@ def fit_words(r):
         return "-", "-"
     gb = lambda v, u: "-" if v is None else f"{v:.1f}{u}"  # noqa: E731
     ms = lambda v: "-" if v is None else f"{v:.0f} ms"  # noqa: E731
-    runs = ", ".join(f"L{m['depth']} {m['step_ms']:.0f} ms (H2D {gb(m.get('h2d_gbps'), ' GB/s')}, host AdamW "
-                     f"{ms(m.get('optimizer_ms'))})" for m in f.get("measured") or [])
+    prof = resultslib.hardware_profile(resultslib.profile_of_gpu((r.get("env") or {}).get("gpu_name")) or "") or {}
+    pinned = field(prof, "link.h2d_gbps.pinned")
+    of = lambda v: f" = {100 * v / pinned:.0f}% of {pinned:.1f} pinned" if v and pinned else ""  # noqa: E731
+    runs = ", ".join(f"L{m['depth']} {m['step_ms']:.0f} ms (H2D {gb(m.get('h2d_gbps'), ' GB/s')}{of(m.get('h2d_gbps'))}, "
+                     f"host AdamW {ms(m.get('optimizer_ms'))})" for m in f.get("measured") or [])
     E = 100 * ((r.get("step_ms") or {}).get("err_frac") or 0)
     h, failed = f.get("holdout"), f.get("holdout_failed")
     if h:

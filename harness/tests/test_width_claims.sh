@@ -20,7 +20,7 @@ sys.path.insert(0, "harness/sweep")
 import common, one_config, sweeps
 out, fits = sys.argv[1], [json.loads(a) for a in sys.argv[2:]]
 env = {k: None for k in common.ENV_KEYS}
-env.update(git_sha="0123456789ab", git_dirty=False, gpu_name="NVIDIA H200 (made up)")
+env.update(git_sha="0123456789ab", git_dirty=False, gpu_name="NVIDIA H200")
 path = "experiments/sweeps/gpu_width.json"
 rows = []
 for c, fit in zip(sweeps.expand(sweeps.load(path)), fits):
@@ -39,7 +39,7 @@ m='{"depth": 1, "step_ms": 800, "step_ms_min": 790, "step_ms_max": 810, "n": 5, 
 m2='{"depth": 2, "step_ms": 1000, "step_ms_min": 990, "step_ms_max": 1010, "n": 5, "h2d_gbps": 52.0, "optimizer_ms": 260}'
 made_up "{\"depths\": [1, 2], \"holdout\": {\"depth\": 3, \"err_frac\": -0.031, \"lever\": 63}, \"measured\": [$m, $m2]}" \
         "{\"depths\": [1, 2], \"holdout\": null, \"measured\": [$m, $m2]}"
-grep -q "^C1 at 120B width, reduced depth .*L1 800 ms (H2D 51.5 GB/s, host AdamW 210 ms), L2 1000 ms" "$tmp/claims.txt" &&
+grep -q "^C1 at 120B width, reduced depth .*L1 800 ms (H2D 51.5 GB/s = [0-9]*% of [0-9.]* pinned, host AdamW 210 ms), L2 1000 ms" "$tmp/claims.txt" &&
   grep -q "^C1 extrapolated to full depth .*step 40000 ms ±10% (held-out L3: -3.1%, x63 to full depth).*beside: projected (sim, h200-1.5t)" "$tmp/claims.txt" &&
   grep -q "^C3 extrapolated to full depth .*step 500000 ms ±10%, the fit's timing noise alone (no depth held out" "$tmp/claims.txt" &&
   grep -q "^C3 at 7B width and 524288 tokens, reduced depth .*524288 tokens trained in one step" "$tmp/claims.txt" &&
