@@ -105,7 +105,8 @@ def config_s(P, c):
         return n * step + setup_s(d["params"]), "peer"
     if c["mode"] == "extrapolated":
         t = 0.0
-        for L in sorted(set(c["layers_fit"]) | {c["layers_holdout"]}):
+        hold = {c["layers_holdout"]} if c["layers_holdout"] != sweeps.NO_HOLDOUT else set()
+        for L in sorted(set(c["layers_fit"]) | hold):
             d = P.plan(c, L)
             t += c["steps"] * d["step_ms"] / 1e3 + setup_s(d["params"])
         return t, "plan"

@@ -167,6 +167,12 @@ PARTS = [
          {"name": "microbench", "kind": "microbench", "filter": MICROBENCH_FILTER, "families": MICROBENCH_FAMILIES,
           "min_time": 0.2, "calibrate": True, "timeout_s": 180, "allow_s": ALLOW_MICROBENCH + ALLOW_CALIBRATE},
          sweep("experiments/sweeps/gpu_goal.json", 400)]},
+    {"name": "W",
+     "what": "C1 and C3 at their own width, reduced depth (issue 45): dense-120b at 1, 2 and 3 of 96 layers, batch "
+             "16 x 1024, paper precision (fit on 1 and 2, 3 held out), then Qwen2.5-7B width at 524288 tokens in one "
+             "step at 1 and 2 of 28 layers (no depth held out: the bar is the fit's noise); each extrapolated to full "
+             "depth, each depth's H2D and host AdamW kept",
+     "steps": [machine(), sweep("experiments/sweeps/gpu_width.json", 480)]},
     {"name": "B",
      "what": "C2 at 14B width (8 of 48 layers), in 7 minutes: megatrain (paper, and mixed at b16) vs the "
              "real DeepSpeed ZeRO-3 offload, the official MegaTrain code and FSDP2 offload, b16 then b64, "

@@ -76,7 +76,47 @@ def enrich(r):
     d["step_median_ms"] = (r.get("step_ms") or {}).get("median")
     d["noise_pct"] = 100 * noise(r)
     d["host_mem_gb"] = (r.get("config") or {}).get("host_mem_gb")
+    d["depths_measured"], d["fit_bar"] = fit_words(r)
     return d
+
+
+def fit_words(r):
+    """An extrapolated row's measured depths (step, H2D, host AdamW at each) and how its error
+    bar was formed, in words for the claim templates; ("-", "-") for other rows."""
+    f = r.get("fit") or {}
+    if r.get("mode") != "extrapolated" or not f:
+        return "-", "-"
+    gb = lambda v, u: "-" if v is None else f"{v:.1f}{u}"  # noqa: E731
+    ms = lambda v: "-" if v is None else f"{v:.0f} ms"  # noqa: E731
+    prof = resultslib.hardware_profile(resultslib.profile_of_gpu((r.get("env") or {}).get("gpu_name")) or "") or {}
+    pinned = field(prof, "link.h2d_gbps.pinned")
+    of = lambda v: f" = {100 * v / pinned:.0f}% of {pinned:.1f} pinned" if v and pinned else ""  # noqa: E731
+    runs = ", ".join(f"L{m['depth']} {m['step_ms']:.0f} ms (H2D {gb(m.get('h2d_gbps'), ' GB/s')}{of(m.get('h2d_gbps'))}, "
+                     f"host AdamW {ms(m.get('optimizer_ms'))})" for m in f.get("measured") or [])
+    E = 100 * ((r.get("step_ms") or {}).get("err_frac") or 0)
+    h, failed = f.get("holdout"), f.get("holdout_failed")
+    if h:
+        bar = f"±{E:.0f}% (held-out L{h['depth']}: {100 * h.get('err_frac', 0):+.1f}%, x{h.get('lever', 0):.0f} to full depth)"
+    elif failed:
+        bar = f"±{E:.0f}%, the fit's timing noise alone (held-out L{failed['depth']} failed: {failed['error'][:80]})"
+    else:
+        bar = f"±{E:.0f}%, the fit's timing noise alone (no depth held out: curvature in depth untested)"
+    return runs or "(no per-depth figures)", bar
+
+
+def beside(spec, ctx):
+    """The projection a claim stands beside (`projection`: another experiment's row, e.g. the
+    sim's full model on the paper's host): (its words, the row), or (None, None)."""
+    b = spec.get("projection")
+    if not b:
+        return None, None
+    rs = [r for r in ctx["all"].get(b["experiment"], []) if ok(r) and matches(r, b.get("where"))]
+    if not rs:
+        return f"projection ({b['experiment']}): no rows", None
+    r = rs[0]
+    words = fmt(b.get("ours", "{tflops:.0f} TFLOPS"), enrich(r))
+    bd = band(r, ctx)
+    return f"{how(r)}: {words}" + (f" ({bd})" if bd else ""), r
 
 
 def how(r):
@@ -90,7 +130,10 @@ def how(r):
     if r["mode"] == "extrapolated":
         f = r.get("fit") or {}
         h = (f.get("holdout") or {}).get("depth")
-        return f"extrapolated ({dev}; fit {','.join(str(d) for d in f.get('depths', []))}, held out {h})"
+        held = f"held out {h}" if h is not None else "no depth held out: the bar is the fit's noise alone"
+        if f.get("holdout_failed"):
+            held = f"held-out depth {f['holdout_failed']['depth']} failed: the bar is the fit's noise alone"
+        return f"extrapolated ({dev}; fit {','.join(str(d) for d in f.get('depths', []))}, {held})"
     return f"{r['mode']} ({dev})"
 
 
@@ -552,6 +595,12 @@ def tally(out):
 
 def claim_row(spec, rows, ctx):
     res = RUN[spec["test"]](spec, rows, ctx)
+    proj, _ = beside(spec, ctx)
+    if res is None and proj and not failed_rows(spec, rows):  # nothing measured yet: the projection waits
+        return (spec["claim"], spec.get("paper", "-"), f"no GPU rows yet; beside: {proj}",
+                "-", f"pending GPU ({spec.get('pending', 'not yet run')})")
+    if res is not None and proj:
+        res = (f"{res[0]}; beside: {proj}",) + tuple(res[1:])
     if res is None:
         failed = failed_rows(spec, rows)
         if failed:

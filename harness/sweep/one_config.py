@@ -280,10 +280,16 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
     check = c.get("layers_check")
     if check is not None and check != layers_model:
         raise RunError(f"layers_check {check} is not the model's full depth {layers_model}")
-    runs, per_round = measure_depths(R, c, sorted(set(c["layers_fit"]) | {c["layers_holdout"]}
-                                                   | ({check} if check else set())))
-    row["step_ms"], row["fit"] = extrapolate(runs, sorted(c["layers_fit"]), c["layers_holdout"], layers_model,
-                                             per_round, check)
+    hold = None if c["layers_holdout"] == sweeps.NO_HOLDOUT else c["layers_holdout"]
+    runs, per_round, failed = measure_depths(R, c, sorted(set(c["layers_fit"]) | ({hold} if hold else set())
+                                                          | ({check} if check else set())),
+                                             optional=(hold,) if hold else ())
+    # a held-out depth that failed (memory, time): the fitted depths still make the row, its
+    # bar then the fit's alone, and the row says which depth failed and why
+    row["step_ms"], row["fit"] = extrapolate(runs, sorted(c["layers_fit"]), None if hold in failed else hold,
+                                             layers_model, per_round, check)
+    if hold in failed:
+        row["fit"]["holdout_failed"] = {"depth": hold, "error": failed[hold]}
     stamp_timing(row)  # each depth's run timed under the rule, the fit over their medians
     fit_rss = [runs[d]["rss"] for d in row["fit"]["depths"]]
     if all(v is not None for v in fit_rss):

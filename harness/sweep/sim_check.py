@@ -157,6 +157,21 @@ def sim_row(R, c, profile, extra_args, trace=None):
     return out
 
 
+def depth_rows(r):
+    """An extrapolated GPU row's measured depths (fit.measured), each as a measured row of that
+    depth, so that the sim is re-run against every depth the GPU ran (issue 45's width rows)."""
+    if r.get("mode") != "extrapolated":
+        return []
+    out = []
+    for d in (r.get("fit") or {}).get("measured") or []:
+        m = dict(r, mode="measured", layers_run=d["depth"], depth_of="extrapolated", trace=None,
+                 step_ms={"median": d["step_ms"], "min": d["step_ms_min"], "max": d["step_ms_max"], "n": d["n"]})
+        for k in PHASES:
+            m[k] = d.get(k)
+        out.append(m)
+    return out
+
+
 def label(m):
     return (f"{m['model']} {m['system']} b{m['batch']} T{m['seq_len']} {m['precision']}"
             + (f" L{m['layers_run']}" if m.get("layers_run") != m.get("layers_model") else "")
@@ -192,8 +207,9 @@ def main():
         inputs.append(path)
         if os.path.exists(path):
             meas += [r for r in common.load_rows(path)
-                     if ok(r) and r.get("mode") == "measured" and r.get("backend") == "cuda"
+                     if ok(r) and r.get("mode") in ("measured", "extrapolated") and r.get("backend") == "cuda"
                      and r.get("system") == "megatrain"]
+    meas = [d for r in meas for d in depth_rows(r)] + [r for r in meas if r.get("mode") == "measured"]
     if not meas:
         fail(f"no measured megatrain GPU row in {args.results} for {', '.join(spec['against'])}")
     out_path = args.out or os.path.join(args.results, "sim_validation.json")
@@ -219,7 +235,10 @@ def main():
             kept = kept if kept and os.path.isfile(kept) else None
             sim_trace = os.path.join(tmp, "sim-trace.json") if kept else None
             try:
-                s = sim_row(R, sweeps.as_run(c, m), prof, extra, sim_trace)
+                run = sweeps.as_run(c, m)
+                if m.get("depth_of"):  # one depth of an extrapolated row: the sim runs that depth
+                    run = dict(run, layers=m["layers_run"])
+                s = sim_row(R, run, prof, extra, sim_trace)
             except RunError as e:
                 fail(f"{key}: the sim failed: {e}")
             mm = m["step_ms"]["median"]

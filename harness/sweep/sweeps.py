@@ -34,6 +34,9 @@ DEFAULTS = {"model": None, "model_name": None, "overrides": {}, "layers": None, 
 # Key fields that enter the key only when set, so that configurations written before
 # they existed keep their keys (and their committed rows stay current).
 OPTIONAL_KEY_FIELDS = ("peer",)
+# layers_holdout "none": an extrapolation over two depths with no third in the time (the bar
+# is then the fit's timing noise alone: extrapolate.NO_HOLDOUT_METHOD).
+NO_HOLDOUT = "none"
 # Real peers a configuration can run instead of megatrain (baselines/peers/NAME.py).
 PEERS = ("deepspeed_zero3", "fsdp2_offload", "megatrain_official")
 # Real peers that run megatrain's own precision (the official code keeps bf16 weights, fp32 moments).
@@ -164,9 +167,14 @@ def expand(sweep):
                 fit, hold = c["layers_fit"], c["layers_holdout"]
                 if not fit or len(fit) < 2 or len(set(fit)) != len(fit):
                     die(f"{where}: mode extrapolated needs layers_fit with >= 2 distinct depths")
-                if not isinstance(hold, int) or hold in fit or hold == sum(fit) / len(fit):
+                if hold == NO_HOLDOUT:
+                    if c["steps"] < c["warmup"] + 3:
+                        die(f"{where}: layers_holdout \"none\" sizes the bar from the runs' spread alone: it needs "
+                            f"two timed steps a depth (steps >= warmup + 3)")
+                elif not isinstance(hold, int) or hold in fit or hold == sum(fit) / len(fit):
                     die(f"{where}: mode extrapolated needs layers_holdout: one depth, not fitted and not the "
-                        f"fitted depths' mean (the held-out check that sizes the error bar)")
+                        f"fitted depths' mean (the held-out check that sizes the error bar), or \"none\" "
+                        f"(the bar is then the fit's timing noise alone, and the rows say so)")
                 chk = c["layers_check"]
                 if chk is not None and (not isinstance(chk, int) or chk in fit or chk == hold or chk < 1):
                     die(f"{where}: layers_check is one depth (the model's full depth) measured beside the fit, "
