@@ -597,8 +597,8 @@ def claim_row(spec, rows, ctx):
     res = RUN[spec["test"]](spec, rows, ctx)
     proj, _ = beside(spec, ctx)
     if res is None and proj and not failed_rows(spec, rows):  # nothing measured yet: the projection waits
-        return (spec["claim"], spec.get("paper", "-"), f"no GPU rows yet; beside: {proj}",
-                "-", f"pending GPU ({spec.get('pending', 'not yet run')})")
+        return Row((spec["claim"], spec.get("paper", "-"), f"no GPU rows yet; beside: {proj}",
+                    "-", "-", f"pending GPU ({spec.get('pending', 'not yet run')})"), "pending")
     if res is not None and proj:
         res = (f"{res[0]}; beside: {proj}",) + tuple(res[1:])
     if res is None:
