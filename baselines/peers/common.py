@@ -54,7 +54,7 @@ from peer_loop import Phases, phase_fields, run_and_report, run_timed, train_ste
 from peer_model import (ModelSpec, adamw_param_groups, build_model, check_host_budget,  # noqa: F401
                         checkpoint_each_layer, chunked_ce_mean, count_params, count_params_meta,
                         decoder_layers, host_mem_available, load_config, make_loss_model)
-from peer_results import (ENV_KEYS, RESULT_KEYS, SCHEMA, append_jsonl, collect_env,  # noqa: F401
+from peer_results import (ENV_KEYS, RESULT_KEYS, SCHEMA, append_jsonl, collect_env, emit_row,  # noqa: F401
                           dense_peak_tflops, error_row, make_row, peak_host_bytes, report,
                           step_stats_ms, throughput, write_jsonl)
 from resultslib import load_avg  # noqa: F401  (the 1-minute load average, beside timings on a shared machine)

@@ -5,8 +5,9 @@ file and line instead of reaching a verdict or a traceback.
 JSON is parsed strictly: NaN, Infinity and numbers that overflow to infinity are not
 JSON figures, and a key given twice is refused. A row is an object with the schema's
 keys and their types; a figure is a finite number; step_ms is null or
-{median, min, max} with min <= median <= max (an extrapolated row also carries its
-err_frac); a `trace` is a relative path under traces/ and `experiment` a plain name
+{median, min, max}, all positive, with min <= median <= max (an extrapolated row also
+carries its err_frac); mfu and gpu_busy_frac are fractions (<= 1), and tokens_per_s is the
+step's tokens (`tokens`, else batch * seq_len * grad_accum) over its median; a `trace` is a relative path under traces/ and `experiment` a plain name
 (both name files: safepath).
 
 Two shapes: "results" (a results/*.jsonl row: every key and env key) and "baseline"
@@ -41,6 +42,7 @@ FIGURES = ("params", "tokens_per_s", "tflops", "mfu", "gpu_busy_frac", "h2d_gbps
            "wall_s", "loss_first", "loss_last", "setup_s", "startup_s", "optimizer_ms", "fwd_ms", "bwd_ms")
 NONNEG = ("params", "tokens_per_s", "tflops", "mfu", "gpu_busy_frac", "h2d_gbps", "peak_gpu_bytes",
           "peak_host_bytes", "tokens", "days_per_billion_tokens", "mfu_peak_tflops", "step_ms_last", "wall_s")
+FRACTIONS = ("mfu", "gpu_busy_frac")  # of a peak and of the wall time: never above 1
 OBJ_OR_NULL = ("sweep", "config", "plan", "fit", "batch_auto", "ranks", "peer", "setup", "cost_sources")
 ENV_STR = ("git_sha", "gpu_name", "driver", "cuda", "cpu_model", "hardware_profile", "utc")
 ENV_NUM = ("gpu_mem_bytes", "host_mem_bytes", "cpu_cores", "numa_nodes", "gpu_numa_node", "pcie_gbps")
@@ -105,8 +107,9 @@ def step_ms_problems(s, mode="measured", shape="results"):
             p.append(f"step_ms.{k} is {_fmt(s[k])}, not a finite number >= 0")
     if p:
         return p
-    if s["median"] <= 0:
-        p.append(f"step_ms.median {s['median']} is not positive")
+    for k in ("median", "min", "max"):  # a step of no time (or a min of 0) is no measurement
+        if k in s and s[k] <= 0:
+            p.append(f"step_ms.{k} {s[k]} is not positive")
     if ("min" in s) != ("max" in s):
         p.append("step_ms has only one of min and max")
     # (the checker compares medians and takes half the range as noise: a baseline-shaped row
@@ -170,6 +173,8 @@ def row_problems(r, shape="results"):
         except safepath.PathError as e:
             p.append(str(e))
     p += step_ms_problems(r.get("step_ms"), r.get("mode"), shape)
+    if shape == "results" and not p:
+        p += _absurd(r)
     env = r.get("env")
     if "env" in r:
         if not isinstance(env, dict):
@@ -186,6 +191,30 @@ def row_problems(r, shape="results"):
                     p.append(f"env.{k} is {_fmt(env[k])}, not a finite number or null")
             if env.get("git_dirty") is not None and not isinstance(env["git_dirty"], bool):
                 p.append(f"env.git_dirty is {_fmt(env['git_dirty'])}, not true, false or null")
+    return p
+
+
+def _absurd(r):
+    """Figures each valid alone that cannot be together: a fraction above 1, a throughput
+    that is not the step's tokens over its median time (every writer derives one from the
+    other: a row where they disagree was edited or mis-made, and a verdict on it would
+    rest on the wrong one)."""
+    p = []
+    for k in FRACTIONS:
+        if r.get(k) is not None and r[k] > 1:
+            p.append(f"{k} {r[k]:.6g} is above 1 (a fraction)")
+    s, tps = r.get("step_ms"), r.get("tokens_per_s")
+    tokens = r.get("tokens")
+    if tokens is None and r.get("batch") is not None and r.get("seq_len") is not None:
+        accum = (r.get("config") or {}).get("grad_accum", 1)
+        tokens = r["batch"] * r["seq_len"] * accum if is_num(accum) else None
+    if s is not None and tps is not None and tokens is not None:
+        want = tokens * 1000.0 / s["median"]
+        if abs(tps - want) > 1e-3 * want:
+            p.append(f"tokens_per_s {tps:.6g} is not the step's {tokens:.6g} tokens over its median "
+                     f"{s['median']:.6g} ms ({want:.6g})")
+    elif s is None and tps is not None:
+        p.append(f"tokens_per_s {tps:.6g} without a step time")
     return p
 
 

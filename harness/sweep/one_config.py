@@ -25,7 +25,9 @@ def blank_row(experiment, c, env, sweep_file=None, override=None):
     return {"schema": RESULTS_SCHEMA, "experiment": experiment, "system": system(c),
             "mode": "projected" if c["mode"] == "projected-plan" else c["mode"],
             "model": sweeps.model_name(c),
-            "params": None, "layers_run": None, "layers_model": None, "batch": c["batch"],
+            "params": None, "layers_run": None, "layers_model": None,
+            # a batch megatrain chooses ("auto") is known once train has run: null until then
+            "batch": None if c["batch"] == sweeps.AUTO else c["batch"],
             "seq_len": c["seq_len"], "precision": c["precision"], "step_ms": None,
             "tokens_per_s": None, "tflops": None, "mfu": None, "gpu_busy_frac": None, "h2d_gbps": None,
             "peak_gpu_bytes": None, "peak_host_bytes": None, "env": env,
