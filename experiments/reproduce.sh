@@ -67,13 +67,18 @@ step "megatrain $version; path: $path; results: $RESULTS; host: $host"
 
 sweep() { "$PY" harness/sweep/run.py --out-dir "$RESULTS" $force "$@"; }
 
+# into OUT CMD...: CMD's stdout replaces OUT whole (OUT.tmp, then a rename). A function, not a
+# `bash -c` string: MT_RESULTS and MT_BIN are paths of any characters, never code
+into() { local out=$1; shift; "$@" > "$out.tmp" && mv "$out.tmp" "$out"; }
+
 # (a) the environment block of this machine
-run "env (mt-env)" bash -c "'$BIN/mt-env' > '$RESULTS/env_$host.json.tmp' && mv '$RESULTS/env_$host.json.tmp' '$RESULTS/env_$host.json' && cat '$RESULTS/env_$host.json' >&2"
+env_step() { into "$RESULTS/env_$host.json" "$BIN/mt-env" && cat "$RESULTS/env_$host.json" >&2; }
+run "env (mt-env)" env_step
 
 # (b) microbenchmarks (short run)
 if [ -x "$BIN/mt-microbench" ]; then
-  run "microbenchmarks -> results/microbench_$host.json" bash -c \
-    "'$BIN/mt-microbench' --benchmark_min_time=${MT_MICROBENCH_MIN_TIME:-0.05} > '$RESULTS/microbench_$host.json.tmp' && mv '$RESULTS/microbench_$host.json.tmp' '$RESULTS/microbench_$host.json'"
+  run "microbenchmarks -> results/microbench_$host.json" into "$RESULTS/microbench_$host.json" \
+    "$BIN/mt-microbench" --benchmark_min_time="${MT_MICROBENCH_MIN_TIME:-0.05}"
 else
   echo "FAILED: mt-microbench not built (Google Benchmark missing? make deps)" >&2
   failed+=("microbenchmarks")
