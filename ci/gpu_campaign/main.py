@@ -149,10 +149,9 @@ def filed_parts(slug, campaign_dir=None):
     done = set()
     for f in os.listdir(d) if os.path.isdir(d) else ():
         if f.startswith(slug + "-") and f.endswith("-manifest.json"):
-            try:
-                man = json.load(open(os.path.join(d, f)))
-            except (OSError, ValueError):
-                continue
+            # strictly: a filed manifest that cannot be read stops the plan (exit 2, naming it)
+            # rather than the part silently counting as never run
+            man = runner.resultslib.load_json(os.path.join(d, f))
             if not man.get("dry_run"):
                 done.add(man.get("part"))
     return done
@@ -176,11 +175,12 @@ def filed_bench_names(part, slug, results_dir=None):
     microbench_<slug>-<part>.json, as runner.py names it and file_rows.py files it); None when
     there is no such file (nothing to compare: the part is judged by its sweeps' rows alone)."""
     path = os.path.join(results_dir or os.path.join(REPO, "results"), f"microbench_{slug}-{part}.json")
-    try:
-        with open(path) as f:
-            return [b.get("name", "") for b in json.load(f).get("benchmarks", [])]
-    except (OSError, ValueError, AttributeError):
+    if not os.path.exists(path):
         return None
+    bs = runner.resultslib.load_json(path).get("benchmarks", [])  # strictly (exit 2 naming it)
+    if not (isinstance(bs, list) and all(isinstance(b, dict) and isinstance(b.get("name", ""), str) for b in bs)):
+        raise runner.resultslib.RowsError(f"{path}: benchmarks is not a list of {{name, ...}} objects")
+    return [b.get("name", "") for b in bs]
 
 
 def completion(p, slug, results_dir=None):
@@ -297,7 +297,7 @@ def cmd_check(args):
         print(f"gpu_campaign: check: {p}", file=sys.stderr)
     if problems:
         return 1
-    man = json.load(open([os.path.join(args.dir, f) for f in os.listdir(args.dir) if f.endswith("-manifest.json")][0]))
+    man = runner.resultslib.load_json([os.path.join(args.dir, f) for f in os.listdir(args.dir) if f.endswith("-manifest.json")][0])
     print(json.dumps({"part": man["part"], "dry_run": man["dry_run"], "files": man["files"],
                       "steps": {s["name"]: s["status"] for s in man["steps"]}}))
     return 0

@@ -234,9 +234,11 @@ def check(out_dir, tmp):
 def copy_rates(microbench_json):
     """One line per pinned/pageable copy direction at the largest size measured (GB/s)."""
     try:
-        bs = json.load(open(microbench_json)).get("benchmarks", [])
-    except (OSError, ValueError):
-        return ["microbench: no JSON"]
+        bs = resultslib.load_json(microbench_json).get("benchmarks", [])
+    except ValueError as e:  # resultslib.RowsError: unreadable, not strict JSON, not an object
+        return [f"microbench: no JSON ({e})"]
+    if not isinstance(bs, list) or not all(isinstance(b, dict) for b in bs):
+        return ["microbench: benchmarks is not a list of objects"]
     best = {}
     for b in bs:
         m = re.match(r"^copy/cuda/(pinned|pageable)/(h2d|d2h|bidir)/(\d+)", b.get("name", ""))

@@ -80,6 +80,21 @@ def loads(text):
                       object_pairs_hook=_no_duplicates)
 
 
+def load_json(path, kind=dict):
+    """A JSON file read strictly (loads; UTF-8), its top level of type `kind` (dict, list, or
+    None for any): RowsError "PATH: why" otherwise, an unreadable file included."""
+    try:
+        with open(path, "rb") as f:
+            v = loads(f.read().decode("utf-8"))
+    except OSError as e:
+        raise RowsError(f"{path}: cannot read ({e.strerror})")
+    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
+        raise RowsError(f"{path}: not strict JSON ({e})")
+    if kind is not None and not isinstance(v, kind):
+        raise RowsError(f"{path}: a JSON {type(v).__name__}, not {'an object' if kind is dict else 'a list'}")
+    return v
+
+
 # ---------------------------------------------------------------- the row check
 def is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)

@@ -63,6 +63,23 @@ json.dump({"benchmarks": [{"name": f + "/1/real_time"} for f in parts.MICROBENCH
 out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 5000 --campaign-dir "$tmp/c" --results-dir "$tmp/mb" 2>&1)
 check "A filed with every microbench family: not run again: $out" \
   'printf "%s" "$out" | grep -q "filed already: A; within 5000 s: B (~"'
+# A filed manifest or microbench file that is not strict JSON (a NaN, a repeated key, a list)
+# stops the plan with one line naming it (exit 2), never a traceback, nor the part silently
+# counted as never run and planned again
+for bad in '{"part": "A", "dry_run": NaN}' '{"part": "A", "part": "B", "dry_run": false}' '[{"part": "A"}]'; do
+  rm -f "$tmp/c"/*; man h200 B false; printf '%s\n' "$bad" > "$tmp/c/h200-A-20261126T000000Z-manifest.json"
+  out=$(plan "NVIDIA H200" 900); rc=$?
+  check "a filed manifest $bad: refused, named (exit $rc): $out" \
+    '[ $rc = 2 ] && printf "%s" "$out" | grep -q "h200-A-20261126T000000Z-manifest.json" && ! printf "%s" "$out" | grep -q Traceback'
+done
+rm -f "$tmp/c"/*; man h200 A false
+for bad in '{"benchmarks": [{"name": "x", "x": Infinity}]}' '{"benchmarks": "gemm"}' '{"benchmarks": [["gemm"]]}'; do
+  printf '%s\n' "$bad" > "$tmp/mb/microbench_h200-A.json"
+  out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 5000 --campaign-dir "$tmp/c" --results-dir "$tmp/mb" 2>&1); rc=$?
+  check "a filed microbench $bad: refused, named (exit $rc): $out" \
+    '[ $rc = 2 ] && printf "%s" "$out" | grep -q "microbench_h200-A.json" && ! printf "%s" "$out" | grep -q Traceback'
+done
+rm -f "$tmp/mb/microbench_h200-A.json"
 # ... and as a CPU dry run: part A's completion runs its setup and microbench steps only
 rm -f "$tmp/c"/*; man gpu A false; man gpu B false; man gpu I false
 python3 -c '
