@@ -127,7 +127,7 @@ def emit_row(out: Optional[str], row: dict) -> None:
     """A measured row, appended to `out` (if set) and printed on stdout, once the row check
     takes it: a NaN, an inverted range or a throughput that is not the step's is this
     run's error (PeerError), never a row a reader would refuse."""
-    problems = resultslib.row_problems(row)
+    problems = resultslib.schema.made_row_problems(row)
     if problems:
         raise PeerError("the row check refused the row this run made: " + "; ".join(problems))
     if out:

@@ -6,8 +6,7 @@ JSON is parsed strictly: NaN, Infinity and numbers that overflow to infinity are
 JSON figures, and a key given twice is refused. A row is an object with the schema's
 keys and their types; a figure is a finite number; step_ms is null or
 {median, min, max}, all positive, with min <= median <= max (an extrapolated row also
-carries its err_frac); mfu and gpu_busy_frac are fractions (<= 1), and tokens_per_s is the
-step's tokens (`tokens`, else batch * seq_len * grad_accum) over its median; a `trace` is a relative path under traces/ and `experiment` a plain name
+carries its err_frac); a `trace` is a relative path under traces/ and `experiment` a plain name
 (both name files: safepath).
 
 Two shapes: "results" (a results/*.jsonl row: every key and env key) and "baseline"
@@ -20,6 +19,8 @@ import math
 
 from . import safepath
 
+# A writer also checks the row it has just made (made_row_problems): its throughput is its
+# step's tokens over its step time.
 RESULTS_SCHEMA = "megatrain.results/1"
 # The keys docs/DESIGN.md#results fixes for every results row, in the order rows are written.
 RESULT_KEYS = ("schema", "experiment", "system", "mode", "model", "params", "layers_run",
@@ -42,7 +43,6 @@ FIGURES = ("params", "tokens_per_s", "tflops", "mfu", "gpu_busy_frac", "h2d_gbps
            "wall_s", "loss_first", "loss_last", "setup_s", "startup_s", "optimizer_ms", "fwd_ms", "bwd_ms")
 NONNEG = ("params", "tokens_per_s", "tflops", "mfu", "gpu_busy_frac", "h2d_gbps", "peak_gpu_bytes",
           "peak_host_bytes", "tokens", "days_per_billion_tokens", "mfu_peak_tflops", "step_ms_last", "wall_s")
-FRACTIONS = ("mfu", "gpu_busy_frac")  # of a peak and of the wall time: never above 1
 OBJ_OR_NULL = ("sweep", "config", "plan", "fit", "batch_auto", "ranks", "peer", "setup", "cost_sources")
 ENV_STR = ("git_sha", "gpu_name", "driver", "cuda", "cpu_model", "hardware_profile", "utc")
 ENV_NUM = ("gpu_mem_bytes", "host_mem_bytes", "cpu_cores", "numa_nodes", "gpu_numa_node", "pcie_gbps")
@@ -188,8 +188,6 @@ def row_problems(r, shape="results"):
         except safepath.PathError as e:
             p.append(str(e))
     p += step_ms_problems(r.get("step_ms"), r.get("mode"), shape)
-    if shape == "results" and not p:
-        p += _absurd(r)
     env = r.get("env")
     if "env" in r:
         if not isinstance(env, dict):
@@ -209,15 +207,15 @@ def row_problems(r, shape="results"):
     return p
 
 
-def _absurd(r):
-    """Figures each valid alone that cannot be together: a fraction above 1, a throughput
-    that is not the step's tokens over its median time (every writer derives one from the
-    other: a row where they disagree was edited or mis-made, and a verdict on it would
-    rest on the wrong one)."""
-    p = []
-    for k in FRACTIONS:
-        if r.get(k) is not None and r[k] > 1:
-            p.append(f"{k} {r[k]:.6g} is above 1 (a fraction)")
+def made_row_problems(r):
+    """row_problems, and what a writer checks on the row it has just made: its tokens_per_s
+    is the step's tokens (`tokens`, else batch * seq_len * grad_accum) over its median, as
+    every writer derives it. Readers do not refuse a row for this (nor for an MFU above 1, as
+    a CPU dry run measured against a GPU's peak has): a row edited by hand, a median moved
+    alone, is still a row of valid figures, judged on its step time."""
+    p = row_problems(r)
+    if p:
+        return p
     s, tps = r.get("step_ms"), r.get("tokens_per_s")
     tokens = r.get("tokens")
     if tokens is None and r.get("batch") is not None and r.get("seq_len") is not None:

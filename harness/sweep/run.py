@@ -153,7 +153,7 @@ def run_sweep(R, s, cs, args):
         # the 1-minute load average before and after: how much else ran beside a measured row
         extra = {"wall_s": round(time.time() - t0, 3), "host_load": [load0, host_load()] if load0 is not None else None}
         row.update(extra)
-        bad = resultslib.row_problems(row)
+        bad = resultslib.schema.made_row_problems(row)
         if bad:  # a row the readers would refuse (a NaN, an inverted range) is the run's error, not a row
             failed += "error" not in row
             row = dict(blank_row(exp, c, R.env(c["hardware"] if c["mode"].startswith("projected") else None),
