@@ -150,6 +150,7 @@ def main(argv=None) -> int:
     ap.add_argument("--system", default="megatrain_official")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
+    common.check_out(a.out, [a.log, a.config])  # the row never appended to the log it parses
     try:
         with open(a.log, errors="replace") as f:
             text = f.read()

@@ -151,9 +151,10 @@ def main():
         sweeps.set_dir(args.sweeps)
     if not os.path.isdir(args.dir):
         die(f"{args.dir}: not a directory")
-    if os.path.isdir(args.results) and safepath.same_file(args.dir, args.results):
-        die(f"{args.dir} is the results dir {args.results}: the filing would write over its input; "
-            f"HINT: file from the folder a run wrote elsewhere")
+    try:  # DIR is read, --results written: neither the same folder nor one inside the other
+        safepath.refuse_own_input(args.results, [args.dir], "--results", out_is_dir=True)
+    except safepath.PathError as e:
+        die(f"{e}: the filing would write over its input; HINT: file from the folder a run wrote elsewhere")
     table = sweeps.by_experiment()
     incoming, problems, copies = {}, [], []  # copies: (source, dest) checked before anything is written
     for path in sorted(glob.glob(os.path.join(args.dir, "*.jsonl"))):
