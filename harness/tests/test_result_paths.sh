@@ -220,4 +220,23 @@ for t in "claims --markdown|python3 harness/sweep/claims.py --results $tmp/own -
     [ -d "$tmp/outdir" ] && [ -z "$(ls -A "$tmp/outdir")" ] && pass "$name a folder: refused in a line (exit $rc)" ||
     { fail "$name a folder: exit $rc"; head -5 "$tmp/err"; }
 done
+# the campaign's archives are replaced whole: an interrupted pack leaves the archive that was
+# there before, and no half file beside it
+mkdir -p "$tmp/pk/src" && echo row > "$tmp/pk/src/a.jsonl" && echo old > "$tmp/pk/A-results.tar.gz"
+python3 - "$tmp/pk" > /dev/null 2> "$tmp/err" <<'EOF'
+import os, sys
+sys.path.insert(0, "ci/gpu_campaign")
+import pack
+d = sys.argv[1]
+def boom(tf, root, arc, skip, cap):
+    tf.fileobj.write(b"half")
+    raise KeyboardInterrupt
+pack.add_tree = boom
+try:
+    pack.tar(os.path.join(d, "A-results.tar.gz"), [(os.path.join(d, "src"), "rows", None, False)])
+except KeyboardInterrupt:
+    pass
+EOF
+[ "$(cat "$tmp/pk/A-results.tar.gz")" = old ] && [ "$(ls -A "$tmp/pk" | grep -c tmp)" = 0 ] &&
+  pass "an interrupted pack leaves the old archive whole and no temp file" || { fail "interrupted pack"; ls -la "$tmp/pk"; cat "$tmp/err"; }
 finish
