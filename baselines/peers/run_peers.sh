@@ -53,6 +53,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -r "$config" ] || { echo "run_peers: $config: cannot read model config" >&2; exit 2; }
+set -f  # --peers and --batches are lists of words: never globbed against the working folder
+for n in $batches "$seq" "$steps" "$warmup" "$tmo" ${layers:+"$layers"}; do
+  case $n in ''|*[!0-9]*) echo "run_peers: '$n' is not a whole number (--batches, --seq-len, --steps, --warmup, --timeout, --layers)" >&2; exit 2 ;; esac
+done
 for p in $peers; do
   case "$p" in fsdp2_offload|deepspeed_zero3|official) ;;
     *) echo "run_peers: unknown peer '$p' (fsdp2_offload, deepspeed_zero3, official)" >&2; exit 2 ;;

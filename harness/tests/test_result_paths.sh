@@ -239,4 +239,13 @@ except KeyboardInterrupt:
 EOF
 [ "$(cat "$tmp/pk/A-results.tar.gz")" = old ] && [ "$(ls -A "$tmp/pk" | grep -c tmp)" = 0 ] &&
   pass "an interrupted pack leaves the old archive whole and no temp file" || { fail "interrupted pack"; ls -la "$tmp/pk"; cat "$tmp/err"; }
+# run_peers.sh's lists are words, not globs nor code: a batch '*' or a sequence length 'x;y'
+# is refused before anything runs or is appended
+for bad in "--batches *" "--seq-len x;y"; do
+  rm -f "$tmp/rp.jsonl"; read -ra opt <<< "$bad"
+  bash baselines/peers/run_peers.sh --config megatrain/tests/data/tiny5_llama.json --peers fsdp2_offload "${opt[@]}" \
+    --out "$tmp/rp.jsonl" > /dev/null 2> "$tmp/err"; rc=$?
+  [ "$rc" = 2 ] && [ ! -e "$tmp/rp.jsonl" ] && grep -q "not a whole number" "$tmp/err" &&
+    pass "run_peers.sh refuses $bad (exit 2), nothing appended" || { fail "run_peers.sh $bad: exit $rc"; tail -3 "$tmp/err"; }
+done
 finish
