@@ -74,6 +74,12 @@ def main():
         name, _, why = x.partition("=")
         skip_peers[name] = why or "skipped"
     args.skip_peers = skip_peers
+    if args.hardware:  # a profile's plain name (or a .json path), refused before any sweep runs
+        try:
+            if resultslib.hardware_profile(args.hardware) is None:
+                common.die(f"--hardware {args.hardware}: no such profile in {resultslib.hardware_dir()}")
+        except ValueError as e:  # safepath.PathError, schema.RowsError
+            common.die(f"--hardware: {e}")
 
     todo_sweeps = []
     for p in args.sweep:

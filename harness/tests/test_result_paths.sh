@@ -248,4 +248,14 @@ for bad in "--batches *" "--seq-len x;y"; do
   [ "$rc" = 2 ] && [ ! -e "$tmp/rp.jsonl" ] && grep -q "not a whole number" "$tmp/err" &&
     pass "run_peers.sh refuses $bad (exit 2), nothing appended" || { fail "run_peers.sh $bad: exit $rc"; tail -3 "$tmp/err"; }
 done
+# a hardware profile's name is a name: '../x' given to --hardware never reads a file outside
+# the profiles' folder (cost_sources, run.py's override), refused in a line (exit 2)
+mkdir -p "$tmp/hw/profiles" && cp experiments/hardware/h200-128g.json "$tmp/hw/outside.json"
+MT_HARDWARE_DIR=$tmp/hw/profiles python3 harness/sweep/cost_sources.py ../outside > "$tmp/out" 2> "$tmp/err"; rc=$?
+[ "$rc" = 2 ] && [ ! -s "$tmp/out" ] && grep -q "not a plain name" "$tmp/err" && ! grep -q Traceback "$tmp/err" &&
+  pass "cost_sources refuses the profile name ../outside (exit 2)" || { fail "cost_sources ../outside: exit $rc"; head -3 "$tmp/err"; }
+MT_HARDWARE_DIR=$tmp/hw/profiles python3 harness/sweep/run.py --out-dir "$tmp/hw/res" --hardware ../outside \
+  "$tmp/sweeps/t_path.json" > /dev/null 2> "$tmp/err"; rc=$?
+[ "$rc" = 2 ] && [ ! -e "$tmp/hw/res/t_path.jsonl" ] && grep -q "not a plain name" "$tmp/err" && ! grep -q Traceback "$tmp/err" &&
+  pass "run.py refuses --hardware ../outside before running (exit 2)" || { fail "run.py --hardware ../outside: exit $rc"; head -3 "$tmp/err"; }
 finish
