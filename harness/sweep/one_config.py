@@ -3,7 +3,6 @@ measured, extrapolated, projected (sim) or projected-plan, the default run, or a
 """
 import os
 import re
-import shutil
 import sys
 
 import common  # noqa: F401  (first: puts harness/ on sys.path: metrics, resultslib)
@@ -198,8 +197,8 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
             tokens = row["batch"] * c["seq_len"] * c["grad_accum"]
         if trace:  # kept next to the results: <out-dir>/traces/
             rel = os.path.join("traces", f"{experiment}-{row['config_key']}.json")
-            os.makedirs(os.path.join(R.out_dir, "traces"), exist_ok=True)
-            shutil.copyfile(trace, os.path.join(R.out_dir, rel))
+            # whole (a temp file, then a rename), and never through a traces/ link leading out
+            resultslib.safepath.copy_into(trace, R.out_dir, rel, "trace")
             row["trace"] = rel
         row["step_ms"] = step_stats(steps, c["warmup"])
         row["step_ms_all"] = [s["step_ms"] for s in steps]  # every step, warm-up and last included

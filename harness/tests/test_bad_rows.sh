@@ -90,6 +90,12 @@ for k in "${kinds[@]}"; do
   fi
 done
 
+# a sweep file is read as strictly as rows: a NaN or a repeated key is refused naming it
+printf '{"schema": "megatrain.sweep/1", "experiment": "t_nan", "paths": ["cpu"], "defaults": {"model": "m.json", "mode": "projected", "hardware": "h100-128g", "batch": 2, "seq_len": 16, "precision": "paper", "steps": NaN, "warmup": 2}, "configs": [{}]}\n' > "$tmp/nan_sweep.json"
+python3 harness/sweep/run.py --dry-run "$tmp/nan_sweep.json" > "$tmp/out" 2> "$tmp/err"; rc=$?
+[ "$rc" = 2 ] && [ ! -s "$tmp/out" ] && grep -q "nan_sweep.json" "$tmp/err" && pass "a sweep file with a NaN is refused (exit 2)" ||
+  { fail "a sweep file with a NaN: exit $rc"; cat "$tmp/err"; }
+
 # the file around the rows: CRLF line ends and empty lines change no row (read as the same
 # rows); a last row cut short by an interrupted write and bytes that are not UTF-8 are
 # refused by every reader with the file and line, never a traceback

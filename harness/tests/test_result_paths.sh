@@ -258,4 +258,17 @@ MT_HARDWARE_DIR=$tmp/hw/profiles python3 harness/sweep/run.py --out-dir "$tmp/hw
   "$tmp/sweeps/t_path.json" > /dev/null 2> "$tmp/err"; rc=$?
 [ "$rc" = 2 ] && [ ! -e "$tmp/hw/res/t_path.jsonl" ] && grep -q "not a plain name" "$tmp/err" && ! grep -q Traceback "$tmp/err" &&
   pass "run.py refuses --hardware ../outside before running (exit 2)" || { fail "run.py --hardware ../outside: exit $rc"; head -3 "$tmp/err"; }
+# a sweep keeping a trace copies it into --out-dir's traces/ whole, never through a link
+# there leading out: the configuration is an error row and nothing is written outside
+if [ -x "$MT_BIN/megatrain" ] && [ -x "$MT_BIN/mt-env" ]; then
+  rm -rf "$tmp/tr" && mkdir -p "$tmp/tr/res" "$tmp/tr/outside" && ln -s "$tmp/tr/outside" "$tmp/tr/res/traces"
+  python3 harness/sweep/run.py --out-dir "$tmp/tr/res" "$tmp/sweeps/t_path.json" > /dev/null 2> "$tmp/err"; rc=$?
+  [ "$rc" = 1 ] && [ -z "$(ls -A "$tmp/tr/outside")" ] && jq -e '.error | test("leads out")' "$tmp/tr/res/t_path.jsonl" > /dev/null &&
+    pass "the sweep does not copy a trace through results/traces linked out (an error row)" ||
+    { fail "sweep trace through a link: exit $rc"; tail -3 "$tmp/err"; ls "$tmp/tr/outside"; }
+  rm "$tmp/tr/res/traces"
+  python3 harness/sweep/run.py --out-dir "$tmp/tr/res" --force "$tmp/sweeps/t_path.json" > /dev/null 2> "$tmp/err" &&
+    [ -s "$tmp/tr/res/$(jq -r .trace "$tmp/tr/res/t_path.jsonl")" ] && pass "without the link, its trace is kept" ||
+    { fail "sweep trace kept"; tail -3 "$tmp/err"; }
+fi
 finish
