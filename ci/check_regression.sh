@@ -18,7 +18,8 @@
 #   delta = (median - base median) / base median     (step_ms; a plain number counts as the median)
 #   noise = sqrt(hr_base^2 + hr_cur^2), hr = (max - min)/2 of step_ms; when neither row
 #           has a range: step_ms.noise of either row (the larger), else noise-frac x base median
-#   FAIL  delta > fail-pct,  or h2d_gbps < bw-frac x baseline h2d_gbps
+#   FAIL  delta > fail-pct,  or h2d_gbps < bw-frac x baseline h2d_gbps, or no step time
+#         where the baseline has one (the configuration no longer runs)
 #   WARN  delta > warn-pct and (median - base median) > 3 x noise
 #   OK    otherwise;  NOBASE: no baseline row matches (not an error);  NODATA: neither timed
 # Prints a table (stdout) and a summary with the number of baseline rows no result
@@ -97,6 +98,7 @@ table=$(jq -n -r \
        or (rel($c.peak_host_bytes; $b.peak_host_bytes) | fabs) > $fail / 100)) as $memfail
   | (if $b == null then "NOBASE"
      elif ($d != null and $d > $fail / 100) or $bwfail or $memfail then "FAIL"
+     elif ($bm | type) == "number" and ($cm | type) != "number" then "FAIL"  # timed before, no time now
      elif $d != null and $d > $warn / 100 and (($cm - $bm) | if $two then fabs else . end) > 3 * $noise then "WARN"
      elif $delta == null and ($bwfail | not) and ($ch == null or $bh == null) then "NODATA"
      else "OK" end) as $status

@@ -115,6 +115,12 @@ for name in nan_median inf_tokens overflow string_median missing_step_ms; do
   [ "$rc" = 2 ] && grep -q "$F:1: " "$tmp/err" && pass "$name: check_regression refuses it (exit 2)" ||
     { fail "$name: check_regression: exit $rc"; head -5 "$tmp/err"; }
 done
+# a results row with no step time (null: it failed or no longer fits) against a timed baseline
+# is a FAIL, never passed as "no data"
+jq -c '.step_ms = null | .tokens_per_s = null | .tflops = null | .mfu = null | .error = "it failed"' "$tmp/good/$F" > "$tmp/untimed.jsonl"
+bash ci/check_regression.sh "$tmp/untimed.jsonl" "$tmp/good/$F" > "$tmp/out" 2> "$tmp/err"; rc=$?
+[ "$rc" = 1 ] && grep -q "^FAIL" "$tmp/out" && pass "check_regression: an untimed row against a timed baseline FAILs (exit 1)" ||
+  { fail "check_regression untimed vs timed: exit $rc"; cat "$tmp/out" "$tmp/err" | head -5; }
 bash ci/check_regression.sh "$tmp/good/$F" "$tmp/good/$F" > /dev/null 2>&1 && pass "check_regression: good rows still compared" ||
   fail "check_regression refused good rows"
 # a peer's row goes through the same check before it is appended or printed
