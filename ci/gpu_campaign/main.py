@@ -14,6 +14,7 @@ Python 3 standard library only (the GPU machine has python3, no jq).
 """
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -100,12 +101,12 @@ def cmd_run(args):
         print(f"gpu_campaign: --only {args.only}: part {p['name']} has steps "
               f"{', '.join(s['name'] for s in p['steps'])}", file=sys.stderr)
         return 2
+    t0 = env_epoch("MT_CAMPAIGN_T0")  # read before anything in --out is touched
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
     stale = [f for f in os.listdir(out) if f.startswith(p["name"] + "-")]
     for f in stale:  # a re-run into the same folder replaces the part's files
         os.remove(os.path.join(out, f))
-    t0 = float(os.environ.get("MT_CAMPAIGN_T0") or time.time())
     ctx = runner.Ctx(p, args.dry_run, out, bin_dir(), only, t0, args.budget)
     ctx.sweep_keys = getattr(args, "keys", None) or {}
     problems = []
@@ -141,6 +142,21 @@ def cmd_run(args):
 
 
 NEXT_MAX_PARTS = 2  # each part packs 4 files; the device tool brings back 8
+
+
+def env_epoch(name):
+    """$NAME as epoch seconds (a finite number > 0), now when unset; a value it cannot read is
+    an error naming the variable (RowsError: exit 2), never a silent default."""
+    v = os.environ.get(name)
+    if v is None or v == "":
+        return time.time()
+    try:
+        t = float(v)
+    except ValueError:
+        t = float("nan")
+    if not (math.isfinite(t) and t > 0):
+        raise runner.resultslib.RowsError(f"${name} is {v!r}, not epoch seconds (a finite number > 0)")
+    return t
 
 
 def filed_parts(slug, campaign_dir=None):

@@ -80,6 +80,14 @@ for bad in '{"benchmarks": [{"name": "x", "x": Infinity}]}' '{"benchmarks": "gem
     '[ $rc = 2 ] && printf "%s" "$out" | grep -q "microbench_h200-A.json" && ! printf "%s" "$out" | grep -q Traceback'
 done
 rm -f "$tmp/mb/microbench_h200-A.json"
+# $MT_CAMPAIGN_T0 is read as strictly as an option: a value that is not epoch seconds is an
+# error naming it (exit 2), before anything in --out is touched
+for v in abc nan inf -5; do
+  rm -rf "$tmp/t0"
+  MT_CAMPAIGN_T0=$v python3 ci/gpu_campaign/main.py run A --dry-run --out "$tmp/t0" > /dev/null 2> "$tmp/t0.err"; rc=$?
+  check "MT_CAMPAIGN_T0=$v: refused naming it (exit $rc)" \
+    '[ $rc = 2 ] && grep -q "MT_CAMPAIGN_T0" "$tmp/t0.err" && [ ! -e "$tmp/t0" ] && ! grep -q Traceback "$tmp/t0.err"'
+done
 # ... and as a CPU dry run: part A's completion runs its setup and microbench steps only
 rm -f "$tmp/c"/*; man gpu A false; man gpu B false; man gpu I false
 python3 -c '
