@@ -44,6 +44,21 @@ FIGURES = ("params", "tokens_per_s", "tflops", "mfu", "gpu_busy_frac", "h2d_gbps
 NONNEG = ("params", "tokens_per_s", "tflops", "mfu", "gpu_busy_frac", "h2d_gbps", "peak_gpu_bytes",
           "peak_host_bytes", "tokens", "days_per_billion_tokens", "mfu_peak_tflops", "step_ms_last", "wall_s")
 OBJ_OR_NULL = ("sweep", "config", "plan", "fit", "batch_auto", "ranks", "peer", "setup", "cost_sources")
+# The keys readers take from a row's objects, with their types when set (null allowed): a
+# list or an object where a name or a number belongs would be a traceback in a reader.
+_N, _C, _S, _L, _D = "number", "count", "string", "list", "object"
+NESTED = {
+    "sweep": {"file": _S, "hardware_override": _S},
+    "config": {"model": _S, "cli": _S, "peer": _S, "grad_accum": _C, "host_mem_gb": _N, "layers": _C,
+               "layers_holdout": _C, "steps": _C, "warmup": _C, "args": _L, "layers_fit": _L, "overrides": _D},
+    "ranks": {"gpus": _C, "hosts": _C, "batch_per_gpu": _C, "scaling_efficiency": _N, "one_gpu_tokens_per_s": _N,
+              "tflops_per_gpu": _N, "host0_bytes": _N, "host_bytes_per_host": _N, "bound": _S},
+    "batch_auto": {"batch": _C, "plan_batch": _C, "args": _L, "why": _S, "plan_recompute": _S},
+    "fit": {"err_frac": _N, "noise_frac": _N, "per_layer_ms": _N, "intercept_ms": _N, "round_spread_frac": _N,
+            "rounds": _C, "check": _D, "holdout": _D, "err_method": _S, "depths": _L, "step_ms": _L},
+}
+_IS = {_N: lambda v: is_num(v), _C: lambda v: is_num(v) and v >= 0 and v == int(v),
+       _S: lambda v: isinstance(v, str), _L: lambda v: isinstance(v, list), _D: lambda v: isinstance(v, dict)}
 ENV_STR = ("git_sha", "gpu_name", "driver", "cuda", "cpu_model", "hardware_profile", "utc")
 ENV_NUM = ("gpu_mem_bytes", "host_mem_bytes", "cpu_cores", "numa_nodes", "gpu_numa_node", "pcie_gbps")
 
@@ -171,6 +186,11 @@ def row_problems(r, shape="results"):
     for k in OBJ_OR_NULL:
         if r.get(k) is not None and not isinstance(r[k], dict):
             p.append(f"{k} is {_fmt(r[k])}, not an object or null")
+    for k, fields in NESTED.items():
+        o = r.get(k)
+        for f, want in fields.items() if isinstance(o, dict) else ():
+            if o.get(f) is not None and not _IS[want](o[f]):
+                p.append(f"{k}.{f} is {_fmt(o[f])}, not a{'n' if want == _D else ''} {want} or null")
     if "fits" in r and r["fits"] is not None and not isinstance(r["fits"], bool):
         p.append(f"fits is {_fmt(r['fits'])}, not true, false or null")
     if "error" in r and not isinstance(r["error"], str):

@@ -2,7 +2,8 @@
 # Bad results rows stop every reader with one line naming the file and line (exit 2), never
 # a verdict or a traceback: an inverted step_ms range (min > median, median > max), a NaN,
 # Infinity or overflowing figure, a row that is an array, a string, a boolean or an object
-# where a number belongs, a missing key, a trace or experiment that is a path, a step of
+# where a number belongs (also inside the row's objects: sweep, config, ranks, fit), a
+# missing key, a trace or experiment that is a path, a step of
 # 0 ms (min included), a file starting with a byte-order mark. Each kind goes through the row
 # check's command line (harness/resultslib/validate_rows.py), the claims table, the figures'
 # export and file_rows, and in turn the docs check, the baselines recorder, the peer and sim
@@ -50,6 +51,8 @@ kinds=(
   "object_median|d({**r, 'step_ms': {**r['step_ms'], 'median': {'value': '1.0'}}})"
   "min_zero|d({**r, 'step_ms': {**r['step_ms'], 'min': 0}})"
   "byte_order_mark|chr(0xfeff) + d(r)"
+  "override_a_list|d({**r, 'sweep': {**(r.get('sweep') or {}), 'hardware_override': ['h200-128g']}})"
+  "grad_accum_a_string|d({**r, 'config': {**(r.get('config') or {}), 'grad_accum': '2'}})"
 )
 # refused NAME RC-WANT CMD...: exits RC, one stderr line names $F line 1, no traceback
 refused() {
