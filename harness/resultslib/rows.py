@@ -42,8 +42,13 @@ def load_jsonl(path, shape=None):
             r = schema.parse_line(line, f"{path}:{n}")
         except RowsError as e:
             raise RowsError(f"{e}{cut}")
+        side = SIDE_FILES.get(os.path.basename(path)) if not shape else None
         if shape:
             schema.check_row(r, f"{path}:{n}", shape)
+        elif side:  # a side file's rows, by its own schema
+            bad = schema.side_row_problems(r, side)
+            if bad:
+                raise RowsError(f"{path}:{n}: {'; '.join(bad)}")
         elif not isinstance(r, dict):
             raise RowsError(f"{path}:{n}: a JSON {type(r).__name__}, not an object")
         rows.append(r)

@@ -251,6 +251,29 @@ def made_row_problems(r):
     return p
 
 
+# The side files' rows (rows.SIDE_FILES: their own schemas): the keys their readers (docs.py,
+# the campaign's summary) compute with, typed, so that a string there is a line, not a traceback.
+SIDE_KEYS = {
+    "megatrain.cpu_optimizers/1": {"impl": "string", "params_per_s": "number", "bytes_per_s": "number",
+                                   "triad_gb_s": "number", "ratio_to_triad": "number", "threads": "count",
+                                   "n_params": "count", "repeats": "count", "ratio_to_deepspeed": "number",
+                                   "n_over_llc": "number", "bytes_per_param": "number", "env": "object"},
+    "megatrain.peer_hooks/1": {"system": "string", "pass": "string", "fetch_overhead_ms": "number",
+                               "model_fetches_per_layer": "number", "calls_per_layer": "number",
+                               "ms_per_call": "number", "modules_per_layer": "number", "env": "object"},
+}
+
+
+def side_row_problems(r, want_schema):
+    """What is wrong with one row of a side file whose schema is want_schema."""
+    if not isinstance(r, dict):
+        return [f"a row is a JSON object, not {type(r).__name__}"]
+    if r.get("schema") != want_schema:
+        return [f"schema is {_fmt(r.get('schema'))}, not {want_schema}"]
+    return [f"{k} is {_fmt(r[k])}, not a{'n' if t == 'object' else ''} {t} or null"
+            for k, t in SIDE_KEYS.get(want_schema, {}).items() if r.get(k) is not None and not _IS[t](r[k])]
+
+
 def check_row(r, where, shape="results"):
     """RowsError "WHERE: problem; problem" unless the row is good."""
     p = row_problems(r, shape)

@@ -120,8 +120,8 @@ def side_file_ok(path, allow_dirty):
     env = d.get("context", {}).get("mt_env") if "context" in d else d
     if isinstance(env, str):
         try:
-            env = json.loads(env)
-        except json.JSONDecodeError:
+            env = resultslib.schema.loads(env)
+        except ValueError:
             env = None
     if not isinstance(env, dict):
         return "no env block"

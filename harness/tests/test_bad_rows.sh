@@ -99,6 +99,14 @@ python3 harness/sweep/run.py --dry-run "$tmp/nan_sweep.json" > "$tmp/out" 2> "$t
 [ "$rc" = 2 ] && [ ! -s "$tmp/out" ] && grep -q "nan_sweep.json" "$tmp/err" && pass "a sweep file with a NaN is refused (exit 2)" ||
   { fail "a sweep file with a NaN: exit $rc"; cat "$tmp/err"; }
 
+# the side files' rows (cpu_optimizers.jsonl, peer_hooks.jsonl) are checked by their own
+# schemas as they load: a string where the docs compute with a number is a line, not a traceback
+rm -rf "$tmp/side" && cp -r "$tmp/good" "$tmp/side" && cp results/cpu_optimizers.jsonl results/peer_hooks.jsonl "$tmp/side/"
+jq -c '.n_params |= tostring' results/cpu_optimizers.jsonl > "$tmp/side/cpu_optimizers.jsonl"
+python3 harness/sweep/docs.py --check --results "$tmp/side" --docs README.md > /dev/null 2> "$tmp/err"; rc=$?
+[ "$rc" = 2 ] && grep -q "cpu_optimizers.jsonl:1: n_params" "$tmp/err" && ! grep -q Traceback "$tmp/err" &&
+  pass "a side file's string figure: docs --check names it (exit 2)" || { fail "side file string figure: exit $rc"; tail -3 "$tmp/err"; }
+
 # the file around the rows: CRLF line ends and empty lines change no row (read as the same
 # rows); a last row cut short by an interrupted write and bytes that are not UTF-8 are
 # refused by every reader with the file and line, never a traceback
