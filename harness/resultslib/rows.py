@@ -94,6 +94,11 @@ def write_jsonl(path, rows, compact=True, shape=None):
     whole, and the file keeps its mode). compact: no spaces after ',' and ':' (the sweep's
     files); else json.dumps' default (the peers'). Every row is checked first (dumps_line):
     a bad one raises RowsError and nothing is written."""
+    side = SIDE_FILES.get(os.path.basename(path)) if not shape else None
+    for i, r in enumerate(rows if side else (), 1):  # a side file's rows by their own schema
+        bad = schema.side_row_problems(r, side)
+        if bad:
+            raise RowsError(f"{path}: row {i}: {'; '.join(bad)}")
     text = "".join(dumps_line(r, compact, shape, f"{path}: row {i}") for i, r in enumerate(rows, 1))
     safepath.write_bytes(path, text.encode())
 
