@@ -378,6 +378,8 @@ def main(argv):
 
     try:
         if a.out:  # never written over what it reads (the base, a link to it, any input)
+            if os.path.isdir(a.out):
+                raise InputError("--out %s is a folder, not a profile file" % a.out)
             safepath.refuse_own_input(a.out, [a.base, a.microbench, a.cpu_optimizers, a.env] + a.attention)
         prof = load_json(a.base, "the base profile")
         check_profile(a.base, prof)
@@ -698,7 +700,7 @@ def main(argv):
     if a.out:
         try:
             safepath.write_bytes(a.out, text.encode("utf-8"))
-        except OSError as e:
+        except (OSError, safepath.PathError) as e:  # a folder, a place that cannot be written
             die("%s: cannot write: %s" % (a.out, e.strerror or e))
         print("%s: wrote %s" % (PROG, a.out), file=sys.stderr)
     else:

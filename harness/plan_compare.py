@@ -74,6 +74,16 @@ def main():
     if not profiles:
         sys.exit("plan_compare: no profiles in experiments/hardware (run from the repository root)")
     binary = os.path.join(a.bin, "megatrain")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from resultslib import safepath
+    try:  # its three files are none of what it reads, nor among the profiles
+        if os.path.exists(a.out) and not os.path.isdir(a.out):
+            raise safepath.PathError(f"--out {a.out} is a file, not a folder")
+        for name in ("compare.jsonl", "compare.tsv", "compare.gpi"):
+            safepath.refuse_own_input(os.path.join(a.out, name),
+                                      ["experiments/hardware", os.environ.get("MT_SIM_VALIDATION")])
+    except safepath.PathError as e:
+        sys.exit(f"plan_compare: {e}")
     blocks = [(title, compare(binary, profiles, args)) for title, args in CONFIGS]
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "compare.jsonl.tmp"), "w") as f:

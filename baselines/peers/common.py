@@ -57,9 +57,10 @@ from peer_loop import (Phases, phase_fields, run_and_report, run_timed, timing_f
 from peer_model import (ModelSpec, adamw_param_groups, build_model, check_host_budget,  # noqa: F401
                         checkpoint_each_layer, chunked_ce_mean, count_params, count_params_meta,
                         decoder_layers, host_mem_available, load_config, make_loss_model, work_fields)
-from peer_results import (ENV_KEYS, RESULT_KEYS, SCHEMA, append_jsonl, collect_env,  # noqa: F401
+from peer_results import (ENV_KEYS, RESULT_KEYS, SCHEMA, append_jsonl, collect_env, emit_row,  # noqa: F401
                           dense_peak_tflops, error_row, make_row, peak_host_bytes, report,
                           step_stats_ms, throughput, write_jsonl)
+import resultslib  # noqa: E402
 from resultslib import TIMING_RULE, load_avg  # noqa: F401  (the rule of every timing; the 1-minute load average)
 
 
@@ -110,6 +111,20 @@ def check_common_args(a) -> None:
         raise PeerError("--steps must be >= 1 and --warmup >= 0")
     if a.batch < 1 or a.seq_len < 1:
         raise PeerError("--batch and --seq-len must be >= 1")
+    check_out(a.out, [a.config, None if a.data == "synthetic" else a.data])
+
+
+def check_out(out: Optional[str], inputs) -> None:
+    """PeerError unless `out` (if set) is a file to write that is none of the inputs (the
+    same file, a link to one, or a file in an input folder: resultslib.safepath)."""
+    if not out:
+        return
+    if os.path.isdir(out):
+        raise PeerError("--out %s is a folder, not a .jsonl file" % out)
+    try:
+        resultslib.safepath.refuse_own_input(out, inputs)
+    except resultslib.safepath.PathError as e:
+        raise PeerError(str(e))
 
 
 def setup_single_rank_env(port: Optional[int] = None) -> None:

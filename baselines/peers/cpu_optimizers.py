@@ -249,6 +249,11 @@ def main():
               "--no-peers only with --layouts", file=sys.stderr)
         return 2
     exe = os.path.join(a.bin, "mt-microbench")
+    try:  # before anything runs: --out is a file, none of what the run reads
+        common.check_out(a.out, [exe])
+    except common.PeerError as e:
+        print(f"cpu_optimizers: {e}", file=sys.stderr)
+        return 2
     if not os.access(exe, os.X_OK):
         common.skip("cpu_optimizers", f"{exe} not built (needs Google Benchmark; make, or --bin DIR)")
     os.environ["OMP_NUM_THREADS"] = str(a.threads)  # before torch loads its OpenMP runtime

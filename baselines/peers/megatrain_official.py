@@ -491,9 +491,7 @@ def main(argv=None) -> int:
     row["official"] = dict(got["extra"], commit=commit, checkpoint_interval=a.checkpoint_interval,
                            num_workers=a.num_workers, data=a.data or "synthetic", log=logf,
                            setup_s={k: (round(v, 2) if isinstance(v, float) else v) for k, v in setup.items()})
-    if a.out:
-        common.append_jsonl(a.out, row)
-    print(json.dumps(row), flush=True)
+    common.emit_row(a.out, row)
     ph = got["extra"]["phases_ms"]
     log("%s: median %.1f ms (fwd %s, bwd %s, rest %s ms), %.1f TFLOP/s ours, %s the log's"
         % (PROG, row["step_ms"]["median"], *["%.0f" % ph[k] if ph[k] is not None else "-"

@@ -31,7 +31,6 @@ the same formula, N = the parameters its optimizer holds) is kept beside it.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import statistics
@@ -151,6 +150,7 @@ def main(argv=None) -> int:
     ap.add_argument("--system", default="megatrain_official")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
+    common.check_out(a.out, [a.log, a.config])  # the row never appended to the log it parses
     try:
         with open(a.log, errors="replace") as f:
             text = f.read()
@@ -165,9 +165,7 @@ def main(argv=None) -> int:
         precision=precision, step_times_s=got["step_s"], peak_gpu=got["peak_gpu_bytes"],
         peak_host=got["peak_host_bytes"], env=common.collect_env())
     row["official"] = got["extra"]
-    if a.out:
-        common.append_jsonl(a.out, row)
-    print(json.dumps(row))
+    common.emit_row(a.out, row)
     return 0
 
 

@@ -132,6 +132,18 @@ def write_jsonl(path: str, rows: list) -> None:
         print(json.dumps(row))
 
 
+def emit_row(out: Optional[str], row: dict) -> None:
+    """A measured row, appended to `out` (if set) and printed on stdout, once the row check
+    takes it: a NaN, an inverted range or a throughput that is not the step's is this
+    run's error (PeerError), never a row a reader would refuse."""
+    problems = resultslib.schema.made_row_problems(row)
+    if problems:
+        raise PeerError("the row check refused the row this run made: " + "; ".join(problems))
+    if out:
+        append_jsonl(out, row, shape="results")
+    print(json.dumps(row, allow_nan=False), flush=True)
+
+
 def report(a, prog: str, system: str, spec, n_params: int, times, peak_gpu: int, extras=None) -> dict:
     """One timed configuration of a peer: the results row, appended to a.out (if set),
     printed on stdout, and summarized on stderr. `extras` (phase_fields) follow
@@ -144,9 +156,7 @@ def report(a, prog: str, system: str, spec, n_params: int, times, peak_gpu: int,
     row.update(model_throughput(spec, n_params, a.batch * a.seq_len, a.seq_len, row["step_ms"]["median"],
                                 row["env"].get("gpu_name")))
     row.update(extras or {})
-    if a.out:
-        append_jsonl(a.out, row)
-    print(json.dumps(row), flush=True)
+    emit_row(a.out, row)
     log("%s: median %.1f ms, %.1f TFLOP/s, mfu %s" % (prog, row["step_ms"]["median"], row["tflops"],
                                                      "%.3f" % row["mfu"] if row["mfu"] else "-"))
     if row.get("fwd_ms") is not None:

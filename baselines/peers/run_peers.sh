@@ -53,12 +53,26 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -r "$config" ] || { echo "run_peers: $config: cannot read model config" >&2; exit 2; }
+set -f  # --peers and --batches are lists of words: never globbed against the working folder
+for n in $batches "$seq" "$steps" "$warmup" "$tmo" ${layers:+"$layers"}; do
+  case $n in ''|*[!0-9]*) echo "run_peers: '$n' is not a whole number (--batches, --seq-len, --steps, --warmup, --timeout, --layers)" >&2; exit 2 ;; esac
+done
 for p in $peers; do
   case "$p" in fsdp2_offload|deepspeed_zero3|official) ;;
     *) echo "run_peers: unknown peer '$p' (fsdp2_offload, deepspeed_zero3, official)" >&2; exit 2 ;;
   esac
 done
 out=${out:-results/peers_$(date -u +%Y%m%d).jsonl}
+# never rows (nor error rows) appended to the model config, a link to it or a file in its folder
+python3 - "$out" "$config" <<'EOF' || exit 2
+import os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "harness"))
+from resultslib import safepath
+try:
+    safepath.refuse_own_input(sys.argv[1], sys.argv[2:])
+except safepath.PathError as e:
+    sys.exit(f"run_peers: {e}")
+EOF
 mkdir -p "$(dirname "$out")"
 log_all=$(mktemp /tmp/run_peers.XXXXXX.log)
 say() { echo "run_peers: $*" | tee -a "$log_all" >&2; }
@@ -68,10 +82,12 @@ pybin=$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/d
 ninjabin=$(python3 -c 'import ninja; print(ninja.BIN_DIR)' 2>/dev/null || true)
 export PATH="${ninjabin:+$ninjabin:}${pybin:+$pybin:}$PATH"
 
+# copy_new SRC DEST: DEST replaced whole (a temp copy beside it, then a rename), never SRC itself
+copy_new() { [ "$1" -ef "$2" ] || { cp "$1" "$2.tmp.$$" && mv -f "$2.tmp.$$" "$2"; }; }
 save_out() {
   if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
-    [ -f "$out" ] && cp "$out" "$OUT/$(basename "$out")"
-    cp "$log_all" "$OUT/$(basename "$out" .jsonl).log"
+    [ -f "$out" ] && copy_new "$out" "$OUT/$(basename "$out")"
+    copy_new "$log_all" "$OUT/$(basename "$out" .jsonl).log"
   fi
 }
 

@@ -170,6 +170,11 @@ def main():
         print(f"{PROG}: --depths Ls,Lb with 1 <= Ls < Lb; --rounds, --steps, --batch, --seq-len, --threads >= 1; "
               "--warmup >= 0", file=sys.stderr)
         return 2
+    try:
+        common.check_out(a.out, [])  # a file, not a folder: checked before minutes of rounds
+    except common.PeerError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
     os.environ["OMP_NUM_THREADS"] = str(a.threads)
     os.environ["DS_ACCELERATOR"] = "cpu"
     try:

@@ -58,7 +58,7 @@ class Planner:
 
     def config(self, c, layers):
         src = c["model"] if os.path.isabs(c["model"]) else os.path.join(REPO, c["model"])
-        cfg = json.load(open(src))
+        cfg = megatrain_cli.resultslib.load_json(src)
         cfg.update(c.get("overrides") or {})
         if layers:
             cfg["num_hidden_layers"] = int(layers)
@@ -79,7 +79,7 @@ class Planner:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
             if p.returncode != 0:
                 raise RuntimeError(f"megatrain plan failed: {p.stderr.strip().splitlines()[-1:]}")
-            self.cache[key] = json.loads(p.stdout)
+            self.cache[key] = megatrain_cli.resultslib.schema.loads(p.stdout)
         return self.cache[key]
 
 

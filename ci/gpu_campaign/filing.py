@@ -195,7 +195,7 @@ def file_dirs(dirs, allow_dirty=False, dry_run=False, replace_gpu=False):
                     say(f"{prof}: not a profile of a lent machine ({', '.join(LENT)}): not filed")
                     bad += 1
                     continue
-                old = json.load(open(dest_prof)) if os.path.exists(dest_prof) else None
+                old = resultslib.load_json(dest_prof) if os.path.exists(dest_prof) else None
                 merged, taken = merge_profile(old, p)
                 say(f"part {P}: experiments/hardware/{name} <- {len(taken)} figures measured or derived here, "
                     f"the rest kept: {', '.join(taken[:6])}{'...' if len(taken) > 6 else ''}")
@@ -218,7 +218,7 @@ def file_dirs(dirs, allow_dirty=False, dry_run=False, replace_gpu=False):
 def calibrated_profiles():
     out = []
     for n in LENT:
-        p = json.load(open(os.path.join(REPO, "experiments", "hardware", n + ".json")))
+        p = resultslib.load_json(os.path.join(REPO, "experiments", "hardware", n + ".json"))
         if any(str(v).startswith("measured") for v in (p.get("sources") or {}).values()):
             out.append(n)
     return out

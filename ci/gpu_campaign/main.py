@@ -14,6 +14,7 @@ Python 3 standard library only (the GPU machine has python3, no jq).
 """
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -100,12 +101,12 @@ def cmd_run(args):
         print(f"gpu_campaign: --only {args.only}: part {p['name']} has steps "
               f"{', '.join(s['name'] for s in p['steps'])}", file=sys.stderr)
         return 2
+    t0 = env_epoch("MT_CAMPAIGN_T0")  # read before anything in --out is touched
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
     stale = [f for f in os.listdir(out) if f.startswith(p["name"] + "-")]
     for f in stale:  # a re-run into the same folder replaces the part's files
         os.remove(os.path.join(out, f))
-    t0 = float(os.environ.get("MT_CAMPAIGN_T0") or time.time())
     ctx = runner.Ctx(p, args.dry_run, out, bin_dir(), only, t0, args.budget)
     ctx.sweep_keys = getattr(args, "keys", None) or {}
     problems = []
@@ -144,16 +145,30 @@ def cmd_run(args):
 NEXT_MAX_PARTS = 2  # each part packs 4 files; the device tool brings back 8
 
 
+def env_epoch(name):
+    """$NAME as epoch seconds (a finite number > 0), now when unset; a value it cannot read is
+    an error naming the variable (RowsError: exit 2), never a silent default."""
+    v = os.environ.get(name)
+    if v is None or v == "":
+        return time.time()
+    try:
+        t = float(v)
+    except ValueError:
+        t = float("nan")
+    if not (math.isfinite(t) and t > 0):
+        raise runner.resultslib.RowsError(f"${name} is {v!r}, not epoch seconds (a finite number > 0)")
+    return t
+
+
 def filed_parts(slug, campaign_dir=None):
     """Parts with a manifest filed in results/campaign/ for this kind of GPU (any date)."""
     d = campaign_dir or os.path.join(REPO, "results", "campaign")
     done = set()
     for f in os.listdir(d) if os.path.isdir(d) else ():
         if f.startswith(slug + "-") and f.endswith("-manifest.json"):
-            try:
-                man = json.load(open(os.path.join(d, f)))
-            except (OSError, ValueError):
-                continue
+            # strictly: a filed manifest that cannot be read stops the plan (exit 2, naming it)
+            # rather than the part silently counting as never run
+            man = runner.resultslib.load_json(os.path.join(d, f))
             if not man.get("dry_run"):
                 done.add(man.get("part"))
     return done
@@ -177,11 +192,12 @@ def filed_bench_names(part, slug, results_dir=None):
     microbench_<slug>-<part>.json, as runner.py names it and file_rows.py files it); None when
     there is no such file (nothing to compare: the part is judged by its sweeps' rows alone)."""
     path = os.path.join(results_dir or os.path.join(REPO, "results"), f"microbench_{slug}-{part}.json")
-    try:
-        with open(path) as f:
-            return [b.get("name", "") for b in json.load(f).get("benchmarks", [])]
-    except (OSError, ValueError, AttributeError):
+    if not os.path.exists(path):
         return None
+    bs = runner.resultslib.load_json(path).get("benchmarks", [])  # strictly (exit 2 naming it)
+    if not (isinstance(bs, list) and all(isinstance(b, dict) and isinstance(b.get("name", ""), str) for b in bs)):
+        raise runner.resultslib.RowsError(f"{path}: benchmarks is not a list of {{name, ...}} objects")
+    return [b.get("name", "") for b in bs]
 
 
 def completion(p, slug, results_dir=None):
@@ -303,7 +319,7 @@ def cmd_check(args):
         print(f"gpu_campaign: check: {p}", file=sys.stderr)
     if problems:
         return 1
-    man = json.load(open([os.path.join(args.dir, f) for f in os.listdir(args.dir) if f.endswith("-manifest.json")][0]))
+    man = runner.resultslib.load_json([os.path.join(args.dir, f) for f in os.listdir(args.dir) if f.endswith("-manifest.json")][0])
     print(json.dumps({"part": man["part"], "dry_run": man["dry_run"], "files": man["files"],
                       "steps": {s["name"]: s["status"] for s in man["steps"]}}))
     return 0

@@ -60,11 +60,18 @@ def add_tree(tf, root, arc, skip=None, cap=False):
 
 
 def tar(path, members):
-    """members: [(dir, arcname, skip, cap)]; writes PATH (gzip)."""
-    with tarfile.open(path, "w:gz") as tf:
-        for root, arc, skip, cap in members:
-            if os.path.isdir(root):
-                add_tree(tf, root, arc, skip, cap)
+    """members: [(dir, arcname, skip, cap)]; replaces PATH (gzip) whole: written beside it
+    under a hidden name, then renamed (an interrupted pack leaves no half archive)."""
+    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
+    try:
+        with tarfile.open(tmp, "w:gz") as tf:
+            for root, arc, skip, cap in members:
+                if os.path.isdir(root):
+                    add_tree(tf, root, arc, skip, cap)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def sha256(path):
@@ -96,14 +103,13 @@ def pack(ctx, summary_text, manifest):
             os.remove(tr)
             notes.append("the traces passed 15 MiB compressed and were left out")
     tar(os.path.join(ctx.out, f"{P}-logs.tar.gz"), [(w("logs"), "logs", None, True)])
-    with open(os.path.join(ctx.out, f"{P}-summary.txt"), "w") as f:
-        f.write(summary_text + "".join(f"pack: {n}\n" for n in notes))
+    safepath.write_bytes(os.path.join(ctx.out, f"{P}-summary.txt"),
+                         (summary_text + "".join(f"pack: {n}\n" for n in notes)).encode())
     files = sorted(f for f in os.listdir(ctx.out) if f.startswith(P + "-") and not f.endswith("-manifest.json"))
     manifest["files"] = [{"name": f, "bytes": os.path.getsize(os.path.join(ctx.out, f)),
                           "sha256": sha256(os.path.join(ctx.out, f))} for f in files]
     manifest["pack_notes"] = notes
-    with open(os.path.join(ctx.out, f"{P}-manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
+    safepath.write_bytes(os.path.join(ctx.out, f"{P}-manifest.json"), json.dumps(manifest, indent=1).encode())
     return manifest
 
 
@@ -238,9 +244,11 @@ def check(out_dir, tmp):
 def copy_rates(microbench_json):
     """One line per pinned/pageable copy direction at the largest size measured (GB/s)."""
     try:
-        bs = json.load(open(microbench_json)).get("benchmarks", [])
-    except (OSError, ValueError):
-        return ["microbench: no JSON"]
+        bs = resultslib.load_json(microbench_json).get("benchmarks", [])
+    except ValueError as e:  # resultslib.RowsError: unreadable, not strict JSON, not an object
+        return [f"microbench: no JSON ({e})"]
+    if not isinstance(bs, list) or not all(isinstance(b, dict) for b in bs):
+        return ["microbench: benchmarks is not a list of objects"]
     best = {}
     for b in bs:
         m = re.match(r"^copy/cuda/(pinned|pageable)/(h2d|d2h|bidir)/(\d+)", b.get("name", ""))

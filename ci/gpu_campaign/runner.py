@@ -8,7 +8,6 @@ status of each step and a short summary go to stdout (the end of stdout is what 
 device tool returns). On the CPU (--dry-run) the same steps run on the cpu backend at
 tiny sizes; what needs a GPU, torch or DeepSpeed is skipped with one line.
 """
-import json
 import os
 import shutil
 import signal
@@ -151,7 +150,7 @@ def step_machine(ctx, st, log, timeout):
     envf = ctx.path("rows", f"env_{ctx.tag}.json")
     rc2, _ = run_proc(ctx, [os.path.join(ctx.bin, "mt-env")], log, 60, stdout=envf)
     try:
-        e = json.load(open(envf))
+        e = resultslib.load_json(envf)  # strictly: a NaN, a list or a repeated key is a failed step
         say(f"env: gpu {e.get('gpu_name')}, driver {e.get('driver')}, cuda {e.get('cuda')}, host "
             f"{(e.get('host_mem_bytes') or 0) / 2**30:.0f} GiB, {e.get('cpu_cores')} cores, git {e.get('git_sha')}"
             f"{' (dirty)' if e.get('git_dirty') else ''}")
@@ -216,7 +215,7 @@ def step_sweep(ctx, st, log, timeout):
     if keys and not ctx.dry:
         argv += ["--keys", ",".join(keys)]
     rc, _ = run_proc(ctx, argv + [path], log, timeout)
-    exp = json.load(open(path))["experiment"]
+    exp = resultslib.safepath.name(resultslib.load_json(path).get("experiment"), "the sweep's experiment")
     for l in pack.row_lines(ctx.path("rows", exp + ".jsonl")):
         say("  " + l)
     # the configurations this call made rows of: the manifest lists them, filing checks a row against them
@@ -226,11 +225,16 @@ def step_sweep(ctx, st, log, timeout):
     if status == "failed" and rc == 1:
         note = (note + "; " if note else "") + "some configurations failed (rows with an 'error' field)"
     unreached = []
-    try:
-        with open(ctx.path("rows", exp + ".unreached.json")) as f:
-            unreached = json.load(f)
-    except (OSError, ValueError):
-        pass
+    uf = ctx.path("rows", exp + ".unreached.json")
+    if os.path.exists(uf):  # run.py's list of {label, reason}: read strictly, never half-believed
+        try:
+            unreached = resultslib.load_json(uf, list)
+            if not all(isinstance(u, dict) and isinstance(u.get("label"), str) and isinstance(u.get("reason"), str)
+                       for u in unreached):
+                raise resultslib.RowsError(f"{uf}: not a list of {{label, reason}}")
+        except resultslib.RowsError as e:
+            unreached = []
+            note = (note + "; " if note else "") + f"the list of configurations not reached is unreadable: {e}"
     if unreached:
         ctx.step_extra["unreached"] = unreached
         for u in unreached:
@@ -367,7 +371,7 @@ def step_cpu_adam(ctx, st, log, timeout):
     if rc != 0:
         return classify(ctx, rc), "cpu_optimizers.py did not finish (the log says why)"
     try:  # the figures into the summary: params/s, GB/s and the share of the bound each, ours over DeepSpeed
-        rows = {r["impl"]: r for r in (json.loads(l) for l in open(keep) if l.strip())}
+        rows = {r["impl"]: r for r in resultslib.load_jsonl(keep)}  # strict: no NaN ratio in the summary
         o, p = rows["megatrain_adamw_mixed"], rows["megatrain_adamw_paper"]
         d = rows.get("deepspeed_cpu_adam_mixed")
         f = lambda r: (f"{r['params_per_s'] / 1e6:.0f} M params/s ({r['bytes_per_s'] / 1e9:.1f} GB/s at "  # noqa: E731
@@ -444,7 +448,10 @@ def step_attention_profile(ctx, st, log, timeout):
     if rc != 0:
         return classify(ctx, rc), "calibrate_profile.py --attention failed (the log says why)"
     os.replace(new, out)
-    say(f"  attention tables in {base}.json: " + ", ".join(sorted(json.load(open(out))["gpu"]["attention_tflops"])))
+    tables = resultslib.field(resultslib.load_json(out), "gpu.attention_tflops")
+    if not isinstance(tables, dict):
+        return "failed", f"{out}: no gpu.attention_tflops object after calibrate_profile.py --attention"
+    say(f"  attention tables in {base}.json: " + ", ".join(sorted(tables)))
     return "ok", None
 
 

@@ -29,7 +29,7 @@ harness/metrics.py, their one Python definition.
 from .rows import (ENV_KEYS, RESULT_KEYS, RESULTS_SCHEMA, SIDE_FILES, RowsError, append_jsonl,  # noqa: F401
                    field, load_jsonl, load_results, load_results_files, load_rows, matches, ok, tree_state,
                    write_jsonl)
-from .schema import MODES, row_problems  # noqa: F401
+from .schema import MODES, load_json, row_problems  # noqa: F401
 from . import safepath, schema  # noqa: F401
 from .stats import load_avg, median, spread, step_stats  # noqa: F401
 from .timing import PHASES, RATIO, RULE as TIMING_RULE, steady_steps, total_steps  # noqa: F401

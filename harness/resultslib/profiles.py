@@ -8,8 +8,9 @@ first profile, in name order, with one of its strings in the name; "*" marks the
 taken when none matches, where a caller asks for one (fallback=True).
 """
 import functools
-import json
 import os
+
+from . import safepath, schema
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ANY = "*"
@@ -21,14 +22,18 @@ def hardware_dir():
 
 
 def hardware_profile(name):
-    """The parsed experiments/hardware/NAME.json (or a path), None if absent."""
+    """The parsed experiments/hardware/NAME.json (or a path ending in .json), None if absent.
+    NAME is a plain name (safepath.PathError otherwise: '../x' never leaves the folder); the
+    file is read strictly (schema.RowsError naming it when it is not a JSON object)."""
     if not name or name == "measured":
         return None
-    path = name if name.endswith(".json") else os.path.join(hardware_dir(), name + ".json")
+    if name.endswith(".json"):  # a path the user gave, as megatrain --hardware takes one
+        path = name
+    else:
+        path = os.path.join(hardware_dir(), safepath.name(name, "hardware profile") + ".json")
     if not os.path.exists(path):
         return None
-    with open(path) as f:
-        return json.load(f)
+    return schema.load_json(path)
 
 
 def profiles():
@@ -41,8 +46,7 @@ def _profiles(d):
     out = {}
     for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
         if f.endswith(".json"):
-            with open(os.path.join(d, f)) as fh:
-                m = (json.load(fh).get("gpu") or {}).get("name_match")
+            m = (schema.load_json(os.path.join(d, f)).get("gpu") or {}).get("name_match")
             if m:
                 out[f[:-len(".json")]] = list(m)
     return out

@@ -19,17 +19,39 @@ def load_jsonl(path, shape=None):
     rows = []
     if not os.path.exists(path):
         return rows
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise RowsError(f"{path}: cannot read ({e.strerror})")
+    # a file of rows is UTF-8 without a byte-order mark, one row a line ('\r\n' ends and
+    # empty lines are tolerated: they change no row); a row cut short by an interrupted
+    # writer does not parse and is refused like any bad line
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise RowsError(f"{path}:1: starts with a UTF-8 byte-order mark (not JSON Lines); HINT: save it without one")
+    lines = data.split(b"\n")
+    for n, raw in enumerate(lines, 1):
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as e:
+            raise RowsError(f"{path}:{n}: not UTF-8 text ({e.reason} at byte {e.start})")
+        if not line:
+            continue
+        cut = " (the last line has no end: a row cut short?)" if n == len(lines) else ""
+        try:
             r = schema.parse_line(line, f"{path}:{n}")
-            if shape:
-                schema.check_row(r, f"{path}:{n}", shape)
-            elif not isinstance(r, dict):
-                raise RowsError(f"{path}:{n}: a JSON {type(r).__name__}, not an object")
-            rows.append(r)
+        except RowsError as e:
+            raise RowsError(f"{e}{cut}")
+        side = SIDE_FILES.get(os.path.basename(path)) if not shape else None
+        if shape:
+            schema.check_row(r, f"{path}:{n}", shape)
+        elif side:  # a side file's rows, by its own schema
+            bad = schema.side_row_problems(r, side)
+            if bad:
+                raise RowsError(f"{path}:{n}: {'; '.join(bad)}")
+        elif not isinstance(r, dict):
+            raise RowsError(f"{path}:{n}: a JSON {type(r).__name__}, not an object")
+        rows.append(r)
     return rows
 
 
@@ -53,20 +75,39 @@ def load_results(results_dir):
     return [r for rows in load_results_files(results_dir).values() for r in rows]
 
 
-def write_jsonl(path, rows, compact=True):
+def dumps_line(row, compact=True, shape=None, where="a row to write"):
+    """One JSON line of `row`, as strict as the readers: never NaN or Infinity (ValueError,
+    which RowsError is), and with `shape` ("results", "baseline") a row the row check
+    accepts, so that no writer emits a row a reader would refuse."""
+    if shape:
+        schema.check_row(row, where, shape)
+    sep = (",", ":") if compact else None
+    try:
+        return json.dumps(row, separators=sep, allow_nan=False) + "\n"
+    except ValueError as e:
+        raise RowsError(f"{where}: {e} (NaN and Infinity are not JSON figures)")
+
+
+def write_jsonl(path, rows, compact=True, shape=None):
     """Replaces `path` with `rows`, one JSON line each, atomically (safepath.write_bytes: a
     temp file beside the target, then one rename: an interrupted run leaves the old file
     whole, and the file keeps its mode). compact: no spaces after ',' and ':' (the sweep's
-    files); else json.dumps' default (the peers')."""
-    sep = (",", ":") if compact else None
-    safepath.write_bytes(path, "".join(json.dumps(r, separators=sep) + "\n" for r in rows).encode())
+    files); else json.dumps' default (the peers'). Every row is checked first (dumps_line):
+    a bad one raises RowsError and nothing is written."""
+    side = SIDE_FILES.get(os.path.basename(path)) if not shape else None
+    for i, r in enumerate(rows if side else (), 1):  # a side file's rows by their own schema
+        bad = schema.side_row_problems(r, side)
+        if bad:
+            raise RowsError(f"{path}: row {i}: {'; '.join(bad)}")
+    text = "".join(dumps_line(r, compact, shape, f"{path}: row {i}") for i, r in enumerate(rows, 1))
+    safepath.write_bytes(path, text.encode())
 
 
-def append_jsonl(path, row):
-    """Appends one compact line; a single write() of a complete line, so concurrent
-    appenders never interleave within a row."""
+def append_jsonl(path, row, shape=None):
+    """Appends one compact line (dumps_line: checked first); a single write() of a complete
+    line, so concurrent appenders never interleave within a row."""
+    line = dumps_line(row, True, shape, f"{path}: the row to append").encode()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    line = (json.dumps(row, separators=(",", ":")) + "\n").encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line)

@@ -6,7 +6,7 @@ digit (so never '', '.', '..' or a hidden file). A relative path is names joined
 `inside(root, rel)` is the path under root, refused unless it resolves inside root: no
 absolute path, no '..', and no symlink (in root or on the way) that leads out of it.
 `refuse_own_input(out, inputs)` stops a tool writing over a file it reads (the same path,
-a hard link or a symlink to it). `write_bytes`/`copy_file` replace a file atomically
+a hard link or a symlink to it) or into a folder it reads. `write_bytes`/`copy_file` replace a file atomically
 (a temp file beside it, then one rename, which replaces a symlink rather than follow it).
 """
 import os
@@ -66,12 +66,24 @@ def same_file(a, b):
         return False
 
 
-def refuse_own_input(out, inputs, what="--out"):
-    """PathError when `out` is one of `inputs` (same path, a hard or a soft link to one)."""
+def refuse_own_input(out, inputs, what="--out", out_is_dir=False):
+    """PathError when `out` is one of `inputs` (same path, a hard or a soft link to one), lies
+    inside an input that is a folder (a file among those the tool reads), or, for a tool that
+    fills the folder `out` (out_is_dir: it replaces or removes files there), holds an input."""
+    real_out = os.path.realpath(out)
     for i in inputs:
-        if i and same_file(out, i):
+        if not i:
+            continue
+        if same_file(out, i):
             raise PathError(f"{what} {out} is the input {i} (the same file or a link to it): "
                             f"it would be overwritten; HINT: write elsewhere")
+        real_in = os.path.realpath(i)
+        if os.path.isdir(i) and _within(real_out, real_in):
+            raise PathError(f"{what} {out} lies inside the input folder {i}: it would be written among "
+                            f"what is read; HINT: write elsewhere")
+        if out_is_dir and _within(real_in, real_out):
+            raise PathError(f"{what} {out} holds the input {i}: the folder's files are replaced; "
+                            f"HINT: write elsewhere")
 
 
 def _mode_for(path):
@@ -90,6 +102,8 @@ def _mode_for(path):
 def write_bytes(path, data):
     """Replaces path with data atomically: a temp file beside it, then one rename (a
     symlink at path is replaced, never followed)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        raise PathError(f"{path} is a folder, not a file to write")
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix="." + os.path.basename(path) + ".", suffix=".tmp")

@@ -5,8 +5,8 @@ file and line instead of reaching a verdict or a traceback.
 JSON is parsed strictly: NaN, Infinity and numbers that overflow to infinity are not
 JSON figures, and a key given twice is refused. A row is an object with the schema's
 keys and their types; a figure is a finite number; step_ms is null or
-{median, min, max} with min <= median <= max (an extrapolated row also carries its
-err_frac); a `trace` is a relative path under traces/ and `experiment` a plain name
+{median, min, max}, all positive, with min <= median <= max (an extrapolated row also
+carries its err_frac); a `trace` is a relative path under traces/ and `experiment` a plain name
 (both name files: safepath).
 
 Two shapes: "results" (a results/*.jsonl row: every key and env key) and "baseline"
@@ -19,6 +19,8 @@ import math
 
 from . import safepath
 
+# A writer also checks the row it has just made (made_row_problems): its throughput is its
+# step's tokens over its step time.
 RESULTS_SCHEMA = "megatrain.results/1"
 # The keys docs/DESIGN.md#results fixes for every results row, in the order rows are written.
 RESULT_KEYS = ("schema", "experiment", "system", "mode", "model", "params", "layers_run",
@@ -42,6 +44,21 @@ FIGURES = ("params", "tokens_per_s", "tflops", "mfu", "gpu_busy_frac", "h2d_gbps
 NONNEG = ("params", "tokens_per_s", "tflops", "mfu", "gpu_busy_frac", "h2d_gbps", "peak_gpu_bytes",
           "peak_host_bytes", "tokens", "days_per_billion_tokens", "mfu_peak_tflops", "step_ms_last", "wall_s")
 OBJ_OR_NULL = ("sweep", "config", "plan", "fit", "batch_auto", "ranks", "peer", "setup", "cost_sources")
+# The keys readers take from a row's objects, with their types when set (null allowed): a
+# list or an object where a name or a number belongs would be a traceback in a reader.
+_N, _C, _S, _L, _D = "number", "count", "string", "list", "object"
+NESTED = {
+    "sweep": {"file": _S, "hardware_override": _S},
+    "config": {"model": _S, "cli": _S, "peer": _S, "grad_accum": _C, "host_mem_gb": _N, "layers": _C,
+               "layers_holdout": _C, "steps": _C, "warmup": _C, "args": _L, "layers_fit": _L, "overrides": _D},
+    "ranks": {"gpus": _C, "hosts": _C, "batch_per_gpu": _C, "scaling_efficiency": _N, "one_gpu_tokens_per_s": _N,
+              "tflops_per_gpu": _N, "host0_bytes": _N, "host_bytes_per_host": _N, "bound": _S},
+    "batch_auto": {"batch": _C, "plan_batch": _C, "args": _L, "why": _S, "plan_recompute": _S},
+    "fit": {"err_frac": _N, "noise_frac": _N, "per_layer_ms": _N, "intercept_ms": _N, "round_spread_frac": _N,
+            "rounds": _C, "check": _D, "holdout": _D, "err_method": _S, "depths": _L, "step_ms": _L},
+}
+_IS = {_N: lambda v: is_num(v), _C: lambda v: is_num(v) and v >= 0 and v == int(v),
+       _S: lambda v: isinstance(v, str), _L: lambda v: isinstance(v, list), _D: lambda v: isinstance(v, dict)}
 ENV_STR = ("git_sha", "gpu_name", "driver", "cuda", "cpu_model", "hardware_profile", "utc")
 ENV_NUM = ("gpu_mem_bytes", "host_mem_bytes", "cpu_cores", "numa_nodes", "gpu_numa_node", "pcie_gbps")
 
@@ -78,6 +95,21 @@ def loads(text):
                       object_pairs_hook=_no_duplicates)
 
 
+def load_json(path, kind=dict):
+    """A JSON file read strictly (loads; UTF-8), its top level of type `kind` (dict, list, or
+    None for any): RowsError "PATH: why" otherwise, an unreadable file included."""
+    try:
+        with open(path, "rb") as f:
+            v = loads(f.read().decode("utf-8"))
+    except OSError as e:
+        raise RowsError(f"{path}: cannot read ({e.strerror})")
+    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
+        raise RowsError(f"{path}: not strict JSON ({e})")
+    if kind is not None and not isinstance(v, kind):
+        raise RowsError(f"{path}: a JSON {type(v).__name__}, not {'an object' if kind is dict else 'a list'}")
+    return v
+
+
 # ---------------------------------------------------------------- the row check
 def is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
@@ -105,8 +137,9 @@ def step_ms_problems(s, mode="measured", shape="results"):
             p.append(f"step_ms.{k} is {_fmt(s[k])}, not a finite number >= 0")
     if p:
         return p
-    if s["median"] <= 0:
-        p.append(f"step_ms.median {s['median']} is not positive")
+    for k in ("median", "min", "max"):  # a step of no time (or a min of 0) is no measurement
+        if k in s and s[k] <= 0:
+            p.append(f"step_ms.{k} {s[k]} is not positive")
     if ("min" in s) != ("max" in s):
         p.append("step_ms has only one of min and max")
     # (the checker compares medians and takes half the range as noise: a baseline-shaped row
@@ -153,6 +186,11 @@ def row_problems(r, shape="results"):
     for k in OBJ_OR_NULL:
         if r.get(k) is not None and not isinstance(r[k], dict):
             p.append(f"{k} is {_fmt(r[k])}, not an object or null")
+    for k, fields in NESTED.items():
+        o = r.get(k)
+        for f, want in fields.items() if isinstance(o, dict) else ():
+            if o.get(f) is not None and not _IS[want](o[f]):
+                p.append(f"{k}.{f} is {_fmt(o[f])}, not a{'n' if want == _D else ''} {want} or null")
     if "fits" in r and r["fits"] is not None and not isinstance(r["fits"], bool):
         p.append(f"fits is {_fmt(r['fits'])}, not true, false or null")
     if "error" in r and not isinstance(r["error"], str):
@@ -187,6 +225,53 @@ def row_problems(r, shape="results"):
             if env.get("git_dirty") is not None and not isinstance(env["git_dirty"], bool):
                 p.append(f"env.git_dirty is {_fmt(env['git_dirty'])}, not true, false or null")
     return p
+
+
+def made_row_problems(r):
+    """row_problems, and what a writer checks on the row it has just made: its tokens_per_s
+    is the step's tokens (`tokens`, else batch * seq_len * grad_accum) over its median, as
+    every writer derives it. Readers do not refuse a row for this (nor for an MFU above 1, as
+    a CPU dry run measured against a GPU's peak has): a row edited by hand, a median moved
+    alone, is still a row of valid figures, judged on its step time."""
+    p = row_problems(r)
+    if p:
+        return p
+    s, tps = r.get("step_ms"), r.get("tokens_per_s")
+    tokens = r.get("tokens")
+    if tokens is None and r.get("batch") is not None and r.get("seq_len") is not None:
+        accum = (r.get("config") or {}).get("grad_accum", 1)
+        tokens = r["batch"] * r["seq_len"] * accum if is_num(accum) else None
+    if s is not None and tps is not None and tokens is not None:
+        want = tokens * 1000.0 / s["median"]
+        if abs(tps - want) > 1e-3 * want:
+            p.append(f"tokens_per_s {tps:.6g} is not the step's {tokens:.6g} tokens over its median "
+                     f"{s['median']:.6g} ms ({want:.6g})")
+    elif s is None and tps is not None:
+        p.append(f"tokens_per_s {tps:.6g} without a step time")
+    return p
+
+
+# The side files' rows (rows.SIDE_FILES: their own schemas): the keys their readers (docs.py,
+# the campaign's summary) compute with, typed, so that a string there is a line, not a traceback.
+SIDE_KEYS = {
+    "megatrain.cpu_optimizers/1": {"impl": "string", "params_per_s": "number", "bytes_per_s": "number",
+                                   "triad_gb_s": "number", "ratio_to_triad": "number", "threads": "count",
+                                   "n_params": "count", "repeats": "count", "ratio_to_deepspeed": "number",
+                                   "n_over_llc": "number", "bytes_per_param": "number", "env": "object"},
+    "megatrain.peer_hooks/1": {"system": "string", "pass": "string", "fetch_overhead_ms": "number",
+                               "model_fetches_per_layer": "number", "calls_per_layer": "number",
+                               "ms_per_call": "number", "modules_per_layer": "number", "env": "object"},
+}
+
+
+def side_row_problems(r, want_schema):
+    """What is wrong with one row of a side file whose schema is want_schema."""
+    if not isinstance(r, dict):
+        return [f"a row is a JSON object, not {type(r).__name__}"]
+    if r.get("schema") != want_schema:
+        return [f"schema is {_fmt(r.get('schema'))}, not {want_schema}"]
+    return [f"{k} is {_fmt(r[k])}, not a{'n' if t == 'object' else ''} {t} or null"
+            for k, t in SIDE_KEYS.get(want_schema, {}).items() if r.get(k) is not None and not _IS[t](r[k])]
 
 
 def check_row(r, where, shape="results"):

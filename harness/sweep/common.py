@@ -23,10 +23,11 @@ def die(msg, code=2):
     sys.exit(code)
 
 
-def not_own_input(out, inputs, what="--out"):
-    """Dies (exit 2) when `out` is one of the files the tool reads, or a link to one."""
+def not_own_input(out, inputs, what="--out", out_is_dir=False):
+    """Dies (exit 2) when `out` is one of the files the tool reads, a link to one, or lies in a
+    folder it reads (safepath.refuse_own_input)."""
     try:
-        safepath.refuse_own_input(out, inputs, what)
+        safepath.refuse_own_input(out, inputs, what, out_is_dir)
     except safepath.PathError as e:
         die(str(e))
 
@@ -44,7 +45,10 @@ def load_json(path):
 def write_text(out, text, inputs, what="--out"):
     """Replaces `out` with text atomically, unless it is one of the inputs (dies, exit 2)."""
     not_own_input(out, inputs, what)
-    safepath.write_bytes(out, text.encode())
+    try:
+        safepath.write_bytes(out, text.encode())
+    except (OSError, safepath.PathError) as e:  # a folder, a place that cannot be written
+        die(f"{what} {out}: cannot write ({getattr(e, 'strerror', None) or e})")
 
 
 def trace_path(root, r):

@@ -148,7 +148,10 @@ def measured_rates(gpu, bf16, attention):
 
 
 def cost_sources(profile, precision="paper", attention="cudnn", changes=None, contains=None):
-    p = resultslib.hardware_profile(profile)
+    try:
+        p = resultslib.hardware_profile(profile)
+    except ValueError as e:  # a name that is a path (safepath), a file that is not strict JSON
+        die(str(e))
     if p is None:
         die(f"no hardware profile {profile!r}")
     srcs = p.get("sources") or {}

@@ -311,7 +311,9 @@ def main():
     ap.add_argument("--allow-dirty", action="store_true", help="admit rows made from a dirty or unknown tree")
     ap.add_argument("--sweeps", help="directory of the sweep files (default experiments/sweeps)")
     args = ap.parse_args()
-    common.not_own_input(args.out, [args.results])  # its .tsv/.gpi files would land among the rows
+    # its .tsv/.gpi files would land among the rows, and it removes stale ones from --out: never
+    # the results folder, one inside it or one holding it (nor the sweeps')
+    common.not_own_input(args.out, [args.results, args.sweeps or sweeps.SWEEP_DIR], out_is_dir=True)
     rows = common.trusted_results(args.results, args.allow_dirty, "export", args.sweeps)
     figs = export(rows, args.out, args.results)
     for fig in figs:

@@ -198,8 +198,8 @@ def side_file_ok(path, allow_dirty):
     env = d.get("context", {}).get("mt_env") if "context" in d else d
     if isinstance(env, str):
         try:
-            env = json.loads(env)
-        except json.JSONDecodeError:
+            env = resultslib.schema.loads(env)
+        except ValueError:
             env = None
     if not isinstance(env, dict):
         return "no env block"
@@ -231,9 +231,11 @@ def main():
         sweeps.set_dir(args.sweeps)
     if not os.path.isdir(args.dir):
         die(f"{args.dir}: not a directory")
-    if not args.dry_run and os.path.isdir(args.results) and safepath.same_file(args.dir, args.results):
-        die(f"{args.dir} is the results dir {args.results}: the filing would write over its input; "
-            f"HINT: file from the folder a run wrote elsewhere")
+    try:  # DIR is read, --results written: neither the same folder nor one inside the other (--dry-run writes nothing)
+        if not args.dry_run:
+            safepath.refuse_own_input(args.results, [args.dir], "--results", out_is_dir=True)
+    except safepath.PathError as e:
+        die(f"{e}: the filing would write over its input; HINT: file from the folder a run wrote elsewhere")
     table = sweeps.by_experiment()
     for m in args.manifest:
         if not os.path.isfile(m):

@@ -10,6 +10,7 @@ import subprocess
 import time
 
 from common import REPO, die
+import resultslib  # (on sys.path through common) schema.loads: strict JSON, no NaN or Infinity
 import sweeps
 from sweeps import schedule_args
 
@@ -92,8 +93,8 @@ class Runner:
         if name not in self.env_cache:
             cmd = [self.env_bin] + (["--hardware-profile", name] if name else [])
             try:
-                self.env_cache[name] = json.loads(run_cmd(cmd, 120))
-            except (RunError, json.JSONDecodeError) as e:
+                self.env_cache[name] = resultslib.schema.loads(run_cmd(cmd, 120))
+            except (RunError, ValueError) as e:
                 die(f"mt-env failed: {e}")
         return dict(self.env_cache[name])
 
@@ -134,9 +135,9 @@ class Runner:
         cmd += plan_args(c["args"])
         out = run_cmd(cmd, self.limit(c))
         try:
-            return json.loads(out)
-        except json.JSONDecodeError:
-            raise RunError(f"plan printed no JSON object: {out[:200]!r}")
+            return resultslib.schema.loads(out)
+        except ValueError as e:
+            raise RunError(f"plan printed no JSON object ({e}): {out[:200]!r}")
 
     def train(self, c, cfg_path, trace=None):
         if c["cli"] == "default":  # the no-argument run: embedded model, corpus and settings
@@ -156,7 +157,10 @@ class Runner:
         for line in out.splitlines():
             line = line.strip()
             if line.startswith("{"):
-                d = json.loads(line)
+                try:
+                    d = resultslib.schema.loads(line)
+                except ValueError as e:  # a NaN or Infinity figure is no timing
+                    raise RunError(f"train printed a line that is not strict JSON ({e}): {line[:200]!r}")
                 if "step" in d and "step_ms" in d:
                     steps.append(d)
         if len(steps) != c["steps"]:

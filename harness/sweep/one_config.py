@@ -3,7 +3,6 @@ measured, extrapolated, projected (sim) or projected-plan, the default run, or a
 """
 import os
 import re
-import shutil
 import sys
 
 import common  # noqa: F401  (first: puts harness/ on sys.path: metrics, resultslib)
@@ -25,7 +24,9 @@ def blank_row(experiment, c, env, sweep_file=None, override=None):
     row = {"schema": RESULTS_SCHEMA, "experiment": experiment, "system": system(c),
            "mode": "projected" if c["mode"] == "projected-plan" else c["mode"],
            "model": sweeps.model_name(c),
-           "params": None, "layers_run": None, "layers_model": None, "batch": c["batch"],
+           "params": None, "layers_run": None, "layers_model": None,
+           # a batch megatrain chooses ("auto") is known once train has run: null until then
+           "batch": None if c["batch"] == sweeps.AUTO else c["batch"],
            "seq_len": c["seq_len"], "precision": c["precision"], "step_ms": None,
            "tokens_per_s": None, "tflops": None, "mfu": None, "gpu_busy_frac": None, "h2d_gbps": None,
            "peak_gpu_bytes": None, "peak_host_bytes": None, "env": env,
@@ -229,8 +230,8 @@ def run_config(R, experiment, c, sweep_file=None, override=None):
             tokens = row["batch"] * c["seq_len"] * c["grad_accum"]
         if trace:  # kept next to the results: <out-dir>/traces/
             rel = os.path.join("traces", f"{experiment}-{row['config_key']}.json")
-            os.makedirs(os.path.join(R.out_dir, "traces"), exist_ok=True)
-            shutil.copyfile(trace, os.path.join(R.out_dir, rel))
+            # whole (a temp file, then a rename), and never through a traces/ link leading out
+            resultslib.safepath.copy_into(trace, R.out_dir, rel, "trace")
             row["trace"] = rel
         row["step_ms"] = step_stats(steps, c["warmup"])
         stamp_timing(row)

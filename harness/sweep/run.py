@@ -39,6 +39,7 @@ import sweeps  # noqa: E402
 from common import REPO  # noqa: E402
 from megatrain_cli import Runner, RunError, Unreached  # noqa: E402  (running the CLI)
 from one_config import blank_row, run_config  # noqa: E402  (one configuration into its row)
+import resultslib  # noqa: E402
 from resultslib import load_avg as host_load  # noqa: E402
 from sweeps import config_key, expand, label  # noqa: E402
 
@@ -73,6 +74,12 @@ def main():
         name, _, why = x.partition("=")
         skip_peers[name] = why or "skipped"
     args.skip_peers = skip_peers
+    if args.hardware:  # a profile's plain name (or a .json path), refused before any sweep runs
+        try:
+            if resultslib.hardware_profile(args.hardware) is None:
+                common.die(f"--hardware {args.hardware}: no such profile in {resultslib.hardware_dir()}")
+        except ValueError as e:  # safepath.PathError, schema.RowsError
+            common.die(f"--hardware: {e}")
 
     todo_sweeps = []
     for p in args.sweep:
@@ -149,11 +156,17 @@ def run_sweep(R, s, cs, args):
                             sweep_file, override)
             row["error"] = str(e) if isinstance(e, RunError) else f"{type(e).__name__}: {e}"
             failed += 1
-        row["wall_s"] = round(time.time() - t0, 3)
         # the 1-minute load average before and after: how much else ran beside a measured row
-        row["host_load"] = [load0, host_load()] if load0 is not None else None
+        extra = {"wall_s": round(time.time() - t0, 3), "host_load": [load0, host_load()] if load0 is not None else None}
+        row.update(extra)
+        bad = resultslib.schema.made_row_problems(row)
+        if bad:  # a row the readers would refuse (a NaN, an inverted range) is the run's error, not a row
+            failed += "error" not in row
+            row = dict(blank_row(exp, c, R.env(c["hardware"] if c["mode"].startswith("projected") else None),
+                                 sweep_file, override), **extra,
+                       error="the row check refused the row it made: " + "; ".join(bad))
         old[row["config_key"]] = row
-        common.write_jsonl(out, [old[k] for k in keys if k in old])
+        common.write_jsonl(out, [old[k] for k in keys if k in old], shape="results")
         el = time.time() - t_start
         eta = el / i * (len(todo) - i)
         what = ("ERROR " + row["error"]) if "error" in row else (

@@ -54,9 +54,9 @@ CLI_KINDS = (None, "default")  # "default": the no-argument `megatrain` run (emb
 def load(path):
     """A sweep file, checked for its schema and top-level fields."""
     try:
-        with open(path) as f:
-            s = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
+        with open(path, encoding="utf-8") as f:
+            s = common.resultslib.schema.loads(f.read())  # strictly: no NaN, Infinity or repeated key
+    except (OSError, ValueError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         die(f"{path}: cannot read sweep ({e})")
     if not isinstance(s, dict) or s.get("schema") != SWEEP_SCHEMA or not s.get("experiment"):
         die(f"{path}: not a {SWEEP_SCHEMA} file with an 'experiment' name")

@@ -73,6 +73,31 @@ json.dump({"benchmarks": [{"name": f + "/1/real_time"} for f in parts.MICROBENCH
 out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 5000 --campaign-dir "$tmp/c" --results-dir "$tmp/mb" 2>&1)
 check "A filed with every microbench family: not run again: $out" \
   'printf "%s" "$out" | grep -q "filed already: A, C2a, C2b; within 5000 s: W (~"'
+# A filed manifest or microbench file that is not strict JSON (a NaN, a repeated key, a list)
+# stops the plan with one line naming it (exit 2), never a traceback, nor the part silently
+# counted as never run and planned again
+for bad in '{"part": "A", "dry_run": NaN}' '{"part": "A", "part": "B", "dry_run": false}' '[{"part": "A"}]'; do
+  rm -f "$tmp/c"/*; man h200 B false; printf '%s\n' "$bad" > "$tmp/c/h200-A-20261126T000000Z-manifest.json"
+  out=$(plan "NVIDIA H200" 900); rc=$?
+  check "a filed manifest $bad: refused, named (exit $rc): $out" \
+    '[ $rc = 2 ] && printf "%s" "$out" | grep -q "h200-A-20261126T000000Z-manifest.json" && ! printf "%s" "$out" | grep -q Traceback'
+done
+rm -f "$tmp/c"/*; man h200 A false
+for bad in '{"benchmarks": [{"name": "x", "x": Infinity}]}' '{"benchmarks": "gemm"}' '{"benchmarks": [["gemm"]]}'; do
+  printf '%s\n' "$bad" > "$tmp/mb/microbench_h200-A.json"
+  out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 5000 --campaign-dir "$tmp/c" --results-dir "$tmp/mb" 2>&1); rc=$?
+  check "a filed microbench $bad: refused, named (exit $rc): $out" \
+    '[ $rc = 2 ] && printf "%s" "$out" | grep -q "microbench_h200-A.json" && ! printf "%s" "$out" | grep -q Traceback'
+done
+rm -f "$tmp/mb/microbench_h200-A.json"
+# $MT_CAMPAIGN_T0 is read as strictly as an option: a value that is not epoch seconds is an
+# error naming it (exit 2), before anything in --out is touched
+for v in abc nan inf -5; do
+  rm -rf "$tmp/t0"
+  MT_CAMPAIGN_T0=$v python3 ci/gpu_campaign/main.py run A --dry-run --out "$tmp/t0" > /dev/null 2> "$tmp/t0.err"; rc=$?
+  check "MT_CAMPAIGN_T0=$v: refused naming it (exit $rc)" \
+    '[ $rc = 2 ] && grep -q "MT_CAMPAIGN_T0" "$tmp/t0.err" && [ ! -e "$tmp/t0" ] && ! grep -q Traceback "$tmp/t0.err"'
+done
 # ... and as a CPU dry run: part A's completion runs its setup and microbench steps only
 rm -f "$tmp/c"/*; man gpu A false; man gpu B false; man gpu I false; c2 gpu
 python3 -c '

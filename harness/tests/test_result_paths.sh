@@ -172,4 +172,103 @@ echo '{"utc": "2026-11-28T00:00:00Z", "gpu_name": "x"}' > "$tmp/env.json"
 ln "$tmp/base.json" "$tmp/base.hard"
 own "calibrate_profile --out onto a hard link to its base" "$tmp/base.json" \
   python3 harness/calibrate_profile.py "$tmp/base.json" --env "$tmp/env.json" --attention "$tmp/env.json" --out "$tmp/base.hard"
+# ... nor into a folder it reads, nor fills a folder that holds what it reads; a peer never
+# appends its row to its model config or the log it parses; an --out that is a folder is a
+# one-line refusal
+mkdir -p "$tmp/own/sub" && cp "$tmp/own/gpu_goal.jsonl" "$tmp/own.before"
+own "export --out inside the results folder it reads" "$tmp/own/gpu_goal.jsonl" \
+  python3 harness/sweep/export.py --results "$tmp/own" --out "$tmp/own/sub"
+[ -z "$(ls -A "$tmp/own/sub")" ] || fail "export wrote into the results folder"
+mkdir -p "$tmp/holder" && cp -r "$tmp/own" "$tmp/holder/results"
+own "export --out a folder holding the results it reads" "$tmp/holder/results/gpu_goal.jsonl" \
+  python3 harness/sweep/export.py --results "$tmp/holder/results" --out "$tmp/holder"
+fresh; mkrow "$tmp/sweeps" "$W/in/t_path.jsonl"
+file_rows "$W/in" --results "$W/in/filed" > /dev/null 2> "$tmp/err"; rc=$?
+[ "$rc" = 2 ] && grep -q "input" "$tmp/err" && [ ! -e "$W/in/filed" ] && pass "file_rows refuses --results inside DIR (exit 2)" ||
+  { fail "file_rows --results inside DIR: exit $rc"; cat "$tmp/err"; }
+mkdir -p "$W/repo/results/incoming" && cp "$W/in/t_path.jsonl" "$W/repo/results/incoming/"
+file_rows "$W/repo/results/incoming" --results "$W/repo/results" > /dev/null 2> "$tmp/err"; rc=$?
+[ "$rc" = 2 ] && grep -q "input" "$tmp/err" && [ ! -e "$W/repo/results/t_path.jsonl" ] &&
+  pass "file_rows refuses DIR inside --results (exit 2)" || { fail "file_rows DIR inside --results: exit $rc"; cat "$tmp/err"; }
+printf '[INFO] a log\n' > "$tmp/peer.log" && cp "$tmp/peer.log" "$tmp/own.before"
+own "official_parse --out onto the log it parses" "$tmp/peer.log" \
+  python3 baselines/peers/official_parse.py --log "$tmp/peer.log" --config megatrain/tests/data/tiny5_llama.json \
+  --batch 1 --seq-len 8 --out "$tmp/peer.log"
+cp megatrain/tests/data/tiny5_llama.json "$tmp/cfg.json" && cp "$tmp/cfg.json" "$tmp/own.before"
+ln -s "$tmp/cfg.json" "$tmp/cfg.link"
+own "run_peers.sh --out onto a symlink to its model config" "$tmp/cfg.json" \
+  bash baselines/peers/run_peers.sh --config "$tmp/cfg.json" --peers fsdp2_offload --batches 1 --out "$tmp/cfg.link"
+mkdir -p "$tmp/fakebin" && printf '#!/bin/sh\nexit 3\n' > "$tmp/fakebin/mt-microbench" && chmod +x "$tmp/fakebin/mt-microbench"
+cp "$tmp/fakebin/mt-microbench" "$tmp/own.before"
+own "cpu_optimizers --out onto the benchmark binary it runs" "$tmp/fakebin/mt-microbench" \
+  python3 baselines/peers/cpu_optimizers.py --bin "$tmp/fakebin" --out "$tmp/fakebin/mt-microbench"
+mkdir -p "$tmp/model" && echo '{"vocab_size": 256}' > "$tmp/model/config.json" && cp "$tmp/model/config.json" "$tmp/own.before"
+own "tokenize --out inside the model folder it reads" "$tmp/model/config.json" \
+  python3 megatrain/tools/tokenize.py --model "$tmp/model" --out "$tmp/model/config.json" "$tmp/text.txt"
+mkdir -p "$tmp/pc" && echo band > "$tmp/pc/compare.tsv" && cp "$tmp/pc/compare.tsv" "$tmp/own.before"
+own "plan_compare --out holding its MT_SIM_VALIDATION under an output's name" "$tmp/pc/compare.tsv" \
+  env MT_SIM_VALIDATION="$tmp/pc/compare.tsv" python3 harness/plan_compare.py --out "$tmp/pc"
+# an --out that is a folder: one line, exit non-zero, no traceback, the folder as it was
+mkdir -p "$tmp/outdir"
+for t in "claims --markdown|python3 harness/sweep/claims.py --results $tmp/own --markdown $tmp/outdir" \
+         "calibrate_profile --out|python3 harness/calibrate_profile.py $tmp/base.json --env $tmp/env.json --attention $tmp/env.json --out $tmp/outdir" \
+         "tokenize --out|python3 megatrain/tools/tokenize.py --bytes --out $tmp/outdir $tmp/text.txt" \
+         "a peer's --out|python3 baselines/peers/official_parse.py --log $tmp/peer.log --config megatrain/tests/data/tiny5_llama.json --batch 1 --seq-len 8 --out $tmp/outdir"; do
+  name=${t%%|*}; cmd=${t#*|}
+  $cmd > /dev/null 2> "$tmp/err"; rc=$?
+  [ "$rc" != 0 ] && [ "$(grep -c . "$tmp/err")" -le 3 ] && grep -q "folder\|directory" "$tmp/err" && ! grep -q Traceback "$tmp/err" &&
+    [ -d "$tmp/outdir" ] && [ -z "$(ls -A "$tmp/outdir")" ] && pass "$name a folder: refused in a line (exit $rc)" ||
+    { fail "$name a folder: exit $rc"; head -5 "$tmp/err"; }
+done
+# the campaign's archives are replaced whole: an interrupted pack leaves the archive that was
+# there before, and no half file beside it
+mkdir -p "$tmp/pk/src" && echo row > "$tmp/pk/src/a.jsonl" && echo old > "$tmp/pk/A-results.tar.gz"
+python3 - "$tmp/pk" > /dev/null 2> "$tmp/err" <<'EOF'
+import os, sys
+sys.path.insert(0, "ci/gpu_campaign")
+import pack
+d = sys.argv[1]
+def boom(tf, root, arc, skip, cap):
+    tf.fileobj.write(b"half")
+    raise KeyboardInterrupt
+pack.add_tree = boom
+try:
+    pack.tar(os.path.join(d, "A-results.tar.gz"), [(os.path.join(d, "src"), "rows", None, False)])
+except KeyboardInterrupt:
+    pass
+EOF
+[ "$(cat "$tmp/pk/A-results.tar.gz")" = old ] && [ "$(ls -A "$tmp/pk" | grep -c tmp)" = 0 ] &&
+  pass "an interrupted pack leaves the old archive whole and no temp file" || { fail "interrupted pack"; ls -la "$tmp/pk"; cat "$tmp/err"; }
+# run_peers.sh's lists are words, not globs nor code: a batch '*' or a sequence length 'x;y'
+# is refused before anything runs or is appended
+for bad in "--batches *" "--seq-len x;y"; do
+  rm -f "$tmp/rp.jsonl"; read -ra opt <<< "$bad"
+  bash baselines/peers/run_peers.sh --config megatrain/tests/data/tiny5_llama.json --peers fsdp2_offload "${opt[@]}" \
+    --out "$tmp/rp.jsonl" > /dev/null 2> "$tmp/err"; rc=$?
+  [ "$rc" = 2 ] && [ ! -e "$tmp/rp.jsonl" ] && grep -q "not a whole number" "$tmp/err" &&
+    pass "run_peers.sh refuses $bad (exit 2), nothing appended" || { fail "run_peers.sh $bad: exit $rc"; tail -3 "$tmp/err"; }
+done
+# a hardware profile's name is a name: '../x' given to --hardware never reads a file outside
+# the profiles' folder (cost_sources, run.py's override), refused in a line (exit 2)
+mkdir -p "$tmp/hw/profiles" && cp experiments/hardware/h200-128g.json "$tmp/hw/outside.json"
+MT_HARDWARE_DIR=$tmp/hw/profiles python3 harness/sweep/cost_sources.py ../outside > "$tmp/out" 2> "$tmp/err"; rc=$?
+[ "$rc" = 2 ] && [ ! -s "$tmp/out" ] && grep -q "not a plain name" "$tmp/err" && ! grep -q Traceback "$tmp/err" &&
+  pass "cost_sources refuses the profile name ../outside (exit 2)" || { fail "cost_sources ../outside: exit $rc"; head -3 "$tmp/err"; }
+MT_HARDWARE_DIR=$tmp/hw/profiles python3 harness/sweep/run.py --out-dir "$tmp/hw/res" --hardware ../outside \
+  "$tmp/sweeps/t_path.json" > /dev/null 2> "$tmp/err"; rc=$?
+[ "$rc" = 2 ] && [ ! -e "$tmp/hw/res/t_path.jsonl" ] && grep -q "not a plain name" "$tmp/err" && ! grep -q Traceback "$tmp/err" &&
+  pass "run.py refuses --hardware ../outside before running (exit 2)" || { fail "run.py --hardware ../outside: exit $rc"; head -3 "$tmp/err"; }
+# a sweep keeping a trace copies it into --out-dir's traces/ whole, never through a link
+# there leading out: the configuration is an error row and nothing is written outside
+if [ -x "$MT_BIN/megatrain" ] && [ -x "$MT_BIN/mt-env" ]; then
+  rm -rf "$tmp/tr" && mkdir -p "$tmp/tr/res" "$tmp/tr/outside" && ln -s "$tmp/tr/outside" "$tmp/tr/res/traces"
+  python3 harness/sweep/run.py --out-dir "$tmp/tr/res" "$tmp/sweeps/t_path.json" > /dev/null 2> "$tmp/err"; rc=$?
+  [ "$rc" = 1 ] && [ -z "$(ls -A "$tmp/tr/outside")" ] && jq -e '.error | test("leads out")' "$tmp/tr/res/t_path.jsonl" > /dev/null &&
+    pass "the sweep does not copy a trace through results/traces linked out (an error row)" ||
+    { fail "sweep trace through a link: exit $rc"; tail -3 "$tmp/err"; ls "$tmp/tr/outside"; }
+  rm "$tmp/tr/res/traces"
+  python3 harness/sweep/run.py --out-dir "$tmp/tr/res" --force "$tmp/sweeps/t_path.json" > /dev/null 2> "$tmp/err" &&
+    [ -s "$tmp/tr/res/$(jq -r .trace "$tmp/tr/res/t_path.jsonl")" ] && pass "without the link, its trace is kept" ||
+    { fail "sweep trace kept"; tail -3 "$tmp/err"; }
+fi
 finish

@@ -57,8 +57,8 @@ def main():
     p.add_argument("--out", required=True, help="output token file")
     p.add_argument("files", nargs="+", help="UTF-8 text files, one document each")
     args = p.parse_args()
-    try:  # never written over a text it reads (the same file, a hard or a soft link to it)
-        safepath.refuse_own_input(args.out, args.files)
+    try:  # never written over a text it reads (the same file, a hard or a soft link to it), nor into the model
+        safepath.refuse_own_input(args.out, args.files + [args.model])
     except safepath.PathError as e:
         fail(str(e))
     encode, eos, vocab = encoder(args)
@@ -80,7 +80,7 @@ def main():
         ids.byteswap()
     try:
         safepath.write_bytes(args.out, ids.tobytes())
-    except OSError as e:
+    except (OSError, safepath.PathError) as e:
         fail(f"{args.out}: {e}")
     print(f"tokenize: wrote {len(ids)} tokens to {args.out}", file=sys.stderr)
 
