@@ -8,6 +8,7 @@ status of each step and a short summary go to stdout (the end of stdout is what 
 device tool returns). On the CPU (--dry-run) the same steps run on the cpu backend at
 tiny sizes; what needs a GPU, torch or DeepSpeed is skipped with one line.
 """
+import json
 import os
 import shutil
 import signal
