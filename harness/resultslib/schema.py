@@ -47,10 +47,11 @@ OBJ_OR_NULL = ("sweep", "config", "plan", "fit", "batch_auto", "ranks", "peer", 
 # The keys readers take from a row's objects, with their types when set (null allowed): a
 # list or an object where a name or a number belongs would be a traceback in a reader.
 _N, _C, _S, _L, _D = "number", "count", "string", "list", "object"
+_H = "count, \"none\""  # a depth, or "none": an extrapolation over two depths (sweeps.NO_HOLDOUT)
 NESTED = {
     "sweep": {"file": _S, "hardware_override": _S},
     "config": {"model": _S, "cli": _S, "peer": _S, "grad_accum": _C, "host_mem_gb": _N, "layers": _C,
-               "layers_holdout": _C, "steps": _C, "warmup": _C, "args": _L, "layers_fit": _L, "overrides": _D},
+               "layers_holdout": _H, "steps": _C, "warmup": _C, "args": _L, "layers_fit": _L, "overrides": _D},
     "ranks": {"gpus": _C, "hosts": _C, "batch_per_gpu": _C, "scaling_efficiency": _N, "one_gpu_tokens_per_s": _N,
               "tflops_per_gpu": _N, "host0_bytes": _N, "host_bytes_per_host": _N, "bound": _S},
     "batch_auto": {"batch": _C, "plan_batch": _C, "args": _L, "why": _S, "plan_recompute": _S},
@@ -58,6 +59,7 @@ NESTED = {
             "rounds": _C, "check": _D, "holdout": _D, "err_method": _S, "depths": _L, "step_ms": _L},
 }
 _IS = {_N: lambda v: is_num(v), _C: lambda v: is_num(v) and v >= 0 and v == int(v),
+       _H: lambda v: v == "none" or (is_num(v) and v >= 0 and v == int(v)),
        _S: lambda v: isinstance(v, str), _L: lambda v: isinstance(v, list), _D: lambda v: isinstance(v, dict)}
 ENV_STR = ("git_sha", "gpu_name", "driver", "cuda", "cpu_model", "hardware_profile", "utc")
 ENV_NUM = ("gpu_mem_bytes", "host_mem_bytes", "cpu_cores", "numa_nodes", "gpu_numa_node", "pcie_gbps")

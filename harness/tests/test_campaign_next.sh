@@ -82,7 +82,7 @@ for bad in '{"part": "A", "dry_run": NaN}' '{"part": "A", "part": "B", "dry_run"
   check "a filed manifest $bad: refused, named (exit $rc): $out" \
     '[ $rc = 2 ] && printf "%s" "$out" | grep -q "h200-A-20261126T000000Z-manifest.json" && ! printf "%s" "$out" | grep -q Traceback'
 done
-rm -f "$tmp/c"/*; man h200 A false
+rm -f "$tmp/c"/*; man h200 A false; c2 h200  # C2 filed: the plan reaches A and reads its microbench
 for bad in '{"benchmarks": [{"name": "x", "x": Infinity}]}' '{"benchmarks": "gemm"}' '{"benchmarks": [["gemm"]]}'; do
   printf '%s\n' "$bad" > "$tmp/mb/microbench_h200-A.json"
   out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 5000 --campaign-dir "$tmp/c" --results-dir "$tmp/mb" 2>&1); rc=$?
