@@ -4,6 +4,7 @@
 #include "cli/env_check.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -29,6 +30,25 @@ static mt_status check_kill_at(void) {
     return MT_OK;
 }
 
+// OMP_NUM_THREADS (libgomp: one count, or a comma list for nested levels), OPENBLAS_NUM_THREADS
+// and GOTO_NUM_THREADS (OpenBLAS): read by the libraries, which set their thread counts by them
+// and take garbage silently as "every core"; so they are read as strictly as ours.
+static mt_status check_thread_count(const char *name, int list) {
+    const char *v;
+    MT_TRY(mt_env_text(name, &v));
+    if (!v) return MT_OK;
+    for (const char *p = v;; p++) {
+        size_t digits = strspn(p, "0123456789");
+        int ok = digits > 0 && digits <= 7 && *p != '0' && strtol(p, NULL, 10) <= (1 << 20);
+        p += digits;
+        if (!ok || (*p && (*p != ',' || !list)))
+            return mt_fail(MT_ERR_ARG, "%s=%.80s: expected a thread count in 1..1048576%s. HINT: unset it for every "
+                                       "core",
+                           name, v, list ? " (or a comma list of them, one a nesting level)" : "");
+        if (!*p) return MT_OK;
+    }
+}
+
 mt_status mt_env_check_all(void) {
     uint64_t u;
     int b, i, hosts;
@@ -42,6 +62,9 @@ mt_status mt_env_check_all(void) {
     MT_TRY(mt_env_text("MT_SIM_VALIDATION", &t)); // a missing file: its loader's error (planner/sim_band.c)
     MT_TRY(mt_env_text("MT_CPU_OPTIMIZERS", &t)); // a missing file: no measurements (tests use it so)
     MT_TRY(mt_env_u64("MT_HOST_MEM_LIMIT", 1, UINT64_MAX, 0, &u));
+    MT_TRY(check_thread_count("OMP_NUM_THREADS", 1));
+    MT_TRY(check_thread_count("OPENBLAS_NUM_THREADS", 0));
+    MT_TRY(check_thread_count("GOTO_NUM_THREADS", 0));
     MT_TRY(mt_hosts_size_from_env(&hosts));
     MT_TRY(check_kill_at());
     MT_TRY(mt_env_bool("MT_FAULT_NO_EXCHANGE", 0, &b));
