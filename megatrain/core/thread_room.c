@@ -49,15 +49,16 @@ mt_status mt_thread_room_check(int engine_threads, int teams) {
         char lim[64] = "";
         if (getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
             snprintf(lim, sizeof lim, " (ulimit -u %llu)", (unsigned long long)rl.rlim_cur);
+        if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && !lim[0]) // their stacks did not map
+            return mt_fail(MT_ERR_MEMORY, "cannot start the %d threads this run needs, only %d: %s; their stacks do "
+                                          "not fit under ulimit -v. HINT: raise ulimit -v, or run fewer threads "
+                                          "(OMP_NUM_THREADS)",
+                           want, made, strerror(err));
         int fit = teams > 0 && made > engine_threads ? (made - engine_threads) / teams + 1 : 1;
         return mt_fail(MT_ERR_MEMORY, "cannot start the %d threads this run needs (%d engine, %d OpenMP), only %d: %s; "
                                       "the process limit%s counts every thread of this user. HINT: raise ulimit -u, "
                                       "or run fewer threads (OMP_NUM_THREADS=%d)",
                        want, engine_threads, teams * team, made, strerror(err), lim, fit);
     }
-    // OpenMP's team now, while there is room: it stays for the run's parallel regions.
-#pragma omp parallel
-    {
-    }
-    return MT_OK;
+    return MT_OK; // (OpenMP's team starts at the first parallel region, after the memory check counts it)
 }

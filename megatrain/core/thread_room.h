@@ -8,8 +8,8 @@
 #include "core/status.h"
 
 // Starts engine_threads plus `teams` OpenMP teams (omp_get_max_threads() - 1 each: every
-// thread that opens a parallel region gets its own) at once, ends them, then starts the
-// calling thread's team for good; an error names the limit and the count.
+// thread that opens a parallel region gets its own) at once and ends them; an error names
+// the limit and the count.
 mt_status mt_thread_room_check(int engine_threads, int teams);
 
 #endif
