@@ -12,21 +12,21 @@
 #include "engine/hosts.h"
 #include "optim/simd.h"
 
-// MT_FAULT_KILL_AT=POINT[:N] (cli/ckpt_dir.c's test hook): a save point and a count >= 1.
-static mt_status check_kill_at(void) {
-    static const char *const points[] = {"staged", "exchanged", "moved-aside"};
+// MT_FAULT_KILL_AT / MT_FAULT_TERM_AT=POINT[:N] (cli/ckpt_dir.c's test hooks): a save point and a count >= 1.
+static mt_status check_kill_at(const char *name) {
+    static const char *const points[] = {"staged", "exchanged", "moved-aside", "proved-aside"};
     const char *v;
-    MT_TRY(mt_env_text("MT_FAULT_KILL_AT", &v));
+    MT_TRY(mt_env_text(name, &v));
     if (!v) return MT_OK;
     size_t n = strcspn(v, ":");
     int known = 0;
-    for (int i = 0; i < 3; i++) known |= strlen(points[i]) == n && !strncmp(v, points[i], n);
+    for (int i = 0; i < 4; i++) known |= strlen(points[i]) == n && !strncmp(v, points[i], n);
     const char *count = v[n] ? v + n + 1 : "1";
     size_t digits = strspn(count, "0123456789");
     if (!known || !digits || count[digits] || digits > 9 || strspn(count, "0") == digits)
-        return mt_fail(MT_ERR_ARG, "MT_FAULT_KILL_AT=%.80s: expected staged, exchanged or moved-aside, then :N (N >= 1) "
-                                   "if not the first. HINT: unset it",
-                       v);
+        return mt_fail(MT_ERR_ARG, "%s=%.80s: expected staged, exchanged, moved-aside or proved-aside, then :N (N >= "
+                                   "1) if not the first. HINT: unset it",
+                       name, v);
     return MT_OK;
 }
 
@@ -66,7 +66,8 @@ mt_status mt_env_check_all(void) {
     MT_TRY(check_thread_count("OPENBLAS_NUM_THREADS", 0));
     MT_TRY(check_thread_count("GOTO_NUM_THREADS", 0));
     MT_TRY(mt_hosts_size_from_env(&hosts));
-    MT_TRY(check_kill_at());
+    MT_TRY(check_kill_at("MT_FAULT_KILL_AT"));
+    MT_TRY(check_kill_at("MT_FAULT_TERM_AT"));
     MT_TRY(mt_env_bool("MT_FAULT_NO_EXCHANGE", 0, &b));
     MT_TRY(mt_env_bool("MT_FAULT_NO_SPACE_CHECK", 0, &b));
     MT_TRY(mt_env_u64("MT_FAULT_READ_PAUSE_MS", 0, 600000, 0, &u));
