@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,12 +54,17 @@ mt_ckpt_file_kind mt_ckpt_file_of(const char *name) {
 // process the N-th time (default 1st) a save reaches POINT (staged, exchanged,
 // moved-aside); MT_FAULT_NO_EXCHANGE=1 takes the path of a filesystem without
 // RENAME_EXCHANGE.
+// MT_FAULT_TERM_AT=POINT[:N] sends SIGTERM there instead, as a user's kill would.
 static void fault_point(const char *name) {
-    static int hits;
-    const char *at = getenv("MT_FAULT_KILL_AT");
+    static int hits[2];
+    const char *const vars[2] = {"MT_FAULT_KILL_AT", "MT_FAULT_TERM_AT"};
+    const int sigs[2] = {SIGKILL, SIGTERM};
     size_t n = strlen(name);
-    if (!at || strncmp(at, name, n) || (at[n] != 0 && at[n] != ':')) return;
-    if (++hits >= (at[n] == ':' ? atoi(at + n + 1) : 1)) raise(SIGKILL);
+    for (int i = 0; i < 2; i++) {
+        const char *at = getenv(vars[i]);
+        if (!at || strncmp(at, name, n) || (at[n] != 0 && at[n] != ':')) continue;
+        if (++hits[i] >= (at[n] == ':' ? atoi(at + n + 1) : 1)) raise(sigs[i]);
+    }
 }
 
 
@@ -332,7 +338,23 @@ mt_status mt_ckpt_dir_stage(mt_ckpt_dir *d) {
 // renamed, nor a directory a sticky parent keeps from us). Aside is the
 // .NAME.old-* name of the fallback switch, so a crash in between is repaired by
 // the next writer (tidy) and named by --resume.
+static mt_status prove_switch_masked(mt_ckpt_dir *d, const char *shown);
+
+// The stop signals (a user's Ctrl-C, a kill) are held while DIR is renamed aside and
+// back, so one that lands then acts after DIR is back, not with DIR missing. Before
+// training their default action ends the run: nothing else is half done then.
 static mt_status prove_switch(mt_ckpt_dir *d, const char *shown) {
+    sigset_t stop, was;
+    sigemptyset(&stop);
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+    for (int i = 0; i < 5; i++) sigaddset(&stop, sigs[i]);
+    pthread_sigmask(SIG_BLOCK, &stop, &was);
+    mt_status s = prove_switch_masked(d, shown);
+    pthread_sigmask(SIG_SETMASK, &was, NULL);
+    return s;
+}
+
+static mt_status prove_switch_masked(mt_ckpt_dir *d, const char *shown) {
     char why[MT_CKPT_PATH_MAX + 1024] = "";
     MT_TRY(mt_ckpt_dir_stage(d));
     struct stat sb, pb;
@@ -361,6 +383,7 @@ static mt_status prove_switch(mt_ckpt_dir *d, const char *shown) {
                                   "renames it into its place: save into a directory inside it, or elsewhere",
                        d->option, shown, strerror(err), err == EBUSY ? ": a mount point (a bind mount?)" : "");
     }
+    fault_point("proved-aside");
     if (rename(aside, d->dir) != 0)
         return mt_fail(MT_ERR_IO, "%s %s: cannot rename it back from %s: %s (the checkpoint is there; the next --save "
                                   "%s puts it back)",

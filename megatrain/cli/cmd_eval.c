@@ -13,6 +13,7 @@
 #include "data/dataloader.h"
 #include "engine/engine.h"
 #include "engine/model_io.h"
+#include "core/thread_room.h"
 
 int mt_cmd_eval(mt_options *o) {
     mt_status s;
@@ -27,6 +28,7 @@ int mt_cmd_eval(mt_options *o) {
     mt_precision prec;
 
     if ((s = mt_check_io_paths(o))) goto fail;
+    if ((s = mt_thread_room_check(2, 2))) goto fail; // the engine's threads and OpenMP's (core/thread_room.h)
     if ((s = mt_setup_config(o, &cfg, 0)) || (s = mt_config_validate(&cfg, o->model))) goto fail;
     if ((s = mt_precision_parse(o->precision, &prec))) goto fail;
     if ((s = mt_data_open_file(&data, o->data, cfg.vocab_size, o->eng.B, o->eng.T))) goto fail; // a file only (options.c)

@@ -29,6 +29,7 @@
 #include "core/json_file.h"
 #include "core/metrics.h"
 #include "core/sysinfo.h"
+#include "core/thread_room.h"
 #include "data/dataloader.h"
 #include "engine/engine.h"
 #include "engine/hosts.h"
@@ -222,6 +223,11 @@ int mt_cmd_train(mt_options *o, int is_default) {
     // second writer fails before any work, and a switch interrupted by a crash is
     // repaired before the checkpoint is read.
     if ((s = mt_check_io_paths(o))) goto fail;
+    // The threads the ranks start (a drain each, a peer thread beyond rank 0, the optimizer's)
+    // and their OpenMP teams (two a rank, as counted), proved before anything is saved or loaded.
+    int ranks = o->gpus > 1 ? o->gpus : 1;
+    int sim = o->backend && !strcmp(o->backend, "sim");
+    if (!sim && (s = mt_thread_room_check(2 * ranks, 2 * ranks))) goto fail;
     if (o->save && (s = mt_ckpt_dir_open(&cd, o->save, save_opt))) goto fail;
     if (o->resume) {
         if ((s = mt_checkpoint_open(o->resume, &man)) || (s = mt_train_state_load(o->resume, &rs, o))) goto fail;

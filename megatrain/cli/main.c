@@ -1,5 +1,6 @@
 // main.c: the megatrain CLI entry: subcommand dispatch, --version, --help,
 // and the no-argument default run (tiny model, embedded corpus).
+#define _GNU_SOURCE // gettid, on_exit
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <signal.h>
@@ -196,7 +197,20 @@ static int run(int argc, char **argv) {
     return !strcmp(cmd, "train") ? mt_cmd_train(&o, 0) : mt_cmd_eval(&o);
 }
 
+// exit() from a thread other than main's (libgomp's fatal error when it cannot start a
+// thread, a library's abort path) would run OpenBLAS's destructor, which joins its workers
+// and waits forever: such an exit ends the process at once, its message out first.
+static pid_t main_tid;
+static void exit_from_any_thread(int status, void *arg) {
+    (void)arg;
+    if (gettid() == main_tid) return;
+    fflush(NULL);
+    _exit(status);
+}
+
 int main(int argc, char **argv) {
+    main_tid = gettid();
+    on_exit(exit_from_any_thread, NULL);
     // A closed stdout gives EPIPE, which every write checks, instead of killing
     // the process mid-save (train catches SIGPIPE itself: run_signals.h).
     signal(SIGPIPE, SIG_IGN);

@@ -92,4 +92,16 @@ k=$(jq .step "$d/checkpoint.json")
 check "first writer's checkpoint is its last step ($k)" test "$k" = "$(tail -n 1 "$TMP/a.jsonl" | jq .step)"
 "$MT" train --resume "$d" --steps $((k + 1)) --save "$d" > /dev/null 2>&1
 check "after the first writer exits, the directory is writable again" test $? -eq 0
+
+# A stop signal that lands while the run proves its switch (DIR renamed aside and back,
+# before training) acts once DIR is back: the process ends by the signal's default action
+# (143 for SIGTERM), DIR whole, nothing moved aside, and the next run resumes it.
+k=$(jq .step "$d/checkpoint.json")
+MT_FAULT_TERM_AT=proved-aside "$MT" train --resume "$d" --steps $((k + 1)) > /dev/null 2> "$TMP/b.err"
+rc=$?
+check "SIGTERM while DIR is aside to prove the switch: ends by it (rc $rc)" test $rc -eq 143
+check "  DIR is there, whole, at its step" test "$(jq .step "$d/checkpoint.json" 2> /dev/null)" = "$k"
+check "  nothing left aside ($(ls -a "$TMP" | grep -c '^\.shared\.old-'))" test -z "$(ls -a "$TMP" | grep '^\.shared\.old-')"
+"$MT" train --resume "$d" --steps $((k + 1)) > /dev/null 2> "$TMP/b.err"
+check "  the next run resumes it ($(tail -n 1 "$TMP/b.err"))" test $? -eq 0
 finish
