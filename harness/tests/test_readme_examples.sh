@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README's examples stay true (issue 40): every command in the code blocks of "Two commands"
 # and "Try it" runs (exit 0; stdout JSON lines, the keys README lists for a step, the steps its
-# comment says, one JSON line per --compare profile, the --trace files), unless the comment
+# comment says, one JSON line per --compare profile, the --trace files; a train with --steps N,
+# on a pty: N short step lines and a summary, no JSON), unless the comment
 # line above its block names it as not run (a build, a model directory, or minutes). Every
 # block under a `<!-- example: run and compared ... -->` line in README.md and docs/*.md runs
 # its `$ ` command and its stderr must be the block's lines, character for character.
@@ -9,7 +10,7 @@
 # MT_EXAMPLES_WRITE=1 rewrites each shown output with what its command prints now.
 . "$(dirname "$0")/lib.sh" python3 bins
 MT_DOCS_ROOT=${MT_DOCS_ROOT:-$PWD} python3 - "$tmp" <<'PY'
-import glob, json, os, re, shlex, subprocess, sys
+import glob, json, os, re, shlex, shutil, subprocess, sys
 
 tmp, repo, docs = sys.argv[1], os.getcwd(), os.environ["MT_DOCS_ROOT"]
 fails = []
@@ -104,6 +105,18 @@ for section in ("Two commands", "Try it"):
                 except (OSError, ValueError) as e:
                     fail(f"{what}: --trace file {f}: {e}")
             ok(f"{what} ({len(rows)} JSON lines)")
+            # on a terminal (a pty from `script`): a short line a step and a summary, no JSON
+            nsteps = re.search(r"--steps (\d+)", cmd)
+            if nsteps and " train " in f" {cmd} " and shutil.which("script") and not redirect:
+                r = run(f"script -qec {shlex.quote(cmd)} /dev/null")
+                tty = r.stdout.replace("\r", "").splitlines()
+                lines = [l for l in tty if re.match(r"step \d+/\d+ \| loss .* \| [0-9.]+ ms \| \d+ tok/s \| \d+ TFLOPS \| ETA ", l)]
+                if r.returncode != 0 or len(lines) != int(nsteps.group(1)):
+                    fail(f"{what}, on a terminal: exit {r.returncode}, {len(lines)} step lines for --steps {nsteps.group(1)}")
+                elif any(l.startswith("{") for l in tty) or not any(l.startswith("done: ") for l in tty):
+                    fail(f"{what}, on a terminal: a JSON line, or no 'done:' summary")
+                else:
+                    ok(f"{what}, on a terminal: {len(lines)} step lines and a summary, no JSON")
 
 # shown output: the block's `$ ` command, run, prints (stderr) the block's other lines
 for path in [os.path.join(docs, "README.md")] + sorted(glob.glob(os.path.join(docs, "docs", "*.md"))):
