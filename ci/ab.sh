@@ -2,7 +2,7 @@
 # ab.sh: A/B timing of two commits on this machine, interleaved (A B A B ...).
 #
 #   ci/ab.sh [options] REV_A REV_B
-# (README "Regression checks"; rounds alternate A B, B A so a drift in the load cancels)
+# (docs/MEASURED.md, "Regression checks"; rounds alternate A B, B A so a drift in the load cancels)
 #   options: --rounds N (5, at least 5)  --threshold PCT (7)  --bench REGEX (all)
 #            --threads N (1)             OMP_NUM_THREADS and OPENBLAS_NUM_THREADS of both sides;
 #                                        0 leaves them as they are (a loaded machine stalls a

@@ -123,7 +123,7 @@ static mt_status emit_step(mt_sink *sink, int step, const mt_step_stats *st, flo
     cJSON_AddRawToObject(j, "lr", lr_text);
     mt_json_add_exact(j, "grad_norm", st->grad_norm);
     mt_json_add_exact(j, "clip", st->clip_factor);
-    cJSON_AddBoolToObject(j, "skipped", st->skipped); // a non-finite gradient: no update (README: non-finite gradients)
+    cJSON_AddBoolToObject(j, "skipped", st->skipped); // a non-finite gradient: no update (docs/STEP.md: non-finite gradients)
     mt_json_add_exact(j, "spec_units", st->spec_units); // updated under the backward (speculative step)
     mt_json_add_exact(j, "rollbacks", st->rollbacks);   // of those, restored and redone
     mt_json_add_exact(j, "tokens", (double)st->tokens);

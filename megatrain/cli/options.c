@@ -64,7 +64,7 @@ const opt_spec mt_option_specs[] = {
     {"--warmup", OPT_NONNEG_INT, F(warmup), G(warmup), "t", "N",
      "steps of linear warmup from 0"},
     {"--precision", OPT_STR, F(precision), G(precision), "tep", "paper|mixed|fp32",
-     "weights, gradients and moments (README: precision table)"},
+     "weights, gradients and moments (docs/DESIGN.md: precision table)"},
     {"--backend", OPT_STR, F(backend), NG, "tep", "NAME",
      "where the steps run (Backends, below)"},
     {"--attention", OPT_STR, F(attention), NG, "tep", "auto|native|cudnn",

@@ -19,7 +19,7 @@
 // head: its gradient is final first but its update is needed last (the next step's
 // loss head, after every layer's forward), so the final pass does it after the
 // layers, under the forward, and the backward's window goes to the layers, whose
-// updates the next forward waits for first (projected: README, the bound table).
+// updates the next forward waits for first (projected: docs/STEP.md, the bound table).
 #ifndef MT_OPTIMIZER_WORKER_H
 #define MT_OPTIMIZER_WORKER_H
 

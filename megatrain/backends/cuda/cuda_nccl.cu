@@ -10,7 +10,7 @@
 // install (the lent GPU machine has it only in PyTorch's wheel) and too big for the GPU
 // bundle, and a link would stop the binary starting where it is absent, even at --gpus 1.
 // Only nccl.h is needed to build (MT_NCCL_LIBRARY names the file to load, as MT_CUDNN_LIBRARY).
-// Not yet run on a machine with several GPUs (README: "Several GPUs").
+// Not yet run on a machine with several GPUs (docs/SEVERAL_GPUS.md).
 #include <dlfcn.h>
 #include <nccl.h>
 #include <pthread.h>
