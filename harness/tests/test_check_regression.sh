@@ -40,16 +40,19 @@ expect unmatched   0 'baselines unmatched 3$'                 $fx/results_nomatc
 # Noise and machines (CPU rows, ranges like a loaded 2-core CI): the same commit again, +30%
 # on the median but inside 3x the noise, passes as NOISY; a 1.5x slowdown beyond it fails;
 # the same row from another machine (cores, host memory) is reported, not judged; a run
-# without a finite step time (null, NaN, Infinity) against a timed baseline fails.
+# without a step time (null) against a timed baseline fails; a NaN or an Infinity is not JSON, so the
+# one row check refuses the file before any verdict (exit 2, naming its line: issue 39).
 expect cpu_repeat  0 '^NOISY .* qwen2-cpu8x256 .* 29\.8% .*within 3x noise' $fx/results_cpu_repeat.jsonl $fx/baseline_cpu.jsonl
 expect cpu_slow    1 '^FAIL .* qwen2-cpu8x256 .* 50% '    $fx/results_cpu_slow.jsonl $fx/baseline_cpu.jsonl
 expect cpu_slow_k  0 '^NOISY .* 50% '  --noise-k 5         $fx/results_cpu_slow.jsonl $fx/baseline_cpu.jsonl
 expect cpu_other   0 '^OTHER-MACHINE .* baseline from AMD EPYC/2/' $fx/results_cpu_other.jsonl $fx/baseline_cpu.jsonl
-expect cpu_notime  1 'fail 3, '                           $fx/results_cpu_notime.jsonl $fx/baseline_cpu.jsonl
+expect cpu_notime  2 'results_cpu_notime.jsonl:2: .*NaN'    $fx/results_cpu_notime.jsonl $fx/baseline_cpu.jsonl
 for i in 1 2 3; do
   sed -n "${i}p" $fx/results_cpu_notime.jsonl > "$tmp/notime$i.jsonl"
-  expect "cpu_notime_row$i" 1 '^FAIL .*no finite step time' "$tmp/notime$i.jsonl" $fx/baseline_cpu.jsonl
 done
+expect cpu_notime_row1 1 '^FAIL .*no finite step time' "$tmp/notime1.jsonl" $fx/baseline_cpu.jsonl
+expect cpu_notime_row2 2 'notime2.jsonl:1: .*NaN' "$tmp/notime2.jsonl" $fx/baseline_cpu.jsonl
+expect cpu_notime_row3 2 'notime3.jsonl:1: .*Infinity' "$tmp/notime3.jsonl" $fx/baseline_cpu.jsonl
 # a row from another machine is judged once that machine has its own baseline
 cat $fx/baseline_cpu.jsonl > "$tmp/two_machines.jsonl"
 jq -c '.step_ms = {median: 1200, min: 1190, max: 1210}' $fx/results_cpu_other.jsonl >> "$tmp/two_machines.jsonl"

@@ -69,20 +69,22 @@ mt_status mt_carry_into(const char *dir, const char *staged, int trial, mt_carry
         if (lstat(from, &sb) != 0) continue;
         if (S_ISDIR(sb.st_mode)) {
             if (trial) continue;
-            if (rename(from, to) != 0)
+            if (rename(from, to) == 0) s = record(list, e->d_name, sb.st_ino, sb.st_ino, 1);
+            else if (errno != ENOENT) // ENOENT: removed or renamed since the listing, nothing to carry
                 s = mt_fail(MT_ERR_IO, "%s: cannot move the subdirectory %s into the new checkpoint: %s; move it out "
                                        "of %s",
                             dir, e->d_name, strerror(errno), dir);
-            else s = record(list, e->d_name, sb.st_ino, sb.st_ino, 1);
             continue;
         }
         if (S_ISLNK(sb.st_mode)) {
             char target[MT_CKPT_PATH_MAX];
             ssize_t n = readlink(from, target, sizeof target - 1);
+            if (n < 0 && errno == ENOENT) continue; // removed or renamed since the listing: the sweep sees it
             if (n < 0 || (target[n] = 0, symlink(target, to) != 0))
                 s = mt_fail(MT_ERR_IO, "%s: cannot carry %s over into the new checkpoint: %s", dir, e->d_name,
                             strerror(errno));
         } else if (link(from, to) != 0) {
+            if (errno == ENOENT) continue; // removed or renamed since the listing: the sweep sees what came after
             s = mt_fail(MT_ERR_IO, "%s: cannot carry %s over into the new checkpoint (hard link): %s", dir, e->d_name,
                         strerror(errno));
         }

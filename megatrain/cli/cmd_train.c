@@ -226,8 +226,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     // The threads the ranks start (a drain each, a peer thread beyond rank 0, the optimizer's)
     // and their OpenMP teams (two a rank, as counted), proved before anything is saved or loaded.
     int ranks = o->gpus > 1 ? o->gpus : 1;
-    int sim = o->backend && !strcmp(o->backend, "sim");
-    if (!sim && (s = mt_thread_room_check(2 * ranks, 2 * ranks))) goto fail;
+    if ((s = mt_thread_room_check(2 * ranks, 2 * ranks))) goto fail; // every backend: the sim's host threads too
     if (o->save && (s = mt_ckpt_dir_open(&cd, o->save, save_opt))) goto fail;
     if (o->resume) {
         if ((s = mt_checkpoint_open(o->resume, &man)) || (s = mt_train_state_load(o->resume, &rs, o))) goto fail;
