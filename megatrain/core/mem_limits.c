@@ -23,6 +23,7 @@ static void consider(mt_mem_room *out, size_t room, const char *fmt, ...) __attr
 static void consider(mt_mem_room *out, size_t room, const char *fmt, ...) {
     if (room >= out->bytes) return;
     out->bytes = room;
+    out->address_space = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(out->what, sizeof out->what, fmt, ap);
@@ -47,6 +48,7 @@ size_t mt_mem_engine_reserve_bytes(int ranks) {
 void mt_mem_vm_room(size_t reserve, mt_mem_room *out) {
     out->bytes = SIZE_MAX;
     out->what[0] = 0;
+    out->address_space = 0;
     static const struct { int res; const char *name, *key; } lim[] = {
         {RLIMIT_AS, "RLIMIT_AS (ulimit -v)", "VmSize"}, {RLIMIT_DATA, "RLIMIT_DATA (ulimit -d)", "VmData"}};
     for (int i = 0; i < 2; i++) {
@@ -61,6 +63,7 @@ void mt_mem_vm_room(size_t reserve, mt_mem_room *out) {
         else
             consider(out, used < cap ? cap - used : 0, "%s %s, of which %s is mapped", lim[i].name,
                      fmt_bytes(cap, a, sizeof a), fmt_bytes(used, b, sizeof b));
+        if (out->bytes != SIZE_MAX) out->address_space = 1; // every candidate so far is an address-space limit
     }
 }
 

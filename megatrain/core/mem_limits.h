@@ -17,6 +17,7 @@
 typedef struct {
     size_t bytes;   // room for new memory under the tightest limit; SIZE_MAX: no limit known
     char what[320]; // that limit and its figures, one line ("" when none)
+    int address_space; // that limit is RLIMIT_AS or RLIMIT_DATA (its remedy: ulimit -v / -d)
 } mt_mem_room;
 
 // The room now, keeping reserve_vm_bytes of address space for threads yet to start.

@@ -162,7 +162,7 @@ mt_status mt_engine_check_host_memory_ranks(const mt_config *c, mt_precision p, 
                    need / GiB, fp.state.host / GiB, R * per_rank / GiB, ranks, fp.optimizer.host / GiB,
                    device_on_host ? ", device buffers in host memory " : ", device buffers not counted ",
                    device_on_host ? R * fp.device_bytes / GiB : 0.0, avail / GiB, room.what,
-                   strstr(room.what, "RLIMIT") ? "raise the limit (ulimit -v / -d unlimited), " : "");
+                   room.address_space ? "raise the limit (ulimit -v / -d unlimited), " : "");
 }
 
 static void grad_final(void *ctx, int unit, double sumsq) { mt_opt_worker_grad_final(ctx, unit, sumsq); }
