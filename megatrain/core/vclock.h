@@ -11,4 +11,23 @@ void mt_vclock_set(double t_ms);
 void mt_vclock_join(double t_ms);    // now = max(now, t)
 void mt_vclock_advance(double ms);
 
+// Host lanes (the gradient drain, the optimizer): threads that take work from
+// others and price it on their own clocks. The sim prices a copy by the host
+// work that overlaps it in virtual time, so before it reads that work it waits
+// (real time) until every lane of its group has either nothing in hand or a
+// clock past the copy's end: conservative synchronisation, so the same inputs
+// give the same timeline whatever the thread count or the OS's scheduling.
+// A lane never waits for a copy, so the wait ends. Cheap no-ops in effect
+// under real backends (nobody waits). `group` is the backend the lane prices with.
+int mt_vlane_open(const void *group);     // a lane id (-1: the table is full; the lane is then unsynchronised)
+void mt_vlane_close(int lane);
+void mt_vlane_bind(int lane);             // the calling thread is `lane` (its priced work joins the calendar)
+int mt_vlane_self(void);                  // the calling thread's lane, -1 for none
+void mt_vlane_give(int lane);             // one item handed to the lane (by its producer, before the wake-up)
+void mt_vlane_at(int lane, double t_ms);  // the lane's next priced work starts at t_ms or later
+void mt_vlane_done(int lane, double t_ms); // one item finished, the lane's clock at t_ms
+// Blocks until every open lane of `group` but the caller's own has nothing in
+// hand or a clock at or past t_ms.
+void mt_vlane_wait_past(const void *group, double t_ms);
+
 #endif

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/vclock.h"
+
 typedef struct {
     mt_offload o;
     int slab;
@@ -38,6 +40,7 @@ struct mt_drain {
     pthread_cond_t cv;
     pthread_t thread;
     int thread_started;
+    int lane; // its host lane (core/vclock.h): the sim's copies wait for what it has in hand
 };
 
 static void *drain_main(void *arg) {
@@ -49,6 +52,7 @@ static void *drain_main(void *arg) {
         drain_task t = d->queue[d->q_head];
         pthread_mutex_unlock(&d->mu);
 
+        mt_vlane_bind(d->coll ? -1 : d->lane); // a collective's landing waits on other ranks: not synchronised
         d->h->waited_until(d->h, t.t_enqueue);
         const mt_offload *o = &t.o;
         size_t n = o->count;
@@ -68,6 +72,7 @@ static void *drain_main(void *arg) {
         mt_trace_host(tr, MT_LANE_DRAIN, o->direct ? "sum of squares" : "accumulate", o->u->layer, t0,
                       mt_trace_host_now(tr));
 
+        mt_vlane_done(d->lane, d->h->now_ms(d->h));
         pthread_mutex_lock(&d->mu);
         if (s != MT_OK && d->error == MT_OK) {
             d->error = s;
@@ -99,6 +104,7 @@ mt_status mt_drain_create(mt_backend *be, mt_link *lk, const mt_host_work *h, in
     d->slab_free_t = calloc((size_t)n_slabs, sizeof *d->slab_free_t);
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);
+    d->lane = mt_vlane_open(be);
     *out = d;
     if (!d->slabs || !d->slab_ev || !d->slab_busy || !d->queue || !d->slab_free_t)
         return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient drain");
@@ -130,6 +136,7 @@ void mt_drain_destroy(mt_drain *d) {
     free(d->slab_busy);
     free(d->queue);
     free(d->slab_free_t);
+    mt_vlane_close(d->lane);
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->cv);
     free(d);
@@ -161,6 +168,7 @@ mt_status mt_drain_offload(mt_drain *d, const mt_offload *of) {
     d->slab_busy[k] = 1;
     d->queue[(d->q_head + d->q_len) % d->n_slabs] = (drain_task){*of, k, d->h->now_ms(d->h)};
     d->q_len++;
+    if (!d->coll) mt_vlane_give(d->lane);
     d->next_slab = (k + 1) % d->n_slabs;
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->mu);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/vclock.h"
+
 struct mt_opt_worker {
     mt_model *m;
     mt_adamw_hparams h;
@@ -57,6 +59,7 @@ struct mt_opt_worker {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
+    int lane; // its host lane (core/vclock.h): the sim's copies wait for its final pass
     int thread_started;
 };
 
@@ -280,6 +283,7 @@ static void speculate_head(mt_opt_worker *w) {
 static void *worker_main(void *arg) {
     mt_opt_worker *w = arg;
     int gen = 0;
+    mt_vlane_bind(w->lane);
     pthread_mutex_lock(&w->mu);
     for (;;) {
         if (w->settling != w->resolved) {
@@ -312,6 +316,7 @@ static void *worker_main(void *arg) {
             w->m->host.waited_until(&w->m->host, w->start_t);
             pthread_mutex_unlock(&w->mu);
             final_pass(w, gen, &h, wd, skip, rollback);
+            mt_vlane_done(w->lane, w->m->host.now_ms(&w->m->host));
             pthread_mutex_lock(&w->mu);
             continue;
         }
@@ -352,6 +357,7 @@ mt_status mt_opt_worker_create(mt_model *m, int window, size_t rows_cap, int par
     w->kept_gen = calloc((size_t)n, sizeof *w->kept_gen);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
+    w->lane = mt_vlane_open(m->host.be);
     *out = w;
     if (!w->done || !w->done_t || !w->spare_param || !w->spare_optim || !w->queue || !w->queue_t || !w->queue_sq ||
         !w->spec || !w->kept_gen)
@@ -412,6 +418,7 @@ void mt_opt_worker_destroy(mt_opt_worker *w) {
     free(w->part_gen);
     free(w->parts_done);
     free(w->part_t);
+    mt_vlane_close(w->lane);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w->done);
@@ -479,6 +486,7 @@ void mt_opt_worker_settle(mt_opt_worker *w, const mt_adamw_hparams *h, float wei
 
 void mt_opt_worker_start(mt_opt_worker *w) {
     pthread_mutex_lock(&w->mu);
+    mt_vlane_give(w->lane);
     w->started++;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);

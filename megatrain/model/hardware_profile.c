@@ -190,6 +190,7 @@ static mt_status parse(const char *path, const cJSON *j, mt_hw_profile *p) {
     MT_TRY(check_link_theory(path, j, p));
     MT_TRY(num(path, j, "host.mem_bytes", BYTES, &p->host_mem_bytes));
     MT_TRY(num(path, j, "host.mem_gbps", GBPS, &p->host_mem_gbps));
+    MT_TRY(opt_num(path, j, "host.shared_gbps", GBPS, &p->host_shared_gbps));
     double cores, numa;
     MT_TRY(num(path, j, "host.cpu_cores", CORES, &cores));
     MT_TRY(num(path, j, "host.numa_nodes", NODES, &numa));

@@ -97,6 +97,10 @@ typedef struct {
     // host.grad_sumsq_gbps (optional): the gradient drain's sum of squares alone (mt-microbench
     // grad_sumsq/bf16, one read of the gradients); absent (0), the sim prices it at host.mem_gbps.
     double grad_sumsq_gbps;
+    // host.shared_gbps (optional): the host memory bandwidth that the link's copies and the
+    // host's passes (drain, AdamW) share; absent (0), the highest host rate the profile
+    // measured (mem_gbps, each AdamW mode's params/s x bytes/param): mt_sim_host_shared_gbps.
+    double host_shared_gbps;
     int n_attn_work;
     mt_hw_attn_rate attn_work[MT_HW_ATTN_KERNELS];
     double pinned_limit_bytes;                   // page-lock limit below host memory (ulimit -l), 0 = none

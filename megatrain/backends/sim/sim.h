@@ -47,6 +47,16 @@
 //              n / host.adamw_params_per_s.<mode> (mode: fp32 when wdt is f32,
 //              mixed with a master copy, else paper). Concurrent host threads
 //              do not slow each other.
+//   host memory  the copies and the host passes (drain, AdamW) share the host's
+//              memory bandwidth S = host.shared_gbps, else the highest host rate
+//              the profile measured (mem_gbps; AdamW's params/s x bytes/param):
+//              while passes demanding a GB/s (their bytes / their priced time)
+//              overlap a copy running at r, and r + a > S, the copy runs at
+//              r x S/(r + a) (proportional share); the passes keep their measured
+//              rates (unmeasured under a copy: harness/sweep/cost_sources.py).
+//              H200: r 55.35, AdamW 143.2, S 143.2: the copy keeps 72% (74% measured).
+//              Deterministic: a copy is priced once every host lane (core/vclock.h)
+//              has priced its work up to the copy's end or has nothing in hand.
 #ifndef MT_SIM_H
 #define MT_SIM_H
 
@@ -61,6 +71,8 @@
 #define MT_SIM_GEMM_FULL_DIM 64.0          // assumed: smallest dimension that fills tensor-core tiles
 #define MT_SIM_HBM_EFF 0.8                 // assumed: streaming kernels reach ~80% of datasheet HBM bandwidth
 #define MT_SIM_MAX_LANES 16                // host thread lanes in stats and trace
+#define MT_SIM_ADAMW_PAPER_BYTES 22.0      // harness/microbench/adamw.c: bytes per parameter (paper 12+10)
+#define MT_SIM_ADAMW_WIDE_BYTES 28.0       // the same for mixed (14+14) and fp32 (16+12)
 
 // The simulator prices with a megatrain.hardware/1 profile (mt_hw_profile,
 // model/hardware_profile.h), loaded by mt_backend_sim_create.
@@ -79,6 +91,11 @@ double mt_sim_kernel_ms(const mt_hw_profile *p, mt_dtype act, mt_hw_kernel k, do
 // One copy alone on the link: dir MT_COPY_H2D / MT_COPY_D2H.
 double mt_sim_link_ms(const mt_hw_profile *p, mt_copy_kind dir, int pinned, double bytes);
 double mt_sim_host_work_ms(const mt_hw_profile *p, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master);
+// The host memory a host pass moves; the bandwidth the copies and the passes share;
+// the fraction of its rate a copy keeps beside passes demanding host_gbps.
+double mt_sim_host_work_bytes(const mt_hw_profile *p, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master);
+double mt_sim_host_shared_gbps(const mt_hw_profile *p);
+double mt_sim_copy_share(const mt_hw_profile *p, double copy_gbps, double host_gbps);
 
 // ---- what was simulated (cumulative since creation; diff two snapshots for a step) ----
 typedef struct {

@@ -10,6 +10,7 @@
 // recorded, as in CUDA); stream_wait moves the stream clock up to the event;
 // event_sync / stream_sync move the calling thread's clock up to it.
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,7 @@ static void sim_destroy(mt_backend *be) {
         free(c->rec);
         free(c->iv[0]);
         free(c->iv[1]);
+        free(c->load);
         pthread_mutex_destroy(&c->mu);
         free(c);
     }
@@ -288,31 +290,54 @@ static mt_status sim_event_elapsed_ms(mt_backend *be, mt_event *start, mt_event 
 
 // ---- copies ----
 
+// The host passes' demand (GB/s) at t, and the next time it changes (lowers *next).
+static double load_at_locked(const mt_sim_ctx *c, double t, double *next) {
+    double a = 0;
+    for (size_t i = 0; i < c->n_load; i++) {
+        const mt_sim_load *l = &c->load[i];
+        if (l->start <= t && t < l->end) {
+            a += l->gbps;
+            if (l->end < *next) *next = l->end;
+        } else if (l->start > t && l->start < *next) {
+            *next = l->start;
+        }
+    }
+    return a;
+}
+
 // End of a copy of `bytes` in direction `dir` that starts at `t` at solo rate
 // `rate` (bytes/ms): where it overlaps copies already placed in the other
-// direction it runs at duplex_factor x rate (sim.h, "Duplex").
-static double duplex_end_locked(const mt_sim_ctx *c, int dir, double t, double bytes, double rate) {
+// direction it runs at duplex_factor x rate (sim.h, "Duplex"), and where host
+// passes overlap it, at its share of the host memory (sim.h, "host memory").
+static double copy_end_locked(const mt_sim_ctx *c, int dir, double t, double bytes, double rate) {
     const mt_sim_iv *iv = c->iv[1 - dir];
-    size_t n = c->n_iv[1 - dir], lo = 0, hi = n;
-    while (lo < hi) { // first interval ending after t
-        size_t mid = (lo + hi) / 2;
-        if (iv[mid].end <= t) lo = mid + 1;
+    size_t n = c->n_iv[1 - dir], i = 0, hi = n;
+    while (i < hi) { // first interval ending after t
+        size_t mid = (i + hi) / 2;
+        if (iv[mid].end <= t) i = mid + 1;
         else hi = mid;
     }
-    double left = bytes, slow = c->prof.duplex_factor * rate;
-    for (size_t i = lo; i < n && left > 0; i++) {
-        if (iv[i].start > t) { // solo stretch before the next overlap
-            double can = (iv[i].start - t) * rate;
-            if (left <= can) return t + left / rate;
-            left -= can;
-            t = iv[i].start;
-        }
-        double can = (iv[i].end - t) * slow;
-        if (left <= can) return t + left / slow;
-        left -= can;
-        t = iv[i].end;
+    double left = bytes;
+    for (;;) {
+        while (i < n && iv[i].end <= t) i++;
+        double next = INFINITY, r = rate;
+        if (i < n && iv[i].start <= t) r = c->prof.duplex_factor * rate, next = iv[i].end;
+        else if (i < n) next = iv[i].start;
+        double a = load_at_locked(c, t, &next);
+        if (a > 0) r *= mt_sim_copy_share(&c->prof, r / 1e6, a);
+        if (next == INFINITY || left <= (next - t) * r) return t + left / r;
+        left -= (next - t) * r;
+        t = next;
     }
-    return t + left / rate;
+}
+
+// Drops the passes that end before both links are free: no later copy can meet them.
+static void prune_loads_locked(mt_sim_ctx *c) {
+    double before = c->link_free[0] < c->link_free[1] ? c->link_free[0] : c->link_free[1];
+    size_t k = 0;
+    for (size_t i = 0; i < c->n_load; i++)
+        if (c->load[i].end > before) c->load[k++] = c->load[i];
+    c->n_load = k;
 }
 
 static mt_status sim_copy(mt_backend *be, void *dst, const void *src, size_t bytes, mt_copy_kind kind, mt_stream_id s) {
@@ -330,11 +355,18 @@ static mt_status sim_copy(mt_backend *be, void *dst, const void *src, size_t byt
     int dir = kind == MT_COPY_H2D ? 0 : 1;
     int pinned = is_pinned_locked(c, kind == MT_COPY_H2D ? src : dst);
     mt_vclock_advance(MT_SIM_LAUNCH_MS);
-    // one copy at a time per direction, in enqueue order, whichever stream issues it
-    double start = max2(max2(c->clock[s], mt_vclock_now()), c->link_free[dir]);
-    double solo_ms = mt_sim_link_ms(&c->prof, kind, pinned, (double)bytes);
-    double end = bytes ? duplex_end_locked(c, dir, start, (double)bytes, (double)bytes / solo_ms) : start;
-    end = max2(end, start + MT_SIM_KERNEL_MIN_MS);
+    double solo_ms = mt_sim_link_ms(&c->prof, kind, pinned, (double)bytes), start, end = -INFINITY;
+    for (;;) { // until the host lanes have priced all their work before the copy's end (vclock.h)
+        // one copy at a time per direction, in enqueue order, whichever stream issues it
+        start = max2(max2(c->clock[s], mt_vclock_now()), c->link_free[dir]);
+        double e = bytes ? copy_end_locked(c, dir, start, (double)bytes, (double)bytes / solo_ms) : start;
+        e = max2(e, start + MT_SIM_KERNEL_MIN_MS);
+        if (e <= end) break;
+        end = e;
+        pthread_mutex_unlock(&c->mu);
+        mt_vlane_wait_past(be, end);
+        pthread_mutex_lock(&c->mu);
+    }
     if (!grow((void **)&c->iv[dir], &c->cap_iv[dir], c->n_iv[dir] + 1, sizeof(mt_sim_iv))) {
         pthread_mutex_unlock(&c->mu);
         return mt_fail(MT_ERR_MEMORY, "sim: cannot grow the copy interval table");
@@ -345,6 +377,7 @@ static mt_status sim_copy(mt_backend *be, void *dst, const void *src, size_t byt
     c->st.link_busy_ms[dir] += end - start;
     c->st.link_bytes[dir] += (double)bytes;
     mt_sim_record_locked(c, s, dir == 0 ? "copy_h2d" : "copy_d2h", start, end, (double)bytes, MT_SIM_BYTES);
+    prune_loads_locked(c);
     pthread_mutex_unlock(&c->mu);
     return MT_OK;
 }
@@ -375,7 +408,14 @@ static double sim_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n,
                        : kind == MT_HOST_ROWS_GATHER ? "gather_rows"
                                                    : "adamw";
     mt_sim_record_locked(c, lane, what, t, t + ms, (double)n, MT_SIM_ELEMENTS);
+    // A lane's passes (or the creating thread's, in its own order) load the shared host memory.
+    int vl = mt_vlane_self();
+    double gbps = ms > 0 ? mt_sim_host_work_bytes(&c->prof, kind, n, wdt, master) / (ms * 1e6) : 0;
+    if (gbps > 0 && (vl >= 0 || pthread_equal(pthread_self(), c->creator)) &&
+        grow((void **)&c->load, &c->cap_load, c->n_load + 1, sizeof *c->load))
+        c->load[c->n_load++] = (mt_sim_load){t, t + ms, gbps};
     pthread_mutex_unlock(&c->mu);
+    mt_vlane_at(vl, t + ms);
     return ms;
 }
 

@@ -54,6 +54,41 @@ double mt_sim_link_ms(const mt_hw_profile *p, mt_copy_kind dir, int pinned, doub
     return bytes / (gbps * 1e6);
 }
 
+// Bytes of host memory a host pass reads and writes (the demand it puts on the shared memory).
+double mt_sim_host_work_bytes(const mt_hw_profile *p, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master) {
+    double one_read = (double)n * (double)mt_dtype_size(wdt);
+    if (kind == MT_HOST_GRAD_ACCUMULATE) return 4.0 * one_read; // 3 accumulate passes + the sum of squares
+    if (kind == MT_HOST_GRAD_SUMSQ) return one_read;
+    if (kind == MT_HOST_ROWS_GATHER) return 2.0 * one_read;
+    int mode = wdt == MT_F32 ? MT_ADAMW_FP32 : master ? MT_ADAMW_MIXED : MT_ADAMW_PAPER;
+    double bpp = p->adamw_bytes_per_param[mode] > 0 ? p->adamw_bytes_per_param[mode]
+                 : mode == MT_ADAMW_PAPER          ? MT_SIM_ADAMW_PAPER_BYTES
+                                                   : MT_SIM_ADAMW_WIDE_BYTES;
+    return (double)n * bpp;
+}
+
+// host.shared_gbps where the profile states it; else the highest host memory rate it
+// measured: no stream reached more, and AdamW alone saturates it (its pass is memory-bound).
+double mt_sim_host_shared_gbps(const mt_hw_profile *p) {
+    if (p->host_shared_gbps > 0) return p->host_shared_gbps;
+    double g = p->host_mem_gbps;
+    for (int m = 0; m < 3; m++) {
+        double bpp = p->adamw_bytes_per_param[m] > 0 ? p->adamw_bytes_per_param[m]
+                     : m == MT_ADAMW_PAPER          ? MT_SIM_ADAMW_PAPER_BYTES
+                                                    : MT_SIM_ADAMW_WIDE_BYTES;
+        g = max2(g, p->adamw_params_per_s[m] * bpp / 1e9);
+    }
+    return g;
+}
+
+// Proportional share: when a copy running at `copy_gbps` and host passes demanding
+// `host_gbps` ask for more than the shared bandwidth, the copy gets its demand scaled
+// by shared / total (the passes keep their measured rates: sim.h, "host memory").
+double mt_sim_copy_share(const mt_hw_profile *p, double copy_gbps, double host_gbps) {
+    double shared = mt_sim_host_shared_gbps(p), total = copy_gbps + host_gbps;
+    return host_gbps > 0 && total > shared ? shared / total : 1.0;
+}
+
 double mt_sim_host_work_ms(const mt_hw_profile *p, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master) {
     // the sum of squares: one read of the gradients, at its measured rate where the profile has one
     double sumsq_gbps = p->grad_sumsq_gbps > 0 ? p->grad_sumsq_gbps : p->host_mem_gbps;

@@ -29,6 +29,10 @@ typedef struct {
 } mt_sim_iv;
 
 typedef struct {
+    double start, end, gbps; // a host pass's demand on the shared host memory
+} mt_sim_load;
+
+typedef struct {
     uintptr_t base;
     size_t bytes;
 } mt_sim_block;
@@ -45,6 +49,8 @@ typedef struct {
     double link_free[2];          // per copy direction: end of the last copy
     mt_sim_iv *iv[2];             // per direction: intervals of past copies (sorted, disjoint)
     size_t n_iv[2], cap_iv[2];
+    mt_sim_load *load;            // host passes not yet behind both links (pruned as copies pass them)
+    size_t n_load, cap_load;
 
     uintptr_t dev_next; // bump pointer in the fake device range
     mt_sim_block *dev, *host;
