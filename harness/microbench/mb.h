@@ -59,6 +59,7 @@ void mt_mb_register_kernels(void);  // kernels.c: the memory-bound layer kernels
 void mt_mb_register_attention(void); // attention.c: causal attention fwd + bwd at a model's batch x heads
 void mt_mb_register_copy(void);   // copy.c
 void mt_mb_register_layer(void);  // layer.c
+void mt_mb_register_launch(void); // launch.c: the host cost of one async call, the shortest GPU op
 void mt_mb_backends_release(void);
 
 // Shared by the backend benchmarks (backends.c): a backend created once per
