@@ -63,10 +63,10 @@ ALLOW_SANITIZER = 180     # test_backend_ops --backend cuda under memcheck / rac
 # Part A's benchmark families (mt-microbench names: FAMILY/...). A filed part A whose microbench
 # lacks one of them (added since it ran) is completed by `next`: its microbench runs again.
 MICROBENCH_FAMILIES = ("copy/cuda", "gemm/cuda", "gemm_bwd/cuda", "kernel/cuda", "attention/cuda", "layer/cuda",
-                       "adamw", "grad_sumsq", "triad", "memcpy")
+                       "adamw", "grad_sumsq", "triad", "memcpy", "launch/cuda")
 MICROBENCH_FILTER = "^(" + "|".join(MICROBENCH_FAMILIES) + ")/"
 COPYBENCH_FILTER = "^copy/cuda/pinned/.*/1073741824/"
-DRY_MICROBENCH_FILTER = "^(triad|adamw/paper|grad_sumsq|copy/cuda/pinned/h2d/1048576)/"
+DRY_MICROBENCH_FILTER = "^(triad|adamw/paper|grad_sumsq|copy/cuda/pinned/h2d/1048576|launch/cpu)/"
 
 
 def machine():
@@ -160,13 +160,20 @@ PARTS = [
     {"name": "A",
      "what": "CUDA op tests (cuDNN required) and whole-model parity on CUDA; microbenchmarks "
              "(pinned/pageable/bidirectional copies, GEMM forward and backward, memory-bound kernels, attention at "
-             "the model's batch, layer, AdamW, the drain's sum of squares, triad) -> the calibrated "
+             "the model's batch, layer, AdamW, the drain's sum of squares, triad, launch latency and the "
+             "shortest kernel) -> the calibrated "
              "profile; Qwen2.5-7B full depth at batch 158 in paper precision (the 400 TFLOPS goal, "
              "GPU busy, MFU, H2D vs pinned)",
      "steps": [machine()] + gpu_tests() + [
          {"name": "microbench", "kind": "microbench", "filter": MICROBENCH_FILTER, "families": MICROBENCH_FAMILIES,
           "min_time": 0.2, "calibrate": True, "timeout_s": 180, "allow_s": ALLOW_MICROBENCH + ALLOW_CALIBRATE},
          sweep("experiments/sweeps/gpu_goal.json", 400)]},
+    {"name": "V",
+     "what": "the sim's validation on the current engine (issue 41): the configurations make sim-check compares "
+             "that were measured before the engine the sim models, measured again: Qwen2.5-7B full depth at "
+             "batch 158, and the long-context rows (Qwen2.5-3B width 4k..256k, Qwen2.5-7B width 4k, 16k, 64k; "
+             "2 layers, 64k tokens a step), traces kept",
+     "steps": [machine(), sweep("experiments/sweeps/gpu_revalidate.json", 480)]},
     {"name": "W",
      "what": "C1 and C3 at their own width, reduced depth (issue 45): dense-120b at 1, 2 and 3 of 96 layers, batch "
              "16 x 1024, paper precision (fit on 1 and 2, 3 held out), then Qwen2.5-7B width at 524288 tokens in one "

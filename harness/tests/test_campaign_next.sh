@@ -36,18 +36,18 @@ man h200 C2a false
 out=$(plan "NVIDIA H200" 5000)
 check "C2a filed: C2b alone: $out" 'printf "%s" "$out" | grep -Eq "filed already: C2a; within 5000 s: C2b \(~[0-9]+ s\)$"'
 man h200 C2b false
-man h200 A false; man h200 W false; man h200 B false; man h200 C true   # C only as a dry run: not filed
+man h200 A false; man h200 V false; man h200 W false; man h200 B false; man h200 C true   # C only as a dry run: not filed
 out=$(plan "NVIDIA H200" 900)
-check "H200 with C2, A, W and B filed: I, then C (a dry run's manifest does not count): $out" \
-  'printf "%s" "$out" | grep -q "filed already: A, B, C2a, C2b, W; within 900 s: I (~[0-9]* s), C (~"'
+check "H200 with C2, A, V, W and B filed: I, then C (a dry run's manifest does not count): $out" \
+  'printf "%s" "$out" | grep -q "filed already: A, B, C2a, C2b, V, W; within 900 s: I (~[0-9]* s), C (~"'
 check "at most 2 parts in one call: $out" '[ "$(printf "%s" "$out" | grep -o "(~[0-9]* s)" | wc -l)" -le 2 ]'
 c2 h100
 out=$(plan "NVIDIA H100 80GB HBM3" 5000)
-check "only C2 filed for the H100: A and W, and no third however large the budget: $out" \
-  'printf "%s" "$out" | grep -Eq "filed already: C2a, C2b; within 5000 s: A \(~[0-9]+ s\), W \(~[0-9]+ s\)$"'
+check "only C2 filed for the H100: A and V (the sim's validation rows again, issue 41), and no third however large the budget: $out" \
+  'printf "%s" "$out" | grep -Eq "filed already: C2a, C2b; within 5000 s: A \(~[0-9]+ s\), V \(~[0-9]+ s\)$"'
 out=$(plan "NVIDIA H100 80GB HBM3" 60)
 check "a budget nothing fits: said: $out" 'printf "%s" "$out" | grep -q "within 60 s: nothing fits"'
-for p in A W B C D E F G H I C2a C2b; do man h100 $p false; done
+for p in A V W B C D E F G H I C2a C2b; do man h100 $p false; done
 out=$(plan "NVIDIA H100 80GB HBM3" 900)
 check "every part filed: nothing to run: $out" 'printf "%s" "$out" | grep -q "nothing fits"'
 # A filed part A whose microbench lacks a family the step now runs (gemm_bwd/cuda, added since
@@ -65,14 +65,23 @@ json.dump({"benchmarks": [{"name": f + "/1/real_time"} for f in fams]}, open(sys
 out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 5000 --campaign-dir "$tmp/c" --results-dir "$tmp/mb" 2>&1)
 check "A filed, its microbench without gemm_bwd: completed by its microbench again: $out" \
   'printf "%s" "$out" | grep -q "within 5000 s: A (~[0-9]* s, completing it: microbench again (its filed run lacks gemm_bwd/cuda))"'
+# the H200's filed part A predates launch/cuda (issue 41: launch latency, the shortest kernel)
+python3 -c '
+import json, sys
+sys.path.insert(0, "ci/gpu_campaign"); import parts
+json.dump({"benchmarks": [{"name": f + "/1/real_time"} for f in parts.MICROBENCH_FAMILIES if f != "launch/cuda"]},
+          open(sys.argv[1], "w"))' "$tmp/mb/microbench_h200-A.json"
+out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 5000 --campaign-dir "$tmp/c" --results-dir "$tmp/mb" 2>&1)
+check "A filed, its microbench without launch/cuda: completed by its microbench again, then V: $out" \
+  'printf "%s" "$out" | grep -q "within 5000 s: A (~[0-9]* s, completing it: microbench again (its filed run lacks launch/cuda)), V (~"'
 python3 -c '
 import json, sys
 sys.path.insert(0, "ci/gpu_campaign"); import parts
 json.dump({"benchmarks": [{"name": f + "/1/real_time"} for f in parts.MICROBENCH_FAMILIES]}, open(sys.argv[1], "w"))' \
   "$tmp/mb/microbench_h200-A.json"
 out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 5000 --campaign-dir "$tmp/c" --results-dir "$tmp/mb" 2>&1)
-check "A filed with every microbench family: not run again: $out" \
-  'printf "%s" "$out" | grep -q "filed already: A, C2a, C2b; within 5000 s: W (~"'
+check "A filed with every microbench family: not run again, V next: $out" \
+  'printf "%s" "$out" | grep -q "filed already: A, C2a, C2b; within 5000 s: V (~"'
 # A filed manifest or microbench file that is not strict JSON (a NaN, a repeated key, a list)
 # stops the plan with one line naming it (exit 2), never a traceback, nor the part silently
 # counted as never run and planned again
@@ -114,9 +123,9 @@ check "next --dry-run completes A by its microbench: exit $rc, steps machine and
 # A filed part whose sweep lacks rows from this GPU kind (a configuration never reached, one
 # that errored, one measured on another GPU) is completed: those configurations only, led by
 # the sweep's first one (the same-run reference), the setup steps before them.
-rm -f "$tmp/c"/*; man h200 A false; man h200 W false; man h200 B false; c2 h200
+rm -f "$tmp/c"/*; man h200 A false; man h200 V false; man h200 W false; man h200 B false; c2 h200
 mkdir -p "$tmp/r"
-cp "$tmp/full/gpu_width.jsonl" "$tmp/r/"  # W filed and complete: not the subject here
+cp "$tmp/full/gpu_width.jsonl" "$tmp/full/gpu_revalidate.jsonl" "$tmp/r/"  # V and W filed and complete: not the subject here
 python3 harness/sweep/run.py --dry-run experiments/sweeps/gpu_c2_deepspeed.json 2>/dev/null | cut -f3 > "$tmp/b.keys"
 python3 harness/sweep/run.py --dry-run experiments/sweeps/gpu_goal.json 2>/dev/null | cut -f3 > "$tmp/a.keys"
 row() { jq -nc --arg k "$1" --arg g "$2" --arg e "$3" '{experiment: $e, config_key: $k, env: {gpu_name: $g}}'; }
@@ -135,8 +144,9 @@ out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 540 --campaign-
 check "B with every configuration filed from the H200: I next: $out" 'printf "%s" "$out" | grep -q "within 540 s: I (~"'
 # the completion as a CPU dry run (no GPU: its rows carry no GPU name): B's first configuration
 # (the megatrain reference) and the missing ones; the peers' are left out of a dry run as always
-rm -f "$tmp/c"/*; man gpu A false; man gpu W false; man gpu B false; c2 gpu
+rm -f "$tmp/c"/*; man gpu A false; man gpu V false; man gpu W false; man gpu B false; c2 gpu
 jq -c '.env.gpu_name = null' "$tmp/full/gpu_width.jsonl" > "$tmp/r/gpu_width.jsonl"
+jq -c '.env.gpu_name = null' "$tmp/full/gpu_revalidate.jsonl" > "$tmp/r/gpu_revalidate.jsonl"
 for k in $(cat "$tmp/a.keys"); do row "$k" "" gpu_goal | jq -c '.env.gpu_name = null'; done > "$tmp/r/gpu_goal.jsonl"
 jq -c '.env.gpu_name = null' "$tmp/full/gpu_c2_matched.jsonl" > "$tmp/r/gpu_c2_matched.jsonl"
 sed -n 1,4p "$tmp/b.keys" | while read -r k; do row "$k" "" gpu_c2_deepspeed | jq -c '.env.gpu_name = null'; done \
