@@ -95,12 +95,13 @@ steps = span_check.timed_steps(dict(steps=c["steps"], warmup=c["warmup"]))
 bwd = span_check.spans(os.path.join("results", r["trace"]), steps)[("compute stream", "backward", "layers")]
 d = next(d for d in configs[label(r)]["spans"] if (d["lane"], d["name"], d["units"]) == ("compute stream", "backward", "layers"))
 assert abs(d["measured_ms"] - statistics.median(bwd)) < 1e-3 and d["per_step"] == round(len(bwd) / len(steps), 3), (d, len(bwd))
-# what ran beside: every measured weights-in span in exactly one company group; alone they take what the
-# sim prices (the link's measured rate), beside the host's AdamW longer (the copy shares host memory)
+# what ran beside: every measured weights-in span in exactly one company group; beside the host's AdamW
+# they take longer than alone (the copy shares host memory), and the sim, which prices that share
+# (sim.h, "host memory"; before issue 41 it priced every copy alone), comes within 5% of them
 w = next(d for d in configs[label(r)]["spans"] if (d["lane"], d["name"], d["units"]) == ("h2d stream", "weights in", "layers"))
 n_w = len(span_check.spans(os.path.join("results", r["trace"]), steps)[("h2d stream", "weights in", "layers")])
 g = {tuple(x["with"]): x for x in w["beside"]}
-assert sum(x["n"] for x in w["beside"]) == n_w and abs(g[()]["measured_ms"] / w["sim_ms"] - 1) < 0.03 \
+assert sum(x["n"] for x in w["beside"]) == n_w and abs(w["sim_ms"] / g[("host: optimizer",)]["measured_ms"] - 1) < 0.05 \
     and g[("host: optimizer",)]["measured_ms"] > 1.2 * g[()]["measured_ms"], w
 print(f"{len(traced)} traced rows; 14B b16 backward {d['measured_ms']:.1f} ms measured, {d['sim_ms']:.1f} in the sim; "
       f"weights in alone {g[()]['measured_ms']:.1f} ms, beside AdamW {g[('host: optimizer',)]['measured_ms']:.1f}")
@@ -140,9 +141,9 @@ grep -q "validates the current engine: no: measured at f1e6cbf" "$tmp/out" &&
   fail "no row is reported as measured on an older engine"
 
 # What the sim's figures rest on: on the H200 profile the AdamW rate is derived from the engine's
-# measured pass, the backward GEMMs assumed; the profile before it (its rate derived from a row of
+# measured pass (and the host memory the copies share with it), the backward GEMMs assumed; the profile before it (its rate derived from a row of
 # the engine before the host-side changes) is marked so; gh200-480g's AdamW is assumed.
-grep -q "derived: host.adamw_params_per_s.paper; " "$tmp/out" &&
+grep -q "derived: host.adamw_params_per_s.paper, host.shared_gbps; " "$tmp/out" &&
   grep -q "assumed: .*sim: backward GEMMs at gpu.gemm_efficiency" "$tmp/out" &&
   grep -q "measured: gpu.gemm_efficiency, link.h2d_gbps.pinned" "$tmp/out" &&
   pass "cost sources: measured, derived, assumed" || fail "cost sources line: $(grep "rest on" "$tmp/out")"

@@ -65,8 +65,8 @@
 #include "backend/backend.h"
 #include "model/hardware_profile.h"
 
-#define MT_SIM_LAUNCH_MS 0.005             // assumed: host cost of one async launch/copy call
-#define MT_SIM_KERNEL_MIN_MS 0.002         // assumed: shortest GPU op (launch-to-retire of an empty kernel)
+#define MT_SIM_LAUNCH_MS 0.005             // assumed: host cost of one async launch/copy call (part A: mt-microbench launch/cuda/add launch_us)
+#define MT_SIM_KERNEL_MIN_MS 0.002         // assumed: shortest GPU op, launch-to-retire (part A: mt-microbench launch/cuda/add kernel_min_us)
 #define MT_SIM_GEMM_HALF_MACS 1073741824.0 // assumed: M*N*K at which a GEMM reaches half its large-GEMM rate
 #define MT_SIM_GEMM_FULL_DIM 64.0          // assumed: smallest dimension that fills tensor-core tiles
 #define MT_SIM_HBM_EFF 0.8                 // assumed: streaming kernels reach ~80% of datasheet HBM bandwidth
