@@ -45,7 +45,8 @@ ALLOW_MICROBENCH = 100    # ~48 benchmarks at --benchmark_min_time=0.2 (copies 1
                           # allowed (not measured) for the 5 backward GEMMs, the 7 memory-bound kernels and the 4
                           # attention shapes at 14B shapes (host fill of up to 470M values and a 0.9 GB copy
                           # each, then 0.2 s timed); the drain's sum of squares (a 1.2 GB fill on the H200
-                          # host, then 0.2 s) within the margin
+                          # host, then 0.2 s) within the margin; so are launch/cuda (15 x 1000 one-element adds)
+                          # and host_contention/cuda (AdamW's fill, 15 passes of 4x the LLC, 0.2 s of copies)
 ALLOW_COPYBENCH = 4       # measured 3.7 s and 2.0 s (2026-11-26, two leases): pinned copies only (3 at 1 GiB)
 ALLOW_CALIBRATE = 5
 ALLOW_PEERS_SETUP = 62    # measured 61.6 s (2026-11-26, bundle 955be61): pip 1.2 s, then DeepSpeed's
@@ -63,10 +64,11 @@ ALLOW_SANITIZER = 180     # test_backend_ops --backend cuda under memcheck / rac
 # Part A's benchmark families (mt-microbench names: FAMILY/...). A filed part A whose microbench
 # lacks one of them (added since it ran) is completed by `next`: its microbench runs again.
 MICROBENCH_FAMILIES = ("copy/cuda", "gemm/cuda", "gemm_bwd/cuda", "kernel/cuda", "attention/cuda", "layer/cuda",
-                       "adamw", "grad_sumsq", "triad", "memcpy", "launch/cuda")
+                       "adamw", "grad_sumsq", "triad", "memcpy", "launch/cuda",
+                       "host_contention/cuda")
 MICROBENCH_FILTER = "^(" + "|".join(MICROBENCH_FAMILIES) + ")/"
 COPYBENCH_FILTER = "^copy/cuda/pinned/.*/1073741824/"
-DRY_MICROBENCH_FILTER = "^(triad|adamw/paper|grad_sumsq|copy/cuda/pinned/h2d/1048576|launch/cpu)/"
+DRY_MICROBENCH_FILTER = "^(triad|adamw/paper|grad_sumsq|copy/cuda/pinned/h2d/1048576|launch/cpu|host_contention/cpu)/"
 
 
 def machine():
@@ -161,7 +163,7 @@ PARTS = [
      "what": "CUDA op tests (cuDNN required) and whole-model parity on CUDA; microbenchmarks "
              "(pinned/pageable/bidirectional copies, GEMM forward and backward, memory-bound kernels, attention at "
              "the model's batch, layer, AdamW, the drain's sum of squares, triad, launch latency and the "
-             "shortest kernel) -> the calibrated "
+             "shortest kernel, a weight copy beside AdamW) -> the calibrated "
              "profile; Qwen2.5-7B full depth at batch 158 in paper precision (the 400 TFLOPS goal, "
              "GPU busy, MFU, H2D vs pinned)",
      "steps": [machine()] + gpu_tests() + [

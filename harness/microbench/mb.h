@@ -60,6 +60,7 @@ void mt_mb_register_attention(void); // attention.c: causal attention fwd + bwd 
 void mt_mb_register_copy(void);   // copy.c
 void mt_mb_register_layer(void);  // layer.c
 void mt_mb_register_launch(void); // launch.c: the host cost of one async call, the shortest GPU op
+void mt_mb_register_host_contention(void); // host_contention.c: a pinned H2D copy beside AdamW
 void mt_mb_backends_release(void);
 
 // Shared by the backend benchmarks (backends.c): a backend created once per

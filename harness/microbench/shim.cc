@@ -93,6 +93,7 @@ int main(int argc, char **argv) {
     mt_mb_register_copy();
     mt_mb_register_layer();
     mt_mb_register_launch();
+    mt_mb_register_host_contention();
 
     char *env = listing ? nullptr : mt_env_json_string(NULL);
     benchmark::AddCustomContext("mt_schema", "megatrain.microbench/1");
