@@ -255,6 +255,8 @@ static const mt_backend_ops cpu_ops = {
     .xent_fwd_bwd = mt_cpu_op_xent_fwd_bwd,
     .cast = mt_cpu_op_cast,
     .supports = cpu_supports,
+    .adamw = mt_cpu_op_adamw,
+    .grad_sumsq = mt_cpu_op_grad_sumsq,
 };
 
 unsigned mt_backend_cpu_caps(void) { return cpu_ops.caps; }
