@@ -167,6 +167,26 @@ mt_status mt_engine_check_host_memory_ranks(const mt_config *c, mt_precision p, 
 
 static void grad_final(void *ctx, int unit, double sumsq) { mt_opt_worker_grad_final(ctx, unit, sumsq); }
 
+// The split (device_optimizer.h): N units, or with auto those the device's spare memory holds
+// after the plan (a sixteenth of what is free kept back); auto is off where the "device" is
+// host memory (cpu), since the host would only update the same state through another seam.
+static mt_status create_devopt(mt_engine *e, const mt_engine_opts *o, size_t dev_free, size_t plan_bytes) {
+    int want = o->device_optimizer;
+    if (want == MT_DEVOPT_OFF || (want == MT_DEVOPT_AUTO && !mt_backend_has(e->be, MT_CAP_DEVICE_MEMORY))) return MT_OK;
+    size_t keep = dev_free / 16, spare = dev_free > plan_bytes + keep ? dev_free - plan_bytes - keep : 0;
+    unsigned char on[e->m->n_units];
+    size_t bytes;
+    int n = mt_devopt_choose(&e->m->cfg, e->m->prec, want, spare, on, &bytes);
+    if (want > 0 && dev_free && bytes > spare)
+        return mt_fail(MT_ERR_MEMORY, "--device-optimizer %d: the units' state needs %.2f GiB of device memory, %.2f "
+                                      "GiB is spare after the plan; give fewer units or auto", want,
+                       bytes / 1073741824.0, spare / 1073741824.0);
+    if (!n) return MT_OK;
+    MT_TRY(mt_devopt_create(e->m, e->be, on, &e->devopt));
+    mt_opt_worker_set_device_units(e->opt, mt_devopt_mask(e->devopt));
+    return MT_OK;
+}
+
 // One rank's engine on backend `be` (the only one for --gpus 1); `leader` NULL: it is the
 // leader and creates the optimizer worker, else it shares the leader's.
 static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *opts, mt_engine *leader, int rank,
@@ -219,6 +239,7 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     MT_TRY(mt_ckpt_store_create(&e->sh, be, &e->link, &e->dev, &e->ck));
     MT_TRY(mt_activations_create(&e->sh, be, &e->dev, &e->d, &e->a));
     e->a->scratch.grad_sum = mt_grad_offload_sum(e->g); // the layers' MLP and the head sum chunked gradients there
+    if (!leader && n_ranks == 1) MT_TRY(create_devopt(e, o, info.mem_free_bytes, fp.device_bytes));
     return MT_OK;
 }
 
@@ -238,6 +259,10 @@ mt_status mt_engine_create_ranks(mt_model *m, mt_backend **bes, int n_ranks, con
                                  mt_engine **out) {
     *out = NULL;
     MT_TRY(mt_engine_check_ranks(opts->B, n_ranks));
+    if (n_ranks > 1 && opts->device_optimizer > 0)
+        return mt_fail(MT_ERR_ARG, "--device-optimizer %d with --gpus %d: the split updates one device's units; "
+                                   "give --device-optimizer off or auto (off for several GPUs)", opts->device_optimizer,
+                       n_ranks);
     if (n_ranks == 1) return create_rank(m, bes[0], opts, NULL, 0, 1, out);
     mt_engine_opts ro = *opts;
     ro.B = opts->B / n_ranks; // each rank's rows of every micro-batch
@@ -277,6 +302,11 @@ mt_grad_sum mt_engine_grad_sum(const mt_engine *e) { return e->sh.grad_sum_f32 ?
 
 mt_recompute mt_engine_recompute(const mt_engine *e) { return e->sh.s.recompute; }
 
+int mt_engine_device_units(const mt_engine *e, size_t *bytes) {
+    if (bytes) *bytes = mt_devopt_bytes(e->devopt);
+    return mt_devopt_count(e->devopt);
+}
+
 mt_status mt_engine_set_hosts(mt_engine *e, mt_hosts *h) {
     if (!h || h->n == 1) return MT_OK;
     if (e->s->speculative || e->sh.spec_window)
@@ -315,6 +345,7 @@ static void destroy_rank(mt_engine *e) {
 void mt_engine_destroy(mt_engine *e) {
     if (!e) return;
     if (e->opt && e->owns_opt) mt_opt_worker_destroy(e->opt); // first: no update runs while the parts go
+    mt_devopt_destroy(e->devopt);
     mt_collective *coll = e->coll;
     if (e->ranks)
         for (int r = e->n_ranks - 1; r >= 1; r--) {
