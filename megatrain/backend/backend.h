@@ -67,7 +67,7 @@ typedef enum {
     MT_OP_SWIGLU_FWD, MT_OP_SWIGLU_BWD, MT_OP_ADD, MT_OP_XENT_FWD_BWD, MT_OP_CAST, MT_OP_ADD_RMSNORM_FWD,
     MT_OP_RMSNORM_BWD_ADD,
     MT_OP_HOST_WORK_MS, MT_OP_TRACE_WRITE, MT_OP_SET_ATTENTION,
-    MT_OP_ADAMW, MT_OP_GRAD_SUMSQ,
+    MT_OP_ADAMW, MT_OP_GRAD_SUMSQ, MT_OP_GRAD_ADD,
     MT_OP_COUNT
 } mt_op;
 
@@ -200,6 +200,9 @@ typedef struct mt_backend_ops {
     // *out (device memory, one double) = the sum of squares of n gradients at x, bitwise
     // mt_grad_sumsq's (its fixed blocks, lanes and order: optim/grad_ops_isa.h), on stream st.
     mt_status (*grad_sumsq)(mt_backend *be, double *out, const void *x, mt_dtype t, size_t n, mt_stream_id st);
+    // dst(n) = dst + src in type t (f32 sum, rounded to t): bitwise mt_grad_accumulate's add, the
+    // micro-batches' gradient sum of a unit whose gradients stay on the device.
+    mt_status (*grad_add)(mt_backend *be, void *dst, const void *src, mt_dtype t, size_t n, mt_stream_id st);
 } mt_backend_ops;
 
 

@@ -10,11 +10,12 @@
 // at 14B width, 8 layers), then layers in forward order (the next forward waits first for
 // the earliest units), as many as `n` or, with auto, as the device's spare memory holds.
 //
-// This version: the gradients of those units still cross to the host and are summed
-// and squared there by the drain (so the norm is the same bits by construction); the
-// update's stream (H2D) copies the gradient sum in, runs the AdamW and copies the new
-// weights back into the unit's host block, and the next step's loads of them, on the
-// same stream, follow it.
+// Nothing of those units crosses the link while training: their gradients are summed over
+// the micro-batches on the device (backend grad_add, bitwise the drain's add) and squared
+// there (grad_sumsq, bitwise the drain's), that sum taking the unit's place in the norm's
+// fixed unit order; the weight ring copies their weights device to device. The update runs
+// on the ring's load stream once the norm is known, so the next step's loads of every unit
+// follow it in stream order, and the next forward waits only for the loads it reads.
 #ifndef MT_DEVICE_OPTIMIZER_H
 #define MT_DEVICE_OPTIMIZER_H
 
@@ -38,7 +39,9 @@ int mt_devopt_choose(const mt_config *c, mt_precision p, int want, size_t spare_
 typedef struct mt_devopt mt_devopt;
 
 // The chosen units' device state, copied in from the host state (NULL *out when none chosen).
-mt_status mt_devopt_create(mt_model *m, mt_backend *be, const unsigned char *on, mt_devopt **out);
+// `stream`: where the updates and the copies in and out run (the weight ring's load stream).
+mt_status mt_devopt_create(mt_model *m, mt_backend *be, const unsigned char *on, mt_stream_id stream,
+                           mt_devopt **out);
 void mt_devopt_destroy(mt_devopt *d);
 // THE predicate: whether unit u is updated on the device (NULL d: never). Kept in one place
 // so that a per-host shard of the units (several hosts) combines with it.
@@ -46,6 +49,14 @@ int mt_devopt_on_device(const mt_devopt *d, int u);
 const unsigned char *mt_devopt_mask(const mt_devopt *d);
 int mt_devopt_count(const mt_devopt *d);
 size_t mt_devopt_bytes(const mt_devopt *d); // device bytes of the chosen units' state
+// Unit u's weights (wdt) and f32 master (NULL without) on the device; NULL for a host unit.
+const void *mt_devopt_param(const mt_devopt *d, int u);
+const float *mt_devopt_master(const mt_devopt *d, int u);
+// Micro-batch mb of G of unit u's gradients, at dev_grad on the compute stream, into its sum
+// (a copy on the first, an add after); the last one's sum of squares is taken there too.
+mt_status mt_devopt_grad_in(mt_devopt *d, int u, const void *dev_grad, int mb, int G);
+// The step's sums of squares of the chosen units into sumsq[u] (the host waits for them).
+mt_status mt_devopt_sumsq(mt_devopt *d, double *sumsq);
 // The step's update of every chosen unit, enqueued after the norm (nothing under a skip).
 mt_status mt_devopt_step(mt_devopt *d, const mt_adamw_hparams *h, float weight_decay, int skip);
 // The device state copied out to the units' host blocks (before a save), the host waiting.

@@ -3,7 +3,7 @@
 // AdamW on state in the backend's memory leave p, m, v and the master BITWISE what the
 // host's reference (mt_adamw_update_ref) leaves, in every precision mode, with a clip
 // factor, decay on and off and both lerp branches; the sum of squares is bitwise
-// mt_grad_sumsq's over several blocks; a dtype neither path takes is refused.
+// mt_grad_sumsq's over several blocks, the gradient add mt_grad_accumulate's; a dtype neither path takes is refused.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +106,22 @@ static void check_sumsq(mt_backend *be, mt_dtype t, size_t n) {
     free(x);
 }
 
+// dst + src rounded to t, as the drain adds a micro-batch's gradients on the host.
+static void check_grad_add(mt_backend *be, mt_dtype t, size_t n) {
+    size_t es = mt_dtype_size(t);
+    void *a = malloc(n * es), *b = malloc(n * es), *back = malloc(n * es);
+    fill(a, t, n, 5 + n, 3.0f);
+    fill(b, t, n, 9 + n, 3.0f);
+    void *da = to_dev(be, a, n * es), *db = to_dev(be, b, n * es);
+    mt_grad_accumulate(a, b, t, n, 0);
+    int ok = da && db && mt_backend_grad_add(be, da, db, t, n, MT_STREAM_D2H) == MT_OK;
+    CHECK(ok, "%s grad_add %s n=%zu: %s", be->ops->name, mt_dtype_name(t), n, mt_last_error());
+    CHECK(!ok || same_as_dev(be, a, da, n * es), "%s grad_add %s n=%zu differs from the host's add", be->ops->name,
+          mt_dtype_name(t), n);
+    mt_backend_dev_free(be, da), mt_backend_dev_free(be, db);
+    free(a), free(b), free(back);
+}
+
 static void check_backend(mt_backend *be) {
     static const size_t NS[] = {1, 17, 1000, 100003};
     for (size_t i = 0; i < sizeof MODES / sizeof MODES[0]; i++)
@@ -114,6 +130,7 @@ static void check_backend(mt_backend *be) {
     check_adamw(be, &MODES[2], 1000, 0.3f);
     static const size_t SQ[] = {0, 5, ((size_t)1 << 16) * 3 + 11};
     for (size_t k = 0; k < sizeof SQ / sizeof SQ[0]; k++) check_sumsq(be, MT_F32, SQ[k]), check_sumsq(be, MT_BF16, SQ[k]);
+    check_grad_add(be, MT_F32, 100003), check_grad_add(be, MT_BF16, 100003);
     // f16 weights are no precision mode: refused with a message, not computed.
     mt_adamw_hparams h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .grad_scale = 1.0f, .step = 1};
     float one = 0;
@@ -132,7 +149,8 @@ int main(void) {
             CHECK(0, "creating the %s backend: %s", e->name, mt_last_error());
             continue;
         }
-        CHECK(mt_backend_supports(be, MT_OP_ADAMW) && mt_backend_supports(be, MT_OP_GRAD_SUMSQ),
+        CHECK(mt_backend_supports(be, MT_OP_ADAMW) && mt_backend_supports(be, MT_OP_GRAD_SUMSQ) &&
+                  mt_backend_supports(be, MT_OP_GRAD_ADD),
               "%s computes on data, so it has the device optimizer's entries", e->name);
         if (mt_backend_supports(be, MT_OP_ADAMW)) check_backend(be), ran++;
         fprintf(stderr, "test_device_adamw: %s checked\n", e->name);

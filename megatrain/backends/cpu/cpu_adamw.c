@@ -13,6 +13,13 @@ mt_status mt_cpu_op_adamw(mt_backend *be, const mt_adamw_state *s, mt_dtype pdt,
     return MT_OK;
 }
 
+mt_status mt_cpu_op_grad_add(mt_backend *be, void *dst, const void *src, mt_dtype t, size_t n, mt_stream_id st) {
+    (void)be, (void)st;
+    MT_TRY(mt_cpu_check_wdt(t, "grad_add"));
+    mt_grad_accumulate(dst, src, t, n, 0);
+    return MT_OK;
+}
+
 mt_status mt_cpu_op_grad_sumsq(mt_backend *be, double *out, const void *x, mt_dtype t, size_t n, mt_stream_id st) {
     (void)be, (void)st;
     MT_TRY(mt_cpu_check_wdt(t, "grad_sumsq"));

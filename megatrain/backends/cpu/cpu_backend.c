@@ -257,6 +257,7 @@ static const mt_backend_ops cpu_ops = {
     .supports = cpu_supports,
     .adamw = mt_cpu_op_adamw,
     .grad_sumsq = mt_cpu_op_grad_sumsq,
+    .grad_add = mt_cpu_op_grad_add,
 };
 
 unsigned mt_backend_cpu_caps(void) { return cpu_ops.caps; }

@@ -87,11 +87,7 @@ static inline float mt_cpu_expf(float x) {
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define MT_CPU_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
-#define MT_CPU_MULTIVERSION// cpu_adamw.c: the device optimizer's entries, the host's code on host memory.
-mt_status mt_cpu_op_adamw(mt_backend *be, const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt,
-                          size_t n, const mt_adamw_hparams *h, float wd, mt_stream_id st);
-mt_status mt_cpu_op_grad_sumsq(mt_backend *be, double *out, const void *x, mt_dtype t, size_t n, mt_stream_id st);
-
+#define MT_CPU_MULTIVERSION
 #endif
 
 // ---- ops-table entries (one per kernel in backend.h) ----
@@ -134,5 +130,6 @@ mt_status mt_cpu_op_cast(mt_backend *be, void *dst, mt_dtype dt, const void *src
 mt_status mt_cpu_op_adamw(mt_backend *be, const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt,
                           size_t n, const mt_adamw_hparams *h, float wd, mt_stream_id st);
 mt_status mt_cpu_op_grad_sumsq(mt_backend *be, double *out, const void *x, mt_dtype t, size_t n, mt_stream_id st);
+mt_status mt_cpu_op_grad_add(mt_backend *be, void *dst, const void *src, mt_dtype t, size_t n, mt_stream_id st);
 
 #endif

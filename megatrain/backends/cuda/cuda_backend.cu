@@ -316,6 +316,7 @@ static const mt_backend_ops cuda_ops = {
     /*supports*/ cuda_supports,
     /*adamw*/ mt_cuda_adamw,
     /*grad_sumsq*/ mt_cuda_grad_sumsq,
+    /*grad_add*/ mt_cuda_grad_add,
 };
 
 extern "C" int mt_backend_cuda_available(void) {

@@ -23,6 +23,11 @@ mt_status mt_sim_op_adamw(mt_backend *be, const mt_adamw_state *s, mt_dtype pdt,
     return price_on(be, st, "adamw", (double)n * mt_sim_adamw_bytes_per_elem(pdt, gdt, s->master != NULL));
 }
 
+mt_status mt_sim_op_grad_add(mt_backend *be, void *dst, const void *src, mt_dtype t, size_t n, mt_stream_id st) {
+    (void)dst, (void)src;
+    return price_on(be, st, "grad_add", 3.0 * (double)n * (double)mt_dtype_size(t)); // read both, write one
+}
+
 mt_status mt_sim_op_grad_sumsq(mt_backend *be, double *out, const void *x, mt_dtype t, size_t n, mt_stream_id st) {
     (void)out, (void)x;
     return price_on(be, st, "grad_sumsq", (double)n * (double)mt_dtype_size(t));

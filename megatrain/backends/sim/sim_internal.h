@@ -109,5 +109,6 @@ double mt_sim_adamw_bytes_per_elem(mt_dtype pdt, mt_dtype gdt, int master);
 mt_status mt_sim_op_adamw(mt_backend *be, const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt,
                           size_t n, const mt_adamw_hparams *h, float wd, mt_stream_id st);
 mt_status mt_sim_op_grad_sumsq(mt_backend *be, double *out, const void *x, mt_dtype t, size_t n, mt_stream_id st);
+mt_status mt_sim_op_grad_add(mt_backend *be, void *dst, const void *src, mt_dtype t, size_t n, mt_stream_id st);
 
 #endif

@@ -63,6 +63,12 @@ __global__ void mt_ex_adamw_kernel(float *master, P *p, const G *g, float *m, fl
     }
 }
 
+// grad_ops.c's add_f32 / add_bf16: d = t(f32(d) + f32(s)), one rounding.
+template <typename T> __global__ void mt_ex_grad_add(T *d, const T *s, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        mt_ex_store(d, i, __fadd_rn(mt_ex_load(d, i), mt_ex_load(s, i)));
+}
+
 // grad_ops.c's sum of squares: blocks of MT_EX_SUMSQ_BLOCK elements; in a block, lane j
 // (one thread of 32) sums elements j mod 32 in order; the lanes are added pairwise up the
 // tree of mt_sumsq_lanes; the block sums are added in block order from 0.

@@ -42,6 +42,16 @@ mt_status mt_cuda_adamw(mt_backend *be, const mt_adamw_state *s, mt_dtype pdt, c
     return MT_OK;
 }
 
+mt_status mt_cuda_grad_add(mt_backend *be, void *dst, const void *src, mt_dtype t, size_t n, mt_stream_id sid) {
+    if (!exact_dtype(t)) return mt_fail(MT_ERR_UNSUPPORTED, "gradients must be f32 or bf16 (got %s)", mt_dtype_name(t));
+    if (n == 0) return MT_OK;
+    cudaStream_t st = mt_cuda_ctx_of(be)->stream[sid];
+    if (t == MT_F32) mt_ex_grad_add<float><<<mt_cuda_blocks(n, 256), 256, 0, st>>>((float *)dst, (const float *)src, n);
+    else mt_ex_grad_add<uint16_t><<<mt_cuda_blocks(n, 256), 256, 0, st>>>((uint16_t *)dst, (const uint16_t *)src, n);
+    MT_CUDA_CHECK_LAUNCH();
+    return MT_OK;
+}
+
 mt_status mt_cuda_grad_sumsq(mt_backend *be, double *out, const void *x, mt_dtype t, size_t n,
                                         mt_stream_id sid) {
     if (!exact_dtype(t)) return mt_fail(MT_ERR_UNSUPPORTED, "gradients must be f32 or bf16 (got %s)", mt_dtype_name(t));

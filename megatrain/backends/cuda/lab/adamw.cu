@@ -4,7 +4,7 @@
 // the master after three steps (a clip factor, weight decay, both lerp branches) in every
 // precision mode (fp32; paper: bf16 p and g; mixed: f32 master, bf16 p and g; bf16 p with
 // f32 g), on sizes with ragged tails and values that reach denormals; the sum of squares
-// on f32 and bf16 across several blocks. Then the kernels' speed against the HBM peak.
+// on f32 and bf16 across several blocks; the micro-batches' gradient add. Then the kernels' speed against the HBM peak.
 // Built without fast math, as the backend's (CMakeLists.txt). usage: ./adamw [N]
 #include "lab_common.h"
 #include "lab_device.h"
@@ -120,6 +120,25 @@ static double sumsq_dev(const void *dx, mt_dtype t, size_t n) {
     return r;
 }
 
+static void check_grad_add(mt_dtype t, size_t n) {
+    size_t es = mt_dtype_size(t);
+    float *f = (float *)malloc(n * 4);
+    void *a = malloc(n * es), *b = malloc(n * es);
+    fill_mixed(f, n, 21);
+    mt_convert(a, t, f, MT_F32, n);
+    fill_mixed(f, n, 22);
+    mt_convert(b, t, f, MT_F32, n);
+    void *da = dev_copy(a, n * es), *db = dev_copy(b, n * es);
+    if (t == MT_F32) mt_ex_grad_add<float><<<mt_cuda_blocks(n, 256), 256>>>((float *)da, (const float *)db, n);
+    else mt_ex_grad_add<uint16_t><<<mt_cuda_blocks(n, 256), 256>>>((uint16_t *)da, (const uint16_t *)db, n);
+    LAB_CHECK(cudaGetLastError());
+    mt_grad_accumulate(a, b, t, n, 0);
+    char what[96];
+    snprintf(what, sizeof what, "grad_add %s n=%zu: elements differing", mt_dtype_name(t), n);
+    lab_report(what, (double)differ(a, da, n * es, es), 0);
+    cudaFree(da), cudaFree(db), free(f), free(a), free(b);
+}
+
 static void check_sumsq(mt_dtype t, size_t n) {
     float *f = (float *)malloc((n ? n : 1) * 4);
     void *x = malloc((n ? n : 1) * 4);
@@ -143,6 +162,7 @@ int main(int argc, char **argv) {
     check_mode(&MODES[2], 4097, 0.3f);
     const size_t sq_sizes[] = {0, 5, ((size_t)1 << 16) * 3 + 11, 10000019};
     for (size_t n : sq_sizes) check_sumsq(MT_F32, n), check_sumsq(MT_BF16, n);
+    check_grad_add(MT_F32, 3000001), check_grad_add(MT_BF16, 3000001);
 
     // Speed (paper mode: read g, p, m, v; write p, m, v = 16 + 2*2 + 2 = 22 bytes/element).
     uint16_t *p, *g;
