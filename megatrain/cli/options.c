@@ -520,6 +520,10 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
     if (!eval) MT_TRY(mt_engine_opts_check_speculative(&o->eng)); // options that contradict: exit 2
     if (!eval) MT_TRY(mt_engine_opts_check_rows_first(&o->eng));
     if (!eval) MT_TRY(mt_engine_opts_check_update_parts(&o->eng));
+    if (o->eng.device_optimizer != MT_DEVOPT_OFF && (o->dump_grads || o->gpus > 1 || o->hosts > 1))
+        return mt_fail(MT_ERR_ARG, "--device-optimizer with %s: the device's units keep their gradients on one device; "
+                                   "give --device-optimizer off",
+                       o->dump_grads ? "--dump-grads" : o->gpus > 1 ? "--gpus" : "--hosts");
     if (o->allow_unused && !o->model)
         return mt_fail(MT_ERR_ARG, "--allow-unused-tensors: applies to the weights --model DIR reads; %s",
                        o->resume ? "a --resume checkpoint must hold exactly what it recorded" : "there is no --model");

@@ -55,7 +55,7 @@ for r in res_off res_all; do
   check "$r: moments bitwise" cmp -s $TMP/full/optimizer.safetensors $TMP/$r/optimizer.safetensors
 done
 
-expect 2 "--dump-grads with --device-optimizer" train "${common[@]}" --steps 1 --device-optimizer 1 --dump-grads $TMP/g.st
+expect 2 "--device-optimizer with --dump-grads" train "${common[@]}" --steps 1 --device-optimizer 1 --dump-grads $TMP/g.st
 expect 2 "--device-optimizer some" train "${common[@]}" --steps 1 --device-optimizer some
 expect 2 "--device-optimizer -3" train "${common[@]}" --steps 1 --device-optimizer -3
 finish
