@@ -155,11 +155,13 @@ static mt_status issue_piece(mt_weight_ring *r) {
     }
     piece_range(r, r->issued_piece, &off, &n);
     if (r->fetch_ms > 0) r->m->host.spend(&r->m->host, r->fetch_ms); // the peer's hook before this fetch
-    const char *on_dev = r->stage ? (const char *)mt_devopt_master(r->devopt, MT_UNIT_OF_LAYER(p->layer))
-                                  : (const char *)mt_devopt_param(r->devopt, MT_UNIT_OF_LAYER(p->layer));
-    if (on_dev) // the device updated it: copied device to device, after its update on this stream
-        MT_TRY(mt_backend_copy(r->be, (char *)(r->stage ? r->stage[p->buf] : r->buf[p->buf]) + off * (r->stage ? 4 : ws),
-                               on_dev + off * (r->stage ? 4 : ws), n * (r->stage ? 4 : ws), MT_COPY_D2D, r->h2d));
+    // A unit the device updates is copied device to device, after its update on this stream.
+    int unit = MT_UNIT_OF_LAYER(p->layer);
+    const char *on_dev = r->stage ? (const char *)mt_devopt_master(r->devopt, unit) : mt_devopt_param(r->devopt, unit);
+    size_t es = r->stage ? 4 : ws;
+    if (on_dev)
+        MT_TRY(mt_backend_copy(r->be, (char *)(r->stage ? r->stage[p->buf] : r->buf[p->buf]) + off * es,
+                               on_dev + off * es, n * es, MT_COPY_D2D, r->h2d));
     else if (r->stage) // the f32 master crosses; the compute stream casts it at acquire
         MT_TRY(mt_link_copy(r->lk, (char *)r->stage[p->buf] + off * 4, (char *)u->master + off * 4, n * 4,
                             MT_COPY_H2D, r->h2d));
