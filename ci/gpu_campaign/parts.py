@@ -150,11 +150,13 @@ PARTS = [
     {"name": "C2a",
      "what": "C2 matched (issue 37), first call: batch 16, both mixed, one timing rule: megatrain mixed vs "
              "DeepSpeed ZeRO-3 offload tuned by its guidance (layer-sized prefetch, CPU Adam bound to 16 cores, "
-             "no activation checkpointing, logits kept), its defaults, and ZeRO-Offload++ ratio 0.5",
+             "no activation checkpointing, logits kept), its defaults, and ZeRO-Offload++ ratio 0.5; megatrain "
+             "with and without its own split (--device-optimizer auto, issue 44)",
      "budget_s": C2A_BUDGET_S, "alone": True,
      "steps": [machine(), ds_setup(), sweep(C2_SWEEP, 300, where={"batch": [16]})]},
     {"name": "C2b",
      "what": "C2 matched, second call: batch 64 and up, both mixed: megatrain mixed vs DeepSpeed tuned at 64, "
+             "megatrain with its split at 64, "
              "DeepSpeed tuned at 128; then as far as the call goes (the rest `next` runs later): megatrain at "
              "128, DeepSpeed at 256 (the largest our model of its memory fits), its defaults at 64, megatrain at 256",
      "budget_s": C2B_BUDGET_S, "alone": True,

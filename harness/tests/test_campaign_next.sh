@@ -166,7 +166,15 @@ bash ci/gpu_campaign.sh --dry-run next --out "$tmp/n" --budget 900 > "$tmp/n.log
 rc=$?
 check "next --dry-run: exit $rc, part C2a alone packed in OUT/C2a, its batch-16 share of the sweep only" \
   '[ $rc = 0 ] && [ -f "$tmp/n/C2a/C2a-manifest.json" ] && [ "$(ls "$tmp/n")" = C2a ] &&
-   grep -q "4 configuration(s) of experiments/sweeps/gpu_c2_matched.json (where {\"batch\": \[16\]})" "$tmp/n.log"'
+   grep -q "5 configuration(s) of experiments/sweeps/gpu_c2_matched.json (where {\"batch\": \[16\]})" "$tmp/n.log"'
+# C2 measures megatrain with and without its split (issue 44) at 16 and 64, beside DeepSpeed's own ratio
+python3 harness/sweep/run.py --dry-run experiments/sweeps/gpu_c2_matched.json 2>/dev/null | cut -f4 > "$tmp/c2.names"
+check "C2's sweep: megatrain at 16 and 64 with the split off and with --device-optimizer auto, DeepSpeed's ratio" \
+  '[ "$(grep -cE "^qwen2.5-14b megatrain b(16|64) T1024 mixed cuda L8$" "$tmp/c2.names")" = 2 ] &&
+   [ "$(grep -cE "^qwen2.5-14b megatrain b(16|64) T1024 mixed cuda L8 devopt-auto$" "$tmp/c2.names")" = 2 ] &&
+   [ "$(grep -c "ratio0.5$" "$tmp/c2.names")" = 2 ] &&
+   jq -e ".configs[] | select(.variant == \"devopt-auto\") | .args == [\"--device-optimizer\", \"auto\"]" \
+     experiments/sweeps/gpu_c2_matched.json > /dev/null'
 check "at most 8 files come back: $(find "$tmp/n" -type f | wc -l)" '[ "$(find "$tmp/n" -type f | wc -l)" -le 8 ]'
 bash ci/gpu_campaign.sh --file "$tmp/n" > "$tmp/f.log" 2>&1
 check "--file finds a part per folder (here refusing the dry run)" \

@@ -16,6 +16,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "optim/adamw.h"
 
 typedef enum { MT_STREAM_COMPUTE = 0, MT_STREAM_H2D = 1, MT_STREAM_D2H = 2, MT_NUM_STREAMS = 3 } mt_stream_id;
 typedef enum { MT_COPY_H2D = 0, MT_COPY_D2H = 1, MT_COPY_D2D = 2 } mt_copy_kind;
@@ -66,6 +67,7 @@ typedef enum {
     MT_OP_SWIGLU_FWD, MT_OP_SWIGLU_BWD, MT_OP_ADD, MT_OP_XENT_FWD_BWD, MT_OP_CAST, MT_OP_ADD_RMSNORM_FWD,
     MT_OP_RMSNORM_BWD_ADD,
     MT_OP_HOST_WORK_MS, MT_OP_TRACE_WRITE, MT_OP_SET_ATTENTION,
+    MT_OP_ADAMW, MT_OP_GRAD_SUMSQ, MT_OP_GRAD_ADD,
     MT_OP_COUNT
 } mt_op;
 
@@ -188,6 +190,19 @@ typedef struct mt_backend_ops {
     // 1 when a call of op (an mt_op) with shape s is within what this backend does: dtypes,
     // dims, aliasing. be may be NULL (asked before creating one: the defaults).
     int (*supports)(const mt_backend *be, mt_op op, const mt_op_shape *s);
+
+    // ---- the device's share of the optimizer (NULL: none; --device-optimizer stays off) ----
+    // Last in the table so the positional tables (cuda's) need only append. AdamW over n
+    // elements of a state in device memory (s->p in pdt, s->m, s->v, s->master or NULL; g in
+    // gdt) on stream st: bitwise what mt_adamw_update gives on the host (optim/adamw.h).
+    mt_status (*adamw)(mt_backend *be, const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt, size_t n,
+                       const mt_adamw_hparams *h, float wd, mt_stream_id st);
+    // *out (device memory, one double) = the sum of squares of n gradients at x, bitwise
+    // mt_grad_sumsq's (its fixed blocks, lanes and order: optim/grad_ops_isa.h), on stream st.
+    mt_status (*grad_sumsq)(mt_backend *be, double *out, const void *x, mt_dtype t, size_t n, mt_stream_id st);
+    // dst(n) = dst + src in type t (f32 sum, rounded to t): bitwise mt_grad_accumulate's add, the
+    // micro-batches' gradient sum of a unit whose gradients stay on the device.
+    mt_status (*grad_add)(mt_backend *be, void *dst, const void *src, mt_dtype t, size_t n, mt_stream_id st);
 } mt_backend_ops;
 
 

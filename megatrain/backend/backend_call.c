@@ -26,6 +26,8 @@ static const struct {
     E(MT_OP_CAST, cast),                   E(MT_OP_ADD_RMSNORM_FWD, add_rmsnorm_fwd),
     E(MT_OP_RMSNORM_BWD_ADD, rmsnorm_bwd_add), E(MT_OP_HOST_WORK_MS, host_work_ms),
     E(MT_OP_TRACE_WRITE, trace_write),     E(MT_OP_SET_ATTENTION, set_attention),
+    E(MT_OP_ADAMW, adamw),                 E(MT_OP_GRAD_SUMSQ, grad_sumsq),
+    E(MT_OP_GRAD_ADD, grad_add),
 #undef E
 };
 
@@ -176,6 +178,16 @@ mt_status mt_backend_add_rmsnorm_fwd(mt_backend *be, void *sum, void *out, float
 mt_status mt_backend_rmsnorm_bwd_add(mt_backend *be, void *dacc, void *dw, const void *dout, const void *inp,
                                      const void *w, const float *rstd, mt_dtype wdt, int R, int D) {
     CALL(MT_OP_RMSNORM_BWD_ADD, rmsnorm_bwd_add, dacc, dw, dout, inp, w, rstd, wdt, R, D);
+}
+mt_status mt_backend_adamw(mt_backend *be, const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt, size_t n,
+                           const mt_adamw_hparams *h, float wd, mt_stream_id st) {
+    CALL(MT_OP_ADAMW, adamw, s, pdt, g, gdt, n, h, wd, st);
+}
+mt_status mt_backend_grad_sumsq(mt_backend *be, double *out, const void *x, mt_dtype t, size_t n, mt_stream_id st) {
+    CALL(MT_OP_GRAD_SUMSQ, grad_sumsq, out, x, t, n, st);
+}
+mt_status mt_backend_grad_add(mt_backend *be, void *dst, const void *src, mt_dtype t, size_t n, mt_stream_id st) {
+    CALL(MT_OP_GRAD_ADD, grad_add, dst, src, t, n, st);
 }
 mt_status mt_backend_trace_write(mt_backend *be, const char *path) { PLAIN(MT_OP_TRACE_WRITE, trace_write, path); }
 double mt_backend_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master) {

@@ -76,6 +76,11 @@ mt_status mt_backend_add_rmsnorm_fwd(mt_backend *be, void *sum, void *out, float
                                      const void *w, mt_dtype wdt, int R, int D, float eps);
 mt_status mt_backend_rmsnorm_bwd_add(mt_backend *be, void *dacc, void *dw, const void *dout, const void *inp,
                                      const void *w, const float *rstd, mt_dtype wdt, int R, int D);
+// The device's share of the optimizer (backend.h): bitwise the host's AdamW and sum of squares.
+mt_status mt_backend_adamw(mt_backend *be, const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt, size_t n,
+                           const mt_adamw_hparams *h, float wd, mt_stream_id st);
+mt_status mt_backend_grad_sumsq(mt_backend *be, double *out, const void *x, mt_dtype t, size_t n, mt_stream_id st);
+mt_status mt_backend_grad_add(mt_backend *be, void *dst, const void *src, mt_dtype t, size_t n, mt_stream_id st);
 // Virtual time only (MT_CAP_VIRTUAL_TIME): what host work of `kind` would cost, in ms.
 double mt_backend_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master);
 // The backend's capabilities (MT_CAP_*).

@@ -269,6 +269,26 @@ mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built) 
             add_num(sp, "rollback_cost_ms", pr.rollback_cost_ms);
         }
     }
+    if (!o->peer) { // the split (--device-optimizer): its units, bytes and step; off: what auto would give
+        cJSON *dj = cJSON_AddObjectToObject(j, "device_optimizer");
+        int want = o->eng.device_optimizer;
+        char set[16];
+        snprintf(set, sizeof set, "%d", want);
+        cJSON_AddStringToObject(dj, "setting", want < 0 ? "auto" : want == 0 ? "off" : set);
+        add_num(dj, "units", pr.devopt_units);
+        add_num(dj, "gpu_bytes", (double)mem.devopt_gpu_bytes);
+        if (have_rates) {
+            add_num(dj, "params", pr.devopt_params);
+            add_num(dj, "adamw_ms", pr.devopt_adamw_ms);
+            add_num(dj, "step_ms_off", pr.step_ms_split_off);
+            if (want == 0) {
+                cJSON *aj = cJSON_AddObjectToObject(dj, "auto");
+                add_num(aj, "units", pr.devopt_auto_units);
+                add_num(aj, "gpu_bytes", pr.devopt_auto_gpu_bytes);
+                add_num(aj, "step_ms", pr.devopt_auto_step_ms);
+            }
+        }
+    }
     if (sd->takes & MT_TAKES_ROWS_FIRST) { // the embedding's rows first: on, how many rows a step may stage, its bytes
         cJSON *rf = cJSON_AddObjectToObject(j, "embedding_rows_first");
         cJSON_AddBoolToObject(rf, "on", mem.engine.rows_cap > 0);

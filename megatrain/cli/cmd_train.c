@@ -336,6 +336,16 @@ int mt_cmd_train(mt_options *o, int is_default) {
     if (o->eng.sched.recompute == MT_RECOMPUTE_AUTO)
         fprintf(stderr, "megatrain: --recompute auto: %s (the least recompute whose device plan fits)\n",
                 mt_recompute_name(mt_engine_recompute(eng)));
+    size_t devopt_bytes;
+    int devopt_units = mt_engine_device_units(eng, &devopt_bytes);
+    if (devopt_units)
+        fprintf(stderr, "megatrain: --device-optimizer: %d units' optimizer state on the device (%.2f GiB), updated "
+                        "there (embedding, head, then layers in order)\n", devopt_units, devopt_bytes / 1073741824.0);
+    if (devopt_units && o->dump_grads) {
+        s = mt_fail(MT_ERR_ARG, "--dump-grads with --device-optimizer: the device's units' gradients never reach the "
+                                "host; give --device-optimizer off");
+        goto fail;
+    }
     // A run whose saves cannot fit stops before it trains (checked again before each save).
     if (o->save && !virtual_run && (s = mt_checkpoint_check_space(&cd, &model, o))) goto fail;
     int json_stdout = mt_json_on_stdout(o); // else a person reads stdout: a short line a step there

@@ -6,6 +6,7 @@
 #include "cli/options_spec.h"
 
 #include "backend/backend.h"
+#include "engine/device_optimizer.h"
 #include "engine/peer.h"
 
 #include <errno.h>
@@ -86,6 +87,8 @@ const opt_spec mt_option_specs[] = {
      "the optimizer after the backward, not under it"},
     {"--speculative-step", OPT_TRISTATE, F(eng.sched.speculative), G(speculative), "tp", "true|false|auto",
      "update each unit under the backward, rolled back on a clip"},
+    {"--device-optimizer", OPT_DEVOPT, F(eng.device_optimizer), NG, "tp", "auto|off|N",
+     "units whose optimizer state lives and updates on the GPU (auto: what spare memory holds)"},
     {"--embedding-rows-first", OPT_TRISTATE, F(eng.sched.rows_first), NG, "tp", "true|false|auto",
      "update first the embedding rows the next step reads"},
     {"--update-parts", OPT_POS_INT, F(eng.sched.update_parts), NG, "tp", "N",
@@ -334,6 +337,8 @@ static mt_status parse_value(const opt_spec *s, const char *v, mt_options *o) {
         return MT_OK;
     case OPT_GRAD_SUM:
         return mt_grad_sum_parse(v, (mt_grad_sum *)field);
+    case OPT_DEVOPT:
+        return mt_devopt_parse(v, (int *)field);
     case OPT_BYTES:
         return parse_bytes(s, v, (unsigned long long *)field);
     case OPT_COUNT: {
@@ -515,6 +520,10 @@ mt_status mt_options_check(const mt_options *o, const char *cmd) {
     if (!eval) MT_TRY(mt_engine_opts_check_speculative(&o->eng)); // options that contradict: exit 2
     if (!eval) MT_TRY(mt_engine_opts_check_rows_first(&o->eng));
     if (!eval) MT_TRY(mt_engine_opts_check_update_parts(&o->eng));
+    if (o->eng.device_optimizer != MT_DEVOPT_OFF && (o->dump_grads || o->gpus > 1 || o->hosts > 1))
+        return mt_fail(MT_ERR_ARG, "--device-optimizer with %s: the device's units keep their gradients on one device; "
+                                   "give --device-optimizer off",
+                       o->dump_grads ? "--dump-grads" : o->gpus > 1 ? "--gpus" : "--hosts");
     if (o->allow_unused && !o->model)
         return mt_fail(MT_ERR_ARG, "--allow-unused-tensors: applies to the weights --model DIR reads; %s",
                        o->resume ? "a --resume checkpoint must hold exactly what it recorded" : "there is no --model");

@@ -91,6 +91,13 @@ static void default_text(const opt_spec *s, const mt_options *d, char cmd, char 
     case OPT_SCHEDULE: snprintf(buf, cap, "%s", (*(const mt_schedule_desc *const *)f)->name); return;
     case OPT_BIND: snprintf(buf, cap, "%s", *(const mt_bind_mode *)f == MT_BIND_COPY ? "copy" : "pointer"); return;
     case OPT_GRAD_SUM: snprintf(buf, cap, "%s", mt_grad_sum_name(*(const mt_grad_sum *)f)); return;
+    case OPT_DEVOPT: {
+        int n = *(const int *)f;
+        if (n < 0) snprintf(buf, cap, "auto");
+        else if (n == 0) snprintf(buf, cap, "off");
+        else snprintf(buf, cap, "%d", n);
+        return;
+    }
     case OPT_RECOMPUTE: snprintf(buf, cap, "%s", mt_recompute_name(*(const mt_recompute *)f)); return;
     case OPT_BYTES: {
         unsigned long long b = *(const unsigned long long *)f;

@@ -19,6 +19,7 @@ typedef enum {
     OPT_RECOMPUTE,// full/mlp/swiglu/none/auto -> mt_recompute
     OPT_BATCH,    // a positive integer, or auto (the planner's choice: o->batch_auto)
     OPT_GPUS,     // a positive integer, or auto (0: every device of the backend, resolved when it is created)
+    OPT_DEVOPT,   // auto/off/N -> -1/0/N units (engine/device_optimizer.h)
 } opt_kind;
 
 typedef struct {

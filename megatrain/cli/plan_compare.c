@@ -173,11 +173,20 @@ static void cell_fits(char *out, size_t cap, const cJSON *plan) {
              num(s, "have_bytes") / 1e9);
 }
 
+// The split (--device-optimizer): its units and the step without it; off: what auto would give.
+static void cell_devopt(char *out, size_t cap, const cJSON *d) {
+    double units = num(d, "units"), off = num(d, "step_ms_off"), au = num(d, "auto.units"), as = num(d, "auto.step_ms");
+    if (!d) snprintf(out, cap, "-");
+    else if (units > 0) snprintf(out, cap, "%.0f units; off %.0f ms", units, off);
+    else if (au > 0 && !isnan(as)) snprintf(out, cap, "off; auto %.0fu %.0f ms", au, as);
+    else snprintf(out, cap, "off");
+}
+
 static void print_table(const column *c, int n, const mt_options *o, const mt_sim_validation *v) {
-    enum { GPU, GPU_MEM, HOST_MEM, BATCH, STEP, SIM, TOKS, TFLOPS, MFU, BOUND, FITS, HOST_B, DEV_B, BAND, NROWS };
+    enum { GPU, GPU_MEM, HOST_MEM, BATCH, STEP, SIM, TOKS, TFLOPS, MFU, BOUND, FITS, HOST_B, DEV_B, DEVOPT, BAND, NROWS };
     static const char *label[NROWS] = {"GPU", "GPU memory", "host memory", "batch", "step ms (plan)", "step ms (sim)",
                                        "tokens/s", "TFLOPS (6N)", "MFU", "bound", "fits", "host bytes", "device bytes",
-                                       "sim error band"};
+                                       "GPU optimizer", "sim error band"};
     static row r[NROWS];
     for (int i = 0; i < n; i++) {
         const cJSON *p = c[i].plan, *cmp = cJSON_GetObjectItemCaseSensitive(p, "compare");
@@ -195,6 +204,7 @@ static void print_table(const column *c, int n, const mt_options *o, const mt_si
         cell_fits(r[FITS].cell[i], k, p);
         cell_bytes(r[HOST_B].cell[i], k, num(p, "host_bytes"));
         cell_bytes(r[DEV_B].cell[i], k, num(p, "gpu_bytes"));
+        cell_devopt(r[DEVOPT].cell[i], k, cJSON_GetObjectItemCaseSensitive(p, "device_optimizer"));
         snprintf(r[BAND].cell[i], k, "%s", c[i].band.cell);
     }
     size_t w[MAX_PROFILES];

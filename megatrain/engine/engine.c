@@ -167,6 +167,34 @@ mt_status mt_engine_check_host_memory_ranks(const mt_config *c, mt_precision p, 
 
 static void grad_final(void *ctx, int unit, double sumsq) { mt_opt_worker_grad_final(ctx, unit, sumsq); }
 
+// The split (device_optimizer.h): N units, or with auto those the device's spare memory holds
+// after the plan at its floor (a sixteenth of what is free kept back); auto is off where the
+// "device" is host memory (cpu): the host would only update the same state through another
+// seam. Chosen before the parts are sized, which then plan in what the split leaves.
+static mt_status devopt_choose(mt_model *m, mt_backend *be, const mt_engine_opts *o, size_t dev_free,
+                               unsigned char *on, int *n, size_t *bytes) {
+    int want = o->device_optimizer;
+    *n = 0, *bytes = 0;
+    if (want == MT_DEVOPT_OFF || (want == MT_DEVOPT_AUTO && !mt_backend_has(be, MT_CAP_DEVICE_MEMORY))) return MT_OK;
+    size_t plan = mt_engine_footprint_of(&m->cfg, m->prec, o, be->act_dtype, dev_free, 0).device_bytes;
+    size_t keep = dev_free / 16, spare = dev_free > plan + keep ? dev_free - plan - keep : 0;
+    *n = mt_devopt_choose(&m->cfg, m->prec, want, spare, on, bytes);
+    if (want > 0 && dev_free && *bytes > spare)
+        return mt_fail(MT_ERR_MEMORY, "--device-optimizer %d: the units' state needs %.2f GiB of device memory, %.2f "
+                                      "GiB is spare after the plan; give fewer units or auto", want,
+                       *bytes / 1073741824.0, spare / 1073741824.0);
+    return MT_OK;
+}
+
+static mt_status create_devopt(mt_engine *e, const unsigned char *on, int n) {
+    if (!n) return MT_OK;
+    MT_TRY(mt_devopt_create(e->m, e->be, on, mt_schedule_h2d_stream(&e->sh.s), &e->devopt));
+    mt_opt_worker_set_device_units(e->opt, mt_devopt_mask(e->devopt));
+    mt_weight_ring_set_devopt(e->w, e->devopt);
+    mt_grad_offload_set_devopt(e->g, e->devopt);
+    return MT_OK;
+}
+
 // One rank's engine on backend `be` (the only one for --gpus 1); `leader` NULL: it is the
 // leader and creates the optimizer worker, else it shares the leader's.
 static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *opts, mt_engine *leader, int rank,
@@ -177,6 +205,11 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
 
     mt_device_info info;
     MT_TRY(mt_backend_device_info(be, &info));
+    unsigned char on_dev[m->n_units];
+    int n_dev = 0;
+    size_t dev_bytes = 0;
+    if (!leader && n_ranks == 1) MT_TRY(devopt_choose(m, be, opts, info.mem_free_bytes, on_dev, &n_dev, &dev_bytes));
+    info.mem_free_bytes -= info.mem_free_bytes > dev_bytes ? dev_bytes : info.mem_free_bytes; // the parts plan in the rest
     mt_engine_opts oo = *opts, *o = &oo;
     o->host_free = host_free_for(c, m->prec, opts, be, &info); // the speculative window is sized against it
     if (leader) o->keep_trace = 0; // --trace writes the leader's timeline; the others' would only grow
@@ -219,6 +252,7 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     MT_TRY(mt_ckpt_store_create(&e->sh, be, &e->link, &e->dev, &e->ck));
     MT_TRY(mt_activations_create(&e->sh, be, &e->dev, &e->d, &e->a));
     e->a->scratch.grad_sum = mt_grad_offload_sum(e->g); // the layers' MLP and the head sum chunked gradients there
+    MT_TRY(create_devopt(e, on_dev, n_dev));
     return MT_OK;
 }
 
@@ -238,6 +272,10 @@ mt_status mt_engine_create_ranks(mt_model *m, mt_backend **bes, int n_ranks, con
                                  mt_engine **out) {
     *out = NULL;
     MT_TRY(mt_engine_check_ranks(opts->B, n_ranks));
+    if (n_ranks > 1 && opts->device_optimizer > 0)
+        return mt_fail(MT_ERR_ARG, "--device-optimizer %d with --gpus %d: the split updates one device's units; "
+                                   "give --device-optimizer off or auto (off for several GPUs)", opts->device_optimizer,
+                       n_ranks);
     if (n_ranks == 1) return create_rank(m, bes[0], opts, NULL, 0, 1, out);
     mt_engine_opts ro = *opts;
     ro.B = opts->B / n_ranks; // each rank's rows of every micro-batch
@@ -277,8 +315,16 @@ mt_grad_sum mt_engine_grad_sum(const mt_engine *e) { return e->sh.grad_sum_f32 ?
 
 mt_recompute mt_engine_recompute(const mt_engine *e) { return e->sh.s.recompute; }
 
+int mt_engine_device_units(const mt_engine *e, size_t *bytes) {
+    if (bytes) *bytes = mt_devopt_bytes(e->devopt);
+    return mt_devopt_count(e->devopt);
+}
+
 mt_status mt_engine_set_hosts(mt_engine *e, mt_hosts *h) {
     if (!h || h->n == 1) return MT_OK;
+    if (e->devopt)
+        return mt_fail(MT_ERR_ARG, "several hosts: the hosts sum every unit's gradient on the host, and the device's "
+                                   "units keep theirs on the device; run with --device-optimizer off");
     if (e->s->speculative || e->sh.spec_window)
         return mt_fail(MT_ERR_ARG, "several hosts: the speculative step would update with one host's gradients "
                                    "before the hosts' sum; run with --speculative-step false");
@@ -315,6 +361,7 @@ static void destroy_rank(mt_engine *e) {
 void mt_engine_destroy(mt_engine *e) {
     if (!e) return;
     if (e->opt && e->owns_opt) mt_opt_worker_destroy(e->opt); // first: no update runs while the parts go
+    mt_devopt_destroy(e->devopt);
     mt_collective *coll = e->coll;
     if (e->ranks)
         for (int r = e->n_ranks - 1; r >= 1; r--) {

@@ -32,6 +32,8 @@ typedef struct {
                             // (1: layer-boundary checkpoints in pinned host memory, 3 device slots; 0: on the
                             // device; -1 auto: offload only when the device plan does not fit), bind, ZeRO-3 knobs,
                             // speculative step (1, 0, -1 auto)
+    int device_optimizer;   // --device-optimizer: units whose optimizer state lives and updates on the device
+                            // (engine/device_optimizer.h); 0 off (the default: today's engine), -1 auto
     size_t host_free;       // host bytes the whole plan may use, state included (0 = unknown: no limit); the
                             // speculative step keeps spare state blocks only for the units that fit in it
 } mt_engine_opts;
@@ -154,6 +156,8 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
                          float lr, int step, mt_step_stats *st);
 // The resolved --grad-accum-dtype: MT_GRAD_SUM_F32 or MT_GRAD_SUM_BF16 (f32 for fp32 precision).
 mt_grad_sum mt_engine_grad_sum(const mt_engine *e);
+// The resolved --device-optimizer: units updated on the device (0: off), *bytes their device state.
+int mt_engine_device_units(const mt_engine *e, size_t *bytes);
 // The resolved --recompute (auto resolved against the device's free memory).
 mt_recompute mt_engine_recompute(const mt_engine *e);
 // The engine's clock (ms): wall time, or virtual time under the sim backend.

@@ -7,6 +7,7 @@
 #include "engine/activations.h"
 #include "engine/ckpt_store.h"
 #include "engine/collective.h"
+#include "engine/device_optimizer.h"
 #include "engine/engine.h"
 #include "engine/grad_offload.h"
 #include "engine/hosts.h"
@@ -31,6 +32,7 @@ struct mt_engine {
     mt_grad_offload *g;
     mt_ckpt_store *ck;
     mt_activations *a;
+    struct mt_devopt *devopt;  // leader only: the units the device updates (device_optimizer.h), or NULL
     int step_done;             // steps completed
     int spec_gated;            // --speculative-step auto: not after a step that clipped or skipped, whose
                                // speculation would all be rolled back (a norm above the clip rarely drops below

@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "engine/device_optimizer.h"
+
 struct mt_grad_offload {
     mt_backend *be;
     mt_model *m;
@@ -24,6 +26,7 @@ struct mt_grad_offload {
     void *then_ctx;
     mt_collective *coll;     // --gpus N: reduces and lands the gradients with the other ranks' (NULL: one rank)
     int rank;
+    struct mt_devopt *devopt; // units whose gradients stay on the device (device_optimizer.h), or NULL
 };
 
 static size_t stage_elems(const mt_engine_shape *sh) { return sh->wire != sh->wdt ? sh->slab_elems : 0; }
@@ -98,6 +101,8 @@ void mt_grad_offload_join(mt_grad_offload *g, mt_collective *c, int rank, mt_gra
     mt_drain_on_final(g->drain, on_final, leader); // a unit is final once, for all ranks: in the leader's norm
 }
 
+void mt_grad_offload_set_devopt(mt_grad_offload *g, struct mt_devopt *d) { g->devopt = d; }
+
 void mt_grad_offload_destroy(mt_grad_offload *g) {
     if (!g) return;
     if (g->drain) mt_drain_destroy(g->drain);
@@ -129,6 +134,10 @@ mt_status mt_grad_offload_resident_free(mt_grad_offload *g) {
 // Sends a unit's device gradients to the drain. An f32 wire casts them first
 // (DeepSpeed offloads fp32 gradients: twice the bytes, the same values).
 static mt_status send(mt_grad_offload *g, int unit_index, const void *dev_grad, mt_event *dev_free, int mb) {
+    if (mt_devopt_on_device(g->devopt, unit_index)) { // summed where the device updates it: nothing crosses
+        MT_TRY(mt_devopt_grad_in(g->devopt, unit_index, dev_grad, mb, g->G));
+        return dev_free ? mt_backend_event_record(g->be, dev_free, MT_STREAM_COMPUTE) : MT_OK;
+    }
     mt_unit *u = &g->m->units[unit_index];
     const void *src = dev_grad;
     size_t off = 0, count = u->lay->numel;
@@ -172,6 +181,7 @@ mt_status mt_grad_offload_drained(mt_grad_offload *g, double *wait_ms) {
 
 mt_status mt_grad_offload_finish(mt_grad_offload *g, double *wait_ms, double *sumsq) {
     MT_TRY(mt_grad_offload_drained(g, wait_ms));
+    MT_TRY(mt_devopt_sumsq(g->devopt, g->sumsq)); // the device's units, in their places of the fixed order
     double sq = 0;
     for (int u = 0; u < g->n_units; u++) sq += g->sumsq[u];
     *sumsq = sq;

@@ -39,6 +39,10 @@ mt_status mt_grad_offload_send_resident(mt_grad_offload *g, int unit_index, int 
 void mt_grad_offload_join(mt_grad_offload *g, mt_collective *c, int rank, mt_grad_offload *leader);
 // Also tells fn when a unit's gradients are final (the drain thread calls it; set before the first step).
 void mt_grad_offload_on_final(mt_grad_offload *g, mt_drain_final_fn fn, void *ctx);
+// The units the device updates (device_optimizer.h; NULL: none): their gradients are summed
+// and squared on the device, never sent. Before the first step.
+struct mt_devopt;
+void mt_grad_offload_set_devopt(mt_grad_offload *g, struct mt_devopt *d);
 // After the step's last send: waits for every drain of this offload (a rank's, --gpus N).
 mt_status mt_grad_offload_drained(mt_grad_offload *g, double *wait_ms);
 // After the step's last send: waits for every drain. *wait_ms: host time spent

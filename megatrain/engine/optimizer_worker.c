@@ -56,6 +56,7 @@ struct mt_opt_worker {
     double begun_t;
     int rows_gen;             // the pass whose rows are staged (and updated)
     double rows_t;            // when they were
+    const unsigned char *on_device; // per unit: updated by the device (device_optimizer.h), never here; NULL: none
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
@@ -217,7 +218,7 @@ static void final_pass(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, flo
     size_t n_rows = w->n_next;
     w->n_next = 0;
     pthread_mutex_unlock(&w->mu);
-    int rows = n_rows && !skip && !(w->spec[0] && !rollback);
+    int rows = n_rows && !skip && !(w->spec[0] && !rollback) && !(w->on_device && w->on_device[0]);
     // Kept speculative updates first: a swap each, published at once, so their copies need
     // not wait behind the rows' and the other units' updates (mt_opt_worker_published).
     int kept[w->m->n_units];
@@ -236,6 +237,10 @@ static void final_pass(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, flo
     pthread_mutex_unlock(&w->mu);
     for (int u = 0; u < w->m->n_units; u++) {
         if (kept[u]) continue;
+        if (w->on_device && w->on_device[u]) { // the device's update: the engine enqueued it
+            mark_done(w, u, gen);
+            continue;
+        }
         if (u == 0 && rows) {
             rows_first(w, gen, n_rows, h, wd);
             continue;
@@ -435,6 +440,8 @@ void mt_opt_worker_destroy(mt_opt_worker *w) {
 
 void mt_opt_worker_set_trace(mt_opt_worker *w, mt_trace *t) { w->trace = t; }
 
+void mt_opt_worker_set_device_units(mt_opt_worker *w, const unsigned char *on) { w->on_device = on; }
+
 void mt_opt_worker_speculate(mt_opt_worker *w, const mt_adamw_hparams *h, float weight_decay, float clip) {
     if (!w->window) return;
     pthread_mutex_lock(&w->mu);
@@ -454,6 +461,10 @@ void mt_opt_worker_grad_final(mt_opt_worker *w, int u, double sumsq) {
     pthread_mutex_lock(&w->mu);
     if (w->spec_open) {
         w->partial += sumsq;
+        if (w->on_device && w->on_device[u]) { // updated on the device after the norm, never speculated here
+            pthread_mutex_unlock(&w->mu);
+            return;
+        }
         int k = (w->q_head + w->q_len) % w->m->n_units; // each unit is final once per step: never more than n
         w->queue[k] = u;
         w->queue_t[k] = t;

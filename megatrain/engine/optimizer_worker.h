@@ -86,6 +86,10 @@ int mt_opt_worker_parts(const mt_opt_worker *w);
 double mt_opt_worker_wait_part(mt_opt_worker *w, int u, int p);
 // Records each unit's update as a host span in `t`.
 void mt_opt_worker_set_trace(mt_opt_worker *w, mt_trace *t);
+// Units the device updates (device_optimizer.h; on[u] != 0; NULL: none): the passes leave
+// them alone and publish them at once (the device's stream orders their loads), and they
+// are never speculated. Before the first step; `on` outlives the worker's passes.
+void mt_opt_worker_set_device_units(mt_opt_worker *w, const unsigned char *on);
 // Applies one update to one unit on the calling thread (shared with the worker).
 void mt_opt_update_unit(mt_model *m, mt_unit *u, const mt_adamw_hparams *h, float weight_decay);
 

@@ -342,6 +342,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
 
     mt_weight_ring_hand_over_rows(e->w); // the rows mt_engine_next_inputs named, if it was called
     mt_opt_worker_start(e->opt);
+    MT_TRY(mt_devopt_step(e->devopt, &h, hp->weight_decay, st->skipped)); // beside the host's pass
     if (!e->s->optimizer_overlapped) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
     e->step_done++;
     return MT_OK;
@@ -363,7 +364,7 @@ mt_status mt_engine_write_trace(mt_engine *e, const char *path) { return mt_trac
 
 mt_status mt_engine_finish(mt_engine *e) {
     mt_opt_worker_wait_all(e->opt);
-    return MT_OK;
+    return mt_devopt_copy_out(e->devopt); // the device's units into the host state a save writes
 }
 
 mt_status mt_engine_eval(mt_engine *e, const int32_t *inputs, const int32_t *targets, double *loss_sum) {

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include "engine/device_optimizer.h"
 #include "engine/embed_rows.h"
 
 struct mt_weight_ring {
@@ -30,6 +31,7 @@ struct mt_weight_ring {
     long long prefetch_elems; // elements loaded ahead of use (-1: the ring alone)
     int load_span;            // trace span of the load in flight
     double opt_wait_ms;
+    const struct mt_devopt *devopt; // units whose weights live on the device (device_optimizer.h), or NULL
 };
 
 // Parameters cross as f32 and are cast on the device: only where the weights are
@@ -114,6 +116,8 @@ void mt_weight_ring_destroy(mt_weight_ring *r) {
     free(r);
 }
 
+void mt_weight_ring_set_devopt(mt_weight_ring *r, const struct mt_devopt *d) { r->devopt = d; }
+
 void mt_weight_ring_rewind(mt_weight_ring *r) { r->issued = r->issued_piece = 0; }
 int mt_weight_ring_n_uses(const mt_weight_ring *r) { return r->n_uses; }
 void *mt_weight_ring_embed(const mt_weight_ring *r) { return r->embed; }
@@ -151,7 +155,14 @@ static mt_status issue_piece(mt_weight_ring *r) {
     }
     piece_range(r, r->issued_piece, &off, &n);
     if (r->fetch_ms > 0) r->m->host.spend(&r->m->host, r->fetch_ms); // the peer's hook before this fetch
-    if (r->stage) // the f32 master crosses; the compute stream casts it at acquire
+    // A unit the device updates is copied device to device, after its update on this stream.
+    int unit = MT_UNIT_OF_LAYER(p->layer);
+    const char *on_dev = r->stage ? (const char *)mt_devopt_master(r->devopt, unit) : mt_devopt_param(r->devopt, unit);
+    size_t es = r->stage ? 4 : ws;
+    if (on_dev)
+        MT_TRY(mt_backend_copy(r->be, (char *)(r->stage ? r->stage[p->buf] : r->buf[p->buf]) + off * es,
+                               on_dev + off * es, n * es, MT_COPY_D2D, r->h2d));
+    else if (r->stage) // the f32 master crosses; the compute stream casts it at acquire
         MT_TRY(mt_link_copy(r->lk, (char *)r->stage[p->buf] + off * 4, (char *)u->master + off * 4, n * 4,
                             MT_COPY_H2D, r->h2d));
     else
@@ -231,7 +242,9 @@ mt_status mt_weight_ring_load_resident(mt_weight_ring *r, int unit_index) {
         mt_update_part(u->lay->numel, parts, p, &lo, &hi);
         if (parts > 1) r->opt_wait_ms += mt_opt_worker_wait_part(r->opt, unit_index, p);
         MT_TRY(mt_link_begin(r->lk, r->h2d, MT_LANE_H2D, head ? "head in" : "embedding in", -1, &span));
-        MT_TRY(mt_link_copy(r->lk, dst + lo * ws, (char *)u->param + lo * ws, (hi - lo) * ws, MT_COPY_H2D, r->h2d));
+        const char *on_dev = mt_devopt_param(r->devopt, unit_index);
+        if (on_dev) MT_TRY(mt_backend_copy(r->be, dst + lo * ws, on_dev + lo * ws, (hi - lo) * ws, MT_COPY_D2D, r->h2d));
+        else MT_TRY(mt_link_copy(r->lk, dst + lo * ws, (char *)u->param + lo * ws, (hi - lo) * ws, MT_COPY_H2D, r->h2d));
         MT_TRY(mt_link_end(r->lk, span));
     }
     MT_TRY(mt_backend_event_record(r->be, ev, r->h2d));

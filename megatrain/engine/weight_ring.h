@@ -26,6 +26,10 @@ mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link 
                                 mt_weight_ring **out);
 void mt_weight_ring_destroy(mt_weight_ring *r);
 
+// The units the device updates (device_optimizer.h; NULL: none): their weights are copied in
+// from the device's copy, device to device. Before the first step.
+struct mt_devopt;
+void mt_weight_ring_set_devopt(mt_weight_ring *r, const struct mt_devopt *d);
 // A new pass over the uses (a step, or an eval).
 void mt_weight_ring_rewind(mt_weight_ring *r);
 int mt_weight_ring_n_uses(const mt_weight_ring *r);

@@ -38,6 +38,9 @@ mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt
                                "pinned: what our engine pins for this descriptor";
         return MT_OK;
     }
+    unsigned char on[c->num_layers + 2];
+    mt_plan_devopt(c, in, in->eng.device_optimizer, on, &out->devopt_gpu_bytes); // the split's state, beside the plan
+    out->gpu_bytes += out->devopt_gpu_bytes;
     out->host_bytes = e->host_bytes;
     out->pinned_bytes = e->pinned_bytes;
     out->host_state_bytes = e->state.host;

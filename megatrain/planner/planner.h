@@ -56,6 +56,7 @@ typedef struct {
     size_t host_staging_bytes;    // slabs, token staging, other buffers
     size_t host_spare_bytes;      // the speculative step's spare state blocks (its window's units)
     size_t deepspeed_gpu_bytes;   // zero3: DeepSpeed's own GPU footprint model (gpu_bytes is our schedule's)
+    size_t devopt_gpu_bytes;      // the split's units on the GPU (--device-optimizer; in gpu_bytes)
     double host_bytes_per_param;  // host_state_bytes / params
     const char *host_accounting;  // one line: where the bytes per param come from
 } mt_plan_memory;
@@ -113,9 +114,19 @@ typedef struct {
     // rate at the run's T, where that rate comes from, and the GPU time it takes per step.
     const char *attention_kernel, *attention_source;
     double attention_tflops, attention_ms;
+    // The split (--device-optimizer, engine/device_optimizer.h), priced in the streamed form:
+    // its units, their parameters and device bytes, the device AdamW's time at the HBM rate, and
+    // the step with the split off; with the split off, what auto would choose and give.
+    int devopt_units, devopt_auto_units;
+    double devopt_params, devopt_gpu_bytes, devopt_adamw_ms, step_ms_split_off;
+    double devopt_auto_gpu_bytes, devopt_auto_step_ms;
 } mt_plan_prediction;
 
 mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, mt_plan_prediction *out);
+// device_optimizer_plan.c: the units the engine's split takes under the plan's GPU memory
+// (want: --device-optimizer; on[L+2] set), their device bytes; and the device AdamW's time.
+int mt_plan_devopt(const mt_config *c, const mt_plan_input *in, int want, unsigned char *on, size_t *bytes);
+double mt_plan_devopt_adamw_ms(const mt_hw_profile *hw, mt_precision p, double params);
 
 // ---------------------------------------------------------------------------
 // Several GPUs and hosts (ranks.c): `plan --gpus N --hosts H`, one rank priced by

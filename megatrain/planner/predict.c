@@ -62,6 +62,7 @@
 
 #include "core/metrics.h"
 #include "model/layout.h"
+#include "engine/device_optimizer.h"
 #include "planner/planner.h"
 
 enum { R_COMPUTE, R_H2D, R_D2H, R_OPT, R_HOOKS, R_COUNT };
@@ -123,6 +124,9 @@ typedef struct {
     double hook_ms;   // host hooks per layer fetch (fetch_overhead_ms x the fetches a layer takes)
     double Ra;        // attention's rate (FLOP/ms): the implementation's measured one at T, else assumed
     double share;     // the share of each gradient this rank copies out (1: one GPU; 1/N: planner/ranks.c)
+    // The split (--device-optimizer): 1 where the embedding, the head, layer 0 stay on the host (0: the
+    // device updates it, and nothing of it crosses the link); its device AdamW (ms, before the next loads).
+    double xE, xH, xL0, dev_ms;
 } terms;
 
 // Each form returns the step time, credits the tally, and may set the link
@@ -141,13 +145,15 @@ typedef struct {
 static double streamed_step(const terms *t, tally *ty, double rem) {
     const double PE = t->PE, PL = t->PL, PH = t->PH, ws = t->ws, h2d = t->h2d, d2h = t->d2h, f = t->f;
     const double W = t->W, Wg = t->Wg, cf = t->cf, cb = t->cb, L = t->L;
-    const double wsi = t->wsi, gs = t->gs, P = t->passes, EHg = (PE + PH) * gs * t->share;
+    const double wsi = t->wsi, gs = t->gs, P = t->passes, EHg = (t->xE * PE + t->xH * PH) * gs * t->share;
     const int G = (int)t->G, serial_opt = !t->s->optimizer_overlapped;
-    double opt0 = serial_opt ? 0 : (t->PEf + PL) / t->hw->adamw_params_per_s[t->prec] * 1e3;
+    const double xE = t->xE, xH = t->xH, xL0 = t->xL0;
+    double opt0 = serial_opt ? 0 : (xE * t->PEf + xL0 * PL) / t->hw->adamw_params_per_s[t->prec] * 1e3;
     if (opt0 > rem) opt0 = rem; // speculated already: the next forward need not wait for it
-    double fill = (t->PEf * ws + PL * wsi) / h2d, drain = (PL + PE) * gs * t->share / d2h;
+    double fill = (xE * t->PEf * ws + xL0 * PL * wsi) / h2d, drain = (xL0 * PL + xE * PE) * gs * t->share / d2h;
     double step = serial(ty, R_H2D, fill) + serial(ty, R_OPT, opt0) + serial(ty, R_D2H, drain);
-    step += hooked(ty, take_max(ty, cf, (W + PH * ws) / h2d, 0, serial_opt ? 0 : rem - opt0), L * t->hook_ms);
+    step += serial(ty, R_OPT, t->dev_ms); // the device's units, on the load stream before the next step's loads
+    step += hooked(ty, take_max(ty, cf, (W + xH * PH * ws) / h2d, 0, serial_opt ? 0 : rem - opt0), L * t->hook_ms);
     for (int k = 1; k < G; k++) step += hooked(ty, take_max(ty, cf, W / h2d, 0, 0), L * t->hook_ms);
     for (int k = 0; k < G; k++) {
         double out_b = (Wg + (k == G - 1 ? EHg : 0)) / (f * d2h);
@@ -276,6 +282,37 @@ static void (*form_of(const mt_schedule_desc *s))(const terms *, tally *, mt_pla
     return streamed_form;
 }
 
+// The terms with the split `want` applied (engine/device_optimizer.h, as mt_plan_devopt chooses):
+// the device's units leave the host's AdamW, the link and the drain, and their device AdamW runs
+// before the next step's loads. Sets out's devopt_* fields.
+static terms split_terms(const terms *t, const mt_plan_input *in, const mt_schedule_desc *s, int want,
+                         mt_plan_prediction *out) {
+    terms ts = *t;
+    int L = (int)t->L;
+    unsigned char on[L + 2];
+    size_t bytes;
+    int n = mt_plan_devopt(t->c, in, want, on, &bytes);
+    out->devopt_units = n, out->devopt_params = 0, out->devopt_gpu_bytes = (double)bytes, out->devopt_adamw_ms = 0;
+    if (!n) return ts;
+    double Ld = 0;
+    for (int i = 0; i < L; i++) Ld += on[1 + i];
+    ts.xE = on[0] ? 0 : 1, ts.xH = on[L + 1] ? 0 : 1, ts.xL0 = L > 0 && on[1] ? 0 : 1;
+    double P = (1 - ts.xE) * t->PE + (1 - ts.xH) * t->PH + Ld * t->PL;
+    ts.W = (t->L - Ld) * t->PL * t->wsi;
+    ts.Wg = (t->L - Ld) * t->PL * t->gs * t->share;
+    const mt_precision opt_prec = s->optimizer_master && !t->fp32 ? MT_PREC_MIXED : in->prec;
+    ts.opt = (t->N - P) / t->hw->adamw_params_per_s[opt_prec] * 1e3;
+    if (t->spec_units) { // the window's host units only (layers L-1 down, then the embedding)
+        double Pw = 0;
+        for (int k = 0; k < t->spec_units; k++) Pw += k < L ? (on[L - k] ? 0 : t->PL) : ts.xE * t->PE;
+        ts.opt_s = Pw / t->hw->adamw_params_per_s[opt_prec] * 1e3;
+    }
+    ts.dev_ms = mt_plan_devopt_adamw_ms(t->hw, in->prec, P);
+    out->devopt_params = P;
+    out->devopt_adamw_ms = ts.dev_ms;
+    return ts;
+}
+
 mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, mt_plan_prediction *out) {
     memset(out, 0, sizeof *out);
     MT_TRY(mt_plan_input_validate(c, in));
@@ -343,7 +380,7 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     t.cb += in->rank_reduce_ms;
     const double W = t.W = L * PL * t.wsi, Wg = t.Wg = L * PL * t.gs * share, EH = t.EH = (PE + PH) * ws;
     const mt_precision opt_prec = s.optimizer_master && !fp32 ? MT_PREC_MIXED : in->prec;
-    const double opt = t.opt = N / hw->adamw_params_per_s[opt_prec] * 1e3;
+    t.opt = N / hw->adamw_params_per_s[opt_prec] * 1e3;
 
     // The speculative window, as the engine resolves it against the plan's host memory (fp above).
     t.spec_units = s.speculative ? fp.spec_window : 0;
@@ -356,12 +393,36 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     out->spec_units = t.spec_units;
     out->spare_bytes = (double)fp.optimizer.host;
 
+    t.xE = t.xH = t.xL0 = 1;
+
     tally ty = {{0}};
     out->h2d_bytes = 2 * G * W + EH;
     out->d2h_bytes = G * Wg + EH;
     form_out r = {0, h2d, d2h};
-    form_of(&s)(&t, &ty, out, &r);
+    // The split: priced where layers stream (the streamed form); the other forms keep every unit on the host.
+    int split = form_of(&s) == streamed_form;
+    terms ts = split_terms(&t, in, &s, split ? in->eng.device_optimizer : MT_DEVOPT_OFF, out);
+    form_of(&s)(&ts, &ty, out, &r);
     double step = r.step;
+    if (split) { // the step with the split off, and (off) with auto's
+        tally scratch = {{0}};
+        mt_plan_prediction o2 = *out;
+        form_out r2 = r;
+        streamed_form(&t, &scratch, &o2, &r2);
+        out->step_ms_split_off = r2.step;
+        if (in->eng.device_optimizer == MT_DEVOPT_OFF) {
+            mt_plan_prediction o3 = *out;
+            terms ta = split_terms(&t, in, &s, MT_DEVOPT_AUTO, &o3);
+            streamed_form(&ta, &scratch, &o3, &r2);
+            out->devopt_auto_units = o3.devopt_units;
+            out->devopt_auto_gpu_bytes = o3.devopt_gpu_bytes;
+            out->devopt_auto_step_ms = r2.step;
+        }
+        if (out->devopt_units) { // what crosses the link: the host's units only
+            out->h2d_bytes = t.passes * G * ts.W + (ts.xE * PE + ts.xH * PH) * ws;
+            out->d2h_bytes = G * ts.Wg + (ts.xE * PE + ts.xH * PH) * t.gs * share;
+        }
+    }
     int w = 0;
     for (int i = 1; i < R_COUNT; i++)
         if (ty.t[i] > ty.t[w]) w = i;
@@ -374,7 +435,7 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     out->compute_ms = G * (cf + cb);
     out->h2d_ms = out->h2d_bytes / r.h2d_rate;
     out->d2h_ms = out->d2h_bytes / r.d2h_rate;
-    out->optimizer_ms = opt;
+    out->optimizer_ms = ts.opt;
     out->exposed_ms = step - out->compute_ms;
     out->step_ms = step;
     if (!t.spec_units) out->step_ms_no_rollback = step;

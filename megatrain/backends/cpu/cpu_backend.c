@@ -255,6 +255,9 @@ static const mt_backend_ops cpu_ops = {
     .xent_fwd_bwd = mt_cpu_op_xent_fwd_bwd,
     .cast = mt_cpu_op_cast,
     .supports = cpu_supports,
+    .adamw = mt_cpu_op_adamw,
+    .grad_sumsq = mt_cpu_op_grad_sumsq,
+    .grad_add = mt_cpu_op_grad_add,
 };
 
 unsigned mt_backend_cpu_caps(void) { return cpu_ops.caps; }

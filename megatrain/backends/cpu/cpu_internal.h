@@ -126,5 +126,10 @@ mt_status mt_cpu_op_add(mt_backend *be, void *out, const void *a, const void *b,
 mt_status mt_cpu_op_xent_fwd_bwd(mt_backend *be, void *logits, float *losses, const int32_t *targets, int n, int V,
                                  float dscale);
 mt_status mt_cpu_op_cast(mt_backend *be, void *dst, mt_dtype dt, const void *src, mt_dtype st, size_t n);
+// cpu_adamw.c: the device optimizer's entries, the host's code on host memory.
+mt_status mt_cpu_op_adamw(mt_backend *be, const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt,
+                          size_t n, const mt_adamw_hparams *h, float wd, mt_stream_id st);
+mt_status mt_cpu_op_grad_sumsq(mt_backend *be, double *out, const void *x, mt_dtype t, size_t n, mt_stream_id st);
+mt_status mt_cpu_op_grad_add(mt_backend *be, void *dst, const void *src, mt_dtype t, size_t n, mt_stream_id st);
 
 #endif

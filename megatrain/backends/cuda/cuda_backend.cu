@@ -314,6 +314,9 @@ static const mt_backend_ops cuda_ops = {
     /*trace_write*/ NULL,
     /*set_attention*/ cuda_set_attention,
     /*supports*/ cuda_supports,
+    /*adamw*/ mt_cuda_adamw,
+    /*grad_sumsq*/ mt_cuda_grad_sumsq,
+    /*grad_add*/ mt_cuda_grad_add,
 };
 
 extern "C" int mt_backend_cuda_available(void) {

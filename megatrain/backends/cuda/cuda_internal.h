@@ -130,4 +130,10 @@ template <typename Fn> static inline mt_status mt_cuda_dispatch2(mt_dtype a, mt_
     return f(mt_bf16(), mt_bf16());
 }
 
+// exact/cuda_adamw.cu (built without fast math): the device optimizer, bitwise the host's.
+mt_status mt_cuda_adamw(mt_backend *be, const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt,
+                        size_t n, const mt_adamw_hparams *h, float wd, mt_stream_id st);
+mt_status mt_cuda_grad_sumsq(mt_backend *be, double *out, const void *x, mt_dtype t, size_t n, mt_stream_id st);
+mt_status mt_cuda_grad_add(mt_backend *be, void *dst, const void *src, mt_dtype t, size_t n, mt_stream_id st);
+
 #endif

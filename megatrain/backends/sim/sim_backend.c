@@ -465,6 +465,9 @@ static const mt_backend_ops sim_ops = {
     .host_work_ms = sim_host_work_ms,
     .trace_write = mt_sim_trace_write,
     .set_attention = sim_set_attention,
+    .adamw = mt_sim_op_adamw,
+    .grad_sumsq = mt_sim_op_grad_sumsq,
+    .grad_add = mt_sim_op_grad_add,
 };
 
 unsigned mt_backend_sim_caps(void) { return sim_ops.caps; }

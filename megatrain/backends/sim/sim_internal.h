@@ -110,4 +110,11 @@ mt_status mt_sim_trace_write(mt_backend *be, const char *path);
 
 static inline mt_sim_ctx *mt_sim_ctx_of(mt_backend *be) { return (mt_sim_ctx *)be->ctx; }
 
+// sim_adamw.c: the device optimizer's entries, priced at the HBM rate.
+double mt_sim_adamw_bytes_per_elem(mt_dtype pdt, mt_dtype gdt, int master);
+mt_status mt_sim_op_adamw(mt_backend *be, const mt_adamw_state *s, mt_dtype pdt, const void *g, mt_dtype gdt,
+                          size_t n, const mt_adamw_hparams *h, float wd, mt_stream_id st);
+mt_status mt_sim_op_grad_sumsq(mt_backend *be, double *out, const void *x, mt_dtype t, size_t n, mt_stream_id st);
+mt_status mt_sim_op_grad_add(mt_backend *be, void *dst, const void *src, mt_dtype t, size_t n, mt_stream_id st);
+
 #endif
