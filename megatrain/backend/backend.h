@@ -22,7 +22,8 @@ typedef enum { MT_COPY_H2D = 0, MT_COPY_D2H = 1, MT_COPY_D2D = 2 } mt_copy_kind;
 
 typedef struct mt_event mt_event; // opaque, backend-defined
 typedef struct mt_backend mt_backend;
-struct mt_collective; // engine/collective.h
+typedef struct mt_backend_entry mt_backend_entry;         // its registry row (below)
+typedef struct mt_device_collective mt_device_collective; // backend/device_collective.h
 
 typedef struct {
     char name[128];          // "cpu (x86-64, 2 threads)", "NVIDIA H100 80GB HBM3"
@@ -86,6 +87,7 @@ enum {
 typedef struct mt_backend_ops {
     const char *name; // "cpu", "cuda", "sim": for messages, never for decisions (use caps)
     unsigned caps;    // MT_CAP_*
+    const mt_backend_entry *entry; // its own registry row: what the engine asks of its kind
     void (*destroy)(mt_backend *be);
     mt_status (*device_info)(mt_backend *be, mt_device_info *out);
 
@@ -199,6 +201,8 @@ struct mt_backend {
 };
 
 static inline int mt_backend_has(const mt_backend *be, unsigned cap) { return (be->ops->caps & cap) == cap; }
+// The registry row of a created backend (its ops table knows it: no lookup by name).
+static inline const mt_backend_entry *mt_backend_entry_of(const mt_backend *be) { return be->ops->entry; }
 
 // ---- the registry (backend_registry.c): one row per backend compiled in ----
 // What creating one takes: the activation type, and for a virtual-time backend the
@@ -221,7 +225,7 @@ typedef struct {
 
 // A backend is its folder (backends/NAME/) plus one row in the registry's table. The CLI
 // (--backend), the planner and the tests (test_backend_ops) find backends only here.
-typedef struct {
+struct mt_backend_entry {
     const char *name;    // --backend NAME
     const char *summary; // one line for listings
     unsigned caps;       // MT_CAP_* (its ops table's)
@@ -233,10 +237,11 @@ typedef struct {
     int n_variants;
     // How many devices one process may open (--gpus auto takes them all; NULL: one).
     int (*device_count)(void);
-    // --gpus N: how N of its backends (one per device) reduce the ranks' gradients
-    // (engine/collective.h; cuda: NCCL). NULL: the host sums them, in rank order.
-    mt_status (*collective)(mt_backend **bes, int n_ranks, int n_units, struct mt_collective **out);
-} mt_backend_entry;
+    // --gpus N: how N of its backends (one per device) reduce the ranks' gradients on the
+    // devices (backend/device_collective.h; cuda: NCCL). NULL: the host sums them, in rank
+    // order; either way the engine lands them (engine/collective.h).
+    mt_status (*collective)(mt_backend **bes, int n_ranks, mt_device_collective **out);
+};
 
 int mt_backend_count(void);                         // rows in the table
 const mt_backend_entry *mt_backend_at(int i);       // row i, 0 <= i < mt_backend_count()

@@ -385,8 +385,11 @@ static mt_status sim_set_attention(mt_backend *be, int impl) {
     return mt_sim_set_attention_kernel(be, mt_attn_kernel_name((mt_attn_impl)impl, be->act_dtype == MT_BF16));
 }
 
+extern const mt_backend_entry mt_backend_sim_entry;
+
 static const mt_backend_ops sim_ops = {
     .name = "sim",
+    .entry = &mt_backend_sim_entry,
     .caps = MT_CAP_VIRTUAL_TIME | MT_CAP_BF16 | MT_CAP_ASYNC | MT_CAP_DEVICE_MEMORY, // no tensor data; host unbacked
     .destroy = sim_destroy,
     .device_info = sim_device_info,
