@@ -181,3 +181,7 @@ mt_status mt_backend_trace_write(mt_backend *be, const char *path) { PLAIN(MT_OP
 double mt_backend_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master) {
     return be->ops->host_work_ms(be, kind, n, wdt, master); // present wherever MT_CAP_VIRTUAL_TIME is
 }
+
+void mt_backend_destroy(mt_backend *be) {
+    if (be && be->ops && be->ops->destroy) be->ops->destroy(be);
+}
