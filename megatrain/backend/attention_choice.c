@@ -2,7 +2,7 @@
 // mt_attn_impl). Below the registry: a backend (sim) names the kernel it prices with these.
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend/backend_impl.h"
 
 mt_status mt_attn_impl_parse(const char *name, mt_attn_impl *out) {
     if (!name || !strcmp(name, "auto")) *out = MT_ATTN_AUTO;

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend/backend_registry.h"
 
 // Each row is defined in its backend's folder (backends/NAME/), beside its ops table.
 extern const mt_backend_entry mt_backend_cpu_entry, mt_backend_cuda_entry, mt_backend_sim_entry;

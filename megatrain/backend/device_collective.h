@@ -26,4 +26,8 @@ struct mt_device_collective {
     void (*destroy)(mt_device_collective *c);
 };
 
+// The device collective the backends' kind offers for n_ranks of them (one per device;
+// their registry row's), or *out NULL where it has none (the host sums).
+mt_status mt_backend_device_collective(mt_backend **bes, int n_ranks, mt_device_collective **out);
+
 #endif

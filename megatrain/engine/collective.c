@@ -4,10 +4,9 @@
 
 mt_status mt_collective_create(mt_backend **bes, int n_ranks, int n_units, mt_collective **out) {
     *out = NULL;
-    const mt_backend_entry *e = mt_backend_entry_of(bes[0]);
-    if (!e || !e->collective) return mt_collective_host_create(n_ranks, n_units, out);
     mt_device_collective *dc = NULL;
-    mt_status s = e->collective(bes, n_ranks, &dc);
+    mt_status s = mt_backend_device_collective(bes, n_ranks, &dc);
+    if (s == MT_OK && !dc) return mt_collective_host_create(n_ranks, n_units, out);
     if (s == MT_OK) return mt_collective_device_create(dc, n_units, out);
     if (dc) dc->destroy(dc); // what was made (communicators included)
     return s;

@@ -5,6 +5,7 @@
 // full, the elementwise passes, the speculative window as the engine sizes it).
 #include <stdlib.h>
 
+#include "backend/backend_registry.h"
 #include "planner/planner.h"
 
 // The registry's virtual-time backend (by its capabilities, not its name) on the profile.

@@ -12,11 +12,11 @@
 #include <string.h>
 
 extern "C" {
-#include "backend/backend.h"
-#include "backend/device_collective.h"
+#include "backend/backend_impl.h"
 #include "core/env.h"
 #include "core/sysinfo.h"
 }
+#include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_device.cuh" // mt_bf16, mt_ld/mt_st, mt_warp_sum/max, mt_cuda_blocks
 

@@ -64,6 +64,10 @@
 
 // The simulator prices with a megatrain.hardware/1 profile (mt_hw_profile,
 // model/hardware_profile.h), loaded by mt_backend_sim_create.
+// The simulator prices every op with the hardware profile at `profile_path`
+// (experiments/hardware/NAME.json).
+mt_status mt_backend_sim_create(const char *profile_path, mt_dtype act_dtype, mt_backend **out);
+unsigned mt_backend_sim_caps(void); // its ops table's caps
 
 // ---- the cost model: pure functions (milliseconds) ----
 // backward: one of a layer's backward GEMMs (matmul_bwd's dinp or dw).

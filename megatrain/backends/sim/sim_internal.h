@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "backend/backend_impl.h"
 #include "backends/sim/sim.h"
 
 // Lanes of the timeline: 0..2 the streams, MT_NUM_STREAMS + i host thread i.
