@@ -44,7 +44,6 @@ enum {
 typedef enum {
     MT_HOST_GRAD_ACCUMULATE = 0, // n elements of gradients: dst (+)= slab, plus the sum of squares
     MT_HOST_ADAMW = 1,           // n parameters through the fused AdamW pass
-    // 2 was the speculative step's restore copies: gone with the out-of-place update
     MT_HOST_GRAD_SUMSQ = 3,      // the sum of squares of n gradients already in place (a direct copy)
     MT_HOST_ROWS_GATHER = 4,     // n weights (rows of the embedding) copied back to back into a staging block
 } mt_host_work_kind;
