@@ -90,6 +90,7 @@ typedef struct {
     double compute_busy_ms, h2d_busy_ms, d2h_busy_ms; // = stream_busy_ms[...], named for callers
     double link_busy_ms[2];                // per copy direction (H2D, D2H), whatever the stream
     double link_bytes[2];
+    double collective_busy_ms;             // the device collective's reductions, on a stream of their own
     double flops;                          // GEMM + attention FLOPs executed
     double makespan_ms;                    // latest end of any GPU op or host work
     int n_host_lanes;                      // host threads that did priced work
