@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "backend/backend.h"
+#include "backends/cpu/cpu.h"
 #include "engine/host_state.h"
 #include "mb.h"
 

@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "backend/backend_call.h"
 #include "mb.h"
+#include "backend/backend_registry.h"
 
 typedef struct {
     char name[16];

@@ -1,5 +1,6 @@
 // backend_call.c: the mt_backend_<op> wrappers (backend_call.h).
 #include "backend/backend_call.h"
+#include "backend/backend_impl.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -192,4 +193,18 @@ mt_status mt_backend_grad_add(mt_backend *be, void *dst, const void *src, mt_dty
 mt_status mt_backend_trace_write(mt_backend *be, const char *path) { PLAIN(MT_OP_TRACE_WRITE, trace_write, path); }
 double mt_backend_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master) {
     return be->ops->host_work_ms(be, kind, n, wdt, master); // present wherever MT_CAP_VIRTUAL_TIME is
+}
+
+void mt_backend_destroy(mt_backend *be) {
+    if (be && be->ops && be->ops->destroy) be->ops->destroy(be);
+}
+
+int mt_backend_has(const mt_backend *be, unsigned cap) { return (be->ops->caps & cap) == cap; }
+unsigned mt_backend_caps(const mt_backend *be) { return be->ops->caps; }
+const char *mt_backend_name(const mt_backend *be) { return be->ops->name; }
+
+mt_status mt_backend_device_collective(mt_backend **bes, int n_ranks, mt_device_collective **out) {
+    *out = NULL;
+    const mt_backend_entry *e = mt_backend_entry_of(bes[0]);
+    return e && e->collective ? e->collective(bes, n_ranks, out) : MT_OK;
 }

@@ -40,7 +40,7 @@ mt_status mt_backend_event_elapsed_ms(mt_backend *be, mt_event *start, mt_event 
 mt_status mt_backend_copy(mt_backend *be, void *dst, const void *src, size_t bytes, mt_copy_kind kind, mt_stream_id s);
 mt_status mt_backend_memset_zero(mt_backend *be, void *dst, size_t bytes, mt_stream_id s);
 
-// The layer kernels: shapes and conventions as in backend.h.
+// The layer kernels: shapes and conventions as in backend_impl.h.
 mt_status mt_backend_embedding_fwd(mt_backend *be, void *out, const int32_t *ids, const void *wte, mt_dtype wdt, int N,
                                    int C);
 mt_status mt_backend_embedding_bwd(mt_backend *be, void *dwte, mt_dtype wdt, const int32_t *ids, const void *dout,
@@ -84,9 +84,9 @@ mt_status mt_backend_grad_add(mt_backend *be, void *dst, const void *src, mt_dty
 // Virtual time only (MT_CAP_VIRTUAL_TIME): what host work of `kind` would cost, in ms.
 double mt_backend_host_work_ms(mt_backend *be, mt_host_work_kind kind, size_t n, mt_dtype wdt, int master);
 // The backend's capabilities (MT_CAP_*).
-static inline unsigned mt_backend_caps(const mt_backend *be) { return be->ops->caps; }
+unsigned mt_backend_caps(const mt_backend *be);
 // The backend's name, for messages (decisions ask its capabilities).
-static inline const char *mt_backend_name(const mt_backend *be) { return be->ops->name; }
+const char *mt_backend_name(const mt_backend *be);
 // Only where the backend records a timeline of its own (mt_backend_supports(be, MT_OP_TRACE_WRITE)).
 mt_status mt_backend_trace_write(mt_backend *be, const char *path);
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend/backend_registry.h"
 
 // Each row is defined in its backend's folder (backends/NAME/), beside its ops table.
 extern const mt_backend_entry mt_backend_cpu_entry, mt_backend_cuda_entry, mt_backend_sim_entry;
@@ -78,10 +78,6 @@ mt_status mt_backend_create(const char *name, mt_dtype act_dtype, mt_backend **o
     return mt_backend_create_with(name, &a, out);
 }
 
-void mt_backend_destroy(mt_backend *be) {
-    if (be && be->ops && be->ops->destroy) be->ops->destroy(be);
-}
-
 int mt_backend_device_count(const char *name) {
     const mt_backend_entry *e = mt_backend_find(name);
     if (!e) return 0;
@@ -96,29 +92,6 @@ unsigned mt_backend_caps_of(const char *name) {
 int mt_backend_list(const char **names, int max) {
     for (int i = 0; i < N_ROWS && i < max; i++) names[i] = table[i]->name;
     return N_ROWS;
-}
-
-mt_status mt_attn_impl_parse(const char *name, mt_attn_impl *out) {
-    if (!name || !strcmp(name, "auto")) *out = MT_ATTN_AUTO;
-    else if (!strcmp(name, "native")) *out = MT_ATTN_NATIVE;
-    else if (!strcmp(name, "cudnn")) *out = MT_ATTN_CUDNN;
-    else return mt_fail(MT_ERR_ARG, "--attention %s: unknown implementation (expected auto, native or cudnn)", name);
-    return MT_OK;
-}
-
-mt_status mt_backend_set_attention(mt_backend *be, mt_attn_impl impl) {
-    if (be->ops->set_attention) return be->ops->set_attention(be, (int)impl);
-    // One implementation: its own. A virtual-time backend prices any (from its profile).
-    if (impl == MT_ATTN_CUDNN && !mt_backend_has(be, MT_CAP_VIRTUAL_TIME))
-        return mt_fail(MT_ERR_ARG, "--attention cudnn: needs --backend cuda (the %s backend has one attention "
-                                   "implementation, its own)",
-                       be->ops->name);
-    return MT_OK;
-}
-
-const char *mt_attn_kernel_name(mt_attn_impl impl, int bf16) {
-    if (impl == MT_ATTN_AUTO) impl = bf16 ? MT_ATTN_CUDNN : MT_ATTN_NATIVE;
-    return impl == MT_ATTN_CUDNN ? "cudnn" : "native";
 }
 
 int mt_attention_list(const char **names, int max) {

@@ -1,4 +1,5 @@
 // batch_auto.c: `train --batch auto` (batch_auto.h).
+#include "backend/backend_registry.h"
 #include "cli/batch_auto.h"
 
 #include <stdio.h>

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "backend/backend_call.h"
+#include "backend/backend_registry.h"
 #include "cli/batch_auto.h"
 #include "cli/checkpoint.h"
 #include "cli/ckpt_dir.h"

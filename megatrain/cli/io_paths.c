@@ -2,6 +2,7 @@
 // another spelling of the same path is the same file), and outputs probed for
 // writability without creating anything.
 #define _DEFAULT_SOURCE // realpath
+#include "backend/backend_registry.h"
 #include "cli/io_paths.h"
 
 #include "backend/backend.h"

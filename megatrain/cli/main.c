@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/backend_registry.h"
 #include "cli/commands.h"
 #include "core/file_io.h"
 #include "cli/blas_fit.h"

@@ -2,6 +2,7 @@
 // for a string, its allowed values. One function, mt_options_set, turns a value's
 // text into the field and validates it; the command line and train_state.json
 // both go through it, so a saved state is checked exactly like typed input.
+#include "backend/backend_registry.h"
 #include "cli/options.h"
 #include "cli/options_spec.h"
 

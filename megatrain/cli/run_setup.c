@@ -1,4 +1,5 @@
 // run_setup.c: config sources, backend choice, JSON-lines sink.
+#include "backend/backend_registry.h"
 #include "cli/run_setup.h"
 
 #include <errno.h>

@@ -8,10 +8,10 @@
 //     (mb 0: rank 0, 1, .., N-1; mb 1: ...), the order one rank adds the N x G
 //     micro-batches of B/N rows in: so N ranks are bitwise one rank's run.
 //     What the cpu backend uses, and the reference.
-//   nccl (backends/cuda/cuda_nccl.cu, with NCCL only): on the devices, an in-place
-//     reduce-scatter per unit and micro-batch, then each rank carries its 1/N of
-//     the reduced gradient (the last rank the remainder too) to disjoint parts of
-//     the host gradient: the link carries each byte once, not N times.
+//   device (collective_device.c over the backend's own, backend/device_collective.h;
+//     cuda: NCCL's in-place reduce-scatter per unit and micro-batch on its own stream):
+//     each rank carries its 1/N of the reduced gradient (the last rank the remainder
+//     too) to disjoint parts of the host gradient: the link carries each byte once.
 //
 // Either way a unit is final once every rank has landed its last micro-batch; its
 // sum of squares (over the reduced gradient) then goes to the one on-final hook,
@@ -20,6 +20,7 @@
 #define MT_COLLECTIVE_H
 
 #include "backend/backend.h"
+#include "backend/device_collective.h"
 #include "engine/host_state.h"
 
 typedef struct mt_collective mt_collective;
@@ -35,15 +36,16 @@ typedef struct {
 } mt_landing;
 
 struct mt_collective {
-    const char *name; // "host" or "nccl", for messages
+    const char *name; // "host" or the device collective's ("nccl"), for messages
     int n_ranks;
     // Makes the rank's device current on the calling thread (NULL: nothing to do).
     mt_status (*bind)(mt_collective *c, int rank);
-    // Device side, on stream s of the rank's backend once dev_grad (n elements of t) is
-    // complete: reduces it with the other ranks' if the collective does so on the
-    // devices, and says which part [*off, *off + *count) this rank carries to the host.
+    // Device side, once stream s of the rank's backend has made dev_grad (n elements of t)
+    // complete: reduces it with the other ranks' if the collective does so on the devices
+    // (off stream s, which runs on), records `ready` where the part may be read, and says
+    // which part [*off, *off + *count) this rank carries to the host.
     mt_status (*reduce)(mt_collective *c, int rank, mt_backend *be, void *dev_grad, mt_dtype t, size_t n,
-                        mt_stream_id s, size_t *off, size_t *count);
+                        mt_stream_id s, mt_event *ready, size_t *off, size_t *count);
     // Host side: lands the part in u->grad through the host work h (copy on the step's
     // first contribution, add after). Returns 1 when the unit is now final, with *sumsq
     // the sum of squares of the whole reduced gradient.
@@ -55,14 +57,14 @@ struct mt_collective {
     void (*destroy)(mt_collective *c);
 };
 
-// The collective for N ranks on these backends (one per rank, all of one kind): the one
-// the backend's registry row names (cuda: NCCL, refused with a hint in a build without
-// nccl.h), else the host sum (cpu: device memory is host memory). n_units: the model's units.
+// The collective for N ranks on these backends (one per rank, all of one kind): the device
+// collective the backends' registry row offers (cuda: NCCL, refused with a hint in a build
+// without nccl.h), else the host sum (cpu: device memory is host memory). n_units: the model's units.
 mt_status mt_collective_create(mt_backend **bes, int n_ranks, int n_units, mt_collective **out);
 void mt_collective_destroy(mt_collective *c);
 
 mt_status mt_collective_host_create(int n_ranks, int n_units, mt_collective **out);
-// backends/cuda/cuda_nccl.cu, compiled where nccl.h is found (MT_HAVE_NCCL).
-mt_status mt_collective_nccl_create(mt_backend **bes, int n_ranks, int n_units, mt_collective **out);
+// Lands the disjoint parts a device collective leaves each rank; takes dc (destroyed with it).
+mt_status mt_collective_device_create(mt_device_collective *dc, int n_units, mt_collective **out);
 
 #endif

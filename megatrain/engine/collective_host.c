@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "backend/backend_call.h"
 #include "engine/collective.h"
 
 typedef struct {
@@ -20,11 +21,11 @@ typedef struct {
 } host_coll;
 
 static mt_status host_reduce(mt_collective *c, int rank, mt_backend *be, void *dev_grad, mt_dtype t, size_t n,
-                             mt_stream_id s, size_t *off, size_t *count) {
-    (void)c, (void)rank, (void)be, (void)dev_grad, (void)t, (void)s;
+                             mt_stream_id s, mt_event *ready, size_t *off, size_t *count) {
+    (void)c, (void)rank, (void)dev_grad, (void)t;
     *off = 0; // every rank carries the whole unit; the host sums
     *count = n;
-    return MT_OK;
+    return mt_backend_event_record(be, ready, s);
 }
 
 static int host_land(mt_collective *c, const mt_host_work *h, const mt_landing *l, double *sumsq) {

@@ -1,7 +1,5 @@
-// footprint.c: the plan inputs of a run (mt_engine_shape), the memory plan as
-// the sum of the parts' bytes, and the device-memory tally the parts allocate
-// through.
-#include <stdlib.h>
+// footprint.c: the plan inputs of a run (mt_engine_shape) and the memory plan as
+// the sum of the parts' bytes (the tally they allocate through is parts.c).
 
 #include "engine/activations.h"
 #include "engine/ckpt_store.h"
@@ -180,33 +178,4 @@ mt_engine_footprint mt_engine_footprint_of(const mt_config *c, mt_precision p, c
     mt_engine_shape sh;
     mt_engine_shape_init(&sh, c, p, act, o, device_free, backend_caps);
     return sum_parts(&sh);
-}
-
-mt_status mt_devmem_alloc(mt_devmem *dm, size_t bytes, void **out) {
-    if (dm->n == dm->cap) {
-        int cap = dm->cap ? 2 * dm->cap : 64;
-        void **p = realloc(dm->ptrs, sizeof *p * (size_t)cap);
-        if (!p) return mt_fail(MT_ERR_MEMORY, "host memory: the device allocation table");
-        dm->ptrs = p;
-        dm->cap = cap;
-    }
-    size_t rounded = mt_dev_round(bytes);
-    MT_TRY(mt_backend_dev_alloc(dm->be, rounded, out));
-    dm->ptrs[dm->n++] = *out;
-    dm->bytes += rounded;
-    return MT_OK;
-}
-
-void mt_devmem_free_all(mt_devmem *dm) {
-    for (int i = 0; i < dm->n; i++) mt_backend_dev_free(dm->be, dm->ptrs[i]);
-    free(dm->ptrs);
-    dm->ptrs = NULL;
-    dm->n = dm->cap = 0;
-    dm->bytes = 0;
-}
-
-mt_status mt_part_check(const char *part, size_t planned, size_t allocated) {
-    if (planned == allocated) return MT_OK;
-    return mt_fail(MT_ERR_BACKEND, "internal: the %s allocated %zu device bytes but its plan says %zu", part, allocated,
-                   planned);
 }

@@ -151,9 +151,12 @@ static mt_status send(mt_grad_offload *g, int unit_index, const void *dev_grad, 
         dev_free = g->ev_stage_free[k];
     }
     // --gpus N: reduced with the other ranks' (on the devices, or later on the host); this rank sends its part.
+    // A device collective reduces on its own stream: the next layer's backward runs on meanwhile.
     if (g->coll)
-        MT_TRY(g->coll->reduce(g->coll, g->rank, g->be, (void *)src, g->wire, count, MT_STREAM_COMPUTE, &off, &count));
-    MT_TRY(mt_backend_event_record(g->be, g->ev_ready, MT_STREAM_COMPUTE));
+        MT_TRY(g->coll->reduce(g->coll, g->rank, g->be, (void *)src, g->wire, count, MT_STREAM_COMPUTE, g->ev_ready,
+                               &off, &count));
+    else
+        MT_TRY(mt_backend_event_record(g->be, g->ev_ready, MT_STREAM_COMPUTE));
     mt_offload of = {.u = u, .unit = unit_index, .wdt = g->m->wdt,
                      .dev_grad = (const char *)src + off * mt_dtype_size(g->wire), .wire = g->wire,
                      .ready = g->ev_ready, .dev_free = dev_free, .stream = g->d2h, .first = mb == 0,

@@ -51,9 +51,7 @@ typedef struct mt_model {
     int pinned;       // link blocks page-locked (1) or pageable (0)
 } mt_model;
 
-static inline mt_unit *mt_model_embed(mt_model *m) { return &m->units[0]; }
 static inline mt_unit *mt_model_layer(mt_model *m, int i) { return &m->units[1 + i]; }
-static inline mt_unit *mt_model_head(mt_model *m) { return &m->units[m->n_units - 1]; }
 #define MT_UNIT_OF_LAYER(i) (1 + (i)) // unit index of transformer layer i
 
 // Bytes of one unit's link blocks (parameters and gradients: pinned), of its param

@@ -174,8 +174,6 @@ void mt_schedule_resolve(const mt_schedule_desc *entry, const mt_schedule_opts *
 // Sets the activation fields for a recompute policy (not auto): what is kept, and with
 // every layer's input kept, K = 1 and no checkpoint offload.
 void mt_schedule_set_recompute(mt_schedule_desc *d, mt_recompute r);
-// Checks the options a schedule takes (one line naming the option).
-mt_status mt_schedule_opts_validate(const mt_schedule_desc *entry, const mt_schedule_opts *o, const mt_config *c);
 // The dtype gradients cross the link in: f32 when the schedule says so, else the weights' dtype.
 static inline mt_dtype mt_schedule_grad_wire(const mt_schedule_desc *d, mt_dtype wdt) {
     return d->grad_wire_f32 ? MT_F32 : wdt;

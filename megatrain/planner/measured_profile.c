@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "backend/backend_call.h"
+#include "backend/backend_registry.h"
 #include "core/sysinfo.h"
 #include "planner/planner.h"
 

@@ -5,13 +5,26 @@
 // full, the elementwise passes, the speculative window as the engine sizes it).
 #include <stdlib.h>
 
-#include "backends/sim/sim.h"
+#include "backend/backend_registry.h"
 #include "planner/planner.h"
+
+// The registry's virtual-time backend (by its capabilities, not its name) on the profile.
+static mt_status virtual_backend(const char *profile_path, mt_dtype act, mt_backend **out) {
+    *out = NULL;
+    for (int i = 0; i < mt_backend_count(); i++) {
+        const mt_backend_entry *e = mt_backend_at(i);
+        if ((e->caps & MT_CAP_VIRTUAL_TIME) && !(e->caps & MT_CAP_TENSOR_DATA)) {
+            mt_backend_args a = {act, profile_path, 0};
+            return e->create(&a, out);
+        }
+    }
+    return mt_fail(MT_ERR_UNSUPPORTED, "plan: no virtual-time backend is compiled in to price a step");
+}
 
 mt_status mt_plan_sim_step_ms(const mt_config *c, const mt_plan_input *in, const char *profile_path, double *step_ms) {
     mt_dtype act = in->prec == MT_PREC_FP32 ? MT_F32 : MT_BF16;
     mt_backend *be = NULL;
-    MT_TRY(mt_backend_sim_create(profile_path, act, &be));
+    MT_TRY(virtual_backend(profile_path, act, &be));
     mt_schedule_desc sd;
     mt_schedule_resolve(in->eng.schedule, &in->eng.sched, c, &sd);
     mt_model m = {0};

@@ -4,6 +4,7 @@
 // it exercises. Inputs are rounded to the backend's dtypes first, so the reference sees
 // exactly the values the backend reads and only compute and rounding differ.
 #include "op_cases.h"
+#include "backend/backend_registry.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "backend/backend_call.h"
+#include "backend/backend_registry.h"
 
 // A tensor on the backend under test: h = its values as f32 on the host (already
 // rounded to t: what the reference reads), d = the backend's copy in dtype t.

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "backend/backend_call.h"
+#include "backend/backend_registry.h"
+#include "backends/sim/sim.h"
 #include "engine/engine.h"
 #include "model/hardware_profile.h"
 #include "test_util.h"

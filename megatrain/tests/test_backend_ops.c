@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "backend/backend_call.h"
+#include "backend/backend_registry.h"
 #include "model/hardware_profile.h"
 #include "op_cases.h"
 #include "test_util.h"

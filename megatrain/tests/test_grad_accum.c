@@ -16,6 +16,8 @@
 
 #include "backend/backend_call.h"
 #include "test_util.h"
+#include "backend/backend_registry.h"
+#include "backends/cuda/cuda.h"
 
 enum { N = 4096, C = 64, V = 512, CHUNK = 32 }; // 128 chunks, as the head at batch x seq >> chunk
 

@@ -10,6 +10,7 @@
 
 #include "backend/backend_call.h"
 #include "test_util.h"
+#include "backends/cpu/cpu.h"
 
 static mt_backend *be;
 static unsigned long long seed_ctr = 1000;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend_registry.h"
 #include "backends/sim/sim.h"
 #include "engine/engine.h"
 #include "engine/engine_internal.h"

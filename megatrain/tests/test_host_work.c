@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend_registry.h"
+#include "backends/cpu/cpu.h"
 #include "backends/sim/sim.h"
 #include "core/vclock.h"
 #include "engine/host_state.h"

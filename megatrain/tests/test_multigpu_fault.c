@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/backend_registry.h"
 #include "engine/engine.h"
 #include "engine/model_io.h"
 #include "test_util.h"

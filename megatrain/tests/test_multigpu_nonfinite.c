@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend_registry.h"
 #include "engine/engine.h"
 #include "engine/model_io.h"
 #include "test_util.h"

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend/backend_call.h"
+#include "backend/backend_registry.h"
 #include "engine/engine.h"
 #include "engine/model_io.h"
 #include "engine/peer.h"

@@ -19,6 +19,7 @@
 
 #include "backend/backend.h"
 #include "backend/backend_call.h"
+#include "backend/backend_registry.h"
 #include "core/dtype.h"
 #include "test_util.h"
 

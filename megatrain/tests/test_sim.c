@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "backend/backend_call.h"
+#include "backend/backend_registry.h"
 #include "backends/sim/sim.h"
 #include "core/vclock.h"
 #include "engine/engine.h"

@@ -217,8 +217,11 @@ static int cpu_supports(const mt_backend *be, mt_op op, const mt_op_shape *s) {
     }
 }
 
+extern const mt_backend_entry mt_backend_cpu_entry;
+
 static const mt_backend_ops cpu_ops = {
     .name = "cpu",
+    .entry = &mt_backend_cpu_entry,
     .caps = MT_CAP_TENSOR_DATA, // synchronous, f32, host_alloc is plain page-aligned memory
     .destroy = cpu_destroy,
     .device_info = cpu_device_info,

@@ -13,7 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/backend.h"
+#include "backend/backend_impl.h"
+#include "backends/cpu/cpu.h"
 
 // Scratch slots: one growable buffer per purpose, so that one kernel never
 // overwrites the scratch another still reads within the same call.

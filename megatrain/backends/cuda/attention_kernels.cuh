@@ -465,6 +465,34 @@ __global__ void __launch_bounds__(ATTN_MW * 32)
     }
 }
 
+// The backward kernels' first step, one loop over HD for two products of this warp's 16 rows
+// of A (from row a0) with NT*8 rows of B, all shared-memory tiles of leading dimension HD + 8:
+// s = A1 B1^T and dp = A2 B2^T (dq: Q K^T and dO V^T; dkv: K Q^T and V dO^T).
+template <int HD, int NT>
+__device__ __forceinline__ void attn_two_products(float (&s)[NT][4], float (&dp)[NT][4], const mt_bf16 *A1,
+                                                  const mt_bf16 *A2, const mt_bf16 *B1, const mt_bf16 *B2, int a0,
+                                                  int lane) {
+    constexpr int LD = HD + 8, KS = HD / 16;
+    int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < KS; kk++) {
+        uint32_t a1[4], a2[4];
+        attn_ld_a(a1, A1, LD, a0, kk * 16, lane);
+        attn_ld_a(a2, A2, LD, a0, kk * 16, lane);
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            const mt_bf16 *b1 = B1 + (n * 8 + g) * LD + kk * 16 + 2 * t;
+            const mt_bf16 *b2 = B2 + (n * 8 + g) * LD + kk * 16 + 2 * t;
+            attn_mma(s[n], a1, attn_ld32(b1), attn_ld32(b1 + 8));
+            attn_mma(dp[n], a2, attn_ld32(b2), attn_ld32(b2 + 8));
+        }
+    }
+}
+
 template <int HD> static inline size_t attn_mma_dq_smem() {
     return sizeof(mt_bf16) * (size_t)(2 * ATTN_MQ + 2 * ATTN_MK) * (HD + 8);
 }
@@ -475,7 +503,7 @@ template <int HD>
 __global__ void __launch_bounds__(ATTN_MW * 32) attn_dq_mma_kernel(mt_bf16 *dqkv, const mt_bf16 *dout,
                                                                   const mt_bf16 *qkv, const float *lse,
                                                                   const float *Dd, attn_params p) {
-    constexpr int LD = HD + 8, KS = HD / 16, DT = HD / 8, NT = ATTN_MK / 8;
+    constexpr int LD = HD + 8, DT = HD / 8, NT = ATTN_MK / 8;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     mt_bf16 *Qs = reinterpret_cast<mt_bf16 *>(smem_raw), *dOs = Qs + ATTN_MQ * LD, *Ks = dOs + ATTN_MQ * LD,
               *Vs = Ks + ATTN_MK * LD;
@@ -504,23 +532,7 @@ __global__ void __launch_bounds__(ATTN_MW * 32) attn_dq_mma_kernel(mt_bf16 *dqkv
         __syncthreads();
         if (kt > q0 + warp * 16 + 15) continue;
         float s[NT][4], dp[NT][4];
-#pragma unroll
-        for (int n = 0; n < NT; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < KS; kk++) {
-            uint32_t aq[4], ag[4];
-            attn_ld_a(aq, Qs, LD, warp * 16, kk * 16, lane);
-            attn_ld_a(ag, dOs, LD, warp * 16, kk * 16, lane);
-#pragma unroll
-            for (int n = 0; n < NT; n++) {
-                const mt_bf16 *kr = Ks + (n * 8 + g) * LD + kk * 16 + 2 * t;
-                const mt_bf16 *vr = Vs + (n * 8 + g) * LD + kk * 16 + 2 * t;
-                attn_mma(s[n], aq, attn_ld32(kr), attn_ld32(kr + 8));
-                attn_mma(dp[n], ag, attn_ld32(vr), attn_ld32(vr + 8));
-            }
-        }
+        attn_two_products<HD, NT>(s, dp, Qs, dOs, Ks, Vs, warp * 16, lane); // S = Q K^T, dP = dO V^T
 #pragma unroll
         for (int n = 0; n < NT; n++)
 #pragma unroll
@@ -569,7 +581,7 @@ template <int HD>
 __global__ void __launch_bounds__(ATTN_MW * 32) attn_dkv_mma_kernel(mt_bf16 *dqkv, const mt_bf16 *dout,
                                                                    const mt_bf16 *qkv, const float *lse,
                                                                    const float *Dd, attn_params p) {
-    constexpr int LD = HD + 8, KS = HD / 16, DT = HD / 8, NT = ATTN_MQ2 / 8;
+    constexpr int LD = HD + 8, DT = HD / 8, NT = ATTN_MQ2 / 8;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     mt_bf16 *Ks = reinterpret_cast<mt_bf16 *>(smem_raw), *Vs = Ks + ATTN_MK * LD, *Qs = Vs + ATTN_MK * LD,
               *dOs = Qs + ATTN_MQ2 * LD;
@@ -603,23 +615,7 @@ __global__ void __launch_bounds__(ATTN_MW * 32) attn_dkv_mma_kernel(mt_bf16 *dqk
             __syncthreads();
             if (j0 >= p.T || it + ATTN_MQ2 - 1 < j0) continue; // no key, or every query precedes every key
             float s[NT][4], dp[NT][4];
-#pragma unroll
-            for (int n = 0; n < NT; n++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.f;
-#pragma unroll
-            for (int kk = 0; kk < KS; kk++) {
-                uint32_t ak[4], av[4];
-                attn_ld_a(ak, Ks, LD, warp * 16, kk * 16, lane);
-                attn_ld_a(av, Vs, LD, warp * 16, kk * 16, lane);
-#pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    const mt_bf16 *qr = Qs + (n * 8 + g) * LD + kk * 16 + 2 * t;
-                    const mt_bf16 *gr = dOs + (n * 8 + g) * LD + kk * 16 + 2 * t;
-                    attn_mma(s[n], ak, attn_ld32(qr), attn_ld32(qr + 8));
-                    attn_mma(dp[n], av, attn_ld32(gr), attn_ld32(gr + 8));
-                }
-            }
+            attn_two_products<HD, NT>(s, dp, Ks, Vs, Qs, dOs, warp * 16, lane); // S^T = K Q^T, dP^T = V dO^T
             // s -> P^T, dp -> dS^T (rows: keys, columns: queries)
 #pragma unroll
             for (int n = 0; n < NT; n++)

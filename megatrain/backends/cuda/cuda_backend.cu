@@ -5,9 +5,6 @@
 // (which share the GEMM cache and the scratch buffer) from one thread at a time.
 #include "backends/cuda/cuda_internal.h"
 extern "C" {
-#include "engine/collective.h"
-}
-extern "C" {
 #include "core/host_mem.h"
 }
 
@@ -273,9 +270,12 @@ static int cuda_supports(const mt_backend *be, mt_op op, const mt_op_shape *s) {
     }
 }
 
+extern "C" const mt_backend_entry mt_backend_cuda_entry;
+
 static const mt_backend_ops cuda_ops = {
     /*name*/ "cuda",
     /*caps*/ MT_CAP_TENSOR_DATA | MT_CAP_PAGE_LOCKED | MT_CAP_BF16 | MT_CAP_ASYNC | MT_CAP_DEVICE_MEMORY,
+    /*entry*/ &mt_backend_cuda_entry,
     cuda_destroy,
     cuda_device_info,
     cuda_dev_alloc,
@@ -379,13 +379,13 @@ static mt_status cuda_create(const mt_backend_args *a, mt_backend **out) {
     return mt_backend_cuda_create_on(a->act_dtype, a->device, out);
 }
 
-// --gpus N: NCCL reduces the ranks' gradients on the GPUs (cuda_nccl.cu, engine/collective.h).
-static mt_status cuda_collective(mt_backend **bes, int n_ranks, int n_units, struct mt_collective **out) {
+// --gpus N: NCCL reduces the ranks' gradients on the GPUs (cuda_nccl.cu, backend/device_collective.h).
+static mt_status cuda_collective(mt_backend **bes, int n_ranks, mt_device_collective **out) {
     *out = NULL;
 #ifdef MT_HAVE_NCCL
-    return mt_collective_nccl_create(bes, n_ranks, n_units, out);
+    return mt_cuda_nccl_create(bes, n_ranks, out);
 #else
-    (void)bes, (void)n_units;
+    (void)bes;
     return mt_fail(MT_ERR_UNSUPPORTED,
                    "--gpus %d on --backend cuda: needs NCCL to reduce the gradients across the GPUs, and this binary "
                    "was built without it (nccl.h was not found). HINT: install NCCL (libnccl-dev) and rebuild, or run "

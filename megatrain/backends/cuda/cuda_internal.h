@@ -12,10 +12,11 @@
 #include <string.h>
 
 extern "C" {
-#include "backend/backend.h"
+#include "backend/backend_impl.h"
 #include "core/env.h"
 #include "core/sysinfo.h"
 }
+#include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_device.cuh" // mt_bf16, mt_ld/mt_st, mt_warp_sum/max, mt_cuda_blocks
 
@@ -52,6 +53,8 @@ static inline cudaStream_t mt_cuda_compute(mt_backend *be) { return mt_cuda_ctx_
 
 // Returns a scratch buffer of at least `bytes` (grows it: syncs the compute stream first).
 mt_status mt_cuda_scratch(mt_backend *be, size_t bytes, void **out);
+// cuda_nccl.cu (MT_HAVE_NCCL): --gpus N's device collective, NCCL on a stream of its own per rank.
+mt_status mt_cuda_nccl_create(mt_backend **bes, int n_ranks, mt_device_collective **out);
 static inline size_t mt_cuda_align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 // cuda_matmul.cu

@@ -1,11 +1,12 @@
-// cuda_nccl.cu: the collective of --gpus N on CUDA (engine/collective.h), compiled only
-// where NCCL is found (megatrain/CMakeLists.txt). Per unit and micro-batch, on the rank's
-// compute stream once its gradient is complete: an in-place ncclReduceScatter leaves rank r
-// the sum of every rank's elements [r*chunk, (r+1)*chunk); the last rank also takes the
+// cuda_nccl.cu: the device collective of --gpus N on CUDA (backend/device_collective.h),
+// compiled only where NCCL is found (megatrain/CMakeLists.txt). Per unit and micro-batch, once
+// the rank's gradient is complete on its compute stream: an in-place ncclReduceScatter leaves
+// rank r the sum of every rank's elements [r*chunk, (r+1)*chunk); the last rank also takes the
 // remainder (numel mod N) through an in-place ncclReduce rooted at it, so no buffer needs
-// padding. Each rank then carries only its part to the host, into disjoint parts of the
-// host gradient (no host-side order to keep); a unit is final when all N parts of its last
-// micro-batch have landed, its sum of squares the parts' in rank order.
+// padding. The reductions run on a stream of their own per rank, ordered by events: the compute
+// stream goes on with the next layer's backward meanwhile, and since every rank issues its
+// units in the walk's order on that one stream, the order (and so the sum) is fixed as before.
+// The engine lands each rank's part on the host (engine/collective_device.c).
 // NCCL is loaded at run time, as cuDNN is (cudnn_api.h): libnccl.so.2 is not in every CUDA
 // install (the lent GPU machine has it only in PyTorch's wheel) and too big for the GPU
 // bundle, and a link would stop the binary starting where it is absent, even at --gpus 1.
@@ -18,9 +19,6 @@
 #include <stdlib.h>
 
 #include "backends/cuda/cuda_internal.h"
-extern "C" {
-#include "engine/collective.h"
-}
 
 // The entry points megatrain calls, resolved once per process.
 static struct {
@@ -69,12 +67,11 @@ static void nccl_load(void) {
     } while (0)
 
 typedef struct {
-    mt_collective base;
-    ncclComm_t *comm;  // one per rank, from ncclCommInitAll
-    int *dev;          // each rank's CUDA device
-    int n_units;
-    int *arrived;      // per unit: ranks whose last micro-batch has landed this step
-    double *sumsq;     // per unit and rank: the sum of squares of that rank's part
+    mt_device_collective base;
+    ncclComm_t *comm;       // one per rank, from ncclCommInitAll
+    int *dev;               // each rank's CUDA device
+    cudaStream_t *stream;   // per rank: the reductions, apart from the compute stream
+    cudaEvent_t *grad_done; // per rank: the gradient is complete on the stream that made it
     pthread_mutex_t mu;
 } nccl_coll;
 
@@ -82,16 +79,18 @@ static ncclDataType_t nccl_type(mt_dtype t) {
     return t == MT_BF16 ? ncclBfloat16 : t == MT_F16 ? ncclFloat16 : ncclFloat32;
 }
 
-static mt_status nccl_bind(mt_collective *c, int rank) {
+static mt_status nccl_bind(mt_device_collective *c, int rank) {
     MT_CUDA_CHECK(cudaSetDevice(((nccl_coll *)c)->dev[rank]));
     return MT_OK;
 }
 
-static mt_status nccl_reduce(mt_collective *c, int rank, mt_backend *be, void *dev_grad, mt_dtype t, size_t n,
-                             mt_stream_id s, size_t *off, size_t *count) {
+static mt_status nccl_reduce(mt_device_collective *c, int rank, mt_backend *be, void *dev_grad, mt_dtype t, size_t n,
+                             mt_stream_id s, mt_event *ready, size_t *off, size_t *count) {
     nccl_coll *nc = (nccl_coll *)c;
     size_t N = (size_t)c->n_ranks, chunk = n / N, tail = n - chunk * N, es = mt_dtype_size(t);
-    cudaStream_t st = mt_cuda_ctx_of(be)->stream[s];
+    cudaStream_t st = nc->stream[rank];
+    MT_CUDA_CHECK(cudaEventRecord(nc->grad_done[rank], mt_cuda_ctx_of(be)->stream[s]));
+    MT_CUDA_CHECK(cudaStreamWaitEvent(st, nc->grad_done[rank], 0));
     char *g = (char *)dev_grad;
     MT_NCCL_CHECK(nccl.GroupStart());
     if (chunk) // in place: rank r's result lands at its own chunk of the send buffer
@@ -101,36 +100,15 @@ static mt_status nccl_reduce(mt_collective *c, int rank, mt_backend *be, void *d
         MT_NCCL_CHECK(nccl.Reduce(g + N * chunk * es, g + N * chunk * es, tail, nccl_type(t), ncclSum, (int)N - 1,
                                  nc->comm[rank], st));
     MT_NCCL_CHECK(nccl.GroupEnd());
+    MT_CUDA_CHECK(cudaEventRecord(ready->ev, st)); // what carries the part out waits for this, not for compute
     *off = (size_t)rank * chunk;
     *count = chunk + ((size_t)rank == N - 1 ? tail : 0);
     return MT_OK;
 }
 
-static int nccl_land(mt_collective *c, const mt_host_work *h, const mt_landing *l, double *sumsq) {
-    nccl_coll *nc = (nccl_coll *)c;
-    size_t ws = mt_dtype_size(l->wdt);
-    int last = l->mb == l->G - 1;
-    // Disjoint parts: each rank builds its own across the micro-batches, as one rank builds the whole.
-    double sq = h->accumulate(h, (char *)l->u->grad + l->off * ws, l->wdt, l->slab, l->wire, l->count, l->mb == 0,
-                              last);
-    if (!last) return 0;
-    int N = c->n_ranks, final = 0;
-    pthread_mutex_lock(&nc->mu);
-    nc->sumsq[(size_t)l->unit * N + l->rank] = sq;
-    if (++nc->arrived[l->unit] == N) {
-        double total = 0;
-        for (int r = 0; r < N; r++) total += nc->sumsq[(size_t)l->unit * N + r]; // rank order: the same every step
-        nc->arrived[l->unit] = 0;
-        *sumsq = total;
-        final = 1;
-    }
-    pthread_mutex_unlock(&nc->mu);
-    return final;
-}
-
 // A rank failed: the others' collectives would wait on the GPUs for it forever. Aborting the
 // communicators ends them (with errors the walks then report); nothing reduces after this.
-static void nccl_abort(mt_collective *c) {
+static void nccl_abort(mt_device_collective *c) {
     nccl_coll *nc = (nccl_coll *)c;
     pthread_mutex_lock(&nc->mu);
     for (int r = 0; r < c->n_ranks; r++)
@@ -141,19 +119,23 @@ static void nccl_abort(mt_collective *c) {
     pthread_mutex_unlock(&nc->mu);
 }
 
-static void nccl_destroy(mt_collective *c) {
+static void nccl_destroy(mt_device_collective *c) {
     nccl_coll *nc = (nccl_coll *)c;
-    for (int r = 0; r < c->n_ranks && nc->comm; r++)
-        if (nc->comm[r]) nccl.CommDestroy(nc->comm[r]);
+    for (int r = 0; r < c->n_ranks; r++) {
+        if (nc->comm && nc->comm[r]) nccl.CommDestroy(nc->comm[r]);
+        if (nc->dev) cudaSetDevice(nc->dev[r]);
+        if (nc->stream && nc->stream[r]) cudaStreamDestroy(nc->stream[r]);
+        if (nc->grad_done && nc->grad_done[r]) cudaEventDestroy(nc->grad_done[r]);
+    }
     pthread_mutex_destroy(&nc->mu);
     free(nc->comm);
     free(nc->dev);
-    free(nc->arrived);
-    free(nc->sumsq);
+    free(nc->stream);
+    free(nc->grad_done);
     free(nc);
 }
 
-extern "C" mt_status mt_collective_nccl_create(mt_backend **bes, int n_ranks, int n_units, mt_collective **out) {
+mt_status mt_cuda_nccl_create(mt_backend **bes, int n_ranks, mt_device_collective **out) {
     *out = NULL;
     pthread_once(&nccl_once, nccl_load);
     if (nccl_why[0])
@@ -167,16 +149,14 @@ extern "C" mt_status mt_collective_nccl_create(mt_backend **bes, int n_ranks, in
     nc->base.n_ranks = n_ranks;
     nc->base.bind = nccl_bind;
     nc->base.reduce = nccl_reduce;
-    nc->base.land = nccl_land;
     nc->base.abort = nccl_abort;
     nc->base.destroy = nccl_destroy;
-    nc->n_units = n_units;
     nc->comm = (ncclComm_t *)calloc((size_t)n_ranks, sizeof *nc->comm);
     nc->dev = (int *)calloc((size_t)n_ranks, sizeof *nc->dev);
-    nc->arrived = (int *)calloc((size_t)n_units, sizeof *nc->arrived);
-    nc->sumsq = (double *)calloc((size_t)n_units * n_ranks, sizeof *nc->sumsq);
+    nc->stream = (cudaStream_t *)calloc((size_t)n_ranks, sizeof *nc->stream);
+    nc->grad_done = (cudaEvent_t *)calloc((size_t)n_ranks, sizeof *nc->grad_done);
     *out = &nc->base; // destroyed by the caller on failure too
-    if (!nc->comm || !nc->dev || !nc->arrived || !nc->sumsq)
+    if (!nc->comm || !nc->dev || !nc->stream || !nc->grad_done)
         return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the NCCL collective");
     for (int r = 0; r < n_ranks; r++) {
         nc->dev[r] = mt_cuda_ctx_of(bes[r])->device;
@@ -185,6 +165,14 @@ extern "C" mt_status mt_collective_nccl_create(mt_backend **bes, int n_ranks, in
                 return mt_fail(MT_ERR_ARG, "--gpus %d: ranks %d and %d are both on CUDA device %d (one rank per GPU)",
                                n_ranks, q, r, nc->dev[r]);
     }
+    int was = 0;
+    MT_CUDA_CHECK(cudaGetDevice(&was));
+    for (int r = 0; r < n_ranks; r++) { // each on its rank's device
+        MT_CUDA_CHECK(cudaSetDevice(nc->dev[r]));
+        MT_CUDA_CHECK(cudaStreamCreateWithFlags(&nc->stream[r], cudaStreamNonBlocking));
+        MT_CUDA_CHECK(cudaEventCreateWithFlags(&nc->grad_done[r], cudaEventDisableTiming));
+    }
+    MT_CUDA_CHECK(cudaSetDevice(was));
     MT_NCCL_CHECK(nccl.CommInitAll(nc->comm, n_ranks, nc->dev));
     return MT_OK;
 }

@@ -76,6 +76,10 @@
 
 // The simulator prices with a megatrain.hardware/1 profile (mt_hw_profile,
 // model/hardware_profile.h), loaded by mt_backend_sim_create.
+// The simulator prices every op with the hardware profile at `profile_path`
+// (experiments/hardware/NAME.json).
+mt_status mt_backend_sim_create(const char *profile_path, mt_dtype act_dtype, mt_backend **out);
+unsigned mt_backend_sim_caps(void); // its ops table's caps
 
 // ---- the cost model: pure functions (milliseconds) ----
 // backward: one of a layer's backward GEMMs (matmul_bwd's dinp or dw).
@@ -103,6 +107,7 @@ typedef struct {
     double compute_busy_ms, h2d_busy_ms, d2h_busy_ms; // = stream_busy_ms[...], named for callers
     double link_busy_ms[2];                // per copy direction (H2D, D2H), whatever the stream
     double link_bytes[2];
+    double collective_busy_ms;             // the device collective's reductions, on a stream of their own
     double flops;                          // GEMM + attention FLOPs executed
     double makespan_ms;                    // latest end of any GPU op or host work
     int n_host_lanes;                      // host threads that did priced work

@@ -19,11 +19,6 @@
 #include "backends/sim/sim_internal.h"
 #include "core/vclock.h"
 
-struct mt_event {
-    double t_ms;
-    int recorded;
-};
-
 #define DEV_BASE ((uintptr_t)0x0100000000000000ull) // outside any user address space: never dereferenced
 #define DEV_ALIGN 256u
 #define PROT_NONE_MIN_BYTES (64u << 20) // below this a host block must be real memory (staging buffers)
@@ -425,8 +420,11 @@ static mt_status sim_set_attention(mt_backend *be, int impl) {
     return mt_sim_set_attention_kernel(be, mt_attn_kernel_name((mt_attn_impl)impl, be->act_dtype == MT_BF16));
 }
 
+extern const mt_backend_entry mt_backend_sim_entry;
+
 static const mt_backend_ops sim_ops = {
     .name = "sim",
+    .entry = &mt_backend_sim_entry,
     .caps = MT_CAP_VIRTUAL_TIME | MT_CAP_BF16 | MT_CAP_ASYNC | MT_CAP_DEVICE_MEMORY, // no tensor data; host unbacked
     .destroy = sim_destroy,
     .device_info = sim_device_info,
@@ -482,6 +480,7 @@ const mt_backend_entry mt_backend_sim_entry = {
     .summary = "a simulated GPU priced by a hardware profile (--hardware); virtual time, no data",
     .caps = MT_CAP_VIRTUAL_TIME | MT_CAP_BF16 | MT_CAP_ASYNC | MT_CAP_DEVICE_MEMORY,
     .create = sim_create,
+    .collective = mt_sim_collective_create,
 };
 
 // The timeline starts at 0 on the creating thread (its virtual clock is reset).

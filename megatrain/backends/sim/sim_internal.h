@@ -9,11 +9,17 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "backend/backend_impl.h"
 #include "backends/sim/sim.h"
 
 // Lanes of the timeline: 0..2 the streams, MT_NUM_STREAMS + i host thread i.
 #define MT_SIM_HOST_LANE0 MT_NUM_STREAMS
 #define MT_SIM_TRACE_CAP 4000000 // ops kept for the trace (~190 MB); stats count past it
+
+struct mt_event {
+    double t_ms;
+    int recorded;
+};
 
 typedef struct {
     double start, end; // virtual ms
@@ -69,6 +75,9 @@ void mt_sim_record_locked(mt_sim_ctx *c, int lane, const char *name, double star
                           int unit);
 // The calling thread's host lane (assigned on first use; `kind` names it). Caller holds ctx->mu.
 int mt_sim_host_lane_locked(mt_sim_ctx *c, const char *kind);
+
+// The registry row's device collective (sim_collective.c): --gpus N's reduce-scatter priced.
+mt_status mt_sim_collective_create(mt_backend **bes, int n_ranks, mt_device_collective **out);
 
 // The layer kernels' entries (sim_kernels.c): each prices its op, touches no data.
 mt_status mt_sim_op_embedding_fwd(mt_backend *be, void *out, const int32_t *ids, const void *wte, mt_dtype wdt, int N,

@@ -1,0 +1,2 @@
+// Wrong way: the cuda backend is below the engine.
+#include "engine/host_state.h"

@@ -1,0 +1,2 @@
+// Wrong way: core is the ground floor.
+#include "model/config.h"

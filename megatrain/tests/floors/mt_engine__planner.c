@@ -1,0 +1,2 @@
+// Wrong way: the engine is below the planner.
+#include "planner/planner.h"

@@ -1,0 +1,2 @@
+// Wrong way: the CLI is above the planner.
+#include "cli/options.h"
