@@ -95,7 +95,7 @@ mt_status mt_devopt_create(mt_model *m, mt_backend *be, const unsigned char *on,
     if (!mt_backend_supports(be, MT_OP_ADAMW) || !mt_backend_supports(be, MT_OP_GRAD_ADD) ||
         !mt_backend_supports(be, MT_OP_GRAD_SUMSQ))
         return mt_fail(MT_ERR_UNSUPPORTED, "--device-optimizer: the %s backend has no device AdamW; use off",
-                       be->ops->name);
+                       mt_backend_name(be));
     mt_devopt *d = calloc(1, sizeof *d);
     if (!d) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the device optimizer");
     *out = d;

@@ -1,7 +1,7 @@
 // device_optimizer_plan.c: the split (--device-optimizer, engine/device_optimizer.h) as a
 // plan sees it: the units the engine would choose against the plan's GPU memory, and their
 // bytes. The engine's own choice (engine.c devopt_choose) with the plan's free memory.
-#include "backends/sim/sim.h"
+#include "model/hardware_profile.h"
 #include "engine/device_optimizer.h"
 #include "planner/planner.h"
 

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "backend/backend_call.h"
+#include "backend/backend_impl.h"
+#include "backend/backend_registry.h"
 #include "optim/adamw.h"
 #include "optim/grad_ops.h"
 #include "test_util.h"

@@ -69,7 +69,6 @@
 #define MT_SIM_KERNEL_MIN_MS 0.002         // assumed: shortest GPU op, launch-to-retire (part A: mt-microbench launch/cuda/add kernel_min_us)
 #define MT_SIM_GEMM_HALF_MACS 1073741824.0 // assumed: M*N*K at which a GEMM reaches half its large-GEMM rate
 #define MT_SIM_GEMM_FULL_DIM 64.0          // assumed: smallest dimension that fills tensor-core tiles
-#define MT_SIM_HBM_EFF 0.8                 // assumed: streaming kernels reach ~80% of datasheet HBM bandwidth
 #define MT_SIM_MAX_LANES 16                // host thread lanes in stats and trace
 #define MT_SIM_ADAMW_PAPER_BYTES 22.0      // harness/microbench/adamw.c: bytes per parameter (paper 12+10)
 #define MT_SIM_ADAMW_WIDE_BYTES 28.0       // the same for mixed (14+14) and fp32 (16+12)
