@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """calibrate_profile.py: a hardware profile calibrated from mt-microbench.
 
-usage: calibrate_profile.py BASE_PROFILE.json [MICROBENCH.json] [--attention ROWS.jsonl ...]
-                            [--cpu-optimizers ROWS.jsonl]
-                            [--env ENV.json] [--name NAME] [--out FILE] [--no-env]
+usage: python3 -m harness.calibrate_profile BASE_PROFILE.json [MICROBENCH.json] [--attention ROWS.jsonl ...]
+                                               [--cpu-optimizers ROWS.jsonl]
+                                               [--env ENV.json] [--name NAME] [--out FILE] [--no-env]
 
 Writes BASE_PROFILE (experiments/hardware/README.md, schema megatrain.hardware/1)
 with every figure that MICROBENCH.json (Google Benchmark JSON from build/bin/
@@ -85,8 +85,8 @@ import re
 import statistics
 import sys
 
-import calibrate_gpu_rates as gpu_rates
-from resultslib import safepath, schema
+from . import calibrate_gpu_rates as gpu_rates
+from .resultslib import safepath, schema
 
 SCHEMA = "megatrain.hardware/1"
 PROG = "calibrate_profile"
