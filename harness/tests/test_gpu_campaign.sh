@@ -347,7 +347,7 @@ print(json.dumps({"dry": runner.step_attention_profile(empty, st, empty.path("lo
 shutil.rmtree(ctx.work, ignore_errors=True)
 shutil.rmtree(empty.work, ignore_errors=True)
 PY
-python3 "$tmp/attn_step.py" "$tmp/attn_out" > "$tmp/attn_step.json" 2> "$tmp/attn_step.err" || true
+python3 - "$tmp/attn_out" < "$tmp/attn_step.py" > "$tmp/attn_step.json" 2> "$tmp/attn_step.err" || true
 if jq -e -s '.[0].status == "ok" and .[0].tables == ["cudnn", "native", "torch_sdpa"] and .[0].sourced and
            (.[1].dry[0] == "skipped") and (.[1].dry[1] | test("need a CUDA device"))' \
      "$tmp/attn_step.json" > /dev/null 2>&1; then
