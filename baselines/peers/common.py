@@ -60,7 +60,7 @@ from .peer_model import (ModelSpec, adamw_param_groups, build_model, check_host_
 from .peer_results import (ENV_KEYS, RESULT_KEYS, SCHEMA, append_jsonl, collect_env, emit_row,  # noqa: F401
                            dense_peak_tflops, error_row, make_row, peak_host_bytes, report,
                            step_stats_ms, throughput, write_jsonl)
-from harness import resultslib
+from harness import resultslib  # after peer_base: T0 counts from the first import
 from harness.resultslib import TIMING_RULE, load_avg  # noqa: F401  (the rule of every timing; the 1-minute load average)
 
 

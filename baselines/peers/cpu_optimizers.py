@@ -56,8 +56,8 @@ import subprocess
 import sys
 import time
 
-from . import common  # (log, skip, the load average, the env block: stdlib only)
-from harness.resultslib import spread as stats  # (median, min, max)
+from . import common  # first (T0): log, skip, the load average, the env block; stdlib only
+from harness.resultslib import spread as stats  # median, min, max
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

@@ -23,7 +23,7 @@ import sys
 
 from .common import REPO, die
 from .. import resultslib
-from ..calibrate_gpu_rates import KERNELS  # (the kernels the sim prices by bytes)
+from ..calibrate_gpu_rates import KERNELS  # the kernels the sim prices by bytes
 
 SIM_H = os.path.join(REPO, "megatrain", "backends", "sim", "sim.h")
 DEFINE = re.compile(r"^#define\s+(MT_SIM_\w+)\s+(\S+)\s*//\s*(assumed|measured|derived)[^:]*:\s*(.*)$")

@@ -35,8 +35,8 @@ import time
 
 from . import common, sweeps
 from .common import REPO
-from .megatrain_cli import Runner, RunError, Unreached  # (running the CLI)
-from .one_config import blank_row, run_config  # (one configuration into its row)
+from .megatrain_cli import Runner, RunError, Unreached  # running the CLI
+from .one_config import blank_row, run_config  # one configuration into its row
 from .. import resultslib
 from ..resultslib import load_avg as host_load
 from .sweeps import config_key, expand, label
