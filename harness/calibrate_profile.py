@@ -376,6 +376,7 @@ class Calibration:
         self.attn_changed = []  # (table, old points, new points)
         self.notes = []
         self.gemm, self.work = {}, {}  # what cal_gemm and cal_gpu_rates found, for what follows them
+        self.figures = ()  # the figures of the calibrator running (CALIBRATORS)
         # The sim's GEMM size factor (sim.h) at (M, N, K): efficiencies are calibrated through it.
         self.consts, self.sim_note = sim_constants()
 
@@ -383,6 +384,8 @@ class Calibration:
         return "measured: mt-microbench %s, %s, %s" % (what, self.utc, self.gpu)
 
     def set_fig(self, path, value, source):
+        if not any(path == f or path.startswith(f + ".") for f in self.figures):  # the table says who sets what
+            raise AssertionError("%s set by the calibrator of %s" % (path, ", ".join(self.figures)))
         put(self.new, path, value)
         self.src[path] = source
         self.changed.append((path, get(self.old, path), value))
@@ -677,19 +680,20 @@ def cal_env(c):
                                                            "after encoding)"))
 
 
-# The calibrators, one per figure of the profile (or family of figures set together), in the
-# order they run: a later one may read what an earlier one set (cal_gpu_rates the GEMM rows).
+# The calibrators, one per figure of the profile (or family of figures set together) and the
+# figures each sets (set_fig holds it to them), in the order they run: a later one may read what
+# an earlier one set (cal_gpu_rates the GEMM rows; the engine's AdamW pass over the microbench's).
 CALIBRATORS = (
-    ("link.{h2d,d2h}_gbps.{pinned,pageable}", cal_link_copies),
-    ("link.duplex_factor", cal_link_duplex),
-    ("host.mem_gbps", cal_host_mem),
-    ("host.grad_sumsq_gbps", cal_grad_sumsq),
-    ("host.adamw_gbps, host.adamw_params_per_s (mt-microbench)", cal_adamw_microbench),
-    ("host.adamw_gbps, host.adamw_params_per_s, host.cpu_optimizers (--cpu-optimizers)", cal_adamw_engine),
-    ("gpu.gemm_efficiency", cal_gemm),
-    ("gpu.gemm_bwd_efficiency, gpu.kernel_gbps", cal_gpu_rates),
-    ("gpu.attention_work_tflops, gpu.attention_tflops", cal_attention),
-    ("host.cpu_cores, host.numa_nodes, host.mem_bytes, link.theory_gbps (the env block)", cal_env),
+    (("link.h2d_gbps", "link.d2h_gbps"), cal_link_copies),
+    (("link.duplex_factor",), cal_link_duplex),
+    (("host.mem_gbps",), cal_host_mem),
+    (("host.grad_sumsq_gbps",), cal_grad_sumsq),
+    (("host.adamw_gbps", "host.adamw_params_per_s"), cal_adamw_microbench),
+    (("host.adamw_gbps", "host.adamw_params_per_s", "host.cpu_optimizers"), cal_adamw_engine),
+    (("gpu.gemm_efficiency",), cal_gemm),
+    (("gpu.gemm_bwd_efficiency", "gpu.kernel_gbps"), cal_gpu_rates),
+    (("gpu.attention_work_tflops", "gpu.attention_tflops"), cal_attention),
+    (("host.cpu_cores", "host.numa_nodes", "host.mem_bytes", "link.theory_gbps"), cal_env),
 )
 
 
@@ -784,7 +788,8 @@ def write(c):
 
 def main(argv):
     c = load_inputs(parse_args(argv))
-    for _, calibrate in CALIBRATORS:
+    for figures, calibrate in CALIBRATORS:
+        c.figures = figures
         calibrate(c)
     a = c.a
     if a.microbench and not c.changed and not c.work:
