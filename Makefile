@@ -37,11 +37,11 @@ reproduce-refresh: build
 # The sim on the calibrated profile against every measured GPU configuration (harness/sweep/sim_check.py):
 # fails when a row that validates the current engine is outside ±10%; rewrites results/sim_validation.json.
 sim-check: build
-	python3 harness/sweep/sim_check.py
+	python3 -m harness.sweep.sim_check
 
 # The sim's models of DeepSpeed, FSDP2 and the official code against their measured rows (within 15%).
 peer-check: build
-	python3 harness/sweep/peer_check.py
+	python3 -m harness.sweep.peer_check
 
 clean:
 	rm -rf $(BUILD) build-aarch64

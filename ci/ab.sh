@@ -148,7 +148,7 @@ rounds() {
   done
   [ -s "$out" ] || die "no benchmark matched --bench '$bench_re'"
 }
-stats() { python3 "$root/ci/ab_stats.py" --threshold "$threshold" "$@"; }
+stats() { PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" python3 -m ci.ab_stats --threshold "$threshold" "$@"; }
 
 say "A = $dir_a, B = $dir_b; $rounds rounds, each A and B in turn, threads ${OMP_NUM_THREADS:-default}"
 rounds "$tmp/rows.jsonl" measure

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ab_stats.py: the verdicts of ci/ab.sh from its per-round rows.
 
-    python3 ci/ab_stats.py [--threshold PCT] [--seed N] [--suspects FILE] ROWS.jsonl
+    python3 -m ci.ab_stats [--threshold PCT] [--seed N] [--suspects FILE] ROWS.jsonl
 
 ROWS: one JSON object a line, {"round": R, "side": "a"|"b", "bench": NAME, "ms": T} (a: REV_A).
 Per benchmark the rounds are paired (A and B of one round ran back to back): the ratio

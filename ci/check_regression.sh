@@ -67,8 +67,9 @@ for f in "$results" "${baselines[@]}"; do
     die "$f: not JSON Lines (one JSON object per line)"
 done
 # every row through the one schema check the Python readers apply (finite figures, min <= median <= max)
-python3 "$(dirname "$0")/../harness/resultslib/validate_rows.py" --baseline "$results" "${baselines[@]}" ||
-  die "a row above is not a results row; HINT: python3 harness/resultslib/validate_rows.py --baseline FILE"
+PYTHONPATH="$(cd "$(dirname "$0")/.." && pwd)${PYTHONPATH:+:$PYTHONPATH}" \
+  python3 -m harness.resultslib.validate_rows --baseline "$results" "${baselines[@]}" ||
+  die "a row above is not a results row; HINT: python3 -m harness.resultslib.validate_rows --baseline FILE"
 [ -n "$(jq -c . "$results" | head -1)" ] || die "$results: no rows"
 
 # Shared jq definitions: the match key (no machine in it) and the machine a row ran on.

@@ -44,18 +44,18 @@ export MT_CAMPAIGN_T0=${MT_CAMPAIGN_T0:-$(date +%s.%N)}
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$(pwd)
 PY=${PYTHON:-python3}
-M=ci/gpu_campaign/main.py
+M=ci.gpu_campaign.main  # run as a module from the repo root (above)
 usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; }
 [ $# -ge 1 ] || { usage >&2; exit 2; }
 
 case "$1" in
   -h|--help) usage; exit 0 ;;
-  --list) shift; exec "$PY" "$M" list "$@" ;;
+  --list) shift; exec "$PY" -m "$M" list "$@" ;;
   --next-plan) [ $# -ge 2 ] || { echo "gpu_campaign: --next-plan GPU-NAME [--budget S]" >&2; exit 2; }
-               gpu=$2; shift 2; exec "$PY" "$M" next --plan-only --gpu "$gpu" "$@" ;;
-  --check) [ $# = 2 ] || { echo "gpu_campaign: --check DIR" >&2; exit 2; }; exec "$PY" "$M" check "$2" ;;
-  --file) shift; [ $# -ge 1 ] || { echo "gpu_campaign: --file DIR..." >&2; exit 2; }; exec "$PY" "$M" file "$@" ;;
-  --regenerate) exec "$PY" "$M" regenerate ;;
+               gpu=$2; shift 2; exec "$PY" -m "$M" next --plan-only --gpu "$gpu" "$@" ;;
+  --check) [ $# = 2 ] || { echo "gpu_campaign: --check DIR" >&2; exit 2; }; exec "$PY" -m "$M" check "$2" ;;
+  --file) shift; [ $# -ge 1 ] || { echo "gpu_campaign: --file DIR..." >&2; exit 2; }; exec "$PY" -m "$M" file "$@" ;;
+  --regenerate) exec "$PY" -m "$M" regenerate ;;
   --dry-run)
     [ $# -ge 2 ] || { echo "gpu_campaign: --dry-run PART [--out DIR]" >&2; exit 2; }
     part=$2; shift 2
@@ -71,8 +71,8 @@ case "$1" in
     done
     export MT_BIN=${MT_BIN:-$ROOT/build/bin}
     [ -x "$MT_BIN/megatrain" ] || { echo "gpu_campaign: $MT_BIN/megatrain not found; HINT: make build" >&2; exit 2; }
-    [ "$part" = next ] && exec "$PY" "$M" next --dry-run --out "$out" "${extra[@]}"
-    exec "$PY" "$M" run "$part" --dry-run --out "$out" "${extra[@]}" ;;
+    [ "$part" = next ] && exec "$PY" -m "$M" next --dry-run --out "$out" "${extra[@]}"
+    exec "$PY" -m "$M" run "$part" --dry-run --out "$out" "${extra[@]}" ;;
   -*) echo "gpu_campaign: unknown option '$1' (see --help)" >&2; exit 2 ;;
 esac
 
@@ -106,11 +106,11 @@ export MT_CAMPAIGN_PRELUDE=$BUNDLE/prelude.log
   # commit (tracked files edited since) makes them dirty, and file_rows.py refuses dirty rows.
   export MT_BIN=$BUNDLE/bin MT_GIT_SHA=$(cat "$BUNDLE/GIT_SHA") MT_GIT_DIRTY=$(cat "$BUNDLE/GIT_DIRTY")
   if [ -f "$BUNDLE/TREE" ]; then
-    export MT_TREE_CHECK=$("$PY" "$M" tree-check "$BUNDLE/TREE")
+    export MT_TREE_CHECK=$("$PY" -m "$M" tree-check "$BUNDLE/TREE")
     case "$MT_TREE_CHECK" in 0) ;; *) MT_GIT_DIRTY=1; echo "gpu_campaign: WARNING: $MT_TREE_CHECK: rows count as dirty" ;; esac
   fi
   echo "gpu_campaign: bundle $MT_GIT_SHA (dirty $MT_GIT_DIRTY), $(du -sh "$BUNDLE" | cut -f1) unpacked in $BUNDLE"
 } 2> "$MT_CAMPAIGN_PRELUDE" 1>&2
 cat "$MT_CAMPAIGN_PRELUDE" >&2
-[ "$part" = next ] && exec "$PY" "$M" next --out "$OUT" "${extra[@]}"
-exec "$PY" "$M" run "$part" --out "$OUT" "${extra[@]}"
+[ "$part" = next ] && exec "$PY" -m "$M" next --out "$OUT" "${extra[@]}"
+exec "$PY" -m "$M" run "$part" --out "$OUT" "${extra[@]}"

@@ -117,9 +117,9 @@ mkdir -p "$RESULTS"
 step "megatrain $version; path: $path; results: $RESULTS; host: $host"
 [ "$refresh" = 1 ] && step "--refresh: the committed results/, plots/ and README/REPRODUCE blocks are rewritten"
 
-sweep() { "$PY" harness/sweep/run.py --out-dir "$RESULTS" $force "$@"; }
+sweep() { "$PY" -m harness.sweep.run --out-dir "$RESULTS" $force "$@"; }
 
-list=$("$PY" harness/sweep/sweeps.py --list "$path") || { echo "reproduce: cannot list the sweeps" >&2; exit 2; }
+list=$("$PY" -m harness.sweep.sweeps --list "$path") || { echo "reproduce: cannot list the sweeps" >&2; exit 2; }
 # sections: env, microbenchmarks, each sweep, export, compare, spans, the plots, claims (+ docs)
 N=$(( 2 + $(grep -c . <<< "$list") + 3 + plots + 1 + refresh ))
 
@@ -158,7 +158,7 @@ profile=""
 if [ "$path" = gpu ]; then
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
   # the profile whose gpu.name_match the GPU's name meets, else the one marked "*" (h100-128g)
-  profile=$("$PY" -c 'import sys; sys.path.insert(0, "harness"); import resultslib
+  profile=$("$PY" -c 'import sys; from harness import resultslib
 print(resultslib.profile_of_gpu(sys.argv[1], fallback=True))' "$gpu")
   step "GPU: $gpu (profile for the paired projections: $profile)"
 fi
@@ -190,17 +190,17 @@ plot_all() {
 }
 
 # (e) figures: the data the sweeps declare, then every plots/*.gp
-run "export results -> $PLOTS/data/*.tsv" "$PY" harness/sweep/export.py --results "$RESULTS" --out "$PLOTS/data"
+run "export results -> $PLOTS/data/*.tsv" "$PY" -m harness.sweep.export --results "$RESULTS" --out "$PLOTS/data"
 # one model and batch on every hardware profile (plan --compare, with the sim's error band where
 # results/sim_validation.json has one): the data of plots/compare.gp, made beside the figure
 band=()
 [ -f "$RESULTS/sim_validation.json" ] && band=(env MT_SIM_VALIDATION="$RESULTS/sim_validation.json")
 run "plan --compare over experiments/hardware -> $PLOTS/out/compare.{jsonl,tsv,gpi}" \
-  "${band[@]}" "$PY" harness/plan_compare.py --bin "$BIN" --out "$PLOTS/out"
+  "${band[@]}" "$PY" -m harness.plan_compare --bin "$BIN" --out "$PLOTS/out"
 # the sim against the measured GPU steps span by span (make sim-check's spans): plots/spans.gp's data
 if [ -f "$RESULTS/sim_validation.json" ]; then
   run "sim_validation.json spans -> $PLOTS/out/spans.{tsv,gpi}" \
-    "$PY" harness/sweep/span_check.py --export "$RESULTS/sim_validation.json" --out "$PLOTS/out"
+    "$PY" -m harness.sweep.span_check --export "$RESULTS/sim_validation.json" --out "$PLOTS/out"
 else
   k=$((k + 1))  # no spans section here: it still counts in N
 fi
@@ -219,7 +219,7 @@ fi
 
 # (f) the claims table, computed from the results files; rows this run made say "this run"
 run "claims table -> $RESULTS/claims.md" \
-  "$PY" harness/sweep/claims.py --results "$RESULTS" --since "$START_UTC" --markdown "$RESULTS/claims.md" --brief
+  "$PY" -m harness.sweep.claims --results "$RESULTS" --since "$START_UTC" --markdown "$RESULTS/claims.md" --brief
 
 # (g) how long this took, and the figures in README.md / REPRODUCE.md regenerated from
 # the files (a CTest test checks they match)
@@ -227,7 +227,7 @@ step "done in $(elapsed)"
 printf '{"schema":"megatrain.reproduce/1","path":"%s","host":"%s","wall_s":%d,"failed_steps":%d,"sections":[%s],"env":%s}\n' \
   "$path" "$host" $(( $(date +%s) - T0 )) ${#failed[@]} "$sections_json" "$("$BIN/mt-env")" > "$RESULTS/reproduce_$path.json"
 if [ "$refresh" = 1 ]; then
-  run "README.md / REPRODUCE.md figures from results/" "$PY" harness/sweep/docs.py --write
+  run "README.md / REPRODUCE.md figures from results/" "$PY" -m harness.sweep.docs --write
 else
   echo "reproduce: this run is in $RUN (results/, plots/out/, results/claims.md); the checkout is unchanged." \
     "To commit its figures: make reproduce-refresh" >&2

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """calibrate_profile.py: a hardware profile calibrated from mt-microbench.
 
-usage: calibrate_profile.py BASE_PROFILE.json [MICROBENCH.json] [--attention ROWS.jsonl ...]
-                            [--cpu-optimizers ROWS.jsonl]
-                            [--env ENV.json] [--name NAME] [--out FILE] [--no-env]
+usage: python3 -m harness.calibrate_profile BASE_PROFILE.json [MICROBENCH.json] [--attention ROWS.jsonl ...]
+                                               [--cpu-optimizers ROWS.jsonl]
+                                               [--env ENV.json] [--name NAME] [--out FILE] [--no-env]
 
 Writes BASE_PROFILE (experiments/hardware/README.md, schema megatrain.hardware/1)
 with every figure that MICROBENCH.json (Google Benchmark JSON from build/bin/
@@ -85,8 +85,8 @@ import re
 import statistics
 import sys
 
-import calibrate_gpu_rates as gpu_rates
-from resultslib import safepath, schema
+from . import calibrate_gpu_rates as gpu_rates
+from .resultslib import safepath, schema
 
 SCHEMA = "megatrain.hardware/1"
 PROG = "calibrate_profile"
@@ -360,7 +360,42 @@ def fmt(v):
     return "%.4g" % v
 
 
-def main(argv):
+class Calibration:
+    """What the calibrators share: the inputs, the profile being written (new) beside the base
+    as read (old) and its sources, and what changed, in the order set (the summary's rows)."""
+
+    def __init__(self, a, prof, env, mb, rows, adam, attn):
+        self.a, self.env, self.mb, self.adam, self.attn = a, env, mb, adam, attn
+        self.runs = Runs(rows)
+        self.utc = env["utc"]
+        self.gpu = env.get("gpu_name") or "no GPU"
+        self.old = json.loads(json.dumps(prof))
+        self.new = prof
+        self.src = prof["sources"]
+        self.changed = []  # (figure, old, new)
+        self.attn_changed = []  # (table, old points, new points)
+        self.notes = []
+        self.gemm, self.work = {}, {}  # what cal_gemm and cal_gpu_rates found, for what follows them
+        self.figures = ()  # the figures of the calibrator running (CALIBRATORS)
+        # The sim's GEMM size factor (sim.h) at (M, N, K): efficiencies are calibrated through it.
+        self.consts, self.sim_note = sim_constants()
+
+    def measured(self, what):
+        return "measured: mt-microbench %s, %s, %s" % (what, self.utc, self.gpu)
+
+    def set_fig(self, path, value, source):
+        if not any(path == f or path.startswith(f + ".") for f in self.figures):  # the table says who sets what
+            raise AssertionError("%s set by the calibrator of %s" % (path, ", ".join(self.figures)))
+        put(self.new, path, value)
+        self.src[path] = source
+        self.changed.append((path, get(self.old, path), value))
+
+    def sim_factor(self, k):
+        w = float(k[0]) * k[1] * k[2]
+        return w / (w + self.consts["MT_SIM_GEMM_HALF_MACS"]) * min(1.0, min(k) / self.consts["MT_SIM_GEMM_FULL_DIM"])
+
+
+def parse_args(argv):
     ap = argparse.ArgumentParser(prog="calibrate_profile.py",
                                  description="A hardware profile with the figures mt-microbench measured.")
     ap.add_argument("base", metavar="BASE_PROFILE.json")
@@ -374,8 +409,11 @@ def main(argv):
     ap.add_argument("--out", help="write here (default: stdout)")
     ap.add_argument("--no-env", action="store_true",
                     help="keep host.cpu_cores/numa_nodes/mem_bytes and link.theory_gbps from the base")
-    a = ap.parse_args(argv)
+    return ap.parse_args(argv)
 
+
+def load_inputs(a):
+    """The Calibration of the inputs, each checked; dies (exit 1) naming the bad one."""
     try:
         if a.out:  # never written over what it reads (the base, a link to it, any input)
             if os.path.isdir(a.out):
@@ -404,34 +442,21 @@ def main(argv):
             raise InputError("%s: no attention/<kernel>/fwd_bwd row with a time (the lab failed or was skipped?)" %
                              ", ".join(a.attention))
         if len(attn) > ATTN_MAX_KERNELS:
-            raise InputError("%d attention implementations, the profile holds at most %d" % (len(attn), ATTN_MAX_KERNELS))
+            raise InputError("%d attention implementations, the profile holds at most %d"
+                             % (len(attn), ATTN_MAX_KERNELS))
     except (InputError, safepath.PathError) as e:
         die(str(e))
+    return Calibration(a, prof, env, mb, rows, adam, attn)
 
-    runs = Runs(rows)
-    utc = env["utc"]
-    gpu = env.get("gpu_name") or "no GPU"
-    old = json.loads(json.dumps(prof))
-    new = prof
-    src = new["sources"]
-    changed = []  # (figure, old, new)
-    notes = []
 
-    def measured(what):
-        return "measured: mt-microbench %s, %s, %s" % (what, utc, gpu)
-
-    def set_fig(path, value, source):
-        put(new, path, value)
-        src[path] = source
-        changed.append((path, get(old, path), value))
-
-    # --- the link: copy/cuda/<mode>/<dir>/<bytes>
+def cal_link_copies(c):
+    """link.{h2d,d2h}_gbps.{pinned,pageable}: copy/cuda/<mode>/<dir>/<bytes>, the largest copy."""
     for d in ("h2d", "d2h"):
         for mode in ("pinned", "pageable"):
-            fam = runs.family("copy/cuda/%s/%s" % (mode, d), 1, "gbps")
+            fam = c.runs.family("copy/cuda/%s/%s" % (mode, d), 1, "gbps")
             if not fam:
-                fam = {k: v / 1e9 for k, v in runs.family("copy/cuda/%s/%s" % (mode, d), 1,
-                                                           "bytes_per_second").items()}
+                fam = {k: v / 1e9 for k, v in c.runs.family("copy/cuda/%s/%s" % (mode, d), 1,
+                                                             "bytes_per_second").items()}
             if not fam:
                 continue
             n = max(fam)[0]
@@ -439,10 +464,14 @@ def main(argv):
             if n < BIG_COPY:
                 warn("%s: the largest copy measured is %d MiB (< 256 MiB): it understates the link" %
                      (name, n >> 20))
-            reps = runs.reps(name)
-            set_fig("link.%s_gbps.%s" % (d, mode), round(fam[(n,)], 2),
-                    measured(name + (" (median of %d repetitions)" % reps if reps > 1 else "")))
+            reps = c.runs.reps(name)
+            c.set_fig("link.%s_gbps.%s" % (d, mode), round(fam[(n,)], 2),
+                      c.measured(name + (" (median of %d repetitions)" % reps if reps > 1 else "")))
 
+
+def cal_link_duplex(c):
+    """link.duplex_factor: both directions at once against h2d alone, at the largest size with both."""
+    runs = c.runs
     bidir = runs.family("copy/cuda/pinned/bidir", 1, "h2d_gbps")
     solo = {k: gbps_of(runs, "copy/cuda/pinned/h2d/%d" % k[0]) for k in bidir}
     both = sorted(k for k in bidir if solo[k])
@@ -454,213 +483,258 @@ def main(argv):
         if f > 1.0:
             how += " (%.3f, capped at 1)" % f
             f = 1.0
-        set_fig("link.duplex_factor", round(f, 3), measured(how))
+        c.set_fig("link.duplex_factor", round(f, 3), c.measured(how))
         d2h_b = runs.value(bname, "d2h_gbps")
         d2h_s = gbps_of(runs, "copy/cuda/pinned/d2h/%d" % n)
         agg = gbps_of(runs, bname)
         if d2h_b and d2h_s:
-            notes.append("duplex, d2h side: %s d2h_gbps / d2h solo = %.3f (the profile uses the h2d side)" %
-                         (bname, d2h_b / d2h_s))
+            c.notes.append("duplex, d2h side: %s d2h_gbps / d2h solo = %.3f (the profile uses the h2d side)" %
+                           (bname, d2h_b / d2h_s))
         if agg and d2h_s:
-            notes.append("duplex, aggregate: %s gbps / (h2d + d2h solo) = %.3f" % (bname, agg / (solo[(n,)] + d2h_s)))
+            c.notes.append("duplex, aggregate: %s gbps / (h2d + d2h solo) = %.3f" % (bname, agg / (solo[(n,)] + d2h_s)))
     elif bidir:
         warn("copy/cuda/pinned/bidir measured without a copy/cuda/pinned/h2d run of the same size: "
              "link.duplex_factor kept")
 
-    # --- host memory: triad (STREAM convention), else memcpy x 2
-    triad = runs.family("triad", 1, "bytes_per_second")
-    memcpy = runs.family("memcpy", 1, "bytes_per_second")
+
+def cal_host_mem(c):
+    """host.mem_gbps: triad (STREAM convention), else memcpy x 2."""
+    triad = c.runs.family("triad", 1, "bytes_per_second")
+    memcpy = c.runs.family("memcpy", 1, "bytes_per_second")
     if triad:
         n = max(triad)[0]
-        set_fig("host.mem_gbps", round(triad[(n,)] / 1e9, 2), measured("triad/%d bytes_per_second" % n))
+        c.set_fig("host.mem_gbps", round(triad[(n,)] / 1e9, 2), c.measured("triad/%d bytes_per_second" % n))
     elif memcpy:
         n = max(memcpy)[0]
-        set_fig("host.mem_gbps", round(2 * memcpy[(n,)] / 1e9, 2),
-                measured("memcpy/%d, 2 x bytes_per_second (read + write traffic; no triad row)" % n))
+        c.set_fig("host.mem_gbps", round(2 * memcpy[(n,)] / 1e9, 2),
+                  c.measured("memcpy/%d, 2 x bytes_per_second (read + write traffic; no triad row)" % n))
     if memcpy and triad:
         n = max(memcpy)[0]
-        notes.append("memcpy/%d: %.2f GB/s copied = %.2f GB/s of traffic (triad: %.2f)" %
-                     (n, memcpy[(n,)] / 1e9, 2 * memcpy[(n,)] / 1e9, get(new, "host.mem_gbps")))
+        c.notes.append("memcpy/%d: %.2f GB/s copied = %.2f GB/s of traffic (triad: %.2f)" %
+                       (n, memcpy[(n,)] / 1e9, 2 * memcpy[(n,)] / 1e9, get(c.new, "host.mem_gbps")))
 
-    # --- the gradient drain's sum of squares alone (the engine's pass; else the sim prices it at the triad's)
-    sumsq = runs.family("grad_sumsq/bf16", 1, "bytes_per_second")
+
+def cal_grad_sumsq(c):
+    """host.grad_sumsq_gbps: the gradient drain's sum of squares alone (the engine's pass; else the
+    sim prices it at the triad's)."""
+    sumsq = c.runs.family("grad_sumsq/bf16", 1, "bytes_per_second")
     if sumsq:
         n = max(sumsq)[0]
-        set_fig("host.grad_sumsq_gbps", round(sumsq[(n,)] / 1e9, 2),
-                measured("grad_sumsq/bf16/%d bytes_per_second (one read of the gradients)" % n))
+        c.set_fig("host.grad_sumsq_gbps", round(sumsq[(n,)] / 1e9, 2),
+                  c.measured("grad_sumsq/bf16/%d bytes_per_second (one read of the gradients)" % n))
 
-    # --- host AdamW per mode
+
+def cal_adamw_microbench(c):
+    """host.adamw_gbps.<mode>, host.adamw_params_per_s.<mode>: mt-microbench adamw/<mode>."""
     for m in MODES:
-        fam = runs.family("adamw/" + m, 1, "bytes_per_second")
+        fam = c.runs.family("adamw/" + m, 1, "bytes_per_second")
         if not fam:
             continue
         n = max(fam)[0]
         name = "adamw/%s/%d" % (m, n)
-        bpp = get(new, "host.adamw_bytes_per_param." + m)
-        bpp_mb = runs.value(name, "bytes_per_param")
+        bpp = get(c.new, "host.adamw_bytes_per_param." + m)
+        bpp_mb = c.runs.value(name, "bytes_per_param")
         if bpp_mb is not None and abs(bpp_mb - bpp) > 1e-9:
             warn("%s counts %g bytes/param, the profile %g: params/s derived with the profile's" % (name, bpp_mb, bpp))
         gbps = round(fam[(n,)] / 1e9, 2)
-        set_fig("host.adamw_gbps." + m, gbps, measured(name + " bytes_per_second"))
-        pps = runs.value(name, "params_per_s")
-        set_fig("host.adamw_params_per_s." + m, int(round(gbps * 1e9 / bpp)),
-                measured(name + " params_per_s%s = adamw_gbps * 1e9 / adamw_bytes_per_param" %
-                         (" %.4g" % pps if pps else "")))
+        c.set_fig("host.adamw_gbps." + m, gbps, c.measured(name + " bytes_per_second"))
+        pps = c.runs.value(name, "params_per_s")
+        c.set_fig("host.adamw_params_per_s." + m, int(round(gbps * 1e9 / bpp)),
+                  c.measured(name + " params_per_s%s = adamw_gbps * 1e9 / adamw_bytes_per_param" %
+                             (" %.4g" % pps if pps else "")))
 
-    # --- host AdamW from the engine's own pass (cpu_optimizers.py), over adamw/* above
-    if adam:
-        e = adam["env"]
-        gbps = round(adam["bytes_per_s"] / 1e9, 2)
-        what = ("measured: baselines/peers/cpu_optimizers.py megatrain_adamw_paper, %s (n_params %d = %.1fx the "
-                "last-level cache, %d threads, median of %d rounds: %.4g params/s x %d B/param), %s, %s host, "
-                "engine at %s" % (os.path.basename(a.cpu_optimizers), adam["n_params"], adam.get("n_over_llc") or 0,
-                                  adam["threads"], adam.get("repeats") or 0, adam["params_per_s"],
-                                  adam["bytes_per_param"], e.get("utc"), e.get("gpu_name") or "no GPU",
-                                  e.get("git_sha")))
-        for m in MODES:
-            bpp = get(new, "host.adamw_bytes_per_param." + m)
-            set_fig("host.adamw_gbps." + m, gbps, what if m == "paper" else
-                    "assumed: host.adamw_gbps.paper's GB/s for %s's %g B/param (no %s row of the engine's pass); "
-                    "paper: %s" % (m, bpp, m, what[len("measured: "):]))
-            set_fig("host.adamw_params_per_s." + m, int(round(gbps * 1e9 / bpp, -7)),
-                    "derived: host.adamw_gbps.%s * 1e9 / adamw_bytes_per_param.%s (rounded to 1e7)" % (m, m))
-        # the peers' CPU optimizers measured beside it on this host price the peer models (engine/peer.c)
-        set_fig("host.cpu_optimizers", os.path.relpath(os.path.abspath(a.cpu_optimizers), REPO),
-                what.replace("megatrain_adamw_paper", "every row (the peers' CPU optimizers beside megatrain_adamw_paper)"))
 
-    # The sim's GEMM size factor (sim.h) at (M, N, K): efficiencies are calibrated through it.
-    consts, note = sim_constants()
-    peak = get(new, "gpu.peak_tflops.bf16")
+def cal_adamw_engine(c):
+    """host.adamw_gbps/params_per_s (every mode) and host.cpu_optimizers: the engine's own pass
+    (cpu_optimizers.py), over the microbench's adamw/* above."""
+    adam, a = c.adam, c.a
+    if not adam:
+        return
+    e = adam["env"]
+    gbps = round(adam["bytes_per_s"] / 1e9, 2)
+    what = ("measured: baselines/peers/cpu_optimizers.py megatrain_adamw_paper, %s (n_params %d = %.1fx the "
+            "last-level cache, %d threads, median of %d rounds: %.4g params/s x %d B/param), %s, %s host, "
+            "engine at %s" % (os.path.basename(a.cpu_optimizers), adam["n_params"], adam.get("n_over_llc") or 0,
+                              adam["threads"], adam.get("repeats") or 0, adam["params_per_s"],
+                              adam["bytes_per_param"], e.get("utc"), e.get("gpu_name") or "no GPU",
+                              e.get("git_sha")))
+    for m in MODES:
+        bpp = get(c.new, "host.adamw_bytes_per_param." + m)
+        c.set_fig("host.adamw_gbps." + m, gbps, what if m == "paper" else
+                  "assumed: host.adamw_gbps.paper's GB/s for %s's %g B/param (no %s row of the engine's pass); "
+                  "paper: %s" % (m, bpp, m, what[len("measured: "):]))
+        c.set_fig("host.adamw_params_per_s." + m, int(round(gbps * 1e9 / bpp, -7)),
+                  "derived: host.adamw_gbps.%s * 1e9 / adamw_bytes_per_param.%s (rounded to 1e7)" % (m, m))
+    # the peers' CPU optimizers measured beside it on this host price the peer models (engine/peer.c)
+    c.set_fig("host.cpu_optimizers", os.path.relpath(os.path.abspath(a.cpu_optimizers), REPO),
+              what.replace("megatrain_adamw_paper",
+                           "every row (the peers' CPU optimizers beside megatrain_adamw_paper)"))
 
-    def sim_factor(k):
-        w = float(k[0]) * k[1] * k[2]
-        return w / (w + consts["MT_SIM_GEMM_HALF_MACS"]) * min(1.0, min(k) / consts["MT_SIM_GEMM_FULL_DIM"])
 
-    # --- GEMM efficiency: bf16 at the largest shape, against the dense peak
-    gemm = runs.family("gemm/cuda/bf16", 3, "tflops")
-    if gemm:
-        if note:
-            notes.append(note)
-        flops = {k: 2.0 * k[0] * k[1] * k[2] for k in gemm}
-        top = max(flops.values())
-        shapes = sorted(k for k in gemm if flops[k] == top)
+def cal_gemm(c):
+    """gpu.gemm_efficiency: bf16 at the largest shape, against the dense peak through the sim's size factor."""
+    gemm = c.gemm = c.runs.family("gemm/cuda/bf16", 3, "tflops")
+    if not gemm:
+        return
+    peak = get(c.new, "gpu.peak_tflops.bf16")
+    if c.sim_note:
+        c.notes.append(c.sim_note)
+    flops = {k: 2.0 * k[0] * k[1] * k[2] for k in gemm}
+    top = max(flops.values())
+    shapes = sorted(k for k in gemm if flops[k] == top)
 
-        eff = statistics.mean(gemm[k] / (peak * sim_factor(k)) for k in shapes)
-        names = " and ".join("gemm/cuda/bf16/%d/%d/%d" % k for k in shapes)
-        tf = statistics.mean(gemm[k] for k in shapes)
-        how = "%s: %.1f TFLOP/s%s / peak_tflops.bf16 %g / sim size factor %.4f" % (
-            names, tf, " (mean)" if len(shapes) > 1 else "", peak, statistics.mean(sim_factor(k) for k in shapes))
-        if eff > 1.0:
-            how += " (%.3f, capped at 1)" % eff
-            eff = 1.0
-        set_fig("gpu.gemm_efficiency", round(eff, 4), measured(how))
-        for k in sorted(gemm):
-            notes.append("gemm/cuda/bf16/%d/%d/%d: %.1f TFLOP/s = %.3f of the bf16 peak" % (k + (gemm[k], gemm[k] / peak)))
-        f32 = runs.family("gemm/cuda/f32", 3, "tflops")
-        for k in sorted(f32):
-            notes.append("gemm/cuda/f32/%d/%d/%d: %.1f TFLOP/s = %.3f of the fp32 peak %g (not in the profile)" %
-                         (k + (f32[k], f32[k] / get(new, "gpu.peak_tflops.fp32"), get(new, "gpu.peak_tflops.fp32"))))
+    eff = statistics.mean(gemm[k] / (peak * c.sim_factor(k)) for k in shapes)
+    names = " and ".join("gemm/cuda/bf16/%d/%d/%d" % k for k in shapes)
+    tf = statistics.mean(gemm[k] for k in shapes)
+    how = "%s: %.1f TFLOP/s%s / peak_tflops.bf16 %g / sim size factor %.4f" % (
+        names, tf, " (mean)" if len(shapes) > 1 else "", peak, statistics.mean(c.sim_factor(k) for k in shapes))
+    if eff > 1.0:
+        how += " (%.3f, capped at 1)" % eff
+        eff = 1.0
+    c.set_fig("gpu.gemm_efficiency", round(eff, 4), c.measured(how))
+    for k in sorted(gemm):
+        c.notes.append("gemm/cuda/bf16/%d/%d/%d: %.1f TFLOP/s = %.3f of the bf16 peak"
+                       % (k + (gemm[k], gemm[k] / peak)))
+    f32 = c.runs.family("gemm/cuda/f32", 3, "tflops")
+    for k in sorted(f32):
+        c.notes.append("gemm/cuda/f32/%d/%d/%d: %.1f TFLOP/s = %.3f of the fp32 peak %g (not in the profile)" %
+                       (k + (f32[k], f32[k] / get(c.new, "gpu.peak_tflops.fp32"), get(c.new, "gpu.peak_tflops.fp32"))))
 
-    # --- the optional measured GPU rates (calibrate_gpu_rates.py): backward GEMMs, memory-bound
-    # kernels, attention by work; a malformed row of theirs is bad input
+
+def cal_gpu_rates(c):
+    """gpu.gemm_bwd_efficiency and gpu.kernel_gbps.<kernel>: the optional measured GPU rates
+    (calibrate_gpu_rates.py; attention by work is read here too, cal_attention files it); a
+    malformed row of theirs is bad input."""
+    peak = get(c.new, "gpu.peak_tflops.bf16")
     try:
-        bwd = gpu_rates.gemm_bwd(runs, peak, sim_factor, notes)
-        kern = gpu_rates.kernels(runs, notes)
-        work = gpu_rates.attention_work(runs, notes)
+        bwd = gpu_rates.gemm_bwd(c.runs, peak, c.sim_factor, c.notes)
+        kern = gpu_rates.kernels(c.runs, c.notes)
+        c.work = gpu_rates.attention_work(c.runs, c.notes)
     except gpu_rates.RowError as e:
-        die("%s: %s" % (a.microbench, e))
+        die("%s: %s" % (c.a.microbench, e))
     if bwd:
-        if note and not gemm:
-            notes.append(note)
-        set_fig("gpu.gemm_bwd_efficiency", round(bwd[0], 4), measured(bwd[1]))
-        fwd = get(new, "gpu.gemm_efficiency")
-        notes.append("gpu.gemm_bwd_efficiency / gpu.gemm_efficiency = %.3f (backward GEMMs against forward ones)"
-                     % (bwd[0] / fwd))
+        if c.sim_note and not c.gemm:
+            c.notes.append(c.sim_note)
+        c.set_fig("gpu.gemm_bwd_efficiency", round(bwd[0], 4), c.measured(bwd[1]))
+        fwd = get(c.new, "gpu.gemm_efficiency")
+        c.notes.append("gpu.gemm_bwd_efficiency / gpu.gemm_efficiency = %.3f (backward GEMMs against forward ones)"
+                       % (bwd[0] / fwd))
     for k, (gbps, name, base) in kern.items():
         if base:  # derived from another kernel's measurement (rope_bwd: rope_fwd's kernel)
             how = ("derived: gpu.kernel_gbps.%s, the same kernel (megatrain/backends/cuda/cuda_rope.cu rope<DIR>, "
-                   "run in place both ways); %s: %s" % (base, base, measured(name + " sim_gbps")[len("measured: "):]))
+                   "run in place both ways); %s: %s" % (base, base, c.measured(name + " sim_gbps")[len("measured: "):]))
         else:
-            how = measured(name + " sim_gbps (the sim's bytes of the call per second)")
-        set_fig("gpu.kernel_gbps." + k, round(gbps, 1), how)
-        hbm = get(new, "gpu.hbm_gbps")
+            how = c.measured(name + " sim_gbps (the sim's bytes of the call per second)")
+        c.set_fig("gpu.kernel_gbps." + k, round(gbps, 1), how)
+        hbm = get(c.new, "gpu.hbm_gbps")
         if not base and gbps > hbm:
             warn("%s: %.0f GB/s in the sim's byte count is above gpu.hbm_gbps %g: the count exceeds the kernel's "
                  "traffic (or caches served it); the sim prices the count at the measured rate all the same"
                  % (name, gbps, hbm))
 
-    # --- attention per implementation (merged into what the base measured before)
-    attn_changed = []
-    if work:
-        tables = new["gpu"].setdefault("attention_work_tflops", {})
-        for k, (table, names) in work.items():
-            attn_changed.append(("gpu.attention_work_tflops." + k, tables.get(k), table))
+
+def cal_attention(c):
+    """gpu.attention_work_tflops.<kernel> and gpu.attention_tflops.<kernel>: attention per
+    implementation, merged into what the base measured before."""
+    if c.work:
+        tables = c.new["gpu"].setdefault("attention_work_tflops", {})
+        for k, (table, names) in c.work.items():
+            c.attn_changed.append(("gpu.attention_work_tflops." + k, tables.get(k), table))
             tables[k] = table
-            src["gpu.attention_work_tflops." + k] = measured(
+            c.src["gpu.attention_work_tflops." + k] = c.measured(
                 "%s tflops (label %s; causal forward + backward at B*NH*T^2 = %s)"
                 % (", ".join(names), k, ", ".join(str(p[0]) for p in table)))
         if len(tables) > ATTN_MAX_KERNELS:
             die("gpu.attention_work_tflops: %d implementations with the base's, the profile holds at most %d" %
                 (len(tables), ATTN_MAX_KERNELS))
-    if attn:
-        tables = new["gpu"].setdefault("attention_tflops", {})
-        for k, (table, where) in attn.items():
-            attn_changed.append(("gpu.attention_tflops." + k, tables.get(k), table))
+    if c.attn:
+        tables = c.new["gpu"].setdefault("attention_tflops", {})
+        for k, (table, where) in c.attn.items():
+            c.attn_changed.append(("gpu.attention_tflops." + k, tables.get(k), table))
             tables[k] = table
-            src["gpu.attention_tflops." + k] = ("measured: attention/%s/fwd_bwd, causal forward + backward, %s, %s, %s"
-                                                % (k, where, utc, gpu))
+            c.src["gpu.attention_tflops." + k] = (
+                "measured: attention/%s/fwd_bwd, causal forward + backward, %s, %s, %s" % (k, where, c.utc, c.gpu))
         if len(tables) > ATTN_MAX_KERNELS:
             die("gpu.attention_tflops: %d implementations with the base's, the profile holds at most %d" %
                 (len(tables), ATTN_MAX_KERNELS))
 
-    # --- the env block
-    if not a.no_env:
-        def env_src(key, extra=""):
-            return "measured: mt-microbench context.mt_env %s%s, %s, %s" % (key, extra, utc, gpu)
-        for path, key, extra in (("host.cpu_cores", "cpu_cores", " (topology)"),
-                                 ("host.numa_nodes", "numa_nodes", " (topology)"),
-                                 ("host.mem_bytes", "host_mem_bytes", " (topology: total host memory)")):
-            v = env.get(key)
-            if is_num(v) and v > 0:
-                set_fig(path, int(v), env_src(key, extra))
-        v = env.get("pcie_gbps")
-        if is_num(v) and v > 0 and new["link"]["kind"].startswith("pcie"):
-            set_fig("link.theory_gbps", round(v, 1), env_src("pcie_gbps", " (nvidia-smi max link gen x width, "
-                                                             "after encoding)"))
 
-    if a.microbench and not changed and not work:
-        die("%s: no benchmark in it measures a profile figure (copy/cuda, gemm/cuda/bf16, gemm_bwd/cuda/bf16, "
-            "kernel/cuda/bf16, attention/cuda/bf16, triad, memcpy, adamw, grad_sumsq/bf16)" % a.microbench)
+def cal_env(c):
+    """host.cpu_cores, host.numa_nodes, host.mem_bytes and link.theory_gbps: the microbench's env
+    block (unless --no-env)."""
+    if c.a.no_env:
+        return
+    env = c.env
 
-    # A parent source ("host.adamw_gbps") that no longer covers any figure goes.
-    for k in list(src):
+    def env_src(key, extra=""):
+        return "measured: mt-microbench context.mt_env %s%s, %s, %s" % (key, extra, c.utc, c.gpu)
+    for path, key, extra in (("host.cpu_cores", "cpu_cores", " (topology)"),
+                             ("host.numa_nodes", "numa_nodes", " (topology)"),
+                             ("host.mem_bytes", "host_mem_bytes", " (topology: total host memory)")):
+        v = env.get(key)
+        if is_num(v) and v > 0:
+            c.set_fig(path, int(v), env_src(key, extra))
+    v = env.get("pcie_gbps")
+    if is_num(v) and v > 0 and c.new["link"]["kind"].startswith("pcie"):
+        c.set_fig("link.theory_gbps", round(v, 1), env_src("pcie_gbps", " (nvidia-smi max link gen x width, "
+                                                           "after encoding)"))
+
+
+# The calibrators, one per figure of the profile (or family of figures set together) and the
+# figures each sets (set_fig holds it to them), in the order they run: a later one may read what
+# an earlier one set (cal_gpu_rates the GEMM rows; the engine's AdamW pass over the microbench's).
+CALIBRATORS = (
+    (("link.h2d_gbps", "link.d2h_gbps"), cal_link_copies),
+    (("link.duplex_factor",), cal_link_duplex),
+    (("host.mem_gbps",), cal_host_mem),
+    (("host.grad_sumsq_gbps",), cal_grad_sumsq),
+    (("host.adamw_gbps", "host.adamw_params_per_s"), cal_adamw_microbench),
+    (("host.adamw_gbps", "host.adamw_params_per_s", "host.cpu_optimizers"), cal_adamw_engine),
+    (("gpu.gemm_efficiency",), cal_gemm),
+    (("gpu.gemm_bwd_efficiency", "gpu.kernel_gbps"), cal_gpu_rates),
+    (("gpu.attention_work_tflops", "gpu.attention_tflops"), cal_attention),
+    (("host.cpu_cores", "host.numa_nodes", "host.mem_bytes", "link.theory_gbps"), cal_env),
+)
+
+
+def drop_covered_sources(c):
+    """A parent source ("host.adamw_gbps") that no longer covers any figure goes."""
+    for k in list(c.src):
         leaves = [p for p in NUM_PATHS if p.startswith(k + ".")]
-        if leaves and all(p in src for p in leaves):
-            del src[k]
+        if leaves and all(p in c.src for p in leaves):
+            del c.src[k]
 
+
+def describe(c):
+    """The profile's name and description; returns the name. The description ends in what was
+    calibrated when: "(calibrated: ...)" for the microbench, "(attention measured: ...)" for the
+    labs; a new run replaces its own note, keeps the other."""
+    a, new = c.a, c.new
     name = a.name or (os.path.basename(a.out)[:-5] if a.out and a.out.endswith(".json") else None) or new["name"]
     new["name"] = name
-    # The description ends in what was calibrated when: "(calibrated: ...)" for the microbench,
-    # "(attention measured: ...)" for the labs; a new run replaces its own note, keeps the other.
     desc = new.get("description") or ""
     notes_in = dict(re.findall(r"\((calibrated|attention measured): ([^)]*)\)", desc))
     desc = re.sub(r"(\s*\((calibrated|attention measured): [^)]*\))+$", "", desc)
     if a.microbench:
-        notes_in["calibrated"] = "mt-microbench %s, %s" % (utc, gpu)
-    if attn:
-        notes_in["attention measured"] = "%s, %s" % (utc, gpu)
+        notes_in["calibrated"] = "mt-microbench %s, %s" % (c.utc, c.gpu)
+    if c.attn:
+        notes_in["attention measured"] = "%s, %s" % (c.utc, c.gpu)
     for k in ("calibrated", "attention measured"):
         if k in notes_in:
             desc += " (%s: %s)" % (k, notes_in[k])
     new["description"] = desc
+    return name
 
-    # --- warnings about what the profile now says
+
+def warn_profile(c):
+    """Warnings about what the profile now says."""
+    env, old, new, changed = c.env, c.old, c.new, c.changed
     pg = (get(old, "gpu.name") or "").lower()
     if env.get("gpu_name") and env["gpu_name"].lower() not in pg:
         warn("the microbench ran on '%s' but the base profile is for '%s': peaks (and gemm_efficiency against them) "
              "may be the wrong variant's" % (env["gpu_name"], get(old, "gpu.name")))
     if not env.get("gpu_name"):
-        if any(c[0].startswith(("link.", "gpu.")) for c in changed):
+        if any(ch[0].startswith(("link.", "gpu.")) for ch in changed):
             warn("GPU figures measured but the env block names no GPU")
         else:
             warn("no GPU in this run: only host figures were calibrated, and they describe %s (%s cores), "
@@ -672,15 +746,18 @@ def main(argv):
             warn("link.%s_gbps: pageable %g > pinned %g" % (d, l[d + "_gbps"]["pageable"], l[d + "_gbps"]["pinned"]))
         if l[d + "_gbps"]["pinned"] > l["theory_gbps"]:
             warn("link.%s_gbps.pinned %g > link.theory_gbps %g" % (d, l[d + "_gbps"]["pinned"], l["theory_gbps"]))
-    measured_link = any(c[0].startswith("link.") and c[0] != "link.theory_gbps" for c in changed)
-    if not measured_link and "copy/cuda/*" in str(mb["context"].get("skipped", "")):
-        notes.append("no copy/cuda rows (%s): link figures kept" % mb["context"]["skipped"])
-    for e in runs.errors:
+    measured_link = any(ch[0].startswith("link.") and ch[0] != "link.theory_gbps" for ch in changed)
+    if not measured_link and "copy/cuda/*" in str(c.mb["context"].get("skipped", "")):
+        c.notes.append("no copy/cuda rows (%s): link figures kept" % c.mb["context"]["skipped"])
+    for e in c.runs.errors:
         warn("ignored, error_occurred: %s" % e)
 
-    # --- summary table on stderr
-    w = max([len(c[0]) for c in changed] + [len(k) for k, _, _ in attn_changed] + [6])
-    lines = ["%s: %s <- %s (%s, %s)" % (PROG, name, os.path.basename(a.base), utc, gpu),
+
+def summary(c, name):
+    """The summary table, on stderr: every figure changed, old and new."""
+    changed, attn_changed = c.changed, c.attn_changed
+    w = max([len(ch[0]) for ch in changed] + [len(k) for k, _, _ in attn_changed] + [6])
+    lines = ["%s: %s <- %s (%s, %s)" % (PROG, name, os.path.basename(c.a.base), c.utc, c.gpu),
              "%-*s  %14s  %14s  %8s" % (w, "figure", "old", "new", "change")]
     for path, o, n in changed:
         ch = "%+.1f%%" % (100.0 * (n - o) / o) if is_num(o) and o else "-"
@@ -690,21 +767,39 @@ def main(argv):
             return "%d pts, %.3g-%.3g" % (len(t), min(p[1] for p in t), max(p[1] for p in t)) if t else "-"
         keys = ("W %.3g-%.3g" if "work" in k else "T %d-%d") % (n[0][0], n[-1][0])  # B*NH*T^2, or T
         lines.append("%-*s  %14s  %14s  %8s" % (w, k, span(o), span(n), keys))
-    kept = [p for p in NUM_PATHS if p not in {c[0] for c in changed}]
+    kept = [p for p in NUM_PATHS if p not in {ch[0] for ch in changed}]
     lines.append("kept from the base (not measured): %s" % (", ".join(kept) if kept else "none"))
-    for n in notes:
+    for n in c.notes:
         lines.append("note: " + n)
     print("\n".join(lines), file=sys.stderr)
 
-    text = json.dumps(new, indent=2, ensure_ascii=False) + "\n"
-    if a.out:
+
+def write(c):
+    text = json.dumps(c.new, indent=2, ensure_ascii=False) + "\n"
+    if c.a.out:
         try:
-            safepath.write_bytes(a.out, text.encode("utf-8"))
+            safepath.write_bytes(c.a.out, text.encode("utf-8"))
         except (OSError, safepath.PathError) as e:  # a folder, a place that cannot be written
-            die("%s: cannot write: %s" % (a.out, e.strerror or e))
-        print("%s: wrote %s" % (PROG, a.out), file=sys.stderr)
+            die("%s: cannot write: %s" % (c.a.out, e.strerror or e))
+        print("%s: wrote %s" % (PROG, c.a.out), file=sys.stderr)
     else:
         sys.stdout.write(text)
+
+
+def main(argv):
+    c = load_inputs(parse_args(argv))
+    for figures, calibrate in CALIBRATORS:
+        c.figures = figures
+        calibrate(c)
+    a = c.a
+    if a.microbench and not c.changed and not c.work:
+        die("%s: no benchmark in it measures a profile figure (copy/cuda, gemm/cuda/bf16, gemm_bwd/cuda/bf16, "
+            "kernel/cuda/bf16, attention/cuda/bf16, triad, memcpy, adamw, grad_sumsq/bf16)" % a.microbench)
+    drop_covered_sources(c)
+    name = describe(c)
+    warn_profile(c)
+    summary(c, name)
+    write(c)
     return 0
 
 

@@ -2,7 +2,7 @@
 """plan_compare.py: the data of plots/compare.gp: `megatrain plan --compare` over every
 hardware profile in experiments/hardware, for a few fixed configurations.
 
-    python3 harness/plan_compare.py [--bin build/bin] [--out plots/out]
+    python3 -m harness.plan_compare [--bin build/bin] [--out plots/out]
 
 Writes OUT/compare.jsonl (the plan's JSON lines, one per configuration and profile, as
 printed), OUT/compare.tsv (one block per configuration: a row per profile) and
@@ -20,6 +20,8 @@ import math
 import os
 import subprocess
 import sys
+
+from .resultslib import safepath
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -74,8 +76,6 @@ def main():
     if not profiles:
         sys.exit("plan_compare: no profiles in experiments/hardware (run from the repository root)")
     binary = os.path.join(a.bin, "megatrain")
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from resultslib import safepath
     try:  # its three files are none of what it reads, nor among the profiles
         if os.path.exists(a.out) and not os.path.isdir(a.out):
             raise safepath.PathError(f"--out {a.out} is a file, not a folder")

@@ -28,6 +28,6 @@ do for [FMT in "png svg"] {
   } else {
     set title "One model and batch on every hardware profile (megatrain plan --compare)"
     set xrange [0:1]; set yrange [0:1]
-    set label 1 "no data: run python3 harness/plan_compare.py (make reproduce does)" at graph 0.5, 0.5 center; plot NaN notitle; unset label 1
+    set label 1 "no data: run python3 -m harness.plan_compare (make reproduce does)" at graph 0.5, 0.5 center; plot NaN notitle; unset label 1
   }
 }

@@ -48,20 +48,20 @@ import os
 import sys
 from typing import Callable, Optional
 
-import peer_base  # noqa: F401  (first: T0, and harness/ on sys.path)
-from peer_base import (BETA1, BETA2, EPS, GRAD_CLIP, LR, MIN_STEPS, MIN_WARMUP, ROOT, T0,  # noqa: F401
-                       WEIGHT_DECAY, PeerError, log, skip)
-from peer_data import TokenBatches  # noqa: F401
-from peer_loop import (Phases, phase_fields, run_and_report, run_timed, timing_fields,  # noqa: F401
-                       train_step_torch)
-from peer_model import (ModelSpec, adamw_param_groups, build_model, check_host_budget,  # noqa: F401
-                        checkpoint_each_layer, chunked_ce_mean, count_params, count_params_meta,
-                        decoder_layers, host_mem_available, load_config, make_loss_model, work_fields)
-from peer_results import (ENV_KEYS, RESULT_KEYS, SCHEMA, append_jsonl, collect_env, emit_row,  # noqa: F401
-                          dense_peak_tflops, error_row, make_row, peak_host_bytes, report,
-                          step_stats_ms, throughput, write_jsonl)
-import resultslib  # noqa: E402
-from resultslib import TIMING_RULE, load_avg  # noqa: F401  (the rule of every timing; the 1-minute load average)
+from . import peer_base  # noqa: F401  (first: T0 counts from here)
+from .peer_base import (BETA1, BETA2, EPS, GRAD_CLIP, LR, MIN_STEPS, MIN_WARMUP, ROOT, T0,  # noqa: F401
+                        WEIGHT_DECAY, PeerError, log, skip)
+from .peer_data import TokenBatches  # noqa: F401
+from .peer_loop import (Phases, phase_fields, run_and_report, run_timed, timing_fields,  # noqa: F401
+                        train_step_torch)
+from .peer_model import (ModelSpec, adamw_param_groups, build_model, check_host_budget,  # noqa: F401
+                         checkpoint_each_layer, chunked_ce_mean, count_params, count_params_meta,
+                         decoder_layers, host_mem_available, load_config, make_loss_model, work_fields)
+from .peer_results import (ENV_KEYS, RESULT_KEYS, SCHEMA, append_jsonl, collect_env, emit_row,  # noqa: F401
+                           dense_peak_tflops, error_row, make_row, peak_host_bytes, report,
+                           step_stats_ms, throughput, write_jsonl)
+from harness import resultslib  # after peer_base: T0 counts from the first import
+from harness.resultslib import TIMING_RULE, load_avg  # noqa: F401  (the rule of every timing; the 1-minute load average)
 
 
 # ------------------------------------------------------------------------ CLI

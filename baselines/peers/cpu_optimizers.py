@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """cpu_optimizers.py: the peers' CPU optimizers beside ours and the STREAM triad, in one run.
 
-    python3 baselines/peers/cpu_optimizers.py [--n 67108864] [--repeats 5] [--threads T]
+    python3 -m baselines.peers.cpu_optimizers [--n 67108864] [--repeats 5] [--threads T]
         [--bin build/bin] [--out results/cpu_optimizers.jsonl]
 
 Each repeat is one round over every implementation in turn (so load on a shared machine
@@ -56,11 +56,11 @@ import subprocess
 import sys
 import time
 
+from . import common  # first (T0): log, skip, the load average, the env block; stdlib only
+from harness.resultslib import spread as stats  # median, min, max
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-import common  # noqa: E402  (log, skip, the load average, the env block: stdlib only)
-from resultslib import spread as stats  # noqa: E402  (median, min, max)
 SCHEMA = "megatrain.cpu_optimizers/1"
 BYTES_PER_PARAM = 28  # fp32 AdamW: read p g m v, write p m v (harness/microbench/adamw.c)
 TRIAD_BYTES_PER_ELEMENT = 24

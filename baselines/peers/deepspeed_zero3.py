@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """DeepSpeed ZeRO-3 with parameter and optimizer offload to the CPU, one GPU.
 
-    python3 baselines/peers/deepspeed_zero3.py --config experiments/models/qwen2.5-14b.json \
+    python3 -m baselines.peers.deepspeed_zero3 --config experiments/models/qwen2.5-14b.json \
         --layers 8 --batch 16 --seq-len 1024 --out results/peers.jsonl
 
 The configuration is the one claim C2 compares against ("DeepSpeed ZeRO-3 with CPU
@@ -47,9 +47,8 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
-from common import PeerError, log  # noqa: E402
+from . import common
+from .common import PeerError, log
 
 PROG = "deepspeed_zero3"
 EXIT_NO_OP = 3

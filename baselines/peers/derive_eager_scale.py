@@ -3,7 +3,7 @@
 derived from DeepSpeed's measured forward phase (the peer models' `eager_scale`,
 megatrain/engine/schedule.c; baselines/PEERS.md, "DeepSpeed measured on the H200").
 
-    python3 baselines/peers/derive_eager_scale.py [--rows results/gpu_c2_deepspeed.jsonl]
+    python3 -m baselines.peers.derive_eager_scale [--rows results/gpu_c2_deepspeed.jsonl]
         [--hardware h200-128g] [--bin build/bin] [--check X]
 
 DeepSpeed's rows (ZeRO-3 offload, mixed precision, two batches of one model on one GPU) time
@@ -30,10 +30,10 @@ import subprocess
 import sys
 import tempfile
 
+from harness import resultslib  # the row check every reader of results rows applies
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PEER, PEER_SYSTEM = "deepspeed-zero3", "deepspeed_zero3"
-sys.path.insert(0, os.path.join(ROOT, "harness"))
-import resultslib  # noqa: E402  (the row check every reader of results rows applies)
 
 
 def die(msg, rc=2):

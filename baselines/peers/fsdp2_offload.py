@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch FSDP2 with CPU offload on one GPU, as a real peer of megatrain.
 
-    python3 baselines/peers/fsdp2_offload.py --config experiments/models/qwen2.5-14b.json \
+    python3 -m baselines.peers.fsdp2_offload --config experiments/models/qwen2.5-14b.json \
         --layers 8 --batch 16 --seq-len 1024 --out results/peers.jsonl
 
 What runs (torch >= 2.6; written against 2.11):
@@ -34,9 +34,8 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
-from common import PeerError, log  # noqa: E402
+from . import common
+from .common import PeerError, log
 
 PROG = "fsdp2_offload"
 

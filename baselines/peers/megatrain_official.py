@@ -2,12 +2,12 @@
 """The official MegaTrain code (DLYuanGod/MegaTrain at the commit official_prepare.sh
 pins) as a peer that runs itself, on the GPU machine, with the sweep's CLI:
 
-    python3 baselines/peers/megatrain_official.py --config CFG --batch B --seq-len T \
+    python3 -m baselines.peers.megatrain_official --config CFG --batch B --seq-len T \
         --warmup W --steps S --seed N --precision P --experiment E [--layers L] \
         [--data FILE|synthetic] [--checkpoint-interval 4] [--optimizer deepspeed|torch] \
         [--out FILE] [--timeout 3000]
-    python3 baselines/peers/megatrain_official.py --prepare-only --config CFG [--layers L] [--seed N]
-    python3 baselines/peers/megatrain_official.py --cpu-rehearsal --config CFG --batch B --seq-len T [--layers L]
+    python3 -m baselines.peers.megatrain_official --prepare-only --config CFG [--layers L] [--seed N]
+    python3 -m baselines.peers.megatrain_official --cpu-rehearsal --config CFG --batch B --seq-len T [--layers L]
 
 It needs .official/ (official_prepare.sh, run where git and PyPI answer; carried to the
 GPU machine) and, for the paper's optimizer, DeepSpeed's wheel in .whl/ (fetch_wheels.sh).
@@ -64,12 +64,10 @@ import sys
 import threading
 import time
 
+from . import common, official_files, official_parse
+from .common import PeerError, log
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import common  # noqa: E402
-import official_files  # noqa: E402
-import official_parse  # noqa: E402
-from common import PeerError, log  # noqa: E402
 
 PROG = "megatrain_official"
 ROOT = common.ROOT
@@ -250,7 +248,7 @@ def ensure_model(a, spec, work: str) -> tuple:
     if os.path.exists(os.path.join(d, "READY")):
         return d, 0.0, True
     t0 = time.perf_counter()
-    cmd = [sys.executable, os.path.abspath(__file__), "--config", a.config, "--seed", str(a.seed),
+    cmd = [sys.executable, "-m", "baselines.peers.megatrain_official", "--config", a.config, "--seed", str(a.seed),
            "--write-model", d] + (["--layers", str(a.layers)] if a.layers is not None else [])
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:

@@ -19,7 +19,8 @@ it is all ones (our rows are never padded: official_files writes exactly T token
 sample; a padded batch is an error, not silently mis-attended), then calls transformers'
 own SDPA function with no mask, so it runs causal, as flash_attention_2 would, on
 PyTorch's flash kernel. 4-D masks and every other call pass through unchanged. The
-official code itself is run as it is (runpy), from its own tree.
+official code itself is run as it is (runpy), from its own tree. This file runs by its path,
+not as a module of baselines.peers: it imports nothing of ours.
 """
 
 import os
@@ -105,7 +106,8 @@ def main() -> None:
     if os.environ.get("MT_OFFICIAL_SDPA_2D") == "1":
         install_sdpa_2d_mask()
     sys.argv = [train_py] + sys.argv[2:]
-    sys.path.insert(0, os.path.dirname(train_py))  # as `python3 train.py` would
+    # No sys.path entry for train.py's folder: it imports nothing beside itself (infinity comes
+    # from the official tree on PYTHONPATH: megatrain_official.child_env).
     runpy.run_path(train_py, run_name="__main__")
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The log of the official MegaTrain examples/sft/train.py, read into our results row.
 
-    python3 baselines/peers/official_parse.py --log run.log --config CFG.json \
+    python3 -m baselines.peers.official_parse --log run.log --config CFG.json \
         --batch B --seq-len T [--layers N] [--warmup 2] [--out results/x.jsonl]
 
 (megatrain_official.py runs the code and calls the same functions; this CLI re-reads a
@@ -36,9 +36,8 @@ import re
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
-from common import PeerError  # noqa: E402
+from . import common
+from .common import PeerError
 
 PROG = "official_parse"
 _F = r"([-+]?(?:[0-9]+(?:\.[0-9]*)?|nan|inf))"

@@ -1,5 +1,5 @@
 """peer_base.py: what every part of the peers' shared code starts from (common.py
-re-exports it): the repo root (harness/ on sys.path: metrics.py, resultslib), the
+re-exports it): the repo root, the
 process's start, the AdamW and timing rules, the one error and the log. Stdlib only.
 """
 
@@ -10,7 +10,6 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "harness"))
 
 T0 = time.time()  # this module is imported first, before torch: setup_s counts from here
 

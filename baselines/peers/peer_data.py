@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from peer_base import PeerError
+from .peer_base import PeerError
 
 
 class TokenBatches:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import time
 from typing import Callable, Optional
 
-from peer_base import GRAD_CLIP, T0, PeerError, log
-from peer_data import TokenBatches
-from peer_results import report
-from resultslib import PHASES, RATIO, TIMING_RULE, median, steady_steps, total_steps
+from harness.resultslib import PHASES, RATIO, TIMING_RULE, median, steady_steps, total_steps
+
+from .peer_base import GRAD_CLIP, T0, PeerError, log
+from .peer_data import TokenBatches
+from .peer_results import report
 
 
 class Phases:

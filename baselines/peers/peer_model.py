@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from peer_base import WEIGHT_DECAY, PeerError
+from .peer_base import WEIGHT_DECAY, PeerError
 
 
 @dataclass

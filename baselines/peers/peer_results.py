@@ -12,12 +12,12 @@ import resource
 import subprocess
 from typing import Iterable, Optional
 
-from peer_base import ROOT, PeerError, log  # first: harness/ on sys.path
+from .peer_base import ROOT, PeerError, log
 
-import metrics  # harness/metrics.py
-import resultslib
-from resultslib import ENV_KEYS, RESULT_KEYS, append_jsonl  # append_jsonl: one write() per line
-from resultslib import RESULTS_SCHEMA as SCHEMA
+from harness import metrics  # harness/metrics.py
+from harness import resultslib
+from harness.resultslib import ENV_KEYS, RESULT_KEYS, append_jsonl  # append_jsonl: one write() per line
+from harness.resultslib import RESULTS_SCHEMA as SCHEMA
 
 
 # --------------------------------------------------------------------- metrics

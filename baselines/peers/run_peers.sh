@@ -65,9 +65,8 @@ done
 out=${out:-results/peers_$(date -u +%Y%m%d).jsonl}
 # never rows (nor error rows) appended to the model config, a link to it or a file in its folder
 python3 - "$out" "$config" <<'EOF' || exit 2
-import os, sys
-sys.path.insert(0, os.path.join(os.getcwd(), "harness"))
-from resultslib import safepath
+import sys
+from harness.resultslib import safepath
 try:
     safepath.refuse_own_input(sys.argv[1], sys.argv[2:])
 except safepath.PathError as e:
@@ -139,7 +138,7 @@ for peer in $peers; do
     [ -n "$layers" ] && args+=(--layers "$layers")
     pextra=("${extra[@]}")
     [ "$peer" = official ] && pextra=()  # the torch peers' flags (--ds-*, --adam) are not its
-    timeout "$tmo" python3 "$here/$script.py" "${args[@]}" "${pextra[@]}" \
+    timeout "$tmo" python3 -m "baselines.peers.$script" "${args[@]}" "${pextra[@]}" \
       2> >(tee -a "$log_all" "$errf" >&2) >>"$log_all"
     rc=$?
     sleep 1  # let the tee of stderr finish
@@ -162,8 +161,7 @@ for peer in $peers; do
       say "[$i/$total] $peer batch $b FAILED in ${dt}s: $msg"
       ERR_MSG="$msg" python3 - "$out" "$experiment" "$system" "$model" "$b" "$seq" "$layers_run" <<'EOF'
 import os, sys
-sys.path.insert(0, os.path.join(os.getcwd(), "baselines", "peers"))
-import common
+from baselines.peers import common
 out, exp, system, model, b, seq, lr = sys.argv[1:8]
 common.append_jsonl(out, common.error_row(
     experiment=exp, system=system, model=model, batch=int(b), seq_len=int(seq),

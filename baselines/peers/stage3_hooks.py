@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """stage3_hooks.py: the host time DeepSpeed ZeRO-3's and FSDP2's per-module machinery adds, measured on this CPU.
 
-    python3 baselines/peers/stage3_hooks.py [--depths 2,8] [--rounds 7] [--steps 10] [--threads 1]
+    python3 -m baselines.peers.stage3_hooks [--depths 2,8] [--rounds 7] [--steps 10] [--threads 1]
         [--bin build/bin] [--out results/peer_hooks.jsonl]
 
 One process, world size 1 (gloo, env:// on 127.0.0.1), DeepSpeed on its CPU accelerator
@@ -45,11 +45,11 @@ import statistics
 import sys
 import time
 
+from . import common  # first (T0): log, skip, the load average, the env block; stdlib only
+from harness.resultslib import spread as stats  # median, min, max
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-import common  # noqa: E402  (log, skip, the load average, the env block: stdlib only)
-from resultslib import spread as stats  # noqa: E402  (median, min, max)
 SCHEMA = "megatrain.peer_hooks/1"
 PROG = "stage3_hooks"
 SYSTEMS = ("torch", "deepspeed-zero3", "fsdp2-offload")
@@ -108,7 +108,7 @@ def build(torch, system, layers, batch, seq):
         fully_shard(lm, **kw)
         return lm, lambda: lm.zero_grad(set_to_none=True), layer_list
     import deepspeed
-    import deepspeed_zero3 as dz
+    from . import deepspeed_zero3 as dz
     from deepspeed.ops.adam import DeepSpeedCPUAdam
     a = dz.parse_args(["--config", "tiny.json", "--batch", str(batch), "--seq-len", str(seq)])
     ds_cfg = dz.ds_config(a, TINY["hidden_size"])

@@ -15,10 +15,10 @@ import json
 import os
 import sys
 
+from harness.sweep import sweeps
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "harness", "sweep"))
-import sweeps  # noqa: E402
 
 TINY = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
         "vocab_size": 512}

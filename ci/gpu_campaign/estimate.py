@@ -29,12 +29,12 @@ import subprocess
 import sys
 import tempfile
 
+from harness.sweep import megatrain_cli, sweeps
+
+from . import parts
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "harness", "sweep"))
-import megatrain_cli  # noqa: E402
-import sweeps  # noqa: E402
-import parts  # noqa: E402  (ci/gpu_campaign: beside this file)
 
 START_S = 30
 PACK_S = 5

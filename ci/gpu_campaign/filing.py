@@ -25,15 +25,14 @@ import subprocess
 import sys
 import tempfile
 
-import pack
+from harness import resultslib
+from harness.resultslib import safepath
+from harness.sweep import sweeps
+
+from . import pack
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "harness", "sweep"))
-sys.path.insert(0, os.path.join(REPO, "harness"))
-import resultslib  # noqa: E402
-import sweeps  # noqa: E402
-from resultslib import safepath  # noqa: E402
 
 LENT = tuple(resultslib.profiles())  # the lent machines' profiles: those with gpu.name_match
 
@@ -174,9 +173,10 @@ def file_dirs(dirs, allow_dirty=False, dry_run=False, replace_gpu=False):
             rows = os.path.join(tmp, "rows")
             if os.path.isdir(rows) and (glob.glob(os.path.join(rows, "*.jsonl")) or
                                         glob.glob(os.path.join(rows, "*_*.json"))):
-                cmd = [sys.executable, os.path.join(REPO, "harness/sweep/file_rows.py"), rows, "--manifest", m]
+                cmd = [sys.executable, "-m", "harness.sweep.file_rows", os.path.abspath(rows),
+                       "--manifest", os.path.abspath(m)]
                 cmd += ["--allow-dirty"] * allow_dirty + ["--dry-run"] * dry_run + ["--replace-gpu"] * replace_gpu
-                rc = subprocess.run(cmd).returncode
+                rc = subprocess.run(cmd, cwd=REPO).returncode
                 if rc != 0:
                     say(f"part {P}: rows refused (file_rows.py says why above); its profile and labs not filed")
                     bad += 1
@@ -248,10 +248,10 @@ def regenerate(bin_dir):
     failed = 0
     env = dict(os.environ, MT_BIN=bin_dir)
     if force:
-        failed += run([sys.executable, "harness/sweep/run.py", "--force", "--out-dir", "results"] + force, env=env) != 0
+        failed += run([sys.executable, "-m", "harness.sweep.run", "--force", "--out-dir", "results"] + force, env=env) != 0
     if baseline and not failed:
-        failed += run([sys.executable, "harness/sweep/baselines.py", "sim"]) != 0
-    failed += run([sys.executable, "harness/sweep/export.py", "--out", "plots/data"]) != 0
+        failed += run([sys.executable, "-m", "harness.sweep.baselines", "sim"]) != 0
+    failed += run([sys.executable, "-m", "harness.sweep.export", "--out", "plots/data"]) != 0
     if shutil.which("gnuplot"):
         os.makedirs(os.path.join(REPO, "plots", "out"), exist_ok=True)
         for gp in sorted(glob.glob(os.path.join(REPO, "plots", "*.gp"))):
@@ -260,8 +260,8 @@ def regenerate(bin_dir):
     else:
         say("no gnuplot: figures not drawn (make deps)")
         failed += 1
-    failed += run([sys.executable, "harness/sweep/claims.py", "--markdown", "results/claims.md"],
+    failed += run([sys.executable, "-m", "harness.sweep.claims", "--markdown", "results/claims.md"],
                   stdout=subprocess.DEVNULL) != 0
-    failed += run([sys.executable, "harness/sweep/docs.py", "--write"]) != 0
+    failed += run([sys.executable, "-m", "harness.sweep.docs", "--write"]) != 0
     say("regenerated" if not failed else f"{failed} step(s) failed")
     return 1 if failed else 0

@@ -21,12 +21,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import estimate  # noqa: E402
-import filing  # noqa: E402
-import pack  # noqa: E402
-import parts  # noqa: E402
-import runner  # noqa: E402
+from . import estimate, filing, pack, parts, runner
 
 REPO = runner.REPO
 # What one lent session leaves the parts: 15 min of device time in all (docs/REFERENCE.md#the-lent-gpu-machine),

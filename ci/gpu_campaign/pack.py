@@ -24,13 +24,11 @@ import re
 import sys
 import tarfile
 
+from harness.sweep import common, file_rows, sweeps
+from harness.sweep.common import resultslib, safepath
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "harness", "sweep"))
-import common  # noqa: E402
-import file_rows  # noqa: E402
-import sweeps  # noqa: E402
-from common import resultslib, safepath  # noqa: E402
 
 MAX_FILES, MAX_FILE, MAX_TOTAL = 8, 16 << 20, 64 << 20
 SOFT_FILE = 15 << 20          # what a part aims under, so a file never meets the hard limit

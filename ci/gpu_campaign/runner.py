@@ -17,15 +17,12 @@ import sys
 import threading
 import time
 
-import dryrun
-import estimate
-import pack
-import parts
+from harness import resultslib  # the GPU's profile: gpu.name_match in experiments/hardware/
+
+from . import dryrun, estimate, pack, parts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "harness"))
-import resultslib  # noqa: E402  (the GPU's profile: gpu.name_match in experiments/hardware/)
 PART_BUDGET_S = 510   # the steps' share of a part: under 9 minutes with the pack and margin
 PACK_RESERVE_S = 25   # kept back for packing ($OUT) and the summary
 MIN_STEP_S = 15       # a step with less time than this left is skipped, not started
@@ -184,7 +181,7 @@ def step_microbench(ctx, st, log, timeout):
         say("  " + l)
     if st.get("calibrate"):
         base = profile_base(ctx)
-        rc, _ = run_proc(ctx, [sys.executable, "harness/calibrate_profile.py", f"experiments/hardware/{base}.json",
+        rc, _ = run_proc(ctx, [sys.executable, "-m", "harness.calibrate_profile", f"experiments/hardware/{base}.json",
                                dest, "--out", ctx.path("profile", base + ".json")], log, max(10, timeout - dt))
         if rc != 0:
             return classify(ctx, rc), "calibrate_profile.py failed"
@@ -209,7 +206,7 @@ def step_sweep(ctx, st, log, timeout):
             say("  " + note)
     # the sweep itself stops before a configuration that no longer fits (its expect_s), a few
     # seconds before this step's limit, so that it ends cleanly with what it has
-    argv = [sys.executable, "harness/sweep/run.py", "--out-dir", ctx.path("rows"), "--bin", ctx.bin,
+    argv = [sys.executable, "-m", "harness.sweep.run", "--out-dir", ctx.path("rows"), "--bin", ctx.bin,
             "--deadline", f"{time.time() + timeout - 5:.0f}"]
     for peer, why in sorted(ctx.skip_peers.items()):
         argv += ["--skip-peer", f"{peer}={why}"]
@@ -287,7 +284,8 @@ def step_peers(ctx, st, log, timeout):
         if not os.path.isfile(os.path.join(REPO, off["script"])):
             off_why = f"skipped: {off['script']} is not in this tree"
         else:
-            jobs["official_prepare"] = ([sys.executable, off["script"], "--prepare-only", "--config", off["config"],
+            module = off["script"][:-len(".py")].replace("/", ".")  # run as a module, from REPO
+            jobs["official_prepare"] = ([sys.executable, "-m", module, "--prepare-only", "--config", off["config"],
                                          "--layers", str(off["layers"]), "--seed", str(off.get("seed", 1))],
                                         log.replace(".log", "-official.log"),
                                         min(off["timeout_s"], max(10, t_end - time.time())))
@@ -362,7 +360,7 @@ def step_cpu_adam(ctx, st, log, timeout):
     (--no-peers), so that CI runs the step's layouts."""
     no_peers = ctx.dry and not (have_module(ctx, "import torch") and have_module(ctx, "import deepspeed"))
     keep = ctx.path("labs", f"{ctx.tag}-{st['keep']}")
-    argv = [sys.executable, "baselines/peers/cpu_optimizers.py", "--layouts", "--repeats", "3", "--min-time", "0.3",
+    argv = [sys.executable, "-m", "baselines.peers.cpu_optimizers", "--layouts", "--repeats", "3", "--min-time", "0.3",
             "--bin", ctx.bin, "--out", keep]
     if ctx.dry:
         argv += ["--n", str(1 << 20), "--repeats", "1", "--min-time", "0.05"] + ["--no-peers"] * no_peers
@@ -441,7 +439,7 @@ def step_attention_profile(ctx, st, log, timeout):
     base_file = out if os.path.exists(out) else f"experiments/hardware/{base}.json"  # after this part's own microbench
     # calibrate_profile.py never writes over its input: a new file beside the logs, renamed over out
     new = ctx.path("logs", f"{base}.attention.json")
-    argv = [sys.executable, "harness/calibrate_profile.py", base_file, "--env", ctx.path("rows", f"env_{ctx.tag}.json"),
+    argv = [sys.executable, "-m", "harness.calibrate_profile", base_file, "--env", ctx.path("rows", f"env_{ctx.tag}.json"),
             "--out", new]
     for r in rows:
         argv += ["--attention", r]

@@ -146,3 +146,11 @@ def tree_state(r):
     """'clean', 'dirty' or 'unknown': the git state of the tree that made the row."""
     d = (r.get("env") or {}).get("git_dirty")
     return "clean" if d is False else "dirty" if d is True else "unknown"
+
+
+def row_label(m):
+    """A row's configuration in one line (model, system, batch, length, precision; depth and
+    variant where set), as the sim and peer checks name it."""
+    return (f"{m['model']} {m['system']} b{m['batch']} T{m['seq_len']} {m['precision']}"
+            + (f" L{m['layers_run']}" if m.get("layers_run") != m.get("layers_model") else "")
+            + (f" {m['variant']}" if m.get("variant") else ""))

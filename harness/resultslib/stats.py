@@ -1,5 +1,5 @@
-"""Step statistics (the median over the timed steps, with min and max), and the host's
-load beside them."""
+"""Step statistics (the median over the timed steps, with min and max; a row's noise band),
+and the host's load beside them."""
 from .timing import steady_steps
 
 
@@ -15,6 +15,18 @@ def spread(xs, n=False):
     if n:
         out["n"] = len(xs)
     return out
+
+
+def noise(r, what="step"):
+    """Relative noise of a row: half its min..max spread over the median (step time,
+    or gpu_busy_frac when asked and recorded)."""
+    if what == "busy" and r.get("gpu_busy_range") and r.get("gpu_busy_frac"):
+        lo, hi = r["gpu_busy_range"]
+        return (hi - lo) / (2 * r["gpu_busy_frac"])
+    s = r.get("step_ms") or {}
+    if not s.get("median"):
+        return 0.0
+    return (s["max"] - s["min"]) / (2 * s["median"])
 
 
 def step_stats(steps, warmup):

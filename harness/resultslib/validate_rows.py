@@ -2,7 +2,7 @@
 """validate_rows.py: checks files of results rows with the schema every reader applies
 (resultslib/schema.py: strict JSON, every key, finite figures, min <= median <= max).
 
-    python3 harness/resultslib/validate_rows.py [--baseline] FILE...
+    python3 -m harness.resultslib.validate_rows [--baseline] FILE...
 
 --baseline: the shape ci/check_regression.sh compares (results/baselines/*.jsonl: fewer
 keys; step_ms may be a plain median or {median, noise}). Exit 0 every row good; 2 at the
@@ -12,8 +12,7 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import resultslib  # noqa: E402
+from .. import resultslib
 
 
 def main():

@@ -2,12 +2,12 @@
 """baselines.py: records the regression baselines ci/check_regression.sh reads by
 default (results/baselines/*.jsonl).
 
-    python3 harness/sweep/baselines.py sim [--from results] [--out results/baselines]
+    python3 -m harness.sweep.baselines sim [--from results] [--out results/baselines]
         the rows of every sweep marked "baseline": true (deterministic projections: the
         sim backend and the planner) -> sim.jsonl. CI re-runs those sweeps on every
         `make test` and compares (harness/tests/test_regression_baselines.sh, two-sided:
         a projection that moves either way fails until the baselines are re-recorded).
-    python3 harness/sweep/baselines.py gpu [--from results] [--out results/baselines]
+    python3 -m harness.sweep.baselines gpu [--from results] [--out results/baselines]
         the rows measured on a GPU (backend cuda, mode measured) -> gpu_<gpu name>.jsonl,
         one file per GPU; after a GPU campaign has been filed (file_rows.py). Later runs
         on that GPU compare with: ci/check_regression.sh results/gpu_c2.jsonl
@@ -21,10 +21,8 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
-import sweeps  # noqa: E402
-from common import REPO, die  # noqa: E402
+from . import common, sweeps, trust
+from .common import REPO, die
 
 KEEP = ("schema", "experiment", "system", "mode", "model", "params", "layers_run", "layers_model", "batch",
         "seq_len", "precision", "variant", "hardware", "backend", "fits", "step_ms", "tokens_per_s", "tflops",
@@ -49,7 +47,7 @@ def main():
     inputs = glob.glob(os.path.join(args.src, "*.jsonl"))
     for old in glob.glob(os.path.join(args.out, "*.jsonl")):  # a baseline file is never one it reads
         common.not_own_input(old, inputs, "--out")
-    rows = [r for r in common.trusted(common.load_results(args.src), False, "baselines") if "error" not in r]
+    rows = [r for r in trust.trusted(common.load_results(args.src), False, "baselines") if "error" not in r]
     os.makedirs(args.out, exist_ok=True)
     if args.what == "sim":
         exps = [s["experiment"] for s in sweeps.all_sweeps() if s.get("baseline")]

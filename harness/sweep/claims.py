@@ -3,7 +3,7 @@
 sweep files declare (`"claims"` in experiments/sweeps/*.json) — nothing here is a
 hard-coded result, and no experiment is named here.
 
-    python3 harness/sweep/claims.py [--results results] [--run DIR | --since UTC] [--markdown FILE] [--brief]
+    python3 -m harness.sweep.claims [--results results] [--run DIR | --since UTC] [--markdown FILE] [--brief]
         [--allow-dirty]
 
 Rows from a dirty (or unknown) tree and rows of sweep entries that no longer exist are
@@ -40,12 +40,11 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
-import sweeps  # noqa: E402
-from common import REPO, die  # noqa: E402
-import resultslib  # noqa: E402
-from resultslib import field, matches, ok  # noqa: E402
+from . import common, sweeps, trust
+from .common import REPO, die
+from .. import resultslib
+from ..resultslib import field, matches, noise, ok  # noqa: F401 (noise: claims.noise, as before)
+from ..resultslib import row_label as label  # the sim check's configuration names
 
 TESTS = ("fits", "ratio", "at_least", "not_slower", "largest_fit", "extrapolation", "predicted", "ratios", "value",
          "published", "validation", "bound")
@@ -53,18 +52,6 @@ TESTS = ("fits", "ratio", "at_least", "not_slower", "largest_fit", "extrapolatio
 
 # ---------------------------------------------------------------- rows
 # ok (a row with a timing), field (a dotted field), matches (a claim's `where`): resultslib's.
-
-
-def noise(r, what="step"):
-    """Relative noise of a row: half its min..max spread over the median (step time,
-    or gpu_busy_frac when asked and recorded)."""
-    if what == "busy" and r.get("gpu_busy_range") and r.get("gpu_busy_frac"):
-        lo, hi = r["gpu_busy_range"]
-        return (hi - lo) / (2 * r["gpu_busy_frac"])
-    s = r.get("step_ms") or {}
-    if not s.get("median"):
-        return 0.0
-    return (s["max"] - s["min"]) / (2 * s["median"])
 
 
 def enrich(r):
@@ -415,7 +402,6 @@ def t_validation(spec, rows, ctx):
     if not os.path.exists(path):
         return None
     v = common.load_json(path)
-    from sim_check import label  # the check's configuration names (it imports this module)
     meas = {label(m): m for e in spec["against"] for m in ctx["all"].get(e, []) if ok(m) and m["mode"] == "measured"}
     texts, used, outs = [], [], []
     for name, p in sorted(v["profiles"].items()):
@@ -709,12 +695,12 @@ def main():
               glob.glob(os.path.join(args.sweeps or sweeps.SWEEP_DIR, "*.json")))
     if args.markdown:  # refused before anything is read: never written over what it reads
         common.not_own_input(args.markdown, inputs, "--markdown")
-    rows = common.trusted_results(args.results, args.allow_dirty, "claims", args.sweeps)
+    rows = trust.trusted_results(args.results, args.allow_dirty, "claims", args.sweeps)
     results_dir = args.results
     if args.run:
         if not os.path.isdir(args.run):
             die(f"--run {args.run}: not a directory")
-        mine = [dict(r, _this_run=True) for r in common.trusted_results(args.run, args.allow_dirty, "claims")]
+        mine = [dict(r, _this_run=True) for r in trust.trusted_results(args.run, args.allow_dirty, "claims")]
         keys = {(r.get("experiment"), r.get("config_key")) for r in mine}
         rows = [r for r in rows if (r.get("experiment"), r.get("config_key")) not in keys] + mine
         if os.path.exists(os.path.join(args.run, "sim_validation.json")):

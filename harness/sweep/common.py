@@ -1,5 +1,5 @@
 """Shared helpers for the sweep runner, the exporter and the claims table: the sweep's
-own (its schema, its errors, which rows are trusted), over harness/resultslib (rows,
+own (its schema, its errors), over harness/resultslib (rows,
 statistics, profiles), which the peers and the GPU campaign share.
 
 Python 3 standard library only: these scripts also run on the GPU machine, which
@@ -8,12 +8,12 @@ has python3 but no jq or gnuplot.
 import os
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "harness"))
-import resultslib  # noqa: E402
+from .. import resultslib
 # the results schema, writing and statistics, as the sweep's scripts and tests name them
-from resultslib import (ENV_KEYS, RESULT_KEYS, RESULTS_SCHEMA, SIDE_FILES, TIMING_RULE, median,  # noqa: E402,F401
-                        safepath, tree_state, write_jsonl)
+from ..resultslib import (ENV_KEYS, RESULT_KEYS, RESULTS_SCHEMA, SIDE_FILES, TIMING_RULE, median,  # noqa: F401
+                          safepath, tree_state, write_jsonl)
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 SWEEP_SCHEMA = "megatrain.sweep/1"
 
@@ -79,40 +79,3 @@ load_jsonl = _or_die(resultslib.load_jsonl)
 load_rows = _or_die(resultslib.load_rows)  # results rows, each through resultslib's schema check
 load_results = _or_die(resultslib.load_results)
 load_results_files = _or_die(resultslib.load_results_files)
-
-
-def trusted_results(results_dir, allow_dirty=False, what="rows", sweeps_dir=None):
-    """The trusted rows (below) of a results directory, the sweeps read from sweeps_dir
-    (a reader's --sweeps) where given."""
-    if sweeps_dir:
-        import sweeps  # noqa: E402 (sweeps imports this module)
-        sweeps.set_dir(sweeps_dir)
-    return trusted(load_results(results_dir), allow_dirty, what)
-
-
-def trusted(rows, allow_dirty=False, what="rows"):
-    """The rows a table or figure may use: made from a clean tree (unless allow_dirty) by
-    a sweep entry that still exists (rows of an experiment without a sweep file, e.g. a
-    peer run, are judged by their tree state alone). Says on stderr what it left out."""
-    import sweeps  # noqa: E402 (sweeps imports this module)
-    table = sweeps.by_experiment()
-    kept, dirty, stale = [], {}, {}
-    for r in rows:
-        exp = r.get("experiment")
-        keys = sweeps.current_keys(exp, sweeps.row_override(r), table) if exp in table else None
-        if keys is not None and r.get("config_key") not in keys:
-            stale[exp] = stale.get(exp, 0) + 1
-        elif tree_state(r) != "clean" and not allow_dirty:
-            k = f"{exp} ({tree_state(r)} tree)"
-            dirty[k] = dirty.get(k, 0) + 1
-        else:
-            kept.append(r)
-    if stale:
-        print(f"{what}: left out rows of sweep entries that no longer exist: "
-              + ", ".join(f"{k} {v}" for k, v in sorted(stale.items()))
-              + "; HINT: re-run the sweep (it rewrites its file)", file=sys.stderr)
-    if dirty:
-        print(f"{what}: left out rows made from a dirty or unknown tree: "
-              + ", ".join(f"{k} {v}" for k, v in sorted(dirty.items()))
-              + "; HINT: re-run from a clean committed tree, or pass --allow-dirty", file=sys.stderr)
-    return kept

@@ -3,7 +3,7 @@
 each is: measured, derived (from named figures or a measurement), datasheet (docs/REFERENCE.md
 or a vendor's sheet), code (a count the code fixes), or assumed.
 
-    python3 harness/sweep/cost_sources.py PROFILE [--precision paper|mixed|fp32] [--attention KERNEL]
+    python3 -m harness.sweep.cost_sources PROFILE [--precision paper|mixed|fp32] [--attention KERNEL]
 
 Prints one JSON object {"profile", "figures": {figure: {"kind", "source"}}, "by_kind": {kind:
 [figure...]}}. The figures are those the sim's cost model reads (megatrain/backends/sim/sim.h):
@@ -21,10 +21,9 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import REPO, die  # noqa: E402
-import resultslib  # noqa: E402
-from calibrate_gpu_rates import KERNELS  # noqa: E402  (the kernels the sim prices by bytes)
+from .common import REPO, die
+from .. import resultslib
+from ..calibrate_gpu_rates import KERNELS  # the kernels the sim prices by bytes
 
 SIM_H = os.path.join(REPO, "megatrain", "backends", "sim", "sim.h")
 DEFINE = re.compile(r"^#define\s+(MT_SIM_\w+)\s+(\S+)\s*//\s*(assumed|measured|derived)[^:]*:\s*(.*)$")

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """docs.py: the figures README.md and REPRODUCE.md quote, generated from results/.
 
-    python3 harness/sweep/docs.py --check   (exit 1 and a diff when a block is stale)
-    python3 harness/sweep/docs.py --write   (rewrites the blocks; reproduce.sh ends with it)
+    python3 -m harness.sweep.docs --check   (exit 1 and a diff when a block is stale)
+    python3 -m harness.sweep.docs --write   (rewrites the blocks; reproduce.sh ends with it)
     options: --results DIR (results), --docs FILE... (README.md REPRODUCE.md), --allow-dirty
 
 A generated block sits between two marker lines in the document:
@@ -21,10 +21,8 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import claims  # noqa: E402
-import common  # noqa: E402
-from common import REPO, die  # noqa: E402
+from . import claims, common, trust
+from .common import REPO, die
 
 BEGIN = re.compile(r"^( *)<!-- generated:([a-z0-9-]+) \(harness/sweep/docs\.py from results/; do not edit\) -->$")
 
@@ -65,7 +63,7 @@ def load(rows):
 class Ctx:
     def __init__(self, results, allow_dirty):
         self.results = results
-        rows = common.trusted(common.load_results(results), allow_dirty, "docs")
+        rows = trust.trusted(common.load_results(results), allow_dirty, "docs")
         self.with_failed = rows  # the claims table shows a failed configuration where its figure would be
         self.rows = [r for r in rows if "error" not in r]
         self.by = {}

@@ -3,7 +3,7 @@
 figures the sweep files declare (`"figures"` in experiments/sweeps/*.json); no
 experiment is named here.
 
-    python3 harness/sweep/export.py [--results results] [--out plots/data] [--allow-dirty]
+    python3 -m harness.sweep.export [--results results] [--out plots/data] [--allow-dirty]
 
 For each declared figure FIG it writes plots/data/FIG.tsv and plots/data/FIG.gpi:
   FIG.tsv  blocks separated by two blank lines (gnuplot `index i`), one per series;
@@ -25,12 +25,10 @@ import os
 import sys
 from collections import OrderedDict
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
-import sweeps  # noqa: E402
-from common import REPO, die, safepath  # noqa: E402
-import resultslib  # noqa: E402
-from resultslib import field, matches  # noqa: E402
+from . import common, sweeps, trust
+from .common import REPO, die, safepath
+from .. import resultslib
+from ..resultslib import field, matches
 
 KIND = {"measured": 1, "extrapolated": 2, "projected": 3}
 COLUMNS = {"relative": ["variant_index", "rel_step_time", "variant", "step_ms", "rel_lo", "rel_hi"],
@@ -314,7 +312,7 @@ def main():
     # its .tsv/.gpi files would land among the rows, and it removes stale ones from --out: never
     # the results folder, one inside it or one holding it (nor the sweeps')
     common.not_own_input(args.out, [args.results, args.sweeps or sweeps.SWEEP_DIR], out_is_dir=True)
-    rows = common.trusted_results(args.results, args.allow_dirty, "export", args.sweeps)
+    rows = trust.trusted_results(args.results, args.allow_dirty, "export", args.sweeps)
     figs = export(rows, args.out, args.results)
     for fig in figs:
         n = sum(len(v[1]) for v in fig.blocks.values())

@@ -2,9 +2,8 @@
 `megatrain train` at truncated depths of the real width, in interleaved rounds, and the
 step time fitted linear in depth with the error of a held-out depth.
 """
-import common  # noqa: F401  (puts harness/ on sys.path: resultslib)
-from megatrain_cli import RunError
-from resultslib import median, spread, steady_steps
+from .megatrain_cli import RunError
+from ..resultslib import median, spread, steady_steps
 
 
 def linfit(xs, ys):

@@ -2,7 +2,7 @@
 """file_rows.py: files the results a run wrote elsewhere (a GPU campaign's $OUT, another
 machine's results/) into results/, under the same rules as a sweep run here.
 
-    python3 harness/sweep/file_rows.py DIR [--results results] [--allow-dirty] [--unswept]
+    python3 -m harness.sweep.file_rows DIR [--results results] [--allow-dirty] [--unswept]
         [--replace-gpu] [--manifest PART-manifest.json]... [--dry-run]
 
 DIR holds what `harness/sweep/run.py --out-dir DIR` wrote: <experiment>.jsonl files,
@@ -44,10 +44,8 @@ import re
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
-import sweeps  # noqa: E402
-from common import REPO, die, resultslib, safepath  # noqa: E402
+from . import common, sweeps
+from .common import REPO, die, resultslib, safepath
 
 MODES = resultslib.MODES
 

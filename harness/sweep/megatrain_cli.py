@@ -9,10 +9,10 @@ import re
 import subprocess
 import time
 
-from common import REPO, die
-import resultslib  # (on sys.path through common) schema.loads: strict JSON, no NaN or Infinity
-import sweeps
-from sweeps import schedule_args
+from .common import REPO, die
+from .. import resultslib  # schema.loads: strict JSON, no NaN or Infinity
+from . import sweeps
+from .sweeps import schedule_args
 
 # Options `megatrain plan` does not take (train-only), with the number of values each
 # takes; dropped from args for plan calls. Plan prices --attention (the profile's
@@ -60,9 +60,9 @@ class Unreached(Exception):
     """A configuration not run, cleanly: no time left, its peer absent or skipped (exit 77)."""
 
 
-def run_cmd(cmd, timeout, want_stderr=False):
+def run_cmd(cmd, timeout, want_stderr=False, env=None):
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise RunError(f"timed out after {timeout} s: {' '.join(cmd)}")
     except OSError as e:

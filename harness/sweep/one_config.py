@@ -5,16 +5,15 @@ import os
 import re
 import sys
 
-import common  # noqa: F401  (first: puts harness/ on sys.path: metrics, resultslib)
-import metrics  # harness/metrics.py: the metrics and the dense-peak table, defined once
-import sweeps
-from common import REPO, RESULTS_SCHEMA, median
-from cost_sources import cost_sources
-from extrapolate import extrapolate, linfit, measure_depths
-from megatrain_cli import RunError, Unreached, batch_auto_choice, run_cmd
-import resultslib
-from resultslib import step_stats
-from sweeps import config_key, system
+from .. import metrics  # harness/metrics.py: the metrics and the dense-peak table, defined once
+from . import sweeps
+from .common import REPO, RESULTS_SCHEMA, median
+from .cost_sources import cost_sources
+from .extrapolate import extrapolate, linfit, measure_depths
+from .megatrain_cli import RunError, Unreached, batch_auto_choice, run_cmd
+from .. import resultslib
+from ..resultslib import step_stats
+from .sweeps import config_key, system
 
 MEMORY_REFUSAL = re.compile(r"device memory|host memory|cannot allocate|out of memory", re.I)
 
@@ -128,13 +127,18 @@ def run_peer(R, row, c):
     if not os.path.isfile(script):  # a peer still being written, or left out of this tree
         where = os.path.relpath(script, REPO) if script.startswith(REPO + os.sep) else script
         raise Unreached(f"skipped: {where} is not in this tree")
-    cmd = [sys.executable, script, "--config", src,
-           "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]), "--warmup", str(c["warmup"]),
-           "--steps", str(c["steps"] - c["warmup"] - 1), "--seed", str(c["seed"]), "--precision", c["precision"],
-           "--experiment", row["experiment"]]
+    # the peers are modules of baselines.peers, the repo on PYTHONPATH whatever the working
+    # folder; a test's stand-in in $MT_PEERS_DIR is a plain script
+    cmd = [sys.executable, script] if os.environ.get("MT_PEERS_DIR") else \
+        [sys.executable, "-m", "baselines.peers." + c["peer"]]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    cmd += ["--config", src,
+            "--batch", str(c["batch"]), "--seq-len", str(c["seq_len"]), "--warmup", str(c["warmup"]),
+            "--steps", str(c["steps"] - c["warmup"] - 1), "--seed", str(c["seed"]), "--precision", c["precision"],
+            "--experiment", row["experiment"]]
     if c["layers"] not in (None, layers_model):
         cmd += ["--layers", str(c["layers"])]
-    out = run_cmd(cmd + list(c["args"]), R.limit(c))
+    out = run_cmd(cmd + list(c["args"]), R.limit(c), env=env)
     try:  # strictly: a NaN or Infinity is no figure (resultslib.schema)
         got = [resultslib.schema.loads(l) for l in out.splitlines() if l.strip().startswith("{") and '"schema"' in l]
     except ValueError as e:

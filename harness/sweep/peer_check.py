@@ -2,7 +2,7 @@
 """peer_check.py: the sim's models of the peers (`--peer`, baselines/PEERS.md) against every
 measured row of the real peer, on the calibrated profile of the GPU that measured it.
 
-    python3 harness/sweep/peer_check.py [--results results] [--bin DIR] [--within 0.15]
+    python3 -m harness.sweep.peer_check [--results results] [--bin DIR] [--within 0.15]
 
 Which rows: every measured GPU row of a real peer (DeepSpeed ZeRO-3 offload, FSDP2 offload, the
 official MegaTrain code: harness/sweep/sweeps.py PEERS) in results/*.jsonl, without an error.
@@ -18,14 +18,12 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
-import sweeps  # noqa: E402
-from claims import noise  # noqa: E402
-from megatrain_cli import RunError, Runner  # noqa: E402
-from sim_check import label, sim_row  # noqa: E402
-import resultslib  # noqa: E402
-from resultslib import ok  # noqa: E402
+from . import common, sweeps
+from .megatrain_cli import RunError, Runner
+from .sim_check import sim_row
+from .. import resultslib
+from ..resultslib import noise, ok
+from ..resultslib import row_label as label
 
 # The real peer's runner name -> the sim's model of it (the two tuples are in the same order).
 MODEL_OF = dict(zip(sweeps.PEERS, sweeps.SIM_PEERS))

@@ -2,7 +2,7 @@
 """run.py: runs one sweep (experiments/sweeps/NAME.json) and writes one results row
 per configuration to results/<experiment>.jsonl (docs/DESIGN.md#results).
 
-    python3 harness/sweep/run.py experiments/sweeps/c2_cpu.json [--bin DIR]
+    python3 -m harness.sweep.run experiments/sweeps/c2_cpu.json [--bin DIR]
         [--out-dir results] [--force] [--only SUBSTR] [--keys K,...] [--dry-run] [--timeout S]
         [--hardware PROFILE]
 
@@ -33,15 +33,13 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
-import sweeps  # noqa: E402
-from common import REPO  # noqa: E402
-from megatrain_cli import Runner, RunError, Unreached  # noqa: E402  (running the CLI)
-from one_config import blank_row, run_config  # noqa: E402  (one configuration into its row)
-import resultslib  # noqa: E402
-from resultslib import load_avg as host_load  # noqa: E402
-from sweeps import config_key, expand, label  # noqa: E402
+from . import common, sweeps
+from .common import REPO
+from .megatrain_cli import Runner, RunError, Unreached  # running the CLI
+from .one_config import blank_row, run_config  # one configuration into its row
+from .. import resultslib
+from ..resultslib import load_avg as host_load
+from .sweeps import config_key, expand, label
 
 
 # ---------------------------------------------------------------- main

@@ -3,7 +3,7 @@
 every measured GPU configuration: `megatrain train --backend sim` is re-run here (so a drift of
 the cost model fails the check), never read from committed projections.
 
-    python3 harness/sweep/sim_check.py [--results results] [--out results/sim_validation.json]
+    python3 -m harness.sweep.sim_check [--results results] [--out results/sim_validation.json]
                                        [--bin DIR] [--changes FILE] [--known FILE] [--no-write]
 
 Which rows: the measured megatrain rows of the experiments the sim-vs-measured claim row
@@ -46,16 +46,14 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
-import sweeps  # noqa: E402
-from claims import noise  # noqa: E402
-from cost_sources import cost_sources, summary  # noqa: E402
-from common import REPO, trace_path  # noqa: E402
-from megatrain_cli import RunError, Runner  # noqa: E402
-import resultslib  # noqa: E402
-import span_check  # noqa: E402
-from resultslib import median, ok  # noqa: E402
+from . import common, sweeps
+from .cost_sources import cost_sources, summary
+from .common import REPO, trace_path
+from .megatrain_cli import RunError, Runner
+from .. import resultslib
+from . import span_check
+from ..resultslib import median, noise, ok
+from ..resultslib import row_label as label
 
 SCHEMA = "megatrain.sim_validation/1"
 PHASES = ("compute_ms", "h2d_ms", "d2h_ms", "drain_ms", "optimizer_ms", "opt_wait_ms", "drain_wait_ms")
@@ -170,12 +168,6 @@ def depth_rows(r):
             m[k] = d.get(k)
         out.append(m)
     return out
-
-
-def label(m):
-    return (f"{m['model']} {m['system']} b{m['batch']} T{m['seq_len']} {m['precision']}"
-            + (f" L{m['layers_run']}" if m.get("layers_run") != m.get("layers_model") else "")
-            + (f" {m['variant']}" if m.get("variant") else ""))
 
 
 def phase_diffs(m, s):

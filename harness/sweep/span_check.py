@@ -6,7 +6,7 @@ over the timed steps in each, and what the difference costs a step (the median d
 the spans a step has). sim_check.py prints the largest and records them all in
 results/sim_validation.json (`spans`).
 
-    python3 harness/sweep/span_check.py --export results/sim_validation.json --out plots/out
+    python3 -m harness.sweep.span_check --export results/sim_validation.json --out plots/out
 writes the data of plots/spans.gp (spans.tsv, spans.gpi): per configuration with spans, the
 costliest span kinds as milliseconds a step, measured beside the sim.
 
@@ -26,8 +26,7 @@ import os
 import statistics
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from resultslib import safepath, schema  # noqa: E402
+from ..resultslib import safepath, schema
 
 EMBED_HEAD = "embedding/head"  # spans tagged layer -1: the embedding and head units
 

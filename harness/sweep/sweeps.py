@@ -13,9 +13,8 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
-from common import REPO, SWEEP_SCHEMA, die  # noqa: E402
+from . import common
+from .common import REPO, SWEEP_SCHEMA, die
 
 SWEEP_DIR = os.path.join(REPO, "experiments", "sweeps")
 MODES = ("measured", "extrapolated", "projected", "projected-plan")

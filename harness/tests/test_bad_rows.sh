@@ -13,8 +13,8 @@
 
 # the committed results files are all good rows
 mapfile -t committed < <(ls results/*.jsonl | grep -v -e /cpu_optimizers.jsonl -e /peer_hooks.jsonl)
-exits 0 "validate_rows: every committed results/*.jsonl" python3 harness/resultslib/validate_rows.py "${committed[@]}"
-exits 0 "validate_rows --baseline: results/baselines/*.jsonl" python3 harness/resultslib/validate_rows.py --baseline results/baselines/*.jsonl
+exits 0 "validate_rows: every committed results/*.jsonl" python3 -m harness.resultslib.validate_rows "${committed[@]}"
+exits 0 "validate_rows --baseline: results/baselines/*.jsonl" python3 -m harness.resultslib.validate_rows --baseline results/baselines/*.jsonl
 
 # a copy of results/ where the first row of gpu_goal.jsonl (measured on a GPU) is made bad
 mkdir -p "$tmp/good" && cp results/*.jsonl results/sim_validation.json "$tmp/good/"
@@ -66,25 +66,25 @@ refused() {
 }
 mkdir -p "$tmp/sweeps" && cp experiments/sweeps/*.json "$tmp/sweeps/"
 # the readers take the good copy (so a refusal below is the bad row's)
-exits 0 "claims on the good copy" python3 harness/sweep/claims.py --results "$tmp/good" --sweeps "$tmp/sweeps"
-exits 0 "export on the good copy" python3 harness/sweep/export.py --results "$tmp/good" --out "$tmp/plots" --sweeps "$tmp/sweeps"
+exits 0 "claims on the good copy" python3 -m harness.sweep.claims --results "$tmp/good" --sweeps "$tmp/sweeps"
+exits 0 "export on the good copy" python3 -m harness.sweep.export --results "$tmp/good" --out "$tmp/plots" --sweeps "$tmp/sweeps"
 i=0
 for k in "${kinds[@]}"; do
   name=${k%%|*} expr=${k#*|}
   bad "$name" "$expr"
   d=$tmp/$name
-  refused "$name: validate_rows" 2 python3 harness/resultslib/validate_rows.py "$d/$F"
-  refused "$name: claims" 2 python3 harness/sweep/claims.py --results "$d" --sweeps "$tmp/sweeps"
-  refused "$name: export" 2 python3 harness/sweep/export.py --results "$d" --out "$tmp/plots" --sweeps "$tmp/sweeps"
+  refused "$name: validate_rows" 2 python3 -m harness.resultslib.validate_rows "$d/$F"
+  refused "$name: claims" 2 python3 -m harness.sweep.claims --results "$d" --sweeps "$tmp/sweeps"
+  refused "$name: export" 2 python3 -m harness.sweep.export --results "$d" --out "$tmp/plots" --sweeps "$tmp/sweeps"
   # one more reader in turn (the row check is one function: the time goes to the kinds, not to every pair)
   case $((i++ % 4)) in
-    0) refused "$name: docs --check" 2 python3 harness/sweep/docs.py --check --results "$d" --docs README.md ;;
-    1) refused "$name: baselines gpu" 2 python3 harness/sweep/baselines.py gpu --from "$d" --out "$tmp/base" ;;
-    2) refused "$name: peer_check" 2 python3 harness/sweep/peer_check.py --results "$d" --bin "$tmp/nobin" ;;
-    3) refused "$name: sim_check" 2 python3 harness/sweep/sim_check.py --results "$d" --bin "$tmp/nobin" --no-write ;;
+    0) refused "$name: docs --check" 2 python3 -m harness.sweep.docs --check --results "$d" --docs README.md ;;
+    1) refused "$name: baselines gpu" 2 python3 -m harness.sweep.baselines gpu --from "$d" --out "$tmp/base" ;;
+    2) refused "$name: peer_check" 2 python3 -m harness.sweep.peer_check --results "$d" --bin "$tmp/nobin" ;;
+    3) refused "$name: sim_check" 2 python3 -m harness.sweep.sim_check --results "$d" --bin "$tmp/nobin" --no-write ;;
   esac
   mkdir -p "$tmp/in_$name" && cp "$d/$F" "$tmp/in_$name/"
-  python3 harness/sweep/file_rows.py "$tmp/in_$name" --results "$tmp/filed_$name" --allow-dirty > /dev/null 2> "$tmp/err"
+  python3 -m harness.sweep.file_rows "$tmp/in_$name" --results "$tmp/filed_$name" --allow-dirty > /dev/null 2> "$tmp/err"
   rc=$?
   if [ "$rc" != 0 ] && grep -q "$F:1: " "$tmp/err" && ! grep -q Traceback "$tmp/err" && [ ! -e "$tmp/filed_$name/$F" ]; then
     pass "$name: file_rows refuses, nothing filed (exit $rc)"
@@ -95,7 +95,7 @@ done
 
 # a sweep file is read as strictly as rows: a NaN or a repeated key is refused naming it
 printf '{"schema": "megatrain.sweep/1", "experiment": "t_nan", "paths": ["cpu"], "defaults": {"model": "m.json", "mode": "projected", "hardware": "h100-128g", "batch": 2, "seq_len": 16, "precision": "paper", "steps": NaN, "warmup": 2}, "configs": [{}]}\n' > "$tmp/nan_sweep.json"
-python3 harness/sweep/run.py --dry-run "$tmp/nan_sweep.json" > "$tmp/out" 2> "$tmp/err"; rc=$?
+python3 -m harness.sweep.run --dry-run "$tmp/nan_sweep.json" > "$tmp/out" 2> "$tmp/err"; rc=$?
 [ "$rc" = 2 ] && [ ! -s "$tmp/out" ] && grep -q "nan_sweep.json" "$tmp/err" && pass "a sweep file with a NaN is refused (exit 2)" ||
   { fail "a sweep file with a NaN: exit $rc"; cat "$tmp/err"; }
 
@@ -103,7 +103,7 @@ python3 harness/sweep/run.py --dry-run "$tmp/nan_sweep.json" > "$tmp/out" 2> "$t
 # schemas as they load: a string where the docs compute with a number is a line, not a traceback
 rm -rf "$tmp/side" && cp -r "$tmp/good" "$tmp/side" && cp results/cpu_optimizers.jsonl results/peer_hooks.jsonl "$tmp/side/"
 jq -c '.n_params |= tostring' results/cpu_optimizers.jsonl > "$tmp/side/cpu_optimizers.jsonl"
-python3 harness/sweep/docs.py --check --results "$tmp/side" --docs README.md > /dev/null 2> "$tmp/err"; rc=$?
+python3 -m harness.sweep.docs --check --results "$tmp/side" --docs README.md > /dev/null 2> "$tmp/err"; rc=$?
 [ "$rc" = 2 ] && grep -q "cpu_optimizers.jsonl:1: n_params" "$tmp/err" && ! grep -q Traceback "$tmp/err" &&
   pass "a side file's string figure: docs --check names it (exit 2)" || { fail "side file string figure: exit $rc"; tail -3 "$tmp/err"; }
 
@@ -111,13 +111,13 @@ python3 harness/sweep/docs.py --check --results "$tmp/side" --docs README.md > /
 # rows); a last row cut short by an interrupted write and bytes that are not UTF-8 are
 # refused by every reader with the file and line, never a traceback
 rm -rf "$tmp/crlf" && cp -r "$tmp/good" "$tmp/crlf" && { echo; sed 's/$/\r/' "$tmp/good/$F"; echo; } > "$tmp/crlf/$F"
-exits 0 "CRLF line ends and empty lines: still read" python3 harness/sweep/claims.py --results "$tmp/crlf" --sweeps "$tmp/sweeps"
+exits 0 "CRLF line ends and empty lines: still read" python3 -m harness.sweep.claims --results "$tmp/crlf" --sweeps "$tmp/sweeps"
 rm -rf "$tmp/cut" && cp -r "$tmp/good" "$tmp/cut" && head -c -100 "$tmp/good/$F" > "$tmp/cut/$F"
-refused "a last row cut short: claims" 2 python3 harness/sweep/claims.py --results "$tmp/cut" --sweeps "$tmp/sweeps"
+refused "a last row cut short: claims" 2 python3 -m harness.sweep.claims --results "$tmp/cut" --sweeps "$tmp/sweeps"
 grep -q "cut short" "$tmp/err" && pass "a row cut short is named as one" || fail "a row cut short: $(cat "$tmp/err")"
 rm -rf "$tmp/latin" && cp -r "$tmp/good" "$tmp/latin" && { printf '\xe9'; cat "$tmp/good/$F"; } > "$tmp/latin/$F"
-refused "bytes that are not UTF-8: claims" 2 python3 harness/sweep/claims.py --results "$tmp/latin" --sweeps "$tmp/sweeps"
-refused "bytes that are not UTF-8: export" 2 python3 harness/sweep/export.py --results "$tmp/latin" --out "$tmp/plots" --sweeps "$tmp/sweeps"
+refused "bytes that are not UTF-8: claims" 2 python3 -m harness.sweep.claims --results "$tmp/latin" --sweeps "$tmp/sweeps"
+refused "bytes that are not UTF-8: export" 2 python3 -m harness.sweep.export --results "$tmp/latin" --out "$tmp/plots" --sweeps "$tmp/sweeps"
 
 # ci/check_regression.sh runs the same check on its files first: a NaN or missing step time is
 # refused, not compared
@@ -140,8 +140,7 @@ for k in "float('nan')" "r['step_ms']['max'] * 2"; do
   rm -f "$tmp/peer_out.jsonl"
   python3 - "$tmp/good/$F" "$tmp/peer_out.jsonl" "$k" > "$tmp/out" 2> "$tmp/err" <<'EOF'
 import json, sys
-sys.path.insert(0, "baselines/peers")
-import common
+from baselines.peers import common
 r = json.loads(open(sys.argv[1]).readline())
 r["step_ms"]["median"] = eval(sys.argv[3], {"r": r})
 common.main_guard(lambda: common.emit_row(sys.argv[2], r) or 0, "peer")
@@ -153,11 +152,10 @@ EOF
 done
 python3 - "$tmp/good/$F" "$tmp/peer_out.jsonl" > /dev/null 2> "$tmp/err" <<'EOF'
 import json, sys
-sys.path.insert(0, "baselines/peers")
-import common
+from baselines.peers import common
 common.main_guard(lambda: common.emit_row(sys.argv[2], json.loads(open(sys.argv[1]).readline())) or 0, "peer")
 EOF
-[ $? = 0 ] && python3 harness/resultslib/validate_rows.py "$tmp/peer_out.jsonl" && pass "a peer's good row is appended" ||
+[ $? = 0 ] && python3 -m harness.resultslib.validate_rows "$tmp/peer_out.jsonl" && pass "a peer's good row is appended" ||
   { fail "a peer's good row"; cat "$tmp/err"; }
 
 # The sweep never WRITES a row the check would refuse: a configuration whose row comes out
@@ -168,9 +166,8 @@ for k in nan inf inverted zero absurd_tps auto_error; do
   rm -rf "$tmp/sw_$k" && mkdir -p "$tmp/sw_$k"
   python3 - "$tmp/sw_$k" "$k" > "$tmp/out" 2> "$tmp/err" <<'EOF'
 import sys, types
-sys.path.insert(0, "harness/sweep")
-import common, run, sweeps
-from one_config import blank_row
+from harness.sweep import common, run, sweeps
+from harness.sweep.one_config import blank_row
 out, kind = sys.argv[1], sys.argv[2]
 s = sweeps.load("experiments/sweeps/" + ("gpu_auto.json" if kind == "auto_error" else "c2_cpu.json"))
 cs = sweeps.expand(s)[:1]
@@ -191,7 +188,7 @@ print(run.run_sweep(R, s, cs, args))
 EOF
   rc=$?
   f=$(ls "$tmp/sw_$k"/*.jsonl 2>/dev/null | head -1)
-  if [ "$rc" = 0 ] && [ "$(cat "$tmp/out")" = 1 ] && [ -n "$f" ] && python3 harness/resultslib/validate_rows.py "$f" 2>> "$tmp/err" &&
+  if [ "$rc" = 0 ] && [ "$(cat "$tmp/out")" = 1 ] && [ -n "$f" ] && python3 -m harness.resultslib.validate_rows "$f" 2>> "$tmp/err" &&
      [ "$(jq -r '.step_ms' "$f")" = null ] && jq -e '.error | length > 0' "$f" > /dev/null; then
     pass "sweep writer: a $k row is filed as the configuration's error, the file stays readable"
   else

@@ -13,7 +13,7 @@
 . "$(dirname "$0")/lib.sh" python3 jq
 BIN=$MT_BIN
 [ -x "$BIN/megatrain" ] || { echo "skipped: no $BIN/megatrain"; exit 77; }
-CAL="python3 harness/calibrate_profile.py"
+CAL="python3 -m harness.calibrate_profile"
 DATA=harness/tests/data/calibrate
 BASE=experiments/hardware/h100-128g.json
 CFG=megatrain/tests/data/tiny5_llama.json
@@ -234,7 +234,7 @@ problems=$(invariants "$out" rates)
 [ -z "$problems" ] && pass "rates: profile invariants" || fail "rates: invariants: $problems"
 loads "$out" rates
 # the kernels calibrate_gpu_rates.py knows are the ones the profile loader accepts
-py=$(python3 -c 'import sys; sys.path.insert(0, "harness"); import calibrate_gpu_rates as g; print(" ".join(g.KERNELS))')
+py=$(python3 -c 'import sys; from harness import calibrate_gpu_rates as g; print(" ".join(g.KERNELS))')
 c=$(sed -n '/kernel_names\[MT_HW_KERNELS\] = {/,/};/p' megatrain/model/hardware_rates.c | grep -o '"[a-z_0-9]*"' | tr -d '"' | tr '\n' ' ')
 [ "$py " = "$c" ] && pass "rates: calibrate_gpu_rates.KERNELS = hardware_rates.c kernel_names" || fail "kernels: '$py' vs '$c'"
 # Each key moves the sim's compute in its direction on the 14B width (2 layers, batch 16 x 1024): the
@@ -262,7 +262,7 @@ check "rates: the planner prices attention at B 16 x NH 40 x T^2 (420) and the b
    and .prediction.gemm_bwd_efficiency == 0.7068 and .prediction.compute_ms > $n[0].prediction.compute_ms'
 # what a projection on it rests on (harness/sweep/cost_sources.py): at bf16 the measured rates replace
 # the assumptions they settle; at fp32 (not what was measured) the assumptions stand
-python3 harness/sweep/cost_sources.py "$out" > "$tmp/cs.json" && python3 harness/sweep/cost_sources.py "$out"   --precision fp32 > "$tmp/cs32.json" &&
+python3 -m harness.sweep.cost_sources "$out" > "$tmp/cs.json" && python3 -m harness.sweep.cost_sources "$out"   --precision fp32 > "$tmp/cs32.json" &&
 check "rates: cost_sources: measured at bf16 (rope_bwd derived), assumptions settled; fp32 as before" "$tmp/cs.json"   --slurpfile f "$tmp/cs32.json" '.by_kind as $k | .figures as $g
    | ($k.measured | index("gpu.gemm_bwd_efficiency") and index("gpu.attention_work_tflops.cudnn")
       and index("gpu.kernel_gbps.swiglu_bwd")) and ($k.derived | index("gpu.kernel_gbps.rope_bwd"))

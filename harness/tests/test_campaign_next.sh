@@ -13,9 +13,9 @@ man() { # man TAG PART DRY: a filed manifest
 # every configuration of every part's sweeps filed from an H200 and an H100: a filed part is
 # then complete (the completions are checked further down)
 mkdir -p "$tmp/c" "$tmp/full"
-(cd ci/gpu_campaign && python3 -c '
+python3 -c '
 import json, os, sys
-import main, parts, estimate
+from ci.gpu_campaign import main, parts, estimate
 for p in parts.PARTS:
     for st in p["steps"]:
         if st["kind"] == "sweep":
@@ -25,7 +25,7 @@ for p in parts.PARTS:
                     for g in ("NVIDIA H200", "NVIDIA H100 80GB HBM3"):
                         f.write(json.dumps({"experiment": s["experiment"], "config_key": estimate.sweeps.config_key(c),
                                             "env": {"gpu_name": g}}) + "\n")
-' "$tmp/full")
+' "$tmp/full"
 plan() { bash ci/gpu_campaign.sh --next-plan "$1" --budget "$2" --campaign-dir "$tmp/c" --results-dir "$tmp/full" 2>&1; }
 c2() { man "$1" C2a false; man "$1" C2b false; }  # C2's two calls filed: the parts after them are planned
 # C2 first (issue 37): its two parts each alone in a call (they share one lease), C2b once C2a is filed
@@ -58,7 +58,7 @@ mkdir -p "$tmp/mb"
 cp "$tmp/full"/*.jsonl "$tmp/mb/"
 python3 -c '
 import json, sys
-sys.path.insert(0, "ci/gpu_campaign"); import parts
+from ci.gpu_campaign import parts
 fams = [f for f in parts.MICROBENCH_FAMILIES if f != sys.argv[2]]
 json.dump({"benchmarks": [{"name": f + "/1/real_time"} for f in fams]}, open(sys.argv[1], "w"))' \
   "$tmp/mb/microbench_h200-A.json" gemm_bwd/cuda
@@ -68,7 +68,7 @@ check "A filed, its microbench without gemm_bwd: completed by its microbench aga
 # the H200's filed part A predates launch/cuda (issue 41: launch latency, the shortest kernel)
 python3 -c '
 import json, sys
-sys.path.insert(0, "ci/gpu_campaign"); import parts
+from ci.gpu_campaign import parts
 json.dump({"benchmarks": [{"name": f + "/1/real_time"} for f in parts.MICROBENCH_FAMILIES if f != "launch/cuda"]},
           open(sys.argv[1], "w"))' "$tmp/mb/microbench_h200-A.json"
 out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 5000 --campaign-dir "$tmp/c" --results-dir "$tmp/mb" 2>&1)
@@ -76,7 +76,7 @@ check "A filed, its microbench without launch/cuda: completed by its microbench 
   'printf "%s" "$out" | grep -q "within 5000 s: A (~[0-9]* s, completing it: microbench again (its filed run lacks launch/cuda)), V (~"'
 python3 -c '
 import json, sys
-sys.path.insert(0, "ci/gpu_campaign"); import parts
+from ci.gpu_campaign import parts
 json.dump({"benchmarks": [{"name": f + "/1/real_time"} for f in parts.MICROBENCH_FAMILIES]}, open(sys.argv[1], "w"))' \
   "$tmp/mb/microbench_h200-A.json"
 out=$(bash ci/gpu_campaign.sh --next-plan "NVIDIA H200" --budget 5000 --campaign-dir "$tmp/c" --results-dir "$tmp/mb" 2>&1)
@@ -103,7 +103,7 @@ rm -f "$tmp/mb/microbench_h200-A.json"
 # error naming it (exit 2), before anything in --out is touched
 for v in abc nan inf -5; do
   rm -rf "$tmp/t0"
-  MT_CAMPAIGN_T0=$v python3 ci/gpu_campaign/main.py run A --dry-run --out "$tmp/t0" > /dev/null 2> "$tmp/t0.err"; rc=$?
+  MT_CAMPAIGN_T0=$v python3 -m ci.gpu_campaign.main run A --dry-run --out "$tmp/t0" > /dev/null 2> "$tmp/t0.err"; rc=$?
   check "MT_CAMPAIGN_T0=$v: refused naming it (exit $rc)" \
     '[ $rc = 2 ] && grep -q "MT_CAMPAIGN_T0" "$tmp/t0.err" && [ ! -e "$tmp/t0" ] && ! grep -q Traceback "$tmp/t0.err"'
 done
@@ -111,11 +111,11 @@ done
 rm -f "$tmp/c"/*; man gpu A false; man gpu B false; man gpu I false; c2 gpu
 python3 -c '
 import json, sys
-sys.path.insert(0, "ci/gpu_campaign"); import parts
+from ci.gpu_campaign import parts
 json.dump({"benchmarks": [{"name": f + "/1/real_time"} for f in parts.MICROBENCH_FAMILIES if f != "kernel/cuda"]},
           open(sys.argv[1], "w"))' "$tmp/mb/microbench_gpu-A.json"
 for f in "$tmp/full"/*.jsonl; do jq -c '.env.gpu_name = null' "$f" > "$tmp/mb/$(basename "$f")"; done
-MT_BIN=$MT_BIN python3 ci/gpu_campaign/main.py next --dry-run --out "$tmp/ma" --budget 300 --campaign-dir "$tmp/c" \
+MT_BIN=$MT_BIN python3 -m ci.gpu_campaign.main next --dry-run --out "$tmp/ma" --budget 300 --campaign-dir "$tmp/c" \
   --results-dir "$tmp/mb" > "$tmp/ma.log" 2>&1; rc=$?
 check "next --dry-run completes A by its microbench: exit $rc, steps machine and microbench, the manifest says why" \
   '[ $rc = 0 ] && [ "$(jq -r ".steps[].name" "$tmp/ma/A/A-manifest.json" | paste -sd, -)" = "machine,microbench" ] &&
@@ -126,8 +126,8 @@ check "next --dry-run completes A by its microbench: exit $rc, steps machine and
 rm -f "$tmp/c"/*; man h200 A false; man h200 V false; man h200 W false; man h200 B false; c2 h200
 mkdir -p "$tmp/r"
 cp "$tmp/full/gpu_width.jsonl" "$tmp/full/gpu_revalidate.jsonl" "$tmp/r/"  # V and W filed and complete: not the subject here
-python3 harness/sweep/run.py --dry-run experiments/sweeps/gpu_c2_deepspeed.json 2>/dev/null | cut -f3 > "$tmp/b.keys"
-python3 harness/sweep/run.py --dry-run experiments/sweeps/gpu_goal.json 2>/dev/null | cut -f3 > "$tmp/a.keys"
+python3 -m harness.sweep.run --dry-run experiments/sweeps/gpu_c2_deepspeed.json 2>/dev/null | cut -f3 > "$tmp/b.keys"
+python3 -m harness.sweep.run --dry-run experiments/sweeps/gpu_goal.json 2>/dev/null | cut -f3 > "$tmp/a.keys"
 row() { jq -nc --arg k "$1" --arg g "$2" --arg e "$3" '{experiment: $e, config_key: $k, env: {gpu_name: $g}}'; }
 for k in $(cat "$tmp/a.keys"); do row "$k" "NVIDIA H200" gpu_goal; done > "$tmp/r/gpu_goal.jsonl"
 cp "$tmp/full/gpu_c2_matched.jsonl" "$tmp/r/"  # C2 complete: B's completion is next
@@ -151,7 +151,7 @@ for k in $(cat "$tmp/a.keys"); do row "$k" "" gpu_goal | jq -c '.env.gpu_name = 
 jq -c '.env.gpu_name = null' "$tmp/full/gpu_c2_matched.jsonl" > "$tmp/r/gpu_c2_matched.jsonl"
 sed -n 1,4p "$tmp/b.keys" | while read -r k; do row "$k" "" gpu_c2_deepspeed | jq -c '.env.gpu_name = null'; done \
   > "$tmp/r/gpu_c2_deepspeed.jsonl"
-MT_BIN=$MT_BIN python3 ci/gpu_campaign/main.py next --dry-run --out "$tmp/m" --budget 540 --campaign-dir "$tmp/c" \
+MT_BIN=$MT_BIN python3 -m ci.gpu_campaign.main next --dry-run --out "$tmp/m" --budget 540 --campaign-dir "$tmp/c" \
   --results-dir "$tmp/r" > "$tmp/m.log" 2>&1; rc=$?
 mkdir -p "$tmp/mx" && tar -C "$tmp/mx" -xzf "$tmp/m/B/B-results.tar.gz" 2>/dev/null
 check "next --dry-run completes B: exit $rc, its manifest names the configurations, the rows are the reference and the one missing non-peer configuration (megatrain mixed)" \
@@ -182,7 +182,7 @@ check "--file finds a part per folder (here refusing the dry run)" \
 # a C2 part's completion is its own share of the sweep: C2a filed with every row but one of its
 # DeepSpeed points completes those (and the sweep's first, the same-run reference), never C2b's
 rm -f "$tmp/c"/*; man h200 C2a false
-python3 harness/sweep/run.py --dry-run experiments/sweeps/gpu_c2_matched.json 2>/dev/null | cut -f3 > "$tmp/c2.keys"
+python3 -m harness.sweep.run --dry-run experiments/sweeps/gpu_c2_matched.json 2>/dev/null | cut -f3 > "$tmp/c2.keys"
 sed -n 3p "$tmp/c2.keys" > "$tmp/c2.miss"
 grep -v -f "$tmp/c2.miss" "$tmp/c2.keys" | head -4 | while read -r k; do row "$k" "NVIDIA H200" gpu_c2_matched; done \
   > "$tmp/r/gpu_c2_matched.jsonl"

@@ -56,8 +56,7 @@ EOF
 mk() {
   python3 - "$tmp/sweeps" "$1" "$2" <<'EOF'
 import json, os, sys
-sys.path.insert(0, "harness/sweep")
-import common, sweeps
+from harness.sweep import common, sweeps
 sdir, out, spec = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 sweeps.set_dir(sdir)
 os.makedirs(out, exist_ok=True)
@@ -103,7 +102,7 @@ EOF
 verdict() {
   local name=$1 claim=$2 want=$3 dir=$4; shift 4
   local got
-  got=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$dir" "$@" 2> "$dir.err" |
+  got=$(python3 -m harness.sweep.claims --sweeps "$tmp/sweeps" --results "$dir" "$@" 2> "$dir.err" |
         grep "^$claim " | sed 's/  */ /g; s/ *$//')
   if printf '%s' "$got" | grep -Eq -- "$want"; then echo "ok   $name"; else
     fail "$name: want /$want/ in: $got"; cat "$dir.err"; fi
@@ -144,8 +143,7 @@ verdict "a projection otherwise is pending GPU" "busy claim" 'pending GPU \(proj
 mkpred() {  # mkpred DIR ERR_MEGATRAIN ERR_ZERO3 [HARDWARE]: t_pred rows off the measured t_c2 rows
   python3 - "$tmp/sweeps" "$@" <<'EOF'
 import json, os, sys
-sys.path.insert(0, "harness/sweep")
-import common, sweeps
+from harness.sweep import common, sweeps
 sdir, out, e1, e2 = sys.argv[1:5]
 hw = sys.argv[5] if len(sys.argv) > 5 else "h100-128g"
 sweeps.set_dir(sdir)
@@ -170,7 +168,7 @@ verdict "predicted: one pair outside is enough" "sim claim" 'zero3 b4 T1024 -30%
 mkpred "$tmp/pred3" 0.095 0.0
 verdict "predicted: at the edge, within the measured noise" "sim claim" 'sim borderline' "$tmp/pred3"
 mkpred "$tmp/pred4" 0.0 0.0 h200-128g
-got=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/pred4" 2>/dev/null | grep -c "^sim claim")
+got=$(python3 -m harness.sweep.claims --sweeps "$tmp/sweeps" --results "$tmp/pred4" 2>/dev/null | grep -c "^sim claim")
 [ "$got" = 0 ] && echo "ok   predicted: a projection on another GPU's profile pairs with nothing" ||
   fail "an H200 projection paired with H100 rows"
 
@@ -179,9 +177,8 @@ got=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/pre
 mkval() {  # mkval DIR ERR_MEGATRAIN VALIDATES ERR_ZERO3 VALIDATES: sim_validation.json off the t_c2 rows
   python3 - "$@" <<'EOF'
 import json, os, sys
-sys.path.insert(0, "harness/sweep")
-import common
-from sim_check import label
+from harness.sweep import common
+from harness.sweep.sim_check import label
 out, e1, v1, e2, v2 = sys.argv[1:6]
 meas = {r["system"]: r for r in common.load_jsonl(os.path.join(out, "t_c2.jsonl"))}
 cfg = []
@@ -212,8 +209,7 @@ verdict "a projection off the validated profile carries 'at least' the worst val
 verdict "no sim_validation.json: a projection carries no band" "busy claim" 'projected \(sim, gh200-480g\) ' "$tmp/bind3"
 python3 - "$tmp/val4" <<'EOF' > "$tmp/region.txt" 2>&1 &&
 import sys
-sys.path.insert(0, "harness/sweep")
-import claims
+from harness.sweep import claims
 ctx = {"results_dir": sys.argv[1]}  # mkval: m megatrain b4 T1024 validates on h100-128g
 row = lambda **k: dict(dict(model="m", batch=4, seq_len=1024, mode="projected", backend="sim", hardware="h100-128g"), **k)
 assert claims.band(row(), ctx).startswith("±7%, worst of 1 measured"), claims.band(row(), ctx)
@@ -223,7 +219,7 @@ assert claims.band(row(backend="plan"), ctx).startswith("closed form")
 EOF
   echo "ok   band: the worst validated error inside the measured region, 'at least' outside it" ||
   fail "band region: $(cat "$tmp/region.txt")"
-got=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/val3" 2>/dev/null | grep -c "^validation claim")
+got=$(python3 -m harness.sweep.claims --sweeps "$tmp/sweeps" --results "$tmp/val3" 2>/dev/null | grep -c "^validation claim")
 [ "$got" = 0 ] && echo "ok   validation: no sim_validation.json, no row (optional)" ||
   fail "a validation claim without results/sim_validation.json gave a row"
 
@@ -232,8 +228,7 @@ got=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/val
 mkh2d() {  # mkh2d DIR H2D_GBPS: the t_c2 rows of DIR get an h2d_gbps
   python3 - "$1" "$2" <<'EOF'
 import os, sys
-sys.path.insert(0, "harness/sweep")
-import common
+from harness.sweep import common
 d, v = sys.argv[1], float(sys.argv[2])
 rows = common.load_jsonl(os.path.join(d, "t_c2.jsonl"))
 for r in rows:
@@ -270,8 +265,7 @@ grep -q "no longer exist: t_abl 2, t_c2 2" "$tmp/stale.err" && echo "ok   ... an
 # rounds (fit.check) is what it is held to, before any row of the `against` experiment
 python3 - > "$tmp/ex.txt" 2>&1 <<'EOF'
 import sys
-sys.path.insert(0, "harness/sweep")
-import claims
+from harness.sweep import claims
 env = {"git_sha": "0123456789ab", "git_dirty": False}
 def ex(pred, E, check=None):
     r = {"mode": "extrapolated", "system": "megatrain", "batch": 4, "layers_model": 8, "env": env, "tokens_per_s": 1.0,
@@ -298,8 +292,7 @@ grep -q "^no check: the other experiment disagrees .*measured in other.*megatrai
 # published: a published figure beside our model of that system, the model's error said, no verdict
 python3 - > "$tmp/pub.txt" 2>&1 <<'EOF'
 import sys
-sys.path.insert(0, "harness/sweep")
-import claims
+from harness.sweep import claims
 def row(system, tflops):
     return {"system": system, "backend": "sim", "mode": "projected", "hardware": "h100-128g", "tflops": tflops,
             "tokens_per_s": 1.0, "step_ms": {"median": 10.0, "min": 10.0, "max": 10.0}}
@@ -315,7 +308,7 @@ grep -q "299 (+10%), ours 449 (1.50x)" "$tmp/pub.txt" && grep -q "no verdict (a 
   { fail "published claim"; cat "$tmp/pub.txt"; }
 
 # the committed sweep files declare valid claim rows (check_spec runs on every one)
-python3 harness/sweep/claims.py --results "$tmp/empty" > "$tmp/real.txt" 2> "$tmp/real.err" &&
+python3 -m harness.sweep.claims --results "$tmp/empty" > "$tmp/real.txt" 2> "$tmp/real.err" &&
   grep -q "^C2 14B vs DeepSpeed ZeRO-3 offload .* no data" "$tmp/real.txt" && echo "ok   the committed claim rows parse" ||
   { fail "committed claim rows"; cat "$tmp/real.err"; }
 
@@ -337,8 +330,7 @@ verdict "a failed denominator: the claim says failed, with the error" "ratio cla
 # between the phases) is never taken, however fast it reads.
 if python3 - <<'PY'
 import sys
-sys.path.insert(0, "harness/sweep")
-import claims
+from harness.sweep import claims
 def r(system, batch, tps, **kw):
     return dict({"system": system, "batch": batch, "tokens_per_s": tps, "mode": "measured", "backend": "cuda",
                  "step_ms": {"median": 1.0, "min": 1.0, "max": 1.0}}, **kw)
@@ -358,25 +350,24 @@ else fail "ratio against the fastest configuration"; fi
 # the campaign part whose manifest brackets them; the table ends with a tally.
 mk "$tmp/run" '{"c2": {"megatrain": [2000, 0.01, "measured"], "zero3": [1000, 0.01, "measured"]}}'
 rm "$tmp/run/t_abl.jsonl"
-out=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/disagree" 2> /dev/null)
+out=$(python3 -m harness.sweep.claims --sweeps "$tmp/sweeps" --results "$tmp/disagree" 2> /dev/null)
 grep -q -- '^ratio claim .*filed from NVIDIA H100 80GB HBM3, undated, 0123456789ab  *not reproduced' <<< "$out" &&
   grep -q -- '^tally: reproduced here 0, reproduced on a filed GPU row 3, projected 0, failed 2,' <<< "$out" &&
   pass "filed rows: machine, date, commit; the tally counts them" || { fail "filed source / tally"; printf '%s\n' "$out"; }
-out=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/disagree" --run "$tmp/run" 2> /dev/null)
+out=$(python3 -m harness.sweep.claims --sweeps "$tmp/sweeps" --results "$tmp/disagree" --run "$tmp/run" 2> /dev/null)
 grep -q -- '^ratio claim .*  this run  *reproduced (noise' <<< "$out" &&
   grep -q -- '^busy claim .*filed from NVIDIA' <<< "$out" &&
   grep -q -- '^tally: reproduced here 2, reproduced on a filed GPU row 2, projected 0, failed 1,' <<< "$out" &&
   pass "--run: its rows say 'this run' and replace the filed ones" || { fail "--run"; printf '%s\n' "$out"; }
-out=$(python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/disagree" --brief 2> /dev/null)
+out=$(python3 -m harness.sweep.claims --sweeps "$tmp/sweeps" --results "$tmp/disagree" --brief 2> /dev/null)
 [ "$(printf '%s\n' "$out" | awk '{ if (length($0) > 130) n++ } END { print n + 0 }')" = 0 ] &&
   grep -q -- '^ratio claim .*NVIDIA H100 80GB HBM3, undated, 01234567 ' <<< "$out" &&
   pass "--brief: lines within 130 characters" || { fail "--brief"; printf '%s\n' "$out"; }
-exits 2 "--run without a directory" python3 harness/sweep/claims.py --sweeps "$tmp/sweeps" --results "$tmp/disagree" \
+exits 2 "--run without a directory" python3 -m harness.sweep.claims --sweeps "$tmp/sweeps" --results "$tmp/disagree" \
   --run "$tmp/nowhere"
 python3 - "$tmp" > "$tmp/prov.txt" 2>&1 <<'EOF'
 import json, os, sys
-sys.path.insert(0, "harness/sweep")
-import claims
+from harness.sweep import claims
 d = os.path.join(sys.argv[1], "prov", "campaign")
 os.makedirs(d)
 with open(os.path.join(d, "h200-B-20261126T030225Z-manifest.json"), "w") as f:
@@ -400,8 +391,7 @@ this run + filed from campaign part h200-B, 2026-11-26, 955be61e2b40" ] &&
 # projection prints no "noise ±0.0%".
 python3 - > "$tmp/wide.txt" 2>&1 <<'EOF'
 import sys
-sys.path.insert(0, "harness/sweep")
-import claims
+from harness.sweep import claims
 env = {"git_sha": "0123456789ab", "git_dirty": False}
 def ex(pred, E, check):
     return {"mode": "extrapolated", "system": "megatrain", "batch": 4, "layers_model": 8, "env": env,

@@ -28,10 +28,10 @@ else
 fi
 
 if command -v python3 > /dev/null; then
-  exits 2 "--repeats 0 refused" python3 baselines/peers/cpu_optimizers.py --repeats 0
-  exits 2 "--no-peers without --layouts refused" python3 baselines/peers/cpu_optimizers.py --no-peers
+  exits 2 "--repeats 0 refused" python3 -m baselines.peers.cpu_optimizers --repeats 0
+  exits 2 "--no-peers without --layouts refused" python3 -m baselines.peers.cpu_optimizers --no-peers
   python3 -c "import torch" > /dev/null 2>&1 ||
-    exits 77 "without torch the script skips" python3 baselines/peers/cpu_optimizers.py --out "$tmp/x.jsonl"
+    exits 77 "without torch the script skips" python3 -m baselines.peers.cpu_optimizers --out "$tmp/x.jsonl"
 
   # --layouts, the campaign's cpu_adam step: the rows from made-up rounds (DeepSpeed's included, which
   # CI cannot run): each implementation's layout and hardware bytes (write-allocate counted), GB/s at
@@ -39,8 +39,7 @@ if command -v python3 > /dev/null; then
   # --n auto holds 8x the last-level cache in the smallest layout
   if python3 - > "$tmp/unit.txt" 2>&1 <<'PY'
 import sys
-sys.path.insert(0, "baselines/peers")
-import cpu_optimizers as C
+from baselines.peers import cpu_optimizers as C
 rounds = [{"triad": 24e9, "pps": {"megatrain_adamw_mixed": 1.2e9, "deepspeed_cpu_adam_mixed": 1.0e9,
                                   "megatrain_adamw_paper": 1.5e9, "deepspeed_cpu_adam": 1.1e9}},
           {"triad": 12e9, "pps": {"megatrain_adamw_mixed": 0.6e9, "deepspeed_cpu_adam_mixed": 0.4e9,
@@ -68,7 +67,7 @@ PY
   # ours and the bound run here (CI has no torch): --no-peers, at a small n
   MB=${MT_BIN:-build/bin}/mt-microbench
   if [ -x "$MB" ]; then
-    python3 baselines/peers/cpu_optimizers.py --layouts --no-peers --n 1048576 --repeats 1 --min-time 0.01 \
+    python3 -m baselines.peers.cpu_optimizers --layouts --no-peers --n 1048576 --repeats 1 --min-time 0.01 \
       --bin "$(dirname "$MB")" --out "$tmp/l.jsonl" > /dev/null 2> "$tmp/l.err"; rc=$?
     if [ "$rc" = 0 ] && jq -s -e '
          map(.impl) == ["megatrain_adamw_mixed", "megatrain_adamw_paper"] and map(.layout) == ["mixed", "paper"]

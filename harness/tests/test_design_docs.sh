@@ -102,9 +102,8 @@ def quoted_use(name):
     return lambda line: f'"{name}"' in line or f"'{name}'" in line
 
 def parts_names():
-    sys.path.insert(0, "ci/gpu_campaign")
     try:
-        import parts
+        from ci.gpu_campaign import parts
         return [p["name"] for p in parts.PARTS]
     except Exception as e:
         fail(f"ci/gpu_campaign/parts.py: cannot read PARTS ({e})")

@@ -16,9 +16,9 @@ official=$("$MT_BIN/megatrain" plan --config "$cfg" --batch 16 --seq-len 1024 --
   --peer official | jq -r .peer.eager_scale)
 [ "$fsdp" = "$scale" ] && [ "$official" = 1 ] && pass "DeepSpeed and FSDP2 (the same HF model build) carry $scale, the official code 1" ||
   fail "eager_scale: deepspeed $scale, fsdp2 $fsdp, official $official"
-out=$(python3 baselines/peers/derive_eager_scale.py --check "$scale" 2> "$tmp/err"); rc=$?
+out=$(python3 -m baselines.peers.derive_eager_scale --check "$scale" 2> "$tmp/err"); rc=$?
 [ "$rc" = 0 ] && pass "derived from the rows: $out" || { fail "derive --check $scale: exit $rc"; cat "$tmp/err"; echo "$out"; }
-exits 1 "a constant the rows do not derive is refused" python3 baselines/peers/derive_eager_scale.py --check 1.0
+exits 1 "a constant the rows do not derive is refused" python3 -m baselines.peers.derive_eager_scale --check 1.0
 printf '%s\n' '{"system": "deepspeed_zero3", "batch": 16, "fwd_ms": 1}' > "$tmp/one.jsonl"
-exits 2 "rows at one batch only: no slope" python3 baselines/peers/derive_eager_scale.py --rows "$tmp/one.jsonl"
+exits 2 "rows at one batch only: no slope" python3 -m baselines.peers.derive_eager_scale --rows "$tmp/one.jsonl"
 finish

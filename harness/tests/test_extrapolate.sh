@@ -8,9 +8,8 @@
 . "$(dirname "$0")/lib.sh" python3
 python3 - > "$tmp/out" 2>&1 <<'PY' || fail "made-up extrapolation checks (see below)"
 import sys
-sys.path.insert(0, "harness/sweep")
-from extrapolate import extrapolate, measure_depths, NO_HOLDOUT_METHOD
-from megatrain_cli import RunError
+from harness.sweep.extrapolate import extrapolate, measure_depths, NO_HOLDOUT_METHOD
+from harness.sweep.megatrain_cli import RunError
 
 def run(med, lo, hi, n=5):  # made up: a depth's step statistics
     return {"stats": {"median": med, "min": lo, "max": hi, "n": n}, "rss": None, "figures": {}}
@@ -67,9 +66,9 @@ grep -q "^ok   a failed fitted depth" "$tmp/out" || fail "extrapolate checks did
 # the sweep: "none" needs two timed steps a depth; a held-out depth that is missing is refused
 mk() { printf '{"schema": "megatrain.sweep/1", "experiment": "t_x", "defaults": {"model": "megatrain/tests/data/tiny5_llama.json", "backend": "sim", "hardware": "gh200-480g", "mode": "extrapolated", "layers_fit": [1, 2], %s}}\n' "$1" > "$tmp/s.json"; }
 mk '"layers_holdout": "none", "steps": 3, "warmup": 1'
-exits 2 'layers_holdout "none" with one timed step is refused' python3 harness/sweep/run.py "$tmp/s.json" --dry-run --out-dir "$tmp/r"
+exits 2 'layers_holdout "none" with one timed step is refused' python3 -m harness.sweep.run "$tmp/s.json" --dry-run --out-dir "$tmp/r"
 mk '"layers_holdout": "none", "steps": 4, "warmup": 1'
-exits 0 'layers_holdout "none" with two timed steps is accepted' python3 harness/sweep/run.py "$tmp/s.json" --dry-run --out-dir "$tmp/r"
+exits 0 'layers_holdout "none" with two timed steps is accepted' python3 -m harness.sweep.run "$tmp/s.json" --dry-run --out-dir "$tmp/r"
 mk '"steps": 4, "warmup": 1'
-exits 2 'no layers_holdout at all is refused' python3 harness/sweep/run.py "$tmp/s.json" --dry-run --out-dir "$tmp/r"
+exits 2 'no layers_holdout at all is refused' python3 -m harness.sweep.run "$tmp/s.json" --dry-run --out-dir "$tmp/r"
 finish

@@ -20,9 +20,9 @@ cat > "$S" <<'EOF'
               "batch": 2, "seq_len": 16, "precision": "paper", "steps": 4, "warmup": 2},
  "configs": [{"schedule": "megatrain", "keep_trace": true}, {"schedule": "zero3"}, {"schedule": "naive"}]}
 EOF
-file_rows() { python3 harness/sweep/file_rows.py --sweeps "$tmp/sweeps" --results "$tmp/results" "$@"; }
+file_rows() { python3 -m harness.sweep.file_rows --sweeps "$tmp/sweeps" --results "$tmp/results" "$@"; }
 # the "campaign": a clean run elsewhere, as a bundle without .git reports itself
-MT_GIT_SHA=0123456789ab MT_GIT_DIRTY=0 python3 harness/sweep/run.py --out-dir "$tmp/out" --hardware h200-128g "$S" \
+MT_GIT_SHA=0123456789ab MT_GIT_DIRTY=0 python3 -m harness.sweep.run --out-dir "$tmp/out" --hardware h200-128g "$S" \
   2> "$tmp/run.err" || { fail "run exit $?"; cat "$tmp/run.err"; }
 MT_GIT_SHA=0123456789ab MT_GIT_DIRTY=0 "$MT_BIN/mt-env" > "$tmp/out/env_gpu.json"
 # results/ already holds a row of an entry that is gone and an old row of one still there
@@ -73,7 +73,7 @@ cat > "$tmp/sweeps/t_gpu.json" <<'EOF2'
               "batch": 2, "seq_len": 16, "precision": "paper", "steps": 4, "warmup": 2},
  "configs": [{"schedule": "megatrain"}]}
 EOF2
-gkey=$(cd harness/sweep && python3 -c "import sweeps, sys; sweeps.set_dir(sys.argv[1]); s = sweeps.by_experiment()['t_gpu']; print(sweeps.config_key(sweeps.expand(s)[0]))" "$tmp/sweeps")
+gkey=$(python3 -c "import sys; from harness.sweep import sweeps; sweeps.set_dir(sys.argv[1]); s = sweeps.by_experiment()['t_gpu']; print(sweeps.config_key(sweeps.expand(s)[0]))" "$tmp/sweeps")
 gpu_row() { # gpu_row DIR GPU-NAME-JSON [CALL]: a megatrain row turned into t_gpu's measured CUDA row (of campaign call CALL)
   rm -rf "$1" && mkdir -p "$1"
   jq -c --arg k "$gkey" --argjson g "$2" --arg c "${3:-}" 'select(.system == "megatrain") | del(.trace) | .experiment = "t_gpu" |

@@ -14,7 +14,7 @@
 C="bash ci/gpu_campaign.sh"
 
 # ---- --list: one line per part, in the order of parts.py, `N min` each
-parts=$(python3 -c "import sys; sys.path.insert(0, 'ci/gpu_campaign'); import parts; print(' '.join(p['name'] for p in parts.PARTS))")
+parts=$(python3 -c "import sys; from ci.gpu_campaign import parts; print(' '.join(p['name'] for p in parts.PARTS))")
 $C --list > "$tmp/list" 2> "$tmp/list.err" || fail "--list exit $?"
 if [ "$(cut -d' ' -f1 "$tmp/list" | tr '\n' ' ' | sed 's/ $//')" = "$parts" ] &&
    ! grep -Evq '^[A-Z][A-Za-z0-9]*  [0-9]+ min  [a-zA-Z0-9(]' "$tmp/list"; then
@@ -65,8 +65,7 @@ for p in $parts; do
   # every configuration of its sweeps has a row, none an error, all with docs/DESIGN.md#results keys and env
   want=$(python3 - "$tmp/x/$p/sweeps" <<'EOF'
 import glob, sys
-sys.path.insert(0, "harness/sweep")
-import sweeps
+from harness.sweep import sweeps
 print(sum(len(sweeps.expand(sweeps.load(f))) for f in glob.glob(sys.argv[1] + "/*.json")))
 EOF
 )
@@ -100,7 +99,7 @@ grep -Eq "cpu_adam: ok .*ours mixed [0-9]+ M params/s \([0-9.]+ GB/s at 30 B, [0
 $C --dry-run A --budget 30 --out "$tmp/budget" > "$tmp/budget.log" 2>&1; rc=$?
 if [ "$rc" = 0 ] && layout "$tmp/budget" A && jq -e '.budget_s == 30' "$tmp/budget/A-manifest.json" > /dev/null &&
    [ "$(grep -c "skipped (0.0 s of .*no time left in the part" "$tmp/budget.log")" = \
-     "$(python3 -c "import sys; sys.path.insert(0, 'ci/gpu_campaign'); import parts; print(len(parts.by_name('A')['steps']))")" ]; then
+     "$(python3 -c "import sys; from ci.gpu_campaign import parts; print(len(parts.by_name('A')['steps']))")" ]; then
   pass "--budget 30: every step of part A skipped for want of time, the part still packed"
 else
   fail "--budget (exit $rc)"; tail -5 "$tmp/budget.log"
@@ -140,7 +139,7 @@ EOF
   $C --file "$tmp/out/A" 2> "$tmp/file.err"; rc=$?
   [ "$rc" = 1 ] && grep -q "a dry run" "$tmp/file.err" && pass "--file refuses a dry run's rows" || fail "--file dry run: exit $rc"
   mkdir -p "$tmp/real" "$tmp/real_x" && tar -C "$tmp/real_x" -xzf "$tmp/out/A/A-results.tar.gz"
-  key=$(python3 harness/sweep/run.py --dry-run experiments/sweeps/gpu_goal.json | cut -f3)
+  key=$(python3 -m harness.sweep.run --dry-run experiments/sweeps/gpu_goal.json | cut -f3)
   jq -c --arg k "$key" '.config_key = $k | .sweep.file = "experiments/sweeps/gpu_goal.json" | .env.git_dirty = false
         | .env.git_sha = "0123456789ab" | .env.gpu_name = "NVIDIA H100 80GB HBM3" | .backend = "cuda"' \
     "$tmp/real_x/rows/gpu_goal.jsonl" > "$tmp/g" && mv "$tmp/g" "$tmp/real_x/rows/gpu_goal.jsonl"
@@ -208,11 +207,11 @@ fi
 # ---- the tree check: the carried tree against the bundle's commit
 git ls-files -s megatrain/core > "$tmp/TREE" 2>/dev/null
 if [ -s "$tmp/TREE" ]; then
-  n0=$(python3 ci/gpu_campaign/main.py tree-check "$tmp/TREE" | cut -d' ' -f1)
+  n0=$(python3 -m ci.gpu_campaign.main tree-check "$tmp/TREE" | cut -d' ' -f1)
   first=$(head -1 "$tmp/TREE" | cut -f2)
   awk -v f="$first" 'BEGIN {FS = OFS = "\t"} $2 == f {split($1, a, " "); $1 = a[1] " 0000000000000000000000000000000000000000 " a[3]} {print}' \
     "$tmp/TREE" > "$tmp/TREE2"
-  n1=$(python3 ci/gpu_campaign/main.py tree-check "$tmp/TREE2")
+  n1=$(python3 -m ci.gpu_campaign.main tree-check "$tmp/TREE2")
   git diff --quiet -- megatrain/core && [ "$n0" = 0 ] && [ "${n1%% *}" = 1 ] && echo "$n1" | grep -q "$first" &&
     pass "tree check: the tree as committed passes, one changed blob is named" ||
     { git diff --quiet -- megatrain/core || echo "note: megatrain/core has local changes"; [ "${n1%% *}" = 1 ] &&
@@ -224,8 +223,7 @@ fi
 # ---- gpu_predicted projects every configuration the campaign measures with megatrain
 python3 - > "$tmp/pred.txt" <<'EOF'
 import json, sys
-sys.path.insert(0, "harness/sweep")
-import sweeps
+from harness.sweep import sweeps
 F = ("model", "layers", "batch", "seq_len", "precision", "schedule", "args", "variant")
 key = lambda c: json.dumps([c.get(f) for f in F])
 pred = {key(c) for c in sweeps.expand(sweeps.load("experiments/sweeps/gpu_predicted.json"))
@@ -246,9 +244,8 @@ mkdir -p "$tmp/gpu_results"
 cp results/*.jsonl "$tmp/gpu_results/"
 python3 - "$tmp/gpu_results" <<'EOF'
 import json, os, sys, zlib
-sys.path.insert(0, "harness/sweep")
-sys.path.insert(0, "ci/gpu_campaign")
-import common, one_config, parts, sweeps
+from ci.gpu_campaign import parts
+from harness.sweep import common, one_config, sweeps
 out = sys.argv[1]
 names = [st["sweep"] for p in parts.PARTS for st in p["steps"] if st["kind"] == "sweep"]
 names.append("experiments/sweeps/gpu_predicted.json")
@@ -288,9 +285,8 @@ EOF
 # sim 5% slower (as the projected rows above), every row on the current engine
 python3 - "$tmp/gpu_results" <<'EOF'
 import json, os, sys
-sys.path.insert(0, "harness/sweep")
-import common
-from sim_check import label
+from harness.sweep import common
+from harness.sweep.sim_check import label
 out = sys.argv[1]
 cfg = []
 for exp in ("gpu_goal", "gpu_c2_deepspeed", "gpu_context", "gpu_ablations"):
@@ -304,10 +300,10 @@ v = {"schema": "megatrain.sim_validation/1", "growth": "made up", "profiles": {"
      "configs": cfg}}}
 json.dump(v, open(os.path.join(out, "sim_validation.json"), "w"))
 EOF
-python3 harness/sweep/claims.py --results "$tmp/gpu_results" --markdown "$tmp/claims.md" > /dev/null 2> "$tmp/claims.err"
+python3 -m harness.sweep.claims --results "$tmp/gpu_results" --markdown "$tmp/claims.md" > /dev/null 2> "$tmp/claims.err"
 tr -s ' ' < "$tmp/claims.md" > "$tmp/claims.txt"
 python3 -c "
-import sys; sys.path.insert(0, 'harness/sweep'); import sweeps
+import sys; from harness.sweep import sweeps
 for s in sweeps.all_sweeps():
     if s['experiment'].startswith('gpu_') and s['experiment'] != 'gpu_scale':
         for c in s.get('claims', []):
@@ -321,7 +317,7 @@ if [ -z "$missing" ] && ! grep -q "template error" "$tmp/claims.txt" && grep -q 
 else
   fail "campaign claim rows: missing:$missing"; grep -E "template error|^C2|^G|^S1" "$tmp/claims.txt" | head; head -5 "$tmp/claims.err"
 fi
-python3 harness/sweep/export.py --results "$tmp/gpu_results" --out "$tmp/data" 2> "$tmp/export.err"
+python3 -m harness.sweep.export --results "$tmp/gpu_results" --out "$tmp/data" 2> "$tmp/export.err"
 grep -q "measured.*H100" "$tmp/data/batch_gpu.gpi" && grep -q "measured.*H100" "$tmp/data/context.gpi" &&
   grep -q "sim (h100-128g) vs measured on NVIDIA H100" "$tmp/data/predicted.gpi" && grep -q "H100" "$tmp/data/ablations.gpi" &&
   pass "the figures get the GPU series: batch, context, ablations, predicted vs measured" ||
@@ -331,8 +327,7 @@ grep -q "measured.*H100" "$tmp/data/batch_gpu.gpi" && grep -q "measured.*H100" "
 # machine it ran on gets one attention table per implementation, sourced, and the planner prices them
 cat > "$tmp/attn_step.py" <<'PY'
 import json, os, shutil, sys
-sys.path.insert(0, "ci/gpu_campaign")
-import parts, runner
+from ci.gpu_campaign import parts, runner
 runner.say = lambda msg: print(msg, file=sys.stderr)  # stdout carries the results
 part = parts.by_name("C")
 st = next(s for s in part["steps"] if s["kind"] == "attention_profile")
@@ -352,7 +347,7 @@ print(json.dumps({"dry": runner.step_attention_profile(empty, st, empty.path("lo
 shutil.rmtree(ctx.work, ignore_errors=True)
 shutil.rmtree(empty.work, ignore_errors=True)
 PY
-python3 "$tmp/attn_step.py" "$tmp/attn_out" > "$tmp/attn_step.json" 2> "$tmp/attn_step.err" || true
+python3 - "$tmp/attn_out" < "$tmp/attn_step.py" > "$tmp/attn_step.json" 2> "$tmp/attn_step.err" || true
 if jq -e -s '.[0].status == "ok" and .[0].tables == ["cudnn", "native", "torch_sdpa"] and .[0].sourced and
            (.[1].dry[0] == "skipped") and (.[1].dry[1] | test("need a CUDA device"))' \
      "$tmp/attn_step.json" > /dev/null 2>&1; then

@@ -70,7 +70,7 @@ dup=$(jq -rs '[.[] | .name as $n | (.gpu.name_match // [])[] | {s: ., n: $n}] | 
   | map(select(length > 1) | "\(.[0].s) in \(map(.n) | join(", "))") | .[]' "$dir"/*.json)
 [ -z "$dup" ] && echo "ok   gpu.name_match: each string in one profile" || { echo "FAIL gpu.name_match: $dup"; fails=$((fails + 1)); }
 got=$(command -v python3 > /dev/null || exit 0; python3 -c '
-import sys; sys.path.insert(0, "harness"); import resultslib as r
+import sys; from harness import resultslib as r
 for g in ("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H200", "NVIDIA GH200 480GB", "Tesla T4", "", None):
     print(g, r.profile_of_gpu(g), r.profile_of_gpu(g, fallback=True), sep="|")' 2>&1)
 want="NVIDIA H100 80GB HBM3|h100-128g|h100-128g

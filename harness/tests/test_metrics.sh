@@ -15,8 +15,7 @@ args=(--config experiments/models/qwen2.5-14b.json --batch 8 --seq-len 1024 --pr
   { echo "FAIL: sim train"; exit 1; }
 python3 - "$tmp/plan.json" "$tmp/train.jsonl" <<'PY'
 import json, sys
-sys.path.insert(0, "harness")
-import metrics
+from harness import metrics
 plan = json.load(open(sys.argv[1]))
 rows = [json.loads(l) for l in open(sys.argv[2])]
 fails = []

@@ -6,7 +6,7 @@
 # pass. Deterministic (the sim runs in virtual time).
 . "$(dirname "$0")/lib.sh" python3 bins
 
-python3 harness/sweep/peer_check.py > "$tmp/out" 2> "$tmp/err"
+python3 -m harness.sweep.peer_check > "$tmp/out" 2> "$tmp/err"
 rc=$?
 python3 - "$tmp/out" "$rc" > "$tmp/py" 2>&1 <<'PY' && pass "committed rows: the verdict agrees with the errors ($(cat "$tmp/py"))" || fail "committed rows: $(cat "$tmp/py")"
 import re, sys
@@ -42,12 +42,12 @@ for r in gpu:
     r.setdefault("env", {})["gpu_name"] = "NVIDIA Z9000"
 write("gpu", gpu)
 PY
-python3 harness/sweep/peer_check.py --results "$tmp/slow" > /dev/null 2> "$tmp/err"
+python3 -m harness.sweep.peer_check --results "$tmp/slow" > /dev/null 2> "$tmp/err"
 rc=$?
 [ $rc = 1 ] && grep -q "outside ±15%.*deepspeed_zero3 b16" "$tmp/err" &&
   pass "a row 30% slower than its model: exit 1, named ($(tail -c 120 "$tmp/err"))" || fail "slow rows: exit $rc: $(cat "$tmp/err")"
-exits 1 "no measured peer row: an error" python3 harness/sweep/peer_check.py --results "$tmp/none"
-python3 harness/sweep/peer_check.py --results "$tmp/gpu" > /dev/null 2> "$tmp/err"
+exits 1 "no measured peer row: an error" python3 -m harness.sweep.peer_check --results "$tmp/none"
+python3 -m harness.sweep.peer_check --results "$tmp/gpu" > /dev/null 2> "$tmp/err"
 [ $? = 1 ] && grep -q "no profile matches GPU 'NVIDIA Z9000'" "$tmp/err" &&
   pass "a GPU no profile knows: exit 1, said" || fail "unknown GPU: $(cat "$tmp/err")"
 finish

@@ -51,9 +51,9 @@ for p in deepspeed-zero3 fsdp2-offload; do
 done
 
 if command -v python3 > /dev/null; then
-  exits 2 "--rounds 0 refused" python3 baselines/peers/stage3_hooks.py --rounds 0
-  exits 2 "--depths 4,2 refused" python3 baselines/peers/stage3_hooks.py --depths 4,2
+  exits 2 "--rounds 0 refused" python3 -m baselines.peers.stage3_hooks --rounds 0
+  exits 2 "--depths 4,2 refused" python3 -m baselines.peers.stage3_hooks --depths 4,2
   python3 -c "import torch" > /dev/null 2>&1 ||
-    exits 77 "without torch the script skips" python3 baselines/peers/stage3_hooks.py --out "$tmp/x.jsonl"
+    exits 77 "without torch the script skips" python3 -m baselines.peers.stage3_hooks --out "$tmp/x.jsonl"
 fi
 finish

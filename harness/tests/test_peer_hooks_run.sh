@@ -23,7 +23,7 @@ if [ -z "$PY" ]; then
 fi
 
 start=$(date +%s)
-"$PY" baselines/peers/stage3_hooks.py --depths 1,3 --rounds 3 --steps 3 --warmup 1 --out "$tmp/h.jsonl" \
+"$PY" -m baselines.peers.stage3_hooks --depths 1,3 --rounds 3 --steps 3 --warmup 1 --out "$tmp/h.jsonl" \
   > "$tmp/out.jsonl" 2> "$tmp/err"; rc=$?
 echo "stage3_hooks.py (small): exit $rc in $(( $(date +%s) - start )) s ($PY)"
 [ "$rc" = 0 ] || { echo "FAIL exit $rc: $(grep -v '^\[20\|[Ww]arn' "$tmp/err" | tail -n 5)"; exit 1; }

@@ -13,7 +13,7 @@ for p in "${MT_PEERS_PYTHON:-}" "$cache/peers-venv/bin/python" "$cache/hf-venv/b
 done
 [ -n "$PY" ] || { echo "skipped: no python here imports torch, numpy and transformers"; exit 77; }
 echo "python: $PY ($("$PY" -c 'import torch; print("torch", torch.__version__)'))"
-if "$PY" -m unittest discover -s baselines/peers/tests > "$tmp/log" 2>&1; then
+if "$PY" -m unittest discover -s baselines/peers/tests -t . > "$tmp/log" 2>&1; then
   pass "baselines/peers/tests: $(grep -E '^Ran [0-9]+ tests' "$tmp/log") ($(tail -1 "$tmp/log"))"
 else
   fail "baselines/peers/tests"; grep -E -A12 '^(FAIL|ERROR):' "$tmp/log" | head -60; tail -3 "$tmp/log"

@@ -7,8 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 python3 - <<'PY'
 import copy, json, sys
-sys.path.insert(0, "ci/gpu_campaign")
-import filing
+from ci.gpu_campaign import filing
 
 base = {"schema": "megatrain.hardware/1", "name": "h200-128g",
         "gpu": {"gemm_efficiency": 0.6, "peak_tflops": {"bf16": 989}},

@@ -21,8 +21,7 @@ EOF
 mkrow() {
   python3 - "$1" <<'EOF' | jq -c "${3:-.}" > "$2"
 import json, sys
-sys.path.insert(0, "harness/sweep")
-import common, sweeps
+from harness.sweep import common, sweeps
 sweeps.set_dir(sys.argv[1])
 c = sweeps.expand(sweeps.by_experiment()["t_path"])[0]
 r = {k: None for k in common.RESULT_KEYS}
@@ -48,7 +47,7 @@ untouched() { # untouched NAME: nothing written outside W/repo/results, no rows 
   [ "$(cat "$W/repo/code/x.py")" = original ] && [ -z "$extra" ] && [ ! -e "$W/repo/results/t_path.jsonl" ] &&
     [ -z "$(ls -A "$W/outside")" ]
 }
-file_rows() { python3 harness/sweep/file_rows.py --sweeps "$tmp/sweeps" "$@"; }
+file_rows() { python3 -m harness.sweep.file_rows --sweeps "$tmp/sweeps" "$@"; }
 # refuse NAME [file_rows options]: the row in W/in refused, with a line naming it, nothing written
 refuse() {
   local name=$1 rc; shift
@@ -104,7 +103,7 @@ part() { # part NAME MANIFEST-JQ-EDIT ROW-JQ-EDIT
   echo summary > "$d/A-summary.txt"
   jq -n -c '{part: "A", tag: "h100-A", dry_run: false, utc: "2026-11-28T00:00:00Z", files: [], steps: []}' | jq -c "$2" > "$d/A-manifest.json"
 }
-filing() { python3 "$W/repo/ci/gpu_campaign/main.py" file "$@"; }
+filing() { (cd "$W/repo" && python3 -m ci.gpu_campaign.main file "$@"); }  # the copy's modules, not ours
 # nothing outside W/repo/results changed: the copy's own files as they were, nothing new beside them
 clean_repo() {
   [ "$(find "$W/repo" -type f ! -path "$W/repo/results/*" ! -name '*.pyc' | sort)" = "$(grep -v '\.pyc$' "$tmp/repo_files")" ] &&
@@ -152,36 +151,36 @@ own() { # own NAME FILE CMD...: refused (non-zero, a line saying so), FILE uncha
   fi
 }
 own "claims --markdown onto a results file it reads" "$tmp/own/gpu_goal.jsonl" \
-  python3 harness/sweep/claims.py --results "$tmp/own" --markdown "$tmp/own/gpu_goal.jsonl"
+  python3 -m harness.sweep.claims --results "$tmp/own" --markdown "$tmp/own/gpu_goal.jsonl"
 ln -s "$tmp/own/gpu_goal.jsonl" "$tmp/soft.md"
 own "claims --markdown onto a symlink to an input" "$tmp/own/gpu_goal.jsonl" \
-  python3 harness/sweep/claims.py --results "$tmp/own" --markdown "$tmp/soft.md"
+  python3 -m harness.sweep.claims --results "$tmp/own" --markdown "$tmp/soft.md"
 ln "$tmp/own/gpu_goal.jsonl" "$tmp/hard.md"
 own "claims --markdown onto a hard link to an input" "$tmp/own/gpu_goal.jsonl" \
-  python3 harness/sweep/claims.py --results "$tmp/own" --markdown "$tmp/hard.md"
+  python3 -m harness.sweep.claims --results "$tmp/own" --markdown "$tmp/hard.md"
 own "export --out onto the results it reads" "$tmp/own/gpu_goal.jsonl" \
-  python3 harness/sweep/export.py --results "$tmp/own" --out "$tmp/own"
+  python3 -m harness.sweep.export --results "$tmp/own" --out "$tmp/own"
 cp "$tmp/own/gpu_goal.jsonl" "$tmp/text.txt" && cp "$tmp/text.txt" "$tmp/own.before"
 own "tokenize --out onto its input text" "$tmp/text.txt" \
-  python3 megatrain/tools/tokenize.py --bytes --out "$tmp/text.txt" "$tmp/text.txt"
+  python3 -m megatrain.tools.tokenize --bytes --out "$tmp/text.txt" "$tmp/text.txt"
 ln -s "$tmp/text.txt" "$tmp/text.link"
 own "tokenize --out onto a symlink to its input" "$tmp/text.txt" \
-  python3 megatrain/tools/tokenize.py --bytes --out "$tmp/text.link" "$tmp/text.txt"
+  python3 -m megatrain.tools.tokenize --bytes --out "$tmp/text.link" "$tmp/text.txt"
 cp experiments/hardware/h100-128g.json "$tmp/base.json" && cp "$tmp/base.json" "$tmp/own.before"
 echo '{"utc": "2026-11-28T00:00:00Z", "gpu_name": "x"}' > "$tmp/env.json"
 ln "$tmp/base.json" "$tmp/base.hard"
 own "calibrate_profile --out onto a hard link to its base" "$tmp/base.json" \
-  python3 harness/calibrate_profile.py "$tmp/base.json" --env "$tmp/env.json" --attention "$tmp/env.json" --out "$tmp/base.hard"
+  python3 -m harness.calibrate_profile "$tmp/base.json" --env "$tmp/env.json" --attention "$tmp/env.json" --out "$tmp/base.hard"
 # ... nor into a folder it reads, nor fills a folder that holds what it reads; a peer never
 # appends its row to its model config or the log it parses; an --out that is a folder is a
 # one-line refusal
 mkdir -p "$tmp/own/sub" && cp "$tmp/own/gpu_goal.jsonl" "$tmp/own.before"
 own "export --out inside the results folder it reads" "$tmp/own/gpu_goal.jsonl" \
-  python3 harness/sweep/export.py --results "$tmp/own" --out "$tmp/own/sub"
+  python3 -m harness.sweep.export --results "$tmp/own" --out "$tmp/own/sub"
 [ -z "$(ls -A "$tmp/own/sub")" ] || fail "export wrote into the results folder"
 mkdir -p "$tmp/holder" && cp -r "$tmp/own" "$tmp/holder/results"
 own "export --out a folder holding the results it reads" "$tmp/holder/results/gpu_goal.jsonl" \
-  python3 harness/sweep/export.py --results "$tmp/holder/results" --out "$tmp/holder"
+  python3 -m harness.sweep.export --results "$tmp/holder/results" --out "$tmp/holder"
 fresh; mkrow "$tmp/sweeps" "$W/in/t_path.jsonl"
 file_rows "$W/in" --results "$W/in/filed" > /dev/null 2> "$tmp/err"; rc=$?
 [ "$rc" = 2 ] && grep -q "input" "$tmp/err" && [ ! -e "$W/in/filed" ] && pass "file_rows refuses --results inside DIR (exit 2)" ||
@@ -192,7 +191,7 @@ file_rows "$W/repo/results/incoming" --results "$W/repo/results" > /dev/null 2> 
   pass "file_rows refuses DIR inside --results (exit 2)" || { fail "file_rows DIR inside --results: exit $rc"; cat "$tmp/err"; }
 printf '[INFO] a log\n' > "$tmp/peer.log" && cp "$tmp/peer.log" "$tmp/own.before"
 own "official_parse --out onto the log it parses" "$tmp/peer.log" \
-  python3 baselines/peers/official_parse.py --log "$tmp/peer.log" --config megatrain/tests/data/tiny5_llama.json \
+  python3 -m baselines.peers.official_parse --log "$tmp/peer.log" --config megatrain/tests/data/tiny5_llama.json \
   --batch 1 --seq-len 8 --out "$tmp/peer.log"
 cp megatrain/tests/data/tiny5_llama.json "$tmp/cfg.json" && cp "$tmp/cfg.json" "$tmp/own.before"
 ln -s "$tmp/cfg.json" "$tmp/cfg.link"
@@ -201,19 +200,19 @@ own "run_peers.sh --out onto a symlink to its model config" "$tmp/cfg.json" \
 mkdir -p "$tmp/fakebin" && printf '#!/bin/sh\nexit 3\n' > "$tmp/fakebin/mt-microbench" && chmod +x "$tmp/fakebin/mt-microbench"
 cp "$tmp/fakebin/mt-microbench" "$tmp/own.before"
 own "cpu_optimizers --out onto the benchmark binary it runs" "$tmp/fakebin/mt-microbench" \
-  python3 baselines/peers/cpu_optimizers.py --bin "$tmp/fakebin" --out "$tmp/fakebin/mt-microbench"
+  python3 -m baselines.peers.cpu_optimizers --bin "$tmp/fakebin" --out "$tmp/fakebin/mt-microbench"
 mkdir -p "$tmp/model" && echo '{"vocab_size": 256}' > "$tmp/model/config.json" && cp "$tmp/model/config.json" "$tmp/own.before"
 own "tokenize --out inside the model folder it reads" "$tmp/model/config.json" \
-  python3 megatrain/tools/tokenize.py --model "$tmp/model" --out "$tmp/model/config.json" "$tmp/text.txt"
+  python3 -m megatrain.tools.tokenize --model "$tmp/model" --out "$tmp/model/config.json" "$tmp/text.txt"
 mkdir -p "$tmp/pc" && echo band > "$tmp/pc/compare.tsv" && cp "$tmp/pc/compare.tsv" "$tmp/own.before"
 own "plan_compare --out holding its MT_SIM_VALIDATION under an output's name" "$tmp/pc/compare.tsv" \
-  env MT_SIM_VALIDATION="$tmp/pc/compare.tsv" python3 harness/plan_compare.py --out "$tmp/pc"
+  env MT_SIM_VALIDATION="$tmp/pc/compare.tsv" python3 -m harness.plan_compare --out "$tmp/pc"
 # an --out that is a folder: one line, exit non-zero, no traceback, the folder as it was
 mkdir -p "$tmp/outdir"
-for t in "claims --markdown|python3 harness/sweep/claims.py --results $tmp/own --markdown $tmp/outdir" \
-         "calibrate_profile --out|python3 harness/calibrate_profile.py $tmp/base.json --env $tmp/env.json --attention $tmp/env.json --out $tmp/outdir" \
-         "tokenize --out|python3 megatrain/tools/tokenize.py --bytes --out $tmp/outdir $tmp/text.txt" \
-         "a peer's --out|python3 baselines/peers/official_parse.py --log $tmp/peer.log --config megatrain/tests/data/tiny5_llama.json --batch 1 --seq-len 8 --out $tmp/outdir"; do
+for t in "claims --markdown|python3 -m harness.sweep.claims --results $tmp/own --markdown $tmp/outdir" \
+         "calibrate_profile --out|python3 -m harness.calibrate_profile $tmp/base.json --env $tmp/env.json --attention $tmp/env.json --out $tmp/outdir" \
+         "tokenize --out|python3 -m megatrain.tools.tokenize --bytes --out $tmp/outdir $tmp/text.txt" \
+         "a peer's --out|python3 -m baselines.peers.official_parse --log $tmp/peer.log --config megatrain/tests/data/tiny5_llama.json --batch 1 --seq-len 8 --out $tmp/outdir"; do
   name=${t%%|*}; cmd=${t#*|}
   $cmd > /dev/null 2> "$tmp/err"; rc=$?
   [ "$rc" != 0 ] && [ "$(grep -c . "$tmp/err")" -le 3 ] && grep -q "folder\|directory" "$tmp/err" && ! grep -q Traceback "$tmp/err" &&
@@ -225,8 +224,7 @@ done
 mkdir -p "$tmp/pk/src" && echo row > "$tmp/pk/src/a.jsonl" && echo old > "$tmp/pk/A-results.tar.gz"
 python3 - "$tmp/pk" > /dev/null 2> "$tmp/err" <<'EOF'
 import os, sys
-sys.path.insert(0, "ci/gpu_campaign")
-import pack
+from ci.gpu_campaign import pack
 d = sys.argv[1]
 def boom(tf, root, arc, skip, cap):
     tf.fileobj.write(b"half")
@@ -251,10 +249,10 @@ done
 # a hardware profile's name is a name: '../x' given to --hardware never reads a file outside
 # the profiles' folder (cost_sources, run.py's override), refused in a line (exit 2)
 mkdir -p "$tmp/hw/profiles" && cp experiments/hardware/h200-128g.json "$tmp/hw/outside.json"
-MT_HARDWARE_DIR=$tmp/hw/profiles python3 harness/sweep/cost_sources.py ../outside > "$tmp/out" 2> "$tmp/err"; rc=$?
+MT_HARDWARE_DIR=$tmp/hw/profiles python3 -m harness.sweep.cost_sources ../outside > "$tmp/out" 2> "$tmp/err"; rc=$?
 [ "$rc" = 2 ] && [ ! -s "$tmp/out" ] && grep -q "not a plain name" "$tmp/err" && ! grep -q Traceback "$tmp/err" &&
   pass "cost_sources refuses the profile name ../outside (exit 2)" || { fail "cost_sources ../outside: exit $rc"; head -3 "$tmp/err"; }
-MT_HARDWARE_DIR=$tmp/hw/profiles python3 harness/sweep/run.py --out-dir "$tmp/hw/res" --hardware ../outside \
+MT_HARDWARE_DIR=$tmp/hw/profiles python3 -m harness.sweep.run --out-dir "$tmp/hw/res" --hardware ../outside \
   "$tmp/sweeps/t_path.json" > /dev/null 2> "$tmp/err"; rc=$?
 [ "$rc" = 2 ] && [ ! -e "$tmp/hw/res/t_path.jsonl" ] && grep -q "not a plain name" "$tmp/err" && ! grep -q Traceback "$tmp/err" &&
   pass "run.py refuses --hardware ../outside before running (exit 2)" || { fail "run.py --hardware ../outside: exit $rc"; head -3 "$tmp/err"; }
@@ -262,12 +260,12 @@ MT_HARDWARE_DIR=$tmp/hw/profiles python3 harness/sweep/run.py --out-dir "$tmp/hw
 # there leading out: the configuration is an error row and nothing is written outside
 if [ -x "$MT_BIN/megatrain" ] && [ -x "$MT_BIN/mt-env" ]; then
   rm -rf "$tmp/tr" && mkdir -p "$tmp/tr/res" "$tmp/tr/outside" && ln -s "$tmp/tr/outside" "$tmp/tr/res/traces"
-  python3 harness/sweep/run.py --out-dir "$tmp/tr/res" "$tmp/sweeps/t_path.json" > /dev/null 2> "$tmp/err"; rc=$?
+  python3 -m harness.sweep.run --out-dir "$tmp/tr/res" "$tmp/sweeps/t_path.json" > /dev/null 2> "$tmp/err"; rc=$?
   [ "$rc" = 1 ] && [ -z "$(ls -A "$tmp/tr/outside")" ] && jq -e '.error | test("leads out")' "$tmp/tr/res/t_path.jsonl" > /dev/null &&
     pass "the sweep does not copy a trace through results/traces linked out (an error row)" ||
     { fail "sweep trace through a link: exit $rc"; tail -3 "$tmp/err"; ls "$tmp/tr/outside"; }
   rm "$tmp/tr/res/traces"
-  python3 harness/sweep/run.py --out-dir "$tmp/tr/res" --force "$tmp/sweeps/t_path.json" > /dev/null 2> "$tmp/err" &&
+  python3 -m harness.sweep.run --out-dir "$tmp/tr/res" --force "$tmp/sweeps/t_path.json" > /dev/null 2> "$tmp/err" &&
     [ -s "$tmp/tr/res/$(jq -r .trace "$tmp/tr/res/t_path.jsonl")" ] && pass "without the link, its trace is kept" ||
     { fail "sweep trace kept"; tail -3 "$tmp/err"; }
 fi

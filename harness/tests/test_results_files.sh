@@ -11,16 +11,15 @@
 . "$(dirname "$0")/lib.sh" python3
 hint="HINT: run \`make reproduce\` from a clean committed tree and commit results/, plots/data/, README.md, REPRODUCE.md"
 
-if python3 harness/sweep/file_rows.py results --results results --dry-run > /dev/null 2> "$tmp/rows.err"; then
-  echo "ok   every committed row is current, clean and well-formed ($(python3 -c "import sys; sys.path.insert(0, 'harness/sweep'); import common; print(len(common.load_results('results')))") rows)"
+if python3 -m harness.sweep.file_rows results --results results --dry-run > /dev/null 2> "$tmp/rows.err"; then
+  echo "ok   every committed row is current, clean and well-formed ($(python3 -c "import sys; from harness.sweep import common; print(len(common.load_results('results')))") rows)"
 else
   fail "committed rows"; grep -v "^file_rows: [a-z0-9_]*: " "$tmp/rows.err" | head -20; echo "$hint"
 fi
 
 python3 - > "$tmp/complete.txt" <<'PY'
 import os, sys
-sys.path.insert(0, "harness/sweep")
-import common, sweeps
+from harness.sweep import common, sweeps
 for s in sweeps.all_sweeps():
     if "cpu" not in s.get("paths", []):
         continue
@@ -35,21 +34,20 @@ PY
 [ -s "$tmp/complete.txt" ] && { fail "incomplete sweeps"; cat "$tmp/complete.txt"; echo "$hint"; } ||
   echo "ok   every CPU-path sweep has a row for each configuration and no error row"
 
-python3 harness/sweep/claims.py --markdown "$tmp/claims.md" > /dev/null 2> "$tmp/claims.err"
+python3 -m harness.sweep.claims --markdown "$tmp/claims.md" > /dev/null 2> "$tmp/claims.err"
 cmp -s "$tmp/claims.md" results/claims.md && echo "ok   results/claims.md is what claims.py makes of the rows" ||
   { fail "results/claims.md differs from claims.py's table"; diff results/claims.md "$tmp/claims.md" | head; echo "$hint"; }
-python3 harness/sweep/export.py --out "$tmp/data" 2> /dev/null
+python3 -m harness.sweep.export --out "$tmp/data" 2> /dev/null
 diff -r plots/data "$tmp/data" > "$tmp/data.diff" && echo "ok   plots/data/ is what export.py makes of the rows" ||
   { fail "plots/data/ differs from export.py's output"; head -20 "$tmp/data.diff"; echo "$hint"; }
 
 # python3 -S: no site-packages. The peers' common.py imports torch only where a function needs it.
 if python3 -S - > "$tmp/stdlib.txt" 2>&1 <<'PY'
 import sys
-sys.path[:0] = ["harness", "harness/sweep", "ci/gpu_campaign"]
-import resultslib, common, run, claims, export, docs, file_rows, baselines, main, pack, filing, estimate, runner  # noqa
-sys.modules.pop("common")  # the sweep's; the peers' next
-sys.path[:0] = ["baselines/peers"]
-import common, cpu_optimizers, stage3_hooks, official_parse  # noqa
+from harness import resultslib  # noqa
+from harness.sweep import common, run, claims, export, docs, file_rows, baselines  # noqa
+from ci.gpu_campaign import main, pack, filing, estimate, runner  # noqa
+from baselines.peers import common, cpu_optimizers, stage3_hooks, official_parse  # noqa
 assert common.make_row and common.__file__.endswith("baselines/peers/common.py")
 print(sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "numpy", "transformers", "deepspeed")))
 PY

@@ -13,14 +13,13 @@
 git rev-parse --verify -q 955be61 > /dev/null 2>&1 ||
   { echo "skipped: no git history here (the check tells engine commits apart by ancestry)"; exit 77; }
 
-python3 harness/sweep/sim_check.py --out "$tmp/v.json" > "$tmp/out" 2> "$tmp/err"
+python3 -m harness.sweep.sim_check --out "$tmp/v.json" > "$tmp/out" 2> "$tmp/err"
 echo $? > "$tmp/rc"
 python3 - "$tmp/v.json" "$(cat "$tmp/rc")" "$tmp/err" > "$tmp/py" 2>&1 <<'EOF' &&
 import json, re, sys
-sys.path.insert(0, "harness/sweep")
-from claims import noise
-from sim_check import label
-import resultslib
+from harness.sweep.claims import noise
+from harness.sweep.sim_check import label
+from harness import resultslib
 v, rc, err = json.load(open(sys.argv[1])), int(sys.argv[2]), open(sys.argv[3]).read()
 rows = {label(r): r for e in ("gpu_goal", "gpu_c2_deepspeed", "gpu_context", "gpu_ablations")
         for r in resultslib.load_jsonl(f"results/{e}.jsonl") if r.get("mode") == "measured"}
@@ -38,9 +37,8 @@ EOF
 
 python3 - "$tmp/v.json" > "$tmp/py" 2>&1 <<'EOF' && pass "schema, every row reported, verdicts consistent" || fail "$(cat "$tmp/py")"
 import json, os, sys
-sys.path.insert(0, "harness/sweep")
-from claims import noise
-import resultslib
+from harness.sweep.claims import noise
+from harness import resultslib
 v = json.load(open(sys.argv[1]))
 assert v["schema"] == "megatrain.sim_validation/1", v["schema"]
 assert set(v) == {"schema", "profiles", "growth"}, sorted(v)
@@ -77,9 +75,9 @@ EOF
 # steps, recomputed here from the file) beside the sim's.
 python3 - "$tmp/v.json" > "$tmp/py" 2>&1 <<'EOF' && pass "spans: every kept trace compared; $(cat "$tmp/py")" || fail "spans: $(cat "$tmp/py")"
 import json, os, statistics, sys
-sys.path.insert(0, "harness/sweep")
-import common, resultslib, span_check  # common first: it puts harness/ (resultslib) on the path
-from sim_check import label
+from harness import resultslib
+from harness.sweep import common, span_check
+from harness.sweep.sim_check import label
 v = json.load(open(sys.argv[1]))
 configs = {c["key"]: c for p in v["profiles"].values() for c in p["configs"]}
 traced = [r for e in ("gpu_goal", "gpu_c2_deepspeed", "gpu_context", "gpu_ablations")
@@ -109,7 +107,7 @@ EOF
 
 # plots/spans.gp's data (span_check.py --export): a block per configuration with spans, its
 # bars the spans' milliseconds a step; and the figure renders where gnuplot is installed.
-python3 harness/sweep/span_check.py --export "$tmp/v.json" --out "$tmp/plot" > /dev/null 2>&1 &&
+python3 -m harness.sweep.span_check --export "$tmp/v.json" --out "$tmp/plot" > /dev/null 2>&1 &&
 python3 - "$tmp/v.json" "$tmp/plot" > "$tmp/py" 2>&1 <<'EOF' && pass "spans plot data: $(cat "$tmp/py")" || fail "spans plot data: $(cat "$tmp/py")"
 import json, sys
 v = json.load(open(sys.argv[1]))
@@ -152,15 +150,14 @@ cp experiments/hardware/*.json "$tmp/hwold/"
 git show 16d5e72:experiments/hardware/h200-128g.json > "$tmp/hwold/h200-128g.json"
 MT_HARDWARE_DIR=$tmp/hwold python3 - > "$tmp/old.txt" 2>&1 <<'EOF' &&
 import json, sys
-sys.path.insert(0, "harness/sweep")
-from cost_sources import cost_sources, summary
-from sim_check import git_contains
+from harness.sweep.cost_sources import cost_sources, summary
+from harness.sweep.sim_check import git_contains
 changes = json.load(open("experiments/sim_engine_changes.json"))["changes"]
 print(summary(cost_sources("h200-128g", changes=changes, contains=git_contains)))
 EOF
   grep -q "derived: host.adamw_params_per_s.paper \[measured at f1e6cbf, before 32a4215" "$tmp/old.txt" &&
   pass "a figure derived from a row of an older engine is named so" || fail "older engine: $(cat "$tmp/old.txt")"
-python3 harness/sweep/cost_sources.py gh200-480g > "$tmp/gh.json" &&
+python3 -m harness.sweep.cost_sources gh200-480g > "$tmp/gh.json" &&
   python3 -c "import json, sys; d = json.load(open(sys.argv[1]))['figures']
 assert d['host.adamw_params_per_s.paper']['kind'] == 'assumed', d['host.adamw_params_per_s.paper']  # derived from an assumed rate
 assert d['link.duplex_factor']['kind'] == 'assumed' and d['host.mem_gbps']['kind'] == 'datasheet', d
@@ -172,9 +169,8 @@ assert d['sim.h MT_SIM_HBM_EFF = 0.8']['kind'] == 'assumed'" "$tmp/gh.json" &&
 mkdir -p "$tmp/res"
 python3 - "$tmp/v.json" "$tmp/res" <<'EOF'
 import json, os, sys
-sys.path.insert(0, "harness/sweep")
-from sim_check import label
-import resultslib
+from harness.sweep.sim_check import label
+from harness import resultslib
 v, out = json.load(open(sys.argv[1])), sys.argv[2]
 sim = {c["key"]: c["sim_ms"] for p in v["profiles"].values() for c in p["configs"]}
 for e in ("gpu_goal", "gpu_c2_deepspeed", "gpu_context", "gpu_ablations"):
@@ -187,7 +183,7 @@ for e in ("gpu_goal", "gpu_c2_deepspeed", "gpu_context", "gpu_ablations"):
         resultslib.write_jsonl(os.path.join(out, e + ".jsonl"), rows)
 EOF
 echo '{"schema": "megatrain.sim_known_misses/1", "misses": []}' > "$tmp/no_known.json"
-if python3 harness/sweep/sim_check.py --results "$tmp/res" --known "$tmp/no_known.json" --no-write > "$tmp/out3" \
+if python3 -m harness.sweep.sim_check --results "$tmp/res" --known "$tmp/no_known.json" --no-write > "$tmp/out3" \
      2> "$tmp/err3" && grep -q "within ±10%" "$tmp/out3"; then
   pass "rows the sim matches within 3% pass"
 else
@@ -195,7 +191,7 @@ else
 fi
 # ... but with the committed record of known misses, a known miss that stopped missing fails
 # the check (so the record gets updated), naming it.
-python3 harness/sweep/sim_check.py --results "$tmp/res" --no-write > /dev/null 2> "$tmp/err4"
+python3 -m harness.sweep.sim_check --results "$tmp/res" --no-write > /dev/null 2> "$tmp/err4"
 rc=$?
 [ "$rc" = 1 ] && grep -q "known miss no longer misses: qwen2.5-14b megatrain b64 .*back inside" "$tmp/err4" &&
   pass "a known miss back inside the band fails, naming it" || fail "stale known miss: exit $rc: $(tail -1 "$tmp/err4")"
@@ -205,7 +201,7 @@ grep -q "b64 T1024 paper L8: .*\[KNOWN MISS\]" "$tmp/out" && grep -q "known miss
   fail "no KNOWN MISS line: $(grep b64 "$tmp/out" | head -2)"
 echo '{"misses": [{"profile": "h200-128g"}]}' > "$tmp/bad_known.json"
 exits 2 "a known-miss record without key, err, cause, settle" \
-  python3 harness/sweep/sim_check.py --known "$tmp/bad_known.json" --no-write
+  python3 -m harness.sweep.sim_check --known "$tmp/bad_known.json" --no-write
 
 # A profile that prices GEMMs at half the measured rate: the b16 rows leave the band too (b64, a
 # known miss already, is not what fails it).
@@ -217,7 +213,7 @@ p = json.load(open(sys.argv[1]))
 p["gpu"]["gemm_efficiency"] /= 2
 json.dump(p, open(sys.argv[1], "w"))
 EOF
-if MT_HARDWARE_DIR=$tmp/hw python3 harness/sweep/sim_check.py --no-write > "$tmp/out2" 2> "$tmp/err2"; then
+if MT_HARDWARE_DIR=$tmp/hw python3 -m harness.sweep.sim_check --no-write > "$tmp/out2" 2> "$tmp/err2"; then
   fail "a profile with GEMMs at half rate passed"
 elif grep -q "outside ±10%.*qwen2.5-14b megatrain b16" "$tmp/err2"; then
   pass "a mispriced profile fails, naming the configuration"

@@ -9,8 +9,7 @@ git rev-parse --verify -q HEAD > /dev/null 2>&1 || { echo "skipped: no git histo
 mkdir -p "$tmp/res"
 python3 - "$tmp/res" <<'EOF2' || fail "made-up row"
 import json, os, sys, subprocess
-sys.path.insert(0, "harness/sweep")
-import common, one_config, sweeps
+from harness.sweep import common, one_config, sweeps
 sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()[:12]
 env = {k: None for k in common.ENV_KEYS}
 env.update(git_sha=sha, git_dirty=False, gpu_name="NVIDIA H200")
@@ -24,7 +23,7 @@ r.update(params=10 ** 11, layers_run=96, layers_model=96, fit={"depths": [1, 2],
 one_config.finish_speed(r, 16 * 1024, r["params"], 989.0)
 common.write_jsonl(os.path.join(sys.argv[1], "gpu_width.jsonl"), [r])
 EOF2
-python3 harness/sweep/sim_check.py --results "$tmp/res" --out "$tmp/v.json" > "$tmp/out" 2> "$tmp/err"; rc=$?
+python3 -m harness.sweep.sim_check --results "$tmp/res" --out "$tmp/v.json" > "$tmp/out" 2> "$tmp/err"; rc=$?
 python3 - "$tmp/v.json" "$rc" > "$tmp/py" 2>&1 <<'EOF2' && pass "each measured depth re-run in the sim under its own key; $(cat "$tmp/py")" ||
 import json, sys
 v, rc = json.load(open(sys.argv[1])), int(sys.argv[2])

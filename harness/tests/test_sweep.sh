@@ -9,7 +9,7 @@
 # another experiment goes. Skips (77) without jq, python3 or the binaries.
 . "$(dirname "$0")/lib.sh" jq python3 bins
 R=$tmp/results
-run() { python3 harness/sweep/run.py --out-dir "$R" "$@"; }
+run() { python3 -m harness.sweep.run --out-dir "$R" "$@"; }
 
 # The checks every row of every kind must pass (a row that did not run has step_ms null).
 common='
@@ -187,9 +187,8 @@ every_row "batch auto rows (projected, measured on the sim)" "$R/t_auto.jsonl" '
   and (.batch_auto.why | test("^--batch auto: batch [0-9]+")) and .batch_auto.plan_batch == .batch'
 rerun=$(python3 - "$R/t_auto.jsonl" "$tmp/auto.json" <<'EOF2'
 import json, os, sys, tempfile
-sys.path.insert(0, "harness/sweep")
-import common, sweeps, sim_check
-from megatrain_cli import Runner
+from harness.sweep import common, sweeps, sim_check
+from harness.sweep.megatrain_cli import Runner
 rows = [json.loads(l) for l in open(sys.argv[1])]
 cfgs = {sweeps.config_key(c): c for c in sweeps.expand(sweeps.load(sys.argv[2]))}
 with tempfile.TemporaryDirectory() as t:
@@ -223,8 +222,7 @@ run --hardware h100-128g "$tmp/pr.json" 2> "$tmp/err10" || fail "override run ex
 mkdir -p "$tmp/peers"
 cat > "$tmp/peers/deepspeed_zero3.py" <<'EOF'
 import argparse, json, os, sys
-sys.path.insert(0, os.path.join(os.getcwd(), "baselines", "peers"))
-import common
+from baselines.peers import common  # the sweep runs a peer with the repo on PYTHONPATH
 ap = argparse.ArgumentParser()
 common.add_common_args(ap)
 ap.add_argument("--fail", action="store_true")
@@ -270,12 +268,12 @@ else
 fi
 # the one timing rule (harness/resultslib/timing.py): megatrain's rows and a peer's say it; a peer
 # timed by another rule is an error row, a --phases run a row marked "phases" that no ratio reads
-rule=$(python3 -c "import sys; sys.path.insert(0, 'harness'); import resultslib; print(resultslib.TIMING_RULE)")
+rule=$(python3 -c "import sys; from harness import resultslib; print(resultslib.TIMING_RULE)")
 if jq -s -e --arg rule "$rule" '(.[0].timing_rule == $rule) and (.[0].timing == "ratio")
       and (.[0].work.recomputed_layers == 2) and (.[0].work_differs == ["x"]) and (.[0].ds.cpu_adam.threads == 16)
       and (.[2].error | test("timing rule .steady-window/1., not")) and (.[3].timing == "phases")' \
       "$R/t_peer.jsonl" >/dev/null &&
-   [ "$(python3 -c "import sys, json; sys.path.insert(0, 'harness'); import resultslib
+   [ "$(python3 -c "import sys, json; from harness import resultslib
 rows = [json.loads(l) for l in open('$R/t_peer.jsonl')]
 print([bool(resultslib.ok(r)) for r in rows])")" = "[True, False, False, False]" ]; then
   pass "timing rule: a peer's rule, work and DeepSpeed knobs in its row; another rule refused; a phases row no ratio's"
@@ -314,17 +312,17 @@ MT_PEERS_DIR=$tmp/peers STUB_ARGS=$tmp/stub_args run "$tmp/reach.json" --only "b
 [ "$rc" = 0 ] && jq -e 'length == 1 and (.[0].reason | test("no time left: it needs about 100000 s"))' "$u" > /dev/null &&
   pass "--deadline: a configuration whose expect_s does not fit is not started" ||
   { fail "--deadline (exit $rc)"; cat "$tmp/err13"; }
-[ "$(python3 -c "import sys; sys.path.insert(0, 'harness/sweep'); import one_config as o
+[ "$(python3 -c "import sys; from harness.sweep import one_config as o
 print(o.startup_s('megatrain: ready in 12.3 s (alloc 1.0 s)'), o.startup_s('no such line'))")" = "12.3 None" ] &&
   pass "startup_s: megatrain's 'ready in S s' line, None without one" || fail "startup_s parse"
 
 # a peer key is in the configuration key only when set: existing keys do not move
 k1=$(python3 -c "
-import sys; sys.path.insert(0, 'harness/sweep'); import sweeps
+import sys; from harness.sweep import sweeps
 c = sweeps.expand({'schema': 'megatrain.sweep/1', 'experiment': 'k', 'defaults': {'model': 'm.json'}})[0]
 print(sweeps.config_key(c))")
 [ "$k1" = "$(python3 -c "
-import hashlib, json, sys; sys.path.insert(0, 'harness/sweep'); import sweeps
+import hashlib, json, sys; from harness.sweep import sweeps
 c = dict(sweeps.DEFAULTS, model='m.json')
 print(hashlib.sha1(json.dumps({f: c.get(f) for f in sweeps.KEY_FIELDS}, sort_keys=True).encode()).hexdigest()[:16])")" ] &&
   pass "a configuration without a peer keeps the key it had before peers existed" || fail "config key moved: $k1"

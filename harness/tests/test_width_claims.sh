@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh" python3
 mkdir -p "$tmp/res"
 cp results/c1_120b.jsonl results/c3_context.jsonl "$tmp/res/"
-python3 harness/sweep/claims.py --results "$tmp/res" > "$tmp/pending.txt" 2>/dev/null
+python3 -m harness.sweep.claims --results "$tmp/res" > "$tmp/pending.txt" 2>/dev/null
 n=$(grep -E "^(C1|C3) (at|extrapolated)" "$tmp/pending.txt" | grep -c "pending GPU (part W.*beside: projected (sim, \(h200-1.5t\|gh200-480g\))\|beside: projected (sim, \(h200-1.5t\|gh200-480g\)).*pending GPU (part W")
 [ "$n" = 4 ] && pass "no GPU rows: 4 width claims pending GPU, each beside the sim's full-model projection" ||
   { fail "pending rows: $n of 4"; grep -E "^(C1|C3)" "$tmp/pending.txt"; }
@@ -16,8 +16,7 @@ n=$(grep -E "^(C1|C3) (at|extrapolated)" "$tmp/pending.txt" | grep -c "pending G
 made_up() {  # made_up C1_FIT_JSON C3_FIT_JSON: gpu_width rows with those fits (made-up numbers)
 python3 - "$tmp/res" "$1" "$2" <<'PY'
 import json, os, sys
-sys.path.insert(0, "harness/sweep")
-import common, one_config, sweeps
+from harness.sweep import common, one_config, sweeps
 out, fits = sys.argv[1], [json.loads(a) for a in sys.argv[2:]]
 env = {k: None for k in common.ENV_KEYS}
 env.update(git_sha="0123456789ab", git_dirty=False, gpu_name="NVIDIA H200")
@@ -33,7 +32,7 @@ for c, fit in zip(sweeps.expand(sweeps.load(path)), fits):
     rows.append(r)
 common.write_jsonl(os.path.join(out, "gpu_width.jsonl"), rows)
 PY
-python3 harness/sweep/claims.py --results "$tmp/res" 2>/dev/null | tr -s ' ' > "$tmp/claims.txt"
+python3 -m harness.sweep.claims --results "$tmp/res" 2>/dev/null | tr -s ' ' > "$tmp/claims.txt"
 }
 m='{"depth": 1, "step_ms": 800, "step_ms_min": 790, "step_ms_max": 810, "n": 5, "h2d_gbps": 51.5, "optimizer_ms": 210}'
 m2='{"depth": 2, "step_ms": 1000, "step_ms_min": 990, "step_ms_max": 1010, "n": 5, "h2d_gbps": 52.0, "optimizer_ms": 260}'

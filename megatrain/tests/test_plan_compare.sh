@@ -109,7 +109,7 @@ MT_SIM_VALIDATION=$TMP/key.json expect 1 "profiles.h200-128g.worst_abs_err: requ
 
 # --- the figure's data (harness/plan_compare.py, run by reproduce.sh for plots/compare.gp)
 if command -v python3 > /dev/null; then
-  python3 harness/plan_compare.py --bin "$(dirname "$MT")" --out "$TMP/pc" 2> "$TMP/pc.err"
+  python3 -m harness.plan_compare --bin "$(dirname "$MT")" --out "$TMP/pc" 2> "$TMP/pc.err"
   check "plan_compare.py exits 0: $(tail -n 1 "$TMP/pc.err")" test $? -eq 0
   n_hw=$(ls experiments/hardware/*.json | wc -l)
   check "compare.gpi: 2 configurations x every profile" grep -qx "M = $n_hw" "$TMP/pc/compare.gpi"

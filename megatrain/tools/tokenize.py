@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""tokenize.py: text files -> the flat little-endian uint32 token file `megatrain train --data` reads.
+"""megatrain.tools.tokenize: text files -> the flat little-endian uint32 token file `megatrain train --data` reads.
 
-  python3 megatrain/tools/tokenize.py --model HF_DIR --out tokens.bin a.txt b.txt ...
-  python3 megatrain/tools/tokenize.py --bytes --out tokens.bin a.txt      # byte-level ids 0..255
+  python3 -m megatrain.tools.tokenize --model HF_DIR --out tokens.bin a.txt b.txt ...
+  python3 -m megatrain.tools.tokenize --bytes --out tokens.bin a.txt      # byte-level ids 0..255
 
 With --model, the HF tokenizer in HF_DIR (tokenizer.json etc., loaded offline with
 `transformers`) encodes each file as one document followed by the model's EOS token
 (config.json's eos_token_id) when it has one. Every id is checked against the model's
 vocab_size, as megatrain checks it. The output is written to OUT.tmp and renamed.
+Run from the repo root (or with PYTHONPATH=<repo>): megatrain/ and megatrain/tools/ are
+namespace packages, so that harness.resultslib imports as it does everywhere.
 """
 import argparse
 import array
@@ -16,8 +18,7 @@ import os
 import sys
 
 # the path checks every script around the binary shares (harness/resultslib/safepath.py)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "harness"))
-from resultslib import safepath  # noqa: E402
+from harness.resultslib import safepath
 
 
 def fail(msg):

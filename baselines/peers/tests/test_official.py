@@ -8,7 +8,7 @@ on the CPU in TestCpuRehearsal, where torch, .official and datasets' needs are i
 there is rebuilt below from its own format strings (examples/sft/train.py at 919520f,
 the logger.info calls in its training loop, and logging.basicConfig's format).
 
-    python3 -m unittest discover -s baselines/peers/tests -p 'test_official*.py' -v
+    python3 -m unittest discover -s baselines/peers/tests -t . -p 'test_official*.py' -v
 """
 
 import json
@@ -19,12 +19,12 @@ import sys
 import tempfile
 import unittest
 
+from .. import official_files as of
+from .. import official_parse as op
+from ..common import PeerError
+
 PEERS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(os.path.dirname(PEERS))
-sys.path.insert(0, PEERS)
-import official_files as of  # noqa: E402
-import official_parse as op  # noqa: E402
-from common import PeerError  # noqa: E402
 
 MIRROR = os.environ.get("MT_OFFICIAL_MIRROR", "/work/.mirror/DLYuanGod+MegaTrain/repo")
 COMMIT = "919520f07182c0d4d3e9765b2f915702e71c11a4"
@@ -230,7 +230,7 @@ class TestModelDir(unittest.TestCase):
         """What train.py loads from the model dir before the weights (AutoTokenizer, then
         AutoConfig and its VLM test), from the config our --write-model child saves
         (common.load_config's, cut to --layers) and our tokenizer files."""
-        import common
+        from .. import common
         from transformers import AutoConfig, AutoTokenizer
         d = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, d)
@@ -250,8 +250,8 @@ class TestModelDir(unittest.TestCase):
         official_launch's install_word_tokenizer makes train.py's AutoTokenizer load it as
         what it is: a 1024-word row is exactly its 1024 ids, nothing padded."""
         import random
-        import common
-        import official_launch
+        from .. import common
+        from .. import official_launch
         from transformers import AutoTokenizer
         d = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, d)
@@ -313,10 +313,10 @@ class TestParse(unittest.TestCase):
 
 class TestSkip(unittest.TestCase):
     def test_skip_without_official_tree(self):
-        r = subprocess.run([sys.executable, os.path.join(PEERS, "megatrain_official.py"), "--config",
+        r = subprocess.run([sys.executable, "-m", "baselines.peers.megatrain_official", "--config",
                             os.path.join(ROOT, "experiments", "models", "qwen2.5-14b.json"), "--batch", "2",
                             "--seq-len", "16", "--official", "/nonexistent/.official"],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120, cwd=ROOT)
         self.assertEqual(r.returncode, 77, r.stderr)
         self.assertEqual(r.stdout, "")
         self.assertIn("megatrain_official: skipped: /nonexistent/.official absent: run "
@@ -336,7 +336,7 @@ class TestRunTrain(unittest.TestCase):
         return tmp
 
     def test_log_streamed_parsed_and_kept(self):
-        import megatrain_official as mo
+        from .. import megatrain_official as mo
         text = official_log([(1.0, 0.2, 0.3)] * 4, B=2, T=16)
         tree = self.fake_tree("import sys, time\nsys.stderr.write(%r)\n" % text)
         logf = os.path.join(tree, "train.log")
@@ -353,7 +353,7 @@ class TestRunTrain(unittest.TestCase):
         self.assertEqual(len(s["step_s"]), 2)
 
     def test_timeout_kills_the_group(self):
-        import megatrain_official as mo
+        from .. import megatrain_official as mo
         tree = self.fake_tree("import subprocess, sys, time\n"
                               "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
                               "print('Starting training...', flush=True)\ntime.sleep(60)\n")
@@ -388,7 +388,7 @@ class TestLaunchShim(unittest.TestCase):
 
     def test_wrapper(self):
         import types
-        import official_launch
+        from .. import official_launch
         calls = []
         registry = {"sdpa": lambda module, q, k, v, mask, *a, **kw: calls.append((mask, kw)) or "out"}
         fake = types.ModuleType("transformers.modeling_utils")
@@ -483,9 +483,9 @@ class TestCpuRehearsal(unittest.TestCase):
         with open(cls.cfg, "w") as f:
             json.dump(TINY_QWEN2, f)
         cls.work = os.path.join(cls.tmp, "work")
-        cls.r = subprocess.run([sys.executable, os.path.join(PEERS, "megatrain_official.py"), "--cpu-rehearsal",
+        cls.r = subprocess.run([sys.executable, "-m", "baselines.peers.megatrain_official", "--cpu-rehearsal",
                                 "--config", cls.cfg, "--batch", "3", "--seq-len", "16", "--work", cls.work],
-                               capture_output=True, text=True, timeout=900)
+                               capture_output=True, text=True, timeout=900, cwd=ROOT)
 
     @classmethod
     def tearDownClass(cls):
@@ -509,7 +509,7 @@ class TestCpuRehearsal(unittest.TestCase):
         """Without the launcher's word-tokenizer loader (the bug the H200 run died of), the same
         rehearsal stops where that run stopped: a padded batch at the first layer."""
         self.assertEqual(self.r.returncode, 0, self.r.stderr[-2000:])
-        import megatrain_official as mo
+        from .. import megatrain_official as mo
         run = [d for d in os.listdir(os.path.join(self.work, "rehearsals"))][0]
         run = os.path.join(self.work, "rehearsals", run)
         env = mo.child_env(os.path.join(ROOT, ".official"), self.work, os.path.join(self.work, "site"))

@@ -1,6 +1,6 @@
 """CPU tests of baselines/peers (no GPU, no network).
 
-    python3 -m unittest discover -s baselines/peers/tests -v
+    python3 -m unittest discover -s baselines/peers/tests -t . -v
     python3 -m pytest baselines/peers/tests          (if pytest is installed)
 
 Needs torch, numpy and transformers; the DeepSpeed test runs only where
@@ -21,13 +21,12 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.path.dirname(HERE)
 ROOT = os.path.dirname(os.path.dirname(PEERS))
-sys.path.insert(0, PEERS)
 os.environ["MT_ENV_NO_GIT"] = "1"  # never run git from the tests
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-import common  # noqa: E402
+from .. import common
 
 TINY = {
     "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 64,
@@ -318,7 +317,7 @@ class TestTrainingLoop(TmpDir):
         """The one timing rule (harness/resultslib/timing.py): every batch made before the
         first step, a synchronize at the window's edges only (two, whatever the step count),
         the per-phase synchronizes only in a phases run; warm-up and last step not timed."""
-        import peer_loop
+        from .. import peer_loop
         cfg = self.write_config()
         spec = common.load_config(cfg, 1)
         b = common.TokenBatches("synthetic", 2, 16, spec.config.vocab_size, seed=11)
@@ -383,8 +382,7 @@ class TestTrainingLoop(TmpDir):
         cfg = self.write_config()
         code = textwrap.dedent("""
             import json, sys, torch, torch.distributed as dist
-            sys.path.insert(0, %r)
-            import common, fsdp2_offload
+            from baselines.peers import common, fsdp2_offload
             from torch.distributed.device_mesh import init_device_mesh
             common.setup_single_rank_env()
             dist.init_process_group("gloo")
@@ -406,10 +404,10 @@ class TestTrainingLoop(TmpDir):
             assert f["setup"] == {"model_build_s": 0.5}, f
             print(json.dumps([[r["loss"], r["grad_norm"]] for r in rows]))
             dist.destroy_process_group()
-        """) % (PEERS, cfg)
+        """) % cfg
         env = {k: v for k, v in os.environ.items()
                if k not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE")}
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         fsdp = json.loads(r.stdout.strip().splitlines()[-1])
         _, _, _, rows, _, _ = plain_run(cfg, layers=2, steps=2)
@@ -420,11 +418,11 @@ class TestTrainingLoop(TmpDir):
 
 class TestDeepSpeedConfig(unittest.TestCase):
     def args(self, *extra):
-        import deepspeed_zero3
+        from .. import deepspeed_zero3
         return deepspeed_zero3.parse_args(["--config", "x.json", "--batch", "4", "--seq-len", "128", *extra])
 
     def test_defaults(self):
-        import deepspeed_zero3 as dz
+        from .. import deepspeed_zero3 as dz
         c = dz.ds_config(self.args(), hidden_size=5120)
         z = c["zero_optimization"]
         self.assertEqual(z["stage"], 3)
@@ -439,7 +437,7 @@ class TestDeepSpeedConfig(unittest.TestCase):
         self.assertEqual(dz.system_name(self.args()), "deepspeed_zero3")
 
     def test_knobs(self):
-        import deepspeed_zero3 as dz
+        from .. import deepspeed_zero3 as dz
         a = self.args("--ds-hf-auto", "--ds-max-live", "2e9", "--precision", "fp32")
         c = dz.ds_config(a, hidden_size=100)
         z = c["zero_optimization"]
@@ -455,7 +453,7 @@ class TestDeepSpeedConfig(unittest.TestCase):
         """--ds-layer-sized: the prefetch bucket holds one layer (Qwen2.5-14B: 5120 wide, 13824
         MLP, 40 heads, 8 KV heads: 262M parameters, five times DeepSpeed's 5e7 default), at
         least 3 layers live, persistence 10 h; --ds-offload-ratio: ZeRO-Offload++'s ratio."""
-        import deepspeed_zero3 as dz
+        from .. import deepspeed_zero3 as dz
         from types import SimpleNamespace as NS
         layer = dz.layer_params(NS(hidden_size=5120, intermediate_size=13824, num_attention_heads=40,
                                    num_key_value_heads=8, head_dim=None))
@@ -476,17 +474,16 @@ class TestDeepSpeedConfig(unittest.TestCase):
         """CPU Adam's threads (OMP_NUM_THREADS, set before torch starts) and, bound, its cores."""
         code = textwrap.dedent("""
             import json, os, sys
-            sys.path.insert(0, %r)
-            import deepspeed_zero3 as dz
+            from baselines.peers import deepspeed_zero3 as dz
             os.sched_setaffinity(0, {0})
             a = dz.parse_args(["--config", "x.json", "--batch", "1", "--seq-len", "8", "--ds-bind-cores"])
             print(json.dumps([dz.cpu_threads(a), os.environ["OMP_NUM_THREADS"], sorted(os.sched_getaffinity(0))]))
-        """) % PEERS
+        """)
         env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout), [{"threads": 1, "bound": True, "cores": "0"}, "1", [0]])
-        import deepspeed_zero3 as dz
+        from .. import deepspeed_zero3 as dz
         self.assertEqual(dz._ranges([0, 1, 2, 5, 7, 8]), "0-2,5,7-8")
         with self.assertRaises(common.PeerError):
             dz.cpu_threads(self.args("--ds-threads", str(len(os.sched_getaffinity(0)) + 1)))
@@ -496,7 +493,7 @@ class TestDeepSpeedConfig(unittest.TestCase):
             from deepspeed.runtime.zero.config import DeepSpeedZeroConfig
         except Exception as e:  # noqa: BLE001
             self.skipTest("deepspeed not importable: %s" % e)
-        import deepspeed_zero3 as dz
+        from .. import deepspeed_zero3 as dz
         for extra in ((), ("--ds-hf-auto", "--ds-sub-group", "1e9", "--ds-pageable")):
             z = DeepSpeedZeroConfig(**dz.ds_config(self.args(*extra), 64)["zero_optimization"])
             self.assertEqual(int(z.stage), 3)
@@ -504,9 +501,9 @@ class TestDeepSpeedConfig(unittest.TestCase):
             self.assertEqual(str(z.offload_param.device).split(".")[-1].lower(), "cpu")
 
     def test_short_runs_refused(self):
-        r = subprocess.run([sys.executable, os.path.join(PEERS, "deepspeed_zero3.py"), "--config", "x.json",
+        r = subprocess.run([sys.executable, "-m", "baselines.peers.deepspeed_zero3", "--config", "x.json",
                             "--batch", "1", "--seq-len", "8", "--steps", "3"],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120, cwd=ROOT)
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stderr.strip().splitlines(),
                          ["deepspeed_zero3: --warmup must be >= 2 and --steps >= 5 (docs/DESIGN.md#metrics timing rule)"])
@@ -517,7 +514,6 @@ class TestCpuAdamFailure(unittest.TestCase):
         """A cpu_adam op that cannot build ends the run with one line, exit 3."""
         code = textwrap.dedent("""
             import sys, types
-            sys.path.insert(0, %r)
             class B:
                 def load(self, verbose=False):
                     try:
@@ -527,10 +523,10 @@ class TestCpuAdamFailure(unittest.TestCase):
             ds = types.ModuleType("deepspeed"); ops = types.ModuleType("deepspeed.ops")
             ob = types.ModuleType("deepspeed.ops.op_builder"); ob.CPUAdamBuilder = B
             sys.modules.update({"deepspeed": ds, "deepspeed.ops": ops, "deepspeed.ops.op_builder": ob})
-            import deepspeed_zero3
+            from baselines.peers import deepspeed_zero3
             deepspeed_zero3.load_cpu_adam_op()
-        """) % PEERS
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        """)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
         self.assertEqual(r.returncode, 3)
         lines = r.stderr.strip().splitlines()
         self.assertEqual(len(lines), 1, r.stderr)
@@ -553,8 +549,7 @@ class TestDeepSpeedCPU(TmpDir):
         cfg = self.write_config()
         code = textwrap.dedent("""
             import json, sys
-            sys.path.insert(0, %r)
-            import common, deepspeed_zero3 as dz
+            from baselines.peers import common, deepspeed_zero3 as dz
             a = dz.parse_args(["--config", %r, "--layers", "2", "--batch", "2", "--seq-len", "16",
                                "--ce-chunk", "24"] + sys.argv[1:])
             cpu = dz.cpu_threads(a)
@@ -572,12 +567,13 @@ class TestDeepSpeedCPU(TmpDir):
             assert set(f["setup"]) == {"model_build_s", "engine_init_s"}, f
             f.update(common.timing_fields(rows, w, a.phases), **dz.ds_fields(a, info["cfg"], cpu, 2, info["recomputed"]))
             print(json.dumps({"n": n, "rows": rows, "fields": f}))
-        """) % (PEERS, cfg)
+        """) % cfg
         env = dict(os.environ, DS_ACCELERATOR="cpu")
         out = {}
         for name, extra in (("defaults", ["--phases"]),
                             ("tuned", ["--ds-layer-sized", "--ds-bind-cores", "--no-checkpointing", "--ce-keep-logits"])):
-            r = subprocess.run([sys.executable, "-c", code] + extra, capture_output=True, text=True, timeout=900, env=env)
+            r = subprocess.run([sys.executable, "-c", code] + extra, capture_output=True, text=True, timeout=900, env=env,
+                               cwd=ROOT)
             self.assertEqual(r.returncode, 0, r.stderr[-3000:])
             out[name] = json.loads(r.stdout.strip().splitlines()[-1])
             self.assertEqual(out[name]["n"], qwen2_params(TINY, 2, False))

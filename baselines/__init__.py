@@ -1,0 +1,1 @@
+"""The baselines measured beside megatrain: the peers (baselines.peers)."""

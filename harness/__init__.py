@@ -1,0 +1,1 @@
+"""The Python harness: the sweep (harness.sweep), the results rows (harness.resultslib), the metrics and the calibrators. Run its scripts from the repo root as modules: python3 -m harness.sweep.run ..."""
