@@ -168,7 +168,7 @@ check "next --dry-run: exit $rc, part C2a alone packed in OUT/C2a, its batch-16 
   '[ $rc = 0 ] && [ -f "$tmp/n/C2a/C2a-manifest.json" ] && [ "$(ls "$tmp/n")" = C2a ] &&
    grep -q "5 configuration(s) of experiments/sweeps/gpu_c2_matched.json (where {\"batch\": \[16\]})" "$tmp/n.log"'
 # C2 measures megatrain with and without its split (issue 44) at 16 and 64, beside DeepSpeed's own ratio
-python3 harness/sweep/run.py --dry-run experiments/sweeps/gpu_c2_matched.json 2>/dev/null | cut -f4 > "$tmp/c2.names"
+python3 -m harness.sweep.run --dry-run experiments/sweeps/gpu_c2_matched.json 2>/dev/null | cut -f4 > "$tmp/c2.names"
 check "C2's sweep: megatrain at 16 and 64 with the split off and with --device-optimizer auto, DeepSpeed's ratio" \
   '[ "$(grep -cE "^qwen2.5-14b megatrain b(16|64) T1024 mixed cuda L8$" "$tmp/c2.names")" = 2 ] &&
    [ "$(grep -cE "^qwen2.5-14b megatrain b(16|64) T1024 mixed cuda L8 devopt-auto$" "$tmp/c2.names")" = 2 ] &&
