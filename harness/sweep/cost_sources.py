@@ -26,6 +26,7 @@ from .. import resultslib
 from ..calibrate_gpu_rates import KERNELS  # the kernels the sim prices by bytes
 
 SIM_H = os.path.join(REPO, "megatrain", "backends", "sim", "sim.h")
+PROFILE_H = os.path.join(REPO, "megatrain", "model", "hardware_profile.h")  # the sim's constants the planner shares
 DEFINE = re.compile(r"^#define\s+(MT_SIM_\w+)\s+(\S+)\s*//\s*(assumed|measured|derived)[^:]*:\s*(.*)$")
 SHA = re.compile(r"\bat ([0-9a-f]{7,40})\b")
 # What the cost model takes as given beyond the profile's numbers (sim.h's formulas), each with
@@ -116,11 +117,12 @@ def stale_engine(src, changes, contains):
 
 def sim_constants():
     out = {}
-    with open(SIM_H) as f:
-        for line in f:
-            m = DEFINE.match(line.strip())
-            if m:
-                out[f"sim.h {m.group(1)} = {m.group(2)}"] = {"kind": m.group(3), "source": "sim.h: " + m.group(4)}
+    for path, name in ((SIM_H, "sim.h"), (PROFILE_H, "model/hardware_profile.h")):
+        with open(path) as f:
+            for line in f:
+                m = DEFINE.match(line.strip())
+                if m:
+                    out[f"{name} {m.group(1)} = {m.group(2)}"] = {"kind": m.group(3), "source": f"{name}: {m.group(4)}"}
     return out
 
 

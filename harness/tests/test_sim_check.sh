@@ -161,7 +161,7 @@ python3 -m harness.sweep.cost_sources gh200-480g > "$tmp/gh.json" &&
   python3 -c "import json, sys; d = json.load(open(sys.argv[1]))['figures']
 assert d['host.adamw_params_per_s.paper']['kind'] == 'assumed', d['host.adamw_params_per_s.paper']  # derived from an assumed rate
 assert d['link.duplex_factor']['kind'] == 'assumed' and d['host.mem_gbps']['kind'] == 'datasheet', d
-assert d['sim.h MT_SIM_HBM_EFF = 0.8']['kind'] == 'assumed'" "$tmp/gh.json" &&
+assert d['model/hardware_profile.h MT_SIM_HBM_EFF = 0.8']['kind'] == 'assumed'" "$tmp/gh.json" &&
   pass "cost sources of a datasheet profile (gh200-480g): a rate derived from an assumed one is assumed" ||
   fail "cost_sources.py gh200-480g"
 

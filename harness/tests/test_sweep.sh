@@ -166,7 +166,7 @@ else
 fi
 # what the sim row rests on (cost_sources.py): gh200-480g is datasheet and assumed figures only
 jq -s -e '(.[0].cost_sources.datasheet | index("gpu.peak_tflops.bf16")) and (.[0].cost_sources.measured == null)
-          and (.[0].cost_sources.assumed | index("sim.h MT_SIM_HBM_EFF = 0.8")) and (.[1].cost_sources == null)' \
+          and (.[0].cost_sources.assumed | index("model/hardware_profile.h MT_SIM_HBM_EFF = 0.8")) and (.[1].cost_sources == null)' \
   "$R/t_pr.jsonl" > /dev/null && pass "the sim row says which figures it rests on; the plan row does not" ||
   fail "cost_sources: $(jq -s -c '[.[] | .cost_sources]' "$R/t_pr.jsonl")"
 

@@ -19,9 +19,8 @@ enum { MT_ADAMW_PAPER = 0, MT_ADAMW_MIXED = 1, MT_ADAMW_FP32 = 2 };
 // FlashAttention-3 paper, arXiv 2407.08608: "FlashAttention-2 achieves only 35%
 // utilization on the H100"); applied to forward and backward alike.
 #define MT_ATTN_ASSUMED_EFF 0.35
-// assumed: streaming kernels reach ~80% of datasheet HBM bandwidth (the sim's memory-bound
-// kernels where the profile measured none, and the planner's device AdamW)
-#define MT_SIM_HBM_EFF 0.8
+// The sim's memory-bound kernels where the profile measured none, and the planner's device AdamW:
+#define MT_SIM_HBM_EFF 0.8 // assumed: streaming kernels reach ~80% of datasheet HBM bandwidth
 #define MT_ATTN_BWD_FACTOR 2.5 // backward runs 5 GEMM-like products vs forward's 2 (the labs count so too)
 #define MT_HW_ATTN_KERNELS 8  // implementations a profile may measure
 #define MT_HW_ATTN_POINTS 16  // points per table (sequence lengths, or works)
