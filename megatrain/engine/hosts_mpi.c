@@ -1,11 +1,17 @@
-// hosts_mpi.c: hosts.h over MPI (Open MPI). The sum's order is fixed by gathering every
-// host's gradient on host 0, adding them there in host order, and broadcasting the sum:
-// MPI_Allreduce would be fewer bytes, but its order is the library's choice.
+// hosts_mpi.c: hosts.h over MPI (Open MPI). The sum is a reduce-scatter then an all-gather,
+// both by MPI's own collectives (MPI_Alltoallv, MPI_Allgatherv): each host owns one slice of
+// every unit (engine/host_shard.h), receives every host's raw contribution to it and adds
+// them itself in host order, so the bits are fixed (MPI_Reduce_scatter's order would be the
+// library's) and each link carries about 2 (H-1)/H of a unit, host 0's no more than any.
+// A unit goes in rounds of at most MT_HOSTS_CHUNK_BYTES per host pair: no size cap, bounded
+// staging, and MPI's int counts never overflow.
 #include "engine/hosts.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/env.h"
+#include "engine/host_shard.h"
 
 #ifdef MT_HAVE_MPI
 #include <mpi.h>
@@ -14,8 +20,9 @@
 
 typedef struct {
     mt_hosts base;
-    void *gathered; // host 0: every host's copy of one unit's gradient
-    size_t gathered_bytes;
+    size_t chunk_bytes;  // one round's bytes per host pair
+    char *send, *recv;   // staging: n x chunk_bytes each
+    int *counts, *displs, *counts2; // per host, in bytes (one block)
 } mpi_hosts;
 
 static mt_status mpi_fail(int rc, const char *what) {
@@ -25,22 +32,82 @@ static mt_status mpi_fail(int rc, const char *what) {
     return mt_fail(MT_ERR_BACKEND, "MPI: %s failed: %.*s", what, len, msg);
 }
 
-static mt_status mpi_reduce_grad(mt_hosts *h, void *grad, mt_dtype t, size_t n) {
+// Host p's piece of round i of a slice: elements [off + i*K, +count) of the unit.
+static size_t piece(size_t n, int H, int p, size_t i, size_t K, size_t *at) {
+    size_t off, cnt;
+    mt_host_shard_range(n, H, p, &off, &cnt);
+    size_t lo = i * K < cnt ? i * K : cnt, hi = lo + K < cnt ? lo + K : cnt;
+    *at = off + lo;
+    return hi - lo;
+}
+
+static size_t rounds(size_t n, int H, size_t K) {
+    size_t off, cnt;
+    mt_host_shard_range(n, H, 0, &off, &cnt); // host 0's slice is the longest
+    return cnt ? (cnt + K - 1) / K : 0;
+}
+
+static mt_status mpi_reduce_scatter(mt_hosts *h, void *grad, mt_dtype t, size_t n) {
     mpi_hosts *mh = (mpi_hosts *)h;
-    size_t bytes = n * mt_dtype_size(t);
-    if (bytes > (size_t)1 << 30) return mt_fail(MT_ERR_SHAPE, "MPI: a unit of %zu bytes is past this sum's 1 GiB", bytes);
-    if (h->rank == 0 && bytes * h->n > mh->gathered_bytes) {
-        void *p = realloc(mh->gathered, bytes * h->n);
-        if (!p) return mt_fail(MT_ERR_MEMORY, "host memory: cannot gather %d hosts' gradients", h->n);
-        mh->gathered = p;
-        mh->gathered_bytes = bytes * h->n;
+    const int H = h->n, me = h->rank;
+    const size_t es = mt_dtype_size(t), K = mh->chunk_bytes / es, R = rounds(n, H, K);
+    for (size_t i = 0; i < R; i++) {
+        size_t at, mine = piece(n, H, me, i, K, &at);
+        for (int p = 0; p < H; p++) { // every host's piece of my contribution, to its owner
+            size_t pat, c = piece(n, H, p, i, K, &pat);
+            memcpy(mh->send + (size_t)p * K * es, (char *)grad + pat * es, c * es);
+            mh->counts[p] = (int)(c * es);
+            mh->displs[p] = (int)((size_t)p * K * es);
+            mh->counts2[p] = (int)(mine * es);
+        }
+        int rc = MPI_Alltoallv(mh->send, mh->counts, mh->displs, MPI_BYTE, mh->recv, mh->counts2, mh->displs, MPI_BYTE,
+                               MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Alltoallv of a gradient");
+        for (int q = 0; q < H; q++) // host 0's copied, the others added, in host order
+            mt_grad_accumulate((char *)grad + at * es, mh->recv + (size_t)q * K * es, t, mine, q == 0);
     }
-    int rc = MPI_Gather(grad, (int)bytes, MPI_BYTE, mh->gathered, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-    if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Gather of a gradient");
-    if (h->rank == 0) // host 0's own copy is first: add the others to it, in host order
-        for (int p = 1; p < h->n; p++) mt_grad_accumulate(grad, (char *)mh->gathered + (size_t)p * bytes, t, n, 0);
-    rc = MPI_Bcast(grad, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-    return rc == MPI_SUCCESS ? MT_OK : mpi_fail(rc, "MPI_Bcast of a gradient");
+    return MT_OK;
+}
+
+static mt_status mpi_all_gather(mt_hosts *h, void *x, size_t elem_bytes, size_t n) {
+    mpi_hosts *mh = (mpi_hosts *)h;
+    const int H = h->n, me = h->rank;
+    const size_t es = elem_bytes, K = mh->chunk_bytes / es, R = rounds(n, H, K);
+    for (size_t i = 0; i < R; i++) {
+        size_t at, mine = piece(n, H, me, i, K, &at);
+        for (int p = 0; p < H; p++) {
+            size_t pat;
+            mh->counts[p] = (int)(piece(n, H, p, i, K, &pat) * es);
+            mh->displs[p] = (int)((size_t)p * K * es);
+        }
+        int rc = MPI_Allgatherv((char *)x + at * es, (int)(mine * es), MPI_BYTE, mh->recv, mh->counts, mh->displs,
+                                MPI_BYTE, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Allgatherv of a unit");
+        for (int p = 0; p < H; p++) {
+            size_t pat, c = piece(n, H, p, i, K, &pat);
+            if (p != me) memcpy((char *)x + pat * es, mh->recv + (size_t)p * K * es, c * es);
+        }
+    }
+    return MT_OK;
+}
+
+static mt_status mpi_reduce_grad(mt_hosts *h, void *grad, mt_dtype t, size_t n) {
+    MT_TRY(mpi_reduce_scatter(h, grad, t, n));
+    return mpi_all_gather(h, grad, mt_dtype_size(t), n);
+}
+
+static mt_status mpi_sum_f64(mt_hosts *h, double *v, int n) {
+    double *all = malloc((size_t)n * (size_t)h->n * sizeof *all);
+    if (!all) return mt_fail(MT_ERR_MEMORY, "host memory: cannot gather %d hosts' sums", h->n);
+    int rc = MPI_Allgather(v, n, MPI_DOUBLE, all, n, MPI_DOUBLE, MPI_COMM_WORLD);
+    if (rc == MPI_SUCCESS)
+        for (int i = 0; i < n; i++) { // in host order, on every host: the same bits everywhere
+            double s = all[i];
+            for (int p = 1; p < h->n; p++) s += all[(size_t)p * n + i];
+            v[i] = s;
+        }
+    free(all);
+    return rc == MPI_SUCCESS ? MT_OK : mpi_fail(rc, "MPI_Allgather of the sums of squares");
 }
 
 static mt_status mpi_gather(mt_hosts *h, const float *mine, size_t n, float *all) {
@@ -57,8 +124,11 @@ static mt_status mpi_agree_max(mt_hosts *h, int *v, int n) {
 static void mpi_destroy(mt_hosts *h, int abort) {
     if (abort && h->n > 1) MPI_Abort(MPI_COMM_WORLD, 1);
     MPI_Finalize();
-    free(((mpi_hosts *)h)->gathered);
-    free(h);
+    mpi_hosts *mh = (mpi_hosts *)h;
+    free(mh->send);
+    free(mh->recv);
+    free(mh->counts);
+    free(mh);
 }
 
 mt_status mt_hosts_mpi_create(mt_hosts **out) {
@@ -71,7 +141,27 @@ mt_status mt_hosts_mpi_create(mt_hosts **out) {
     if (!mh) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the MPI hosts");
     MPI_Comm_rank(MPI_COMM_WORLD, &mh->base.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mh->base.n);
+    // Past 1 GiB per round MPI's int byte counts could overflow; a test sets a few bytes.
+    uint64_t chunk;
+    mt_status s = mt_env_u64("MT_HOSTS_CHUNK_BYTES", 64, (uint64_t)1 << 30, (uint64_t)64 << 20, &chunk);
+    size_t H = (size_t)mh->base.n;
+    if (s == MT_OK && chunk * H > ((size_t)1 << 30)) chunk = (((size_t)1 << 30) / H) & ~(size_t)63;
+    mh->chunk_bytes = (size_t)chunk;
+    mh->send = s == MT_OK ? malloc(H * mh->chunk_bytes) : NULL;
+    mh->recv = s == MT_OK ? malloc(H * mh->chunk_bytes) : NULL;
+    mh->counts = s == MT_OK ? malloc(3 * H * sizeof(int)) : NULL;
+    if (s == MT_OK && (!mh->send || !mh->recv || !mh->counts))
+        s = mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the sum's %zu staging bytes", 2 * H * mh->chunk_bytes);
+    if (s != MT_OK) {
+        mpi_destroy(&mh->base, mh->base.n > 1);
+        return s;
+    }
+    mh->counts2 = mh->counts + H;
+    mh->displs = mh->counts + 2 * H;
     mh->base.reduce_grad = mpi_reduce_grad;
+    mh->base.reduce_scatter = mpi_reduce_scatter;
+    mh->base.all_gather = mpi_all_gather;
+    mh->base.sum_f64 = mpi_sum_f64;
     mh->base.gather = mpi_gather;
     mh->base.agree_max = mpi_agree_max;
     mh->base.destroy = mpi_destroy;

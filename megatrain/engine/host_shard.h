@@ -1,0 +1,18 @@
+// host_shard.h: which slice of a unit each host owns (several hosts, engine/hosts.h). The
+// one decision the sum across hosts (it adds the hosts' contributions to a slice on its
+// owner), the sharded optimizer (the owner alone updates it) and the per-shard checkpoints
+// (a shard file holds one slice) all read, so they always agree.
+#ifndef MT_HOST_SHARD_H
+#define MT_HOST_SHARD_H
+
+#include <stddef.h>
+
+// Slices start on a multiple of this many elements (a cache line of f32, 32 bf16): no two
+// hosts write one line, and the split does not depend on the dtype.
+#define MT_HOST_SHARD_ALIGN ((size_t)64)
+
+// Host h's slice of a unit of n elements among H hosts: [*off, *off + *count), contiguous,
+// in host order, covering n once; the last hosts' slices may be shorter or empty.
+void mt_host_shard_range(size_t n, int H, int h, size_t *off, size_t *count);
+
+#endif
