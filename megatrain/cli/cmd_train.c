@@ -207,6 +207,8 @@ int mt_cmd_train(mt_options *o, int is_default) {
         o->save = o->resume;
         save_opt = "--resume (saved back to it without --save)";
     }
+    const char *save_all = o->save; // what host 0 will save, known to every host (a sharded save needs all)
+    int save_every = o->save_every;
     // Under mpirun every host runs this with the same arguments and its own copy of the state;
     // host 0 alone writes the outputs (the others' state is the same, bit for bit).
     if (mt_hosts_launched()) {
@@ -327,6 +329,15 @@ int mt_cmd_train(mt_options *o, int is_default) {
     t_init = mono_s() - t0;
     t0 = mono_s();
     if ((s = mt_engine_create_ranks(&model, bes, n_gpus, &eo, &eng)) || (s = mt_engine_set_hosts(eng, hosts))) goto fail;
+    if (o->shard_optimizer && strcmp(o->shard_optimizer, "hosts") && strcmp(o->shard_optimizer, "off")) {
+        s = mt_fail(MT_ERR_ARG, "--shard-optimizer %s: expected hosts or off", o->shard_optimizer);
+        goto fail;
+    }
+    int shard = H > 1 && !virtual_run && (!o->shard_optimizer || !strcmp(o->shard_optimizer, "hosts"));
+    if (shard && (s = mt_engine_shard_optimizer(eng))) goto fail;
+    if (shard && !quiet)
+        fprintf(stderr, "megatrain: %d hosts: the optimizer state is sharded, each host keeps 1/%d of it "
+                        "(--shard-optimizer off keeps it whole on every host)\n", H, H);
     t_engine = mono_s() - t0;
     // What the run does, in train_state.json too: a resume sums the same way (bit-exact trajectory).
     o->eng.grad_sum = mt_engine_grad_sum(eng);
@@ -366,6 +377,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
             o->eng.schedule->name, mt_backend_name(be), info.name, ranks_note, data.source);
     int first_step = rs.step + 1;
     if (first_step > o->steps) { // a resume already at --steps: nothing to train
+        if (save_all && (s = mt_engine_hosts_collect(eng))) goto fail;
         if (o->save && !same_dir(cd.dir, o->resume)) {
             if ((s = stage_checkpoint(&cd, &model, eng, o, rs.step, rs.skipped_steps, &data)) || (s = commit_checkpoint(&cd, rs.step)))
                 goto fail;
@@ -446,6 +458,10 @@ int mt_cmd_train(mt_options *o, int is_default) {
             agreed = sig || v[1];
         }
         int stop = sig || lost[0];
+        // Sharded, every host takes part in a save (host 0 writes it): host 0's --save (or
+        // --resume) and --save-every, the same on every host.
+        int due = save_all && (last || stop || (save_every && step % save_every == 0));
+        if (due && (s = mt_engine_hosts_collect(eng))) goto fail;
         if (o->save && (last || stop || (o->save_every && step % o->save_every == 0))) {
             if ((s = stage_checkpoint(&cd, &model, eng, o, step, skipped, &data))) goto fail;
             if (last || stop) { // no next step to vouch for it; it is finite
@@ -456,6 +472,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
                 pending = step;
             }
         }
+        if (due) mt_engine_hosts_release(eng);
         if (lost[0]) {
             s = mt_fail(MT_ERR_IO, "%s: the run stopped after step %d%s%s", lost, step,
                         !save_dir ? " (no --save: the trained state is not kept)"

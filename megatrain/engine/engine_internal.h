@@ -48,6 +48,7 @@ struct mt_engine {
     // host; with several hosts (hosts.h) host h's rank r takes slice h * n_ranks + r.
     int slice, n_slices;
     mt_hosts *hosts;           // leader only: the other hosts, or NULL
+    int shard_opt;             // leader only, with hosts: the optimizer state sharded (host_shard.h)
     float *h_losses_hosts;     // leader only, with hosts: every host's losses (as gathered)
 };
 

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/host_shard.h"
+
 struct mt_opt_worker {
     mt_model *m;
     mt_adamw_hparams h;
@@ -46,6 +48,7 @@ struct mt_opt_worker {
     mt_elem_range *ranges;    // scratch: the rows, or every other row, as element ranges
     // ---- a unit's update in parts (update_parts; 0: whole), each published as it is done
     int parts;
+    int slice_H, slice_h;     // optimizer state sharded over slice_H > 1 hosts: this one updates slice slice_h only
     int *part_gen;            // per unit: the pass its parts are of
     int *parts_done;          // per unit: parts done in that pass
     double *part_t;           // per unit and part: when it was done
@@ -187,6 +190,14 @@ static void rows_rest(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, floa
 // (mt_opt_worker_wait_part) as soon as it is done so that its copy can start.
 static void update_in_place(mt_opt_worker *w, int gen, int u, const mt_adamw_hparams *h, float wd) {
     mt_unit *x = &w->m->units[u];
+    if (w->slice_H > 1) { // this host's slice (host_shard.h); the engine all-gathers the parameters
+        mt_elem_range mine;
+        size_t off, cnt;
+        mt_host_shard_range(x->lay->numel, w->slice_H, w->slice_h, &off, &cnt);
+        mine = (mt_elem_range){off, off + cnt};
+        if (cnt) w->m->host.adamw_ranges(&w->m->host, w->m, x, &mine, 1, h, wd);
+        return;
+    }
     if (w->parts <= 1) {
         mt_opt_update_unit(w->m, x, h, wd);
         return;
@@ -214,7 +225,7 @@ static void final_pass(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, flo
     size_t n_rows = w->n_next;
     w->n_next = 0;
     pthread_mutex_unlock(&w->mu);
-    int rows = n_rows && !skip && !(w->spec[0] && !rollback);
+    int rows = n_rows && !skip && !(w->spec[0] && !rollback) && w->slice_H <= 1;
     // Kept speculative updates first: a swap each, published at once, so their copies need
     // not wait behind the rows' and the other units' updates (mt_opt_worker_published).
     int kept[w->m->n_units];
@@ -494,6 +505,11 @@ double mt_opt_worker_wait_unit(mt_opt_worker *w, int u) {
     pthread_mutex_unlock(&w->mu);
     h->waited_until(h, t);
     return h->now_ms(h) - t0;
+}
+
+void mt_opt_worker_set_slice(mt_opt_worker *w, int H, int h) {
+    w->slice_H = H;
+    w->slice_h = h;
 }
 
 double mt_opt_worker_wait_all(mt_opt_worker *w) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "engine/host_shard.h"
 #include "optim/grad_ops.h"
 
 // Input / output buffers of layer i in the forward pass: with activations kept
@@ -257,14 +258,34 @@ static mt_status walk_ranks(mt_engine *e, const int32_t *inputs, const int32_t *
 
 // Several hosts: every unit's gradient summed across them in host order (hosts.h); the
 // norm is then the sum's, taken as the drain takes it, unit by unit in order.
+// Sharded (host_shard.h): each host sums only the slice it updates, and the norm is every
+// slice's sum of squares added in host order, then unit order.
 static mt_status sum_hosts(mt_engine *e, double *sumsq) {
-    double sq = 0;
+    double sq = 0, slices[e->m->n_units];
     for (int u = 0; u < e->m->n_units; u++) {
         mt_unit *x = &e->m->units[u];
-        MT_TRY(e->hosts->reduce_grad(e->hosts, x->grad, e->m->wdt, x->lay->numel));
-        sq += mt_grad_sumsq(x->grad, e->m->wdt, x->lay->numel);
+        size_t n = x->lay->numel, off = 0, cnt = n;
+        if (!e->shard_opt) MT_TRY(e->hosts->reduce_grad(e->hosts, x->grad, e->m->wdt, n));
+        else {
+            MT_TRY(e->hosts->reduce_scatter(e->hosts, x->grad, e->m->wdt, n));
+            mt_host_shard_range(n, e->hosts->n, e->hosts->rank, &off, &cnt);
+        }
+        slices[u] = mt_grad_sumsq((char *)x->grad + off * mt_dtype_size(e->m->wdt), e->m->wdt, cnt);
     }
+    if (e->shard_opt) MT_TRY(e->hosts->sum_f64(e->hosts, slices, e->m->n_units));
+    for (int u = 0; u < e->m->n_units; u++) sq += slices[u];
     *sumsq = sq;
+    return MT_OK;
+}
+
+// Sharded: the step's update done, every host's updated slice of the streamed parameters
+// to every host before the next forward reads them.
+static mt_status gather_params(mt_engine *e, double *wait_ms) {
+    *wait_ms += mt_opt_worker_wait_all(e->opt);
+    for (int u = 0; u < e->m->n_units; u++) {
+        mt_unit *x = &e->m->units[u];
+        MT_TRY(e->hosts->all_gather(e->hosts, x->param, mt_dtype_size(e->m->wdt), x->lay->numel));
+    }
     return MT_OK;
 }
 
@@ -343,6 +364,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     mt_weight_ring_hand_over_rows(e->w); // the rows mt_engine_next_inputs named, if it was called
     mt_opt_worker_start(e->opt);
     if (!e->s->optimizer_overlapped) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
+    if (e->shard_opt) MT_TRY(gather_params(e, &st->opt_wait_ms));
     e->step_done++;
     return MT_OK;
 }
