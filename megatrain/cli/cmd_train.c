@@ -32,6 +32,7 @@
 #include "core/thread_room.h"
 #include "data/dataloader.h"
 #include "engine/engine.h"
+#include "engine/host_shard.h"
 #include "engine/hosts.h"
 #include "engine/model_io.h"
 
@@ -93,6 +94,12 @@ static mt_status stage_checkpoint(mt_ckpt_dir *cd, const mt_model *m, mt_engine 
         return fail_kept(s, cd, what);
     }
     return MT_OK;
+}
+
+// The sharded state's save is over, written or not: the serving hosts stop (the first error kept).
+static mt_status shards_done(const mt_model_shards *sh, mt_status s) {
+    mt_status d = mt_host_shard_done(sh);
+    return s != MT_OK ? s : d;
 }
 
 static mt_status commit_checkpoint(mt_ckpt_dir *cd, int step) {
@@ -194,6 +201,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     int32_t *inputs = NULL, *targets = NULL;
     int rc = 1, pending = -1; // pending: the step whose save is staged, not yet committed
     mt_hosts *hosts = NULL;   // under mpirun: the other hosts (engine/hosts.h)
+    mt_model_shards shards = {0}; // with the optimizer state sharded across them (engine/host_shard.h)
     int H = 1, quiet = 0;     // hosts; quiet: not host 0, which alone writes stdout, --log and --save
     const char *save_dir = o->save; // --save as given (host 0 saves it for every host)
     int agreed = 0;                 // the hosts agreed to stop: none has to take the others down
@@ -305,6 +313,10 @@ int mt_cmd_train(mt_options *o, int is_default) {
         eo.sched.speculative = 0;
         if (!quiet) fprintf(stderr, "megatrain: %d hosts (MPI): the speculative step is off\n", H);
     }
+    if (o->shard_optimizer && strcmp(o->shard_optimizer, "hosts") && strcmp(o->shard_optimizer, "off")) {
+        s = mt_fail(MT_ERR_ARG, "--shard-optimizer %s: expected hosts or off", o->shard_optimizer);
+        goto fail;
+    }
     mt_schedule_desc resolved;
     mt_schedule_resolve(eo.schedule, &eo.sched, &cfg, &resolved);
     if ((s = mt_engine_check_host_memory_ranks(&cfg, prec, &eo, be, n_gpus))) goto fail; // one check, before any allocation
@@ -313,6 +325,9 @@ int mt_cmd_train(mt_options *o, int is_default) {
     t_alloc = mono_s() - t0;
     t0 = mono_s();
     int virtual_run = !mt_backend_has(be, MT_CAP_TENSOR_DATA);
+    int shard = H > 1 && !virtual_run && (!o->shard_optimizer || !strcmp(o->shard_optimizer, "hosts"));
+    shards = (mt_model_shards){.hosts = hosts, .m = &model};
+    if (shard) model.shards = &shards; // a load keeps this host's slices, a save gathers them (host_shard.h)
     if (virtual_run) {
         // no tensor data exists: nothing to load or initialise
     } else if (o->resume) {
@@ -329,11 +344,6 @@ int mt_cmd_train(mt_options *o, int is_default) {
     t_init = mono_s() - t0;
     t0 = mono_s();
     if ((s = mt_engine_create_ranks(&model, bes, n_gpus, &eo, &eng)) || (s = mt_engine_set_hosts(eng, hosts))) goto fail;
-    if (o->shard_optimizer && strcmp(o->shard_optimizer, "hosts") && strcmp(o->shard_optimizer, "off")) {
-        s = mt_fail(MT_ERR_ARG, "--shard-optimizer %s: expected hosts or off", o->shard_optimizer);
-        goto fail;
-    }
-    int shard = H > 1 && !virtual_run && (!o->shard_optimizer || !strcmp(o->shard_optimizer, "hosts"));
     if (shard && (s = mt_engine_shard_optimizer(eng))) goto fail;
     if (shard && !quiet)
         fprintf(stderr, "megatrain: %d hosts: the optimizer state is sharded, each host keeps 1/%d of it "
@@ -377,13 +387,15 @@ int mt_cmd_train(mt_options *o, int is_default) {
             o->eng.schedule->name, mt_backend_name(be), info.name, ranks_note, data.source);
     int first_step = rs.step + 1;
     if (first_step > o->steps) { // a resume already at --steps: nothing to train
-        if (save_all && (s = mt_engine_hosts_collect(eng))) goto fail;
+        if (shard && quiet && save_all && (s = mt_host_shard_serve(&shards))) goto fail; // host 0 may save
         if (o->save && !same_dir(cd.dir, o->resume)) {
-            if ((s = stage_checkpoint(&cd, &model, eng, o, rs.step, rs.skipped_steps, &data)) || (s = commit_checkpoint(&cd, rs.step)))
-                goto fail;
+            s = stage_checkpoint(&cd, &model, eng, o, rs.step, rs.skipped_steps, &data);
+            if (shard) s = shards_done(&shards, s);
+            if (s || (s = commit_checkpoint(&cd, rs.step))) goto fail;
             fprintf(stderr, "megatrain: nothing to train (the checkpoint is at step %d = --steps); saved it to %s\n",
                     rs.step, o->save);
         } else {
+            if (shard && !quiet && save_all && (s = mt_host_shard_done(&shards))) goto fail; // the others serve
             fprintf(stderr, "megatrain: nothing to train: %s is already at step %d (--steps %d)\n", o->resume, rs.step,
                     o->steps);
         }
@@ -461,9 +473,11 @@ int mt_cmd_train(mt_options *o, int is_default) {
         // Sharded, every host takes part in a save (host 0 writes it): host 0's --save (or
         // --resume) and --save-every, the same on every host.
         int due = save_all && (last || stop || (save_every && step % save_every == 0));
-        if (due && (s = mt_engine_hosts_collect(eng))) goto fail;
+        if (shard && quiet && due && (s = mt_host_shard_serve(&shards))) goto fail;
         if (o->save && (last || stop || (o->save_every && step % o->save_every == 0))) {
-            if ((s = stage_checkpoint(&cd, &model, eng, o, step, skipped, &data))) goto fail;
+            s = stage_checkpoint(&cd, &model, eng, o, step, skipped, &data);
+            if (shard) s = shards_done(&shards, s);
+            if (s) goto fail;
             if (last || stop) { // no next step to vouch for it; it is finite
                 if ((s = commit_checkpoint(&cd, step))) goto fail;
                 if (!last) fprintf(stderr, "megatrain: saved step %d to %s\n", step, o->save);
@@ -472,7 +486,6 @@ int mt_cmd_train(mt_options *o, int is_default) {
                 pending = step;
             }
         }
-        if (due) mt_engine_hosts_release(eng);
         if (lost[0]) {
             s = mt_fail(MT_ERR_IO, "%s: the run stopped after step %d%s%s", lost, step,
                         !save_dir ? " (no --save: the trained state is not kept)"

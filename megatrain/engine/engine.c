@@ -274,25 +274,18 @@ mt_status mt_engine_create_ranks(mt_model *m, mt_backend **bes, int n_ranks, con
     return coll->bind ? coll->bind(coll, 0) : MT_OK;
 }
 
+static void hosts_release(mt_engine *e) {
+    for (int u = 0; e->shard_opt && u < e->m->n_units; u++)
+        mt_host_shard_release(&e->m->units[u], e->hosts->n, e->hosts->rank);
+}
+
 mt_status mt_engine_shard_optimizer(mt_engine *e) {
     if (!e->hosts || e->hosts->n == 1) return MT_OK;
     MT_TRY(mt_engine_finish(e)); // no update in flight over the pages given back
     e->shard_opt = 1;
     mt_opt_worker_set_slice(e->opt, e->hosts->n, e->hosts->rank);
-    mt_engine_hosts_release(e);
+    hosts_release(e);
     return MT_OK;
-}
-
-mt_status mt_engine_hosts_collect(mt_engine *e) {
-    if (!e->shard_opt) return MT_OK;
-    MT_TRY(mt_engine_finish(e));
-    for (int u = 0; u < e->m->n_units; u++) MT_TRY(mt_host_shard_collect(&e->m->units[u], e->hosts));
-    return MT_OK;
-}
-
-void mt_engine_hosts_release(mt_engine *e) {
-    for (int u = 0; e->shard_opt && u < e->m->n_units; u++)
-        mt_host_shard_release(&e->m->units[u], e->hosts->n, e->hosts->rank);
 }
 
 mt_grad_sum mt_engine_grad_sum(const mt_engine *e) { return e->sh.grad_sum_f32 ? MT_GRAD_SUM_F32 : MT_GRAD_SUM_BF16; }

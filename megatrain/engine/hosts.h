@@ -11,6 +11,7 @@
 #define MT_HOSTS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/dtype.h"
 #include "core/status.h"
@@ -25,6 +26,10 @@ struct mt_hosts {
     mt_status (*reduce_scatter)(mt_hosts *h, void *grad, mt_dtype t, size_t n);
     // x (n elements of elem_bytes) <- every host's own slice of it, on every host.
     mt_status (*all_gather)(mt_hosts *h, void *x, size_t elem_bytes, size_t n);
+    // Host 0's x[lo, hi) <- every host's own slice of it (the others send theirs; host 0's stays).
+    mt_status (*gather_to_0)(mt_hosts *h, void *x, size_t elem_bytes, size_t n, size_t lo, size_t hi);
+    // Host 0's v[0..n-1] to every host.
+    mt_status (*bcast_u64)(mt_hosts *h, uint64_t *v, int n);
     // v[i] <- the sum of every host's v[i], added in host order, on every host.
     mt_status (*sum_f64)(mt_hosts *h, double *v, int n);
     // all[n * hosts] <- every host's n floats, host after host, on every host.
