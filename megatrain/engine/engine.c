@@ -283,7 +283,10 @@ mt_status mt_engine_shard_optimizer(mt_engine *e) {
     if (!e->hosts || e->hosts->n == 1) return MT_OK;
     MT_TRY(mt_engine_finish(e)); // no update in flight over the pages given back
     e->shard_opt = 1;
-    mt_opt_worker_set_slice(e->opt, e->hosts->n, e->hosts->rank);
+    // Where MPI allows the worker its own communicator, it gathers each unit as it updates it,
+    // under the next forward; else the step gathers them all after the update (step.c).
+    mt_opt_worker_set_slice(e->opt, e->hosts->n, e->hosts->rank,
+                            e->hosts->all_gather_worker ? mt_engine_publish_unit : NULL, e);
     hosts_release(e);
     return MT_OK;
 }

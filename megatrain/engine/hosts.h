@@ -26,6 +26,9 @@ struct mt_hosts {
     mt_status (*reduce_scatter)(mt_hosts *h, void *grad, mt_dtype t, size_t n);
     // x (n elements of elem_bytes) <- every host's own slice of it, on every host.
     mt_status (*all_gather)(mt_hosts *h, void *x, size_t elem_bytes, size_t n);
+    // The same on a second communicator of its own, for the optimizer worker's thread while the
+    // main thread runs the step (engine/optimizer_worker.c); NULL where MPI gives one thread only.
+    mt_status (*all_gather_worker)(mt_hosts *h, void *x, size_t elem_bytes, size_t n);
     // Host 0's x[lo, hi) <- every host's own slice of it (the others send theirs; host 0's stays).
     mt_status (*gather_to_0)(mt_hosts *h, void *x, size_t elem_bytes, size_t n, size_t lo, size_t hi);
     // Host 0's v[0..n-1] to every host.

@@ -18,11 +18,19 @@
 
 #include "optim/grad_ops.h"
 
+// One communicator's staging: the main thread's (MPI_COMM_WORLD) or the worker's (a duplicate).
+typedef struct {
+    MPI_Comm comm;
+    char *send, *recv;   // staging: n x chunk_bytes each
+    int *counts, *displs, *counts2; // per host, in bytes (one block)
+} mpi_lane;
+
 typedef struct {
     mt_hosts base;
     size_t chunk_bytes;  // one round's bytes per host pair
-    char *send, *recv;   // staging: n x chunk_bytes each
-    int *counts, *displs, *counts2; // per host, in bytes (one block)
+    char *send, *recv;   // the main lane's staging (below), kept by these names for brevity
+    int *counts, *displs, *counts2;
+    mpi_lane worker;     // the optimizer worker's (MPI_THREAD_MULTIPLE only; comm MPI_COMM_NULL otherwise)
 } mpi_hosts;
 
 static mt_status mpi_fail(int rc, const char *what) {
@@ -69,26 +77,36 @@ static mt_status mpi_reduce_scatter(mt_hosts *h, void *grad, mt_dtype t, size_t 
     return MT_OK;
 }
 
-static mt_status mpi_all_gather(mt_hosts *h, void *x, size_t elem_bytes, size_t n) {
-    mpi_hosts *mh = (mpi_hosts *)h;
-    const int H = h->n, me = h->rank;
+static mt_status all_gather_on(mpi_hosts *mh, const mpi_lane *l, void *x, size_t elem_bytes, size_t n) {
+    const int H = mh->base.n, me = mh->base.rank;
     const size_t es = elem_bytes, K = mh->chunk_bytes / es, R = rounds(n, H, K);
     for (size_t i = 0; i < R; i++) {
         size_t at, mine = piece(n, H, me, i, K, &at);
         for (int p = 0; p < H; p++) {
             size_t pat;
-            mh->counts[p] = (int)(piece(n, H, p, i, K, &pat) * es);
-            mh->displs[p] = (int)((size_t)p * K * es);
+            l->counts[p] = (int)(piece(n, H, p, i, K, &pat) * es);
+            l->displs[p] = (int)((size_t)p * K * es);
         }
-        int rc = MPI_Allgatherv((char *)x + at * es, (int)(mine * es), MPI_BYTE, mh->recv, mh->counts, mh->displs,
-                                MPI_BYTE, MPI_COMM_WORLD);
+        int rc = MPI_Allgatherv((char *)x + at * es, (int)(mine * es), MPI_BYTE, l->recv, l->counts, l->displs, MPI_BYTE,
+                                l->comm);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Allgatherv of a unit");
         for (int p = 0; p < H; p++) {
             size_t pat, c = piece(n, H, p, i, K, &pat);
-            if (p != me) memcpy((char *)x + pat * es, mh->recv + (size_t)p * K * es, c * es);
+            if (p != me) memcpy((char *)x + pat * es, l->recv + (size_t)p * K * es, c * es);
         }
     }
     return MT_OK;
+}
+
+static mt_status mpi_all_gather(mt_hosts *h, void *x, size_t elem_bytes, size_t n) {
+    mpi_hosts *mh = (mpi_hosts *)h;
+    mpi_lane world = {MPI_COMM_WORLD, mh->send, mh->recv, mh->counts, mh->displs, mh->counts2};
+    return all_gather_on(mh, &world, x, elem_bytes, n);
+}
+
+static mt_status mpi_all_gather_worker(mt_hosts *h, void *x, size_t elem_bytes, size_t n) {
+    mpi_hosts *mh = (mpi_hosts *)h;
+    return all_gather_on(mh, &mh->worker, x, elem_bytes, n);
 }
 
 static mt_status mpi_gather_to_0(mt_hosts *h, void *x, size_t elem_bytes, size_t n, size_t lo, size_t hi) {
@@ -154,22 +172,27 @@ static mt_status mpi_agree_max(mt_hosts *h, int *v, int n) {
 
 static void mpi_destroy(mt_hosts *h, int abort) {
     if (abort && h->n > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+    if (((mpi_hosts *)h)->worker.comm != MPI_COMM_NULL) MPI_Comm_free(&((mpi_hosts *)h)->worker.comm);
     MPI_Finalize();
     mpi_hosts *mh = (mpi_hosts *)h;
     free(mh->send);
     free(mh->recv);
     free(mh->counts);
+    free(mh->worker.recv);
+    free(mh->worker.counts);
     free(mh);
 }
 
 mt_status mt_hosts_mpi_create(mt_hosts **out) {
     *out = NULL;
     int provided = 0;
-    // Only the main thread calls MPI (the step's tail), so FUNNELED is enough.
-    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+    // The main thread sums; the optimizer worker all-gathers what it updated, on a communicator
+    // of its own, where MPI allows two threads (else the main thread gathers after the update).
+    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Init_thread");
     mpi_hosts *mh = calloc(1, sizeof *mh);
     if (!mh) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the MPI hosts");
+    mh->worker.comm = MPI_COMM_NULL;
     MPI_Comm_rank(MPI_COMM_WORLD, &mh->base.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mh->base.n);
     // Past 1 GiB per round MPI's int byte counts could overflow; a test sets a few bytes.
@@ -189,6 +212,16 @@ mt_status mt_hosts_mpi_create(mt_hosts **out) {
     }
     mh->counts2 = mh->counts + H;
     mh->displs = mh->counts + 2 * H;
+    if (provided >= MPI_THREAD_MULTIPLE && MPI_Comm_dup(MPI_COMM_WORLD, &mh->worker.comm) == MPI_SUCCESS) {
+        mh->worker.recv = malloc(H * mh->chunk_bytes);
+        mh->worker.counts = malloc(2 * H * sizeof(int));
+        if (!mh->worker.recv || !mh->worker.counts) {
+            mpi_destroy(&mh->base, mh->base.n > 1);
+            return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the worker's %zu staging bytes", H * mh->chunk_bytes);
+        }
+        mh->worker.displs = mh->worker.counts + H;
+        mh->base.all_gather_worker = mpi_all_gather_worker;
+    }
     mh->base.reduce_grad = mpi_reduce_grad;
     mh->base.reduce_scatter = mpi_reduce_scatter;
     mh->base.all_gather = mpi_all_gather;

@@ -280,6 +280,12 @@ static mt_status sum_hosts(mt_engine *e, double *sumsq) {
 
 // Sharded: the step's update done, every host's updated slice of the streamed parameters
 // to every host before the next forward reads them.
+mt_status mt_engine_publish_unit(void *engine, int u) {
+    mt_engine *e = engine;
+    mt_unit *x = &e->m->units[u];
+    return e->hosts->all_gather_worker(e->hosts, x->param, mt_dtype_size(e->m->wdt), x->lay->numel);
+}
+
 static mt_status gather_params(mt_engine *e, double *wait_ms) {
     *wait_ms += mt_opt_worker_wait_all(e->opt);
     for (int u = 0; u < e->m->n_units; u++) {
@@ -294,6 +300,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     memset(st, 0, sizeof *st);
     const int G = e->sh.G, N = e->d.N, R = e->n_ranks;
     mt_activations *a = e->a;
+    if (e->shard_opt) MT_TRY(mt_opt_worker_status(e->opt, 0)); // a hosts' gather of the last pass failed
     if (R > 1 && e->coll->bind) MT_TRY(e->coll->bind(e->coll, 0)); // this thread issues to rank 0's device
     MT_TRY(rank_begin(e, inputs, targets, step));
     // Adam counts the updates it applied: skipped steps are not among them (GradScaler's way).
@@ -364,7 +371,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     mt_weight_ring_hand_over_rows(e->w); // the rows mt_engine_next_inputs named, if it was called
     mt_opt_worker_start(e->opt);
     if (!e->s->optimizer_overlapped) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
-    if (e->shard_opt) MT_TRY(gather_params(e, &st->opt_wait_ms));
+    if (e->shard_opt && !e->hosts->all_gather_worker) MT_TRY(gather_params(e, &st->opt_wait_ms));
     e->step_done++;
     return MT_OK;
 }
@@ -384,8 +391,7 @@ double mt_engine_now_ms(const mt_engine *e) { return mt_trace_host_now(e->trace)
 mt_status mt_engine_write_trace(mt_engine *e, const char *path) { return mt_trace_write(e->trace, path); }
 
 mt_status mt_engine_finish(mt_engine *e) {
-    mt_opt_worker_wait_all(e->opt);
-    return MT_OK;
+    return mt_opt_worker_status(e->opt, 1); // waits for the pass, and says if its hosts' gather failed
 }
 
 mt_status mt_engine_eval(mt_engine *e, const int32_t *inputs, const int32_t *targets, double *loss_sum) {
