@@ -188,7 +188,9 @@ mt_status mt_hosts_mpi_create(mt_hosts **out) {
     int provided = 0;
     // The main thread sums; the optimizer worker all-gathers what it updated, on a communicator
     // of its own, where MPI allows two threads (else the main thread gathers after the update).
-    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+    // MT_HOSTS_ONE_THREAD=1: ask for one thread only (the fallback, tested where MPI has both).
+    int one = mt_env_flag("MT_HOSTS_ONE_THREAD");
+    int rc = MPI_Init_thread(NULL, NULL, one ? MPI_THREAD_FUNNELED : MPI_THREAD_MULTIPLE, &provided);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Init_thread");
     mpi_hosts *mh = calloc(1, sizeof *mh);
     if (!mh) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the MPI hosts");

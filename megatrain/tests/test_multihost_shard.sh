@@ -3,6 +3,8 @@
 # reduce-scatter and an all-gather in rounds (MT_HOSTS_CHUNK_BYTES=64 here: many rounds per unit,
 # slices cut mid-round), each host updates the optimizer state of its slice only
 # (--shard-optimizer hosts, the default) and the updated parameters are all-gathered, so
+# - the optimizer worker all-gathers each unit as it updates it (MPI_THREAD_MULTIPLE), or with
+#   MT_HOSTS_ONE_THREAD=1 the step gathers every unit after the update: the same bits;
 # - with one rank per host and G = 1 the run is bitwise the one-process `--gpus H` run
 #   (parameters, moments, losses, norms), sharded or not;
 # - a checkpoint saved by 4 hosts resumes in one process bitwise, and 2 hosts load it (resharded)
@@ -48,6 +50,9 @@ for np in 2 3 4; do
     check "$np hosts: losses identical, norms within 1e-12 ($prec)" same_losses "$TMP/h${np}_$prec" "$TMP/p${np}_$prec"
   done
 done
+MT_HOSTS_ONE_THREAD=1 mrun 3 "$TMP/h3_one" "${tiny5[@]}" --precision paper --batch 3
+check "3 hosts, MPI with one thread (the step gathers after the update)" test $? -eq 0
+check "... bitwise the worker's gather" same_state "$TMP/h3_one" "$TMP/h3_paper"
 check "stderr says the state is sharded" grep -q "4 hosts: the optimizer state is sharded" "$TMP/h4_fp32.err"
 check "3 hosts, --shard-optimizer off" mrun 3 "$TMP/h3_off" "${tiny5[@]}" --precision mixed --batch 3 --shard-optimizer off
 check "3 hosts, sharded (mixed)" mrun 3 "$TMP/h3_mixed" "${tiny5[@]}" --precision mixed --batch 3
