@@ -326,6 +326,11 @@ int mt_cmd_train(mt_options *o, int is_default) {
     t0 = mono_s();
     int virtual_run = !mt_backend_has(be, MT_CAP_TENSOR_DATA);
     int shard = H > 1 && !virtual_run && (!o->shard_optimizer || !strcmp(o->shard_optimizer, "hosts"));
+    if (shard && o->dump_grads) { // host 0 holds the hosts' sum of its own slice only
+        s = mt_fail(MT_ERR_ARG, "--dump-grads with the optimizer state sharded across %d hosts: host 0 holds the "
+                                "summed gradient of its slice only. HINT: add --shard-optimizer off", H);
+        goto fail;
+    }
     shards = (mt_model_shards){.hosts = hosts, .m = &model};
     if (shard) model.shards = &shards; // a load keeps this host's slices, a save gathers them (host_shard.h)
     if (virtual_run) {

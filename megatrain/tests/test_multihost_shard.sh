@@ -61,6 +61,11 @@ mpirun -np 2 "$MT" train "${common[@]}" "${tiny5[@]}" --batch 2 --shard-optimize
 check "--shard-optimizer yes: non-zero exit" test $? -ne 0
 check "--shard-optimizer yes: says why" grep -q "shard-optimizer yes: expected hosts or off" "$TMP/bad.err"
 
+mpirun -np 2 "$MT" train "${common[@]}" "${tiny5[@]}" --batch 2 --dump-grads "$TMP/g.safetensors" > /dev/null 2> "$TMP/dg.err"
+check "--dump-grads sharded: non-zero exit" test $? -ne 0
+check "--dump-grads sharded: says why and the remedy" grep -q "dump-grads with the optimizer state sharded.*--shard-optimizer off" "$TMP/dg.err"
+check "--dump-grads sharded: no file" test ! -e "$TMP/g.safetensors"
+
 # Checkpoints across host counts (the state is written whole by host 0; any count loads it).
 full=(--config $DATA/tiny5_llama.json --precision paper --batch 4)
 check "uninterrupted, one process --gpus 4" run "$TMP/ref" "${full[@]}" --steps 6 --gpus 4
