@@ -18,19 +18,18 @@
 
 #include "optim/grad_ops.h"
 
-// One communicator's staging: the main thread's (MPI_COMM_WORLD) or the worker's (a duplicate).
+// One communicator and its staging: the main thread's (MPI_COMM_WORLD) or the optimizer worker's
+// (a duplicate, so that the two threads' collectives never meet).
 typedef struct {
-    MPI_Comm comm;
-    char *send, *recv;   // staging: n x chunk_bytes each
+    MPI_Comm comm;       // MPI_COMM_NULL: the lane is not there
+    char *send, *recv;   // staging: hosts x chunk_bytes each
     int *counts, *displs, *counts2; // per host, in bytes (one block)
 } mpi_lane;
 
 typedef struct {
     mt_hosts base;
     size_t chunk_bytes;  // one round's bytes per host pair
-    char *send, *recv;   // the main lane's staging (below), kept by these names for brevity
-    int *counts, *displs, *counts2;
-    mpi_lane worker;     // the optimizer worker's (MPI_THREAD_MULTIPLE only; comm MPI_COMM_NULL otherwise)
+    mpi_lane world, worker; // the worker's only under MPI_THREAD_MULTIPLE
 } mpi_hosts;
 
 static mt_status mpi_fail(int rc, const char *what) {
@@ -63,16 +62,16 @@ static mt_status mpi_reduce_scatter(mt_hosts *h, void *grad, mt_dtype t, size_t 
         size_t at, mine = piece(n, H, me, i, K, &at);
         for (int p = 0; p < H; p++) { // every host's piece of my contribution, to its owner
             size_t pat, c = piece(n, H, p, i, K, &pat);
-            memcpy(mh->send + (size_t)p * K * es, (char *)grad + pat * es, c * es);
-            mh->counts[p] = (int)(c * es);
-            mh->displs[p] = (int)((size_t)p * K * es);
-            mh->counts2[p] = (int)(mine * es);
+            memcpy(mh->world.send + (size_t)p * K * es, (char *)grad + pat * es, c * es);
+            mh->world.counts[p] = (int)(c * es);
+            mh->world.displs[p] = (int)((size_t)p * K * es);
+            mh->world.counts2[p] = (int)(mine * es);
         }
-        int rc = MPI_Alltoallv(mh->send, mh->counts, mh->displs, MPI_BYTE, mh->recv, mh->counts2, mh->displs, MPI_BYTE,
-                               MPI_COMM_WORLD);
+        int rc = MPI_Alltoallv(mh->world.send, mh->world.counts, mh->world.displs, MPI_BYTE, mh->world.recv, mh->world.counts2, mh->world.displs, MPI_BYTE,
+                               mh->world.comm);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Alltoallv of a gradient");
         for (int q = 0; q < H; q++) // host 0's copied, the others added, in host order
-            mt_grad_accumulate((char *)grad + at * es, mh->recv + (size_t)q * K * es, t, mine, q == 0);
+            mt_grad_accumulate((char *)grad + at * es, mh->world.recv + (size_t)q * K * es, t, mine, q == 0);
     }
     return MT_OK;
 }
@@ -100,8 +99,7 @@ static mt_status all_gather_on(mpi_hosts *mh, const mpi_lane *l, void *x, size_t
 
 static mt_status mpi_all_gather(mt_hosts *h, void *x, size_t elem_bytes, size_t n) {
     mpi_hosts *mh = (mpi_hosts *)h;
-    mpi_lane world = {MPI_COMM_WORLD, mh->send, mh->recv, mh->counts, mh->displs, mh->counts2};
-    return all_gather_on(mh, &world, x, elem_bytes, n);
+    return all_gather_on(mh, &mh->world, x, elem_bytes, n);
 }
 
 static mt_status mpi_all_gather_worker(mt_hosts *h, void *x, size_t elem_bytes, size_t n) {
@@ -120,12 +118,12 @@ static mt_status mpi_gather_to_0(mt_hosts *h, void *x, size_t elem_bytes, size_t
             mt_host_shard_range(n, H, p, &off, &cnt);
             size_t s0 = off > a ? off : a, s1 = off + cnt < b ? off + cnt : b;
             if (s1 < s0) s1 = s0;
-            mh->counts[p] = (int)((s1 - s0) * es);
-            mh->displs[p] = (int)((s0 - a) * es);
+            mh->world.counts[p] = (int)((s1 - s0) * es);
+            mh->world.displs[p] = (int)((s0 - a) * es);
             if (p == h->rank) mine_at = s0, mine = s1 - s0;
         }
         char *base = (char *)x + a * es;
-        int rc = h->rank == 0 ? MPI_Gatherv(MPI_IN_PLACE, 0, MPI_BYTE, base, mh->counts, mh->displs, MPI_BYTE, 0,
+        int rc = h->rank == 0 ? MPI_Gatherv(MPI_IN_PLACE, 0, MPI_BYTE, base, mh->world.counts, mh->world.displs, MPI_BYTE, 0,
                                             MPI_COMM_WORLD)
                               : MPI_Gatherv((char *)x + mine_at * es, (int)(mine * es), MPI_BYTE, NULL, NULL, NULL,
                                             MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -170,17 +168,34 @@ static mt_status mpi_agree_max(mt_hosts *h, int *v, int n) {
     return rc == MPI_SUCCESS ? MT_OK : mpi_fail(rc, "MPI_Allreduce of the stop flags");
 }
 
+static void lane_free(mpi_lane *l) {
+    if (l->comm != MPI_COMM_NULL && l->comm != MPI_COMM_WORLD) MPI_Comm_free(&l->comm);
+    free(l->send);
+    free(l->recv);
+    free(l->counts);
+}
+
 static void mpi_destroy(mt_hosts *h, int abort) {
-    if (abort && h->n > 1) MPI_Abort(MPI_COMM_WORLD, 1);
-    if (((mpi_hosts *)h)->worker.comm != MPI_COMM_NULL) MPI_Comm_free(&((mpi_hosts *)h)->worker.comm);
-    MPI_Finalize();
     mpi_hosts *mh = (mpi_hosts *)h;
-    free(mh->send);
-    free(mh->recv);
-    free(mh->counts);
-    free(mh->worker.recv);
-    free(mh->worker.counts);
+    if (abort && h->n > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+    lane_free(&mh->world);
+    lane_free(&mh->worker);
+    MPI_Finalize();
     free(mh);
+}
+
+// `sends`: the lane stages what it sends (the sum's); an all-gather sends from place.
+static mt_status lane_init(mpi_lane *l, MPI_Comm comm, size_t H, size_t chunk_bytes, int sends) {
+    l->comm = comm;
+    l->send = sends ? malloc(H * chunk_bytes) : NULL;
+    l->recv = malloc(H * chunk_bytes);
+    l->counts = malloc(3 * H * sizeof(int));
+    if ((sends && !l->send) || !l->recv || !l->counts)
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the hosts' sum's %zu staging bytes",
+                       (sends + 1) * H * chunk_bytes);
+    l->counts2 = l->counts + H;
+    l->displs = l->counts + 2 * H;
+    return MT_OK;
 }
 
 mt_status mt_hosts_mpi_create(mt_hosts **out) {
@@ -194,7 +209,7 @@ mt_status mt_hosts_mpi_create(mt_hosts **out) {
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Init_thread");
     mpi_hosts *mh = calloc(1, sizeof *mh);
     if (!mh) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the MPI hosts");
-    mh->worker.comm = MPI_COMM_NULL;
+    mh->world.comm = mh->worker.comm = MPI_COMM_NULL;
     MPI_Comm_rank(MPI_COMM_WORLD, &mh->base.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mh->base.n);
     // Past 1 GiB per round MPI's int byte counts could overflow; a test sets a few bytes.
@@ -203,26 +218,15 @@ mt_status mt_hosts_mpi_create(mt_hosts **out) {
     size_t H = (size_t)mh->base.n;
     if (s == MT_OK && chunk * H > ((size_t)1 << 30)) chunk = (((size_t)1 << 30) / H) & ~(size_t)63;
     mh->chunk_bytes = (size_t)chunk;
-    mh->send = s == MT_OK ? malloc(H * mh->chunk_bytes) : NULL;
-    mh->recv = s == MT_OK ? malloc(H * mh->chunk_bytes) : NULL;
-    mh->counts = s == MT_OK ? malloc(3 * H * sizeof(int)) : NULL;
-    if (s == MT_OK && (!mh->send || !mh->recv || !mh->counts))
-        s = mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the sum's %zu staging bytes", 2 * H * mh->chunk_bytes);
+    if (s == MT_OK) s = lane_init(&mh->world, MPI_COMM_WORLD, H, mh->chunk_bytes, 1);
+    MPI_Comm dup = MPI_COMM_NULL;
+    if (s == MT_OK && provided >= MPI_THREAD_MULTIPLE && MPI_Comm_dup(MPI_COMM_WORLD, &dup) == MPI_SUCCESS) {
+        s = lane_init(&mh->worker, dup, H, mh->chunk_bytes, 0);
+        mh->base.all_gather_worker = mpi_all_gather_worker;
+    }
     if (s != MT_OK) {
         mpi_destroy(&mh->base, mh->base.n > 1);
         return s;
-    }
-    mh->counts2 = mh->counts + H;
-    mh->displs = mh->counts + 2 * H;
-    if (provided >= MPI_THREAD_MULTIPLE && MPI_Comm_dup(MPI_COMM_WORLD, &mh->worker.comm) == MPI_SUCCESS) {
-        mh->worker.recv = malloc(H * mh->chunk_bytes);
-        mh->worker.counts = malloc(2 * H * sizeof(int));
-        if (!mh->worker.recv || !mh->worker.counts) {
-            mpi_destroy(&mh->base, mh->base.n > 1);
-            return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the worker's %zu staging bytes", H * mh->chunk_bytes);
-        }
-        mh->worker.displs = mh->worker.counts + H;
-        mh->base.all_gather_worker = mpi_all_gather_worker;
     }
     mh->base.reduce_grad = mpi_reduce_grad;
     mh->base.reduce_scatter = mpi_reduce_scatter;

@@ -140,7 +140,7 @@ typedef struct {
     mt_plan_prediction rank;            // one rank's closed form
 } mt_plan_ranks;
 
-// engine/hosts_mpi.c: the sum's round, bytes per host pair (its staging holds 2 H of them, at most 2 GiB).
+// engine/hosts_mpi.c: the sum's round, bytes per host pair (the staging holds 3 H of them).
 #define MT_PLAN_HOSTS_CHUNK_BYTES (64ULL << 20)
 
 // The profile has what N GPUs and H hosts need (one line naming the missing multi.* key).

@@ -24,7 +24,7 @@
 //   hosts = 2 (H-1)/H S / nic + (2 + (H+1)/H + 2 (H-1)/H) S / mem_gbps
 // and the speculative step is off (cli/cmd_train.c turns it off across hosts).
 // Memory per host: the streamed parameters and gradients whole, the moments (and master) of 1/H,
-// N ranks' staging (engine.h mt_engine_check_host_memory_ranks) and the sum's staging, 2 H rounds.
+// N ranks' staging (engine.h mt_engine_check_host_memory_ranks) and the staging of the sum and the worker's gather, 3 H rounds.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -167,7 +167,7 @@ mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, co
         out->largest_unit_bytes = unit;
         double chunk = (double)MT_PLAN_HOSTS_CHUNK_BYTES;
         if (chunk * hosts > (double)(1ULL << 30)) chunk = (double)(1ULL << 30) / hosts;
-        out->staging_bytes = 2.0 * hosts * chunk;
+        out->staging_bytes = 3.0 * hosts * chunk; // the sum's send and receive, the worker's receive
         out->unsharded_bytes_per_host += out->staging_bytes;
         out->host_bytes_per_host = out->unsharded_bytes_per_host - out->state_saved_bytes;
     }
