@@ -56,22 +56,22 @@ static size_t rounds(size_t n, int H, size_t K) {
 
 static mt_status mpi_reduce_scatter(mt_hosts *h, void *grad, mt_dtype t, size_t n) {
     mpi_hosts *mh = (mpi_hosts *)h;
+    const mpi_lane *l = &mh->world;
     const int H = h->n, me = h->rank;
     const size_t es = mt_dtype_size(t), K = mh->chunk_bytes / es, R = rounds(n, H, K);
     for (size_t i = 0; i < R; i++) {
         size_t at, mine = piece(n, H, me, i, K, &at);
         for (int p = 0; p < H; p++) { // every host's piece of my contribution, to its owner
             size_t pat, c = piece(n, H, p, i, K, &pat);
-            memcpy(mh->world.send + (size_t)p * K * es, (char *)grad + pat * es, c * es);
-            mh->world.counts[p] = (int)(c * es);
-            mh->world.displs[p] = (int)((size_t)p * K * es);
-            mh->world.counts2[p] = (int)(mine * es);
+            memcpy(l->send + (size_t)p * K * es, (char *)grad + pat * es, c * es);
+            l->counts[p] = (int)(c * es);
+            l->displs[p] = (int)((size_t)p * K * es);
+            l->counts2[p] = (int)(mine * es);
         }
-        int rc = MPI_Alltoallv(mh->world.send, mh->world.counts, mh->world.displs, MPI_BYTE, mh->world.recv, mh->world.counts2, mh->world.displs, MPI_BYTE,
-                               mh->world.comm);
+        int rc = MPI_Alltoallv(l->send, l->counts, l->displs, MPI_BYTE, l->recv, l->counts2, l->displs, MPI_BYTE, l->comm);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Alltoallv of a gradient");
         for (int q = 0; q < H; q++) // host 0's copied, the others added, in host order
-            mt_grad_accumulate((char *)grad + at * es, mh->world.recv + (size_t)q * K * es, t, mine, q == 0);
+            mt_grad_accumulate((char *)grad + at * es, l->recv + (size_t)q * K * es, t, mine, q == 0);
     }
     return MT_OK;
 }

@@ -24,7 +24,8 @@
 //   hosts = 2 (H-1)/H S / nic + (2 + (H+1)/H + 2 (H-1)/H) S / mem_gbps
 // and the speculative step is off (cli/cmd_train.c turns it off across hosts).
 // Memory per host: the streamed parameters and gradients whole, the moments (and master) of 1/H,
-// N ranks' staging (engine.h mt_engine_check_host_memory_ranks) and the staging of the sum and the worker's gather, 3 H rounds.
+// N ranks' staging (engine.h mt_engine_check_host_memory_ranks) and the staging of the sum and of
+// the worker's gather, 3 H rounds.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
