@@ -66,6 +66,10 @@ check "--dump-grads sharded: non-zero exit" test $? -ne 0
 check "--dump-grads sharded: says why and the remedy" grep -q "dump-grads with the optimizer state sharded.*--shard-optimizer off" "$TMP/dg.err"
 check "--dump-grads sharded: no file" test ! -e "$TMP/g.safetensors"
 
+check "3 hosts, a save every step (each served by the others)" mrun 3 "$TMP/h3_every" "${tiny5[@]}" --precision paper \
+  --batch 3 --save-every 1
+check "... the last save bitwise the one at the end alone" same_state "$TMP/h3_every" "$TMP/h3_paper"
+
 # Checkpoints across host counts (the state is written whole by host 0; any count loads it).
 full=(--config $DATA/tiny5_llama.json --precision paper --batch 4)
 check "uninterrupted, one process --gpus 4" run "$TMP/ref" "${full[@]}" --steps 6 --gpus 4
