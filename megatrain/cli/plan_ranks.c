@@ -41,7 +41,8 @@ void mt_plan_ranks_json(cJSON *j, const mt_plan_ranks *r) {
                                              "updates its slice, the parameters all-gathered (engine/hosts_mpi.c)");
         num(h, "link_bytes_per_host", r->link_bytes_per_host); // sent, and received alike
         num(h, "mem_bytes_per_host", r->hosts_mem_bytes);
-        num(h, "ms", r->hosts_ms);
+        num(h, "ms", r->hosts_ms); // the reduce-scatter, after the backward
+        num(h, "gather_ms", r->gather_ms); // the all-gather, in the rank's optimizer under the next forward
         num(h, "largest_unit_bytes", r->largest_unit_bytes);
         num(h, "state_bytes_not_kept_per_host", r->state_saved_bytes);
         num(h, "staging_bytes_per_host", r->staging_bytes);

@@ -45,6 +45,9 @@ typedef struct {
     // each gradient this rank copies to the host (1/N after a reduce-scatter; 0 means 1), and the
     // compute-stream time its gradient collective takes per micro-batch (ms; NCCL runs there).
     double rank_grad_share, rank_reduce_ms;
+    // Optimizer state sharded across hosts: the share of the update this host runs (0 means 1),
+    // and the all-gather of the updated parameters it runs with it (ms a step; the worker's).
+    double rank_opt_share, rank_opt_extra_ms;
 } mt_plan_input;
 
 typedef struct {
@@ -132,6 +135,7 @@ typedef struct {
     double host_add_bytes;              // the official code's locked host adds, per step
     double host_traffic_bytes, host_floor_ms; // one host's memory traffic per step, and its time at mem_gbps
     double link_bytes_per_host, hosts_mem_bytes, hosts_ms; // per host and step: NIC bytes each way, memory bytes, time
+    double gather_ms;                   // of which the all-gather, run by the optimizer under the next forward
     double state_saved_bytes, unsharded_bytes_per_host; // sharded: the state a host does not keep; unsharded, a host's bytes
     double tokens, step_ms, tokens_per_s, tflops, tflops_per_gpu;
     double one_gpu_tokens_per_s, scaling_efficiency; // one GPU at the rank's batch; tokens/s over N*H of it

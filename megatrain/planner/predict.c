@@ -123,6 +123,7 @@ typedef struct {
     double hook_ms;   // host hooks per layer fetch (fetch_overhead_ms x the fetches a layer takes)
     double Ra;        // attention's rate (FLOP/ms): the implementation's measured one at T, else assumed
     double share;     // the share of each gradient this rank copies out (1: one GPU; 1/N: planner/ranks.c)
+    double opt_pp;    // the optimizer's ms per parameter of the model (its share and any all-gather, spread)
 } terms;
 
 // Each form returns the step time, credits the tally, and may set the link
@@ -143,7 +144,7 @@ static double streamed_step(const terms *t, tally *ty, double rem) {
     const double W = t->W, Wg = t->Wg, cf = t->cf, cb = t->cb, L = t->L;
     const double wsi = t->wsi, gs = t->gs, P = t->passes, EHg = (PE + PH) * gs * t->share;
     const int G = (int)t->G, serial_opt = !t->s->optimizer_overlapped;
-    double opt0 = serial_opt ? 0 : (t->PEf + PL) / t->hw->adamw_params_per_s[t->prec] * 1e3;
+    double opt0 = serial_opt ? 0 : (t->PEf + PL) * t->opt_pp;
     if (opt0 > rem) opt0 = rem; // speculated already: the next forward need not wait for it
     double fill = (t->PEf * ws + PL * wsi) / h2d, drain = (PL + PE) * gs * t->share / d2h;
     double step = serial(ty, R_H2D, fill) + serial(ty, R_OPT, opt0) + serial(ty, R_D2H, drain);
@@ -343,14 +344,17 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     t.cb += in->rank_reduce_ms;
     const double W = t.W = L * PL * t.wsi, Wg = t.Wg = L * PL * t.gs * share, EH = t.EH = (PE + PH) * ws;
     const mt_precision opt_prec = s.optimizer_master && !fp32 ? MT_PREC_MIXED : in->prec;
-    const double opt = t.opt = N / hw->adamw_params_per_s[opt_prec] * 1e3;
+    // Sharded across hosts (planner/ranks.c): this host updates its share, then all-gathers it.
+    const double oshare = in->rank_opt_share > 0 ? in->rank_opt_share : 1;
+    t.opt_pp = oshare / hw->adamw_params_per_s[opt_prec] * 1e3 + (N > 0 ? in->rank_opt_extra_ms / N : 0);
+    const double opt = t.opt = N * t.opt_pp;
 
     // The speculative window, as the engine resolves it against the plan's host memory (fp above).
     t.spec_units = s.speculative ? fp.spec_window : 0;
     if (t.spec_units) {
         double Pw = 0; // parameters in the window: layers L-1 down, then the embedding (never the head)
         for (int k = 0; k < t.spec_units; k++) Pw += k < L ? PL : PE;
-        t.opt_s = Pw / hw->adamw_params_per_s[opt_prec] * 1e3;
+        t.opt_s = Pw * t.opt_pp;
         t.rollback_rate = in->rollback_rate;
     }
     out->spec_units = t.spec_units;

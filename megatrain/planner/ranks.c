@@ -20,9 +20,13 @@
 // it owns and adds them in host order), the owner updates its slice, the updated parameters are
 // all-gathered. Per host and step, S = P * gs: the NIC sends and receives 2 (H-1)/H S each way,
 // its memory moves 2S (staging) + (H+1)/H S (the ordered add) + 2 (H-1)/H S (the gathered slices
-// copied out); serial, after the backward, so
-//   hosts = 2 (H-1)/H S / nic + (2 + (H+1)/H + 2 (H-1)/H) S / mem_gbps
-// and the speculative step is off (cli/cmd_train.c turns it off across hosts).
+// copied out). The reduce-scatter runs after the backward, before the norm:
+//   hosts = (H-1)/H S / nic + (2 + (H+1)/H) S / mem_gbps
+// the all-gather on the optimizer worker, each unit after its update, under the next forward as
+// the update is: the rank's optimizer is 1/H of the update plus
+//   gather = (H-1)/H S / nic + 2 (H-1)/H S / mem_gbps
+// (predict.c: rank_opt_share, rank_opt_extra_ms); AdamW's host traffic is 1/H of one host's.
+// The speculative step is off (cli/cmd_train.c turns it off across hosts).
 // Memory per host: the streamed parameters and gradients whole, the moments (and master) of 1/H,
 // N ranks' staging (engine.h mt_engine_check_host_memory_ranks) and the staging of the sum and of
 // the worker's gather, 3 H rounds.
@@ -114,6 +118,12 @@ mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, co
         out->reduce_ms = G * in.rank_reduce_ms;
         in.rank_grad_share = 1.0 / gpus;
     }
+    if (hosts > 1) { // the update's share and its all-gather, on the optimizer worker (engine/optimizer_worker.c)
+        double S = P * gs, H = hosts;
+        out->gather_ms = (H - 1) / H * S / (m->nic_gbps * 1e6) + 2 * (H - 1) / H * S / (hw->host_mem_gbps * 1e6);
+        in.rank_opt_share = 1.0 / H;
+        in.rank_opt_extra_ms = out->gather_ms;
+    }
     MT_TRY(mt_plan_predict(c, &in, &rh, &out->rank));
     out->d2h_bytes_per_gpu = out->rank.d2h_bytes;
 
@@ -122,7 +132,7 @@ mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, co
     double abpp = hw->adamw_bytes_per_param[op];
     if (!(abpp > 0) && gpus > 1) return missing(hw, "host.adamw_bytes_per_param", "--gpus");
     out->host_add_bytes = s.dp_host_add && gpus > 1 ? G * gpus * P * gs * 3 : 0;
-    out->host_traffic_bytes = gpus * (out->rank.h2d_bytes + out->rank.d2h_bytes) + out->host_add_bytes + abpp * P;
+    out->host_traffic_bytes = gpus * (out->rank.h2d_bytes + out->rank.d2h_bytes) + out->host_add_bytes + abpp * P / hosts;
     out->host_floor_ms = gpus > 1 ? out->host_traffic_bytes / (hw->host_mem_gbps * 1e6) : 0;
     double step = out->rank.step_ms;
     out->bound = out->rank.bound;
@@ -134,7 +144,8 @@ mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, co
         double S = P * gs, nic = m->nic_gbps * 1e6, mem = hw->host_mem_gbps * 1e6, H = hosts;
         out->link_bytes_per_host = 2 * (H - 1) / H * S;
         out->hosts_mem_bytes = (2 + (H + 1) / H + 2 * (H - 1) / H) * S;
-        out->hosts_ms = out->link_bytes_per_host / nic + out->hosts_mem_bytes / mem;
+        // The reduce-scatter holds the step before the norm; the all-gather is in the rank's optimizer.
+        out->hosts_ms = (H - 1) / H * S / nic + (2 + (H + 1) / H) * S / mem;
         step += out->hosts_ms;
         double state = (in.prec == MT_PREC_MIXED ? 12 : 8) * P; // m, v (and the f32 master)
         out->state_saved_bytes = (H - 1) / H * state;

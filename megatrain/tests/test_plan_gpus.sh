@@ -93,8 +93,10 @@ plan "${std[@]}" --batch 8 --hardware $NV --gpus 1 --hosts 4 > "$TMP/x.json"
 P=$(num .params x)
 check "--hosts 4: each host's NIC moves 2 (H-1)/H of the gradient" close "$(num .ranks.across_hosts.link_bytes_per_host x)" \
   "$(awk -v P=$P 'BEGIN { printf "%.17g", 2 * 3 / 4 * P * 2 }')"
-check "--hosts 4: hosts ms = link/nic + (2 + 5/4 + 6/4) S/mem" close "$(num .ranks.across_hosts.ms x)" \
-  "$(awk -v P=$P 'BEGIN { S = 2 * P; printf "%.17g", 1.5 * S / 25e6 + 4.75 * S / 1000e6 }')"
+check "--hosts 4: hosts ms = the reduce-scatter's 3/4 S/nic + (2 + 5/4) S/mem" close "$(num .ranks.across_hosts.ms x)" \
+  "$(awk -v P=$P 'BEGIN { S = 2 * P; printf "%.17g", 0.75 * S / 25e6 + 3.25 * S / 1000e6 }')"
+check "--hosts 4: gather ms = 3/4 S/nic + 6/4 S/mem, in the optimizer" close "$(num .ranks.across_hosts.gather_ms x)" \
+  "$(awk -v P=$P 'BEGIN { S = 2 * P; printf "%.17g", 0.75 * S / 25e6 + 1.5 * S / 1000e6 }')"
 check "--hosts 4: the step adds the hosts' sum to the rank's" close "$(num .step_ms x)" "$(num '.ranks.rank_step_ms + .ranks.across_hosts.ms' x)"
 check "--hosts 4: Qwen2.5-7B's 1.09 GB embedding is no limit (the sum goes in rounds)" \
   [ "$(num '.ranks.across_hosts.largest_unit_bytes > 1073741824 and (.short // [] | all(.resource != "mpi_unit"))' x)" = true ]
