@@ -162,7 +162,7 @@ mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built) 
         cJSON_Delete(hold);
         return s;
     }
-    if (several) { // one host's memory (host 0's, the largest) and the ranks' rates; the prediction is one rank's
+    if (several) { // one host's memory (each host's: the state sharded) and the ranks' rates; the prediction is one rank's
         pr = rk.rank;
         mem.host_bytes = (size_t)rk.host0_bytes;
         mem.pinned_bytes = (size_t)rk.pinned_bytes_per_host;
@@ -177,10 +177,6 @@ mt_status mt_plan_build(const mt_options *o, cJSON **out, mt_plan_built *built) 
     }
     mt_plan_fit fit;
     mt_plan_check_fit(&mem, &hw, &fit);
-    if (several && !rk.hosts_unit_ok) { // the engine's hosts' sum refuses it (engine/hosts_mpi.c)
-        fit.shortfall[fit.n_short++] = (mt_plan_short){"mpi_unit", rk.largest_unit_bytes, (double)MT_PLAN_MPI_UNIT_BYTES};
-        fit.fits = 0;
-    }
     if (!gpu_known) { // no GPU figure to judge against: drop the gpu shortfall, say so
         int k = 0;
         for (int i = 0; i < fit.n_short; i++)

@@ -33,6 +33,7 @@
 #include "core/thread_room.h"
 #include "data/dataloader.h"
 #include "engine/engine.h"
+#include "engine/host_shard.h"
 #include "engine/hosts.h"
 #include "engine/model_io.h"
 
@@ -94,6 +95,12 @@ static mt_status stage_checkpoint(mt_ckpt_dir *cd, const mt_model *m, mt_engine 
         return fail_kept(s, cd, what);
     }
     return MT_OK;
+}
+
+// The sharded state's save is over, written or not: the serving hosts stop (the first error kept).
+static mt_status shards_done(const mt_model_shards *sh, mt_status s) {
+    mt_status d = mt_host_shard_done(sh);
+    return s != MT_OK ? s : d;
 }
 
 static mt_status commit_checkpoint(mt_ckpt_dir *cd, int step) {
@@ -195,6 +202,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
     int32_t *inputs = NULL, *targets = NULL;
     int rc = 1, pending = -1; // pending: the step whose save is staged, not yet committed
     mt_hosts *hosts = NULL;   // under mpirun: the other hosts (engine/hosts.h)
+    mt_model_shards shards = {0}; // with the optimizer state sharded across them (engine/host_shard.h)
     int H = 1, quiet = 0;     // hosts; quiet: not host 0, which alone writes stdout, --log and --save
     const char *save_dir = o->save; // --save as given (host 0 saves it for every host)
     int agreed = 0;                 // the hosts agreed to stop: none has to take the others down
@@ -208,6 +216,8 @@ int mt_cmd_train(mt_options *o, int is_default) {
         o->save = o->resume;
         save_opt = "--resume (saved back to it without --save)";
     }
+    const char *save_all = o->save; // what host 0 will save, known to every host (a sharded save needs all)
+    int save_every = o->save_every;
     // Under mpirun every host runs this with the same arguments and its own copy of the state;
     // host 0 alone writes the outputs (the others' state is the same, bit for bit).
     if (mt_hosts_launched()) {
@@ -304,6 +314,10 @@ int mt_cmd_train(mt_options *o, int is_default) {
         eo.sched.speculative = 0;
         if (!quiet) fprintf(stderr, "megatrain: %d hosts (MPI): the speculative step is off\n", H);
     }
+    if (o->shard_optimizer && strcmp(o->shard_optimizer, "hosts") && strcmp(o->shard_optimizer, "off")) {
+        s = mt_fail(MT_ERR_ARG, "--shard-optimizer %s: expected hosts or off", o->shard_optimizer);
+        goto fail;
+    }
     mt_schedule_desc resolved;
     mt_schedule_resolve(eo.schedule, &eo.sched, &cfg, &resolved);
     if ((s = mt_engine_check_host_memory_ranks(&cfg, prec, &eo, be, n_gpus))) goto fail; // one check, before any allocation
@@ -312,6 +326,14 @@ int mt_cmd_train(mt_options *o, int is_default) {
     t_alloc = mono_s() - t0;
     t0 = mono_s();
     int virtual_run = !mt_backend_has(be, MT_CAP_TENSOR_DATA);
+    int shard = H > 1 && !virtual_run && (!o->shard_optimizer || !strcmp(o->shard_optimizer, "hosts"));
+    if (shard && o->dump_grads) { // host 0 holds the hosts' sum of its own slice only
+        s = mt_fail(MT_ERR_ARG, "--dump-grads with the optimizer state sharded across %d hosts: host 0 holds the "
+                                "summed gradient of its slice only. HINT: add --shard-optimizer off", H);
+        goto fail;
+    }
+    shards = (mt_model_shards){.hosts = hosts, .m = &model};
+    if (shard) model.shards = &shards; // a load keeps this host's slices, a save gathers them (host_shard.h)
     if (virtual_run) {
         // no tensor data exists: nothing to load or initialise
     } else if (o->resume) {
@@ -328,6 +350,10 @@ int mt_cmd_train(mt_options *o, int is_default) {
     t_init = mono_s() - t0;
     t0 = mono_s();
     if ((s = mt_engine_create_ranks(&model, bes, n_gpus, &eo, &eng)) || (s = mt_engine_set_hosts(eng, hosts))) goto fail;
+    if (shard && (s = mt_engine_shard_optimizer(eng))) goto fail;
+    if (shard && !quiet)
+        fprintf(stderr, "megatrain: %d hosts: the optimizer state is sharded, each host keeps 1/%d of it "
+                        "(--shard-optimizer off keeps it whole on every host)\n", H, H);
     t_engine = mono_s() - t0;
     // What the run does, in train_state.json too: a resume sums the same way (bit-exact trajectory).
     o->eng.grad_sum = mt_engine_grad_sum(eng);
@@ -377,12 +403,15 @@ int mt_cmd_train(mt_options *o, int is_default) {
             o->eng.schedule->name, mt_backend_name(be), info.name, ranks_note, data.source);
     int first_step = rs.step + 1;
     if (first_step > o->steps) { // a resume already at --steps: nothing to train
+        if (shard && quiet && save_all && (s = mt_host_shard_serve(&shards))) goto fail; // host 0 may save
         if (o->save && !same_dir(cd.dir, o->resume)) {
-            if ((s = stage_checkpoint(&cd, &model, eng, o, rs.step, rs.skipped_steps, &data)) || (s = commit_checkpoint(&cd, rs.step)))
-                goto fail;
+            s = stage_checkpoint(&cd, &model, eng, o, rs.step, rs.skipped_steps, &data);
+            if (shard) s = shards_done(&shards, s);
+            if (s || (s = commit_checkpoint(&cd, rs.step))) goto fail;
             fprintf(stderr, "megatrain: nothing to train (the checkpoint is at step %d = --steps); saved it to %s\n",
                     rs.step, o->save);
         } else {
+            if (shard && !quiet && save_all && (s = mt_host_shard_done(&shards))) goto fail; // the others serve
             fprintf(stderr, "megatrain: nothing to train: %s is already at step %d (--steps %d)\n", o->resume, rs.step,
                     o->steps);
         }
@@ -457,8 +486,14 @@ int mt_cmd_train(mt_options *o, int is_default) {
             agreed = sig || v[1];
         }
         int stop = sig || lost[0];
+        // Sharded, every host takes part in a save (host 0 writes it): host 0's --save (or
+        // --resume) and --save-every, the same on every host.
+        int due = save_all && (last || stop || (save_every && step % save_every == 0));
+        if (shard && quiet && due && (s = mt_host_shard_serve(&shards))) goto fail;
         if (o->save && (last || stop || (o->save_every && step % o->save_every == 0))) {
-            if ((s = stage_checkpoint(&cd, &model, eng, o, step, skipped, &data))) goto fail;
+            s = stage_checkpoint(&cd, &model, eng, o, step, skipped, &data);
+            if (shard) s = shards_done(&shards, s);
+            if (s) goto fail;
             if (last || stop) { // no next step to vouch for it; it is finite
                 if ((s = commit_checkpoint(&cd, step))) goto fail;
                 if (!last) fprintf(stderr, "megatrain: saved step %d to %s\n", step, o->save);

@@ -66,6 +66,8 @@ mt_status mt_env_check_all(void) {
     MT_TRY(check_thread_count("OPENBLAS_NUM_THREADS", 0));
     MT_TRY(check_thread_count("GOTO_NUM_THREADS", 0));
     MT_TRY(mt_hosts_size_from_env(&hosts));
+    MT_TRY(mt_env_u64("MT_HOSTS_CHUNK_BYTES", 64, (uint64_t)1 << 30, 0, &u)); // engine/hosts_mpi.c's rounds
+    MT_TRY(mt_env_bool("MT_HOSTS_ONE_THREAD", 0, &b));
     MT_TRY(check_kill_at("MT_FAULT_KILL_AT"));
     MT_TRY(check_kill_at("MT_FAULT_TERM_AT"));
     MT_TRY(mt_env_bool("MT_FAULT_NO_EXCHANGE", 0, &b));

@@ -86,6 +86,8 @@ const opt_spec mt_option_specs[] = {
      "device slabs the gradients drain to the host through"},
     {"--serial-optimizer", OPT_FLAG, F(eng.sched.serial_optimizer), NG, "tp", "",
      "the optimizer after the backward, not under it"},
+    {"--shard-optimizer", OPT_STR, F(shard_optimizer), NG, "t", "hosts|off",
+     "under mpirun: each host keeps the optimizer state of its slice only (default hosts)"},
     {"--speculative-step", OPT_TRISTATE, F(eng.sched.speculative), G(speculative), "tp", "true|false|auto",
      "update each unit under the backward, rolled back on a clip"},
     {"--device-optimizer", OPT_DEVOPT, F(eng.device_optimizer), NG, "tp", "auto|off|N",

@@ -36,18 +36,17 @@ void mt_plan_ranks_json(cJSON *j, const mt_plan_ranks *r) {
     num(o, "rank_step_ms", r->rank.step_ms);
     if (r->hosts > 1) {
         cJSON *h = cJSON_AddObjectToObject(o, "across_hosts");
-        cJSON_AddStringToObject(h, "design", "gradients summed across hosts in host order (gathered on host 0, added, "
-                                             "broadcast: engine/hosts_mpi.c); every host keeps the whole state");
-        num(h, "host0_in_bytes", r->hosts_in_bytes);
-        num(h, "host0_out_bytes", r->hosts_out_bytes);
-        num(h, "ms", r->hosts_ms);
+        cJSON_AddStringToObject(h, "design", "optimizer state sharded: each unit's gradient reduce-scattered (each host "
+                                             "adds the hosts' contributions to its slice in host order), each host "
+                                             "updates its slice, the parameters all-gathered (engine/hosts_mpi.c)");
+        num(h, "link_bytes_per_host", r->link_bytes_per_host); // sent, and received alike
+        num(h, "mem_bytes_per_host", r->hosts_mem_bytes);
+        num(h, "ms", r->hosts_ms); // the reduce-scatter, after the backward
+        num(h, "gather_ms", r->gather_ms); // the all-gather, in the rank's optimizer under the next forward
         num(h, "largest_unit_bytes", r->largest_unit_bytes);
-        cJSON_AddBoolToObject(h, "unit_within_mpi_limit", r->hosts_unit_ok); // else the engine refuses: "fits" false
-        cJSON_AddStringToObject(h, "not_built", "sharded optimizer state + all-gather of parameters: each host keeps 1/H "
-                                                "of the moments, its NIC moves 2(H-1)/H of the gradient");
-        num(h, "sharded_bytes_per_host", r->sharded_bytes_per_host);
-        num(h, "sharded_ms", r->sharded_ms);
-        num(h, "sharded_saves_bytes_per_host", r->sharded_saves_bytes);
+        num(h, "state_bytes_not_kept_per_host", r->state_saved_bytes);
+        num(h, "staging_bytes_per_host", r->staging_bytes);
+        num(h, "unsharded_bytes_per_host", r->unsharded_bytes_per_host); // --shard-optimizer off
     }
     num(o, "step_ms", r->step_ms);
     num(o, "tokens_per_s", r->tokens_per_s);
@@ -63,14 +62,13 @@ void mt_plan_ranks_json(cJSON *j, const mt_plan_ranks *r) {
                                         "one GPU only");
 }
 
-// One candidate: --batch rows on each GPU. Fits: host 0's memory within the profile's, and across hosts every
-// unit within the MPI sum's limit (the engine refuses a larger one).
+// One candidate: --batch rows on each GPU. Fits: a host's memory (the state sharded) within the profile's.
 static mt_status try_one(const mt_config *c, const mt_plan_input *in, const mt_hw_profile *hw, int n, int h,
                          mt_plan_ranks *r, int *fits) {
     mt_plan_input x = *in;
     x.eng.B = in->eng.B * n * h;
     MT_TRY(mt_plan_ranks_predict(c, &x, hw, n, h, r));
-    *fits = r->host0_bytes <= hw->host_mem_bytes * (1.0 - MT_PLAN_HOST_RESERVE) && r->hosts_unit_ok;
+    *fits = r->host0_bytes <= hw->host_mem_bytes * (1.0 - MT_PLAN_HOST_RESERVE);
     return MT_OK;
 }
 
@@ -96,7 +94,6 @@ mt_status mt_plan_tokens_per_day(const mt_config *c, const mt_plan_input *in, co
         num(e, "scaling_efficiency", r.scaling_efficiency);
         num(e, "host_bytes_per_host", r.host0_bytes);
         cJSON_AddBoolToObject(e, "fits", fits);
-        if (!r.hosts_unit_ok) cJSON_AddStringToObject(e, "why_not", "a unit is past the hosts' MPI sum's 1 GiB");
         cJSON_AddStringToObject(e, "bound", r.bound);
         cJSON_AddItemToArray(arr, e);
         *gpus = n, *hosts = h;
@@ -104,12 +101,7 @@ mt_status mt_plan_tokens_per_day(const mt_config *c, const mt_plan_input *in, co
             found = 1;
             break;
         }
-        // The next: one more GPU on this host, then whole hosts (multi.* must allow it: its check names the key);
-        // more hosts do not shrink a unit past the MPI sum's limit.
-        if (h > 1 && !r.hosts_unit_ok) {
-            stop = "a unit of this model is past the hosts' MPI sum's 1 GiB (engine/hosts_mpi.c): no more hosts help";
-            break;
-        }
+        // The next: one more GPU on this host, then whole hosts (multi.* must allow it: its check names the key).
         if (n < per_host) n++;
         else if (h < MT_PLAN_MAX_HOSTS && hw->multi.nic_gbps > 0) h++;
         else {

@@ -6,6 +6,7 @@
 
 #include "core/mem_limits.h"
 #include "engine/engine_internal.h"
+#include "engine/host_shard.h"
 
 void mt_engine_opts_defaults(mt_engine_opts *o) {
     mt_engine_opts d = {.B = 4, .T = 64, .grad_accum = 1, .grad_slabs = 4, .mlp_rows = 8192,
@@ -309,6 +310,23 @@ mt_status mt_engine_create_ranks(mt_model *m, mt_backend **bes, int n_ranks, con
         mt_grad_offload_join(lead->ranks[r]->g, coll, r, lead->g);
     }
     return coll->bind ? coll->bind(coll, 0) : MT_OK;
+}
+
+static void hosts_release(mt_engine *e) {
+    for (int u = 0; e->shard_opt && u < e->m->n_units; u++)
+        mt_host_shard_release(&e->m->units[u], e->hosts->n, e->hosts->rank);
+}
+
+mt_status mt_engine_shard_optimizer(mt_engine *e) {
+    if (!e->hosts || e->hosts->n == 1) return MT_OK;
+    MT_TRY(mt_engine_finish(e)); // no update in flight over the pages given back
+    e->shard_opt = 1;
+    // Where MPI allows the worker its own communicator, it gathers each unit as it updates it,
+    // under the next forward; else the step gathers them all after the update (step.c).
+    mt_opt_worker_set_slice(e->opt, e->hosts->n, e->hosts->rank,
+                            e->hosts->all_gather_worker ? mt_engine_publish_unit : NULL, e);
+    hosts_release(e);
+    return MT_OK;
 }
 
 mt_grad_sum mt_engine_grad_sum(const mt_engine *e) { return e->sh.grad_sum_f32 ? MT_GRAD_SUM_F32 : MT_GRAD_SUM_BF16; }

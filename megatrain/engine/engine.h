@@ -139,6 +139,12 @@ mt_status mt_engine_create_ranks(mt_model *m, mt_backend **bes, int n_ranks, con
 // off. Before the first step; h outlives the engine (NULL or one host: nothing changes).
 struct mt_hosts;
 mt_status mt_engine_set_hosts(mt_engine *e, struct mt_hosts *h);
+// --shard-optimizer hosts (after mt_engine_set_hosts): each host keeps and updates the moments
+// and master of its slice of every unit (engine/host_shard.h) and the updated parameters are
+// all-gathered after each step; the rest of the state's pages are given back. A save or a load
+// then goes through m->shards (engine/host_shard.h), which the caller sets.
+mt_status mt_engine_shard_optimizer(mt_engine *e);
+
 // The batch against the ranks: B rows split into N equal slices (one line naming both otherwise).
 mt_status mt_engine_check_ranks(int B, int n_ranks);
 void mt_engine_destroy(mt_engine *e);

@@ -50,8 +50,12 @@ struct mt_engine {
     // host; with several hosts (hosts.h) host h's rank r takes slice h * n_ranks + r.
     int slice, n_slices;
     mt_hosts *hosts;           // leader only: the other hosts, or NULL
+    int shard_opt;             // leader only, with hosts: the optimizer state sharded (host_shard.h)
     float *h_losses_hosts;     // leader only, with hosts: every host's losses (as gathered)
 };
+
+// step.c: unit u's updated parameters, every host's slice to every host (the optimizer worker's thread).
+mt_status mt_engine_publish_unit(void *engine, int u);
 
 // head.c: final norm + LM head + cross-entropy over micro-batch mb (loss only without want_grads).
 mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float dscale);

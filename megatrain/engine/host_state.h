@@ -49,6 +49,7 @@ typedef struct mt_model {
     mt_backend *be;   // owner of the (pinned) blocks
     mt_host_work host; // the host-side work on this state: real, or priced under virtual time
     int pinned;       // link blocks page-locked (1) or pageable (0)
+    const struct mt_model_shards *shards; // several hosts, the state sharded (engine/host_shard.h); else NULL
 } mt_model;
 
 static inline mt_unit *mt_model_layer(mt_model *m, int i) { return &m->units[1 + i]; }

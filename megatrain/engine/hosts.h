@@ -1,14 +1,17 @@
-// hosts.h: several hosts (MPI ranks, one process per host), each holding its own full copy
-// of the host state and running its own --gpus ranks over its share of the global batch.
-// After a step's gradients have landed on every host, each unit's host gradient is summed
-// across the hosts in one fixed order (host 0, 1, .., P-1: copy the first, add the others in
-// the gradient's dtype, as one host adds its ranks) and every host gets the sum: the norm,
-// the clip, the skip and AdamW then run identically everywhere, so the copies never drift.
+// hosts.h: several hosts (MPI ranks, one process per host), each running its own --gpus ranks
+// over its share of the global batch. After a step's gradients have landed on every host,
+// each unit's host gradient is summed across the hosts in one fixed order (host 0, 1, ..,
+// P-1: copy the first, add the others in the gradient's dtype, as one host adds its ranks):
+// each host adds the slice of the unit it owns (engine/host_shard.h), then the slices are
+// all-gathered. Unsharded, every host then runs the norm, the clip, the skip and AdamW
+// identically; with the optimizer state sharded, each updates its slice and the updated
+// parameters are all-gathered.
 // Host 0 alone writes stdout, --log and --save (cli/cmd_train.c).
 #ifndef MT_HOSTS_H
 #define MT_HOSTS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/dtype.h"
 #include "core/status.h"
@@ -18,6 +21,20 @@ struct mt_hosts {
     int rank, n; // this host's place, and the hosts
     // grad (n elements of t) <- the sum of every host's, in host order, on every host.
     mt_status (*reduce_grad)(mt_hosts *h, void *grad, mt_dtype t, size_t n);
+    // The owner's slice of grad (mt_host_shard_range) <- the sum of every host's, in host
+    // order; the rest of grad is left as it was (this host's own contribution).
+    mt_status (*reduce_scatter)(mt_hosts *h, void *grad, mt_dtype t, size_t n);
+    // x (n elements of elem_bytes) <- every host's own slice of it, on every host.
+    mt_status (*all_gather)(mt_hosts *h, void *x, size_t elem_bytes, size_t n);
+    // The same on a second communicator of its own, for the optimizer worker's thread while the
+    // main thread runs the step (engine/optimizer_worker.c); NULL where MPI gives one thread only.
+    mt_status (*all_gather_worker)(mt_hosts *h, void *x, size_t elem_bytes, size_t n);
+    // Host 0's x[lo, hi) <- every host's own slice of it (the others send theirs; host 0's stays).
+    mt_status (*gather_to_0)(mt_hosts *h, void *x, size_t elem_bytes, size_t n, size_t lo, size_t hi);
+    // Host 0's v[0..n-1] to every host.
+    mt_status (*bcast_u64)(mt_hosts *h, uint64_t *v, int n);
+    // v[i] <- the sum of every host's v[i], added in host order, on every host.
+    mt_status (*sum_f64)(mt_hosts *h, double *v, int n);
     // all[n * hosts] <- every host's n floats, host after host, on every host.
     mt_status (*gather)(mt_hosts *h, const float *mine, size_t n, float *all);
     // v[0..n-1] <- the largest of every host's v[i], on every host: a stop that one host saw

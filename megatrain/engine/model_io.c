@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "core/out_file.h"
+#include "engine/host_shard.h"
 #include "model/safetensors.h"
 
 #define MAX_TENSORS_PER_UNIT MT_T_COUNT
@@ -240,6 +241,7 @@ mt_status mt_model_load_weights(mt_model *m, const char *path, const mt_tensor_r
             if (u->master) {
                 s = read_checked(st, ti, u->master + v->offset, MT_F32, expect);
                 if (s == MT_OK) mt_convert(param, m->wdt, u->master + v->offset, MT_F32, v->numel);
+                if (m->shards) mt_host_shard_drop(m->shards, u->master + v->offset, v->numel); // another host's
             } else {
                 s = read_checked(st, ti, param, m->wdt, expect);
             }
@@ -326,6 +328,7 @@ static int collect(const mt_model *m, pick_kind pick, mt_st_entry *out, char (*n
                 break;
             }
             e->name = names[n];
+            if (m->shards) e->fetch = mt_host_shard_fetch, e->drop = mt_host_shard_drop, e->ctx = m->shards;
             n++;
         }
     }
@@ -441,6 +444,7 @@ mt_status mt_model_load_optimizer(mt_model *m, const char *dir, const mt_tensor_
                     if (dst[i] < 0) // Adam divides by its square root
                         s = mt_fail(MT_ERR_FORMAT, "%s: tensor %s: %g at element %zu: exp_avg_sq cannot be negative",
                                     mt_st_path(st, ti->file), ti->name, dst[i], i);
+                if (s == MT_OK && m->shards) mt_host_shard_drop(m->shards, dst, v->numel); // another host's slices
             }
         }
     }

@@ -4,10 +4,12 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/vclock.h"
+#include "engine/host_shard.h"
 
 struct mt_opt_worker {
     mt_model *m;
@@ -48,6 +50,11 @@ struct mt_opt_worker {
     mt_elem_range *ranges;    // scratch: the rows, or every other row, as element ranges
     // ---- a unit's update in parts (update_parts; 0: whole), each published as it is done
     int parts;
+    int slice_H, slice_h;     // optimizer state sharded over slice_H > 1 hosts: this one updates slice slice_h only
+    mt_status (*publish)(void *ctx, int u); // then, before u is done: every host's slice to every host (NULL: none)
+    void *publish_ctx;
+    mt_status publish_status; // the first failed publish (the run ends: mt_opt_worker_status)
+    char publish_error[1024];
     int *part_gen;            // per unit: the pass its parts are of
     int *parts_done;          // per unit: parts done in that pass
     double *part_t;           // per unit and part: when it was done
@@ -191,6 +198,14 @@ static void rows_rest(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, floa
 // (mt_opt_worker_wait_part) as soon as it is done so that its copy can start.
 static void update_in_place(mt_opt_worker *w, int gen, int u, const mt_adamw_hparams *h, float wd) {
     mt_unit *x = &w->m->units[u];
+    if (w->slice_H > 1) { // this host's slice (host_shard.h); the engine all-gathers the parameters
+        mt_elem_range mine;
+        size_t off, cnt;
+        mt_host_shard_range(x->lay->numel, w->slice_H, w->slice_h, &off, &cnt);
+        mine = (mt_elem_range){off, off + cnt};
+        if (cnt) w->m->host.adamw_ranges(&w->m->host, w->m, x, &mine, 1, h, wd);
+        return;
+    }
     if (w->parts <= 1) {
         mt_opt_update_unit(w->m, x, h, wd);
         return;
@@ -218,7 +233,7 @@ static void final_pass(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, flo
     size_t n_rows = w->n_next;
     w->n_next = 0;
     pthread_mutex_unlock(&w->mu);
-    int rows = n_rows && !skip && !(w->spec[0] && !rollback) && !(w->on_device && w->on_device[0]);
+    int rows = n_rows && !skip && !(w->spec[0] && !rollback) && !(w->on_device && w->on_device[0]) && w->slice_H <= 1;
     // Kept speculative updates first: a swap each, published at once, so their copies need
     // not wait behind the rows' and the other units' updates (mt_opt_worker_published).
     int kept[w->m->n_units];
@@ -249,6 +264,15 @@ static void final_pass(mt_opt_worker *w, int gen, const mt_adamw_hparams *h, flo
             double t0 = now(w);
             update_in_place(w, gen, u, h, wd);
             traced(w, "adamw", u, t0);
+            if (w->publish && w->publish_status == MT_OK) { // every host's worker, unit by unit in this order
+                t0 = now(w);
+                mt_status ps = w->publish(w->publish_ctx, u);
+                pthread_mutex_lock(&w->mu);
+                if ((w->publish_status = ps) != MT_OK)
+                    snprintf(w->publish_error, sizeof w->publish_error, "%s", mt_last_error());
+                pthread_mutex_unlock(&w->mu);
+                traced(w, "all-gather", u, t0);
+            }
         }
         mark_done(w, u, gen);
     }
@@ -513,6 +537,21 @@ double mt_opt_worker_wait_unit(mt_opt_worker *w, int u) {
     pthread_mutex_unlock(&w->mu);
     h->waited_until(h, t);
     return h->now_ms(h) - t0;
+}
+
+void mt_opt_worker_set_slice(mt_opt_worker *w, int H, int h, mt_status (*publish)(void *ctx, int u), void *ctx) {
+    w->slice_H = H;
+    w->slice_h = h;
+    w->publish = publish;
+    w->publish_ctx = ctx;
+}
+
+mt_status mt_opt_worker_status(mt_opt_worker *w, int wait) {
+    if (wait) mt_opt_worker_wait_all(w);
+    pthread_mutex_lock(&w->mu); // set by the worker before it marks the unit done
+    mt_status s = w->publish_status;
+    pthread_mutex_unlock(&w->mu);
+    return s == MT_OK ? MT_OK : mt_fail(s, "%s", w->publish_error);
 }
 
 double mt_opt_worker_wait_all(mt_opt_worker *w) {

@@ -62,6 +62,13 @@ void mt_opt_worker_start(mt_opt_worker *w);
 // Blocks until unit `u` has received every started update; returns ms waited.
 double mt_opt_worker_wait_unit(mt_opt_worker *w, int u);
 double mt_opt_worker_wait_all(mt_opt_worker *w);
+// The optimizer state sharded over H hosts (host_shard.h): each pass updates host h's slice
+// of every unit only (whole, no rows first, no parts), then calls publish (NULL: none) before
+// the unit is done, so the next forward waits for the hosts' gather as for the update.
+// Before the first pass.
+void mt_opt_worker_set_slice(mt_opt_worker *w, int H, int h, mt_status (*publish)(void *ctx, int u), void *ctx);
+// A publish that failed (the run cannot go on), as a status; with `wait`, after the started pass.
+mt_status mt_opt_worker_status(mt_opt_worker *w, int wait);
 // The embedding's rows first. The engine gives the rows the next forward will read
 // (sorted, unique; before mt_opt_worker_start); the pass then updates them first and
 // stages their weights back to back, so that forward waits for them and a copy of

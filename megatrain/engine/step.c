@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "engine/host_shard.h"
 #include "optim/grad_ops.h"
 
 // Input / output buffers of layer i in the forward pass: with activations kept
@@ -257,14 +258,40 @@ static mt_status walk_ranks(mt_engine *e, const int32_t *inputs, const int32_t *
 
 // Several hosts: every unit's gradient summed across them in host order (hosts.h); the
 // norm is then the sum's, taken as the drain takes it, unit by unit in order.
+// Sharded (host_shard.h): each host sums only the slice it updates, and the norm is every
+// slice's sum of squares added in host order, then unit order.
 static mt_status sum_hosts(mt_engine *e, double *sumsq) {
-    double sq = 0;
+    double sq = 0, slices[e->m->n_units];
     for (int u = 0; u < e->m->n_units; u++) {
         mt_unit *x = &e->m->units[u];
-        MT_TRY(e->hosts->reduce_grad(e->hosts, x->grad, e->m->wdt, x->lay->numel));
-        sq += mt_grad_sumsq(x->grad, e->m->wdt, x->lay->numel);
+        size_t n = x->lay->numel, off = 0, cnt = n;
+        if (!e->shard_opt) MT_TRY(e->hosts->reduce_grad(e->hosts, x->grad, e->m->wdt, n));
+        else {
+            MT_TRY(e->hosts->reduce_scatter(e->hosts, x->grad, e->m->wdt, n));
+            mt_host_shard_range(n, e->hosts->n, e->hosts->rank, &off, &cnt);
+        }
+        slices[u] = mt_grad_sumsq((char *)x->grad + off * mt_dtype_size(e->m->wdt), e->m->wdt, cnt);
     }
+    if (e->shard_opt) MT_TRY(e->hosts->sum_f64(e->hosts, slices, e->m->n_units));
+    for (int u = 0; u < e->m->n_units; u++) sq += slices[u];
     *sumsq = sq;
+    return MT_OK;
+}
+
+// Sharded: the step's update done, every host's updated slice of the streamed parameters
+// to every host before the next forward reads them.
+mt_status mt_engine_publish_unit(void *engine, int u) {
+    mt_engine *e = engine;
+    mt_unit *x = &e->m->units[u];
+    return e->hosts->all_gather_worker(e->hosts, x->param, mt_dtype_size(e->m->wdt), x->lay->numel);
+}
+
+static mt_status gather_params(mt_engine *e, double *wait_ms) {
+    *wait_ms += mt_opt_worker_wait_all(e->opt);
+    for (int u = 0; u < e->m->n_units; u++) {
+        mt_unit *x = &e->m->units[u];
+        MT_TRY(e->hosts->all_gather(e->hosts, x->param, mt_dtype_size(e->m->wdt), x->lay->numel));
+    }
     return MT_OK;
 }
 
@@ -273,6 +300,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     memset(st, 0, sizeof *st);
     const int G = e->sh.G, N = e->d.N, R = e->n_ranks;
     mt_activations *a = e->a;
+    if (e->shard_opt) MT_TRY(mt_opt_worker_status(e->opt, 0)); // a hosts' gather of the last pass failed
     if (R > 1 && e->coll->bind) MT_TRY(e->coll->bind(e->coll, 0)); // this thread issues to rank 0's device
     MT_TRY(rank_begin(e, inputs, targets, step));
     // Adam counts the updates it applied: skipped steps are not among them (GradScaler's way).
@@ -344,6 +372,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     mt_opt_worker_start(e->opt);
     MT_TRY(mt_devopt_step(e->devopt, &h, hp->weight_decay, st->skipped)); // beside the host's pass
     if (!e->s->optimizer_overlapped) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
+    if (e->shard_opt && !e->hosts->all_gather_worker) MT_TRY(gather_params(e, &st->opt_wait_ms));
     e->step_done++;
     return MT_OK;
 }
@@ -363,8 +392,8 @@ double mt_engine_now_ms(const mt_engine *e) { return mt_trace_host_now(e->trace)
 mt_status mt_engine_write_trace(mt_engine *e, const char *path) { return mt_trace_write(e->trace, path); }
 
 mt_status mt_engine_finish(mt_engine *e) {
-    mt_opt_worker_wait_all(e->opt);
-    return mt_devopt_copy_out(e->devopt); // the device's units into the host state a save writes
+    MT_TRY(mt_opt_worker_status(e->opt, 1)); // waits for the pass, and says if its hosts' gather failed
+    return mt_devopt_copy_out(e->devopt);    // the device's units into the host state a save writes
 }
 
 mt_status mt_engine_eval(mt_engine *e, const int32_t *inputs, const int32_t *targets, double *loss_sum) {

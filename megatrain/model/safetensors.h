@@ -56,6 +56,11 @@ typedef struct {
     int ndim;
     int64_t shape[MT_ST_MAX_DIMS];
     const void *data;
+    // Optional (NULL: data is complete): called just before the entry's data is written, to
+    // complete it (another host holds part of it), and just after, to let it go again.
+    mt_status (*fetch)(const void *ctx, const void *data, size_t numel);
+    void (*drop)(const void *ctx, const void *data, size_t numel);
+    const void *ctx;
 } mt_st_entry;
 
 // Writes one .safetensors file (to path.<pid>.tmp, fsync, rename to path, fsync the

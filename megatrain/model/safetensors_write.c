@@ -159,7 +159,17 @@ static mt_status build_header(const char *path, const mt_st_entry *es, const int
 }
 
 // Writes one tensor's data; *crc is the CRC-32 (zlib's) of the bytes as written.
+static mt_status write_entry_data(int fd, const mt_st_entry *e, void *buf, const char *path, uint32_t *crc);
+
 static mt_status write_entry(int fd, const mt_st_entry *e, void *buf, const char *path, uint32_t *crc) {
+    size_t numel = entry_numel(e);
+    if (e->fetch) MT_TRY(e->fetch(e->ctx, e->data, numel));
+    mt_status s = write_entry_data(fd, e, buf, path, crc);
+    if (e->drop) e->drop(e->ctx, e->data, numel);
+    return s;
+}
+
+static mt_status write_entry_data(int fd, const mt_st_entry *e, void *buf, const char *path, uint32_t *crc) {
     size_t numel = entry_numel(e);
     uLong c = crc32_z(0, Z_NULL, 0);
     if (e->dtype == e->file_dtype) {

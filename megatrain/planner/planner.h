@@ -45,6 +45,9 @@ typedef struct {
     // each gradient this rank copies to the host (1/N after a reduce-scatter; 0 means 1), and the
     // compute-stream time its gradient collective takes per micro-batch (ms; NCCL runs there).
     double rank_grad_share, rank_reduce_ms;
+    // Optimizer state sharded across hosts: the share of the update this host runs (0 means 1),
+    // and the all-gather of the updated parameters it runs with it (ms a step; the worker's).
+    double rank_opt_share, rank_opt_extra_ms;
 } mt_plan_input;
 
 typedef struct {
@@ -142,18 +145,18 @@ typedef struct {
     double reduce_bytes_per_gpu, reduce_ms, d2h_bytes_per_gpu; // per step
     double host_add_bytes;              // the official code's locked host adds, per step
     double host_traffic_bytes, host_floor_ms; // one host's memory traffic per step, and its time at mem_gbps
-    double hosts_in_bytes, hosts_out_bytes, hosts_ms; // host 0's NIC: the gather in, the broadcast out
-    double sharded_bytes_per_host, sharded_ms, sharded_saves_bytes; // the design not built: sharded optimizer
+    double link_bytes_per_host, hosts_mem_bytes, hosts_ms; // per host and step: NIC bytes each way, memory bytes, time
+    double gather_ms;                   // of which the all-gather, run by the optimizer under the next forward
+    double state_saved_bytes, unsharded_bytes_per_host; // sharded: the state a host does not keep; unsharded, a host's bytes
     double tokens, step_ms, tokens_per_s, tflops, tflops_per_gpu;
     double one_gpu_tokens_per_s, scaling_efficiency; // one GPU at the rank's batch; tokens/s over N*H of it
     const char *bound;                  // the rank's, or "host_memory"
-    double host_bytes_per_host, pinned_bytes_per_host, host0_bytes, host0_gather_bytes, largest_unit_bytes, gpu_bytes;
-    int hosts_unit_ok;                  // one host, or the largest unit within MT_PLAN_MPI_UNIT_BYTES: the engine runs it
+    double host_bytes_per_host, pinned_bytes_per_host, host0_bytes, staging_bytes, largest_unit_bytes, gpu_bytes;
     mt_plan_prediction rank;            // one rank's closed form
 } mt_plan_ranks;
 
-// engine/hosts_mpi.c: the hosts' gradient sum refuses a unit (a layer, the embedding, the head) past 1 GiB.
-#define MT_PLAN_MPI_UNIT_BYTES (1ULL << 30)
+// engine/hosts_mpi.c: the sum's round, bytes per host pair (the staging holds 3 H of them).
+#define MT_PLAN_HOSTS_CHUNK_BYTES (64ULL << 20)
 
 // The profile has what N GPUs and H hosts need (one line naming the missing multi.* key).
 mt_status mt_plan_ranks_check(const mt_hw_profile *hw, int gpus, int hosts);

@@ -127,6 +127,7 @@ typedef struct {
     // The split (--device-optimizer): 1 where the embedding, the head, layer 0 stay on the host (0: the
     // device updates it, and nothing of it crosses the link); its device AdamW (ms, before the next loads).
     double xE, xH, xL0, dev_ms;
+    double opt_pp;    // the optimizer's ms per parameter of the model (its share and any all-gather, spread)
 } terms;
 
 // Each form returns the step time, credits the tally, and may set the link
@@ -148,7 +149,7 @@ static double streamed_step(const terms *t, tally *ty, double rem) {
     const double wsi = t->wsi, gs = t->gs, P = t->passes, EHg = (t->xE * PE + t->xH * PH) * gs * t->share;
     const int G = (int)t->G, serial_opt = !t->s->optimizer_overlapped;
     const double xE = t->xE, xH = t->xH, xL0 = t->xL0;
-    double opt0 = serial_opt ? 0 : (xE * t->PEf + xL0 * PL) / t->hw->adamw_params_per_s[t->prec] * 1e3;
+    double opt0 = serial_opt ? 0 : (xE * t->PEf + xL0 * PL) * t->opt_pp;
     if (opt0 > rem) opt0 = rem; // speculated already: the next forward need not wait for it
     double fill = (xE * t->PEf * ws + xL0 * PL * wsi) / h2d, drain = (xL0 * PL + xE * PE) * gs * t->share / d2h;
     double step = serial(ty, R_H2D, fill) + serial(ty, R_OPT, opt0) + serial(ty, R_D2H, drain);
@@ -300,12 +301,11 @@ static terms split_terms(const terms *t, const mt_plan_input *in, const mt_sched
     double P = (1 - ts.xE) * t->PE + (1 - ts.xH) * t->PH + Ld * t->PL;
     ts.W = (t->L - Ld) * t->PL * t->wsi;
     ts.Wg = (t->L - Ld) * t->PL * t->gs * t->share;
-    const mt_precision opt_prec = s->optimizer_master && !t->fp32 ? MT_PREC_MIXED : in->prec;
-    ts.opt = (t->N - P) / t->hw->adamw_params_per_s[opt_prec] * 1e3;
+    ts.opt = (t->N - P) * t->opt_pp;
     if (t->spec_units) { // the window's host units only (layers L-1 down, then the embedding)
         double Pw = 0;
         for (int k = 0; k < t->spec_units; k++) Pw += k < L ? (on[L - k] ? 0 : t->PL) : ts.xE * t->PE;
-        ts.opt_s = Pw / t->hw->adamw_params_per_s[opt_prec] * 1e3;
+        ts.opt_s = Pw * t->opt_pp;
     }
     ts.dev_ms = mt_plan_devopt_adamw_ms(t->hw, in->prec, P);
     out->devopt_params = P;
@@ -380,14 +380,17 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
     t.cb += in->rank_reduce_ms;
     const double W = t.W = L * PL * t.wsi, Wg = t.Wg = L * PL * t.gs * share, EH = t.EH = (PE + PH) * ws;
     const mt_precision opt_prec = s.optimizer_master && !fp32 ? MT_PREC_MIXED : in->prec;
-    t.opt = N / hw->adamw_params_per_s[opt_prec] * 1e3;
+    // Sharded across hosts (planner/ranks.c): this host updates its share, then all-gathers it.
+    const double oshare = in->rank_opt_share > 0 ? in->rank_opt_share : 1;
+    t.opt_pp = oshare / hw->adamw_params_per_s[opt_prec] * 1e3 + (N > 0 ? in->rank_opt_extra_ms / N : 0);
+    t.opt = N * t.opt_pp;
 
     // The speculative window, as the engine resolves it against the plan's host memory (fp above).
     t.spec_units = s.speculative ? fp.spec_window : 0;
     if (t.spec_units) {
         double Pw = 0; // parameters in the window: layers L-1 down, then the embedding (never the head)
         for (int k = 0; k < t.spec_units; k++) Pw += k < L ? PL : PE;
-        t.opt_s = Pw / hw->adamw_params_per_s[opt_prec] * 1e3;
+        t.opt_s = Pw * t.opt_pp;
         t.rollback_rate = in->rollback_rate;
     }
     out->spec_units = t.spec_units;

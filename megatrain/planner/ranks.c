@@ -15,14 +15,21 @@
 // (N * h2d_bytes), the gradients written (N * d2h_bytes), the host adds (official) and AdamW once per
 // parameter (adamw_bytes_per_param * P), so the step is at least that traffic / host.mem_gbps:
 //   step = max(rank step, host traffic / mem_gbps) + hosts
-// Hosts (engine/hosts_mpi.c): after the step's gradients land, each unit's gradient is gathered on
-// host 0, summed there in host order and broadcast (not an all-reduce): host 0's NIC takes in
-// (H-1) * S, its memory adds (H-1) * 3S, and the broadcast sends ceil(log2 H) * S (a binomial tree: the
-// root sends once per level), S = P * gs; serial, before the norm, so
-//   hosts = (H-1) * S / nic + (H-1) * 3S / mem_gbps + ceil(log2 H) * S / nic
-// and the speculative step is off (cli/cmd_train.c turns it off across hosts).
-// Memory per host: one state, N ranks' staging (the engine's count, engine.h
-// mt_engine_check_host_memory_ranks); host 0 also holds the gather buffer, H x the largest unit.
+// Hosts (engine/hosts_mpi.c, host_shard.h), the optimizer state sharded (the default under mpirun):
+// each unit's gradient is reduce-scattered (every host receives the H contributions to the slice
+// it owns and adds them in host order), the owner updates its slice, the updated parameters are
+// all-gathered. Per host and step, S = P * gs: the NIC sends and receives 2 (H-1)/H S each way,
+// its memory moves 2S (staging) + (H+1)/H S (the ordered add) + 2 (H-1)/H S (the gathered slices
+// copied out). The reduce-scatter runs after the backward, before the norm:
+//   hosts = (H-1)/H S / nic + (2 + (H+1)/H) S / mem_gbps
+// the all-gather on the optimizer worker, each unit after its update, under the next forward as
+// the update is: the rank's optimizer is 1/H of the update plus
+//   gather = (H-1)/H S / nic + 2 (H-1)/H S / mem_gbps
+// (predict.c: rank_opt_share, rank_opt_extra_ms); AdamW's host traffic is 1/H of one host's.
+// The speculative step is off (cli/cmd_train.c turns it off across hosts).
+// Memory per host: the streamed parameters and gradients whole, the moments (and master) of 1/H,
+// N ranks' staging (engine.h mt_engine_check_host_memory_ranks) and the staging of the sum and of
+// the worker's gather, 3 H rounds.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,12 +68,6 @@ static double rank_rate(double own, double uplink, int k, int *limited) {
         return share;
     }
     return own;
-}
-
-static int log2_ceil(int h) {
-    int l = 0;
-    while ((1 << l) < h) l++;
-    return l;
 }
 
 mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, const mt_hw_profile *hw, int gpus,
@@ -117,6 +118,12 @@ mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, co
         out->reduce_ms = G * in.rank_reduce_ms;
         in.rank_grad_share = 1.0 / gpus;
     }
+    if (hosts > 1) { // the update's share and its all-gather, on the optimizer worker (engine/optimizer_worker.c)
+        double S = P * gs, H = hosts;
+        out->gather_ms = (H - 1) / H * S / (m->nic_gbps * 1e6) + 2 * (H - 1) / H * S / (hw->host_mem_gbps * 1e6);
+        in.rank_opt_share = 1.0 / H;
+        in.rank_opt_extra_ms = out->gather_ms;
+    }
     MT_TRY(mt_plan_predict(c, &in, &rh, &out->rank));
     out->d2h_bytes_per_gpu = out->rank.d2h_bytes;
 
@@ -125,7 +132,7 @@ mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, co
     double abpp = hw->adamw_bytes_per_param[op];
     if (!(abpp > 0) && gpus > 1) return missing(hw, "host.adamw_bytes_per_param", "--gpus");
     out->host_add_bytes = s.dp_host_add && gpus > 1 ? G * gpus * P * gs * 3 : 0;
-    out->host_traffic_bytes = gpus * (out->rank.h2d_bytes + out->rank.d2h_bytes) + out->host_add_bytes + abpp * P;
+    out->host_traffic_bytes = gpus * (out->rank.h2d_bytes + out->rank.d2h_bytes) + out->host_add_bytes + abpp * P / hosts;
     out->host_floor_ms = gpus > 1 ? out->host_traffic_bytes / (hw->host_mem_gbps * 1e6) : 0;
     double step = out->rank.step_ms;
     out->bound = out->rank.bound;
@@ -134,17 +141,14 @@ mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, co
         out->bound = "host_memory";
     }
     if (hosts > 1) {
-        double S = P * gs, nic = m->nic_gbps * 1e6, mem = hw->host_mem_gbps * 1e6;
-        out->hosts_in_bytes = (hosts - 1) * S;
-        out->hosts_out_bytes = log2_ceil(hosts) * S;
-        out->hosts_ms = out->hosts_in_bytes / nic + 3 * (hosts - 1) * S / mem + out->hosts_out_bytes / nic;
+        double S = P * gs, nic = m->nic_gbps * 1e6, mem = hw->host_mem_gbps * 1e6, H = hosts;
+        out->link_bytes_per_host = 2 * (H - 1) / H * S;
+        out->hosts_mem_bytes = (2 + (H + 1) / H + 2 * (H - 1) / H) * S;
+        // The reduce-scatter holds the step before the norm; the all-gather is in the rank's optimizer.
+        out->hosts_ms = (H - 1) / H * S / nic + (2 + (H + 1) / H) * S / mem;
         step += out->hosts_ms;
-        // The other design: optimizer state sharded over the hosts (each updates 1/H and all-gathers the
-        // parameters): ring reduce-scatter + all-gather, 2 (H-1)/H S per host, and (H-1)/H of m, v (and master) saved.
-        out->sharded_bytes_per_host = 2.0 * (hosts - 1) / hosts * S;
-        out->sharded_ms = out->sharded_bytes_per_host / nic;
-        double moments = (in.prec == MT_PREC_MIXED ? 12 : 8) * P;
-        out->sharded_saves_bytes = (double)(hosts - 1) / hosts * moments;
+        double state = (in.prec == MT_PREC_MIXED ? 12 : 8) * P; // m, v (and the f32 master)
+        out->state_saved_bytes = (H - 1) / H * state;
     }
     out->step_ms = step;
     out->tokens = (double)in0->eng.B * in0->eng.T * G;
@@ -161,21 +165,25 @@ mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, co
     out->one_gpu_tokens_per_s = p1.tokens_per_s;
     out->scaling_efficiency = out->tokens_per_s / (R * p1.tokens_per_s);
 
-    // Memory per host: one state, N ranks' staging; host 0 gathers H copies of the largest unit.
+    // Memory per host: one state less the slices other hosts keep, N ranks' staging, the sum's staging.
     mt_plan_memory mem;
     MT_TRY(mt_plan_memory_compute(c, &in, &mem));
-    out->host_bytes_per_host = (double)mem.host_bytes + (gpus - 1) * (double)mem.host_staging_bytes;
+    out->unsharded_bytes_per_host = (double)mem.host_bytes + (gpus - 1) * (double)mem.host_staging_bytes;
+    out->host_bytes_per_host = out->unsharded_bytes_per_host;
     out->pinned_bytes_per_host = (double)mem.pinned_bytes + (gpus - 1) * (double)mem.host_staging_bytes;
     if (hosts > 1) {
         double PL = (double)mt_config_params_per_layer(c), PE = (double)c->vocab_size * c->hidden_size;
         double PH = P - c->num_layers * PL - PE; // final norm + head (tied: the norm alone)
         double unit = (PL > PE ? PL : PE) * gs;
         if (PH * gs > unit) unit = PH * gs;
-        out->host0_gather_bytes = hosts * unit;
         out->largest_unit_bytes = unit;
+        double chunk = (double)MT_PLAN_HOSTS_CHUNK_BYTES;
+        if (chunk * hosts > (double)(1ULL << 30)) chunk = (double)(1ULL << 30) / hosts;
+        out->staging_bytes = 3.0 * hosts * chunk; // the sum's send and receive, the worker's receive
+        out->unsharded_bytes_per_host += out->staging_bytes;
+        out->host_bytes_per_host = out->unsharded_bytes_per_host - out->state_saved_bytes;
     }
-    out->host0_bytes = out->host_bytes_per_host + out->host0_gather_bytes;
-    out->hosts_unit_ok = hosts == 1 || out->largest_unit_bytes <= (double)MT_PLAN_MPI_UNIT_BYTES;
+    out->host0_bytes = out->host_bytes_per_host; // host 0 holds what the others do
     out->gpu_bytes = (double)mem.gpu_bytes;
     return MT_OK;
 }
