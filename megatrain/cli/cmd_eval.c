@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/io_paths.h"
 #include "cli/run_setup.h"

@@ -17,9 +17,9 @@
 
 #include "backend/backend_call.h"
 #include "backend/backend_registry.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/ckpt_dir.h"
 #include "cli/batch_auto.h"
-#include "cli/checkpoint.h"
-#include "cli/ckpt_dir.h"
 #include "cli/commands.h"
 #include "cli/io_paths.h"
 #include "cli/progress.h"
@@ -77,6 +77,15 @@ static mt_status fail_kept(mt_status s, const mt_ckpt_dir *cd, const char *what)
     return mt_fail(s, "%s%s; %s", what, why, keep);
 }
 
+typedef struct {
+    const mt_train_state *ts;
+    const mt_options *o;
+} state_save;
+static mt_status write_train_state(const char *dir, void *ctx) {
+    const state_save *ss = ctx;
+    return mt_train_state_save(dir, ss->ts, ss->o);
+}
+
 // Writes the state after `step` into a fresh staging directory beside --save DIR.
 static mt_status stage_checkpoint(mt_ckpt_dir *cd, const mt_model *m, mt_engine *e, const mt_options *o, int step,
                                   int skipped_steps, const mt_data *d) {
@@ -85,11 +94,12 @@ static mt_status stage_checkpoint(mt_ckpt_dir *cd, const mt_model *m, mt_engine 
     mt_status s = mt_model_check_finite(m);
     snprintf(what, sizeof what, "step %d: not saved: ", step);
     if (s != MT_OK) return fail_kept(s, cd, what);
-    if ((s = mt_checkpoint_check_space(cd, m, o)) != MT_OK) return fail_kept(s, cd, what);
+    if ((s = mt_checkpoint_check_space(cd, m, (size_t)o->shard_size)) != MT_OK) return fail_kept(s, cd, what);
     if ((s = mt_ckpt_dir_stage(cd)) != MT_OK) return fail_kept(s, cd, what);
     mt_train_state ts = {.step = step, .data_cursor = d->cursor, .skipped_steps = skipped_steps};
     mt_train_state_set_data(&ts, d);
-    s = mt_checkpoint_write(cd->staged, m, &ts, o);
+    state_save ss = {&ts, o};
+    s = mt_checkpoint_write(cd->staged, m, step, (size_t)o->shard_size, write_train_state, &ss);
     if (s != MT_OK) {
         mt_ckpt_dir_discard(cd);
         return fail_kept(s, cd, what);
@@ -374,7 +384,7 @@ int mt_cmd_train(mt_options *o, int is_default) {
         goto fail;
     }
     // A run whose saves cannot fit stops before it trains (checked again before each save).
-    if (o->save && !virtual_run && (s = mt_checkpoint_check_space(&cd, &model, o))) goto fail;
+    if (o->save && !virtual_run && (s = mt_checkpoint_check_space(&cd, &model, (size_t)o->shard_size))) goto fail;
     int json_stdout = mt_json_on_stdout(o); // else a person reads stdout: a short line a step there
     if ((s = mt_sink_open(&sink, o->log, o->resume != NULL, json_stdout))) goto fail;
 

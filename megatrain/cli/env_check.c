@@ -12,7 +12,7 @@
 #include "engine/hosts.h"
 #include "optim/simd.h"
 
-// MT_FAULT_KILL_AT / MT_FAULT_TERM_AT=POINT[:N] (cli/ckpt_dir.c's test hooks): a save point and a count >= 1.
+// MT_FAULT_KILL_AT / MT_FAULT_TERM_AT=POINT[:N] (checkpoint/ckpt_dir.c's test hooks): a save point and a count >= 1.
 static mt_status check_kill_at(const char *name) {
     static const char *const points[] = {"staged", "exchanged", "moved-aside", "proved-aside"};
     const char *v;

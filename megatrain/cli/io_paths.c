@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/ckpt_dir.h"
+#include "checkpoint/ckpt_dir.h"
 #include "core/file_io.h"
 #include "core/out_file.h"
 #include "model/hardware_profile.h"

@@ -1,6 +1,6 @@
 // checkpoint.c: writing a checkpoint's files and checkpoint.json, and reading
 // the manifest back with every field checked.
-#include "cli/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "cli/ckpt_dir.h"
+#include "checkpoint/ckpt_dir.h"
 #include "core/env.h"
 #include "core/file_io.h"
 #include "core/json_file.h"
@@ -73,14 +73,15 @@ static mt_status tensor_file_entries(const char *dir, const mt_tensor_records *r
     return MT_OK;
 }
 
-mt_status mt_checkpoint_write(const char *dir, const mt_model *m, const mt_train_state *ts, const mt_options *o) {
-    mt_ckpt_manifest man = {.step = ts->step};
-    mt_status s = mt_model_save(m, dir, (size_t)o->shard_size, &man.weights, &man.moments);
-    if (s == MT_OK) s = mt_train_state_save(dir, ts, o);
+mt_status mt_checkpoint_write(const char *dir, const mt_model *m, int step, size_t shard_size_bytes,
+                              mt_ckpt_state_writer write_state, void *ctx) {
+    mt_ckpt_manifest man = {.step = step};
+    mt_status s = mt_model_save(m, dir, shard_size_bytes, &man.weights, &man.moments);
+    if (s == MT_OK) s = write_state(dir, ctx);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "format", MANIFEST_FORMAT);
     cJSON_AddNumberToObject(j, "version", MANIFEST_VERSION);
-    cJSON_AddNumberToObject(j, "step", ts->step);
+    cJSON_AddNumberToObject(j, "step", step);
     cJSON *files = cJSON_AddObjectToObject(j, "files");
     for (int i = 0; i < 2 && s == MT_OK; i++) s = small_file_entry(dir, SMALL[i], files);
     for (int i = 0; i < 2 && s == MT_OK; i++) { // a sharded save's indexes
@@ -134,10 +135,10 @@ static mt_status check_file_limit(const mt_ckpt_dir *cd, const mt_save_bytes *sb
                    (unsigned long long)rl.rlim_cur / 1024);
 }
 
-mt_status mt_checkpoint_check_space(const mt_ckpt_dir *cd, const mt_model *m, const mt_options *o) {
+mt_status mt_checkpoint_check_space(const mt_ckpt_dir *cd, const mt_model *m, size_t shard_size_bytes) {
     if (mt_env_flag("MT_FAULT_NO_SPACE_CHECK")) return MT_OK; // test hook: reach the writes' own ENOSPC path
     mt_save_bytes sb;
-    MT_TRY(mt_model_save_bytes(m, (size_t)o->shard_size, &sb));
+    MT_TRY(mt_model_save_bytes(m, shard_size_bytes, &sb));
     MT_TRY(check_file_limit(cd, &sb));
     struct statvfs fs;
     if (statvfs(cd->parent, &fs) != 0) return MT_OK; // cannot tell: the writes report a full disk themselves

@@ -8,7 +8,7 @@
 // What DIR holds that megatrain does not write (a tokenizer, a log, a
 // subdirectory) is carried into each new checkpoint, also what is written into
 // DIR while the save switches, and the new checkpoint keeps DIR's modes
-// (cli/ckpt_carry.h). The lock is a plain file, never followed through a link.
+// (checkpoint/ckpt_carry.h). The lock is a plain file, never followed through a link.
 #ifndef MT_CKPT_DIR_H
 #define MT_CKPT_DIR_H
 

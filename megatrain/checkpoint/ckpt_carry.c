@@ -1,6 +1,6 @@
 // ckpt_carry.c: carrying the user's entries and modes across a checkpoint switch.
 #define _GNU_SOURCE // renameat2, RENAME_NOREPLACE
-#include "cli/ckpt_carry.h"
+#include "checkpoint/ckpt_carry.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/ckpt_dir.h"
+#include "checkpoint/ckpt_dir.h"
 #include "core/file_io.h"
 
 #define P (MT_CKPT_PATH_MAX + 512)

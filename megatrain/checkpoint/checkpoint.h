@@ -9,9 +9,7 @@
 
 #include <stdint.h>
 
-#include "cli/ckpt_dir.h"
-#include "cli/options.h"
-#include "cli/train_state.h"
+#include "checkpoint/ckpt_dir.h"
 #include "engine/model_io.h"
 
 typedef struct {
@@ -19,12 +17,16 @@ typedef struct {
     mt_tensor_records weights, moments; // model*.safetensors, optimizer*.safetensors (each record names its file)
 } mt_ckpt_manifest;
 
-// Writes the whole checkpoint into `dir` (a staging directory), checkpoint.json last;
-// the weights and the optimizer state in shards of o->shard_size bytes of tensor data.
-mt_status mt_checkpoint_write(const char *dir, const mt_model *m, const mt_train_state *ts, const mt_options *o);
+// Writes train_state.json into `dir` (the run's state is the caller's: the CLI's options).
+typedef mt_status (*mt_ckpt_state_writer)(const char *dir, void *ctx);
+// Writes the whole checkpoint after `step` into `dir` (a staging directory): the weights and
+// the optimizer state in shards of shard_size_bytes of tensor data, then write_state's
+// train_state.json, checkpoint.json last.
+mt_status mt_checkpoint_write(const char *dir, const mt_model *m, int step, size_t shard_size_bytes,
+                              mt_ckpt_state_writer write_state, void *ctx);
 // Refuses a save the filesystem of cd's directory cannot hold (statvfs), naming the
 // bytes needed (weights, optimizer state, small files) and the bytes free.
-mt_status mt_checkpoint_check_space(const mt_ckpt_dir *cd, const mt_model *m, const mt_options *o);
+mt_status mt_checkpoint_check_space(const mt_ckpt_dir *cd, const mt_model *m, size_t shard_size_bytes);
 // Reads DIR/checkpoint.json and checks config.json and train_state.json (sizes,
 // CRC-32) and the tensor files' sizes against it; the tensor records it returns
 // check every tensor as it is loaded (mt_model_load_weights / _optimizer).

@@ -2,8 +2,8 @@
 // Every step that changes what DIR names is a rename followed by an fsync of
 // the parent, so after a crash DIR is the old checkpoint or the new one, whole.
 #define _GNU_SOURCE // renameat2, RENAME_EXCHANGE
-#include "cli/ckpt_dir.h"
-#include "cli/ckpt_carry.h"
+#include "checkpoint/ckpt_dir.h"
+#include "checkpoint/ckpt_carry.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 // ckpt_carry.h: what of the user's a save carries from the checkpoint directory
-// DIR into the new one (cli/ckpt_dir.h switches them). Before the switch DIR's
+// DIR into the new one (checkpoint/ckpt_dir.h switches them). Before the switch DIR's
 // foreign entries are carried into the staged directory (files hard-linked,
 // symlinks remade, subdirectories moved) and the checkpoint files given the
 // modes their predecessors in DIR had. After it, the previous directory is swept:
