@@ -1,6 +1,6 @@
 // plan_compare.c: `megatrain plan --compare A,B,...`: one model and batch planned on
 // several hardware profiles, side by side. Each column is exactly what
-// `plan --hardware A` prints (mt_plan_build), plus a "compare" object: the sim's
+// `plan --hardware A` prints (mt_plan_of_options), plus a "compare" object: the sim's
 // step on that profile (the planner's own sim pricing, sim_price.c) and how far the
 // sim is trusted there (planner/sim_band.h). Stdout: one JSON line per profile, in
 // the order given; stderr: the same as a table for a person to read.
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "cli/plan_build.h"
+#include "cli/plan_request.h"
 #include "cli/run_setup.h"
 #include "planner/sim_band.h"
 
@@ -258,7 +258,7 @@ int mt_cmd_plan_compare(mt_options *o) {
         mt_options one = *o;
         one.compare = NULL;
         one.hardware = c[i].spec;
-        if ((s = mt_plan_build(&one, &c[i].plan, &c[i].built))) {
+        if ((s = mt_plan_of_options(&one, &c[i].plan, &c[i].built))) {
             s = restate(s, c[i].spec, i, n);
             break;
         }
@@ -283,6 +283,7 @@ int mt_cmd_plan_compare(mt_options *o) {
     for (int i = 0; i < n; i++) {
         free(txt[i]);
         cJSON_Delete(c[i].plan);
+        mt_plan_built_free(&c[i].built);
     }
     free(v);
     free(c);

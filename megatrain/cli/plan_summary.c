@@ -1,7 +1,7 @@
 // plan_summary.c: `megatrain plan` on a terminal: the plan's object as a few
 // lines a person reads (what, fits or what is short, memory, predicted speed),
 // read from the same JSON object a pipe gets, so the two never disagree.
-#include "cli/plan_build.h"
+#include "cli/plan_request.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

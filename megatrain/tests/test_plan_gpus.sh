@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `megatrain plan --gpus N --hosts H` and `--tokens-per-day X` (planner/ranks.c, cli/plan_ranks.c):
+# `megatrain plan --gpus N --hosts H` and `--tokens-per-day X` (planner/ranks.c, planner/plan_tokens_per_day.c):
 # --gpus 1 is the one-GPU plan, field for field; N GPUs are never faster than N one-GPU ranks;
 # more hosts never need more memory on a host but host 0's gather buffer; the bytes and times of
 # the PCIe-shared and NVLink cases are the formulas' (two fixture profiles with round numbers);
