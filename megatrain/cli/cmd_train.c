@@ -195,28 +195,45 @@ static mt_status setup_ranks(const mt_options *o, mt_precision prec, mt_backend 
     return MT_OK;
 }
 
-int mt_cmd_train(mt_options *o, int is_default) {
-    double t_start = mono_s(), t_backend = 0, t_alloc = 0, t_init = 0, t_engine = 0; // time to the first step, by phase
-    mt_status s;
-    mt_config cfg = {0};
-    mt_train_state rs = {0};
-    mt_ckpt_manifest man = {0};
-    mt_ckpt_dir cd = {.lock_fd = -1, .committed_step = -1};
-    mt_backend *be = NULL;
-    mt_backend *bes[MT_MAX_GPUS] = {NULL}; // --gpus N: every rank's backend, bes[0] = be
-    int n_gpus = 1;
-    mt_model model = {0};
-    mt_engine *eng = NULL;
-    mt_data data = {0};
-    mt_sink sink = {0};
-    int32_t *inputs = NULL, *targets = NULL;
-    int rc = 1, pending = -1; // pending: the step whose save is staged, not yet committed
-    mt_hosts *hosts = NULL;   // under mpirun: the other hosts (engine/hosts.h)
-    mt_model_shards shards = {0}; // with the optimizer state sharded across them (engine/host_shard.h)
-    int H = 1, quiet = 0;     // hosts; quiet: not host 0, which alone writes stdout, --log and --save
-    const char *save_dir = o->save; // --save as given (host 0 saves it for every host)
-    int agreed = 0;                 // the hosts agreed to stop: none has to take the others down
+// What a run holds from its setup to its release.
+typedef struct {
+    double t_start, t_backend, t_alloc, t_init, t_engine; // time to the first step, by phase
+    mt_config cfg;
+    mt_precision prec;
+    mt_train_state rs;     // --resume: the state read
+    mt_ckpt_manifest man;
+    mt_ckpt_dir cd;
+    mt_backend *be;
+    mt_backend *bes[MT_MAX_GPUS]; // --gpus N: every rank's backend, bes[0] = be
+    int n_gpus;
+    mt_model model;
+    mt_engine *eng;
+    mt_data data;
+    mt_sink sink;
+    int32_t *inputs, *targets;
+    size_t per_step;          // tokens a step reads
+    double params;
+    int virtual_run, json_stdout;
+    mt_hosts *hosts;          // under mpirun: the other hosts (engine/hosts.h)
+    mt_model_shards shards;   // with the optimizer state sharded across them (engine/host_shard.h)
+    int shard;
+    int H, quiet;             // hosts; quiet: not host 0, which alone writes stdout, --log and --save
+    const char *save_dir;     // --save as given (host 0 saves it for every host)
+    const char *save_all;     // what host 0 will save, known to every host (a sharded save needs all)
+    int save_every;
+    int agreed;               // the hosts agreed to stop: none has to take the others down
+    // The loop's.
+    int pending;              // the step whose save is staged, not yet committed (-1: none)
+    int saved_last, skipped, interrupted;
+    double first_loss, last_loss;
+    mt_progress prog;
+} train_run;
 
+// The inputs: the hosts, the paths checked, --save's lock, --resume's checkpoint read, the
+// config and the data (at the checkpoint's cursor).
+static mt_status setup_inputs(train_run *r, mt_options *o, int is_default) {
+    mt_status s;
+    r->save_dir = o->save;
     // --resume DIR without --save: what it trains is saved back to DIR (at the end and every
     // --save-every), not thrown away. Host 0 alone says so (the others' outputs are dropped below).
     // (A DIR that is not there has nothing to resume: its error stays the read's, nothing is made.)
@@ -226,72 +243,78 @@ int mt_cmd_train(mt_options *o, int is_default) {
         o->save = o->resume;
         save_opt = "--resume (saved back to it without --save)";
     }
-    const char *save_all = o->save; // what host 0 will save, known to every host (a sharded save needs all)
-    int save_every = o->save_every;
+    r->save_all = o->save;
+    r->save_every = o->save_every;
     // Under mpirun every host runs this with the same arguments and its own copy of the state;
     // host 0 alone writes the outputs (the others' state is the same, bit for bit).
     if (mt_hosts_launched()) {
-        if ((s = mt_hosts_mpi_create(&hosts))) goto fail;
-        H = hosts->n;
-        if (hosts->rank > 0) {
+        MT_TRY(mt_hosts_mpi_create(&r->hosts));
+        r->H = r->hosts->n;
+        if (r->hosts->rank > 0) {
             o->save = o->log = o->trace = o->dump_grads = NULL;
             o->save_every = 0;
-            quiet = 1;
+            r->quiet = 1;
         }
     }
 
     // Outputs against inputs before anything is created; then the writer lock: a
     // second writer fails before any work, and a switch interrupted by a crash is
     // repaired before the checkpoint is read.
-    if ((s = mt_check_io_paths(o))) goto fail;
+    MT_TRY(mt_check_io_paths(o));
     // The threads the ranks start (a drain each, a peer thread beyond rank 0, the optimizer's)
     // and their OpenMP teams (two a rank, as counted), proved before anything is saved or loaded.
     int ranks = o->gpus > 1 ? o->gpus : 1;
-    if ((s = mt_thread_room_check(2 * ranks, 2 * ranks))) goto fail; // every backend: the sim's host threads too
-    if (o->save && (s = mt_ckpt_dir_open(&cd, o->save, save_opt))) goto fail;
+    MT_TRY(mt_thread_room_check(2 * ranks, 2 * ranks)); // every backend: the sim's host threads too
+    if (o->save) MT_TRY(mt_ckpt_dir_open(&r->cd, o->save, save_opt));
     if (o->resume) {
-        if ((s = mt_checkpoint_open(o->resume, &man)) || (s = mt_train_state_load(o->resume, &rs, o))) goto fail;
-        if (rs.step != man.step) {
-            s = mt_fail(MT_ERR_FORMAT,
-                        "%s/train_state.json: step %d, but checkpoint.json records step %d: a mixed checkpoint",
-                        o->resume, rs.step, man.step);
-            goto fail;
-        }
-        if (!o->given.data && (s = mt_check_io_paths(o))) goto fail; // the checkpoint's data is an input too
+        MT_TRY(mt_checkpoint_open(o->resume, &r->man));
+        MT_TRY(mt_train_state_load(o->resume, &r->rs, o));
+        if (r->rs.step != r->man.step)
+            return mt_fail(MT_ERR_FORMAT,
+                           "%s/train_state.json: step %d, but checkpoint.json records step %d: a mixed checkpoint",
+                           o->resume, r->rs.step, r->man.step);
+        if (!o->given.data) MT_TRY(mt_check_io_paths(o)); // the checkpoint's data is an input too
     }
     if (o->save && o->save == o->resume) // said once the checkpoint reads
         fprintf(stderr, "megatrain: --resume %s: saving back to it at the end%s (--save DIR saves elsewhere)\n",
                 o->resume, o->save_every ? " and every --save-every steps" : "");
-    if ((s = mt_setup_config(o, &cfg, is_default))) goto fail;
-    if ((s = mt_config_validate(&cfg, o->model ? o->model : o->config ? o->config : "default model"))) goto fail;
-    mt_precision prec;
-    if ((s = mt_precision_parse(o->precision, &prec))) goto fail;
-    if (o->eng.T > cfg.max_position_embeddings)
+    mt_config *cfg = &r->cfg;
+    MT_TRY(mt_setup_config(o, cfg, is_default));
+    MT_TRY(mt_config_validate(cfg, o->model ? o->model : o->config ? o->config : "default model"));
+    MT_TRY(mt_precision_parse(o->precision, &r->prec));
+    mt_precision prec = r->prec;
+    if (o->eng.T > cfg->max_position_embeddings)
         fprintf(stderr, "megatrain: note: --seq-len %d exceeds max_position_embeddings %d\n", o->eng.T,
-                cfg.max_position_embeddings);
-    if (o->batch_auto && (s = mt_setup_batch_auto(o, &cfg, prec))) goto fail;
-    if ((s = open_data(o, &cfg, &data))) {
+                cfg->max_position_embeddings);
+    if (o->batch_auto) MT_TRY(mt_setup_batch_auto(o, cfg, prec));
+    if ((s = open_data(o, cfg, &r->data))) {
         if (o->resume && !o->given.data) { // the path came from the checkpoint: say so
             char why[1024];
             snprintf(why, sizeof why, "%s", mt_last_error());
-            s = mt_fail(s, "%s/train_state.json records the data %s: %s", o->resume, rs.data, why);
+            s = mt_fail(s, "%s/train_state.json records the data %s: %s", o->resume, r->rs.data, why);
         }
-        goto fail;
+        return s;
     }
     if (o->resume) {
-        if (rs.step > o->steps) {
-            s = mt_fail(MT_ERR_ARG, "--steps %d: the checkpoint in %s is already at step %d", o->steps, o->resume,
-                        rs.step);
-            goto fail;
-        }
-        if ((s = mt_train_state_resume_data(o->resume, &rs, o, &data))) goto fail;
+        if (r->rs.step > o->steps)
+            return mt_fail(MT_ERR_ARG, "--steps %d: the checkpoint in %s is already at step %d", o->steps, o->resume,
+                           r->rs.step);
+        MT_TRY(mt_train_state_resume_data(o->resume, &r->rs, o, &r->data));
     }
-    if ((s = mt_setup_backend(o->backend, o->hardware, prec, &be)) || (s = mt_setup_attention(be, o->attention))) goto fail;
-    bes[0] = be;
-    if ((s = setup_ranks(o, prec, bes, &n_gpus))) goto fail;
-    t_backend = mono_s();
+    return MT_OK;
+}
+
+// The backends (one a rank), the peer's rates, the host threads bound near the GPU.
+static mt_status setup_backends(train_run *r, const mt_options *o) {
+    mt_precision prec = r->prec;
+    MT_TRY(mt_setup_backend(o->backend, o->hardware, prec, &r->be));
+    MT_TRY(mt_setup_attention(r->be, o->attention));
+    mt_backend *be = r->be;
+    r->bes[0] = be;
+    MT_TRY(setup_ranks(o, prec, r->bes, &r->n_gpus));
+    r->t_backend = mono_s();
     mt_peer_rate peer_rate;
-    if ((s = mt_setup_peer(o->peer, prec, be, &peer_rate))) goto fail;
+    MT_TRY(mt_setup_peer(o->peer, prec, be, &peer_rate));
     if (o->peer)
         fprintf(stderr, "megatrain: --peer %s: optimizer %.3g params/s with its host passes (%s)\n", o->peer,
                 peer_rate.params_per_s, peer_rate.source);
@@ -306,102 +329,106 @@ int mt_cmd_train(mt_options *o, int is_default) {
         else
             fprintf(stderr, "megatrain: note: could not bind to NUMA node %d: %s\n", near.numa_node, mt_last_error());
     }
+    return MT_OK;
+}
 
+// The host state (loaded, resumed or initialised) and the engine over the ranks (and hosts).
+static mt_status setup_model(train_run *r, mt_options *o) {
+    const mt_config *cfg = &r->cfg;
+    const mt_precision prec = r->prec;
+    mt_backend *be = r->be;
+    const int H = r->H, n_gpus = r->n_gpus;
     mt_engine_opts eo = o->eng; // the one options struct: the engine takes it as parsed
     eo.keep_trace = o->trace != NULL;
     if (H > 1) {
-        if (eo.B % (H * n_gpus)) {
-            s = mt_fail(MT_ERR_ARG, "--batch %d is not divisible by %d hosts x --gpus %d: each rank takes B/(hosts x "
-                                    "N) rows of every micro-batch", eo.B, H, n_gpus);
-            goto fail;
-        }
+        if (eo.B % (H * n_gpus))
+            return mt_fail(MT_ERR_ARG, "--batch %d is not divisible by %d hosts x --gpus %d: each rank takes B/(hosts "
+                                       "x N) rows of every micro-batch", eo.B, H, n_gpus);
         eo.B /= H; // this host's rows; the step's tokens stay the global batch's
-        if (eo.sched.speculative == 1) {
-            s = mt_fail(MT_ERR_ARG, "--speculative-step true with several hosts: a unit would be updated with one "
-                                    "host's gradients before the hosts' sum; drop it");
-            goto fail;
-        }
+        if (eo.sched.speculative == 1)
+            return mt_fail(MT_ERR_ARG, "--speculative-step true with several hosts: a unit would be updated with one "
+                                       "host's gradients before the hosts' sum; drop it");
         eo.sched.speculative = 0;
-        if (!quiet) fprintf(stderr, "megatrain: %d hosts (MPI): the speculative step is off\n", H);
+        if (!r->quiet) fprintf(stderr, "megatrain: %d hosts (MPI): the speculative step is off\n", H);
     }
-    if (o->shard_optimizer && strcmp(o->shard_optimizer, "hosts") && strcmp(o->shard_optimizer, "off")) {
-        s = mt_fail(MT_ERR_ARG, "--shard-optimizer %s: expected hosts or off", o->shard_optimizer);
-        goto fail;
-    }
+    if (o->shard_optimizer && strcmp(o->shard_optimizer, "hosts") && strcmp(o->shard_optimizer, "off"))
+        return mt_fail(MT_ERR_ARG, "--shard-optimizer %s: expected hosts or off", o->shard_optimizer);
     mt_schedule_desc resolved;
-    mt_schedule_resolve(eo.schedule, &eo.sched, &cfg, &resolved);
-    if ((s = mt_engine_check_host_memory_ranks(&cfg, prec, &eo, be, n_gpus))) goto fail; // one check, before any allocation
+    mt_schedule_resolve(eo.schedule, &eo.sched, cfg, &resolved);
+    MT_TRY(mt_engine_check_host_memory_ranks(cfg, prec, &eo, be, n_gpus)); // one check, before any allocation
     double t0 = mono_s();
-    if ((s = mt_model_alloc_ex(&model, &cfg, prec, be, resolved.host_pinned))) goto fail;
-    t_alloc = mono_s() - t0;
+    MT_TRY(mt_model_alloc_ex(&r->model, cfg, prec, be, resolved.host_pinned));
+    r->t_alloc = mono_s() - t0;
     t0 = mono_s();
-    int virtual_run = !mt_backend_has(be, MT_CAP_TENSOR_DATA);
-    int shard = H > 1 && !virtual_run && (!o->shard_optimizer || !strcmp(o->shard_optimizer, "hosts"));
-    if (shard && o->dump_grads) { // host 0 holds the hosts' sum of its own slice only
-        s = mt_fail(MT_ERR_ARG, "--dump-grads with the optimizer state sharded across %d hosts: host 0 holds the "
-                                "summed gradient of its slice only. HINT: add --shard-optimizer off", H);
-        goto fail;
-    }
-    shards = (mt_model_shards){.hosts = hosts, .m = &model};
-    if (shard) model.shards = &shards; // a load keeps this host's slices, a save gathers them (host_shard.h)
-    if (virtual_run) {
+    mt_model *model = &r->model;
+    r->virtual_run = !mt_backend_has(be, MT_CAP_TENSOR_DATA);
+    r->shard = H > 1 && !r->virtual_run && (!o->shard_optimizer || !strcmp(o->shard_optimizer, "hosts"));
+    if (r->shard && o->dump_grads) // host 0 holds the hosts' sum of its own slice only
+        return mt_fail(MT_ERR_ARG, "--dump-grads with the optimizer state sharded across %d hosts: host 0 holds the "
+                                   "summed gradient of its slice only. HINT: add --shard-optimizer off", H);
+    r->shards = (mt_model_shards){.hosts = r->hosts, .m = model};
+    if (r->shard) model->shards = &r->shards; // a load keeps this host's slices, a save gathers them (host_shard.h)
+    if (r->virtual_run) {
         // no tensor data exists: nothing to load or initialise
     } else if (o->resume) {
-        if ((s = mt_model_load_weights(&model, o->resume, &man.weights, NULL)) ||
-            (s = mt_model_load_optimizer(&model, o->resume, &man.moments)))
-            goto fail;
+        MT_TRY(mt_model_load_weights(model, o->resume, &r->man.weights, NULL));
+        MT_TRY(mt_model_load_optimizer(model, o->resume, &r->man.moments));
     } else if (o->model) {
         mt_load_report rep = {.allow_unused = o->allow_unused};
-        if ((s = mt_checkpoint_load_model(&model, o->model, &rep))) goto fail;
+        MT_TRY(mt_checkpoint_load_model(model, o->model, &rep));
         mt_note_unused(&rep);
     } else {
-        mt_model_init_random(&model, o->seed);
+        mt_model_init_random(model, o->seed);
     }
-    t_init = mono_s() - t0;
+    r->t_init = mono_s() - t0;
     t0 = mono_s();
-    if ((s = mt_engine_create_ranks(&model, bes, n_gpus, &eo, &eng)) || (s = mt_engine_set_hosts(eng, hosts))) goto fail;
-    if (shard && (s = mt_engine_shard_optimizer(eng))) goto fail;
-    if (shard && !quiet)
+    MT_TRY(mt_engine_create_ranks(model, r->bes, n_gpus, &eo, &r->eng));
+    MT_TRY(mt_engine_set_hosts(r->eng, r->hosts));
+    if (r->shard) MT_TRY(mt_engine_shard_optimizer(r->eng));
+    if (r->shard && !r->quiet)
         fprintf(stderr, "megatrain: %d hosts: the optimizer state is sharded, each host keeps 1/%d of it "
                         "(--shard-optimizer off keeps it whole on every host)\n", H, H);
-    t_engine = mono_s() - t0;
+    r->t_engine = mono_s() - t0;
     // What the run does, in train_state.json too: a resume sums the same way (bit-exact trajectory).
-    o->eng.grad_sum = mt_engine_grad_sum(eng);
-    if (eo.grad_sum == MT_GRAD_SUM_AUTO && model.wdt != MT_F32 && o->eng.grad_sum != MT_GRAD_SUM_F32)
+    o->eng.grad_sum = mt_engine_grad_sum(r->eng);
+    if (eo.grad_sum == MT_GRAD_SUM_AUTO && model->wdt != MT_F32 && o->eng.grad_sum != MT_GRAD_SUM_F32)
         fprintf(stderr, "megatrain: note: chunked weight gradients are summed in bf16 (one rounding per chunk): the "
                         "f32 buffer does not fit the device plan (--grad-accum-dtype f32 insists)\n");
     if (o->eng.sched.recompute == MT_RECOMPUTE_AUTO)
         fprintf(stderr, "megatrain: --recompute auto: %s (the least recompute whose device plan fits)\n",
-                mt_recompute_name(mt_engine_recompute(eng)));
+                mt_recompute_name(mt_engine_recompute(r->eng)));
     size_t devopt_bytes;
-    int devopt_units = mt_engine_device_units(eng, &devopt_bytes);
+    int devopt_units = mt_engine_device_units(r->eng, &devopt_bytes);
     if (devopt_units)
         fprintf(stderr, "megatrain: --device-optimizer: %d units' optimizer state on the device (%.2f GiB), updated "
                         "there (embedding, head, then layers in order)\n", devopt_units, devopt_bytes / 1073741824.0);
-    if (devopt_units && o->dump_grads) {
-        s = mt_fail(MT_ERR_ARG, "--dump-grads with --device-optimizer: the device's units' gradients never reach the "
-                                "host; give --device-optimizer off");
-        goto fail;
-    }
+    if (devopt_units && o->dump_grads)
+        return mt_fail(MT_ERR_ARG, "--dump-grads with --device-optimizer: the device's units' gradients never reach "
+                                   "the host; give --device-optimizer off");
     // A run whose saves cannot fit stops before it trains (checked again before each save).
-    if (o->save && !virtual_run && (s = mt_checkpoint_check_space(&cd, &model, (size_t)o->shard_size))) goto fail;
-    int json_stdout = mt_json_on_stdout(o); // else a person reads stdout: a short line a step there
-    if ((s = mt_sink_open(&sink, o->log, o->resume != NULL, json_stdout))) goto fail;
+    if (o->save && !r->virtual_run) MT_TRY(mt_checkpoint_check_space(&r->cd, model, (size_t)o->shard_size));
+    return MT_OK;
+}
 
-    size_t per_step = (size_t)o->eng.grad_accum * o->eng.B * o->eng.T;
-    inputs = malloc(2 * per_step * 4); // this step's batch, then the next one's (read ahead: rows first)
-    targets = malloc(2 * per_step * 4);
-    if (!inputs || !targets) {
-        s = mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the step's batch: --grad-accum %d x --batch %d x "
-                                   "--seq-len %d = %zu tokens (%.2f GiB of ids, twice); lower one of them",
-                    o->eng.grad_accum, o->eng.B, o->eng.T, per_step, (double)per_step * 8 / 1073741824.0);
-        goto fail;
-    }
+// The outputs (stdout, --log), the step's batch buffers, the signals; stderr says what the run is.
+static mt_status setup_outputs(train_run *r, const mt_options *o) {
+    const mt_config *cfg = &r->cfg;
+    const int H = r->H, n_gpus = r->n_gpus;
+    r->json_stdout = mt_json_on_stdout(o); // else a person reads stdout: a short line a step there
+    MT_TRY(mt_sink_open(&r->sink, o->log, o->resume != NULL, r->json_stdout));
+
+    size_t per_step = r->per_step = (size_t)o->eng.grad_accum * o->eng.B * o->eng.T;
+    r->inputs = malloc(2 * per_step * 4); // this step's batch, then the next one's (read ahead: rows first)
+    r->targets = malloc(2 * per_step * 4);
+    if (!r->inputs || !r->targets)
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the step's batch: --grad-accum %d x --batch %d x "
+                                      "--seq-len %d = %zu tokens (%.2f GiB of ids, twice); lower one of them",
+                       o->eng.grad_accum, o->eng.B, o->eng.T, per_step, (double)per_step * 8 / 1073741824.0);
     mt_run_signals_catch();
 
     mt_device_info info;
-    mt_backend_device_info(be, &info);
-    double params = (double)mt_config_params_total(&cfg);
+    mt_backend_device_info(r->be, &info);
+    r->params = (double)mt_config_params_total(cfg);
     char ranks_note[160] = "";
     if (n_gpus > 1 || H > 1)
         snprintf(ranks_note, sizeof ranks_note, " x %d devices%s%.0d%s (%d rows of each micro-batch each)", n_gpus,
@@ -409,166 +436,221 @@ int mt_cmd_train(mt_options *o, int is_default) {
     fprintf(stderr,
             "megatrain: %s %.2fM params, %d layers | %s precision, grads summed in %s | %s schedule | backend %s (%s)%s "
             "| data %s\n",
-            mt_arch_model_type(cfg.arch), params / 1e6, cfg.num_layers, o->precision, mt_grad_sum_name(o->eng.grad_sum),
-            o->eng.schedule->name, mt_backend_name(be), info.name, ranks_note, data.source);
-    int first_step = rs.step + 1;
-    if (first_step > o->steps) { // a resume already at --steps: nothing to train
-        if (shard && quiet && save_all && (s = mt_host_shard_serve(&shards))) goto fail; // host 0 may save
-        if (o->save && !same_dir(cd.dir, o->resume)) {
-            s = stage_checkpoint(&cd, &model, eng, o, rs.step, rs.skipped_steps, &data);
-            if (shard) s = shards_done(&shards, s);
-            if (s || (s = commit_checkpoint(&cd, rs.step))) goto fail;
-            fprintf(stderr, "megatrain: nothing to train (the checkpoint is at step %d = --steps); saved it to %s\n",
-                    rs.step, o->save);
-        } else {
-            if (shard && !quiet && save_all && (s = mt_host_shard_done(&shards))) goto fail; // the others serve
-            fprintf(stderr, "megatrain: nothing to train: %s is already at step %d (--steps %d)\n", o->resume, rs.step,
-                    o->steps);
-        }
-        rc = 0;
-        goto done;
+            mt_arch_model_type(cfg->arch), r->params / 1e6, cfg->num_layers, o->precision,
+            mt_grad_sum_name(o->eng.grad_sum), o->eng.schedule->name, mt_backend_name(r->be), info.name, ranks_note,
+            r->data.source);
+    return MT_OK;
+}
+
+// Everything a step needs, checked and made, in that order.
+static mt_status train_setup(train_run *r, mt_options *o, int is_default) {
+    MT_TRY(setup_inputs(r, o, is_default));
+    MT_TRY(setup_backends(r, o));
+    MT_TRY(setup_model(r, o));
+    return setup_outputs(r, o);
+}
+
+// A resume already at --steps: nothing to train; a --save elsewhere gets the checkpoint.
+static mt_status train_nothing(train_run *r, const mt_options *o) {
+    mt_status s;
+    const mt_train_state *rs = &r->rs;
+    if (r->shard && r->quiet && r->save_all) MT_TRY(mt_host_shard_serve(&r->shards)); // host 0 may save
+    if (o->save && !same_dir(r->cd.dir, o->resume)) {
+        s = stage_checkpoint(&r->cd, &r->model, r->eng, o, rs->step, rs->skipped_steps, &r->data);
+        if (r->shard) s = shards_done(&r->shards, s);
+        MT_TRY(s);
+        MT_TRY(commit_checkpoint(&r->cd, rs->step));
+        fprintf(stderr, "megatrain: nothing to train (the checkpoint is at step %d = --steps); saved it to %s\n",
+                rs->step, o->save);
+    } else {
+        if (r->shard && !r->quiet && r->save_all) MT_TRY(mt_host_shard_done(&r->shards)); // the others serve
+        fprintf(stderr, "megatrain: nothing to train: %s is already at step %d (--steps %d)\n", o->resume, rs->step,
+                o->steps);
     }
-    // Time to the first step (the campaign's sweep reads "ready in X s").
-    fprintf(stderr,
-            "megatrain: ready in %.1f s (backend %.1f s, host state %.1f GiB allocated in %.1f s%s, %s %.1f s, "
-            "engine %.1f s)\n",
-            mono_s() - t_start, t_backend - t_start, mt_model_host_bytes(&cfg, prec) / 1073741824.0, t_alloc,
-            mt_host_mem_hugepages() ? ", huge pages asked" : "",
-            virtual_run ? "no data" : o->resume ? "resume" : o->model ? "load" : "random init", t_init, t_engine);
-    mt_progress prog;
-    mt_progress_start(&prog, first_step, o->steps, !json_stdout && !quiet);
-    double first_loss = NAN, last_loss = NAN;
-    int saved_last = 0, skipped = rs.skipped_steps;
+    return MT_OK;
+}
+
+// The save after `step`: staged, and committed now when no next step will vouch for it
+// (last, or stopping), else once the next step's loss is finite (r->pending).
+static mt_status train_save(train_run *r, const mt_options *o, int step, int last, int stop) {
+    // Sharded, every host takes part in a save (host 0 writes it): host 0's --save (or
+    // --resume) and --save-every, the same on every host.
+    int due = r->save_all && (last || stop || (r->save_every && step % r->save_every == 0));
+    if (r->shard && r->quiet && due) MT_TRY(mt_host_shard_serve(&r->shards));
+    if (!(o->save && (last || stop || (o->save_every && step % o->save_every == 0)))) return MT_OK;
+    mt_status s = stage_checkpoint(&r->cd, &r->model, r->eng, o, step, r->skipped, &r->data);
+    if (r->shard) s = shards_done(&r->shards, s);
+    MT_TRY(s);
+    if (last || stop) { // no next step to vouch for it; it is finite
+        MT_TRY(commit_checkpoint(&r->cd, step));
+        if (!last) fprintf(stderr, "megatrain: saved step %d to %s\n", step, o->save);
+        r->saved_last = last;
+    } else {
+        r->pending = step;
+    }
+    return MT_OK;
+}
+
+// Steps first_step..--steps, each saved as --save and --save-every ask; a signal or a lost
+// output line stops the run after its step (r->interrupted: by a signal).
+static mt_status train_loop(train_run *r, mt_options *o, int first_step) {
+    mt_status s;
+    mt_engine *eng = r->eng;
+    const size_t per_step = r->per_step;
+    int32_t *inputs = r->inputs, *targets = r->targets;
+    mt_progress_start(&r->prog, first_step, o->steps, !r->json_stdout && !r->quiet);
+    r->first_loss = r->last_loss = NAN;
+    r->skipped = r->rs.skipped_steps;
     char lost[1200] = ""; // why a step's line did not reach stdout or the log
     for (int step = first_step; step <= o->steps; step++) {
         for (int g = 0; g < o->eng.grad_accum; g++)
-            mt_data_next(&data, o->eng.B, o->eng.T, inputs + (size_t)g * o->eng.B * o->eng.T,
+            mt_data_next(&r->data, o->eng.B, o->eng.T, inputs + (size_t)g * o->eng.B * o->eng.T,
                          targets + (size_t)g * o->eng.B * o->eng.T);
         if (step < o->steps) { // the next batch, read from a copy of the loader (its cursor is the checkpoint's)
-            mt_data ahead = data;
+            mt_data ahead = r->data;
             for (int g = 0; g < o->eng.grad_accum; g++)
                 mt_data_next(&ahead, o->eng.B, o->eng.T, inputs + per_step + (size_t)g * o->eng.B * o->eng.T,
                              targets + per_step + (size_t)g * o->eng.B * o->eng.T);
             mt_engine_next_inputs(eng, inputs + per_step);
         }
         float lr = lr_at(o, step);
-        mt_optim_hparams hp = {o->lr, o->weight_decay, o->beta1, o->beta2, o->eps, o->grad_clip, skipped};
+        mt_optim_hparams hp = {o->lr, o->weight_decay, o->beta1, o->beta2, o->eps, o->grad_clip, r->skipped};
         mt_step_stats st;
         double t0 = mt_engine_now_ms(eng);
-        if ((s = mt_engine_step(eng, inputs, targets, &hp, lr, step, &st))) goto fail;
-        if (step == o->steps && (s = mt_engine_finish(eng))) goto fail; // the last update counts in its step
+        MT_TRY(mt_engine_step(eng, inputs, targets, &hp, lr, step, &st));
+        if (step == o->steps) MT_TRY(mt_engine_finish(eng)); // the last update counts in its step
         double step_ms = mt_engine_now_ms(eng) - t0;
-        if (!virtual_run && !isfinite(st.loss)) {
+        if (!r->virtual_run && !isfinite(st.loss)) {
             char keep[4400] = "";
-            if (o->save) kept(&cd, keep, sizeof keep);
-            if (pending >= 0) mt_ckpt_dir_discard(&cd); // its weights gave this loss: not a checkpoint to keep
-            s = mt_fail(MT_ERR_ARG, "step %d: loss is %s; try a lower --lr%s%s", step, isnan(st.loss) ? "nan" : "inf",
-                        keep[0] ? "; " : "", keep);
-            goto fail;
+            if (o->save) kept(&r->cd, keep, sizeof keep);
+            if (r->pending >= 0) mt_ckpt_dir_discard(&r->cd); // its weights gave this loss: not a checkpoint to keep
+            return mt_fail(MT_ERR_ARG, "step %d: loss is %s; try a lower --lr%s%s", step,
+                           isnan(st.loss) ? "nan" : "inf", keep[0] ? "; " : "", keep);
         }
-        if (pending >= 0) { // this loss came from the staged weights: they are sound
-            if ((s = commit_checkpoint(&cd, pending))) goto fail;
-            fprintf(stderr, "megatrain: saved step %d to %s\n", pending, o->save);
-            pending = -1;
+        if (r->pending >= 0) { // this loss came from the staged weights: they are sound
+            MT_TRY(commit_checkpoint(&r->cd, r->pending));
+            fprintf(stderr, "megatrain: saved step %d to %s\n", r->pending, o->save);
+            r->pending = -1;
         }
         if (st.skipped) {
-            skipped++;
+            r->skipped++;
             fprintf(stderr, "megatrain: step %d: the gradient norm is not finite; the step is skipped (no update)\n", step);
         }
-        if (step == 1 && o->dump_grads && (s = mt_model_save_grads(&model, o->dump_grads))) goto fail;
+        if (step == 1 && o->dump_grads) MT_TRY(mt_model_save_grads(&r->model, o->dump_grads));
         // A line stdout or the log did not take stops the run after this step (saved
         // with --save); stdout's reader gone (EPIPE) is SIGPIPE, an interrupt.
-        if (!quiet && emit_step(&sink, step, &st, lr, step_ms, params) != MT_OK && sink.stdout_errno != EPIPE && !lost[0])
+        if (!r->quiet && emit_step(&r->sink, step, &st, lr, step_ms, r->params) != MT_OK &&
+            r->sink.stdout_errno != EPIPE && !lost[0])
             snprintf(lost, sizeof lost, "%s", mt_last_error());
-        if (isnan(first_loss)) first_loss = st.loss;
-        last_loss = st.loss;
-        mt_progress_update(&prog, step, st.loss, step_ms, (double)st.tokens,
-                           mt_metric_tflops(params, (double)st.tokens, step_ms));
+        if (isnan(r->first_loss)) r->first_loss = st.loss;
+        r->last_loss = st.loss;
+        mt_progress_update(&r->prog, step, st.loss, step_ms, (double)st.tokens,
+                           mt_metric_tflops(r->params, (double)st.tokens, step_ms));
         int last = step == o->steps;
-        int sig = mt_run_signal_caught() ? mt_run_signal_caught() : sink.stdout_errno == EPIPE ? SIGPIPE : 0;
+        int sig = mt_run_signal_caught() ? mt_run_signal_caught() : r->sink.stdout_errno == EPIPE ? SIGPIPE : 0;
         const char *where = "";
-        if (H > 1) { // a stop any host sees (a signal to one rank, host 0's lost output) stops all at this boundary
+        if (r->H > 1) { // a stop any host sees (a signal to one rank, host 0's lost output) stops all at this boundary
             int v[2] = {sig, lost[0] != 0}, mine = sig;
-            if ((s = hosts->agree_max(hosts, v, 2))) goto fail;
+            MT_TRY(r->hosts->agree_max(r->hosts, v, 2));
             sig = v[0];
             if (sig && !mine) where = " (sent to another host)";
             if (v[1] && !lost[0]) snprintf(lost, sizeof lost, "host 0's output failed");
-            agreed = sig || v[1];
+            r->agreed = sig || v[1];
         }
-        int stop = sig || lost[0];
-        // Sharded, every host takes part in a save (host 0 writes it): host 0's --save (or
-        // --resume) and --save-every, the same on every host.
-        int due = save_all && (last || stop || (save_every && step % save_every == 0));
-        if (shard && quiet && due && (s = mt_host_shard_serve(&shards))) goto fail;
-        if (o->save && (last || stop || (o->save_every && step % o->save_every == 0))) {
-            s = stage_checkpoint(&cd, &model, eng, o, step, skipped, &data);
-            if (shard) s = shards_done(&shards, s);
-            if (s) goto fail;
-            if (last || stop) { // no next step to vouch for it; it is finite
-                if ((s = commit_checkpoint(&cd, step))) goto fail;
-                if (!last) fprintf(stderr, "megatrain: saved step %d to %s\n", step, o->save);
-                saved_last = last;
-            } else {
-                pending = step;
-            }
-        }
-        if (lost[0]) {
-            s = mt_fail(MT_ERR_IO, "%s: the run stopped after step %d%s%s", lost, step,
-                        !save_dir ? " (no --save: the trained state is not kept)"
-                        : quiet   ? "; host 0 saves it in "
-                                  : "; it is saved in ",
-                        save_dir ? save_dir : "");
-            goto fail;
-        }
+        MT_TRY(train_save(r, o, step, last, sig || lost[0]));
+        const char *save_dir = r->save_dir;
+        if (lost[0])
+            return mt_fail(MT_ERR_IO, "%s: the run stopped after step %d%s%s", lost, step,
+                           !save_dir  ? " (no --save: the trained state is not kept)"
+                           : r->quiet ? "; host 0 saves it in "
+                                      : "; it is saved in ",
+                           save_dir ? save_dir : "");
         if (sig && !last) {
             fprintf(stderr, "megatrain: interrupted by %s%s%s after step %d%s%s\n", mt_run_signal_name(sig), where,
-                    sig == SIGPIPE && sink.stdout_errno == EPIPE ? " (stdout was closed)" : "", step,
-                    !save_dir ? " (no --save: state not kept)"
-                    : quiet   ? "; host 0 saves it to "
-                              : "; saved to ",
+                    sig == SIGPIPE && r->sink.stdout_errno == EPIPE ? " (stdout was closed)" : "", step,
+                    !save_dir  ? " (no --save: state not kept)"
+                    : r->quiet ? "; host 0 saves it to "
+                               : "; saved to ",
                     save_dir ? save_dir : "");
-            rc = 130;
-            goto done;
+            r->interrupted = 1;
+            return MT_OK;
         }
     }
-    if ((s = mt_engine_finish(eng))) goto fail;
-    if (!virtual_run && !saved_last && (s = mt_model_check_finite(&model))) { // the run's result, saved or not
+    MT_TRY(mt_engine_finish(eng));
+    if (!r->virtual_run && !r->saved_last && (s = mt_model_check_finite(&r->model))) { // the run's result, saved or not
         char why[900];
         snprintf(why, sizeof why, "%s", mt_last_error());
-        s = mt_fail(s, "after step %d: the trained state is not finite: %s", o->steps, why);
-        goto fail;
+        return mt_fail(s, "after step %d: the trained state is not finite: %s", o->steps, why);
     }
-    if (o->trace && (s = mt_engine_write_trace(eng, o->trace))) goto lost_output;
-    if (o->trace && mt_backend_supports(be, MT_OP_TRACE_WRITE)) { // a backend's own op timeline (sim), beside the layer view
+    return MT_OK;
+}
+
+// What is written after the last save (trace, the log's end): a failure says that the
+// training itself is kept.
+static mt_status train_outputs(train_run *r, const mt_options *o) {
+    mt_status s = MT_OK;
+    if (o->trace) s = mt_engine_write_trace(r->eng, o->trace);
+    if (s == MT_OK && o->trace && mt_backend_supports(r->be, MT_OP_TRACE_WRITE)) { // a backend's own op timeline (sim)
         char ops_path[1100];
         snprintf(ops_path, sizeof ops_path, "%s.ops.json", o->trace);
-        if ((s = mt_backend_trace_write(be, ops_path))) goto lost_output;
+        s = mt_backend_trace_write(r->be, ops_path);
     }
-    if ((s = mt_sink_close(&sink))) goto lost_output; // the log's last lines are lost: an error, whatever was saved
-    char json_dest[1100];
-    snprintf(json_dest, sizeof json_dest, "--log %s", o->log ? o->log : "");
-    mt_progress_end(&prog, o->log ? json_dest : json_stdout ? "stdout" : NULL);
-    if (is_default)
-        fprintf(stderr, "megatrain: loss %.4f -> %.4f over %d steps on the embedded corpus\n", first_loss, last_loss,
-                o->steps);
-    if (saved_last) fprintf(stderr, "megatrain: saved step %d to %s\n", o->steps, o->save);
-    rc = 0;
-    goto done;
-lost_output: // an output written after the last save failed: say that the training itself is kept
-    if (saved_last) {
+    if (s == MT_OK) s = mt_sink_close(&r->sink); // the log's last lines are lost: an error, whatever was saved
+    if (s != MT_OK && r->saved_last) {
         char why[1024];
         snprintf(why, sizeof why, "%s", mt_last_error());
         s = mt_fail(s, "%s; the trained state is saved in %s", why, o->save);
     }
-fail:
-    fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
-    rc = (s == MT_ERR_INTERRUPTED) ? 130 : 1;
-done:
-    mt_run_release(&(mt_run_parts){be, &model, eng, &data, &sink, inputs, targets, bes + 1, n_gpus - 1});
-    mt_ckpt_dir_close(&cd); // a save still staged (a failed run) is removed; DIR keeps what it had
-    mt_ckpt_manifest_free(&man);
-    mt_train_state_free(&rs);
-    mt_config_release(&cfg); // after the model, which borrowed its source text for the saves
-    if (hosts) hosts->destroy(hosts, rc != 0 && rc != 130 && !agreed); // a failed host takes the others down with it
+    return s;
+}
+
+int mt_cmd_train(mt_options *o, int is_default) {
+    train_run *r = calloc(1, sizeof *r);
+    if (!r) {
+        fprintf(stderr, "megatrain: error: host memory: cannot start the run\n");
+        return 1;
+    }
+    *r = (train_run){.t_start = mono_s(), .cd = {.lock_fd = -1, .committed_step = -1}, .n_gpus = 1, .H = 1,
+                     .pending = -1};
+    int rc = 1;
+    mt_status s = train_setup(r, o, is_default);
+    int first_step = r->rs.step + 1;
+    if (s == MT_OK && first_step > o->steps) {
+        s = train_nothing(r, o);
+        if (s == MT_OK) rc = 0;
+    } else if (s == MT_OK) {
+        // Time to the first step (the campaign's sweep reads "ready in X s").
+        fprintf(stderr,
+                "megatrain: ready in %.1f s (backend %.1f s, host state %.1f GiB allocated in %.1f s%s, %s %.1f s, "
+                "engine %.1f s)\n",
+                mono_s() - r->t_start, r->t_backend - r->t_start, mt_model_host_bytes(&r->cfg, r->prec) / 1073741824.0,
+                r->t_alloc, mt_host_mem_hugepages() ? ", huge pages asked" : "",
+                r->virtual_run ? "no data" : o->resume ? "resume" : o->model ? "load" : "random init", r->t_init,
+                r->t_engine);
+        s = train_loop(r, o, first_step);
+        if (s == MT_OK && r->interrupted) rc = 130;
+        else if (s == MT_OK && (s = train_outputs(r, o)) == MT_OK) {
+            char json_dest[1100];
+            snprintf(json_dest, sizeof json_dest, "--log %s", o->log ? o->log : "");
+            mt_progress_end(&r->prog, o->log ? json_dest : r->json_stdout ? "stdout" : NULL);
+            if (is_default)
+                fprintf(stderr, "megatrain: loss %.4f -> %.4f over %d steps on the embedded corpus\n", r->first_loss,
+                        r->last_loss, o->steps);
+            if (r->saved_last) fprintf(stderr, "megatrain: saved step %d to %s\n", o->steps, o->save);
+            rc = 0;
+        }
+    }
+    if (s != MT_OK) {
+        fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
+        rc = (s == MT_ERR_INTERRUPTED) ? 130 : 1;
+    }
+    mt_run_release(&(mt_run_parts){r->be, &r->model, r->eng, &r->data, &r->sink, r->inputs, r->targets, r->bes + 1,
+                                   r->n_gpus - 1});
+    mt_ckpt_dir_close(&r->cd); // a save still staged (a failed run) is removed; DIR keeps what it had
+    mt_ckpt_manifest_free(&r->man);
+    mt_train_state_free(&r->rs);
+    mt_config_release(&r->cfg); // after the model, which borrowed its source text for the saves
+    if (r->hosts) r->hosts->destroy(r->hosts, rc != 0 && rc != 130 && !r->agreed); // a failed host takes the others down with it
+    free(r);
     return rc;
 }
