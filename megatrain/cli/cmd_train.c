@@ -650,7 +650,8 @@ int mt_cmd_train(mt_options *o, int is_default) {
     mt_ckpt_manifest_free(&r->man);
     mt_train_state_free(&r->rs);
     mt_config_release(&r->cfg); // after the model, which borrowed its source text for the saves
-    if (r->hosts) r->hosts->destroy(r->hosts, rc != 0 && rc != 130 && !r->agreed); // a failed host takes the others down with it
+    if (r->hosts) // a failed host takes the others down with it
+        r->hosts->destroy(r->hosts, rc != 0 && rc != 130 && !r->agreed);
     free(r);
     return rc;
 }

@@ -81,7 +81,8 @@ mt_status mt_plan_build(const mt_config *cfg, const mt_plan_request *rq, mt_plan
     b->cfg = *cfg;
     b->in = rq->in; // the options train and eval hand the engine
     if (rq->in.rollback_rate > 1)
-        return mt_fail(MT_ERR_ARG, "--rollback-rate: a fraction of steps, in [0, 1]; got %g", (double)rq->in.rollback_rate);
+        return mt_fail(MT_ERR_ARG, "--rollback-rate: a fraction of steps, in [0, 1]; got %g",
+                       (double)rq->in.rollback_rate);
     MT_TRY(mt_precision_parse(rq->precision, &b->in.prec));
     MT_TRY(mt_attn_impl_parse(rq->attention, &b->in.attention));
     b->have_rates = rq->hardware != NULL;

@@ -148,7 +148,8 @@ mt_status mt_plan_json(const mt_plan_built *b, cJSON **out) {
     if (rq->recompute_given || rq->batch_auto) { // what the backward recomputes, auto resolved (docs/DESIGN.md#plan)
         cJSON_AddStringToObject(j, "recompute", mt_recompute_name(b->mem.engine.recompute));
         cJSON_AddStringToObject(j, "recompute_asked", rq->batch_auto && !rq->recompute_given
-                                                          ? "auto (--batch auto)" : mt_recompute_name(rq->in.eng.sched.recompute));
+                                                          ? "auto (--batch auto)"
+                                                          : mt_recompute_name(rq->in.eng.sched.recompute));
     }
     if (rq->batch_auto) add_batch_search(j, &b->bs, &b->hw);
     if (b->several) ranks_json(j, &b->rk);

@@ -46,8 +46,9 @@ mt_status mt_plan_tokens_per_day(const mt_config *c, const mt_plan_input *in, co
         if (n < per_host) n++;
         else if (h < MT_PLAN_MAX_HOSTS && hw->multi.nic_gbps > 0) h++;
         else {
-            o->stop = hw->multi.nic_gbps > 0 ? "up to the profile's GPUs per host and 1024 hosts"
-                                             : "up to the profile's GPUs per host: it has no multi.nic_gbps for more hosts";
+            o->stop = hw->multi.nic_gbps > 0
+                          ? "up to the profile's GPUs per host and 1024 hosts"
+                          : "up to the profile's GPUs per host: it has no multi.nic_gbps for more hosts";
             break;
         }
     }
