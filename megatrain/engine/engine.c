@@ -189,7 +189,7 @@ static mt_status devopt_choose(mt_model *m, mt_backend *be, const mt_engine_opts
 
 static mt_status create_devopt(mt_engine *e, const unsigned char *on, int n) {
     if (!n) return MT_OK;
-    MT_TRY(mt_devopt_create(e->m, e->be, on, mt_schedule_h2d_stream(&e->sh.s), &e->devopt));
+    MT_TRY(mt_devopt_create(e->model, e->be, on, mt_schedule_h2d_stream(&e->sh.s), &e->devopt));
     mt_opt_worker_set_device_units(e->opt, mt_devopt_mask(e->devopt));
     mt_weight_ring_set_devopt(e->w, e->devopt);
     mt_grad_offload_set_devopt(e->g, e->devopt);
@@ -217,7 +217,7 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     mt_engine *e = calloc(1, sizeof *e);
     if (!e) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the engine");
     *out = e;
-    e->m = m;
+    e->model = m;
     e->be = be;
     e->rank = e->slice = rank;
     e->n_ranks = e->n_slices = n_ranks;
@@ -313,8 +313,8 @@ mt_status mt_engine_create_ranks(mt_model *m, mt_backend **bes, int n_ranks, con
 }
 
 static void hosts_release(mt_engine *e) {
-    for (int u = 0; e->shard_opt && u < e->m->n_units; u++)
-        mt_host_shard_release(&e->m->units[u], e->hosts->n, e->hosts->rank);
+    for (int u = 0; e->shard_opt && u < e->model->n_units; u++)
+        mt_host_shard_release(&e->model->units[u], e->hosts->n, e->hosts->rank);
 }
 
 mt_status mt_engine_shard_optimizer(mt_engine *e) {

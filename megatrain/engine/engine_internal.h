@@ -19,7 +19,7 @@
 #include "engine/weight_ring.h"
 
 struct mt_engine {
-    mt_model *m;
+    mt_model *model;
     mt_backend *be;
     mt_engine_shape sh;
     const mt_schedule_desc *s; // = &sh.s, the resolved schedule

@@ -13,7 +13,7 @@ int mt_head_chunk_rows(int N, int V, size_t act_size, size_t budget_bytes, int f
 
 mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float dscale) {
     mt_backend *be = e->be;
-    const mt_model *m = e->m;
+    const mt_model *m = e->model;
     mt_activations *a = e->a;
     const int N = e->d.N, C = e->d.C, V = m->cfg.vocab_size;
     const size_t ws = mt_dtype_size(m->wdt), as = e->sh.as;

@@ -53,12 +53,12 @@ static mt_status forward(mt_engine *e, int mb, int n_mb, int *cursor) {
     if (mb == 0) MT_TRY(mt_weight_ring_load_embedding(e->w, a->h_ids, (size_t)n_mb * N, a->h_rows, &a->rows_used));
     if (a->rows_used) // the lookup reads the compact table the rows were copied into
         MT_TRY(mt_backend_copy(be, a->d_rows, a->h_rows + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
-    const mt_tensor_slot *ve = &e->m->lay_embed.t[MT_T_EMBED];
+    const mt_tensor_slot *ve = &e->model->lay_embed.t[MT_T_EMBED];
     int span;
     MT_TRY(mt_ckpt_before_write(e->ck, 0));
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding", -1, &span));
     MT_TRY(mt_backend_embedding_fwd(be, layer_input(e, 0), a->rows_used ? a->d_rows : a->d_ids,
-                            (char *)mt_weight_ring_embed(e->w) + ve->offset * mt_dtype_size(e->m->wdt), e->m->wdt, N,
+                            (char *)mt_weight_ring_embed(e->w) + ve->offset * mt_dtype_size(e->model->wdt), e->model->wdt, N,
                             e->d.C));
     MT_TRY(mt_trace_end(e->trace, span));
     if (!e->s->keep_activations) MT_TRY(mt_ckpt_after_write(e->ck, 0));
@@ -71,7 +71,7 @@ static mt_status forward(mt_engine *e, int mb, int n_mb, int *cursor) {
         if (j >= 0) MT_TRY(mt_ckpt_after_write(e->ck, j));
         MT_TRY(mt_weight_ring_release(e->w, (*cursor)++));
     }
-    if (mb == 0) MT_TRY(mt_weight_ring_load_resident(e->w, e->m->n_units - 1));
+    if (mb == 0) MT_TRY(mt_weight_ring_load_resident(e->w, e->model->n_units - 1));
     return MT_OK;
 }
 
@@ -86,7 +86,7 @@ static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cu
     void *gbuf;
     int slot, span;
     MT_TRY(mt_grad_offload_layer_buffer(e->g, &gbuf, &slot));
-    mt_layer_bind(&e->m->lay_layer, gbuf, e->m->wdt, &g);
+    mt_layer_bind(&e->model->lay_layer, gbuf, e->model->wdt, &g);
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "backward", i, &span));
     MT_TRY(mt_layer_backward(e->be, &e->d, &w, &g, a, &e->a->scratch, x_in, e->a->dx));
     MT_TRY(mt_trace_end(e->trace, span));
@@ -96,7 +96,7 @@ static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cu
 
 static mt_status backward(mt_engine *e, int mb, int *cursor) {
     mt_backend *be = e->be;
-    const mt_model *m = e->m;
+    const mt_model *m = e->model;
     mt_activations *a = e->a;
     const int L = e->sh.L, K = e->s->ckpt_interval, N = e->d.N;
     // The mean over the step's tokens: --gpus N has G x N micro-batches of N tokens (one rank's count, as
@@ -261,19 +261,19 @@ static mt_status walk_ranks(mt_engine *e, const int32_t *inputs, const int32_t *
 // Sharded (host_shard.h): each host sums only the slice it updates, and the norm is every
 // slice's sum of squares added in host order, then unit order.
 static mt_status sum_hosts(mt_engine *e, double *sumsq) {
-    double sq = 0, slices[e->m->n_units];
-    for (int u = 0; u < e->m->n_units; u++) {
-        mt_unit *x = &e->m->units[u];
+    double sq = 0, slices[e->model->n_units];
+    for (int u = 0; u < e->model->n_units; u++) {
+        mt_unit *x = &e->model->units[u];
         size_t n = x->lay->numel, off = 0, cnt = n;
-        if (!e->shard_opt) MT_TRY(e->hosts->reduce_grad(e->hosts, x->grad, e->m->wdt, n));
+        if (!e->shard_opt) MT_TRY(e->hosts->reduce_grad(e->hosts, x->grad, e->model->wdt, n));
         else {
-            MT_TRY(e->hosts->reduce_scatter(e->hosts, x->grad, e->m->wdt, n));
+            MT_TRY(e->hosts->reduce_scatter(e->hosts, x->grad, e->model->wdt, n));
             mt_host_shard_range(n, e->hosts->n, e->hosts->rank, &off, &cnt);
         }
-        slices[u] = mt_grad_sumsq((char *)x->grad + off * mt_dtype_size(e->m->wdt), e->m->wdt, cnt);
+        slices[u] = mt_grad_sumsq((char *)x->grad + off * mt_dtype_size(e->model->wdt), e->model->wdt, cnt);
     }
-    if (e->shard_opt) MT_TRY(e->hosts->sum_f64(e->hosts, slices, e->m->n_units));
-    for (int u = 0; u < e->m->n_units; u++) sq += slices[u];
+    if (e->shard_opt) MT_TRY(e->hosts->sum_f64(e->hosts, slices, e->model->n_units));
+    for (int u = 0; u < e->model->n_units; u++) sq += slices[u];
     *sumsq = sq;
     return MT_OK;
 }
@@ -282,15 +282,15 @@ static mt_status sum_hosts(mt_engine *e, double *sumsq) {
 // to every host before the next forward reads them.
 mt_status mt_engine_publish_unit(void *engine, int u) {
     mt_engine *e = engine;
-    mt_unit *x = &e->m->units[u];
-    return e->hosts->all_gather_worker(e->hosts, x->param, mt_dtype_size(e->m->wdt), x->lay->numel);
+    mt_unit *x = &e->model->units[u];
+    return e->hosts->all_gather_worker(e->hosts, x->param, mt_dtype_size(e->model->wdt), x->lay->numel);
 }
 
 static mt_status gather_params(mt_engine *e, double *wait_ms) {
     *wait_ms += mt_opt_worker_wait_all(e->opt);
-    for (int u = 0; u < e->m->n_units; u++) {
-        mt_unit *x = &e->m->units[u];
-        MT_TRY(e->hosts->all_gather(e->hosts, x->param, mt_dtype_size(e->m->wdt), x->lay->numel));
+    for (int u = 0; u < e->model->n_units; u++) {
+        mt_unit *x = &e->model->units[u];
+        MT_TRY(e->hosts->all_gather(e->hosts, x->param, mt_dtype_size(e->model->wdt), x->lay->numel));
     }
     return MT_OK;
 }
@@ -334,7 +334,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
                        (size_t)R * N * sizeof(float));
         losses = e->h_losses_all;
     }
-    st->loss = e->m->host.mean_loss(&e->m->host, losses, (size_t)G * H * R * N); // NaN where no data exists
+    st->loss = e->model->host.mean_loss(&e->model->host, losses, (size_t)G * H * R * N); // NaN where no data exists
     st->grad_norm = sqrt(sq);
     st->tokens = (long long)G * H * R * N;
     // torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to 1.
