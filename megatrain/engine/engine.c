@@ -222,7 +222,7 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     e->rank = e->slice = rank;
     e->n_ranks = e->n_slices = n_ranks;
     mt_engine_shape_init(&e->sh, c, m->prec, be->act_dtype, o, info.mem_free_bytes, mt_backend_caps(be));
-    e->s = &e->sh.s;
+    e->sched = &e->sh.s;
     e->spec_gated = o->sched.speculative < 0;
     e->d = e->sh.d;
     e->dev.be = be;
@@ -232,9 +232,9 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
         return mt_fail(MT_ERR_MEMORY,
                        "device memory: batch %d x seq %d with the %s schedule needs %.2f GiB but %s has %.2f GiB free; "
                        "lower --batch or --seq-len",
-                       o->B, o->T, e->s->name, fp.device_bytes / 1073741824.0, info.name,
+                       o->B, o->T, e->sched->name, fp.device_bytes / 1073741824.0, info.name,
                        info.mem_free_bytes / 1073741824.0);
-    if (e->s->offload_checkpoints)
+    if (e->sched->offload_checkpoints)
         MT_TRY(mt_host_budget_check(fp.checkpoints.host + fp.state.host, info.host_mem_avail_bytes, 0,
                                     "offloaded checkpoints with the model state"));
 
@@ -343,7 +343,7 @@ mt_status mt_engine_set_hosts(mt_engine *e, mt_hosts *h) {
     if (e->devopt)
         return mt_fail(MT_ERR_ARG, "several hosts: the hosts sum every unit's gradient on the host, and the device's "
                                    "units keep theirs on the device; run with --device-optimizer off");
-    if (e->s->speculative || e->sh.spec_window)
+    if (e->sched->speculative || e->sh.spec_window)
         return mt_fail(MT_ERR_ARG, "several hosts: the speculative step would update with one host's gradients "
                                    "before the hosts' sum; run with --speculative-step false");
     size_t n = (size_t)e->sh.G * e->n_ranks * e->d.N;

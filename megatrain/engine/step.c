@@ -17,14 +17,14 @@
 // Input / output buffers of layer i in the forward pass: with activations kept
 // every input is a checkpoint; else every K-th, the others ping-pong.
 static void *layer_input(mt_engine *e, int i) {
-    int K = e->s->ckpt_interval;
-    if (e->s->keep_activations) return mt_ckpt_dev(e->ck, i);
+    int K = e->sched->ckpt_interval;
+    if (e->sched->keep_activations) return mt_ckpt_dev(e->ck, i);
     return i % K == 0 ? mt_ckpt_dev(e->ck, i / K) : e->a->x_tmp[i & 1];
 }
 // The checkpoint index layer i's output becomes, or -1.
 static int output_ckpt(const mt_engine *e, int i) {
-    int K = e->s->ckpt_interval;
-    return !e->s->keep_activations && i + 1 < e->sh.L && (i + 1) % K == 0 ? (i + 1) / K : -1;
+    int K = e->sched->ckpt_interval;
+    return !e->sched->keep_activations && i + 1 < e->sh.L && (i + 1) % K == 0 ? (i + 1) / K : -1;
 }
 static void *layer_output(mt_engine *e, int i) { return i + 1 == e->sh.L ? e->a->x_final : layer_input(e, i + 1); }
 
@@ -61,7 +61,7 @@ static mt_status forward(mt_engine *e, int mb, int n_mb, int *cursor) {
                             (char *)mt_weight_ring_embed(e->w) + ve->offset * mt_dtype_size(e->model->wdt), e->model->wdt, N,
                             e->d.C));
     MT_TRY(mt_trace_end(e->trace, span));
-    if (!e->s->keep_activations) MT_TRY(mt_ckpt_after_write(e->ck, 0));
+    if (!e->sched->keep_activations) MT_TRY(mt_ckpt_after_write(e->ck, 0));
     for (int i = 0; i < e->sh.L; i++) {
         mt_layer_ptrs w;
         int j = output_ckpt(e, i);
@@ -81,7 +81,7 @@ static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cu
     MT_TRY(mt_weight_ring_acquire(e->w, *cursor, i, &w));
     mt_layer_acts *a = acts_for(e, i);
     // Recompute the internals; three weight passes re-run the forward in every backward (the official code).
-    if (e->a->n_acts == 1 && (e->a->acts_layer != i || e->s->weight_passes == 3))
+    if (e->a->n_acts == 1 && (e->a->acts_layer != i || e->sched->weight_passes == 3))
         MT_TRY(layer_forward(e, "recompute", i, &w, a, x_in, NULL));
     void *gbuf;
     int slot, span;
@@ -98,7 +98,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     mt_backend *be = e->be;
     const mt_model *m = e->model;
     mt_activations *a = e->a;
-    const int L = e->sh.L, K = e->s->ckpt_interval, N = e->d.N;
+    const int L = e->sh.L, K = e->sched->ckpt_interval, N = e->d.N;
     // The mean over the step's tokens: --gpus N has G x N micro-batches of N tokens (one rank's count, as
     // one rank running them all in turn computes it).
     float dscale = 1.0f / ((float)N * (float)(e->sh.G * e->n_slices));
@@ -112,7 +112,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     MT_TRY(mt_backend_copy(be, a->h_losses + (size_t)mb * N, a->losses, (size_t)N * 4, MT_COPY_D2H, MT_STREAM_COMPUTE));
     MT_TRY(mt_grad_offload_send_resident(e->g, m->n_units - 1, mb));
 
-    if (e->s->keep_activations) {
+    if (e->sched->keep_activations) {
         for (int i = L - 1; i >= 0; i--) MT_TRY(layer_backward(e, i, mt_ckpt_dev(e->ck, i), mb, cursor));
     } else {
         for (int s = (L - 1) / K * K; s >= 0; s -= K) {
@@ -121,7 +121,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
             MT_TRY(mt_ckpt_acquire(e->ck, j));
             a->blk_in[0] = mt_ckpt_dev(e->ck, j);
             // Rebuild the inputs of the block's layers; three weight passes run its last layer too (output unused).
-            int tail = e->s->weight_passes == 3;
+            int tail = e->sched->weight_passes == 3;
             for (int i = s; i < end - 1 + tail; i++) {
                 mt_layer_ptrs w;
                 MT_TRY(mt_weight_ring_acquire(e->w, *cursor, i, &w));
@@ -305,7 +305,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     MT_TRY(rank_begin(e, inputs, targets, step));
     // Adam counts the updates it applied: skipped steps are not among them (GradScaler's way).
     int adam_step = step - hp->skipped_before;
-    if (e->s->speculative && !(e->spec_gated && e->last_clipped)) {
+    if (e->sched->speculative && !(e->spec_gated && e->last_clipped)) {
         mt_adamw_hparams hs = {.lr = lr, .beta1 = hp->beta1, .beta2 = hp->beta2, .eps = hp->eps, .grad_scale = 1.0f,
                                .step = adam_step};
         mt_opt_worker_speculate(e->opt, &hs, hp->weight_decay, hp->grad_clip);
@@ -371,7 +371,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     mt_weight_ring_hand_over_rows(e->w); // the rows mt_engine_next_inputs named, if it was called
     mt_opt_worker_start(e->opt);
     MT_TRY(mt_devopt_step(e->devopt, &h, hp->weight_decay, st->skipped)); // beside the host's pass
-    if (!e->s->optimizer_overlapped) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
+    if (!e->sched->optimizer_overlapped) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
     if (e->shard_opt && !e->hosts->all_gather_worker) MT_TRY(gather_params(e, &st->opt_wait_ms));
     e->step_done++;
     return MT_OK;
