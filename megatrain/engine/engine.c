@@ -224,7 +224,7 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     mt_engine_shape_init(&e->sh, c, m->prec, be->act_dtype, o, info.mem_free_bytes, mt_backend_caps(be));
     e->sched = &e->sh.s;
     e->spec_gated = o->sched.speculative < 0;
-    e->d = e->sh.d;
+    e->dims = e->sh.d;
     e->dev.be = be;
     // What the configuration needs (the loss head at its floor) must fit; the head then grows into what is left.
     mt_engine_footprint fp = mt_engine_footprint_of(c, m->prec, o, be->act_dtype, info.mem_free_bytes, 0);
@@ -251,7 +251,7 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     MT_TRY(mt_grad_offload_create(&e->sh, m, &e->link, &e->dev, &e->g));
     if (!leader && e->sh.spec_window) mt_grad_offload_on_final(e->g, grad_final, e->opt);
     MT_TRY(mt_ckpt_store_create(&e->sh, be, &e->link, &e->dev, &e->ck));
-    MT_TRY(mt_activations_create(&e->sh, be, &e->dev, &e->d, &e->a));
+    MT_TRY(mt_activations_create(&e->sh, be, &e->dev, &e->dims, &e->a));
     e->a->scratch.grad_sum = mt_grad_offload_sum(e->g); // the layers' MLP and the head sum chunked gradients there
     MT_TRY(create_devopt(e, on_dev, n_dev));
     return MT_OK;
@@ -298,7 +298,7 @@ mt_status mt_engine_create_ranks(mt_model *m, mt_backend **bes, int n_ranks, con
     }
     lead->coll = coll;
     lead->ranks = calloc((size_t)n_ranks, sizeof *lead->ranks);
-    lead->h_losses_all = malloc((size_t)lead->sh.G * n_ranks * lead->d.N * sizeof(float));
+    lead->h_losses_all = malloc((size_t)lead->sh.G * n_ranks * lead->dims.N * sizeof(float));
     if (!lead->ranks || !lead->h_losses_all)
         return s != MT_OK ? s : mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the ranks' tables");
     lead->ranks[0] = lead;
@@ -346,7 +346,7 @@ mt_status mt_engine_set_hosts(mt_engine *e, mt_hosts *h) {
     if (e->sched->speculative || e->sh.spec_window)
         return mt_fail(MT_ERR_ARG, "several hosts: the speculative step would update with one host's gradients "
                                    "before the hosts' sum; run with --speculative-step false");
-    size_t n = (size_t)e->sh.G * e->n_ranks * e->d.N;
+    size_t n = (size_t)e->sh.G * e->n_ranks * e->dims.N;
     free(e->h_losses_hosts);
     if (!(e->h_losses_hosts = malloc(n * h->n * sizeof(float))))
         return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the hosts' losses");

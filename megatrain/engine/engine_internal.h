@@ -23,7 +23,7 @@ struct mt_engine {
     mt_backend *be;
     mt_engine_shape sh;
     const mt_schedule_desc *sched; // = &sh.s, the resolved schedule
-    mt_dims d;                 // sh.d with the RoPE tables bound
+    mt_dims dims;              // sh.d with the RoPE tables bound
     mt_devmem dev;
     mt_trace *trace;
     mt_link link;

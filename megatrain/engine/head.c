@@ -15,7 +15,7 @@ mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float d
     mt_backend *be = e->be;
     const mt_model *m = e->model;
     mt_activations *a = e->a;
-    const int N = e->d.N, C = e->d.C, V = m->cfg.vocab_size;
+    const int N = e->dims.N, C = e->dims.C, V = m->cfg.vocab_size;
     const size_t ws = mt_dtype_size(m->wdt), as = e->sh.as;
     const int tied = m->cfg.tie_word_embeddings;
     char *embed_w = mt_weight_ring_embed(e->w), *head_w = mt_weight_ring_head(e->w);
@@ -31,7 +31,7 @@ mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float d
     // rounded into dW once (else each chunk's "+=" rounds the bf16 gradient again).
     const int f32_sum = a->scratch.grad_sum && a->chunk_rows < N && m->wdt != MT_F32;
     void *dW_sum = f32_sum ? (void *)a->scratch.grad_sum : dW;
-    MT_TRY(mt_backend_rmsnorm_fwd(be, a->xn, a->rstd_final, a->x_final, norm_w, m->wdt, N, C, e->d.eps));
+    MT_TRY(mt_backend_rmsnorm_fwd(be, a->xn, a->rstd_final, a->x_final, norm_w, m->wdt, N, C, e->dims.eps));
     for (int r0 = 0; r0 < N; r0 += a->chunk_rows) {
         int n = N - r0 < a->chunk_rows ? N - r0 : a->chunk_rows;
         const char *xn = (const char *)a->xn + (size_t)r0 * C * as;

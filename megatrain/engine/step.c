@@ -35,7 +35,7 @@ static mt_status layer_forward(mt_engine *e, const char *what, int i, const mt_l
                                const void *x_in, void *x_out) {
     int span;
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, what, i, &span));
-    MT_TRY(mt_layer_forward(e->be, &e->d, w, a, &e->a->scratch, x_in, x_out));
+    MT_TRY(mt_layer_forward(e->be, &e->dims, w, a, &e->a->scratch, x_in, x_out));
     MT_TRY(mt_trace_end(e->trace, span));
     if (a == &e->a->acts[0]) e->a->acts_layer = i;
     return MT_OK;
@@ -46,7 +46,7 @@ static mt_status layer_forward(mt_engine *e, const char *what, int i, const mt_l
 static mt_status forward(mt_engine *e, int mb, int n_mb, int *cursor) {
     mt_backend *be = e->be;
     mt_activations *a = e->a;
-    const int N = e->d.N;
+    const int N = e->dims.N;
     MT_TRY(mt_backend_copy(be, a->d_ids, a->h_ids + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     MT_TRY(mt_backend_copy(be, a->d_tgt, a->h_tgt + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     if (mb == 0 && e->sh.rows_cap) MT_TRY(mt_weight_ring_load_first_if_kept(e->w));
@@ -59,7 +59,7 @@ static mt_status forward(mt_engine *e, int mb, int n_mb, int *cursor) {
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding", -1, &span));
     MT_TRY(mt_backend_embedding_fwd(be, layer_input(e, 0), a->rows_used ? a->d_rows : a->d_ids,
                             (char *)mt_weight_ring_embed(e->w) + ve->offset * mt_dtype_size(e->model->wdt), e->model->wdt, N,
-                            e->d.C));
+                            e->dims.C));
     MT_TRY(mt_trace_end(e->trace, span));
     if (!e->sched->keep_activations) MT_TRY(mt_ckpt_after_write(e->ck, 0));
     for (int i = 0; i < e->sh.L; i++) {
@@ -88,7 +88,7 @@ static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cu
     MT_TRY(mt_grad_offload_layer_buffer(e->g, &gbuf, &slot));
     mt_layer_bind(&e->model->lay_layer, gbuf, e->model->wdt, &g);
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "backward", i, &span));
-    MT_TRY(mt_layer_backward(e->be, &e->d, &w, &g, a, &e->a->scratch, x_in, e->a->dx));
+    MT_TRY(mt_layer_backward(e->be, &e->dims, &w, &g, a, &e->a->scratch, x_in, e->a->dx));
     MT_TRY(mt_trace_end(e->trace, span));
     MT_TRY(mt_weight_ring_release(e->w, (*cursor)++));
     return mt_grad_offload_send_layer(e->g, i, slot, mb);
@@ -98,7 +98,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     mt_backend *be = e->be;
     const mt_model *m = e->model;
     mt_activations *a = e->a;
-    const int L = e->sh.L, K = e->sched->ckpt_interval, N = e->d.N;
+    const int L = e->sh.L, K = e->sched->ckpt_interval, N = e->dims.N;
     // The mean over the step's tokens: --gpus N has G x N micro-batches of N tokens (one rank's count, as
     // one rank running them all in turn computes it).
     float dscale = 1.0f / ((float)N * (float)(e->sh.G * e->n_slices));
@@ -140,7 +140,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     void *embed_g = mt_grad_offload_embed(e->g);
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding backward", -1, &span));
     if (!m->cfg.tie_word_embeddings) MT_TRY(mt_backend_memset_zero(be, embed_g, m->lay_embed.numel * ws, MT_STREAM_COMPUTE));
-    MT_TRY(mt_backend_embedding_bwd(be, (char *)embed_g + ve->offset * ws, m->wdt, a->d_ids, a->dx, N, e->d.C));
+    MT_TRY(mt_backend_embedding_bwd(be, (char *)embed_g + ve->offset * ws, m->wdt, a->d_ids, a->dx, N, e->dims.C));
     MT_TRY(mt_trace_end(e->trace, span));
     // Rows first: the last update's other rows may still be running, and read the gradient
     // this one lands on (the first micro-batch's lands in place).
@@ -151,7 +151,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
 // One rank's part of a step, begun: its rows of each micro-batch in, the ring and link rewound,
 // the step's timeline opened. inputs: the step's G global micro-batches (the rank takes its slice).
 static mt_status rank_begin(mt_engine *e, const int32_t *inputs, const int32_t *targets, int step) {
-    const int G = e->sh.G, N = e->d.N, S = e->n_slices;
+    const int G = e->sh.G, N = e->dims.N, S = e->n_slices;
     mt_activations *a = e->a;
     // Micro-batch g of the step holds S slices of N tokens; this rank's is `slice`.
     for (int g = 0; g < G; g++) {
@@ -298,7 +298,7 @@ static mt_status gather_params(mt_engine *e, double *wait_ms) {
 mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *targets, const mt_optim_hparams *hp,
                          float lr, int step, mt_step_stats *st) {
     memset(st, 0, sizeof *st);
-    const int G = e->sh.G, N = e->d.N, R = e->n_ranks;
+    const int G = e->sh.G, N = e->dims.N, R = e->n_ranks;
     mt_activations *a = e->a;
     if (e->shard_opt) MT_TRY(mt_opt_worker_status(e->opt, 0)); // a hosts' gather of the last pass failed
     if (R > 1 && e->coll->bind) MT_TRY(e->coll->bind(e->coll, 0)); // this thread issues to rank 0's device
@@ -378,7 +378,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
 }
 
 void mt_engine_next_inputs(mt_engine *e, const int32_t *next) {
-    const int G = e->sh.G, N = e->d.N, R = e->n_ranks;
+    const int G = e->sh.G, N = e->dims.N, R = e->n_ranks;
     const int32_t *spans[G * R];
     for (int r = 0; r < R; r++) { // this host's ranks' slices of every micro-batch
         const mt_engine *x = e->ranks ? e->ranks[r] : e;
@@ -398,7 +398,7 @@ mt_status mt_engine_finish(mt_engine *e) {
 
 mt_status mt_engine_eval(mt_engine *e, const int32_t *inputs, const int32_t *targets, double *loss_sum) {
     mt_activations *a = e->a;
-    const int N = e->d.N;
+    const int N = e->dims.N;
     memcpy(a->h_ids, inputs, (size_t)N * 4);
     memcpy(a->h_tgt, targets, (size_t)N * 4);
     mt_weight_ring_rewind(e->w);
