@@ -191,7 +191,7 @@ static mt_status create_devopt(mt_engine *e, const unsigned char *on, int n) {
     if (!n) return MT_OK;
     MT_TRY(mt_devopt_create(e->model, e->be, on, mt_schedule_h2d_stream(&e->sh.s), &e->devopt));
     mt_opt_worker_set_device_units(e->opt, mt_devopt_mask(e->devopt));
-    mt_weight_ring_set_devopt(e->w, e->devopt);
+    mt_weight_ring_set_devopt(e->ring, e->devopt);
     mt_grad_offload_set_devopt(e->g, e->devopt);
     return MT_OK;
 }
@@ -247,7 +247,7 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
         e->owns_opt = 1;
         mt_opt_worker_set_trace(e->opt, e->trace);
     }
-    MT_TRY(mt_weight_ring_create(&e->sh, m, &e->link, e->opt, &e->dev, &e->w));
+    MT_TRY(mt_weight_ring_create(&e->sh, m, &e->link, e->opt, &e->dev, &e->ring));
     MT_TRY(mt_grad_offload_create(&e->sh, m, &e->link, &e->dev, &e->g));
     if (!leader && e->sh.spec_window) mt_grad_offload_on_final(e->g, grad_final, e->opt);
     MT_TRY(mt_ckpt_store_create(&e->sh, be, &e->link, &e->dev, &e->ck));
@@ -370,7 +370,7 @@ static void destroy_rank(mt_engine *e) {
     mt_grad_offload_destroy(e->g); // its drain thread before the trace it writes to
     mt_trace_destroy(e->trace);
     mt_devmem_free_all(&e->dev);
-    mt_weight_ring_destroy(e->w);
+    mt_weight_ring_destroy(e->ring);
     mt_ckpt_store_destroy(e->ck);
     mt_activations_destroy(e->a);
     free(e);

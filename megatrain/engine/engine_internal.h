@@ -28,7 +28,7 @@ struct mt_engine {
     mt_trace *trace;
     mt_link link;
     mt_opt_worker *opt;
-    mt_weight_ring *w;
+    mt_weight_ring *ring;
     mt_grad_offload *g;
     mt_ckpt_store *ck;
     mt_activations *a;

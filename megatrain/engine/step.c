@@ -49,8 +49,8 @@ static mt_status forward(mt_engine *e, int mb, int n_mb, int *cursor) {
     const int N = e->dims.N;
     MT_TRY(mt_backend_copy(be, a->d_ids, a->h_ids + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     MT_TRY(mt_backend_copy(be, a->d_tgt, a->h_tgt + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
-    if (mb == 0 && e->sh.rows_cap) MT_TRY(mt_weight_ring_load_first_if_kept(e->w));
-    if (mb == 0) MT_TRY(mt_weight_ring_load_embedding(e->w, a->h_ids, (size_t)n_mb * N, a->h_rows, &a->rows_used));
+    if (mb == 0 && e->sh.rows_cap) MT_TRY(mt_weight_ring_load_first_if_kept(e->ring));
+    if (mb == 0) MT_TRY(mt_weight_ring_load_embedding(e->ring, a->h_ids, (size_t)n_mb * N, a->h_rows, &a->rows_used));
     if (a->rows_used) // the lookup reads the compact table the rows were copied into
         MT_TRY(mt_backend_copy(be, a->d_rows, a->h_rows + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     const mt_tensor_slot *ve = &e->model->lay_embed.t[MT_T_EMBED];
@@ -58,27 +58,27 @@ static mt_status forward(mt_engine *e, int mb, int n_mb, int *cursor) {
     MT_TRY(mt_ckpt_before_write(e->ck, 0));
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding", -1, &span));
     MT_TRY(mt_backend_embedding_fwd(be, layer_input(e, 0), a->rows_used ? a->d_rows : a->d_ids,
-                            (char *)mt_weight_ring_embed(e->w) + ve->offset * mt_dtype_size(e->model->wdt), e->model->wdt, N,
+                            (char *)mt_weight_ring_embed(e->ring) + ve->offset * mt_dtype_size(e->model->wdt), e->model->wdt, N,
                             e->dims.C));
     MT_TRY(mt_trace_end(e->trace, span));
     if (!e->sched->keep_activations) MT_TRY(mt_ckpt_after_write(e->ck, 0));
     for (int i = 0; i < e->sh.L; i++) {
         mt_layer_ptrs w;
         int j = output_ckpt(e, i);
-        MT_TRY(mt_weight_ring_acquire(e->w, *cursor, i, &w));
+        MT_TRY(mt_weight_ring_acquire(e->ring, *cursor, i, &w));
         if (j >= 0) MT_TRY(mt_ckpt_before_write(e->ck, j));
         MT_TRY(layer_forward(e, "forward", i, &w, acts_for(e, i), layer_input(e, i), layer_output(e, i)));
         if (j >= 0) MT_TRY(mt_ckpt_after_write(e->ck, j));
-        MT_TRY(mt_weight_ring_release(e->w, (*cursor)++));
+        MT_TRY(mt_weight_ring_release(e->ring, (*cursor)++));
     }
-    if (mb == 0) MT_TRY(mt_weight_ring_load_resident(e->w, e->model->n_units - 1));
+    if (mb == 0) MT_TRY(mt_weight_ring_load_resident(e->ring, e->model->n_units - 1));
     return MT_OK;
 }
 
 // Backward of layer i from its saved input; dx holds dL/d(output of i).
 static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cursor) {
     mt_layer_ptrs w, g;
-    MT_TRY(mt_weight_ring_acquire(e->w, *cursor, i, &w));
+    MT_TRY(mt_weight_ring_acquire(e->ring, *cursor, i, &w));
     mt_layer_acts *a = acts_for(e, i);
     // Recompute the internals; three weight passes re-run the forward in every backward (the official code).
     if (e->a->n_acts == 1 && (e->a->acts_layer != i || e->sched->weight_passes == 3))
@@ -90,7 +90,7 @@ static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cu
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "backward", i, &span));
     MT_TRY(mt_layer_backward(e->be, &e->dims, &w, &g, a, &e->a->scratch, x_in, e->a->dx));
     MT_TRY(mt_trace_end(e->trace, span));
-    MT_TRY(mt_weight_ring_release(e->w, (*cursor)++));
+    MT_TRY(mt_weight_ring_release(e->ring, (*cursor)++));
     return mt_grad_offload_send_layer(e->g, i, slot, mb);
 }
 
@@ -124,10 +124,10 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
             int tail = e->sched->weight_passes == 3;
             for (int i = s; i < end - 1 + tail; i++) {
                 mt_layer_ptrs w;
-                MT_TRY(mt_weight_ring_acquire(e->w, *cursor, i, &w));
+                MT_TRY(mt_weight_ring_acquire(e->ring, *cursor, i, &w));
                 MT_TRY(layer_forward(e, "recompute", i, &w, &a->acts[0], a->blk_in[i - s],
                                      i < end - 1 ? a->blk_in[i - s + 1] : NULL));
-                MT_TRY(mt_weight_ring_release(e->w, (*cursor)++));
+                MT_TRY(mt_weight_ring_release(e->ring, (*cursor)++));
             }
             for (int i = end - 1; i >= s; i--) MT_TRY(layer_backward(e, i, a->blk_in[i - s], mb, cursor));
             MT_TRY(mt_ckpt_release(e->ck, j));
@@ -144,7 +144,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     MT_TRY(mt_trace_end(e->trace, span));
     // Rows first: the last update's other rows may still be running, and read the gradient
     // this one lands on (the first micro-batch's lands in place).
-    if (mb == 0 && e->sh.rows_cap) mt_weight_ring_wait_update(e->w, 0);
+    if (mb == 0 && e->sh.rows_cap) mt_weight_ring_wait_update(e->ring, 0);
     return mt_grad_offload_send_resident(e->g, 0, mb);
 }
 
@@ -159,8 +159,8 @@ static mt_status rank_begin(mt_engine *e, const int32_t *inputs, const int32_t *
         memcpy(a->h_ids + (size_t)g * N, inputs + from, (size_t)N * 4);
         memcpy(a->h_tgt + (size_t)g * N, targets + from, (size_t)N * 4);
     }
-    mt_weight_ring_rewind(e->w);
-    mt_weight_ring_take_opt_wait(e->w); // waits outside a step (an eval) are not this step's
+    mt_weight_ring_rewind(e->ring);
+    mt_weight_ring_take_opt_wait(e->ring); // waits outside a step (an eval) are not this step's
     mt_link_rewind(&e->link);
     return mt_trace_step_begin(e->trace, step);
 }
@@ -173,7 +173,7 @@ static mt_status rank_walk(mt_engine *e) {
         MT_TRY(forward(e, mb, G, &cursor));
         MT_TRY(backward(e, mb, &cursor));
     }
-    int n_uses = mt_weight_ring_n_uses(e->w);
+    int n_uses = mt_weight_ring_n_uses(e->ring);
     if (cursor != n_uses) return mt_fail(MT_ERR_BACKEND, "internal: the step has %d weight uses, walked %d", n_uses, cursor);
     return MT_OK;
 }
@@ -366,9 +366,9 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
         st->h2d_bytes += e->ranks[r]->link.bytes[0];
         st->d2h_bytes += e->ranks[r]->link.bytes[1];
     }
-    st->opt_wait_ms = mt_weight_ring_take_opt_wait(e->w);
+    st->opt_wait_ms = mt_weight_ring_take_opt_wait(e->ring);
 
-    mt_weight_ring_hand_over_rows(e->w); // the rows mt_engine_next_inputs named, if it was called
+    mt_weight_ring_hand_over_rows(e->ring); // the rows mt_engine_next_inputs named, if it was called
     mt_opt_worker_start(e->opt);
     MT_TRY(mt_devopt_step(e->devopt, &h, hp->weight_decay, st->skipped)); // beside the host's pass
     if (!e->sched->optimizer_overlapped) st->opt_wait_ms += mt_opt_worker_wait_all(e->opt);
@@ -384,7 +384,7 @@ void mt_engine_next_inputs(mt_engine *e, const int32_t *next) {
         const mt_engine *x = e->ranks ? e->ranks[r] : e;
         for (int g = 0; g < G; g++) spans[r * G + g] = next + ((size_t)g * x->n_slices + x->slice) * N;
     }
-    mt_weight_ring_announce(e->w, spans, G * R, (size_t)N);
+    mt_weight_ring_announce(e->ring, spans, G * R, (size_t)N);
 }
 
 double mt_engine_now_ms(const mt_engine *e) { return mt_trace_host_now(e->trace); }
@@ -401,7 +401,7 @@ mt_status mt_engine_eval(mt_engine *e, const int32_t *inputs, const int32_t *tar
     const int N = e->dims.N;
     memcpy(a->h_ids, inputs, (size_t)N * 4);
     memcpy(a->h_tgt, targets, (size_t)N * 4);
-    mt_weight_ring_rewind(e->w);
+    mt_weight_ring_rewind(e->ring);
     MT_TRY(mt_trace_step_begin(e->trace, 0)); // also recycles the trace's events, eval after eval
     int cursor = 0;
     MT_TRY(forward(e, 0, 1, &cursor));
