@@ -192,7 +192,7 @@ static mt_status create_devopt(mt_engine *e, const unsigned char *on, int n) {
     MT_TRY(mt_devopt_create(e->model, e->be, on, mt_schedule_h2d_stream(&e->sh.s), &e->devopt));
     mt_opt_worker_set_device_units(e->opt, mt_devopt_mask(e->devopt));
     mt_weight_ring_set_devopt(e->ring, e->devopt);
-    mt_grad_offload_set_devopt(e->g, e->devopt);
+    mt_grad_offload_set_devopt(e->grads, e->devopt);
     return MT_OK;
 }
 
@@ -248,11 +248,11 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
         mt_opt_worker_set_trace(e->opt, e->trace);
     }
     MT_TRY(mt_weight_ring_create(&e->sh, m, &e->link, e->opt, &e->dev, &e->ring));
-    MT_TRY(mt_grad_offload_create(&e->sh, m, &e->link, &e->dev, &e->g));
-    if (!leader && e->sh.spec_window) mt_grad_offload_on_final(e->g, grad_final, e->opt);
+    MT_TRY(mt_grad_offload_create(&e->sh, m, &e->link, &e->dev, &e->grads));
+    if (!leader && e->sh.spec_window) mt_grad_offload_on_final(e->grads, grad_final, e->opt);
     MT_TRY(mt_ckpt_store_create(&e->sh, be, &e->link, &e->dev, &e->ck));
     MT_TRY(mt_activations_create(&e->sh, be, &e->dev, &e->dims, &e->a));
-    e->a->scratch.grad_sum = mt_grad_offload_sum(e->g); // the layers' MLP and the head sum chunked gradients there
+    e->a->scratch.grad_sum = mt_grad_offload_sum(e->grads); // the layers' MLP and the head sum chunked gradients there
     MT_TRY(create_devopt(e, on_dev, n_dev));
     return MT_OK;
 }
@@ -303,11 +303,11 @@ mt_status mt_engine_create_ranks(mt_model *m, mt_backend **bes, int n_ranks, con
         return s != MT_OK ? s : mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the ranks' tables");
     lead->ranks[0] = lead;
     MT_TRY(s);
-    mt_grad_offload_join(lead->g, coll, 0, lead->g);
+    mt_grad_offload_join(lead->grads, coll, 0, lead->grads);
     for (int r = 1; r < n_ranks; r++) {
         if (coll->bind) MT_TRY(coll->bind(coll, r)); // the rank's buffers on its own device
         MT_TRY(create_rank(m, bes[r], &ro, lead, r, n_ranks, &lead->ranks[r]));
-        mt_grad_offload_join(lead->ranks[r]->g, coll, r, lead->g);
+        mt_grad_offload_join(lead->ranks[r]->grads, coll, r, lead->grads);
     }
     return coll->bind ? coll->bind(coll, 0) : MT_OK;
 }
@@ -367,7 +367,7 @@ static void destroy_rank(mt_engine *e) {
     if (!e) return;
     mt_backend *be = e->be;
     for (int s = 0; s < MT_NUM_STREAMS; s++) mt_backend_stream_sync(be, (mt_stream_id)s);
-    mt_grad_offload_destroy(e->g); // its drain thread before the trace it writes to
+    mt_grad_offload_destroy(e->grads); // its drain thread before the trace it writes to
     mt_trace_destroy(e->trace);
     mt_devmem_free_all(&e->dev);
     mt_weight_ring_destroy(e->ring);

@@ -29,7 +29,7 @@ struct mt_engine {
     mt_link link;
     mt_opt_worker *opt;
     mt_weight_ring *ring;
-    mt_grad_offload *g;
+    mt_grad_offload *grads;
     mt_ckpt_store *ck;
     mt_activations *a;
     struct mt_devopt *devopt;  // leader only: the units the device updates (device_optimizer.h), or NULL

@@ -19,7 +19,7 @@ mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float d
     const size_t ws = mt_dtype_size(m->wdt), as = e->sh.as;
     const int tied = m->cfg.tie_word_embeddings;
     char *embed_w = mt_weight_ring_embed(e->ring), *head_w = mt_weight_ring_head(e->ring);
-    char *embed_g = mt_grad_offload_embed(e->g), *head_g = mt_grad_offload_head(e->g);
+    char *embed_g = mt_grad_offload_embed(e->grads), *head_g = mt_grad_offload_head(e->grads);
     const mt_tensor_slot *vn = &m->lay_head.t[MT_T_NORM];
     const mt_tensor_slot *vw = tied ? &m->lay_embed.t[MT_T_EMBED] : &m->lay_head.t[MT_T_LM_HEAD];
     char *wbase = tied ? embed_w : head_w, *gbase = tied ? embed_g : head_g;

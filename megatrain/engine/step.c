@@ -85,13 +85,13 @@ static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cu
         MT_TRY(layer_forward(e, "recompute", i, &w, a, x_in, NULL));
     void *gbuf;
     int slot, span;
-    MT_TRY(mt_grad_offload_layer_buffer(e->g, &gbuf, &slot));
+    MT_TRY(mt_grad_offload_layer_buffer(e->grads, &gbuf, &slot));
     mt_layer_bind(&e->model->lay_layer, gbuf, e->model->wdt, &g);
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "backward", i, &span));
     MT_TRY(mt_layer_backward(e->be, &e->dims, &w, &g, a, &e->a->scratch, x_in, e->a->dx));
     MT_TRY(mt_trace_end(e->trace, span));
     MT_TRY(mt_weight_ring_release(e->ring, (*cursor)++));
-    return mt_grad_offload_send_layer(e->g, i, slot, mb);
+    return mt_grad_offload_send_layer(e->grads, i, slot, mb);
 }
 
 static mt_status backward(mt_engine *e, int mb, int *cursor) {
@@ -104,13 +104,13 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     float dscale = 1.0f / ((float)N * (float)(e->sh.G * e->n_slices));
 
     // Head: its grads (and the tied embedding's) must have left the device buffers.
-    MT_TRY(mt_grad_offload_resident_free(e->g));
+    MT_TRY(mt_grad_offload_resident_free(e->grads));
     int span;
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "loss head", -1, &span));
     MT_TRY(mt_head_forward_backward(e, mb, 1, dscale));
     MT_TRY(mt_trace_end(e->trace, span));
     MT_TRY(mt_backend_copy(be, a->h_losses + (size_t)mb * N, a->losses, (size_t)N * 4, MT_COPY_D2H, MT_STREAM_COMPUTE));
-    MT_TRY(mt_grad_offload_send_resident(e->g, m->n_units - 1, mb));
+    MT_TRY(mt_grad_offload_send_resident(e->grads, m->n_units - 1, mb));
 
     if (e->sched->keep_activations) {
         for (int i = L - 1; i >= 0; i--) MT_TRY(layer_backward(e, i, mt_ckpt_dev(e->ck, i), mb, cursor));
@@ -137,7 +137,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     // Embedding: scatter-add dx into the embedding gradient (after the tied head's part).
     const mt_tensor_slot *ve = &m->lay_embed.t[MT_T_EMBED];
     size_t ws = mt_dtype_size(m->wdt);
-    void *embed_g = mt_grad_offload_embed(e->g);
+    void *embed_g = mt_grad_offload_embed(e->grads);
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding backward", -1, &span));
     if (!m->cfg.tie_word_embeddings) MT_TRY(mt_backend_memset_zero(be, embed_g, m->lay_embed.numel * ws, MT_STREAM_COMPUTE));
     MT_TRY(mt_backend_embedding_bwd(be, (char *)embed_g + ve->offset * ws, m->wdt, a->d_ids, a->dx, N, e->dims.C));
@@ -145,7 +145,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     // Rows first: the last update's other rows may still be running, and read the gradient
     // this one lands on (the first micro-batch's lands in place).
     if (mb == 0 && e->sh.rows_cap) mt_weight_ring_wait_update(e->ring, 0);
-    return mt_grad_offload_send_resident(e->g, 0, mb);
+    return mt_grad_offload_send_resident(e->grads, 0, mb);
 }
 
 // One rank's part of a step, begun: its rows of each micro-batch in, the ring and link rewound,
@@ -204,7 +204,7 @@ static mt_status peer_run(rank_job *j) {
     MT_TRY(rank_begin(e, j->inputs, j->targets, j->step));
     MT_TRY(rank_walk(e));
     double wait_ms;
-    MT_TRY(mt_grad_offload_drained(e->g, &wait_ms));
+    MT_TRY(mt_grad_offload_drained(e->grads, &wait_ms));
     MT_TRY(sync_streams(e));
     mt_phase_times ph;
     return mt_trace_step_end(e->trace, &ph);
@@ -250,7 +250,7 @@ static mt_status walk_ranks(mt_engine *e, const int32_t *inputs, const int32_t *
     }
     if (s != MT_OK) { // the leader's own drains land nothing more; wait for them before saying why
         double wait_ms;
-        (void)mt_grad_offload_drained(e->g, &wait_ms);
+        (void)mt_grad_offload_drained(e->grads, &wait_ms);
         return mt_fail(s, "%s", first);
     }
     return MT_OK;
@@ -313,7 +313,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     if (R == 1) MT_TRY(rank_walk(e));
     else MT_TRY(walk_ranks(e, inputs, targets, step)); // every other rank's gradients have landed
     double sq;
-    MT_TRY(mt_grad_offload_finish(e->g, &st->drain_wait_ms, &sq)); // the norm: every unit's, once, in unit order
+    MT_TRY(mt_grad_offload_finish(e->grads, &st->drain_wait_ms, &sq)); // the norm: every unit's, once, in unit order
     MT_TRY(sync_streams(e));
     if (e->hosts) MT_TRY(sum_hosts(e, &sq));
     const float *losses = a->h_losses;
