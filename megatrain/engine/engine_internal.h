@@ -30,7 +30,7 @@ struct mt_engine {
     mt_opt_worker *opt;
     mt_weight_ring *ring;
     mt_grad_offload *grads;
-    mt_ckpt_store *ck;
+    mt_ckpt_store *ckpts;
     mt_activations *a;
     struct mt_devopt *devopt;  // leader only: the units the device updates (device_optimizer.h), or NULL
     int step_done;             // steps completed

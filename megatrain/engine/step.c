@@ -18,8 +18,8 @@
 // every input is a checkpoint; else every K-th, the others ping-pong.
 static void *layer_input(mt_engine *e, int i) {
     int K = e->sched->ckpt_interval;
-    if (e->sched->keep_activations) return mt_ckpt_dev(e->ck, i);
-    return i % K == 0 ? mt_ckpt_dev(e->ck, i / K) : e->a->x_tmp[i & 1];
+    if (e->sched->keep_activations) return mt_ckpt_dev(e->ckpts, i);
+    return i % K == 0 ? mt_ckpt_dev(e->ckpts, i / K) : e->a->x_tmp[i & 1];
 }
 // The checkpoint index layer i's output becomes, or -1.
 static int output_ckpt(const mt_engine *e, int i) {
@@ -55,20 +55,20 @@ static mt_status forward(mt_engine *e, int mb, int n_mb, int *cursor) {
         MT_TRY(mt_backend_copy(be, a->d_rows, a->h_rows + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     const mt_tensor_slot *ve = &e->model->lay_embed.t[MT_T_EMBED];
     int span;
-    MT_TRY(mt_ckpt_before_write(e->ck, 0));
+    MT_TRY(mt_ckpt_before_write(e->ckpts, 0));
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding", -1, &span));
     MT_TRY(mt_backend_embedding_fwd(be, layer_input(e, 0), a->rows_used ? a->d_rows : a->d_ids,
                             (char *)mt_weight_ring_embed(e->ring) + ve->offset * mt_dtype_size(e->model->wdt), e->model->wdt, N,
                             e->dims.C));
     MT_TRY(mt_trace_end(e->trace, span));
-    if (!e->sched->keep_activations) MT_TRY(mt_ckpt_after_write(e->ck, 0));
+    if (!e->sched->keep_activations) MT_TRY(mt_ckpt_after_write(e->ckpts, 0));
     for (int i = 0; i < e->sh.L; i++) {
         mt_layer_ptrs w;
         int j = output_ckpt(e, i);
         MT_TRY(mt_weight_ring_acquire(e->ring, *cursor, i, &w));
-        if (j >= 0) MT_TRY(mt_ckpt_before_write(e->ck, j));
+        if (j >= 0) MT_TRY(mt_ckpt_before_write(e->ckpts, j));
         MT_TRY(layer_forward(e, "forward", i, &w, acts_for(e, i), layer_input(e, i), layer_output(e, i)));
-        if (j >= 0) MT_TRY(mt_ckpt_after_write(e->ck, j));
+        if (j >= 0) MT_TRY(mt_ckpt_after_write(e->ckpts, j));
         MT_TRY(mt_weight_ring_release(e->ring, (*cursor)++));
     }
     if (mb == 0) MT_TRY(mt_weight_ring_load_resident(e->ring, e->model->n_units - 1));
@@ -113,13 +113,13 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     MT_TRY(mt_grad_offload_send_resident(e->grads, m->n_units - 1, mb));
 
     if (e->sched->keep_activations) {
-        for (int i = L - 1; i >= 0; i--) MT_TRY(layer_backward(e, i, mt_ckpt_dev(e->ck, i), mb, cursor));
+        for (int i = L - 1; i >= 0; i--) MT_TRY(layer_backward(e, i, mt_ckpt_dev(e->ckpts, i), mb, cursor));
     } else {
         for (int s = (L - 1) / K * K; s >= 0; s -= K) {
             int end = s + K < L ? s + K : L, j = s / K;
-            MT_TRY(mt_ckpt_prefetch(e->ck, j - 1)); // the next block's input streams in while this one computes
-            MT_TRY(mt_ckpt_acquire(e->ck, j));
-            a->blk_in[0] = mt_ckpt_dev(e->ck, j);
+            MT_TRY(mt_ckpt_prefetch(e->ckpts, j - 1)); // the next block's input streams in while this one computes
+            MT_TRY(mt_ckpt_acquire(e->ckpts, j));
+            a->blk_in[0] = mt_ckpt_dev(e->ckpts, j);
             // Rebuild the inputs of the block's layers; three weight passes run its last layer too (output unused).
             int tail = e->sched->weight_passes == 3;
             for (int i = s; i < end - 1 + tail; i++) {
@@ -130,7 +130,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
                 MT_TRY(mt_weight_ring_release(e->ring, (*cursor)++));
             }
             for (int i = end - 1; i >= s; i--) MT_TRY(layer_backward(e, i, a->blk_in[i - s], mb, cursor));
-            MT_TRY(mt_ckpt_release(e->ck, j));
+            MT_TRY(mt_ckpt_release(e->ckpts, j));
         }
     }
 
