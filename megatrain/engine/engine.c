@@ -251,8 +251,8 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     MT_TRY(mt_grad_offload_create(&e->sh, m, &e->link, &e->dev, &e->grads));
     if (!leader && e->sh.spec_window) mt_grad_offload_on_final(e->grads, grad_final, e->opt);
     MT_TRY(mt_ckpt_store_create(&e->sh, be, &e->link, &e->dev, &e->ckpts));
-    MT_TRY(mt_activations_create(&e->sh, be, &e->dev, &e->dims, &e->a));
-    e->a->scratch.grad_sum = mt_grad_offload_sum(e->grads); // the layers' MLP and the head sum chunked gradients there
+    MT_TRY(mt_activations_create(&e->sh, be, &e->dev, &e->dims, &e->acts));
+    e->acts->scratch.grad_sum = mt_grad_offload_sum(e->grads); // the layers' MLP and the head sum chunked gradients there
     MT_TRY(create_devopt(e, on_dev, n_dev));
     return MT_OK;
 }
@@ -372,7 +372,7 @@ static void destroy_rank(mt_engine *e) {
     mt_devmem_free_all(&e->dev);
     mt_weight_ring_destroy(e->ring);
     mt_ckpt_store_destroy(e->ckpts);
-    mt_activations_destroy(e->a);
+    mt_activations_destroy(e->acts);
     free(e);
 }
 

@@ -31,7 +31,7 @@ struct mt_engine {
     mt_weight_ring *ring;
     mt_grad_offload *grads;
     mt_ckpt_store *ckpts;
-    mt_activations *a;
+    mt_activations *acts;
     struct mt_devopt *devopt;  // leader only: the units the device updates (device_optimizer.h), or NULL
     int step_done;             // steps completed
     int spec_gated;            // --speculative-step auto: not after a step that clipped or skipped, whose

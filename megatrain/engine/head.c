@@ -14,7 +14,7 @@ int mt_head_chunk_rows(int N, int V, size_t act_size, size_t budget_bytes, int f
 mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float dscale) {
     mt_backend *be = e->be;
     const mt_model *m = e->model;
-    mt_activations *a = e->a;
+    mt_activations *a = e->acts;
     const int N = e->dims.N, C = e->dims.C, V = m->cfg.vocab_size;
     const size_t ws = mt_dtype_size(m->wdt), as = e->sh.as;
     const int tied = m->cfg.tie_word_embeddings;

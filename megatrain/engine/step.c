@@ -19,25 +19,25 @@
 static void *layer_input(mt_engine *e, int i) {
     int K = e->sched->ckpt_interval;
     if (e->sched->keep_activations) return mt_ckpt_dev(e->ckpts, i);
-    return i % K == 0 ? mt_ckpt_dev(e->ckpts, i / K) : e->a->x_tmp[i & 1];
+    return i % K == 0 ? mt_ckpt_dev(e->ckpts, i / K) : e->acts->x_tmp[i & 1];
 }
 // The checkpoint index layer i's output becomes, or -1.
 static int output_ckpt(const mt_engine *e, int i) {
     int K = e->sched->ckpt_interval;
     return !e->sched->keep_activations && i + 1 < e->sh.L && (i + 1) % K == 0 ? (i + 1) / K : -1;
 }
-static void *layer_output(mt_engine *e, int i) { return i + 1 == e->sh.L ? e->a->x_final : layer_input(e, i + 1); }
+static void *layer_output(mt_engine *e, int i) { return i + 1 == e->sh.L ? e->acts->x_final : layer_input(e, i + 1); }
 
-static mt_layer_acts *acts_for(mt_engine *e, int i) { return &e->a->acts[e->a->n_acts == 1 ? 0 : i]; }
+static mt_layer_acts *acts_for(mt_engine *e, int i) { return &e->acts->acts[e->acts->n_acts == 1 ? 0 : i]; }
 
 // A layer's forward in a trace span on the compute stream (x_out NULL: internals only).
 static mt_status layer_forward(mt_engine *e, const char *what, int i, const mt_layer_ptrs *w, mt_layer_acts *a,
                                const void *x_in, void *x_out) {
     int span;
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, what, i, &span));
-    MT_TRY(mt_layer_forward(e->be, &e->dims, w, a, &e->a->scratch, x_in, x_out));
+    MT_TRY(mt_layer_forward(e->be, &e->dims, w, a, &e->acts->scratch, x_in, x_out));
     MT_TRY(mt_trace_end(e->trace, span));
-    if (a == &e->a->acts[0]) e->a->acts_layer = i;
+    if (a == &e->acts->acts[0]) e->acts->acts_layer = i;
     return MT_OK;
 }
 
@@ -45,7 +45,7 @@ static mt_status layer_forward(mt_engine *e, const char *what, int i, const mt_l
 // loads once, for all of their ids.
 static mt_status forward(mt_engine *e, int mb, int n_mb, int *cursor) {
     mt_backend *be = e->be;
-    mt_activations *a = e->a;
+    mt_activations *a = e->acts;
     const int N = e->dims.N;
     MT_TRY(mt_backend_copy(be, a->d_ids, a->h_ids + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     MT_TRY(mt_backend_copy(be, a->d_tgt, a->h_tgt + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
@@ -81,14 +81,14 @@ static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cu
     MT_TRY(mt_weight_ring_acquire(e->ring, *cursor, i, &w));
     mt_layer_acts *a = acts_for(e, i);
     // Recompute the internals; three weight passes re-run the forward in every backward (the official code).
-    if (e->a->n_acts == 1 && (e->a->acts_layer != i || e->sched->weight_passes == 3))
+    if (e->acts->n_acts == 1 && (e->acts->acts_layer != i || e->sched->weight_passes == 3))
         MT_TRY(layer_forward(e, "recompute", i, &w, a, x_in, NULL));
     void *gbuf;
     int slot, span;
     MT_TRY(mt_grad_offload_layer_buffer(e->grads, &gbuf, &slot));
     mt_layer_bind(&e->model->lay_layer, gbuf, e->model->wdt, &g);
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "backward", i, &span));
-    MT_TRY(mt_layer_backward(e->be, &e->dims, &w, &g, a, &e->a->scratch, x_in, e->a->dx));
+    MT_TRY(mt_layer_backward(e->be, &e->dims, &w, &g, a, &e->acts->scratch, x_in, e->acts->dx));
     MT_TRY(mt_trace_end(e->trace, span));
     MT_TRY(mt_weight_ring_release(e->ring, (*cursor)++));
     return mt_grad_offload_send_layer(e->grads, i, slot, mb);
@@ -97,7 +97,7 @@ static mt_status layer_backward(mt_engine *e, int i, void *x_in, int mb, int *cu
 static mt_status backward(mt_engine *e, int mb, int *cursor) {
     mt_backend *be = e->be;
     const mt_model *m = e->model;
-    mt_activations *a = e->a;
+    mt_activations *a = e->acts;
     const int L = e->sh.L, K = e->sched->ckpt_interval, N = e->dims.N;
     // The mean over the step's tokens: --gpus N has G x N micro-batches of N tokens (one rank's count, as
     // one rank running them all in turn computes it).
@@ -152,7 +152,7 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
 // the step's timeline opened. inputs: the step's G global micro-batches (the rank takes its slice).
 static mt_status rank_begin(mt_engine *e, const int32_t *inputs, const int32_t *targets, int step) {
     const int G = e->sh.G, N = e->dims.N, S = e->n_slices;
-    mt_activations *a = e->a;
+    mt_activations *a = e->acts;
     // Micro-batch g of the step holds S slices of N tokens; this rank's is `slice`.
     for (int g = 0; g < G; g++) {
         size_t from = ((size_t)g * S + e->slice) * N;
@@ -299,7 +299,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
                          float lr, int step, mt_step_stats *st) {
     memset(st, 0, sizeof *st);
     const int G = e->sh.G, N = e->dims.N, R = e->n_ranks;
-    mt_activations *a = e->a;
+    mt_activations *a = e->acts;
     if (e->shard_opt) MT_TRY(mt_opt_worker_status(e->opt, 0)); // a hosts' gather of the last pass failed
     if (R > 1 && e->coll->bind) MT_TRY(e->coll->bind(e->coll, 0)); // this thread issues to rank 0's device
     MT_TRY(rank_begin(e, inputs, targets, step));
@@ -320,7 +320,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
     if (R > 1) { // in the order one rank would hold them: micro-batch, then rank
         for (int g = 0; g < G; g++)
             for (int r = 0; r < R; r++)
-                memcpy(e->h_losses_all + ((size_t)g * R + r) * N, e->ranks[r]->a->h_losses + (size_t)g * N,
+                memcpy(e->h_losses_all + ((size_t)g * R + r) * N, e->ranks[r]->acts->h_losses + (size_t)g * N,
                        (size_t)N * sizeof(float));
         losses = e->h_losses_all;
     }
@@ -397,7 +397,7 @@ mt_status mt_engine_finish(mt_engine *e) {
 }
 
 mt_status mt_engine_eval(mt_engine *e, const int32_t *inputs, const int32_t *targets, double *loss_sum) {
-    mt_activations *a = e->a;
+    mt_activations *a = e->acts;
     const int N = e->dims.N;
     memcpy(a->h_ids, inputs, (size_t)N * 4);
     memcpy(a->h_tgt, targets, (size_t)N * 4);
