@@ -96,7 +96,7 @@ static void spec_window(mt_engine_shape *sh, size_t host_free) {
     int n = sh->L + 2;
     for (int k = 0; k < n - 1; k++) {
         int u = n - 2 - k;
-        const mt_unit_layout *lay = u == 0 ? &sh->le : &sh->ll;
+        const mt_unit_layout *lay = u == 0 ? &sh->lay_embed : &sh->lay_layer;
         size_t b = mt_opt_spare_bytes(lay, sh->prec);
         if (host_free && b > room) break;
         room -= host_free ? b : 0;
@@ -144,13 +144,13 @@ void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision 
                       .NH = c->num_heads, .NKV = c->num_kv_heads, .HD = c->head_dim,
                       .QKV = c->num_heads + 2 * c->num_kv_heads, .eps = c->rms_norm_eps, .qk_norm = c->qk_norm,
                       .bias = c->attention_bias, .mlp_rows = o->mlp_rows, .wdt = sh->wdt};
-    mt_layout_build(c, &sh->le, &sh->ll, &sh->lh);
+    mt_layout_build(c, &sh->lay_embed, &sh->lay_layer, &sh->lay_head);
     mt_schedule_resolve(o->schedule, &o->sched, c, &sh->s);
     sh->wire = mt_schedule_grad_wire(&sh->s, sh->wdt);
     sh->chunk_rows = loss_chunk_rows(c, sh->d.N, sh->as);
     sh->x_bytes = mt_dev_round((size_t)sh->d.N * sh->d.C * sh->as);
-    sh->slab_elems = sh->ll.numel > sh->le.numel ? sh->ll.numel : sh->le.numel;
-    if (sh->lh.numel > sh->slab_elems) sh->slab_elems = sh->lh.numel;
+    sh->slab_elems = sh->lay_layer.numel > sh->lay_embed.numel ? sh->lay_layer.numel : sh->lay_embed.numel;
+    if (sh->lay_head.numel > sh->slab_elems) sh->slab_elems = sh->lay_head.numel;
     if (sh->s.recompute == MT_RECOMPUTE_AUTO) { // the least recompute whose device plan fits (unknown: full)
         mt_schedule_desc asked = sh->s;
         // Checkpoints asked to live in host memory: only full checkpoints anything.

@@ -86,7 +86,7 @@ mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh) {
     int n = sh->L + 2;
     for (int k = 0; k < sh->spec_window && k < n - 1; k++) {
         int u = n - 2 - k;
-        const mt_unit_layout *lay = u == 0 ? &sh->le : &sh->ll;
+        const mt_unit_layout *lay = u == 0 ? &sh->lay_embed : &sh->lay_layer;
         b.host += mt_opt_spare_bytes(lay, sh->prec);
         b.pinned += sh->s.host_pinned ? mt_unit_weights_bytes(lay, sh->prec) : 0;
     }

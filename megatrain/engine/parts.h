@@ -24,7 +24,7 @@ typedef struct {
     size_t ws, as;           // their sizes in bytes
     mt_dims d;               // B, T, N, C, ... (no device pointers)
     int L, G, grad_slabs, keep_trace;
-    mt_unit_layout le, ll, lh;
+    mt_unit_layout lay_embed, lay_layer, lay_head; // as the model's (model/layout.h)
     mt_schedule_desc s;      // resolved; s.offload_checkpoints resolved to 0 or 1 (mt_engine_shape_init)
     int n_ckpt;              // layer inputs kept: every K-th (L when activations are kept)
     int n_acts;              // layer-internals sets: 1, or L when activations are kept

@@ -41,11 +41,11 @@ static int f32_param_wire(const mt_engine_shape *sh) {
 }
 
 mt_part_bytes mt_weight_ring_bytes(const mt_engine_shape *sh) {
-    size_t layer = mt_dev_round(sh->ll.numel * sh->ws);
+    size_t layer = mt_dev_round(sh->lay_layer.numel * sh->ws);
     int n = sh->s.weight_bufs + (sh->s.bind == MT_BIND_COPY ? 1 : 0);
-    size_t stage = f32_param_wire(sh) ? (size_t)sh->s.weight_bufs * mt_dev_round(sh->ll.numel * 4) : 0;
-    return (mt_part_bytes){.device = (size_t)n * layer + stage + mt_dev_round(sh->le.numel * sh->ws) +
-                                     mt_dev_round(sh->lh.numel * sh->ws),
+    size_t stage = f32_param_wire(sh) ? (size_t)sh->s.weight_bufs * mt_dev_round(sh->lay_layer.numel * 4) : 0;
+    return (mt_part_bytes){.device = (size_t)n * layer + stage + mt_dev_round(sh->lay_embed.numel * sh->ws) +
+                                     mt_dev_round(sh->lay_head.numel * sh->ws),
                            .host = mt_embed_rows_bytes(sh).host};
 }
 
@@ -67,19 +67,19 @@ mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link 
     if (!r->buf || !r->ev_loaded || !r->ev_free) return mt_fail(MT_ERR_MEMORY, "host memory: the weight ring's tables");
     size_t before = dm->bytes;
     for (int i = 0; i < r->n_buf; i++) {
-        MT_TRY(mt_devmem_alloc(dm, sh->ll.numel * sh->ws, &r->buf[i]));
+        MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * sh->ws, &r->buf[i]));
         MT_TRY(mt_backend_event_create(r->be, &r->ev_loaded[i]));
         MT_TRY(mt_backend_event_create(r->be, &r->ev_free[i]));
     }
-    if (sh->s.bind == MT_BIND_COPY) MT_TRY(mt_devmem_alloc(dm, sh->ll.numel * sh->ws, &r->template_buf));
+    if (sh->s.bind == MT_BIND_COPY) MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * sh->ws, &r->template_buf));
     if (f32_param_wire(sh)) {
         if (!(r->stage = calloc((size_t)r->n_buf, sizeof *r->stage)))
             return mt_fail(MT_ERR_MEMORY, "host memory: the weight ring's tables");
-        for (int i = 0; i < r->n_buf; i++) MT_TRY(mt_devmem_alloc(dm, sh->ll.numel * 4, &r->stage[i]));
+        for (int i = 0; i < r->n_buf; i++) MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * 4, &r->stage[i]));
     }
     r->fetch_ms = sh->s.fetch_overhead_ms;
-    MT_TRY(mt_devmem_alloc(dm, sh->le.numel * sh->ws, &r->embed));
-    MT_TRY(mt_devmem_alloc(dm, sh->lh.numel * sh->ws, &r->head));
+    MT_TRY(mt_devmem_alloc(dm, sh->lay_embed.numel * sh->ws, &r->embed));
+    MT_TRY(mt_devmem_alloc(dm, sh->lay_head.numel * sh->ws, &r->head));
     MT_TRY(mt_part_check("weight ring", mt_weight_ring_bytes(sh).device, dm->bytes - before));
     MT_TRY(mt_backend_event_create(r->be, &r->ev_embed_loaded));
     MT_TRY(mt_backend_event_create(r->be, &r->ev_head_loaded));
@@ -87,12 +87,12 @@ mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link 
     MT_TRY(mt_embed_rows_create(sh, m, lk, opt, r->h2d, table, &r->rows));
     r->n_pieces = 1;
     r->pieces[0] = 0;
-    r->pieces[1] = sh->ll.numel;
-    if (sh->s.submodule_fetch) r->n_pieces = mt_layout_submodules(&sh->ll, r->pieces);
+    r->pieces[1] = sh->lay_layer.numel;
+    if (sh->s.submodule_fetch) r->n_pieces = mt_layout_submodules(&sh->lay_layer, r->pieces);
     else if (mt_opt_worker_parts(opt) > 1) { // a layer crosses part by part, each as soon as it is updated
         r->by_part = 1;
         r->n_pieces = mt_opt_worker_parts(opt);
-        for (int p = 0; p < r->n_pieces; p++) mt_update_part(sh->ll.numel, r->n_pieces, p, &r->pieces[p], &r->pieces[p + 1]);
+        for (int p = 0; p < r->n_pieces; p++) mt_update_part(sh->lay_layer.numel, r->n_pieces, p, &r->pieces[p], &r->pieces[p + 1]);
     }
     MT_TRY(mt_weight_uses_build(sh, &r->uses, &r->n_uses));
     r->lookahead = sh->s.weights_resident ? r->n_uses : sh->s.lookahead; // resident: every load up front
