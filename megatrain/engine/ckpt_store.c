@@ -32,7 +32,7 @@ mt_status mt_ckpt_store_create(const mt_engine_shape *sh, mt_backend *be, mt_lin
     ck->lk = lk;
     ck->n = sh->n_ckpt;
     ck->offload = sh->s.offload_checkpoints;
-    ck->bytes = (size_t)sh->d.N * sh->d.C * sh->as;
+    ck->bytes = (size_t)sh->d.N * sh->d.C * sh->act_elem_bytes;
     ck->host_bytes = sh->x_bytes;
     ck->h2d = mt_schedule_h2d_stream(&sh->s);
     ck->d2h = mt_schedule_d2h_stream(&sh->s);

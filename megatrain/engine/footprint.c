@@ -83,7 +83,7 @@ static int grown_chunk_rows(const mt_engine_shape *sh, size_t device_free) {
     size_t left = device_free > before ? device_free - before : 0;
     size_t reserve = ((size_t)1 << 30) + (size_t)d->B * d->T * d->NH * (d->HD + 2) * 4 + (size_t)d->N * 16;
     size_t budget = left > reserve ? left - reserve : 0;
-    return mt_head_chunk_rows(d->N, sh->c.vocab_size, sh->as, budget, sh->chunk_rows);
+    return mt_head_chunk_rows(d->N, sh->c.vocab_size, sh->act_elem_bytes, budget, sh->chunk_rows);
 }
 
 // The speculative step's window: units from the last layer down (the order their
@@ -134,8 +134,8 @@ void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision 
     sh->prec = p;
     sh->wdt = mt_precision_wdt(p);
     sh->act = act;
-    sh->ws = mt_dtype_size(sh->wdt);
-    sh->as = mt_dtype_size(act);
+    sh->wdt_elem_bytes = mt_dtype_size(sh->wdt);
+    sh->act_elem_bytes = mt_dtype_size(act);
     sh->L = c->num_layers;
     sh->G = o->grad_accum;
     sh->grad_slabs = o->grad_slabs;
@@ -147,8 +147,8 @@ void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision 
     mt_layout_build(c, &sh->lay_embed, &sh->lay_layer, &sh->lay_head);
     mt_schedule_resolve(o->schedule, &o->sched, c, &sh->s);
     sh->wire = mt_schedule_grad_wire(&sh->s, sh->wdt);
-    sh->chunk_rows = loss_chunk_rows(c, sh->d.N, sh->as);
-    sh->x_bytes = mt_dev_round((size_t)sh->d.N * sh->d.C * sh->as);
+    sh->chunk_rows = loss_chunk_rows(c, sh->d.N, sh->act_elem_bytes);
+    sh->x_bytes = mt_dev_round((size_t)sh->d.N * sh->d.C * sh->act_elem_bytes);
     sh->slab_elems = sh->lay_layer.numel > sh->lay_embed.numel ? sh->lay_layer.numel : sh->lay_embed.numel;
     if (sh->lay_head.numel > sh->slab_elems) sh->slab_elems = sh->lay_head.numel;
     if (sh->s.recompute == MT_RECOMPUTE_AUTO) { // the least recompute whose device plan fits (unknown: full)

@@ -32,10 +32,10 @@ struct mt_grad_offload {
 static size_t stage_elems(const mt_engine_shape *sh) { return sh->wire != sh->wdt ? sh->slab_elems : 0; }
 
 mt_part_bytes mt_grad_offload_bytes(const mt_engine_shape *sh) {
-    size_t layer = mt_dev_round(sh->lay_layer.numel * sh->ws), slabs = (size_t)sh->grad_slabs * sh->slab_elems * mt_dtype_size(sh->wire);
+    size_t layer = mt_dev_round(sh->lay_layer.numel * sh->wdt_elem_bytes), slabs = (size_t)sh->grad_slabs * sh->slab_elems * mt_dtype_size(sh->wire);
     size_t stage = stage_elems(sh) ? 2 * mt_dev_round(stage_elems(sh) * mt_dtype_size(sh->wire)) : 0;
     size_t sum = sh->grad_sum_elems ? mt_dev_round(sh->grad_sum_elems * 4) : 0;
-    return (mt_part_bytes){.device = 2 * layer + mt_dev_round(sh->lay_embed.numel * sh->ws) + mt_dev_round(sh->lay_head.numel * sh->ws) +
+    return (mt_part_bytes){.device = 2 * layer + mt_dev_round(sh->lay_embed.numel * sh->wdt_elem_bytes) + mt_dev_round(sh->lay_head.numel * sh->wdt_elem_bytes) +
                                      stage + sum,
                            .host = slabs,
                            .pinned = slabs};
@@ -66,7 +66,7 @@ mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_link
     g->d2h = mt_schedule_d2h_stream(&sh->s);
     g->sumsq = calloc((size_t)m->n_units, sizeof *g->sumsq);
     if (!g->sumsq) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient offload");
-    size_t before = dm->bytes, ws = sh->ws;
+    size_t before = dm->bytes, ws = sh->wdt_elem_bytes;
     for (int i = 0; i < 2; i++) {
         MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * ws, &g->layer_buf[i]));
         MT_TRY(mt_backend_event_create(g->be, &g->ev_layer_free[i]));

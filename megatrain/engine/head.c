@@ -16,7 +16,7 @@ mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float d
     const mt_model *m = e->model;
     mt_activations *a = e->acts;
     const int N = e->dims.N, C = e->dims.C, V = m->cfg.vocab_size;
-    const size_t ws = mt_dtype_size(m->wdt), as = e->sh.as;
+    const size_t ws = mt_dtype_size(m->wdt), as = e->sh.act_elem_bytes;
     const int tied = m->cfg.tie_word_embeddings;
     char *embed_w = mt_weight_ring_embed(e->ring), *head_w = mt_weight_ring_head(e->ring);
     char *embed_g = mt_grad_offload_embed(e->grads), *head_g = mt_grad_offload_head(e->grads);

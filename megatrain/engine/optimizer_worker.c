@@ -76,7 +76,7 @@ size_t mt_opt_spare_bytes(const mt_unit_layout *lay, mt_precision p) {
 }
 
 // The stage of the next forward's embedding rows: rows_cap rows of the table (0 without rows first).
-static size_t rows_stage_bytes(const mt_engine_shape *sh) { return sh->rows_cap * (size_t)sh->c.hidden_size * sh->ws; }
+static size_t rows_stage_bytes(const mt_engine_shape *sh) { return sh->rows_cap * (size_t)sh->c.hidden_size * sh->wdt_elem_bytes; }
 
 // The window: units counted from the last layer down, as their gradients become final;
 // never the head (optimizer_worker.h says why). The spare param blocks are pinned as

@@ -21,7 +21,7 @@ typedef struct {
     mt_config c;
     mt_precision prec;
     mt_dtype wdt, act, wire; // weights and their gradients; activations; gradients on the link
-    size_t ws, as;           // their sizes in bytes
+    size_t wdt_elem_bytes, act_elem_bytes; // one element of the weights; of the activations
     mt_dims d;               // B, T, N, C, ... (no device pointers)
     int L, G, grad_slabs, keep_trace;
     mt_unit_layout lay_embed, lay_layer, lay_head; // as the model's (model/layout.h)

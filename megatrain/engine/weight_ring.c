@@ -41,11 +41,11 @@ static int f32_param_wire(const mt_engine_shape *sh) {
 }
 
 mt_part_bytes mt_weight_ring_bytes(const mt_engine_shape *sh) {
-    size_t layer = mt_dev_round(sh->lay_layer.numel * sh->ws);
+    size_t layer = mt_dev_round(sh->lay_layer.numel * sh->wdt_elem_bytes);
     int n = sh->s.weight_bufs + (sh->s.bind == MT_BIND_COPY ? 1 : 0);
     size_t stage = f32_param_wire(sh) ? (size_t)sh->s.weight_bufs * mt_dev_round(sh->lay_layer.numel * 4) : 0;
-    return (mt_part_bytes){.device = (size_t)n * layer + stage + mt_dev_round(sh->lay_embed.numel * sh->ws) +
-                                     mt_dev_round(sh->lay_head.numel * sh->ws),
+    return (mt_part_bytes){.device = (size_t)n * layer + stage + mt_dev_round(sh->lay_embed.numel * sh->wdt_elem_bytes) +
+                                     mt_dev_round(sh->lay_head.numel * sh->wdt_elem_bytes),
                            .host = mt_embed_rows_bytes(sh).host};
 }
 
@@ -67,23 +67,23 @@ mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link 
     if (!r->buf || !r->ev_loaded || !r->ev_free) return mt_fail(MT_ERR_MEMORY, "host memory: the weight ring's tables");
     size_t before = dm->bytes;
     for (int i = 0; i < r->n_buf; i++) {
-        MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * sh->ws, &r->buf[i]));
+        MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * sh->wdt_elem_bytes, &r->buf[i]));
         MT_TRY(mt_backend_event_create(r->be, &r->ev_loaded[i]));
         MT_TRY(mt_backend_event_create(r->be, &r->ev_free[i]));
     }
-    if (sh->s.bind == MT_BIND_COPY) MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * sh->ws, &r->template_buf));
+    if (sh->s.bind == MT_BIND_COPY) MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * sh->wdt_elem_bytes, &r->template_buf));
     if (f32_param_wire(sh)) {
         if (!(r->stage = calloc((size_t)r->n_buf, sizeof *r->stage)))
             return mt_fail(MT_ERR_MEMORY, "host memory: the weight ring's tables");
         for (int i = 0; i < r->n_buf; i++) MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * 4, &r->stage[i]));
     }
     r->fetch_ms = sh->s.fetch_overhead_ms;
-    MT_TRY(mt_devmem_alloc(dm, sh->lay_embed.numel * sh->ws, &r->embed));
-    MT_TRY(mt_devmem_alloc(dm, sh->lay_head.numel * sh->ws, &r->head));
+    MT_TRY(mt_devmem_alloc(dm, sh->lay_embed.numel * sh->wdt_elem_bytes, &r->embed));
+    MT_TRY(mt_devmem_alloc(dm, sh->lay_head.numel * sh->wdt_elem_bytes, &r->head));
     MT_TRY(mt_part_check("weight ring", mt_weight_ring_bytes(sh).device, dm->bytes - before));
     MT_TRY(mt_backend_event_create(r->be, &r->ev_embed_loaded));
     MT_TRY(mt_backend_event_create(r->be, &r->ev_head_loaded));
-    char *table = (char *)r->embed + m->lay_embed.t[MT_T_EMBED].offset * sh->ws;
+    char *table = (char *)r->embed + m->lay_embed.t[MT_T_EMBED].offset * sh->wdt_elem_bytes;
     MT_TRY(mt_embed_rows_create(sh, m, lk, opt, r->h2d, table, &r->rows));
     r->n_pieces = 1;
     r->pieces[0] = 0;
