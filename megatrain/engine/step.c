@@ -197,7 +197,7 @@ typedef struct {
 
 // A rank other than the leader: begun, walked, its drains waited for (its gradients have
 // landed), its streams synced and its timeline closed.
-static mt_status peer_run(rank_job *j) {
+static mt_status rank_run(rank_job *j) {
     mt_engine *e = j->e;
     mt_collective *coll = j->coll;
     if (coll->bind) MT_TRY(coll->bind(coll, e->rank)); // this thread issues to the rank's device
@@ -210,9 +210,9 @@ static mt_status peer_run(rank_job *j) {
     return mt_trace_step_end(e->trace, &ph);
 }
 
-static void *peer_main(void *arg) {
+static void *rank_thread(void *arg) {
     rank_job *j = arg;
-    j->status = peer_run(j);
+    j->status = rank_run(j);
     if (j->status != MT_OK) {
         snprintf(j->error, sizeof j->error, "rank %d: %s", j->e->rank, mt_last_error());
         if (j->coll->abort) j->coll->abort(j->coll); // the others may wait for what this rank will not land
@@ -229,7 +229,7 @@ static mt_status walk_ranks(mt_engine *e, const int32_t *inputs, const int32_t *
     mt_status s = MT_OK;
     for (int r = 1; r < R; r++) {
         jobs[r] = (rank_job){.e = e->ranks[r], .coll = e->coll, .inputs = inputs, .targets = targets, .step = step};
-        if (pthread_create(&th[r], NULL, peer_main, &jobs[r]) != 0) {
+        if (pthread_create(&th[r], NULL, rank_thread, &jobs[r]) != 0) {
             s = mt_fail(MT_ERR_BACKEND, "cannot start the thread of rank %d", r);
             break;
         }
