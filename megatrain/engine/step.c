@@ -222,7 +222,7 @@ static void *rank_thread(void *arg) {
 
 // --gpus N: ranks 1..N-1 run on their own threads while the leader walks rank 0 here
 // (begun already); on return every rank's gradients have landed in the host state.
-static mt_status walk_ranks(mt_engine *e, const int32_t *inputs, const int32_t *targets, int step) {
+static mt_status walk_all_ranks(mt_engine *e, const int32_t *inputs, const int32_t *targets, int step) {
     int R = e->n_ranks, started = 0;
     rank_job jobs[R];
     pthread_t th[R];
@@ -311,7 +311,7 @@ mt_status mt_engine_step(mt_engine *e, const int32_t *inputs, const int32_t *tar
         mt_opt_worker_speculate(e->opt, &hs, hp->weight_decay, hp->grad_clip);
     }
     if (R == 1) MT_TRY(rank_walk(e));
-    else MT_TRY(walk_ranks(e, inputs, targets, step)); // every other rank's gradients have landed
+    else MT_TRY(walk_all_ranks(e, inputs, targets, step)); // every other rank's gradients have landed
     double sq;
     MT_TRY(mt_grad_offload_finish(e->grads, &st->drain_wait_ms, &sq)); // the norm: every unit's, once, in unit order
     MT_TRY(sync_streams(e));
