@@ -8,7 +8,7 @@
 //     already says what ran out),
 //   - counts the bytes each kind of copy moved (mt_backend_copied_bytes).
 // Trace spans and the step's link bytes sit one level up, in the engine
-// (engine/link.h), where a copy's purpose is known.
+// (engine/traced_copy.h), where a copy's purpose is known.
 #ifndef MT_BACKEND_CALL_H
 #define MT_BACKEND_CALL_H
 

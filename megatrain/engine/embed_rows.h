@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "engine/link.h"
+#include "engine/traced_copy.h"
 #include "engine/optimizer_worker.h"
 #include "engine/parts.h"
 
@@ -20,7 +20,7 @@ typedef struct mt_embed_rows mt_embed_rows;
 // Host tables: a mark per vocabulary row and two row lists (nothing when sh->rows_cap is 0).
 mt_part_bytes mt_embed_rows_bytes(const mt_engine_shape *sh);
 // NULL in *out when rows first is off. `table`: the device embedding the lookup reads.
-mt_status mt_embed_rows_create(const mt_engine_shape *sh, mt_model *m, mt_link *lk, mt_opt_worker *opt,
+mt_status mt_embed_rows_create(const mt_engine_shape *sh, mt_model *m, mt_traced_copy *lk, mt_opt_worker *opt,
                                mt_stream_id h2d, void *table, mt_embed_rows **out);
 void mt_embed_rows_destroy(mt_embed_rows *x);
 

@@ -239,7 +239,7 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
                                     "offloaded checkpoints with the model state"));
 
     MT_TRY(mt_trace_create(be, &m->host, o->keep_trace, &e->trace));
-    e->link = (mt_link){.be = be, .trace = e->trace};
+    e->link = (mt_traced_copy){.be = be, .trace = e->trace};
     if (leader) {
         e->opt = leader->opt;
     } else {

@@ -12,7 +12,7 @@
 #include "engine/grad_offload.h"
 #include "engine/hosts.h"
 #include "engine/layer.h"
-#include "engine/link.h"
+#include "engine/traced_copy.h"
 #include "engine/optimizer_worker.h"
 #include "engine/parts.h"
 #include "engine/trace.h"
@@ -26,7 +26,7 @@ struct mt_engine {
     mt_dims dims;              // sh.d with the RoPE tables bound
     mt_devmem dev;
     mt_trace *trace;
-    mt_link link;
+    mt_traced_copy link;
     mt_opt_worker *opt;
     mt_weight_ring *ring;
     mt_grad_offload *grads;

@@ -12,13 +12,13 @@
 #include "backend/backend.h"
 #include "engine/collective.h"
 #include "engine/host_state.h"
-#include "engine/link.h"
+#include "engine/traced_copy.h"
 
 typedef struct mt_drain mt_drain;
 
 // The copies go through `lk` (traced on the D2H lane, counted); the drains are
 // the host work `h` (real or priced) and traced too.
-mt_status mt_drain_create(mt_backend *be, mt_link *lk, const mt_host_work *h, int n_slabs, size_t slab_bytes,
+mt_status mt_drain_create(mt_backend *be, mt_traced_copy *lk, const mt_host_work *h, int n_slabs, size_t slab_bytes,
                           mt_drain **out);
 void mt_drain_destroy(mt_drain *d);
 

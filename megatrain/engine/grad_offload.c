@@ -53,7 +53,7 @@ void mt_grad_offload_on_final(mt_grad_offload *g, mt_drain_final_fn fn, void *ct
     g->then_ctx = ctx;
 }
 
-mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_link *lk, mt_devmem *dm,
+mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_traced_copy *lk, mt_devmem *dm,
                                  mt_grad_offload **out) {
     mt_grad_offload *g = calloc(1, sizeof *g);
     if (!g) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient offload");

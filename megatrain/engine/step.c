@@ -161,7 +161,7 @@ static mt_status rank_begin(mt_engine *e, const int32_t *inputs, const int32_t *
     }
     mt_weight_ring_rewind(e->ring);
     mt_weight_ring_take_opt_wait(e->ring); // waits outside a step (an eval) are not this step's
-    mt_link_rewind(&e->link);
+    mt_traced_copy_rewind(&e->link);
     return mt_trace_step_begin(e->trace, step);
 }
 

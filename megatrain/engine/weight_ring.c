@@ -10,7 +10,7 @@
 struct mt_weight_ring {
     mt_backend *be;
     mt_model *m;
-    mt_link *lk;
+    mt_traced_copy *lk;
     mt_opt_worker *opt;
     int n_buf;
     void **buf;
@@ -49,8 +49,8 @@ mt_part_bytes mt_weight_ring_bytes(const mt_engine_shape *sh) {
                            .host = mt_embed_rows_bytes(sh).host};
 }
 
-mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link *lk, mt_opt_worker *opt, mt_devmem *dm,
-                                mt_weight_ring **out) {
+mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_traced_copy *lk, mt_opt_worker *opt,
+                                mt_devmem *dm, mt_weight_ring **out) {
     mt_weight_ring *r = calloc(1, sizeof *r);
     if (!r) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the weight ring");
     *out = r;
@@ -146,12 +146,13 @@ static mt_status issue_piece(mt_weight_ring *r) {
     // By part, each piece is a span of its own: the link idles while the next part is updated.
     if (r->by_part) {
         r->opt_wait_ms += mt_opt_worker_wait_part(r->opt, MT_UNIT_OF_LAYER(p->layer), r->issued_piece);
-        if (r->issued_piece > 0) MT_TRY(mt_link_begin(r->lk, r->h2d, MT_LANE_H2D, "weights in", p->layer, &r->load_span));
+        if (r->issued_piece > 0)
+            MT_TRY(mt_traced_copy_begin(r->lk, r->h2d, MT_LANE_H2D, "weights in", p->layer, &r->load_span));
     }
     if (r->issued_piece == 0) {
         if (!r->by_part) r->opt_wait_ms += mt_opt_worker_wait_unit(r->opt, MT_UNIT_OF_LAYER(p->layer));
         MT_TRY(mt_backend_stream_wait(r->be, r->h2d, r->ev_free[p->buf]));
-        MT_TRY(mt_link_begin(r->lk, r->h2d, MT_LANE_H2D, "weights in", p->layer, &r->load_span));
+        MT_TRY(mt_traced_copy_begin(r->lk, r->h2d, MT_LANE_H2D, "weights in", p->layer, &r->load_span));
     }
     piece_range(r, r->issued_piece, &off, &n);
     if (r->fetch_ms > 0) r->m->host.spend(&r->m->host, r->fetch_ms); // the peer's hook before this fetch
@@ -163,14 +164,14 @@ static mt_status issue_piece(mt_weight_ring *r) {
         MT_TRY(mt_backend_copy(r->be, (char *)(r->stage ? r->stage[p->buf] : r->buf[p->buf]) + off * es,
                                on_dev + off * es, n * es, MT_COPY_D2D, r->h2d));
     else if (r->stage) // the f32 master crosses; the compute stream casts it at acquire
-        MT_TRY(mt_link_copy(r->lk, (char *)r->stage[p->buf] + off * 4, (char *)u->master + off * 4, n * 4,
-                            MT_COPY_H2D, r->h2d));
+        MT_TRY(mt_traced_copy_issue(r->lk, (char *)r->stage[p->buf] + off * 4, (char *)u->master + off * 4, n * 4,
+                                    MT_COPY_H2D, r->h2d));
     else
-        MT_TRY(mt_link_copy(r->lk, (char *)r->buf[p->buf] + off * ws, (char *)u->param + off * ws, n * ws,
-                            MT_COPY_H2D, r->h2d));
-    if (r->by_part && r->issued_piece + 1 < r->n_pieces) MT_TRY(mt_link_end(r->lk, r->load_span));
+        MT_TRY(mt_traced_copy_issue(r->lk, (char *)r->buf[p->buf] + off * ws, (char *)u->param + off * ws, n * ws,
+                                    MT_COPY_H2D, r->h2d));
+    if (r->by_part && r->issued_piece + 1 < r->n_pieces) MT_TRY(mt_traced_copy_end(r->lk, r->load_span));
     if (++r->issued_piece == r->n_pieces) {
-        MT_TRY(mt_link_end(r->lk, r->load_span));
+        MT_TRY(mt_traced_copy_end(r->lk, r->load_span));
         MT_TRY(mt_backend_event_record(r->be, r->ev_loaded[p->buf], r->h2d));
         r->issued_piece = 0;
         r->issued++;
@@ -241,11 +242,13 @@ mt_status mt_weight_ring_load_resident(mt_weight_ring *r, int unit_index) {
         size_t lo, hi;
         mt_update_part(u->lay->numel, parts, p, &lo, &hi);
         if (parts > 1) r->opt_wait_ms += mt_opt_worker_wait_part(r->opt, unit_index, p);
-        MT_TRY(mt_link_begin(r->lk, r->h2d, MT_LANE_H2D, head ? "head in" : "embedding in", -1, &span));
+        MT_TRY(mt_traced_copy_begin(r->lk, r->h2d, MT_LANE_H2D, head ? "head in" : "embedding in", -1, &span));
         const char *on_dev = mt_devopt_param(r->devopt, unit_index);
         if (on_dev) MT_TRY(mt_backend_copy(r->be, dst + lo * ws, on_dev + lo * ws, (hi - lo) * ws, MT_COPY_D2D, r->h2d));
-        else MT_TRY(mt_link_copy(r->lk, dst + lo * ws, (char *)u->param + lo * ws, (hi - lo) * ws, MT_COPY_H2D, r->h2d));
-        MT_TRY(mt_link_end(r->lk, span));
+        else
+            MT_TRY(mt_traced_copy_issue(r->lk, dst + lo * ws, (char *)u->param + lo * ws, (hi - lo) * ws, MT_COPY_H2D,
+                                        r->h2d));
+        MT_TRY(mt_traced_copy_end(r->lk, span));
     }
     MT_TRY(mt_backend_event_record(r->be, ev, r->h2d));
     return mt_backend_stream_wait(r->be, MT_STREAM_COMPUTE, ev);
