@@ -20,9 +20,9 @@ size_t mt_activations_layer_bytes(const mt_engine_shape *sh) {
 
 mt_part_bytes mt_activations_bytes(const mt_engine_shape *sh) {
     const mt_dims *d = &sh->d;
-    size_t dev = mt_activations_layer_bytes(sh) + mt_dev_round((size_t)sh->chunk_rows * sh->c.vocab_size * sh->act_elem_bytes) +
-                 (sh->rows_cap ? 5 : 4) * mt_dev_round((size_t)d->N * 4) +
-                 2 * mt_dev_round((size_t)d->T * d->HD / 2 * 4);
+    size_t dev =
+        mt_activations_layer_bytes(sh) + mt_dev_round((size_t)sh->chunk_rows * sh->c.vocab_size * sh->act_elem_bytes) +
+        (sh->rows_cap ? 5 : 4) * mt_dev_round((size_t)d->N * 4) + 2 * mt_dev_round((size_t)d->T * d->HD / 2 * 4);
     size_t stage = (sh->rows_cap ? 4 : 3) * (size_t)sh->G * d->N * 4; // ids, targets, losses (+ compact ids)
     return (mt_part_bytes){.device = dev, .host = stage, .pinned = stage};
 }

@@ -33,7 +33,8 @@ mt_status mt_embed_rows_create(const mt_engine_shape *sh, mt_model *m, mt_traced
     x->mark = calloc(x->V, 1);
     x->rows = malloc(x->V * sizeof *x->rows);
     x->next = malloc(x->V * sizeof *x->next);
-    if (!x->mark || !x->rows || !x->next) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the embedding's row tables");
+    if (!x->mark || !x->rows || !x->next)
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the embedding's row tables");
     return mt_backend_event_create(lk->be, &x->loaded);
 }
 

@@ -60,8 +60,10 @@ mt_status mt_engine_opts_check_recompute(const mt_engine_opts *o) {
         return mt_fail(MT_ERR_ARG, "--recompute %s: the %s schedule fixes what it keeps; it applies to --schedule "
                                    "megatrain and naive", mt_recompute_name(r), o->schedule->name);
     if (r > MT_RECOMPUTE_FULL && o->sched.ckpt_interval > 1)
-        return mt_fail(MT_ERR_ARG, "--recompute %s keeps every layer's input; --checkpoint-interval %d contradicts it "
-                                   "(drop one, or --recompute full|auto)", mt_recompute_name(r), o->sched.ckpt_interval);
+        return mt_fail(MT_ERR_ARG,
+                       "--recompute %s keeps every layer's input; --checkpoint-interval %d contradicts it "
+                       "(drop one, or --recompute full|auto)",
+                       mt_recompute_name(r), o->sched.ckpt_interval);
     if (r > MT_RECOMPUTE_FULL && o->sched.offload_checkpoints == 1)
         return mt_fail(MT_ERR_ARG, "--recompute %s keeps every layer's input on the device; --offload-checkpoints "
                                    "true contradicts it (drop one, or --recompute full|auto)", mt_recompute_name(r));
@@ -86,13 +88,15 @@ mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c) {
     if (o->T <= 0) return mt_fail(MT_ERR_ARG, "--seq-len: must be positive (got %d)", o->T);
     if (o->grad_accum <= 0) return mt_fail(MT_ERR_ARG, "--grad-accum: must be positive (got %d)", o->grad_accum);
     if ((long long)o->B * o->T > 1LL << 30)
-        return mt_fail(MT_ERR_ARG, "--batch x --seq-len: %lld tokens per micro-batch is too many (the engine's limit is 2^30)",
+        return mt_fail(MT_ERR_ARG,
+                       "--batch x --seq-len: %lld tokens per micro-batch is too many (the engine's limit is 2^30)",
                        (long long)o->B * o->T);
     if (o->sched.ckpt_interval <= 0 || o->sched.ckpt_interval > c->num_layers)
         return mt_fail(MT_ERR_ARG, "--checkpoint-interval: must be in 1..%d (the layer count), got %d", c->num_layers,
                        o->sched.ckpt_interval);
+    // 1: no prefetch.
     if ((o->schedule->takes & MT_TAKES_WEIGHT_BUFS) && (o->sched.weight_bufs < 1 || o->sched.weight_bufs > 3))
-        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 1, 2 or 3 (got %d)", o->sched.weight_bufs); // 1: no prefetch
+        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 1, 2 or 3 (got %d)", o->sched.weight_bufs);
     if (o->grad_slabs < 1 || o->grad_slabs > 64)
         return mt_fail(MT_ERR_ARG, "--grad-slabs: must be in 1..64 (got %d)", o->grad_slabs);
     if (o->mlp_rows < 0) return mt_fail(MT_ERR_ARG, "--mlp-chunk: must be >= 0 (got %d)", o->mlp_rows);
@@ -155,15 +159,16 @@ mt_status mt_engine_check_host_memory_ranks(const mt_config *c, mt_precision p, 
     const double GiB = 1073741824.0;
     char ranks[48] = "";
     if (n_ranks > 1) snprintf(ranks, sizeof ranks, " for %d ranks", n_ranks);
-    return mt_fail(MT_ERR_MEMORY,
-                   "host memory: the run needs %.2f GiB (model state %.2f, pinned slabs and staging %.2f%s, speculative "
-                   "spare blocks %.2f%s%.2f) but %.2f GiB is available (%s); nothing was allocated. HINT: %sa smaller model, "
-                   "--batch, --seq-len or --grad-accum (a step's token ids are staged whole), --precision paper, or "
-                   "`megatrain plan`",
-                   need / GiB, fp.state.host / GiB, R * per_rank / GiB, ranks, fp.optimizer.host / GiB,
-                   device_on_host ? ", device buffers in host memory " : ", device buffers not counted ",
-                   device_on_host ? R * fp.device_bytes / GiB : 0.0, avail / GiB, room.what,
-                   room.address_space ? "raise the limit (ulimit -v / -d unlimited), " : "");
+    return mt_fail(
+        MT_ERR_MEMORY,
+        "host memory: the run needs %.2f GiB (model state %.2f, pinned slabs and staging %.2f%s, speculative "
+        "spare blocks %.2f%s%.2f) but %.2f GiB is available (%s); nothing was allocated. HINT: %sa smaller model, "
+        "--batch, --seq-len or --grad-accum (a step's token ids are staged whole), --precision paper, or "
+        "`megatrain plan`",
+        need / GiB, fp.state.host / GiB, R * per_rank / GiB, ranks, fp.optimizer.host / GiB,
+        device_on_host ? ", device buffers in host memory " : ", device buffers not counted ",
+        device_on_host ? R * fp.device_bytes / GiB : 0.0, avail / GiB, room.what,
+        room.address_space ? "raise the limit (ulimit -v / -d unlimited), " : "");
 }
 
 static void grad_final(void *ctx, int unit, double sumsq) { mt_opt_worker_grad_final(ctx, unit, sumsq); }
@@ -210,7 +215,8 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     int n_dev = 0;
     size_t dev_bytes = 0;
     if (!leader && n_ranks == 1) MT_TRY(devopt_choose(m, be, opts, info.mem_free_bytes, on_dev, &n_dev, &dev_bytes));
-    info.mem_free_bytes -= info.mem_free_bytes > dev_bytes ? dev_bytes : info.mem_free_bytes; // the parts plan in the rest
+    // The parts plan in the rest.
+    info.mem_free_bytes -= info.mem_free_bytes > dev_bytes ? dev_bytes : info.mem_free_bytes;
     mt_engine_opts oo = *opts, *o = &oo;
     o->host_free = host_free_for(c, m->prec, opts, be, &info); // the speculative window is sized against it
     if (leader) o->keep_trace = 0; // --trace writes the leader's timeline; the others' would only grow
@@ -252,7 +258,8 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     if (!leader && e->sh.spec_window) mt_grad_offload_on_final(e->grads, grad_final, e->opt);
     MT_TRY(mt_ckpt_store_create(&e->sh, be, &e->link, &e->dev, &e->ckpts));
     MT_TRY(mt_activations_create(&e->sh, be, &e->dev, &e->dims, &e->acts));
-    e->acts->scratch.grad_sum = mt_grad_offload_sum(e->grads); // the layers' MLP and the head sum chunked gradients there
+    // The layers' MLP and the head sum chunked gradients there.
+    e->acts->scratch.grad_sum = mt_grad_offload_sum(e->grads);
     MT_TRY(create_devopt(e, on_dev, n_dev));
     return MT_OK;
 }

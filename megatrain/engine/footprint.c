@@ -119,7 +119,8 @@ static void resolve_memory(mt_engine_shape *sh, const mt_engine_opts *o, size_t 
     sh->grad_sum_elems = f32_sum ? grad_sum_elems(sh) : 0;
     resolve_offload(sh, asked, device_free);
     // AUTO gives the f32 buffer up (back to the official code's bf16 sum) rather than not fit.
-    if (o->grad_sum == MT_GRAD_SUM_AUTO && sh->grad_sum_elems && device_free && sum_parts(sh).device_bytes > device_free) {
+    if (o->grad_sum == MT_GRAD_SUM_AUTO && sh->grad_sum_elems && device_free &&
+        sum_parts(sh).device_bytes > device_free) {
         sh->grad_sum_f32 = sh->wdt == MT_F32;
         sh->grad_sum_elems = 0;
         resolve_offload(sh, asked, device_free);
@@ -154,7 +155,8 @@ void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision 
     if (sh->s.recompute == MT_RECOMPUTE_AUTO) { // the least recompute whose device plan fits (unknown: full)
         mt_schedule_desc asked = sh->s;
         // Checkpoints asked to live in host memory: only full checkpoints anything.
-        for (int r = asked.offload_checkpoints == 1 ? MT_RECOMPUTE_FULL : MT_RECOMPUTE_NONE; r >= MT_RECOMPUTE_FULL; r--) {
+        for (int r = asked.offload_checkpoints == 1 ? MT_RECOMPUTE_FULL : MT_RECOMPUTE_NONE; r >= MT_RECOMPUTE_FULL;
+             r--) {
             sh->s = asked;
             mt_schedule_set_recompute(&sh->s, (mt_recompute)r);
             resolve_memory(sh, o, device_free);

@@ -144,7 +144,8 @@ void mt_drain_destroy(mt_drain *d) {
 
 mt_status mt_drain_offload(mt_drain *d, const mt_offload *of) {
     size_t bytes = of->count * mt_dtype_size(of->wire);
-    if (bytes > d->slab_bytes) return mt_fail(MT_ERR_SHAPE, "gradient slab too small (%zu < %zu bytes)", d->slab_bytes, bytes);
+    if (bytes > d->slab_bytes)
+        return mt_fail(MT_ERR_SHAPE, "gradient slab too small (%zu < %zu bytes)", d->slab_bytes, bytes);
     // Slabs are used round-robin so the FIFO order of tasks matches slab order.
     int k = d->next_slab;
     double t0 = d->h->now_ms(d->h);

@@ -32,11 +32,12 @@ struct mt_grad_offload {
 static size_t stage_elems(const mt_engine_shape *sh) { return sh->wire != sh->wdt ? sh->slab_elems : 0; }
 
 mt_part_bytes mt_grad_offload_bytes(const mt_engine_shape *sh) {
-    size_t layer = mt_dev_round(sh->lay_layer.numel * sh->wdt_elem_bytes), slabs = (size_t)sh->grad_slabs * sh->slab_elems * mt_dtype_size(sh->wire);
+    size_t layer = mt_dev_round(sh->lay_layer.numel * sh->wdt_elem_bytes),
+           slabs = (size_t)sh->grad_slabs * sh->slab_elems * mt_dtype_size(sh->wire);
     size_t stage = stage_elems(sh) ? 2 * mt_dev_round(stage_elems(sh) * mt_dtype_size(sh->wire)) : 0;
     size_t sum = sh->grad_sum_elems ? mt_dev_round(sh->grad_sum_elems * 4) : 0;
-    return (mt_part_bytes){.device = 2 * layer + mt_dev_round(sh->lay_embed.numel * sh->wdt_elem_bytes) + mt_dev_round(sh->lay_head.numel * sh->wdt_elem_bytes) +
-                                     stage + sum,
+    return (mt_part_bytes){.device = 2 * layer + mt_dev_round(sh->lay_embed.numel * sh->wdt_elem_bytes) +
+                                     mt_dev_round(sh->lay_head.numel * sh->wdt_elem_bytes) + stage + sum,
                            .host = slabs,
                            .pinned = slabs};
 }
@@ -83,7 +84,8 @@ mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_trac
     // Backward never writes the padding between tensor groups; zero it once so
     // offloaded gradients (and their norm) see zeros there.
     void *gz[] = {g->layer_buf[0], g->layer_buf[1], g->embed, g->head};
-    size_t gzb[] = {sh->lay_layer.numel * ws, sh->lay_layer.numel * ws, sh->lay_embed.numel * ws, sh->lay_head.numel * ws};
+    size_t gzb[] = {sh->lay_layer.numel * ws, sh->lay_layer.numel * ws, sh->lay_embed.numel * ws,
+                    sh->lay_head.numel * ws};
     for (int i = 0; i < 4; i++) MT_TRY(mt_backend_memset_zero(g->be, gz[i], gzb[i], MT_STREAM_COMPUTE));
     mt_event **evs[] = {&g->ev_embed_free, &g->ev_head_free, &g->ev_ready};
     for (size_t i = 0; i < sizeof evs / sizeof *evs; i++) MT_TRY(mt_backend_event_create(g->be, evs[i]));

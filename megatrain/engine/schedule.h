@@ -108,7 +108,8 @@ struct mt_schedule_desc {
     // ---- activations
     int keep_activations;    // 1: every layer's input and internals stay on the device (no layer recompute)
     int keep_mlp;            // with keep_activations, the MLP's internals kept for every token: 0 none (gate/up
-                             // and SwiGLU recomputed per chunk in backward), 1 the gate/up output, 2 and SwiGLU's product
+                             // and SwiGLU recomputed per chunk in backward), 1 the gate/up output, 2 and SwiGLU's
+                             // product
     int recompute_norms;     // with keep_activations: the RMSNorm outputs are recomputed in backward, not kept
     mt_recompute recompute;  // resolved --recompute where the schedule takes it (auto until mt_engine_shape_init)
     int ckpt_interval;       // K: keep the input of every K-th layer, recompute the rest

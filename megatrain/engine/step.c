@@ -52,14 +52,15 @@ static mt_status forward(mt_engine *e, int mb, int n_mb, int *cursor) {
     if (mb == 0 && e->sh.rows_cap) MT_TRY(mt_weight_ring_load_first_if_kept(e->ring));
     if (mb == 0) MT_TRY(mt_weight_ring_load_embedding(e->ring, a->h_ids, (size_t)n_mb * N, a->h_rows, &a->rows_used));
     if (a->rows_used) // the lookup reads the compact table the rows were copied into
-        MT_TRY(mt_backend_copy(be, a->d_rows, a->h_rows + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
+        MT_TRY(
+            mt_backend_copy(be, a->d_rows, a->h_rows + (size_t)mb * N, (size_t)N * 4, MT_COPY_H2D, MT_STREAM_COMPUTE));
     const mt_tensor_slot *ve = &e->model->lay_embed.t[MT_T_EMBED];
     int span;
     MT_TRY(mt_ckpt_before_write(e->ckpts, 0));
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding", -1, &span));
     MT_TRY(mt_backend_embedding_fwd(be, layer_input(e, 0), a->rows_used ? a->d_rows : a->d_ids,
-                            (char *)mt_weight_ring_embed(e->ring) + ve->offset * mt_dtype_size(e->model->wdt), e->model->wdt, N,
-                            e->dims.C));
+                                    (char *)mt_weight_ring_embed(e->ring) + ve->offset * mt_dtype_size(e->model->wdt),
+                                    e->model->wdt, N, e->dims.C));
     MT_TRY(mt_trace_end(e->trace, span));
     if (!e->sched->keep_activations) MT_TRY(mt_ckpt_after_write(e->ckpts, 0));
     for (int i = 0; i < e->sh.L; i++) {
@@ -139,7 +140,8 @@ static mt_status backward(mt_engine *e, int mb, int *cursor) {
     size_t ws = mt_dtype_size(m->wdt);
     void *embed_g = mt_grad_offload_embed(e->grads);
     MT_TRY(mt_trace_begin(e->trace, MT_STREAM_COMPUTE, "embedding backward", -1, &span));
-    if (!m->cfg.tie_word_embeddings) MT_TRY(mt_backend_memset_zero(be, embed_g, m->lay_embed.numel * ws, MT_STREAM_COMPUTE));
+    if (!m->cfg.tie_word_embeddings)
+        MT_TRY(mt_backend_memset_zero(be, embed_g, m->lay_embed.numel * ws, MT_STREAM_COMPUTE));
     MT_TRY(mt_backend_embedding_bwd(be, (char *)embed_g + ve->offset * ws, m->wdt, a->d_ids, a->dx, N, e->dims.C));
     MT_TRY(mt_trace_end(e->trace, span));
     // Rows first: the last update's other rows may still be running, and read the gradient
@@ -174,7 +176,8 @@ static mt_status rank_walk(mt_engine *e) {
         MT_TRY(backward(e, mb, &cursor));
     }
     int n_uses = mt_weight_ring_n_uses(e->ring);
-    if (cursor != n_uses) return mt_fail(MT_ERR_BACKEND, "internal: the step has %d weight uses, walked %d", n_uses, cursor);
+    if (cursor != n_uses)
+        return mt_fail(MT_ERR_BACKEND, "internal: the step has %d weight uses, walked %d", n_uses, cursor);
     return MT_OK;
 }
 

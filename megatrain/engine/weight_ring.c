@@ -44,7 +44,8 @@ mt_part_bytes mt_weight_ring_bytes(const mt_engine_shape *sh) {
     size_t layer = mt_dev_round(sh->lay_layer.numel * sh->wdt_elem_bytes);
     int n = sh->s.weight_bufs + (sh->s.bind == MT_BIND_COPY ? 1 : 0);
     size_t stage = f32_param_wire(sh) ? (size_t)sh->s.weight_bufs * mt_dev_round(sh->lay_layer.numel * 4) : 0;
-    return (mt_part_bytes){.device = (size_t)n * layer + stage + mt_dev_round(sh->lay_embed.numel * sh->wdt_elem_bytes) +
+    return (mt_part_bytes){.device = (size_t)n * layer + stage +
+                                     mt_dev_round(sh->lay_embed.numel * sh->wdt_elem_bytes) +
                                      mt_dev_round(sh->lay_head.numel * sh->wdt_elem_bytes),
                            .host = mt_embed_rows_bytes(sh).host};
 }
@@ -71,7 +72,8 @@ mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_trace
         MT_TRY(mt_backend_event_create(r->be, &r->ev_loaded[i]));
         MT_TRY(mt_backend_event_create(r->be, &r->ev_free[i]));
     }
-    if (sh->s.bind == MT_BIND_COPY) MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * sh->wdt_elem_bytes, &r->template_buf));
+    if (sh->s.bind == MT_BIND_COPY)
+        MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * sh->wdt_elem_bytes, &r->template_buf));
     if (f32_param_wire(sh)) {
         if (!(r->stage = calloc((size_t)r->n_buf, sizeof *r->stage)))
             return mt_fail(MT_ERR_MEMORY, "host memory: the weight ring's tables");
@@ -92,7 +94,8 @@ mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_trace
     else if (mt_opt_worker_parts(opt) > 1) { // a layer crosses part by part, each as soon as it is updated
         r->by_part = 1;
         r->n_pieces = mt_opt_worker_parts(opt);
-        for (int p = 0; p < r->n_pieces; p++) mt_update_part(sh->lay_layer.numel, r->n_pieces, p, &r->pieces[p], &r->pieces[p + 1]);
+        for (int p = 0; p < r->n_pieces; p++)
+            mt_update_part(sh->lay_layer.numel, r->n_pieces, p, &r->pieces[p], &r->pieces[p + 1]);
     }
     MT_TRY(mt_weight_uses_build(sh, &r->uses, &r->n_uses));
     r->lookahead = sh->s.weights_resident ? r->n_uses : sh->s.lookahead; // resident: every load up front
@@ -244,7 +247,8 @@ mt_status mt_weight_ring_load_resident(mt_weight_ring *r, int unit_index) {
         if (parts > 1) r->opt_wait_ms += mt_opt_worker_wait_part(r->opt, unit_index, p);
         MT_TRY(mt_traced_copy_begin(r->lk, r->h2d, MT_LANE_H2D, head ? "head in" : "embedding in", -1, &span));
         const char *on_dev = mt_devopt_param(r->devopt, unit_index);
-        if (on_dev) MT_TRY(mt_backend_copy(r->be, dst + lo * ws, on_dev + lo * ws, (hi - lo) * ws, MT_COPY_D2D, r->h2d));
+        if (on_dev)
+            MT_TRY(mt_backend_copy(r->be, dst + lo * ws, on_dev + lo * ws, (hi - lo) * ws, MT_COPY_D2D, r->h2d));
         else
             MT_TRY(mt_traced_copy_issue(r->lk, dst + lo * ws, (char *)u->param + lo * ws, (hi - lo) * ws, MT_COPY_H2D,
                                         r->h2d));

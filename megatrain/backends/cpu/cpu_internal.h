@@ -96,8 +96,8 @@ mt_status mt_cpu_op_embedding_fwd(mt_backend *be, void *out, const int32_t *ids,
                                   int C);
 mt_status mt_cpu_op_embedding_bwd(mt_backend *be, void *dwte, mt_dtype wdt, const int32_t *ids, const void *dout, int N,
                                   int C);
-mt_status mt_cpu_op_matmul_fwd(mt_backend *be, void *out, const void *inp, const void *w, const void *bias, mt_dtype wdt,
-                               int N, int IC, int OC);
+mt_status mt_cpu_op_matmul_fwd(mt_backend *be, void *out, const void *inp, const void *w, const void *bias,
+                               mt_dtype wdt, int N, int IC, int OC);
 mt_status mt_cpu_op_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
                                const void *w, mt_dtype wdt, int N, int IC, int OC, int flags);
 mt_status mt_cpu_op_rmsnorm_fwd(mt_backend *be, void *out, float *rstd, const void *inp, const void *w, mt_dtype wdt,
