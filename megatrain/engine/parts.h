@@ -1,11 +1,6 @@
-// parts.h: what the engine's parts share. The engine is a few parts that each
-// own their state: the weight ring (weight_ring.h), the checkpoint store
-// (ckpt_store.h), the gradient offload with its slabs and drain
-// (grad_offload.h), the activations (activations.h) and the optimizer worker
-// (optimizer_worker.h), beside the host model state (host_state.h). Each part
-// says what it needs from the plan inputs alone, mt_<part>_bytes(shape), and
-// mt_<part>_create allocates exactly that (checked on every run); the memory
-// plan is the sum of the parts (footprint.c).
+// parts.h: what the engine's parts share. Each part (weight ring, checkpoint store, gradient offload,
+// activations, optimizer worker) says its bytes from the plan inputs alone, mt_<part>_bytes(shape), and
+// mt_<part>_create allocates exactly that (checked), so the memory plan is their sum (footprint.c).
 #ifndef MT_PARTS_H
 #define MT_PARTS_H
 
