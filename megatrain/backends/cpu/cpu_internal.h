@@ -1,12 +1,7 @@
-// cpu_internal.h: private state of the cpu backend and the declarations its
-// files share. Each cpu_<family>.c holds the plain passes (free functions over
-// raw f32 pointers, shapes in a comment) and the ops-table entry that wraps them
-// (argument checks, bf16 weight conversion).
-//
-// Determinism: every reduction runs in an order fixed by the shapes alone
-// (fixed row blocks summed in order, or one thread owning an output column),
-// so results are bitwise identical run to run and for any OMP thread count.
-// GEMMs go to OpenBLAS sgemm, called outside OpenMP regions.
+// cpu_internal.h: the cpu backend's private state and shared declarations; each cpu_<family>.c holds
+// plain f32 passes and the ops-table entry wrapping them. Every reduction runs in an order fixed by the
+// shapes alone, so results are bitwise the same for any OMP thread count; GEMMs go to OpenBLAS outside
+// OpenMP regions.
 #ifndef MT_CPU_INTERNAL_H
 #define MT_CPU_INTERNAL_H
 

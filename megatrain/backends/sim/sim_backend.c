@@ -1,14 +1,7 @@
-// sim_backend.c: the sim backend's ops table: virtual streams and events,
-// copies over a modelled link, fake device memory and unbacked host memory.
-// The engine's scheduler drives it unchanged; every op advances virtual clocks
-// by what the hardware profile says it costs (sim.h) and no tensor data exists.
-//
-// Time: each stream has a clock (the end of its last op). An op enqueued by a
-// host thread costs that thread MT_SIM_LAUNCH_MS of its own clock (core/vclock.h)
-// and starts at max(stream clock, host clock). An event records
-// max(stream clock, host clock) (an event on an idle stream completes when it is
-// recorded, as in CUDA); stream_wait moves the stream clock up to the event;
-// event_sync / stream_sync move the calling thread's clock up to it.
+// sim_backend.c: the sim backend's ops table: virtual streams, events, a modelled link, fake memory,
+// no tensor data. Each op costs the issuing host thread MT_SIM_LAUNCH_MS (core/vclock.h) and starts at
+// max(stream clock, host clock); events and waits move clocks as CUDA's would (an event on an idle
+// stream completes when recorded).
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
