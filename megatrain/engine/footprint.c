@@ -67,14 +67,9 @@ static void resolve_offload(mt_engine_shape *sh, int asked, size_t device_free) 
     sh->s.offload_checkpoints = offload && sh->n_ckpt > MT_CKPT_SLOTS;
 }
 
-// The loss head's chunk on a device: the floor (<= 256 MiB of logits) grows into
-// the memory left once everything allocated before the head is: each chunk's
-// weight-gradient GEMM re-reads and re-writes the whole V x C gradient (174 passes
-// of 1 GB per step for Qwen2.5-7B at batch 150 with the floor alone), and each
-// chunk rounds a bf16 gradient once more. The reserve covers what backends
-// allocate lazily after this point: attention workspaces (cuDNN's f32 dQ
-// accumulator and row sums, the native kernels' row sums), the GEMM and
-// embedding-sort scratch, lazily loaded kernels. A cpu backend keeps the floor:
+// The loss head's chunk on a device grows from its floor into the memory left: every chunk re-reads and
+// re-writes the whole V x C weight gradient (and rounds a bf16 one once more). The reserve covers what
+// backends allocate lazily later (attention and GEMM workspaces, kernels). A cpu backend keeps the floor:
 // its results must not depend on how much RAM happens to be free.
 static int grown_chunk_rows(const mt_engine_shape *sh, size_t device_free) {
     const mt_dims *d = &sh->d;
