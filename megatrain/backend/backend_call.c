@@ -74,7 +74,9 @@ static mt_status lacking(const mt_backend *be, mt_op op) {
     } while (0)
 
 mt_status mt_backend_device_info(mt_backend *be, mt_device_info *out) { return be->ops->device_info(be, out); }
-mt_status mt_backend_dev_alloc(mt_backend *be, size_t bytes, void **out) { PLAIN(MT_OP_DEV_ALLOC, dev_alloc, bytes, out); }
+mt_status mt_backend_dev_alloc(mt_backend *be, size_t bytes, void **out) {
+    PLAIN(MT_OP_DEV_ALLOC, dev_alloc, bytes, out);
+}
 void mt_backend_dev_free(mt_backend *be, void *p) {
     if (p) be->ops->dev_free(be, p);
 }

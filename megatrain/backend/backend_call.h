@@ -1,14 +1,7 @@
-// backend_call.h: the way into a backend for everything that is not a
-// backend (as ggml's ggml_backend_* functions sit over its interface). Each
-// mt_backend_<op>() calls the table entry of the same name and
-//   - refuses an entry the backend lacks (MT_ERR_UNSUPPORTED naming it;
-//     mt_backend_supports() asks first),
-//   - names the backend and the op in the error of a call that fails
-//     ("cuda matmul_fwd: ..."; allocations keep their own message, which
-//     already says what ran out),
-//   - counts the bytes each kind of copy moved (mt_backend_copied_bytes).
-// Trace spans and the step's link bytes sit one level up, in the engine
-// (engine/link.h), where a copy's purpose is known.
+// backend_call.h: the way into a backend for everything that is not one (as ggml's ggml_backend_*):
+// mt_backend_<op>() calls the table entry of that name, refuses one the backend lacks (MT_ERR_UNSUPPORTED),
+// names backend and op in a failure's error, and counts each kind of copy's bytes. Trace spans and the
+// step's link bytes sit in the engine (engine/traced_copy.h), where a copy's purpose is known.
 #ifndef MT_BACKEND_CALL_H
 #define MT_BACKEND_CALL_H
 

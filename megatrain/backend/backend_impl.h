@@ -45,9 +45,11 @@ struct mt_backend_ops {
 
     // ---- layer kernels (compute stream) ----
     // out(N,C) = wte[ids[n], :]
-    mt_status (*embedding_fwd)(mt_backend *be, void *out, const int32_t *ids, const void *wte, mt_dtype wdt, int N, int C);
+    mt_status (*embedding_fwd)(mt_backend *be, void *out, const int32_t *ids, const void *wte, mt_dtype wdt, int N,
+                               int C);
     // dwte(V,C) += scatter of dout(N,C) by ids (accumulates; caller zeroes)
-    mt_status (*embedding_bwd)(mt_backend *be, void *dwte, mt_dtype wdt, const int32_t *ids, const void *dout, int N, int C);
+    mt_status (*embedding_bwd)(mt_backend *be, void *dwte, mt_dtype wdt, const int32_t *ids, const void *dout, int N,
+                               int C);
     // out(N,OC) = inp(N,IC) @ w(OC,IC)^T + bias(OC)   (bias may be NULL)
     mt_status (*matmul_fwd)(mt_backend *be, void *out, const void *inp, const void *w, const void *bias, mt_dtype wdt,
                             int N, int IC, int OC);
@@ -73,8 +75,8 @@ struct mt_backend_ops {
     // cos/sin: (T, HD/2) f32 tables for positions 0..T-1.
     mt_status (*rope_fwd)(mt_backend *be, void *out, const void *inp, const float *cos, const float *sin, int B, int T,
                           int NH, int NKV, int HD);
-    mt_status (*rope_bwd)(mt_backend *be, void *dinp, const void *dout, const float *cos, const float *sin, int B, int T,
-                          int NH, int NKV, int HD);
+    mt_status (*rope_bwd)(mt_backend *be, void *dinp, const void *dout, const float *cos, const float *sin, int B,
+                          int T, int NH, int NKV, int HD);
     // Causal GQA attention, scale 1/sqrt(HD), flash-style (no T x T matrix):
     // out(B,T,NH*HD) from packed qkv(B,T,QKV*HD); lse(B,NH,T) saved.
     mt_status (*attention_fwd)(mt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int NH, int NKV,

@@ -68,8 +68,10 @@ mt_status mt_backend_create_with(const char *name, const mt_backend_args *a, mt_
     MT_TRY(mt_backend_check_name(name));
     const mt_backend_entry *e = mt_backend_find(name);
     if ((e->caps & MT_CAP_VIRTUAL_TIME) && !a->profile_path) // it prices ops with a machine's figures
-        return mt_fail(MT_ERR_UNSUPPORTED, "--backend %s: needs --hardware PROFILE (a name in experiments/hardware/ or a "
-                                           "path to a megatrain.hardware/1 JSON file)", e->name);
+        return mt_fail(MT_ERR_UNSUPPORTED,
+                       "--backend %s: needs --hardware PROFILE (a name in experiments/hardware/ or a "
+                       "path to a megatrain.hardware/1 JSON file)",
+                       e->name);
     return e->create(a, out);
 }
 

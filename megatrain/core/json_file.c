@@ -51,7 +51,8 @@ mt_status mt_json_parse(const char *path, const char *text, size_t len, cJSON **
     char key[512] = "";
     const cJSON *dup = find_duplicate(root, key, sizeof key);
     if (dup) {
-        mt_status s = mt_fail(MT_ERR_FORMAT, "%s: key '%s' appears twice (keys of a JSON object must be unique)", path, key);
+        mt_status s =
+            mt_fail(MT_ERR_FORMAT, "%s: key '%s' appears twice (keys of a JSON object must be unique)", path, key);
         cJSON_Delete(root);
         return s;
     }

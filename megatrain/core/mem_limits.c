@@ -93,7 +93,8 @@ size_t mt_mem_cgroup_room(const char *proc_cgroup, const char *root, char *what,
         int v2 = !*ctrl, v1 = !v2 && (!strcmp(ctrl, "memory") || strstr(ctrl, "memory,") ||
                                       (strlen(ctrl) > 7 && !strcmp(ctrl + strlen(ctrl) - 7, ",memory")));
         if (!v2 && !v1) continue;
-        const char *lim_f = v2 ? "memory.max" : "memory.limit_in_bytes", *cur_f = v2 ? "memory.current" : "memory.usage_in_bytes";
+        const char *lim_f = v2 ? "memory.max" : "memory.limit_in_bytes",
+                   *cur_f = v2 ? "memory.current" : "memory.usage_in_bytes";
         char dir[4096];
         snprintf(dir, sizeof dir, "%s%s%s", root, v1 ? "/memory" : "", strcmp(rel, "/") ? rel : "");
         for (;;) { // every level up to the mount: each one's limit applies

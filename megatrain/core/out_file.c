@@ -37,7 +37,8 @@ mt_status mt_out_resolve(const char *option, const char *path, mt_out_kind kind,
     // pipe no readlink can spell, and a device is written at the path given.
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
         if (kind == MT_OUT_STREAM && (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode))) {
-            if (snprintf(dest, cap, "%s", path) >= (int)cap) return mt_fail(MT_ERR_ARG, "%s %s: path too long", option, path);
+            if (snprintf(dest, cap, "%s", path) >= (int)cap)
+                return mt_fail(MT_ERR_ARG, "%s %s: path too long", option, path);
             *in_place = 1;
             return MT_OK;
         }

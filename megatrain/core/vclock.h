@@ -11,14 +11,9 @@ void mt_vclock_set(double t_ms);
 void mt_vclock_join(double t_ms);    // now = max(now, t)
 void mt_vclock_advance(double ms);
 
-// Host lanes (the gradient drain, the optimizer): threads that take work from
-// others and price it on their own clocks. The sim prices a copy by the host
-// work that overlaps it in virtual time, so before it reads that work it waits
-// (real time) until every lane of its group has either nothing in hand or a
-// clock past the copy's end: conservative synchronisation, so the same inputs
-// give the same timeline whatever the thread count or the OS's scheduling.
-// A lane never waits for a copy, so the wait ends. Cheap no-ops in effect
-// under real backends (nobody waits). `group` is the backend the lane prices with.
+// Host lanes (the gradient drain, the optimizer) price others' work on their own clocks. Before the sim
+// prices a copy by the host work overlapping it, it waits until every lane of `group` (the backend) is idle
+// or past the copy's end, so the timeline is the same whatever the OS's scheduling (no-ops under real backends).
 int mt_vlane_open(const void *group);     // a lane id (-1: the table is full; the lane is then unsynchronised)
 void mt_vlane_close(int lane);
 void mt_vlane_bind(int lane);             // the calling thread is `lane` (its priced work joins the calendar)

@@ -25,8 +25,8 @@ mt_status mt_data_open_file(mt_data *d, const char *path, int vocab, int B, int 
     mt_status bad = MT_OK;
     size_t n = (size_t)sb.st_size / 4, need = (size_t)B * T + 1;
     if (sb.st_size % 4 != 0)
-        bad = mt_fail(MT_ERR_FORMAT, "%s: size %lld bytes is not a multiple of 4 (expected flat uint32 token ids)", path,
-                      (long long)sb.st_size);
+        bad = mt_fail(MT_ERR_FORMAT, "%s: size %lld bytes is not a multiple of 4 (expected flat uint32 token ids)",
+                      path, (long long)sb.st_size);
     else if (n < need)
         bad = mt_fail(MT_ERR_FORMAT, "%s: %zu tokens, fewer than one batch needs (batch x seq-len + 1 = %zu)", path, n,
                       need);

@@ -20,9 +20,9 @@ size_t mt_activations_layer_bytes(const mt_engine_shape *sh) {
 
 mt_part_bytes mt_activations_bytes(const mt_engine_shape *sh) {
     const mt_dims *d = &sh->d;
-    size_t dev = mt_activations_layer_bytes(sh) + mt_dev_round((size_t)sh->chunk_rows * sh->c.vocab_size * sh->as) +
-                 (sh->rows_cap ? 5 : 4) * mt_dev_round((size_t)d->N * 4) +
-                 2 * mt_dev_round((size_t)d->T * d->HD / 2 * 4);
+    size_t dev =
+        mt_activations_layer_bytes(sh) + mt_dev_round((size_t)sh->chunk_rows * sh->c.vocab_size * sh->act_elem_bytes) +
+        (sh->rows_cap ? 5 : 4) * mt_dev_round((size_t)d->N * 4) + 2 * mt_dev_round((size_t)d->T * d->HD / 2 * 4);
     size_t stage = (sh->rows_cap ? 4 : 3) * (size_t)sh->G * d->N * 4; // ids, targets, losses (+ compact ids)
     return (mt_part_bytes){.device = dev, .host = stage, .pinned = stage};
 }
@@ -62,7 +62,7 @@ mt_status mt_activations_create(const mt_engine_shape *sh, mt_backend *be, mt_de
     a->blk_in = calloc((size_t)a->K, sizeof *a->blk_in);
     a->acts = calloc((size_t)a->n_acts, sizeof *a->acts);
     if (!a->blk_in || !a->acts) return mt_fail(MT_ERR_MEMORY, "host memory: the activation tables");
-    size_t before = dm->bytes, x = (size_t)sh->d.N * sh->d.C * sh->as;
+    size_t before = dm->bytes, x = (size_t)sh->d.N * sh->d.C * sh->act_elem_bytes;
     for (int i = 1; i < a->K; i++) MT_TRY(mt_devmem_alloc(dm, x, &a->blk_in[i]));
     if (a->K > 1) // outputs that are not checkpoints exist only with K > 1
         for (int i = 0; i < 2; i++) MT_TRY(mt_devmem_alloc(dm, x, &a->x_tmp[i]));
@@ -80,7 +80,7 @@ mt_status mt_activations_create(const mt_engine_shape *sh, mt_backend *be, mt_de
     // gradient borrow the layers' (N, C) scratch.
     a->xn = a->scratch.dtmp;
     a->dxn = a->scratch.dln;
-    MT_TRY(mt_devmem_alloc(dm, (size_t)a->chunk_rows * sh->c.vocab_size * sh->as, &a->logits));
+    MT_TRY(mt_devmem_alloc(dm, (size_t)a->chunk_rows * sh->c.vocab_size * sh->act_elem_bytes, &a->logits));
     MT_TRY(mt_devmem_alloc(dm, (size_t)sh->d.N * 4, (void **)&a->rstd_final));
     MT_TRY(mt_devmem_alloc(dm, (size_t)sh->d.N * 4, (void **)&a->losses));
     MT_TRY(mt_devmem_alloc(dm, (size_t)sh->d.N * 4, (void **)&a->d_ids));

@@ -6,7 +6,7 @@
 
 struct mt_ckpt_store {
     mt_backend *be;
-    mt_link *lk;
+    mt_traced_copy *lk;
     int n, offload;
     size_t bytes;           // one checkpoint: (N, C) activations
     size_t host_bytes;      // its host buffer (allocation-rounded, as planned)
@@ -23,7 +23,7 @@ mt_part_bytes mt_ckpt_store_bytes(const mt_engine_shape *sh) {
                            .pinned = host};
 }
 
-mt_status mt_ckpt_store_create(const mt_engine_shape *sh, mt_backend *be, mt_link *lk, mt_devmem *dm,
+mt_status mt_ckpt_store_create(const mt_engine_shape *sh, mt_backend *be, mt_traced_copy *lk, mt_devmem *dm,
                                mt_ckpt_store **out) {
     mt_ckpt_store *ck = calloc(1, sizeof *ck);
     if (!ck) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the checkpoint store");
@@ -32,7 +32,7 @@ mt_status mt_ckpt_store_create(const mt_engine_shape *sh, mt_backend *be, mt_lin
     ck->lk = lk;
     ck->n = sh->n_ckpt;
     ck->offload = sh->s.offload_checkpoints;
-    ck->bytes = (size_t)sh->d.N * sh->d.C * sh->as;
+    ck->bytes = (size_t)sh->d.N * sh->d.C * sh->act_elem_bytes;
     ck->host_bytes = sh->x_bytes;
     ck->h2d = mt_schedule_h2d_stream(&sh->s);
     ck->d2h = mt_schedule_d2h_stream(&sh->s);
@@ -86,8 +86,8 @@ mt_status mt_ckpt_after_write(mt_ckpt_store *ck, int j) {
     int k = j % SLOTS;
     MT_TRY(mt_backend_event_record(ck->be, ck->ev_ready, MT_STREAM_COMPUTE));
     MT_TRY(mt_backend_stream_wait(ck->be, ck->d2h, ck->ev_ready));
-    MT_TRY(mt_link_traced_copy(ck->lk, MT_LANE_D2H, "checkpoint out", j, ck->host[j], ck->dev[k], ck->bytes, MT_COPY_D2H,
-                               ck->d2h));
+    MT_TRY(mt_traced_copy_one(ck->lk, MT_LANE_D2H, "checkpoint out", j, ck->host[j], ck->dev[k], ck->bytes, MT_COPY_D2H,
+                              ck->d2h));
     MT_TRY(mt_backend_event_record(ck->be, ck->ev_out[k], ck->d2h));
     return mt_backend_event_record(ck->be, ck->ev_free[k], ck->d2h);
 }
@@ -97,8 +97,8 @@ mt_status mt_ckpt_prefetch(mt_ckpt_store *ck, int j) {
     int k = j % SLOTS;
     MT_TRY(mt_backend_stream_wait(ck->be, ck->h2d, ck->ev_free[k])); // the slot's last reader is done
     MT_TRY(mt_backend_stream_wait(ck->be, ck->h2d, ck->ev_out[k]));  // and its forward copy-out
-    MT_TRY(mt_link_traced_copy(ck->lk, MT_LANE_H2D, "checkpoint in", j, ck->dev[k], ck->host[j], ck->bytes, MT_COPY_H2D,
-                               ck->h2d));
+    MT_TRY(mt_traced_copy_one(ck->lk, MT_LANE_H2D, "checkpoint in", j, ck->dev[k], ck->host[j], ck->bytes, MT_COPY_H2D,
+                              ck->h2d));
     return mt_backend_event_record(ck->be, ck->ev_in[k], ck->h2d);
 }
 

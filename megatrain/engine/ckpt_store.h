@@ -7,13 +7,13 @@
 #ifndef MT_CKPT_STORE_H
 #define MT_CKPT_STORE_H
 
-#include "engine/link.h"
+#include "engine/traced_copy.h"
 #include "engine/parts.h"
 
 typedef struct mt_ckpt_store mt_ckpt_store;
 
 mt_part_bytes mt_ckpt_store_bytes(const mt_engine_shape *sh);
-mt_status mt_ckpt_store_create(const mt_engine_shape *sh, mt_backend *be, mt_link *lk, mt_devmem *dm,
+mt_status mt_ckpt_store_create(const mt_engine_shape *sh, mt_backend *be, mt_traced_copy *lk, mt_devmem *dm,
                                mt_ckpt_store **out);
 void mt_ckpt_store_destroy(mt_ckpt_store *ck);
 

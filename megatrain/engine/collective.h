@@ -1,21 +1,8 @@
-// collective.h: how N data-parallel ranks' gradients of one unit become the one
-// host gradient the host AdamW reads (--gpus N, one host, one copy of the state).
-// Each rank sends its gradients per unit and micro-batch; the collective says
-// which part of the unit a rank carries to the host and lands it there:
-//
-//   host (collective_host.c): every rank carries the whole unit; the host adds
-//     the contributions in one fixed order, micro-batch-major then rank
-//     (mb 0: rank 0, 1, .., N-1; mb 1: ...), the order one rank adds the N x G
-//     micro-batches of B/N rows in: so N ranks are bitwise one rank's run.
-//     What the cpu backend uses, and the reference.
-//   device (collective_device.c over the backend's own, backend/device_collective.h;
-//     cuda: NCCL's in-place reduce-scatter per unit and micro-batch on its own stream):
-//     each rank carries its 1/N of the reduced gradient (the last rank the remainder
-//     too) to disjoint parts of the host gradient: the link carries each byte once.
-//
-// Either way a unit is final once every rank has landed its last micro-batch; its
-// sum of squares (over the reduced gradient) then goes to the one on-final hook,
-// so the global norm, the clip and the non-finite skip are one decision for all.
+// collective.h: how N data-parallel ranks' gradients of one unit become the one host gradient
+// (--gpus N). host (collective_host.c): every rank lands the whole unit and the host adds in one fixed
+// order, so N ranks are bitwise one rank's run. device (collective_device.c, the backend's reduce-scatter):
+// each rank lands its 1/N of the reduced unit, so the link carries each byte once. Either way the unit's
+// sum of squares goes to one on-final hook: the norm, clip and skip are one decision for all ranks.
 #ifndef MT_COLLECTIVE_H
 #define MT_COLLECTIVE_H
 

@@ -71,7 +71,9 @@ struct mt_devopt {
     mt_event *grads_done; // the compute stream has summed and squared the step's gradients
 };
 
-static mt_status dev_alloc(mt_backend *be, size_t bytes, void **out) { return mt_backend_dev_alloc(be, bytes ? bytes : 4, out); }
+static mt_status dev_alloc(mt_backend *be, size_t bytes, void **out) {
+    return mt_backend_dev_alloc(be, bytes ? bytes : 4, out);
+}
 
 // Copies between a unit's host blocks and its device state, on the update's stream.
 static mt_status copy_state(mt_devopt *d, mt_unit *x, dev_unit *y, mt_copy_kind kind) {
@@ -80,7 +82,8 @@ static mt_status copy_state(mt_devopt *d, mt_unit *x, dev_unit *y, mt_copy_kind 
     size_t bytes[4] = {k * ws, k * 4, k * 4, k * 4};
     for (int i = 0; i < 4; i++) {
         if (!pairs[i][0]) continue;
-        void *dst = kind == MT_COPY_H2D ? pairs[i][0] : pairs[i][1], *src = kind == MT_COPY_H2D ? pairs[i][1] : pairs[i][0];
+        void *dst = kind == MT_COPY_H2D ? pairs[i][0] : pairs[i][1],
+             *src = kind == MT_COPY_H2D ? pairs[i][1] : pairs[i][0];
         MT_TRY(mt_backend_copy(d->be, dst, src, bytes[i], kind, d->stream));
     }
     return MT_OK;
@@ -159,7 +162,8 @@ mt_status mt_devopt_grad_in(mt_devopt *d, int u, const void *dev_grad, int mb, i
 mt_status mt_devopt_sumsq(mt_devopt *d, double *sumsq) {
     if (!d) return MT_OK;
     for (int i = 0; i < d->m->n_units; i++)
-        if (d->on[i]) MT_TRY(mt_backend_copy(d->be, &sumsq[i], d->u[i].sq, sizeof(double), MT_COPY_D2H, MT_STREAM_COMPUTE));
+        if (d->on[i])
+            MT_TRY(mt_backend_copy(d->be, &sumsq[i], d->u[i].sq, sizeof(double), MT_COPY_D2H, MT_STREAM_COMPUTE));
     MT_TRY(mt_backend_event_record(d->be, d->grads_done, MT_STREAM_COMPUTE));
     return mt_backend_event_sync(d->be, d->grads_done);
 }

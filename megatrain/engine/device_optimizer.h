@@ -1,21 +1,8 @@
-// device_optimizer.h: the GPU's share of the optimizer (--device-optimizer auto|off|N).
-// The optimizer state (master where there is one, m, v) of a few whole units lives in
-// device memory, with a device copy of their weights and a buffer for their gradient sum,
-// and is updated there by the backend's AdamW (backend.h adamw: bitwise the host's),
-// after the norm is known, while the host's worker updates the other units. The host
-// blocks of those units stay the checkpoint's source: the device state is copied in when
-// the engine is made (after a load or resume) and out before a save (mt_engine_finish),
-// so the files are the same whatever the split, and a run resumes under any split.
-// Which units: the embedding and the head first (at partial depth 41% of the parameters
-// at 14B width, 8 layers), then layers in forward order (the next forward waits first for
-// the earliest units), as many as `n` or, with auto, as the device's spare memory holds.
-//
-// Nothing of those units crosses the link while training: their gradients are summed over
-// the micro-batches on the device (backend grad_add, bitwise the drain's add) and squared
-// there (grad_sumsq, bitwise the drain's), that sum taking the unit's place in the norm's
-// fixed unit order; the weight ring copies their weights device to device. The update runs
-// on the ring's load stream once the norm is known, so the next step's loads of every unit
-// follow it in stream order, and the next forward waits only for the loads it reads.
+// device_optimizer.h: the GPU's share of the optimizer (--device-optimizer auto|off|N): a few whole
+// units (the embedding and head first, then layers in forward order) keep their optimizer state on the
+// device and are updated there, bitwise as the host would, so nothing of them crosses the link while
+// training. The host blocks stay the checkpoint's source (copied in at create, out before a save), so the
+// files and a resume are the same whatever the split.
 #ifndef MT_DEVICE_OPTIMIZER_H
 #define MT_DEVICE_OPTIMIZER_H
 

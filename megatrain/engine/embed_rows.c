@@ -5,7 +5,7 @@
 
 struct mt_embed_rows {
     mt_model *m;
-    mt_link *lk;
+    mt_traced_copy *lk;
     mt_opt_worker *opt;
     mt_stream_id h2d;
     void *table;       // the device embedding tensor
@@ -22,7 +22,7 @@ mt_part_bytes mt_embed_rows_bytes(const mt_engine_shape *sh) {
     return (mt_part_bytes){.host = sh->rows_cap ? V + 2 * V * 4 : 0};
 }
 
-mt_status mt_embed_rows_create(const mt_engine_shape *sh, mt_model *m, mt_link *lk, mt_opt_worker *opt,
+mt_status mt_embed_rows_create(const mt_engine_shape *sh, mt_model *m, mt_traced_copy *lk, mt_opt_worker *opt,
                                mt_stream_id h2d, void *table, mt_embed_rows **out) {
     *out = NULL;
     if (!sh->rows_cap) return MT_OK;
@@ -33,7 +33,8 @@ mt_status mt_embed_rows_create(const mt_engine_shape *sh, mt_model *m, mt_link *
     x->mark = calloc(x->V, 1);
     x->rows = malloc(x->V * sizeof *x->rows);
     x->next = malloc(x->V * sizeof *x->next);
-    if (!x->mark || !x->rows || !x->next) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the embedding's row tables");
+    if (!x->mark || !x->rows || !x->next)
+        return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the embedding's row tables");
     return mt_backend_event_create(lk->be, &x->loaded);
 }
 
@@ -82,8 +83,8 @@ mt_status mt_embed_rows_load(mt_embed_rows *x, const int32_t *ids, size_t n, int
     if (k == SIZE_MAX || !mt_opt_worker_wait_rows(x->opt, x->rows, k, &st, waited_ms)) return MT_OK;
     for (size_t i = 0; i < n; i++) compact[i] = st.slot[ids[i]];
     size_t bytes = st.n_rows * (size_t)x->m->cfg.hidden_size * mt_dtype_size(x->m->wdt);
-    MT_TRY(mt_link_traced_copy(x->lk, MT_LANE_H2D, "embedding rows in", -1, x->table, st.stage, bytes, MT_COPY_H2D,
-                               x->h2d));
+    MT_TRY(mt_traced_copy_one(x->lk, MT_LANE_H2D, "embedding rows in", -1, x->table, st.stage, bytes, MT_COPY_H2D,
+                              x->h2d));
     MT_TRY(mt_backend_event_record(x->lk->be, x->loaded, x->h2d));
     MT_TRY(mt_backend_stream_wait(x->lk->be, MT_STREAM_COMPUTE, x->loaded));
     *compact_used = 1;

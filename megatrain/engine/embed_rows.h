@@ -1,17 +1,12 @@
-// embed_rows.h: the embedding rows a step's forward reads, first. The embedding
-// (untied) is read only by the forward's lookup, of the rows its token ids name:
-// a few thousand of a vocabulary of 152k at batch 16 x 1024. So the optimizer pass
-// updates those rows first and stages them (optimizer_worker.h), the forward waits
-// for them and copies only them in, as a compact table its lookup reads through
-// ids remapped to their places in it (the backward keeps the true ids), and every
-// other row is updated under the forward. The same parameters, bitwise; the step's
-// boundary waits for |rows| of V rows' AdamW and link instead of the whole table's.
+// embed_rows.h: the embedding rows a step's forward reads, first: the optimizer pass updates and stages
+// those rows (a few thousand of 152k) before the rest, and the forward copies in only them as a compact
+// table read through remapped ids. Bitwise the same parameters; the step boundary waits for |rows|, not V.
 #ifndef MT_EMBED_ROWS_H
 #define MT_EMBED_ROWS_H
 
 #include <stdint.h>
 
-#include "engine/link.h"
+#include "engine/traced_copy.h"
 #include "engine/optimizer_worker.h"
 #include "engine/parts.h"
 
@@ -20,7 +15,7 @@ typedef struct mt_embed_rows mt_embed_rows;
 // Host tables: a mark per vocabulary row and two row lists (nothing when sh->rows_cap is 0).
 mt_part_bytes mt_embed_rows_bytes(const mt_engine_shape *sh);
 // NULL in *out when rows first is off. `table`: the device embedding the lookup reads.
-mt_status mt_embed_rows_create(const mt_engine_shape *sh, mt_model *m, mt_link *lk, mt_opt_worker *opt,
+mt_status mt_embed_rows_create(const mt_engine_shape *sh, mt_model *m, mt_traced_copy *lk, mt_opt_worker *opt,
                                mt_stream_id h2d, void *table, mt_embed_rows **out);
 void mt_embed_rows_destroy(mt_embed_rows *x);
 

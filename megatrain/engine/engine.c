@@ -60,8 +60,10 @@ mt_status mt_engine_opts_check_recompute(const mt_engine_opts *o) {
         return mt_fail(MT_ERR_ARG, "--recompute %s: the %s schedule fixes what it keeps; it applies to --schedule "
                                    "megatrain and naive", mt_recompute_name(r), o->schedule->name);
     if (r > MT_RECOMPUTE_FULL && o->sched.ckpt_interval > 1)
-        return mt_fail(MT_ERR_ARG, "--recompute %s keeps every layer's input; --checkpoint-interval %d contradicts it "
-                                   "(drop one, or --recompute full|auto)", mt_recompute_name(r), o->sched.ckpt_interval);
+        return mt_fail(MT_ERR_ARG,
+                       "--recompute %s keeps every layer's input; --checkpoint-interval %d contradicts it "
+                       "(drop one, or --recompute full|auto)",
+                       mt_recompute_name(r), o->sched.ckpt_interval);
     if (r > MT_RECOMPUTE_FULL && o->sched.offload_checkpoints == 1)
         return mt_fail(MT_ERR_ARG, "--recompute %s keeps every layer's input on the device; --offload-checkpoints "
                                    "true contradicts it (drop one, or --recompute full|auto)", mt_recompute_name(r));
@@ -86,13 +88,15 @@ mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c) {
     if (o->T <= 0) return mt_fail(MT_ERR_ARG, "--seq-len: must be positive (got %d)", o->T);
     if (o->grad_accum <= 0) return mt_fail(MT_ERR_ARG, "--grad-accum: must be positive (got %d)", o->grad_accum);
     if ((long long)o->B * o->T > 1LL << 30)
-        return mt_fail(MT_ERR_ARG, "--batch x --seq-len: %lld tokens per micro-batch is too many (the engine's limit is 2^30)",
+        return mt_fail(MT_ERR_ARG,
+                       "--batch x --seq-len: %lld tokens per micro-batch is too many (the engine's limit is 2^30)",
                        (long long)o->B * o->T);
     if (o->sched.ckpt_interval <= 0 || o->sched.ckpt_interval > c->num_layers)
         return mt_fail(MT_ERR_ARG, "--checkpoint-interval: must be in 1..%d (the layer count), got %d", c->num_layers,
                        o->sched.ckpt_interval);
+    // 1: no prefetch.
     if ((o->schedule->takes & MT_TAKES_WEIGHT_BUFS) && (o->sched.weight_bufs < 1 || o->sched.weight_bufs > 3))
-        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 1, 2 or 3 (got %d)", o->sched.weight_bufs); // 1: no prefetch
+        return mt_fail(MT_ERR_ARG, "--weight-buffers: must be 1, 2 or 3 (got %d)", o->sched.weight_bufs);
     if (o->grad_slabs < 1 || o->grad_slabs > 64)
         return mt_fail(MT_ERR_ARG, "--grad-slabs: must be in 1..64 (got %d)", o->grad_slabs);
     if (o->mlp_rows < 0) return mt_fail(MT_ERR_ARG, "--mlp-chunk: must be >= 0 (got %d)", o->mlp_rows);
@@ -155,15 +159,16 @@ mt_status mt_engine_check_host_memory_ranks(const mt_config *c, mt_precision p, 
     const double GiB = 1073741824.0;
     char ranks[48] = "";
     if (n_ranks > 1) snprintf(ranks, sizeof ranks, " for %d ranks", n_ranks);
-    return mt_fail(MT_ERR_MEMORY,
-                   "host memory: the run needs %.2f GiB (model state %.2f, pinned slabs and staging %.2f%s, speculative "
-                   "spare blocks %.2f%s%.2f) but %.2f GiB is available (%s); nothing was allocated. HINT: %sa smaller model, "
-                   "--batch, --seq-len or --grad-accum (a step's token ids are staged whole), --precision paper, or "
-                   "`megatrain plan`",
-                   need / GiB, fp.state.host / GiB, R * per_rank / GiB, ranks, fp.optimizer.host / GiB,
-                   device_on_host ? ", device buffers in host memory " : ", device buffers not counted ",
-                   device_on_host ? R * fp.device_bytes / GiB : 0.0, avail / GiB, room.what,
-                   room.address_space ? "raise the limit (ulimit -v / -d unlimited), " : "");
+    return mt_fail(
+        MT_ERR_MEMORY,
+        "host memory: the run needs %.2f GiB (model state %.2f, pinned slabs and staging %.2f%s, speculative "
+        "spare blocks %.2f%s%.2f) but %.2f GiB is available (%s); nothing was allocated. HINT: %sa smaller model, "
+        "--batch, --seq-len or --grad-accum (a step's token ids are staged whole), --precision paper, or "
+        "`megatrain plan`",
+        need / GiB, fp.state.host / GiB, R * per_rank / GiB, ranks, fp.optimizer.host / GiB,
+        device_on_host ? ", device buffers in host memory " : ", device buffers not counted ",
+        device_on_host ? R * fp.device_bytes / GiB : 0.0, avail / GiB, room.what,
+        room.address_space ? "raise the limit (ulimit -v / -d unlimited), " : "");
 }
 
 static void grad_final(void *ctx, int unit, double sumsq) { mt_opt_worker_grad_final(ctx, unit, sumsq); }
@@ -189,10 +194,10 @@ static mt_status devopt_choose(mt_model *m, mt_backend *be, const mt_engine_opts
 
 static mt_status create_devopt(mt_engine *e, const unsigned char *on, int n) {
     if (!n) return MT_OK;
-    MT_TRY(mt_devopt_create(e->m, e->be, on, mt_schedule_h2d_stream(&e->sh.s), &e->devopt));
+    MT_TRY(mt_devopt_create(e->model, e->be, on, mt_schedule_h2d_stream(&e->sh.s), &e->devopt));
     mt_opt_worker_set_device_units(e->opt, mt_devopt_mask(e->devopt));
-    mt_weight_ring_set_devopt(e->w, e->devopt);
-    mt_grad_offload_set_devopt(e->g, e->devopt);
+    mt_weight_ring_set_devopt(e->ring, e->devopt);
+    mt_grad_offload_set_devopt(e->grads, e->devopt);
     return MT_OK;
 }
 
@@ -210,21 +215,22 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     int n_dev = 0;
     size_t dev_bytes = 0;
     if (!leader && n_ranks == 1) MT_TRY(devopt_choose(m, be, opts, info.mem_free_bytes, on_dev, &n_dev, &dev_bytes));
-    info.mem_free_bytes -= info.mem_free_bytes > dev_bytes ? dev_bytes : info.mem_free_bytes; // the parts plan in the rest
+    // The parts plan in the rest.
+    info.mem_free_bytes -= info.mem_free_bytes > dev_bytes ? dev_bytes : info.mem_free_bytes;
     mt_engine_opts oo = *opts, *o = &oo;
     o->host_free = host_free_for(c, m->prec, opts, be, &info); // the speculative window is sized against it
     if (leader) o->keep_trace = 0; // --trace writes the leader's timeline; the others' would only grow
     mt_engine *e = calloc(1, sizeof *e);
     if (!e) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the engine");
     *out = e;
-    e->m = m;
+    e->model = m;
     e->be = be;
     e->rank = e->slice = rank;
     e->n_ranks = e->n_slices = n_ranks;
     mt_engine_shape_init(&e->sh, c, m->prec, be->act_dtype, o, info.mem_free_bytes, mt_backend_caps(be));
-    e->s = &e->sh.s;
+    e->sched = &e->sh.s;
     e->spec_gated = o->sched.speculative < 0;
-    e->d = e->sh.d;
+    e->dims = e->sh.d;
     e->dev.be = be;
     // What the configuration needs (the loss head at its floor) must fit; the head then grows into what is left.
     mt_engine_footprint fp = mt_engine_footprint_of(c, m->prec, o, be->act_dtype, info.mem_free_bytes, 0);
@@ -232,14 +238,14 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
         return mt_fail(MT_ERR_MEMORY,
                        "device memory: batch %d x seq %d with the %s schedule needs %.2f GiB but %s has %.2f GiB free; "
                        "lower --batch or --seq-len",
-                       o->B, o->T, e->s->name, fp.device_bytes / 1073741824.0, info.name,
+                       o->B, o->T, e->sched->name, fp.device_bytes / 1073741824.0, info.name,
                        info.mem_free_bytes / 1073741824.0);
-    if (e->s->offload_checkpoints)
+    if (e->sched->offload_checkpoints)
         MT_TRY(mt_host_budget_check(fp.checkpoints.host + fp.state.host, info.host_mem_avail_bytes, 0,
                                     "offloaded checkpoints with the model state"));
 
     MT_TRY(mt_trace_create(be, &m->host, o->keep_trace, &e->trace));
-    e->link = (mt_link){.be = be, .trace = e->trace};
+    e->link = (mt_traced_copy){.be = be, .trace = e->trace};
     if (leader) {
         e->opt = leader->opt;
     } else {
@@ -247,12 +253,13 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
         e->owns_opt = 1;
         mt_opt_worker_set_trace(e->opt, e->trace);
     }
-    MT_TRY(mt_weight_ring_create(&e->sh, m, &e->link, e->opt, &e->dev, &e->w));
-    MT_TRY(mt_grad_offload_create(&e->sh, m, &e->link, &e->dev, &e->g));
-    if (!leader && e->sh.spec_window) mt_grad_offload_on_final(e->g, grad_final, e->opt);
-    MT_TRY(mt_ckpt_store_create(&e->sh, be, &e->link, &e->dev, &e->ck));
-    MT_TRY(mt_activations_create(&e->sh, be, &e->dev, &e->d, &e->a));
-    e->a->scratch.grad_sum = mt_grad_offload_sum(e->g); // the layers' MLP and the head sum chunked gradients there
+    MT_TRY(mt_weight_ring_create(&e->sh, m, &e->link, e->opt, &e->dev, &e->ring));
+    MT_TRY(mt_grad_offload_create(&e->sh, m, &e->link, &e->dev, &e->grads));
+    if (!leader && e->sh.spec_window) mt_grad_offload_on_final(e->grads, grad_final, e->opt);
+    MT_TRY(mt_ckpt_store_create(&e->sh, be, &e->link, &e->dev, &e->ckpts));
+    MT_TRY(mt_activations_create(&e->sh, be, &e->dev, &e->dims, &e->acts));
+    // The layers' MLP and the head sum chunked gradients there.
+    e->acts->scratch.grad_sum = mt_grad_offload_sum(e->grads);
     MT_TRY(create_devopt(e, on_dev, n_dev));
     return MT_OK;
 }
@@ -298,23 +305,23 @@ mt_status mt_engine_create_ranks(mt_model *m, mt_backend **bes, int n_ranks, con
     }
     lead->coll = coll;
     lead->ranks = calloc((size_t)n_ranks, sizeof *lead->ranks);
-    lead->h_losses_all = malloc((size_t)lead->sh.G * n_ranks * lead->d.N * sizeof(float));
+    lead->h_losses_all = malloc((size_t)lead->sh.G * n_ranks * lead->dims.N * sizeof(float));
     if (!lead->ranks || !lead->h_losses_all)
         return s != MT_OK ? s : mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the ranks' tables");
     lead->ranks[0] = lead;
     MT_TRY(s);
-    mt_grad_offload_join(lead->g, coll, 0, lead->g);
+    mt_grad_offload_join(lead->grads, coll, 0, lead->grads);
     for (int r = 1; r < n_ranks; r++) {
         if (coll->bind) MT_TRY(coll->bind(coll, r)); // the rank's buffers on its own device
         MT_TRY(create_rank(m, bes[r], &ro, lead, r, n_ranks, &lead->ranks[r]));
-        mt_grad_offload_join(lead->ranks[r]->g, coll, r, lead->g);
+        mt_grad_offload_join(lead->ranks[r]->grads, coll, r, lead->grads);
     }
     return coll->bind ? coll->bind(coll, 0) : MT_OK;
 }
 
 static void hosts_release(mt_engine *e) {
-    for (int u = 0; e->shard_opt && u < e->m->n_units; u++)
-        mt_host_shard_release(&e->m->units[u], e->hosts->n, e->hosts->rank);
+    for (int u = 0; e->shard_opt && u < e->model->n_units; u++)
+        mt_host_shard_release(&e->model->units[u], e->hosts->n, e->hosts->rank);
 }
 
 mt_status mt_engine_shard_optimizer(mt_engine *e) {
@@ -343,10 +350,10 @@ mt_status mt_engine_set_hosts(mt_engine *e, mt_hosts *h) {
     if (e->devopt)
         return mt_fail(MT_ERR_ARG, "several hosts: the hosts sum every unit's gradient on the host, and the device's "
                                    "units keep theirs on the device; run with --device-optimizer off");
-    if (e->s->speculative || e->sh.spec_window)
+    if (e->sched->speculative || e->sh.spec_window)
         return mt_fail(MT_ERR_ARG, "several hosts: the speculative step would update with one host's gradients "
                                    "before the hosts' sum; run with --speculative-step false");
-    size_t n = (size_t)e->sh.G * e->n_ranks * e->d.N;
+    size_t n = (size_t)e->sh.G * e->n_ranks * e->dims.N;
     free(e->h_losses_hosts);
     if (!(e->h_losses_hosts = malloc(n * h->n * sizeof(float))))
         return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the hosts' losses");
@@ -367,12 +374,12 @@ static void destroy_rank(mt_engine *e) {
     if (!e) return;
     mt_backend *be = e->be;
     for (int s = 0; s < MT_NUM_STREAMS; s++) mt_backend_stream_sync(be, (mt_stream_id)s);
-    mt_grad_offload_destroy(e->g); // its drain thread before the trace it writes to
+    mt_grad_offload_destroy(e->grads); // its drain thread before the trace it writes to
     mt_trace_destroy(e->trace);
     mt_devmem_free_all(&e->dev);
-    mt_weight_ring_destroy(e->w);
-    mt_ckpt_store_destroy(e->ck);
-    mt_activations_destroy(e->a);
+    mt_weight_ring_destroy(e->ring);
+    mt_ckpt_store_destroy(e->ckpts);
+    mt_activations_destroy(e->acts);
     free(e);
 }
 

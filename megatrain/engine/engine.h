@@ -107,7 +107,8 @@ typedef struct {
     mt_part_bytes optimizer;   // the optimizer worker's own buffers
     size_t device_bytes, host_bytes, pinned_bytes; // the sums
     int offload_checkpoints;   // the resolved choice (auto resolved against device_free)
-    int spec_window;           // speculative step: units with spare state blocks (0: speculation off), against host_free
+    int spec_window;           // speculative step: units with spare state blocks (0: speculation off),
+                               // against host_free
     int grad_sum_f32;          // the resolved choice: chunked weight gradients summed in f32 (fp32: always)
     mt_recompute recompute;    // the resolved --recompute (auto: against device_free); full where not taken
     size_t rows_cap;           // the embedding's rows first: the most rows a step stages (0: off)

@@ -12,26 +12,26 @@
 #include "engine/grad_offload.h"
 #include "engine/hosts.h"
 #include "engine/layer.h"
-#include "engine/link.h"
+#include "engine/traced_copy.h"
 #include "engine/optimizer_worker.h"
 #include "engine/parts.h"
 #include "engine/trace.h"
 #include "engine/weight_ring.h"
 
 struct mt_engine {
-    mt_model *m;
+    mt_model *model;
     mt_backend *be;
     mt_engine_shape sh;
-    const mt_schedule_desc *s; // = &sh.s, the resolved schedule
-    mt_dims d;                 // sh.d with the RoPE tables bound
+    const mt_schedule_desc *sched; // = &sh.s, the resolved schedule
+    mt_dims dims;              // sh.d with the RoPE tables bound
     mt_devmem dev;
     mt_trace *trace;
-    mt_link link;
+    mt_traced_copy link;
     mt_opt_worker *opt;
-    mt_weight_ring *w;
-    mt_grad_offload *g;
-    mt_ckpt_store *ck;
-    mt_activations *a;
+    mt_weight_ring *ring;
+    mt_grad_offload *grads;
+    mt_ckpt_store *ckpts;
+    mt_activations *acts;
     struct mt_devopt *devopt;  // leader only: the units the device updates (device_optimizer.h), or NULL
     int step_done;             // steps completed
     int spec_gated;            // --speculative-step auto: not after a step that clipped or skipped, whose

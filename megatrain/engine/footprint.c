@@ -67,14 +67,9 @@ static void resolve_offload(mt_engine_shape *sh, int asked, size_t device_free) 
     sh->s.offload_checkpoints = offload && sh->n_ckpt > MT_CKPT_SLOTS;
 }
 
-// The loss head's chunk on a device: the floor (<= 256 MiB of logits) grows into
-// the memory left once everything allocated before the head is: each chunk's
-// weight-gradient GEMM re-reads and re-writes the whole V x C gradient (174 passes
-// of 1 GB per step for Qwen2.5-7B at batch 150 with the floor alone), and each
-// chunk rounds a bf16 gradient once more. The reserve covers what backends
-// allocate lazily after this point: attention workspaces (cuDNN's f32 dQ
-// accumulator and row sums, the native kernels' row sums), the GEMM and
-// embedding-sort scratch, lazily loaded kernels. A cpu backend keeps the floor:
+// The loss head's chunk on a device grows from its floor into the memory left: every chunk re-reads and
+// re-writes the whole V x C weight gradient (and rounds a bf16 one once more). The reserve covers what
+// backends allocate lazily later (attention and GEMM workspaces, kernels). A cpu backend keeps the floor:
 // its results must not depend on how much RAM happens to be free.
 static int grown_chunk_rows(const mt_engine_shape *sh, size_t device_free) {
     const mt_dims *d = &sh->d;
@@ -83,7 +78,7 @@ static int grown_chunk_rows(const mt_engine_shape *sh, size_t device_free) {
     size_t left = device_free > before ? device_free - before : 0;
     size_t reserve = ((size_t)1 << 30) + (size_t)d->B * d->T * d->NH * (d->HD + 2) * 4 + (size_t)d->N * 16;
     size_t budget = left > reserve ? left - reserve : 0;
-    return mt_head_chunk_rows(d->N, sh->c.vocab_size, sh->as, budget, sh->chunk_rows);
+    return mt_head_chunk_rows(d->N, sh->c.vocab_size, sh->act_elem_bytes, budget, sh->chunk_rows);
 }
 
 // The speculative step's window: units from the last layer down (the order their
@@ -96,7 +91,7 @@ static void spec_window(mt_engine_shape *sh, size_t host_free) {
     int n = sh->L + 2;
     for (int k = 0; k < n - 1; k++) {
         int u = n - 2 - k;
-        const mt_unit_layout *lay = u == 0 ? &sh->le : &sh->ll;
+        const mt_unit_layout *lay = u == 0 ? &sh->lay_embed : &sh->lay_layer;
         size_t b = mt_opt_spare_bytes(lay, sh->prec);
         if (host_free && b > room) break;
         room -= host_free ? b : 0;
@@ -119,7 +114,8 @@ static void resolve_memory(mt_engine_shape *sh, const mt_engine_opts *o, size_t 
     sh->grad_sum_elems = f32_sum ? grad_sum_elems(sh) : 0;
     resolve_offload(sh, asked, device_free);
     // AUTO gives the f32 buffer up (back to the official code's bf16 sum) rather than not fit.
-    if (o->grad_sum == MT_GRAD_SUM_AUTO && sh->grad_sum_elems && device_free && sum_parts(sh).device_bytes > device_free) {
+    if (o->grad_sum == MT_GRAD_SUM_AUTO && sh->grad_sum_elems && device_free &&
+        sum_parts(sh).device_bytes > device_free) {
         sh->grad_sum_f32 = sh->wdt == MT_F32;
         sh->grad_sum_elems = 0;
         resolve_offload(sh, asked, device_free);
@@ -134,8 +130,8 @@ void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision 
     sh->prec = p;
     sh->wdt = mt_precision_wdt(p);
     sh->act = act;
-    sh->ws = mt_dtype_size(sh->wdt);
-    sh->as = mt_dtype_size(act);
+    sh->wdt_elem_bytes = mt_dtype_size(sh->wdt);
+    sh->act_elem_bytes = mt_dtype_size(act);
     sh->L = c->num_layers;
     sh->G = o->grad_accum;
     sh->grad_slabs = o->grad_slabs;
@@ -144,17 +140,18 @@ void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision 
                       .NH = c->num_heads, .NKV = c->num_kv_heads, .HD = c->head_dim,
                       .QKV = c->num_heads + 2 * c->num_kv_heads, .eps = c->rms_norm_eps, .qk_norm = c->qk_norm,
                       .bias = c->attention_bias, .mlp_rows = o->mlp_rows, .wdt = sh->wdt};
-    mt_layout_build(c, &sh->le, &sh->ll, &sh->lh);
+    mt_layout_build(c, &sh->lay_embed, &sh->lay_layer, &sh->lay_head);
     mt_schedule_resolve(o->schedule, &o->sched, c, &sh->s);
     sh->wire = mt_schedule_grad_wire(&sh->s, sh->wdt);
-    sh->chunk_rows = loss_chunk_rows(c, sh->d.N, sh->as);
-    sh->x_bytes = mt_dev_round((size_t)sh->d.N * sh->d.C * sh->as);
-    sh->slab_elems = sh->ll.numel > sh->le.numel ? sh->ll.numel : sh->le.numel;
-    if (sh->lh.numel > sh->slab_elems) sh->slab_elems = sh->lh.numel;
+    sh->chunk_rows = loss_chunk_rows(c, sh->d.N, sh->act_elem_bytes);
+    sh->x_bytes = mt_dev_round((size_t)sh->d.N * sh->d.C * sh->act_elem_bytes);
+    sh->slab_elems = sh->lay_layer.numel > sh->lay_embed.numel ? sh->lay_layer.numel : sh->lay_embed.numel;
+    if (sh->lay_head.numel > sh->slab_elems) sh->slab_elems = sh->lay_head.numel;
     if (sh->s.recompute == MT_RECOMPUTE_AUTO) { // the least recompute whose device plan fits (unknown: full)
         mt_schedule_desc asked = sh->s;
         // Checkpoints asked to live in host memory: only full checkpoints anything.
-        for (int r = asked.offload_checkpoints == 1 ? MT_RECOMPUTE_FULL : MT_RECOMPUTE_NONE; r >= MT_RECOMPUTE_FULL; r--) {
+        for (int r = asked.offload_checkpoints == 1 ? MT_RECOMPUTE_FULL : MT_RECOMPUTE_NONE; r >= MT_RECOMPUTE_FULL;
+             r--) {
             sh->s = asked;
             mt_schedule_set_recompute(&sh->s, (mt_recompute)r);
             resolve_memory(sh, o, device_free);

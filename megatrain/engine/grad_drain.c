@@ -31,7 +31,7 @@ struct mt_drain {
     mt_status error;
     char error_msg[512];
     double wait_ms;
-    mt_link *lk;
+    mt_traced_copy *lk;
     mt_drain_final_fn on_final;
     void *on_final_ctx;
     mt_collective *coll; // --gpus N: lands the slabs in the ranks' fixed order (NULL: one rank)
@@ -88,7 +88,7 @@ static void *drain_main(void *arg) {
     return NULL;
 }
 
-mt_status mt_drain_create(mt_backend *be, mt_link *lk, const mt_host_work *h, int n_slabs, size_t slab_bytes,
+mt_status mt_drain_create(mt_backend *be, mt_traced_copy *lk, const mt_host_work *h, int n_slabs, size_t slab_bytes,
                           mt_drain **out) {
     mt_drain *d = calloc(1, sizeof *d);
     if (!d) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient drain");
@@ -144,7 +144,8 @@ void mt_drain_destroy(mt_drain *d) {
 
 mt_status mt_drain_offload(mt_drain *d, const mt_offload *of) {
     size_t bytes = of->count * mt_dtype_size(of->wire);
-    if (bytes > d->slab_bytes) return mt_fail(MT_ERR_SHAPE, "gradient slab too small (%zu < %zu bytes)", d->slab_bytes, bytes);
+    if (bytes > d->slab_bytes)
+        return mt_fail(MT_ERR_SHAPE, "gradient slab too small (%zu < %zu bytes)", d->slab_bytes, bytes);
     // Slabs are used round-robin so the FIFO order of tasks matches slab order.
     int k = d->next_slab;
     double t0 = d->h->now_ms(d->h);
@@ -158,9 +159,8 @@ mt_status mt_drain_offload(mt_drain *d, const mt_offload *of) {
     if (err != MT_OK) return mt_fail(err, "%s", d->error_msg);
 
     MT_TRY(mt_backend_stream_wait(d->be, of->stream, of->ready));
-    MT_TRY(mt_link_traced_copy(d->lk, MT_LANE_D2H, "grads out", of->u->layer, of->direct ? of->u->grad : d->slabs[k],
-                               of->dev_grad, bytes,
-                               MT_COPY_D2H, of->stream));
+    MT_TRY(mt_traced_copy_one(d->lk, MT_LANE_D2H, "grads out", of->u->layer, of->direct ? of->u->grad : d->slabs[k],
+                              of->dev_grad, bytes, MT_COPY_D2H, of->stream));
     MT_TRY(mt_backend_event_record(d->be, d->slab_ev[k], of->stream));
     if (of->dev_free) MT_TRY(mt_backend_event_record(d->be, of->dev_free, of->stream));
 

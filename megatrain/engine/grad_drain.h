@@ -1,24 +1,19 @@
-// grad_drain.h: gradients leave the device through a pool of pinned host
-// slabs. The D2H stream copies a unit's device gradients into a free slab; one
-// host thread drains slabs, in arrival order, into the unit's host gradients
-// (copy on the first micro-batch, add after; the first micro-batch of a bf16 or
-// f32 wire into pinned host gradients lands there directly, with no host copy:
-// a copy moved twice the DMA's bytes through host memory) and, on the last micro-batch,
-// takes the unit's sum of squares for the global norm while the device keeps
-// computing. One thread keeps the per-unit order without locks per unit.
+// grad_drain.h: gradients leave the device through a pool of pinned host slabs, drained by one host
+// thread in arrival order into the units' host gradients (copy on the first micro-batch, add after; the
+// unit's sum of squares on the last), so the per-unit order needs no locks and the device keeps computing.
 #ifndef MT_GRAD_DRAIN_H
 #define MT_GRAD_DRAIN_H
 
 #include "backend/backend.h"
 #include "engine/collective.h"
 #include "engine/host_state.h"
-#include "engine/link.h"
+#include "engine/traced_copy.h"
 
 typedef struct mt_drain mt_drain;
 
 // The copies go through `lk` (traced on the D2H lane, counted); the drains are
 // the host work `h` (real or priced) and traced too.
-mt_status mt_drain_create(mt_backend *be, mt_link *lk, const mt_host_work *h, int n_slabs, size_t slab_bytes,
+mt_status mt_drain_create(mt_backend *be, mt_traced_copy *lk, const mt_host_work *h, int n_slabs, size_t slab_bytes,
                           mt_drain **out);
 void mt_drain_destroy(mt_drain *d);
 

@@ -32,11 +32,12 @@ struct mt_grad_offload {
 static size_t stage_elems(const mt_engine_shape *sh) { return sh->wire != sh->wdt ? sh->slab_elems : 0; }
 
 mt_part_bytes mt_grad_offload_bytes(const mt_engine_shape *sh) {
-    size_t layer = mt_dev_round(sh->ll.numel * sh->ws), slabs = (size_t)sh->grad_slabs * sh->slab_elems * mt_dtype_size(sh->wire);
+    size_t layer = mt_dev_round(sh->lay_layer.numel * sh->wdt_elem_bytes),
+           slabs = (size_t)sh->grad_slabs * sh->slab_elems * mt_dtype_size(sh->wire);
     size_t stage = stage_elems(sh) ? 2 * mt_dev_round(stage_elems(sh) * mt_dtype_size(sh->wire)) : 0;
     size_t sum = sh->grad_sum_elems ? mt_dev_round(sh->grad_sum_elems * 4) : 0;
-    return (mt_part_bytes){.device = 2 * layer + mt_dev_round(sh->le.numel * sh->ws) + mt_dev_round(sh->lh.numel * sh->ws) +
-                                     stage + sum,
+    return (mt_part_bytes){.device = 2 * layer + mt_dev_round(sh->lay_embed.numel * sh->wdt_elem_bytes) +
+                                     mt_dev_round(sh->lay_head.numel * sh->wdt_elem_bytes) + stage + sum,
                            .host = slabs,
                            .pinned = slabs};
 }
@@ -53,7 +54,7 @@ void mt_grad_offload_on_final(mt_grad_offload *g, mt_drain_final_fn fn, void *ct
     g->then_ctx = ctx;
 }
 
-mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_link *lk, mt_devmem *dm,
+mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_traced_copy *lk, mt_devmem *dm,
                                  mt_grad_offload **out) {
     mt_grad_offload *g = calloc(1, sizeof *g);
     if (!g) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient offload");
@@ -66,9 +67,9 @@ mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_link
     g->d2h = mt_schedule_d2h_stream(&sh->s);
     g->sumsq = calloc((size_t)m->n_units, sizeof *g->sumsq);
     if (!g->sumsq) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient offload");
-    size_t before = dm->bytes, ws = sh->ws;
+    size_t before = dm->bytes, ws = sh->wdt_elem_bytes;
     for (int i = 0; i < 2; i++) {
-        MT_TRY(mt_devmem_alloc(dm, sh->ll.numel * ws, &g->layer_buf[i]));
+        MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * ws, &g->layer_buf[i]));
         MT_TRY(mt_backend_event_create(g->be, &g->ev_layer_free[i]));
     }
     if (stage_elems(sh))
@@ -76,14 +77,15 @@ mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_link
             MT_TRY(mt_devmem_alloc(dm, stage_elems(sh) * mt_dtype_size(sh->wire), &g->stage[i]));
             MT_TRY(mt_backend_event_create(g->be, &g->ev_stage_free[i]));
         }
-    MT_TRY(mt_devmem_alloc(dm, sh->le.numel * ws, &g->embed));
-    MT_TRY(mt_devmem_alloc(dm, sh->lh.numel * ws, &g->head));
+    MT_TRY(mt_devmem_alloc(dm, sh->lay_embed.numel * ws, &g->embed));
+    MT_TRY(mt_devmem_alloc(dm, sh->lay_head.numel * ws, &g->head));
     if (sh->grad_sum_elems) MT_TRY(mt_devmem_alloc(dm, sh->grad_sum_elems * 4, (void **)&g->grad_sum));
     MT_TRY(mt_part_check("gradient offload", mt_grad_offload_bytes(sh).device, dm->bytes - before));
     // Backward never writes the padding between tensor groups; zero it once so
     // offloaded gradients (and their norm) see zeros there.
     void *gz[] = {g->layer_buf[0], g->layer_buf[1], g->embed, g->head};
-    size_t gzb[] = {sh->ll.numel * ws, sh->ll.numel * ws, sh->le.numel * ws, sh->lh.numel * ws};
+    size_t gzb[] = {sh->lay_layer.numel * ws, sh->lay_layer.numel * ws, sh->lay_embed.numel * ws,
+                    sh->lay_head.numel * ws};
     for (int i = 0; i < 4; i++) MT_TRY(mt_backend_memset_zero(g->be, gz[i], gzb[i], MT_STREAM_COMPUTE));
     mt_event **evs[] = {&g->ev_embed_free, &g->ev_head_free, &g->ev_ready};
     for (size_t i = 0; i < sizeof evs / sizeof *evs; i++) MT_TRY(mt_backend_event_create(g->be, evs[i]));

@@ -9,13 +9,13 @@
 #define MT_GRAD_OFFLOAD_H
 
 #include "engine/grad_drain.h"
-#include "engine/link.h"
+#include "engine/traced_copy.h"
 #include "engine/parts.h"
 
 typedef struct mt_grad_offload mt_grad_offload;
 
 mt_part_bytes mt_grad_offload_bytes(const mt_engine_shape *sh);
-mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_link *lk, mt_devmem *dm,
+mt_status mt_grad_offload_create(const mt_engine_shape *sh, mt_model *m, mt_traced_copy *lk, mt_devmem *dm,
                                  mt_grad_offload **out);
 void mt_grad_offload_destroy(mt_grad_offload *g);
 

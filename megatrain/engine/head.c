@@ -13,13 +13,13 @@ int mt_head_chunk_rows(int N, int V, size_t act_size, size_t budget_bytes, int f
 
 mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float dscale) {
     mt_backend *be = e->be;
-    const mt_model *m = e->m;
-    mt_activations *a = e->a;
-    const int N = e->d.N, C = e->d.C, V = m->cfg.vocab_size;
-    const size_t ws = mt_dtype_size(m->wdt), as = e->sh.as;
+    const mt_model *m = e->model;
+    mt_activations *a = e->acts;
+    const int N = e->dims.N, C = e->dims.C, V = m->cfg.vocab_size;
+    const size_t ws = mt_dtype_size(m->wdt), as = e->sh.act_elem_bytes;
     const int tied = m->cfg.tie_word_embeddings;
-    char *embed_w = mt_weight_ring_embed(e->w), *head_w = mt_weight_ring_head(e->w);
-    char *embed_g = mt_grad_offload_embed(e->g), *head_g = mt_grad_offload_head(e->g);
+    char *embed_w = mt_weight_ring_embed(e->ring), *head_w = mt_weight_ring_head(e->ring);
+    char *embed_g = mt_grad_offload_embed(e->grads), *head_g = mt_grad_offload_head(e->grads);
     const mt_tensor_slot *vn = &m->lay_head.t[MT_T_NORM];
     const mt_tensor_slot *vw = tied ? &m->lay_embed.t[MT_T_EMBED] : &m->lay_head.t[MT_T_LM_HEAD];
     char *wbase = tied ? embed_w : head_w, *gbase = tied ? embed_g : head_g;
@@ -31,7 +31,7 @@ mt_status mt_head_forward_backward(mt_engine *e, int mb, int want_grads, float d
     // rounded into dW once (else each chunk's "+=" rounds the bf16 gradient again).
     const int f32_sum = a->scratch.grad_sum && a->chunk_rows < N && m->wdt != MT_F32;
     void *dW_sum = f32_sum ? (void *)a->scratch.grad_sum : dW;
-    MT_TRY(mt_backend_rmsnorm_fwd(be, a->xn, a->rstd_final, a->x_final, norm_w, m->wdt, N, C, e->d.eps));
+    MT_TRY(mt_backend_rmsnorm_fwd(be, a->xn, a->rstd_final, a->x_final, norm_w, m->wdt, N, C, e->dims.eps));
     for (int r0 = 0; r0 < N; r0 += a->chunk_rows) {
         int n = N - r0 < a->chunk_rows ? N - r0 : a->chunk_rows;
         const char *xn = (const char *)a->xn + (size_t)r0 * C * as;

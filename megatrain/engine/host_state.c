@@ -52,10 +52,11 @@ size_t mt_model_host_bytes(const mt_config *c, mt_precision p) {
 mt_status mt_host_budget_check(size_t need, size_t avail, int pinned, const char *what) {
     const double GiB = 1024.0 * 1024 * 1024;
     if (avail && need > avail)
-        return mt_fail(MT_ERR_MEMORY,
-                       "host memory: %s needs %.2f GiB but only %.2f GiB is available (MemAvailable, or the simulated machine's); "
-                       "try --precision paper, a smaller model, or `megatrain plan`",
-                       what, need / GiB, avail / GiB);
+        return mt_fail(
+            MT_ERR_MEMORY,
+            "host memory: %s needs %.2f GiB but only %.2f GiB is available (MemAvailable, or the simulated machine's); "
+            "try --precision paper, a smaller model, or `megatrain plan`",
+            what, need / GiB, avail / GiB);
     struct rlimit rl;
     if (pinned && getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur &&
         geteuid() != 0) // root has CAP_IPC_LOCK and is not bound by the limit

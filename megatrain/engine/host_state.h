@@ -3,8 +3,8 @@
 // the link (the parameters as streamed; their gradients) and a pageable optim
 // block with what never does (the Adam moments, the f32 master in mixed mode).
 // What AdamW writes (the param and optim blocks) is a pair of blocks the
-// speculative step can swap with a spare pair (optimizer_worker.h). Pinning only the link's bytes keeps page-locked memory at 4 of
-// the 12 bytes per parameter (paper) and every pin bounded by one unit's weights.
+// speculative step can swap with a spare pair (optimizer_worker.h). Pinning only the link's bytes keeps page-locked
+// memory at 4 of the 12 bytes per parameter (paper) and every pin bounded by one unit's weights.
 //
 //   precision  param   grad   m,v     master   bytes/param
 //   paper      bf16    bf16   f32x2   -        12

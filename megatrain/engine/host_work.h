@@ -1,13 +1,6 @@
-// host_work.h: the one seam for the host-side work of the engine. Between
-// device operations the host accumulates gradient slabs (taking their sum of
-// squares), runs AdamW, sums the losses, allocates the model state's blocks
-// and reads a clock. A backend that computes gets the real implementation
-// (host_work_real.c: the work is done, time is the wall clock); a backend with
-// virtual time gets the priced one (host_work_priced.c: the backend's
-// host_work_ms says what the work would cost, the calling thread's virtual
-// clock advances by that, and no tensor data is touched). The choice is made
-// once, from the backend's capabilities (mt_host_work_for); nothing else in
-// the engine asks which it has.
+// host_work.h: the one seam for the engine's host-side work (gradient adds, AdamW, losses, allocation,
+// the clock): real where the backend computes (host_work_real.c), priced on a virtual clock where it
+// simulates (host_work_priced.c). Chosen once from the backend's capabilities; nothing else asks which.
 #ifndef MT_HOST_WORK_H
 #define MT_HOST_WORK_H
 

@@ -90,6 +90,7 @@ mt_host_work mt_host_work_priced(mt_backend *be) {
     return (mt_host_work){.name = "priced", .be = be, .accumulate = priced_accumulate, .adamw = priced_adamw,
                           .adamw_ranges = priced_adamw_ranges, .gather_rows = priced_gather_rows,
                           .mean_loss = priced_mean_loss, .alloc = priced_alloc, .free = priced_free,
-                          .now_ms = priced_now_ms, .shared_now_ms = priced_shared_now_ms, .spend = priced_spend, .waited_until = priced_waited_until};
+                          .now_ms = priced_now_ms, .shared_now_ms = priced_shared_now_ms, .spend = priced_spend,
+                          .waited_until = priced_waited_until};
 }
 

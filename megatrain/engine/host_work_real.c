@@ -70,7 +70,8 @@ static void real_gather_rows(const mt_host_work *h, void *dst, const void *src, 
     (void)h;
     size_t rb = row_elems * mt_dtype_size(wdt);
 #pragma omp parallel for schedule(static) if (n * rb >= ((size_t)1 << 22))
-    for (long i = 0; i < (long)n; i++) memcpy((char *)dst + (size_t)i * rb, (const char *)src + (size_t)rows[i] * rb, rb);
+    for (long i = 0; i < (long)n; i++)
+        memcpy((char *)dst + (size_t)i * rb, (const char *)src + (size_t)rows[i] * rb, rb);
 }
 
 static double real_mean_loss(const mt_host_work *h, const float *losses, size_t n) {
@@ -111,8 +112,17 @@ static void real_waited_until(const mt_host_work *h, double t_ms) {
 }
 
 mt_host_work mt_host_work_real(mt_backend *be) {
-    return (mt_host_work){.name = "real", .be = be, .accumulate = real_accumulate, .adamw = real_adamw,
-                          .adamw_ranges = real_adamw_ranges, .gather_rows = real_gather_rows,
-                          .mean_loss = real_mean_loss, .alloc = real_alloc, .free = real_free,
-                          .now_ms = real_now_ms, .shared_now_ms = real_now_ms, .spend = real_spend, .waited_until = real_waited_until};
+    return (mt_host_work){.name = "real",
+                          .be = be,
+                          .accumulate = real_accumulate,
+                          .adamw = real_adamw,
+                          .adamw_ranges = real_adamw_ranges,
+                          .gather_rows = real_gather_rows,
+                          .mean_loss = real_mean_loss,
+                          .alloc = real_alloc,
+                          .free = real_free,
+                          .now_ms = real_now_ms,
+                          .shared_now_ms = real_now_ms,
+                          .spend = real_spend,
+                          .waited_until = real_waited_until};
 }

@@ -1,12 +1,7 @@
-// hosts.h: several hosts (MPI ranks, one process per host), each running its own --gpus ranks
-// over its share of the global batch. After a step's gradients have landed on every host,
-// each unit's host gradient is summed across the hosts in one fixed order (host 0, 1, ..,
-// P-1: copy the first, add the others in the gradient's dtype, as one host adds its ranks):
-// each host adds the slice of the unit it owns (engine/host_shard.h), then the slices are
-// all-gathered. Unsharded, every host then runs the norm, the clip, the skip and AdamW
-// identically; with the optimizer state sharded, each updates its slice and the updated
-// parameters are all-gathered.
-// Host 0 alone writes stdout, --log and --save (cli/cmd_train.c).
+// hosts.h: several hosts (MPI, one process per host), each running its --gpus ranks over its share of
+// the batch. Each unit's host gradient is summed across hosts in one fixed order (as one host adds its
+// ranks), slice by owner (host_shard.h), then all-gathered; the optimizer runs identically on every host,
+// or on its slice when sharded. Host 0 alone writes stdout, --log and --save.
 #ifndef MT_HOSTS_H
 #define MT_HOSTS_H
 

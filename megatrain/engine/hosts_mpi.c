@@ -68,7 +68,8 @@ static mt_status mpi_reduce_scatter(mt_hosts *h, void *grad, mt_dtype t, size_t 
             l->displs[p] = (int)((size_t)p * K * es);
             l->counts2[p] = (int)(mine * es);
         }
-        int rc = MPI_Alltoallv(l->send, l->counts, l->displs, MPI_BYTE, l->recv, l->counts2, l->displs, MPI_BYTE, l->comm);
+        int rc =
+            MPI_Alltoallv(l->send, l->counts, l->displs, MPI_BYTE, l->recv, l->counts2, l->displs, MPI_BYTE, l->comm);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Alltoallv of a gradient");
         for (int q = 0; q < H; q++) // host 0's copied, the others added, in host order
             mt_grad_accumulate((char *)grad + at * es, l->recv + (size_t)q * K * es, t, mine, q == 0);
@@ -86,8 +87,8 @@ static mt_status all_gather_on(mpi_hosts *mh, const mpi_lane *l, void *x, size_t
             l->counts[p] = (int)(piece(n, H, p, i, K, &pat) * es);
             l->displs[p] = (int)((size_t)p * K * es);
         }
-        int rc = MPI_Allgatherv((char *)x + at * es, (int)(mine * es), MPI_BYTE, l->recv, l->counts, l->displs, MPI_BYTE,
-                                l->comm);
+        int rc = MPI_Allgatherv((char *)x + at * es, (int)(mine * es), MPI_BYTE, l->recv, l->counts, l->displs,
+                                MPI_BYTE, l->comm);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Allgatherv of a unit");
         for (int p = 0; p < H; p++) {
             size_t pat, c = piece(n, H, p, i, K, &pat);
@@ -123,8 +124,8 @@ static mt_status mpi_gather_to_0(mt_hosts *h, void *x, size_t elem_bytes, size_t
             if (p == h->rank) mine_at = s0, mine = s1 - s0;
         }
         char *base = (char *)x + a * es;
-        int rc = h->rank == 0 ? MPI_Gatherv(MPI_IN_PLACE, 0, MPI_BYTE, base, mh->world.counts, mh->world.displs, MPI_BYTE, 0,
-                                            MPI_COMM_WORLD)
+        int rc = h->rank == 0 ? MPI_Gatherv(MPI_IN_PLACE, 0, MPI_BYTE, base, mh->world.counts, mh->world.displs,
+                                            MPI_BYTE, 0, MPI_COMM_WORLD)
                               : MPI_Gatherv((char *)x + mine_at * es, (int)(mine * es), MPI_BYTE, NULL, NULL, NULL,
                                             MPI_BYTE, 0, MPI_COMM_WORLD);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Gatherv of the optimizer state to host 0");

@@ -113,8 +113,8 @@ mt_status mt_layer_forward(mt_backend *be, const mt_dims *d, const mt_layer_ptrs
     const void *pre_rope = a->qkv; // no q/k norm: project into qkv, rotate in place
     if (d->qk_norm) {
         MT_TRY(mt_backend_matmul_fwd(be, a->qkv_pre, ln1, w->qkv_w, w->qkv_b, d->wdt, N, C, QD));
-        MT_TRY(mt_backend_qk_norm_fwd(be, a->qkv_n, a->rstd_qk, a->qkv_pre, w->q_norm, w->k_norm, d->wdt, N, d->NH, d->NKV,
-                              d->HD, d->eps));
+        MT_TRY(mt_backend_qk_norm_fwd(be, a->qkv_n, a->rstd_qk, a->qkv_pre, w->q_norm, w->k_norm, d->wdt, N, d->NH,
+                                      d->NKV, d->HD, d->eps));
         pre_rope = a->qkv_n;
     } else {
         MT_TRY(mt_backend_matmul_fwd(be, a->qkv, ln1, w->qkv_w, w->qkv_b, d->wdt, N, C, QD));
@@ -146,7 +146,8 @@ mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_ptr
     const size_t as = mt_dtype_size(be->act_dtype);
     const int R = mt_layer_mlp_rows(d), f32_sum = s->grad_sum && R < N && d->wdt != MT_F32;
     const size_t n_gu = (size_t)2 * d->F * C, n_down = (size_t)C * d->F;
-    void *dgu_w = f32_sum ? (void *)s->grad_sum : g->gu_w, *ddown_w = f32_sum ? (void *)(s->grad_sum + n_gu) : g->down_w;
+    void *dgu_w = f32_sum ? (void *)s->grad_sum : g->gu_w,
+         *ddown_w = f32_sum ? (void *)(s->grad_sum + n_gu) : g->down_w;
     // Norm outputs not saved are recomputed into dtmp just before their readers, from the
     // saved input and x_mid (rstd rewritten with the same values): ln2 for the MLP here, ln1 below.
     const void *ln2_all = a->ln2, *ln1 = a->ln1;
@@ -164,8 +165,8 @@ mt_status mt_layer_backward(mt_backend *be, const mt_dims *d, const mt_layer_ptr
         MT_TRY(mt_backend_matmul_bwd(be, s->dh, ddown_w, NULL, (const char *)dx + row, h, w->down_w, d->wdt, n, d->F, C,
                              acc));
         MT_TRY(mt_backend_swiglu_bwd(be, s->dgu, s->dh, gu, n, d->F));
-        MT_TRY(mt_backend_matmul_bwd(be, (char *)s->dln + row, dgu_w, NULL, s->dgu, ln2, w->gu_w, d->wdt, n, C, 2 * d->F,
-                             acc));
+        MT_TRY(mt_backend_matmul_bwd(be, (char *)s->dln + row, dgu_w, NULL, s->dgu, ln2, w->gu_w, d->wdt, n, C,
+                                     2 * d->F, acc));
     }
     if (f32_sum) { // the one rounding of each
         MT_TRY(mt_backend_cast(be, g->gu_w, d->wdt, dgu_w, MT_F32, n_gu));

@@ -18,7 +18,8 @@
 
 mt_status mt_make_dir(const char *dir, const char *option) {
     char tmp[1024];
-    if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp) return mt_fail(MT_ERR_ARG, "%s %s: path too long", option, dir);
+    if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp)
+        return mt_fail(MT_ERR_ARG, "%s %s: path too long", option, dir);
     for (char *p = tmp + 1; *p; p++) {
         if (*p != '/') continue;
         *p = 0;
@@ -168,7 +169,8 @@ static mt_status read_checked(const mt_safetensors *st, const mt_st_tensor *ti, 
     // becomes infinite on the way in. F16 widens exactly (its whole range lies inside
     // bf16's and f32's), so an infinity read from F16 was one in the file: most often a
     // value that overflowed F16's 65504 when the checkpoint was cast to half.
-    const char *what = ti->dtype == MT_F16 ? " (stored as F16, largest finite 65504: an overflow when it was cast to F16?)"
+    const char *what = ti->dtype == MT_F16
+                           ? " (stored as F16, largest finite 65504: an overflow when it was cast to F16?)"
                        : dt == MT_BF16 && ti->dtype != MT_BF16 ? " (rounded to bf16)"
                                                                : "";
     return check_finite(dst, dt, ti->numel, file, ti->name, what);

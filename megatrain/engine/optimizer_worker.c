@@ -76,7 +76,9 @@ size_t mt_opt_spare_bytes(const mt_unit_layout *lay, mt_precision p) {
 }
 
 // The stage of the next forward's embedding rows: rows_cap rows of the table (0 without rows first).
-static size_t rows_stage_bytes(const mt_engine_shape *sh) { return sh->rows_cap * (size_t)sh->c.hidden_size * sh->ws; }
+static size_t rows_stage_bytes(const mt_engine_shape *sh) {
+    return sh->rows_cap * (size_t)sh->c.hidden_size * sh->wdt_elem_bytes;
+}
 
 // The window: units counted from the last layer down, as their gradients become final;
 // never the head (optimizer_worker.h says why). The spare param blocks are pinned as
@@ -86,7 +88,7 @@ mt_part_bytes mt_opt_worker_bytes(const mt_engine_shape *sh) {
     int n = sh->L + 2;
     for (int k = 0; k < sh->spec_window && k < n - 1; k++) {
         int u = n - 2 - k;
-        const mt_unit_layout *lay = u == 0 ? &sh->le : &sh->ll;
+        const mt_unit_layout *lay = u == 0 ? &sh->lay_embed : &sh->lay_layer;
         b.host += mt_opt_spare_bytes(lay, sh->prec);
         b.pinned += sh->s.host_pinned ? mt_unit_weights_bytes(lay, sh->prec) : 0;
     }
@@ -118,7 +120,8 @@ static void keep_spare(mt_opt_worker *w, int unit) {
 }
 
 static void traced(mt_opt_worker *w, const char *what, int unit, double t0) {
-    if (w->trace) mt_trace_host(w->trace, MT_LANE_OPTIMIZER, what, w->m->units[unit].layer, t0, mt_trace_host_now(w->trace));
+    if (w->trace)
+        mt_trace_host(w->trace, MT_LANE_OPTIMIZER, what, w->m->units[unit].layer, t0, mt_trace_host_now(w->trace));
 }
 
 static double now(mt_opt_worker *w) { return w->trace ? mt_trace_host_now(w->trace) : 0; }

@@ -1,25 +1,8 @@
-// optimizer_worker.h: the host AdamW pass, run by a worker thread unit by unit
-// in forward order (embedding, layer 0 .. L-1, head) so that the next step's
-// prefetch of unit u only waits for u's update, not for the whole optimizer.
-// Each unit's update is independent, so the result equals a serial step.
-//
-// The speculative step: while the backward runs, a unit's update may start as
-// soon as its gradients are final (the drain says so), with clip scale 1,
-// written out of place into a spare pair of blocks laid out as the unit's
-// (the streamed parameters; m, v and the f32 master), the unit's own state
-// only read. When the step's global norm is known, a unit updated so is kept
-// when the final hyper-parameters equal the speculative ones (scale 1: no
-// clipping, a finite norm) by swapping its blocks with the spares; else the
-// spare result is dropped and the untouched unit updated with the final ones
-// (or left as it was, for a skipped step). Either way the state equals the
-// non-speculative step's, bitwise, and nothing is copied: a kept update costs
-// what the plain step's does, a rollback that update again.
-// Spares exist for a window of units only (parts.h: spec_window), the first
-// whose gradients become final; the others wait for the norm as before. Never the
-// head: its gradient is final first but its update is needed last (the next step's
-// loss head, after every layer's forward), so the final pass does it after the
-// layers, under the forward, and the backward's window goes to the layers, whose
-// updates the next forward waits for first (projected: docs/STEP.md, the bound table).
+// optimizer_worker.h: the host AdamW pass on a worker thread, unit by unit in forward order, so the
+// next step's prefetch of unit u waits only for u's update (units are independent: equal to a serial step).
+// Speculative step: a unit whose gradients are final is updated under the backward with clip scale 1
+// into spare blocks, kept by a swap when the norm confirms scale 1, else redone: bitwise the plain step.
+// Spares cover a window of units (parts.h: spec_window), never the head, which is needed last.
 #ifndef MT_OPTIMIZER_WORKER_H
 #define MT_OPTIMIZER_WORKER_H
 

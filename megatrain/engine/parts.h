@@ -1,11 +1,6 @@
-// parts.h: what the engine's parts share. The engine is a few parts that each
-// own their state: the weight ring (weight_ring.h), the checkpoint store
-// (ckpt_store.h), the gradient offload with its slabs and drain
-// (grad_offload.h), the activations (activations.h) and the optimizer worker
-// (optimizer_worker.h), beside the host model state (host_state.h). Each part
-// says what it needs from the plan inputs alone, mt_<part>_bytes(shape), and
-// mt_<part>_create allocates exactly that (checked on every run); the memory
-// plan is the sum of the parts (footprint.c).
+// parts.h: what the engine's parts share. Each part (weight ring, checkpoint store, gradient offload,
+// activations, optimizer worker) says its bytes from the plan inputs alone, mt_<part>_bytes(shape), and
+// mt_<part>_create allocates exactly that (checked), so the memory plan is their sum (footprint.c).
 #ifndef MT_PARTS_H
 #define MT_PARTS_H
 
@@ -21,10 +16,10 @@ typedef struct {
     mt_config c;
     mt_precision prec;
     mt_dtype wdt, act, wire; // weights and their gradients; activations; gradients on the link
-    size_t ws, as;           // their sizes in bytes
+    size_t wdt_elem_bytes, act_elem_bytes; // one element of the weights; of the activations
     mt_dims d;               // B, T, N, C, ... (no device pointers)
     int L, G, grad_slabs, keep_trace;
-    mt_unit_layout le, ll, lh;
+    mt_unit_layout lay_embed, lay_layer, lay_head; // as the model's (model/layout.h)
     mt_schedule_desc s;      // resolved; s.offload_checkpoints resolved to 0 or 1 (mt_engine_shape_init)
     int n_ckpt;              // layer inputs kept: every K-th (L when activations are kept)
     int n_acts;              // layer-internals sets: 1, or L when activations are kept

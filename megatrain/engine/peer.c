@@ -25,7 +25,8 @@ static const mt_peer peers[] = {
      // Beside it (stage3.py): the CPU gradient norm (read g 4), unscale_and_clip (read+write g 8) and the
      // fp32 -> bf16 partition copy (read 4, write 2); fp32 training has no bf16 copy.
      .opt = {.impl = "deepspeed_cpu_adam", .what = "DeepSpeedCPUAdam (AVX + OpenMP) on the fp32 master",
-             .bytes_per_param = 28, .measured_bytes_per_param = 28, .code_efficiency = 0.6, .host_pass_bytes = {0, 18, 12}},
+             .bytes_per_param = 28, .measured_bytes_per_param = 28, .code_efficiency = 0.6,
+             .host_pass_bytes = {0, 18, 12}},
      .hook_source = MT_PEER_HOOK_SOURCE},
     {.name = "fsdp2-offload", .schedule = "fsdp2-offload", .like = "megatrain",
      .summary = "PyTorch FSDP2 fully_shard per layer, CPUOffloadPolicy(pin_memory=True), torch.optim.AdamW",
@@ -34,7 +35,8 @@ static const mt_peer peers[] = {
      // mul_ 8, lerp_ 12, mul_ 8, addcmul_ 12, sqrt 8, div 8, add_ 8, addcdiv_ 16 = 80 B per fp32 parameter.
      // Beside it: clip_grad_norm_ (norm: read 4; scale: read+write 8).
      .opt = {.impl = "torch_adamw_foreach", .what = "torch.optim.AdamW, the per-tensor loop (CPU default)",
-             .bytes_per_param = 80, .measured_bytes_per_param = 80, .code_efficiency = 0.6, .host_pass_bytes = {0, 12, 12}},
+             .bytes_per_param = 80, .measured_bytes_per_param = 80, .code_efficiency = 0.6,
+             .host_pass_bytes = {0, 12, 12}},
      .hook_source = MT_PEER_HOOK_SOURCE},
     {.name = "official", .schedule = "official", .like = "megatrain",
      .summary = "the official MegaTrain code (DLYuanGod/MegaTrain), examples/sft/configs/qwen_7b_1gpu.yaml",
@@ -43,7 +45,8 @@ static const mt_peer peers[] = {
      // grads: read p 2, g 2, m 4, v 4, write p 2, m 4, v 4 = 22 B. Beside it (train.py): clip_grad_norm_ on
      // the bf16 grads (norm: read 2; scale: read+write 4) and _sync_params_to_gpu's flats (read 2, write 2).
      .opt = {.impl = "deepspeed_cpu_adam", .what = "DeepSpeedCPUAdam on bf16 params and grads, fp32 moments",
-             .bytes_per_param = 22, .measured_bytes_per_param = 28, .code_efficiency = 0.6, .host_pass_bytes = {10, 0, 0}},
+             .bytes_per_param = 22, .measured_bytes_per_param = 28, .code_efficiency = 0.6,
+             .host_pass_bytes = {10, 0, 0}},
      .hook_source = "none: no module hooks (code: cpu_master.py)"},
 };
 #undef P

@@ -1,17 +1,7 @@
-// peer.h: peers as they really run (`--peer NAME`, sim and plan only). A peer
-// is a row of the schedule table (schedule.c, `.peer = 1`) with the fields that
-// peer fixes, plus the costs only it has: its host bytes per parameter, the
-// dtype its parameters and gradients cross the link in, its CPU optimizer (the
-// implementation, its rate and the serial host passes around it), the host time
-// its hooks spend per fetch, its checkpoint policy, weight passes and bind mode.
-// Every figure's source is in baselines/PEERS.md.
-//
-// The optimizer's rate is not a number for one machine: it is params/s per byte/s
-// of STREAM triad bandwidth, measured here beside the triad (results/
-// cpu_optimizers.jsonl, written by harness/tools; until a row exists, a default
-// from reading the implementation's code, labelled so), and scaled by the target
-// profile's host.mem_gbps. The serial host passes beside it (gradient norm, clip,
-// casts, copies) move their bytes at the triad rate.
+// peer.h: peers as they really run (`--peer NAME`, sim and plan only): a schedule row (schedule.c,
+// `.peer = 1`) plus the costs only a peer has (host bytes per parameter, link dtypes, its CPU optimizer,
+// hook time per fetch); every figure's source is in baselines/PEERS.md. The optimizer's rate is params/s
+// per byte/s of STREAM triad (results/cpu_optimizers.jsonl), scaled by the target's host.mem_gbps.
 #ifndef MT_PEER_H
 #define MT_PEER_H
 

@@ -58,8 +58,8 @@ static const mt_schedule_desc table[] = {
     {.name = "megatrain",
      .summary = "stream layers through a ring of device buffers, checkpoint every K-th input and recompute, "
                 "optimizer overlapped with the next step",
-     .takes = MT_TAKES_WEIGHT_BUFS | MT_TAKES_CKPT_INTERVAL | MT_TAKES_SERIAL_OPT | MT_TAKES_OFFLOAD_CKPT | MT_TAKES_BIND |
-              MT_TAKES_SPECULATIVE | MT_TAKES_RECOMPUTE | MT_TAKES_ROWS_FIRST | MT_TAKES_UPDATE_PARTS,
+     .takes = MT_TAKES_WEIGHT_BUFS | MT_TAKES_CKPT_INTERVAL | MT_TAKES_SERIAL_OPT | MT_TAKES_OFFLOAD_CKPT |
+              MT_TAKES_BIND | MT_TAKES_SPECULATIVE | MT_TAKES_RECOMPUTE | MT_TAKES_ROWS_FIRST | MT_TAKES_UPDATE_PARTS,
      .weight_bufs = 2, .prefetch_elems = -1, .ckpt_interval = 1, .host_pinned = 1,
      .optimizer_overlapped = 1, .update_parts = MT_UPDATE_PARTS},
     {.name = "resident",
@@ -190,7 +190,8 @@ void mt_schedule_resolve(const mt_schedule_desc *entry, const mt_schedule_opts *
     // Rows first, like speculation, only pays where the next forward runs beside the update.
     d->rows_first = (d->takes & MT_TAKES_ROWS_FIRST) && d->optimizer_overlapped && o->rows_first != 0;
     // auto stays auto (priced as full) until the engine's shape resolves it against the device.
-    if ((d->takes & MT_TAKES_RECOMPUTE) && o->recompute != MT_RECOMPUTE_AUTO) mt_schedule_set_recompute(d, o->recompute);
+    if ((d->takes & MT_TAKES_RECOMPUTE) && o->recompute != MT_RECOMPUTE_AUTO)
+        mt_schedule_set_recompute(d, o->recompute);
     else if (d->takes & MT_TAKES_RECOMPUTE) d->recompute = MT_RECOMPUTE_AUTO;
     if (d->derive) d->derive(d, c);
     int L = c->num_layers;

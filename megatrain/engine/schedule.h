@@ -1,15 +1,7 @@
-// schedule.h: the schedule table. A schedule is one descriptor: where layer
-// weights live on the device and how far ahead they stream, how a layer is
-// fetched and bound, how activations are kept, which streams carry the link
-// traffic and in which dtype gradients cross it, and whether the optimizer
-// overlaps the next step. The engine and the planner read these fields and
-// never a schedule's name; `--schedule NAME` maps a name to a descriptor.
-//
-// A table entry fixes what the schedule is and marks (`takes`) which fields the
-// user's options decide; mt_schedule_resolve turns an entry plus the options
-// into the descriptor a run uses. To add a schedule, add a row to schedule.c:
-// nothing else names it. A peer is a row too (`.peer = 1`), named by its entry in
-// engine/peer.c, which adds the costs only a peer has (its CPU optimizer).
+// schedule.h: the schedule table. A schedule is one descriptor (weights, fetch and bind, activations,
+// streams, wire dtypes, optimizer overlap) that the engine and planner read, never a schedule's name. A row
+// marks (`takes`) which fields the user's options decide; mt_schedule_resolve applies them. To add a
+// schedule, add a row to schedule.c; a peer is a row too (`.peer = 1`, costs in engine/peer.c).
 #ifndef MT_SCHEDULE_H
 #define MT_SCHEDULE_H
 
@@ -108,7 +100,8 @@ struct mt_schedule_desc {
     // ---- activations
     int keep_activations;    // 1: every layer's input and internals stay on the device (no layer recompute)
     int keep_mlp;            // with keep_activations, the MLP's internals kept for every token: 0 none (gate/up
-                             // and SwiGLU recomputed per chunk in backward), 1 the gate/up output, 2 and SwiGLU's product
+                             // and SwiGLU recomputed per chunk in backward), 1 the gate/up output, 2 and SwiGLU's
+                             // product
     int recompute_norms;     // with keep_activations: the RMSNorm outputs are recomputed in backward, not kept
     mt_recompute recompute;  // resolved --recompute where the schedule takes it (auto until mt_engine_shape_init)
     int ckpt_interval;       // K: keep the input of every K-th layer, recompute the rest

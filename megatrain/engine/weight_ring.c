@@ -10,7 +10,7 @@
 struct mt_weight_ring {
     mt_backend *be;
     mt_model *m;
-    mt_link *lk;
+    mt_traced_copy *lk;
     mt_opt_worker *opt;
     int n_buf;
     void **buf;
@@ -41,16 +41,17 @@ static int f32_param_wire(const mt_engine_shape *sh) {
 }
 
 mt_part_bytes mt_weight_ring_bytes(const mt_engine_shape *sh) {
-    size_t layer = mt_dev_round(sh->ll.numel * sh->ws);
+    size_t layer = mt_dev_round(sh->lay_layer.numel * sh->wdt_elem_bytes);
     int n = sh->s.weight_bufs + (sh->s.bind == MT_BIND_COPY ? 1 : 0);
-    size_t stage = f32_param_wire(sh) ? (size_t)sh->s.weight_bufs * mt_dev_round(sh->ll.numel * 4) : 0;
-    return (mt_part_bytes){.device = (size_t)n * layer + stage + mt_dev_round(sh->le.numel * sh->ws) +
-                                     mt_dev_round(sh->lh.numel * sh->ws),
+    size_t stage = f32_param_wire(sh) ? (size_t)sh->s.weight_bufs * mt_dev_round(sh->lay_layer.numel * 4) : 0;
+    return (mt_part_bytes){.device = (size_t)n * layer + stage +
+                                     mt_dev_round(sh->lay_embed.numel * sh->wdt_elem_bytes) +
+                                     mt_dev_round(sh->lay_head.numel * sh->wdt_elem_bytes),
                            .host = mt_embed_rows_bytes(sh).host};
 }
 
-mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link *lk, mt_opt_worker *opt, mt_devmem *dm,
-                                mt_weight_ring **out) {
+mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_traced_copy *lk, mt_opt_worker *opt,
+                                mt_devmem *dm, mt_weight_ring **out) {
     mt_weight_ring *r = calloc(1, sizeof *r);
     if (!r) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the weight ring");
     *out = r;
@@ -67,32 +68,34 @@ mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link 
     if (!r->buf || !r->ev_loaded || !r->ev_free) return mt_fail(MT_ERR_MEMORY, "host memory: the weight ring's tables");
     size_t before = dm->bytes;
     for (int i = 0; i < r->n_buf; i++) {
-        MT_TRY(mt_devmem_alloc(dm, sh->ll.numel * sh->ws, &r->buf[i]));
+        MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * sh->wdt_elem_bytes, &r->buf[i]));
         MT_TRY(mt_backend_event_create(r->be, &r->ev_loaded[i]));
         MT_TRY(mt_backend_event_create(r->be, &r->ev_free[i]));
     }
-    if (sh->s.bind == MT_BIND_COPY) MT_TRY(mt_devmem_alloc(dm, sh->ll.numel * sh->ws, &r->template_buf));
+    if (sh->s.bind == MT_BIND_COPY)
+        MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * sh->wdt_elem_bytes, &r->template_buf));
     if (f32_param_wire(sh)) {
         if (!(r->stage = calloc((size_t)r->n_buf, sizeof *r->stage)))
             return mt_fail(MT_ERR_MEMORY, "host memory: the weight ring's tables");
-        for (int i = 0; i < r->n_buf; i++) MT_TRY(mt_devmem_alloc(dm, sh->ll.numel * 4, &r->stage[i]));
+        for (int i = 0; i < r->n_buf; i++) MT_TRY(mt_devmem_alloc(dm, sh->lay_layer.numel * 4, &r->stage[i]));
     }
     r->fetch_ms = sh->s.fetch_overhead_ms;
-    MT_TRY(mt_devmem_alloc(dm, sh->le.numel * sh->ws, &r->embed));
-    MT_TRY(mt_devmem_alloc(dm, sh->lh.numel * sh->ws, &r->head));
+    MT_TRY(mt_devmem_alloc(dm, sh->lay_embed.numel * sh->wdt_elem_bytes, &r->embed));
+    MT_TRY(mt_devmem_alloc(dm, sh->lay_head.numel * sh->wdt_elem_bytes, &r->head));
     MT_TRY(mt_part_check("weight ring", mt_weight_ring_bytes(sh).device, dm->bytes - before));
     MT_TRY(mt_backend_event_create(r->be, &r->ev_embed_loaded));
     MT_TRY(mt_backend_event_create(r->be, &r->ev_head_loaded));
-    char *table = (char *)r->embed + m->lay_embed.t[MT_T_EMBED].offset * sh->ws;
+    char *table = (char *)r->embed + m->lay_embed.t[MT_T_EMBED].offset * sh->wdt_elem_bytes;
     MT_TRY(mt_embed_rows_create(sh, m, lk, opt, r->h2d, table, &r->rows));
     r->n_pieces = 1;
     r->pieces[0] = 0;
-    r->pieces[1] = sh->ll.numel;
-    if (sh->s.submodule_fetch) r->n_pieces = mt_layout_submodules(&sh->ll, r->pieces);
+    r->pieces[1] = sh->lay_layer.numel;
+    if (sh->s.submodule_fetch) r->n_pieces = mt_layout_submodules(&sh->lay_layer, r->pieces);
     else if (mt_opt_worker_parts(opt) > 1) { // a layer crosses part by part, each as soon as it is updated
         r->by_part = 1;
         r->n_pieces = mt_opt_worker_parts(opt);
-        for (int p = 0; p < r->n_pieces; p++) mt_update_part(sh->ll.numel, r->n_pieces, p, &r->pieces[p], &r->pieces[p + 1]);
+        for (int p = 0; p < r->n_pieces; p++)
+            mt_update_part(sh->lay_layer.numel, r->n_pieces, p, &r->pieces[p], &r->pieces[p + 1]);
     }
     MT_TRY(mt_weight_uses_build(sh, &r->uses, &r->n_uses));
     r->lookahead = sh->s.weights_resident ? r->n_uses : sh->s.lookahead; // resident: every load up front
@@ -146,12 +149,13 @@ static mt_status issue_piece(mt_weight_ring *r) {
     // By part, each piece is a span of its own: the link idles while the next part is updated.
     if (r->by_part) {
         r->opt_wait_ms += mt_opt_worker_wait_part(r->opt, MT_UNIT_OF_LAYER(p->layer), r->issued_piece);
-        if (r->issued_piece > 0) MT_TRY(mt_link_begin(r->lk, r->h2d, MT_LANE_H2D, "weights in", p->layer, &r->load_span));
+        if (r->issued_piece > 0)
+            MT_TRY(mt_traced_copy_begin(r->lk, r->h2d, MT_LANE_H2D, "weights in", p->layer, &r->load_span));
     }
     if (r->issued_piece == 0) {
         if (!r->by_part) r->opt_wait_ms += mt_opt_worker_wait_unit(r->opt, MT_UNIT_OF_LAYER(p->layer));
         MT_TRY(mt_backend_stream_wait(r->be, r->h2d, r->ev_free[p->buf]));
-        MT_TRY(mt_link_begin(r->lk, r->h2d, MT_LANE_H2D, "weights in", p->layer, &r->load_span));
+        MT_TRY(mt_traced_copy_begin(r->lk, r->h2d, MT_LANE_H2D, "weights in", p->layer, &r->load_span));
     }
     piece_range(r, r->issued_piece, &off, &n);
     if (r->fetch_ms > 0) r->m->host.spend(&r->m->host, r->fetch_ms); // the peer's hook before this fetch
@@ -163,14 +167,14 @@ static mt_status issue_piece(mt_weight_ring *r) {
         MT_TRY(mt_backend_copy(r->be, (char *)(r->stage ? r->stage[p->buf] : r->buf[p->buf]) + off * es,
                                on_dev + off * es, n * es, MT_COPY_D2D, r->h2d));
     else if (r->stage) // the f32 master crosses; the compute stream casts it at acquire
-        MT_TRY(mt_link_copy(r->lk, (char *)r->stage[p->buf] + off * 4, (char *)u->master + off * 4, n * 4,
-                            MT_COPY_H2D, r->h2d));
+        MT_TRY(mt_traced_copy_issue(r->lk, (char *)r->stage[p->buf] + off * 4, (char *)u->master + off * 4, n * 4,
+                                    MT_COPY_H2D, r->h2d));
     else
-        MT_TRY(mt_link_copy(r->lk, (char *)r->buf[p->buf] + off * ws, (char *)u->param + off * ws, n * ws,
-                            MT_COPY_H2D, r->h2d));
-    if (r->by_part && r->issued_piece + 1 < r->n_pieces) MT_TRY(mt_link_end(r->lk, r->load_span));
+        MT_TRY(mt_traced_copy_issue(r->lk, (char *)r->buf[p->buf] + off * ws, (char *)u->param + off * ws, n * ws,
+                                    MT_COPY_H2D, r->h2d));
+    if (r->by_part && r->issued_piece + 1 < r->n_pieces) MT_TRY(mt_traced_copy_end(r->lk, r->load_span));
     if (++r->issued_piece == r->n_pieces) {
-        MT_TRY(mt_link_end(r->lk, r->load_span));
+        MT_TRY(mt_traced_copy_end(r->lk, r->load_span));
         MT_TRY(mt_backend_event_record(r->be, r->ev_loaded[p->buf], r->h2d));
         r->issued_piece = 0;
         r->issued++;
@@ -241,11 +245,14 @@ mt_status mt_weight_ring_load_resident(mt_weight_ring *r, int unit_index) {
         size_t lo, hi;
         mt_update_part(u->lay->numel, parts, p, &lo, &hi);
         if (parts > 1) r->opt_wait_ms += mt_opt_worker_wait_part(r->opt, unit_index, p);
-        MT_TRY(mt_link_begin(r->lk, r->h2d, MT_LANE_H2D, head ? "head in" : "embedding in", -1, &span));
+        MT_TRY(mt_traced_copy_begin(r->lk, r->h2d, MT_LANE_H2D, head ? "head in" : "embedding in", -1, &span));
         const char *on_dev = mt_devopt_param(r->devopt, unit_index);
-        if (on_dev) MT_TRY(mt_backend_copy(r->be, dst + lo * ws, on_dev + lo * ws, (hi - lo) * ws, MT_COPY_D2D, r->h2d));
-        else MT_TRY(mt_link_copy(r->lk, dst + lo * ws, (char *)u->param + lo * ws, (hi - lo) * ws, MT_COPY_H2D, r->h2d));
-        MT_TRY(mt_link_end(r->lk, span));
+        if (on_dev)
+            MT_TRY(mt_backend_copy(r->be, dst + lo * ws, on_dev + lo * ws, (hi - lo) * ws, MT_COPY_D2D, r->h2d));
+        else
+            MT_TRY(mt_traced_copy_issue(r->lk, dst + lo * ws, (char *)u->param + lo * ws, (hi - lo) * ws, MT_COPY_H2D,
+                                        r->h2d));
+        MT_TRY(mt_traced_copy_end(r->lk, span));
     }
     MT_TRY(mt_backend_event_record(r->be, ev, r->h2d));
     return mt_backend_stream_wait(r->be, MT_STREAM_COMPUTE, ev);

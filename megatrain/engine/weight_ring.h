@@ -8,7 +8,7 @@
 #ifndef MT_WEIGHT_RING_H
 #define MT_WEIGHT_RING_H
 
-#include "engine/link.h"
+#include "engine/traced_copy.h"
 #include "engine/optimizer_worker.h"
 #include "engine/parts.h"
 
@@ -22,8 +22,8 @@ typedef struct {
 typedef struct mt_weight_ring mt_weight_ring;
 
 mt_part_bytes mt_weight_ring_bytes(const mt_engine_shape *sh);
-mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_link *lk, mt_opt_worker *opt, mt_devmem *dm,
-                                mt_weight_ring **out);
+mt_status mt_weight_ring_create(const mt_engine_shape *sh, mt_model *m, mt_traced_copy *lk, mt_opt_worker *opt,
+                                mt_devmem *dm, mt_weight_ring **out);
 void mt_weight_ring_destroy(mt_weight_ring *r);
 
 // The units the device updates (device_optimizer.h; NULL: none): their weights are copied in

@@ -1,11 +1,6 @@
-// weight_uses.c: the order in which one step uses layer weights, and which
-// device buffer serves each use. Streamed: forward 0..L-1, then per
-// checkpoint block (last first) the recompute of the block's inputs and the
-// backward in reverse; consecutive uses of one layer share a buffer and load
-// once (so a layer crosses the link twice per micro-batch); a schedule with
-// three weight passes (the official code's) reloads at every use. With activations
-// kept there is no recompute; with weights resident every layer has its own
-// buffer and loads once per step.
+// weight_uses.c: the order in which one step uses layer weights and the device buffer serving each use:
+// forward 0..L-1, then per checkpoint block (last first) its recompute and backward. Consecutive uses of a
+// layer share one load; three weight passes (the official code's) reload at every use.
 #include <stdlib.h>
 
 #include "engine/weight_ring.h"

@@ -281,7 +281,8 @@ static mt_status add(const char *what, const char *fields, long long a, long lon
 // mt_config_params_per_layer / _total with every product and sum checked, so
 // they (and every byte count derived from them) can be computed unchecked.
 static mt_status check_sizes(const mt_config *c, const char *what) {
-    long long C = c->hidden_size, q = (long long)c->num_heads * c->head_dim, kv = (long long)c->num_kv_heads * c->head_dim;
+    long long C = c->hidden_size, q = (long long)c->num_heads * c->head_dim,
+              kv = (long long)c->num_kv_heads * c->head_dim;
     long long qc, kvc, fc, vc, layer = 2 * C, total;
     MT_TRY(mul(what, "num_attention_heads x head_dim x hidden_size", q, C, &qc));
     MT_TRY(mul(what, "num_key_value_heads x head_dim x hidden_size", kv, C, &kvc));
@@ -299,8 +300,9 @@ static mt_status check_sizes(const mt_config *c, const char *what) {
     MT_TRY(mul(what, "vocab_size x hidden_size (embedding and head)", vc, c->tie_word_embeddings ? 1 : 2, &vc));
     MT_TRY(add(what, "vocab_size: the embedding's parameters", total, vc + C, &total));
     if (total > MT_MAX_PARAMS)
-        return mt_fail(MT_ERR_SHAPE, "%s: the sizes (hidden_size %d, intermediate_size %d, num_hidden_layers %d, "
-                                     "vocab_size %d) give %lld parameters, beyond the 2^58 whose byte counts fit 64 bits",
+        return mt_fail(MT_ERR_SHAPE,
+                       "%s: the sizes (hidden_size %d, intermediate_size %d, num_hidden_layers %d, "
+                       "vocab_size %d) give %lld parameters, beyond the 2^58 whose byte counts fit 64 bits",
                        what, c->hidden_size, c->intermediate_size, c->num_layers, c->vocab_size, total);
     return MT_OK;
 }
@@ -351,9 +353,10 @@ static int same_model(const mt_config *a, const mt_config *b) {
            a->max_position_embeddings == b->max_position_embeddings && a->rms_norm_eps == b->rms_norm_eps &&
            a->rope_theta == b->rope_theta && a->tie_word_embeddings == b->tie_word_embeddings &&
            a->attention_bias == b->attention_bias && a->qk_norm == b->qk_norm && a->rope_llama3 == b->rope_llama3 &&
-           (!a->rope_llama3 || (a->rope_factor == b->rope_factor && a->rope_low_freq_factor == b->rope_low_freq_factor &&
-                                a->rope_high_freq_factor == b->rope_high_freq_factor &&
-                                a->rope_original_max_pos == b->rope_original_max_pos)) &&
+           (!a->rope_llama3 ||
+            (a->rope_factor == b->rope_factor && a->rope_low_freq_factor == b->rope_low_freq_factor &&
+             a->rope_high_freq_factor == b->rope_high_freq_factor &&
+             a->rope_original_max_pos == b->rope_original_max_pos)) &&
            a->torch_dtype == b->torch_dtype && a->bos_token_id == b->bos_token_id && a->eos_token_id == b->eos_token_id;
 }
 

@@ -60,7 +60,8 @@ static mt_status num(const char *path, const cJSON *root, const char *key, range
     if (d < r.lo || d > r.hi)
         return mt_fail(MT_ERR_FORMAT, "%s: %s: %g is outside the plausible range [%g, %g] (a unit mix-up?)", path, key,
                        d, r.lo, r.hi);
-    if (r.whole && d != floor(d)) return mt_fail(MT_ERR_FORMAT, "%s: %s: expected a whole number, got %g", path, key, d);
+    if (r.whole && d != floor(d))
+        return mt_fail(MT_ERR_FORMAT, "%s: %s: expected a whole number, got %g", path, key, d);
     *out = d;
     return MT_OK;
 }
@@ -105,7 +106,8 @@ static mt_status parse_multi(const char *path, const cJSON *j, mt_hw_profile *p)
     MT_TRY(opt_num(path, j, "multi.gpus_per_pcie_switch", GPUS, &s));
     m->gpus_per_host = (int)g, m->gpus_per_pcie_switch = (int)s;
     if (g && s && s > g)
-        return mt_fail(MT_ERR_FORMAT, "%s: multi.gpus_per_pcie_switch: %g is more than multi.gpus_per_host %g", path, s, g);
+        return mt_fail(MT_ERR_FORMAT, "%s: multi.gpus_per_pcie_switch: %g is more than multi.gpus_per_host %g", path, s,
+                       g);
     MT_TRY(opt_num(path, j, "multi.pcie_switch_uplink_gbps", GBPS, &m->pcie_uplink_gbps));
     MT_TRY(opt_num(path, j, "multi.nvlink_gbps", GBPS, &m->nvlink_gbps));
     MT_TRY(opt_num(path, j, "multi.collective_gbps", GBPS, &m->collective_gbps));
@@ -138,7 +140,8 @@ static mt_status check_link_theory(const char *path, const cJSON *j, const mt_hw
     for (size_t i = 0; cJSON_IsString(kind) && i < sizeof link_theory / sizeof *link_theory; i++)
         if (!strcmp(kind->valuestring, link_theory[i].kind)) {
             limit = link_theory[i].gbps;
-            snprintf(why, sizeof why, "the %s link's theoretical %g GB/s per direction (%s; docs/REFERENCE.md#hardware)",
+            snprintf(why, sizeof why,
+                     "the %s link's theoretical %g GB/s per direction (%s; docs/REFERENCE.md#hardware)",
                      link_theory[i].kind, limit, link_theory[i].why);
         }
     const cJSON *t = dotted(j, "link.theory_gbps");
@@ -236,7 +239,8 @@ const char *mt_hw_profile_dir(void) {
         exe[n] = 0;
         char *slash = strrchr(exe, '/');
         if (slash) *slash = 0;
-        const char *up[] = {"/../../experiments/hardware", "/../experiments/hardware", "/../../../experiments/hardware"};
+        const char *up[] = {"/../../experiments/hardware", "/../experiments/hardware",
+                            "/../../../experiments/hardware"};
         for (size_t i = 0; i < sizeof up / sizeof *up; i++) {
             snprintf(buf, sizeof buf, "%s%s", exe, up[i]);
             if (is_dir(buf)) return buf;

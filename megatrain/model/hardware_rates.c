@@ -94,7 +94,8 @@ static mt_status parse_tables(const char *path, const cJSON *root, const char *k
 // gpu.gemm_bwd_efficiency (optional): a fraction of the dense peak, as gemm_efficiency.
 static mt_status parse_gemm_bwd(const char *path, const cJSON *root, mt_hw_profile *p) {
     const char *key = "gpu.gemm_bwd_efficiency";
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "gpu"), "gemm_bwd_efficiency");
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "gpu"), "gemm_bwd_efficiency");
     if (!v) return MT_OK;
     if (!cJSON_IsNumber(v)) return mt_fail(MT_ERR_FORMAT, "%s: %s: expected a number", path, key);
     if (!(v->valuedouble >= FRACTION_LO && v->valuedouble <= 1))
@@ -134,7 +135,8 @@ static mt_status parse_kernels(const char *path, const cJSON *root, mt_hw_profil
 // host.grad_sumsq_gbps (optional): GB/s of one read of the gradients.
 static mt_status parse_grad_sumsq(const char *path, const cJSON *root, mt_hw_profile *p) {
     const char *key = "host.grad_sumsq_gbps";
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "host"), "grad_sumsq_gbps");
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "host"), "grad_sumsq_gbps");
     if (!v) return MT_OK;
     if (!cJSON_IsNumber(v) || !(v->valuedouble >= GBPS_LO && v->valuedouble <= GBPS_HI))
         return mt_fail(MT_ERR_FORMAT, "%s: %s: expected GB/s in [%g, %g]", path, key, GBPS_LO, GBPS_HI);

@@ -69,7 +69,8 @@ void mt_layout_build(const mt_config *c, mt_unit_layout *embed, mt_unit_layout *
 
 // Each piece starts at a group's first tensor and runs to the next group.
 int mt_layout_submodules(const mt_unit_layout *l, size_t bounds[MT_MAX_SUBMODULES + 1]) {
-    static const mt_tensor_id starts[] = {MT_T_Q, MT_T_QB, MT_T_QNORM, MT_T_KNORM, MT_T_O, MT_T_LN2, MT_T_GATE, MT_T_DOWN};
+    static const mt_tensor_id starts[] = {MT_T_Q, MT_T_QB,  MT_T_QNORM, MT_T_KNORM,
+                                          MT_T_O, MT_T_LN2, MT_T_GATE,  MT_T_DOWN};
     int n = 0;
     bounds[n++] = 0;
     for (size_t i = 0; i < sizeof starts / sizeof *starts; i++)

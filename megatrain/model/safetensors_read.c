@@ -307,7 +307,8 @@ static mt_status parse_file(mt_safetensors *st, const char *path) {
     for (const cJSON *e = root->child; e && s == MT_OK; e = e->next) {
         if (strcmp(e->string, "__metadata__") == 0) {
             for (const cJSON *d = root->child; d != e && s == MT_OK; d = d->next)
-                if (!strcmp(d->string, "__metadata__")) s = mt_fail(MT_ERR_FORMAT, "%s: \"__metadata__\" appears twice", path);
+                if (!strcmp(d->string, "__metadata__"))
+                    s = mt_fail(MT_ERR_FORMAT, "%s: \"__metadata__\" appears twice", path);
             if (s == MT_OK) s = check_metadata(path, e);
         } else {
             s = check_entry_keys(path, e);

@@ -91,7 +91,8 @@ mt_status mt_st_shard_plan_make(const mt_st_entry *es, int n, size_t max_bytes, 
     p->file_bytes = calloc((size_t)(n ? n : 1), sizeof *p->file_bytes);
     mt_st_entry *sub = malloc((size_t)(n ? n : 1) * sizeof *sub);
     int *idx = malloc((size_t)(n ? n : 1) * sizeof *idx);
-    mt_status s = p->shard_of && p->file_bytes && sub && idx ? MT_OK : mt_fail(MT_ERR_MEMORY, "shard plan: out of memory");
+    mt_status s =
+        p->shard_of && p->file_bytes && sub && idx ? MT_OK : mt_fail(MT_ERR_MEMORY, "shard plan: out of memory");
     size_t in_shard = 0;
     int k = 0;
     for (int i = 0; i < n && s == MT_OK; i++) {

@@ -32,7 +32,7 @@ static int engine_chunk(mt_backend *be, const mt_config *cfg, int B, int T) {
     mt_engine_opts eo = {.B = B, .T = T, .grad_accum = 1, .grad_slabs = 2,
                          .sched = {.weight_bufs = 2, .ckpt_interval = 1}};
     if (mt_schedule_find("megatrain", &eo.schedule) == MT_OK && mt_engine_create(&m, be, &eo, &e) == MT_OK)
-        rows = e->a->chunk_rows;
+        rows = e->acts->chunk_rows;
     else fprintf(stderr, "test_head_chunk: engine: %s\n", mt_last_error());
     mt_engine_destroy(e);
     mt_model_free(&m);

@@ -265,7 +265,9 @@ static const mt_backend_ops cpu_ops = {
 
 unsigned mt_backend_cpu_caps(void) { return cpu_ops.caps; }
 
-static mt_status cpu_create(const mt_backend_args *a, mt_backend **out) { return mt_backend_cpu_create(a->act_dtype, out); }
+static mt_status cpu_create(const mt_backend_args *a, mt_backend **out) {
+    return mt_backend_cpu_create(a->act_dtype, out);
+}
 
 // --gpus N on the cpu backend: N instances in one process, each its own buffers and thread,
 // sharing the cores (the multi-device path tested without a GPU). A cap, not the core count,

@@ -1,12 +1,7 @@
-// cpu_internal.h: private state of the cpu backend and the declarations its
-// files share. Each cpu_<family>.c holds the plain passes (free functions over
-// raw f32 pointers, shapes in a comment) and the ops-table entry that wraps them
-// (argument checks, bf16 weight conversion).
-//
-// Determinism: every reduction runs in an order fixed by the shapes alone
-// (fixed row blocks summed in order, or one thread owning an output column),
-// so results are bitwise identical run to run and for any OMP thread count.
-// GEMMs go to OpenBLAS sgemm, called outside OpenMP regions.
+// cpu_internal.h: the cpu backend's private state and shared declarations; each cpu_<family>.c holds
+// plain f32 passes and the ops-table entry wrapping them. Every reduction runs in an order fixed by the
+// shapes alone, so results are bitwise the same for any OMP thread count; GEMMs go to OpenBLAS outside
+// OpenMP regions.
 #ifndef MT_CPU_INTERNAL_H
 #define MT_CPU_INTERNAL_H
 
@@ -96,8 +91,8 @@ mt_status mt_cpu_op_embedding_fwd(mt_backend *be, void *out, const int32_t *ids,
                                   int C);
 mt_status mt_cpu_op_embedding_bwd(mt_backend *be, void *dwte, mt_dtype wdt, const int32_t *ids, const void *dout, int N,
                                   int C);
-mt_status mt_cpu_op_matmul_fwd(mt_backend *be, void *out, const void *inp, const void *w, const void *bias, mt_dtype wdt,
-                               int N, int IC, int OC);
+mt_status mt_cpu_op_matmul_fwd(mt_backend *be, void *out, const void *inp, const void *w, const void *bias,
+                               mt_dtype wdt, int N, int IC, int OC);
 mt_status mt_cpu_op_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
                                const void *w, mt_dtype wdt, int N, int IC, int OC, int flags);
 mt_status mt_cpu_op_rmsnorm_fwd(mt_backend *be, void *out, float *rstd, const void *inp, const void *w, mt_dtype wdt,

@@ -39,10 +39,11 @@ static void dbias_pass(void *dbias, mt_dtype wdt, const float *dout, int N, int 
     }
 }
 
-mt_status mt_cpu_op_matmul_fwd(mt_backend *be, void *out, const void *inp, const void *w, const void *bias, mt_dtype wdt,
-                               int N, int IC, int OC) {
+mt_status mt_cpu_op_matmul_fwd(mt_backend *be, void *out, const void *inp, const void *w, const void *bias,
+                               mt_dtype wdt, int N, int IC, int OC) {
     MT_TRY(mt_cpu_check_wdt(wdt, "matmul_fwd"));
-    if (N < 0 || IC <= 0 || OC <= 0) return mt_fail(MT_ERR_SHAPE, "cpu matmul_fwd: bad shape N=%d IC=%d OC=%d", N, IC, OC);
+    if (N < 0 || IC <= 0 || OC <= 0)
+        return mt_fail(MT_ERR_SHAPE, "cpu matmul_fwd: bad shape N=%d IC=%d OC=%d", N, IC, OC);
     if (N == 0) return MT_OK;
     const float *wf, *bf = NULL;
     MT_TRY(mt_cpu_weights_f32(be, MT_CPU_SCR_W, w, wdt, (size_t)OC * IC, &wf));
@@ -54,7 +55,8 @@ mt_status mt_cpu_op_matmul_fwd(mt_backend *be, void *out, const void *inp, const
 mt_status mt_cpu_op_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
                                const void *w, mt_dtype wdt, int N, int IC, int OC, int flags) {
     MT_TRY(mt_cpu_check_wdt(wdt, "matmul_bwd"));
-    if (N < 0 || IC <= 0 || OC <= 0) return mt_fail(MT_ERR_SHAPE, "cpu matmul_bwd: bad shape N=%d IC=%d OC=%d", N, IC, OC);
+    if (N < 0 || IC <= 0 || OC <= 0)
+        return mt_fail(MT_ERR_SHAPE, "cpu matmul_bwd: bad shape N=%d IC=%d OC=%d", N, IC, OC);
     int acc_dw = (flags & MT_ACC_DW) != 0;
     mt_dtype dwt = (flags & MT_DW_F32) ? MT_F32 : wdt; // the type of dw and dbias
     if (dinp && N > 0) {

@@ -37,8 +37,8 @@ static void rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *
 
 // dinp(R,D) from dout, inp(R,D), w(D), rstd(R); red is (nblocks, D) doubles of
 // block partials of dw.
-static void rmsnorm_bwd(float *dinp, double *red, const float *dout, const float *inp, const float *w, const float *rstd,
-                        int R, int D) {
+static void rmsnorm_bwd(float *dinp, double *red, const float *dout, const float *inp, const float *w,
+                        const float *rstd, int R, int D) {
     int rb = mt_cpu_block_rows(R), nb = (R + rb - 1) / rb;
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < nb; b++) {

@@ -1,14 +1,7 @@
-// sim_backend.c: the sim backend's ops table: virtual streams and events,
-// copies over a modelled link, fake device memory and unbacked host memory.
-// The engine's scheduler drives it unchanged; every op advances virtual clocks
-// by what the hardware profile says it costs (sim.h) and no tensor data exists.
-//
-// Time: each stream has a clock (the end of its last op). An op enqueued by a
-// host thread costs that thread MT_SIM_LAUNCH_MS of its own clock (core/vclock.h)
-// and starts at max(stream clock, host clock). An event records
-// max(stream clock, host clock) (an event on an idle stream completes when it is
-// recorded, as in CUDA); stream_wait moves the stream clock up to the event;
-// event_sync / stream_sync move the calling thread's clock up to it.
+// sim_backend.c: the sim backend's ops table: virtual streams, events, a modelled link, fake memory,
+// no tensor data. Each op costs the issuing host thread MT_SIM_LAUNCH_MS (core/vclock.h) and starts at
+// max(stream clock, host clock); events and waits move clocks as CUDA's would (an event on an idle
+// stream completes when recorded).
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -174,8 +167,9 @@ static mt_status sim_host_alloc(mt_backend *be, size_t bytes, void **out) {
     size_t total = (size_t)c->prof.host_mem_bytes, used = c->st.host_bytes_in_use;
     pthread_mutex_unlock(&c->mu);
     if (bytes > total - used)
-        return mt_fail(MT_ERR_MEMORY, "sim (%s): host memory: cannot allocate %.2f GiB: %.2f GiB of %.2f GiB are in use",
-                       c->prof.name, bytes / GiB, used / GiB, total / GiB);
+        return mt_fail(MT_ERR_MEMORY,
+                       "sim (%s): host memory: cannot allocate %.2f GiB: %.2f GiB of %.2f GiB are in use", c->prof.name,
+                       bytes / GiB, used / GiB, total / GiB);
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED && bytes >= PROT_NONE_MIN_BYTES)
         p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -530,7 +524,9 @@ const mt_hw_profile *mt_sim_profile_of(mt_backend *be) {
 
 mt_status mt_sim_set_profile(mt_backend *be, const mt_hw_profile *p) {
     mt_sim_ctx *c = sim_ctx_checked(be);
-    if (!c) return mt_fail(MT_ERR_ARG, "mt_sim_set_profile: the %s backend is not the simulator", be ? be->ops->name : "null");
+    if (!c)
+        return mt_fail(MT_ERR_ARG, "mt_sim_set_profile: the %s backend is not the simulator",
+                       be ? be->ops->name : "null");
     pthread_mutex_lock(&c->mu);
     c->prof = *p;
     pthread_mutex_unlock(&c->mu);
@@ -554,7 +550,9 @@ const char *mt_sim_attention_kernel(mt_backend *be) {
 
 mt_status mt_sim_stats_get(mt_backend *be, mt_sim_stats *out) {
     mt_sim_ctx *c = sim_ctx_checked(be);
-    if (!c) return mt_fail(MT_ERR_ARG, "mt_sim_stats_get: the %s backend is not the simulator", be ? be->ops->name : "null");
+    if (!c)
+        return mt_fail(MT_ERR_ARG, "mt_sim_stats_get: the %s backend is not the simulator",
+                       be ? be->ops->name : "null");
     pthread_mutex_lock(&c->mu);
     *out = c->st;
     pthread_mutex_unlock(&c->mu);

@@ -25,7 +25,8 @@ double mt_sim_kernel_ms(const mt_hw_profile *p, mt_dtype act, mt_hw_kernel k, do
 // base = gpu.gemm_bwd_efficiency for a backward GEMM at bf16 where measured (it was
 // calibrated through this same size factor), else gpu.gemm_efficiency.
 double mt_sim_gemm_eff(const mt_hw_profile *p, mt_dtype act, int backward, double M, double N, double K) {
-    double base = backward && act == MT_BF16 && p->gemm_bwd_efficiency > 0 ? p->gemm_bwd_efficiency : p->gemm_efficiency;
+    double base =
+        backward && act == MT_BF16 && p->gemm_bwd_efficiency > 0 ? p->gemm_bwd_efficiency : p->gemm_efficiency;
     double W = M * N * K;
     if (W <= 0) return base;
     double dmin = min2(M, min2(N, K));

@@ -42,7 +42,8 @@ mt_status mt_sim_op_matmul_fwd(mt_backend *be, void *out, const void *inp, const
     const mt_hw_profile *p = &mt_sim_ctx_of(be)->prof;
     double as = as_of(be), ws = (double)mt_dtype_size(wdt);
     double bytes = (double)N * IC * as + (double)OC * IC * ws + (double)N * OC * as + (bias ? OC * ws : 0);
-    return price(be, "matmul_fwd", mt_sim_gemm_ms(p, be->act_dtype, 0, N, OC, IC, bytes), 2.0 * N * IC * OC, MT_SIM_FLOPS);
+    return price(be, "matmul_fwd", mt_sim_gemm_ms(p, be->act_dtype, 0, N, OC, IC, bytes), 2.0 * N * IC * OC,
+                 MT_SIM_FLOPS);
 }
 
 mt_status mt_sim_op_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp,
@@ -136,7 +137,9 @@ mt_status mt_sim_op_attention_fwd(mt_backend *be, void *out, float *lse, const v
     double N = (double)B * T;
     double bytes = N * (NH + 2 * NKV) * HD * as_of(be) + N * NH * HD * as_of(be) + 4.0 * N * NH;
     double flops = 2.0 * B * NH * (double)T * T * HD;
-    return price(be, "attention_fwd", mt_sim_attention_ms(p, mt_sim_ctx_of(be)->attn_kernel, be->act_dtype, 0, B, T, NH, HD, bytes), flops, MT_SIM_FLOPS);
+    return price(be, "attention_fwd",
+                 mt_sim_attention_ms(p, mt_sim_ctx_of(be)->attn_kernel, be->act_dtype, 0, B, T, NH, HD, bytes), flops,
+                 MT_SIM_FLOPS);
 }
 
 mt_status mt_sim_op_attention_bwd(mt_backend *be, void *dqkv, const void *dout, const void *qkv, const void *out,
@@ -147,7 +150,9 @@ mt_status mt_sim_op_attention_bwd(mt_backend *be, void *dqkv, const void *dout, 
     // read qkv, out, dout, lse; write dqkv
     double bytes = 2.0 * N * (NH + 2 * NKV) * HD * as_of(be) + 2.0 * N * NH * HD * as_of(be) + 4.0 * N * NH;
     double flops = MT_ATTN_BWD_FACTOR * 2.0 * B * NH * (double)T * T * HD;
-    return price(be, "attention_bwd", mt_sim_attention_ms(p, mt_sim_ctx_of(be)->attn_kernel, be->act_dtype, 1, B, T, NH, HD, bytes), flops, MT_SIM_FLOPS);
+    return price(be, "attention_bwd",
+                 mt_sim_attention_ms(p, mt_sim_ctx_of(be)->attn_kernel, be->act_dtype, 1, B, T, NH, HD, bytes), flops,
+                 MT_SIM_FLOPS);
 }
 
 mt_status mt_sim_op_swiglu_fwd(mt_backend *be, void *h, const void *gu, int N, int F) {

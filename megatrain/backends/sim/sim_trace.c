@@ -30,7 +30,9 @@ static const int *sort_tid; // qsort has no context argument: the host lanes' or
 
 static int cmp_d(double a, double b) { return a < b ? -1 : a > b; }
 
-static int lane_key(int lane) { return lane < MT_NUM_STREAMS ? lane : MT_NUM_STREAMS + sort_tid[lane - MT_SIM_HOST_LANE0]; }
+static int lane_key(int lane) {
+    return lane < MT_NUM_STREAMS ? lane : MT_NUM_STREAMS + sort_tid[lane - MT_SIM_HOST_LANE0];
+}
 
 static int by_time(const void *pa, const void *pb) {
     const mt_sim_rec *a = *(const mt_sim_rec *const *)pa, *b = *(const mt_sim_rec *const *)pb;
@@ -45,7 +47,8 @@ static void write_all_locked(FILE *f, const mt_sim_ctx *c, const mt_sim_rec **or
     int n_lanes = c->st.n_host_lanes, tid[MT_SIM_MAX_LANES], by_name[MT_SIM_MAX_LANES];
     for (int i = 0; i < n_lanes; i++) by_name[i] = i;
     for (int i = 1; i < n_lanes; i++) // the lanes ordered by name (insertion sort: at most 16)
-        for (int j = i; j > 0 && strcmp(c->st.host_lane_name[by_name[j]], c->st.host_lane_name[by_name[j - 1]]) < 0; j--) {
+        for (int j = i; j > 0 && strcmp(c->st.host_lane_name[by_name[j]], c->st.host_lane_name[by_name[j - 1]]) < 0;
+             j--) {
             int t = by_name[j];
             by_name[j] = by_name[j - 1], by_name[j - 1] = t;
         }
@@ -53,10 +56,13 @@ static void write_all_locked(FILE *f, const mt_sim_ctx *c, const mt_sim_rec **or
     for (size_t i = 0; i < n; i++) order[i] = &c->rec[i];
     sort_tid = tid;
     qsort(order, n, sizeof *order, by_time);
-    fprintf(f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"backend\":\"sim\",\"profile\":\"%s\",\"ops_dropped\":%lld},\n",
-            c->prof.name, c->st.n_trace_dropped);
-    fprintf(f, "\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"GPU "
-               "(sim: %s)\"}}", c->prof.name);
+    fprintf(
+        f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"backend\":\"sim\",\"profile\":\"%s\",\"ops_dropped\":%lld},\n",
+        c->prof.name, c->st.n_trace_dropped);
+    fprintf(f,
+            "\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"GPU "
+            "(sim: %s)\"}}",
+            c->prof.name);
     for (int s = 0; s < MT_NUM_STREAMS; s++)
         fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", s,
                 stream_names[s]);
