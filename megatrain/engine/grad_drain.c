@@ -104,7 +104,7 @@ mt_status mt_drain_create(mt_backend *be, mt_traced_copy *lk, const mt_host_work
     d->slab_free_t = calloc((size_t)n_slabs, sizeof *d->slab_free_t);
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);
-    d->lane = mt_vlane_open(be);
+    d->lane = mt_backend_has(be, MT_CAP_VIRTUAL_TIME) ? mt_vlane_open(be) : -1; // lanes order virtual time only
     *out = d;
     if (!d->slabs || !d->slab_ev || !d->slab_busy || !d->queue || !d->slab_free_t)
         return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the gradient drain");

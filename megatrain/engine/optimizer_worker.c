@@ -389,7 +389,7 @@ mt_status mt_opt_worker_create(mt_model *m, int window, size_t rows_cap, int par
     w->kept_gen = calloc((size_t)n, sizeof *w->kept_gen);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
-    w->lane = mt_vlane_open(m->host.be);
+    w->lane = mt_backend_has(m->host.be, MT_CAP_VIRTUAL_TIME) ? mt_vlane_open(m->host.be) : -1; // virtual time only
     *out = w;
     if (!w->done || !w->done_t || !w->spare_param || !w->spare_optim || !w->queue || !w->queue_t || !w->queue_sq ||
         !w->spec || !w->kept_gen)
