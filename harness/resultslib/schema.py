@@ -56,7 +56,8 @@ NESTED = {
               "tflops_per_gpu": _N, "host0_bytes": _N, "host_bytes_per_host": _N, "bound": _S},
     "batch_auto": {"batch": _C, "plan_batch": _C, "args": _L, "why": _S, "plan_recompute": _S},
     "fit": {"err_frac": _N, "noise_frac": _N, "per_layer_ms": _N, "intercept_ms": _N, "round_spread_frac": _N,
-            "rounds": _C, "check": _D, "holdout": _D, "err_method": _S, "depths": _L, "step_ms": _L},
+            "rounds": _C, "check": _D, "holdout": _D, "err_method": _S, "bar_too_wide": _S, "depths": _L,
+            "step_ms": _L},
 }
 _IS = {_N: lambda v: is_num(v), _C: lambda v: is_num(v) and v >= 0 and v == int(v),
        _H: lambda v: v == "none" or (is_num(v) and v >= 0 and v == int(v)),

@@ -87,6 +87,18 @@ NO_HOLDOUT_METHOD = ("no held-out depth: the fit's alone, the runs' timing noise
                      "tests that the step is linear in depth, so the bar leaves out any curvature")
 
 
+def bar_too_wide(step, fit, runs, L):
+    """A bar past +-100% (a loaded machine): median (1 - E) is no lower bound. The row keeps E
+    and its median; min becomes the fastest timed step at the deepest depth run (a deeper
+    model does every layer of it, so is no faster), never above the median; fit says so."""
+    d = max(x for x in runs if x <= L)
+    step["min"] = min(step["median"], runs[d]["stats"]["min"])
+    fit["bar_too_wide"] = (f"the bar +-{100 * step['err_frac']:.0f}% passes +-100%: step_ms.min is the fastest "
+                           f"timed step at depth {d} ({runs[d]['stats']['min']:.1f} ms; a deeper model is no "
+                           f"faster), not median x (1 - err_frac); HINT: re-run on a quieter machine or with "
+                           f"more rounds")
+
+
 def extrapolate(runs, depths, holdout, L, per_round=None, check=None):
     """Step time fitted linear in depth over `depths` (medians), reported at depth L with
     an error bar from the method's own held-out check: the fit predicts the held-out
@@ -96,7 +108,7 @@ def extrapolate(runs, depths, holdout, L, per_round=None, check=None):
     of them) is added in quadrature, and with >= 2 interleaved rounds so is the spread
     of the rounds' own predictions at L (half their min..max over the prediction): how
     much the machine's load moved the answer. step_ms.min and .max are median -/+ that
-    error: a band around the median, never outside it. With `check` (the full depth L,
+    error: a band around the median, never outside it (a bar past +-100%: bar_too_wide). With `check` (the full depth L,
     measured in the same rounds) the row also says how far the prediction fell from it.
     `holdout` None (the sweep's "none": two depths are all that fit the time): the bar is
     the fit's own, the timing noise carried to L (noise_at); fit.holdout is null and
@@ -131,7 +143,7 @@ def extrapolate(runs, depths, holdout, L, per_round=None, check=None):
         round_preds.append(ra + rb * L)
     spread = (max(round_preds) - min(round_preds)) / (2 * pred_L) if len(round_preds) >= 2 else 0.0
     E = (err_L ** 2 + noise_in ** 2 + spread ** 2) ** 0.5
-    step = {"median": pred_L, "min": max(0.0, pred_L * (1 - E)), "max": pred_L * (1 + E),
+    step = {"median": pred_L, "min": pred_L * (1 - E), "max": pred_L * (1 + E),
             "n": min(runs[d]["stats"]["n"] for d in depths), "err_frac": E}
     fit = {"depths": depths, "step_ms": med, "intercept_ms": a, "per_layer_ms": b,
            "step_ms_min": [runs[d]["stats"]["min"] for d in depths],
@@ -143,6 +155,8 @@ def extrapolate(runs, depths, holdout, L, per_round=None, check=None):
            "err_method": HOLDOUT_METHOD if hold else NO_HOLDOUT_METHOD}
     if len(round_preds) >= 2:
         fit["round_predicted_ms"], fit["round_spread_frac"] = round_preds, spread
+    if step["min"] <= 0:
+        bar_too_wide(step, fit, runs, L)
     if check is not None:
         m = runs[check]["stats"]
         fit["check"] = {"depth": check, "measured_ms": m["median"], "measured_min_ms": m["min"],

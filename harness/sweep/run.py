@@ -170,6 +170,7 @@ def run_sweep(R, s, cs, args):
         what = ("ERROR " + row["error"]) if "error" in row else (
             f"{row['step_ms']['median']:.1f} ms/step" + (f" (+/-{100 * row['step_ms']['err_frac']:.0f}%)"
                                                         if "err_frac" in row["step_ms"] else "")
+            + (f"; WARNING: {row['fit']['bar_too_wide']}" if (row.get("fit") or {}).get("bar_too_wide") else "")
             if row["step_ms"] else ("does not fit" if row.get("fits") is False else "no timing"))
         print(f"  [{i}/{len(todo)}] {label(c)}: {what}  ({time.time() - t0:.1f} s, ETA {fmt_s(eta)})",
               file=sys.stderr)

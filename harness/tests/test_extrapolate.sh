@@ -2,7 +2,7 @@
 # harness/sweep/extrapolate.py on MADE-UP runs (numbers invented for the arithmetic, not
 # measured): the held-out bar err(h) x lever with the noise in quadrature; without a held-out
 # depth ("none") the bar is the runs' spread carried to L by the fit's weights, and is zero
-# when the runs have no spread; a held-out depth whose run fails is dropped with its error
+# when the runs have no spread; a bar past +-100% still makes a valid row, flagged; a held-out depth whose run fails is dropped with its error
 # while a fitted depth's failure still fails; the sweep refuses "none" with one timed step.
 # Needs python3 only.
 . "$(dirname "$0")/lib.sh" python3
@@ -10,6 +10,7 @@ python3 - > "$tmp/out" 2>&1 <<'PY' || fail "made-up extrapolation checks (see be
 import sys
 from harness.sweep.extrapolate import extrapolate, measure_depths, NO_HOLDOUT_METHOD
 from harness.sweep.megatrain_cli import RunError
+from harness.resultslib.schema import step_ms_problems
 
 def run(med, lo, hi, n=5):  # made up: a depth's step statistics
     return {"stats": {"median": med, "min": lo, "max": hi, "n": n}, "rss": None, "figures": {}}
@@ -39,6 +40,19 @@ print(f"ok   no held-out depth: bar {100 * want:.1f}% = the runs' spread carried
 step, fit = extrapolate({1: run(150, 150, 150), 2: run(200, 200, 200)}, [1, 2], None, 96)
 assert step["err_frac"] == 0.0
 print("ok   no held-out depth, no spread: no bar to claim (0), err_method says why")
+
+# made up: a loaded machine: depth 3 measured 400 ms where the fit says 250, so the bar passes +-100%;
+# the row keeps its median and E, its min is depth 3's fastest step (a deeper model is no faster), and it
+# passes the row check (median x (1 - E) would be negative: min 0, a refused row, a failed sweep)
+wide = {1: runs[1], 2: runs[2], 3: run(400, 395, 405)}
+step, fit = extrapolate(wide, [1, 2], 3, 96)
+assert step["err_frac"] > 1 and close(step["median"], pred) and step["max"] > pred, step
+assert step["min"] == 395 and "passes +-100%" in fit["bar_too_wide"] and "depth 3" in fit["bar_too_wide"], (step, fit)
+assert step_ms_problems(step, "extrapolated") == [], step_ms_problems(step, "extrapolated")
+print(f"ok   a bar of +-{100 * step['err_frac']:.0f}%: min = the deepest run's fastest step, flagged, a valid row")
+step, fit = extrapolate(runs, [1, 2], 3, 96)
+assert "bar_too_wide" not in fit and close(step["min"], pred * (1 - step["err_frac"]))
+print("ok   a bar inside +-100% keeps min = median x (1 - E), unflagged")
 
 class R:  # made up: a runner whose depth 3 fails like an out-of-memory run
     def model_config(self, c, d):
