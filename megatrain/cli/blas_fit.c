@@ -42,13 +42,20 @@ void mt_blas_fit_note(int rc) {
                 "-d) holds no more of its threads' 128 MiB buffers\n", openblas_get_num_threads(), fitted_from);
 }
 
-void mt_blas_fit_limits(char **argv) {
+mt_status mt_blas_fit_limits(char **argv) {
+    // Set by the first start (the thread count it had); a value it could not have set is
+    // refused, not read as "not fitted" (set empty: env.h's default would hide it).
+    const char *v = getenv("MT_BLAS_FITTED");
+    if (v && !*v)
+        return mt_fail(MT_ERR_ARG, "MT_BLAS_FITTED= (set empty): expected a whole number in 1..1048576 (the "
+                                   "OpenBLAS thread count megatrain's first start had). HINT: unset it");
     uint64_t from = 0;
-    if (mt_env_u64("MT_BLAS_FITTED", 1, 1 << 20, 0, &from) == MT_OK) fitted_from = (int)from; // set by the first start
+    MT_TRY(mt_env_u64("MT_BLAS_FITTED", 1, 1 << 20, 0, &from));
+    fitted_from = (int)from;
     unsetenv("MT_BLAS_FITTED");
     size_t lim = vm_limit_bytes();
     const char *set = getenv("OPENBLAS_NUM_THREADS");
-    if (lim == SIZE_MAX || (set && *set)) return; // no limit, or the user's (or our second start's) choice
+    if (lim == SIZE_MAX || (set && *set)) return MT_OK; // no limit, or the user's (or our second start's) choice
     int have = openblas_get_num_threads();
     // the caller's buffer and each worker's: `have` buffers in all, beside what is mapped now
     // (a worker's buffer already mapped counts twice: at worst one thread fewer than would fit)
@@ -56,7 +63,7 @@ void mt_blas_fit_limits(char **argv) {
     mt_mem_vm_room(0, &now);
     size_t room = now.bytes > MT_BLAS_FIT_MARGIN_BYTES ? now.bytes - MT_BLAS_FIT_MARGIN_BYTES : 0;
     size_t fit = room / MT_MEM_BLAS_BUFFER_BYTES;
-    if (fit >= (size_t)have) return;
+    if (fit >= (size_t)have) return MT_OK;
     int want = fit < 1 ? 1 : (int)fit;
     char n[16], h[16];
     snprintf(n, sizeof n, "%d", want);

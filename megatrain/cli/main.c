@@ -218,8 +218,11 @@ int main(int argc, char **argv) {
     // Past `ulimit -f` a write fails with EFBIG, which every writer reports naming
     // its file and the limit, instead of SIGXFSZ killing the process mid-save.
     signal(SIGXFSZ, SIG_IGN);
-    mt_blas_fit_limits(argv); // before anything else: OpenBLAS may already be spinning
-    int rc = stdout_checked(run(argc, argv));
+    int rc = 2;
+    if (mt_blas_fit_limits(argv) != MT_OK) // before anything else: OpenBLAS may already be spinning
+        fprintf(stderr, "megatrain: error: %s\n", mt_last_error());
+    else
+        rc = stdout_checked(run(argc, argv));
     mt_blas_fit_note(rc);
     if (mt_blas_vm_limited()) { // a worker the user's OPENBLAS_NUM_THREADS left spinning would hold exit's join forever
         fflush(NULL);

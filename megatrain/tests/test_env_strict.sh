@@ -16,6 +16,8 @@ bad=(
   "OMP_NUM_THREADS=abc" "OMP_NUM_THREADS=-2" "OMP_NUM_THREADS=0" "OMP_NUM_THREADS=2 " "OMP_NUM_THREADS=2,"
   "OMP_NUM_THREADS=1e3" "OPENBLAS_NUM_THREADS=x" "OPENBLAS_NUM_THREADS=0x4" "OPENBLAS_NUM_THREADS=99999999999"
   "GOTO_NUM_THREADS=-1"
+  # Set by megatrain's own restart under ulimit -v (cli/blas_fit.c): read leniently before, as "not fitted".
+  "MT_BLAS_FITTED=abc" "MT_BLAS_FITTED=3x" "MT_BLAS_FITTED=-1" "MT_BLAS_FITTED=" "MT_BLAS_FITTED=0"
 )
 for kv in "${bad[@]}"; do
   name=${kv%%=*}
@@ -28,6 +30,11 @@ for kv in "${bad[@]}"; do
   check "$name: the line names the variable: $shown" grep -q "$name=" "$TMP/err"
   check "$name: nothing on stdout" test ! -s "$TMP/out"
 done
+for v in abc 3x -1 ""; do # says what it expects, even set empty (env.h's unset for the others)
+  MT_BLAS_FITTED=$v "$MT" plan --config $DATA/tiny5_llama.json > /dev/null 2> "$TMP/err"
+  check "MT_BLAS_FITTED='$v': plan refuses it too, expecting a count: $(head -c 160 "$TMP/err")" \
+    grep -q "MT_BLAS_FITTED=.*expected a whole number in 1\.\.1048576" "$TMP/err"
+done
 # Read the same way by eval and plan, before anything else.
 MT_SIMD=bogus "$MT" eval --model $FIX/tiny_llama --data $FIX/tokens.bin --backend cpu --batch 2 --seq-len 16 \
   > /dev/null 2> "$TMP/err"
@@ -37,7 +44,7 @@ check "eval: names it" grep -q "MT_SIMD=bogus" "$TMP/err"
 # Values it can read still run: the forms each parser takes, and empty as unset.
 good=("MT_SIMD=scalar" "MT_HOST_MEM_LIMIT=$((8 << 30))" "MT_HOST_MEM_LIMIT=" "MT_FAULT_NO_EXCHANGE=0"
   "MT_GEMM_FALLBACK=true" "MT_CUDA_SYNC=spin" "MT_FAULT_KILL_AT=moved-aside:3" "OMP_NUM_THREADS=2,1"
-  "OMP_NUM_THREADS=1" "OPENBLAS_NUM_THREADS=1" "OMP_NUM_THREADS=")
+  "OMP_NUM_THREADS=1" "OPENBLAS_NUM_THREADS=1" "OMP_NUM_THREADS=" "MT_BLAS_FITTED=4")
 for kv in "${good[@]}"; do
   env "$kv" "$MT" "${run[@]}" > "$TMP/out" 2> "$TMP/err"
   check "$kv runs: $(tail -1 "$TMP/err")" test "$(jq -s length "$TMP/out")" = 1
