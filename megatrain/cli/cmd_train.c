@@ -26,6 +26,7 @@
 #include "cli/run_setup.h"
 #include "cli/run_signals.h"
 #include "cli/train_state.h"
+#include "core/bytes_text.h"
 #include "core/host_mem.h"
 #include "core/json_file.h"
 #include "core/metrics.h"
@@ -422,8 +423,8 @@ static mt_status setup_outputs(train_run *r, const mt_options *o) {
     r->targets = malloc(2 * per_step * 4);
     if (!r->inputs || !r->targets)
         return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the step's batch: --grad-accum %d x --batch %d x "
-                                      "--seq-len %d = %zu tokens (%.2f GiB of ids, twice); lower one of them",
-                       o->eng.grad_accum, o->eng.B, o->eng.T, per_step, (double)per_step * 8 / 1073741824.0);
+                                      "--seq-len %d = %zu tokens (%s of ids, twice); lower one of them",
+                       o->eng.grad_accum, o->eng.B, o->eng.T, per_step, mt_bytes_format(per_step * 8).s);
     mt_run_signals_catch();
 
     mt_device_info info;

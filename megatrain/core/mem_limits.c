@@ -9,14 +9,9 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "core/bytes_text.h"
 #include "core/env.h"
 #include "core/sysinfo.h"
-
-static const char *fmt_bytes(size_t b, char *buf, size_t cap) {
-    if (b >= (size_t)1 << 30) snprintf(buf, cap, "%.2f GiB", b / 1073741824.0);
-    else snprintf(buf, cap, "%.1f MiB", b / 1048576.0);
-    return buf;
-}
 
 // A candidate: the tighter of *out and `room`, described by what (printf-style).
 static void consider(mt_mem_room *out, size_t room, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -55,14 +50,13 @@ void mt_mem_vm_room(size_t reserve, mt_mem_room *out) {
         struct rlimit rl;
         if (getrlimit(lim[i].res, &rl) || rl.rlim_cur == RLIM_INFINITY) continue;
         size_t cap = (size_t)rl.rlim_cur, used = vm_status_bytes(lim[i].key), taken = used + reserve;
-        char a[32], b[32], c[32];
         if (reserve)
             consider(out, taken < cap ? cap - taken : 0, "%s %s, of which %s is mapped and %s kept for threads' "
-                     "stacks, arenas and BLAS buffers", lim[i].name, fmt_bytes(cap, a, sizeof a),
-                     fmt_bytes(used, b, sizeof b), fmt_bytes(reserve, c, sizeof c));
+                     "stacks, arenas and BLAS buffers", lim[i].name, mt_bytes_format(cap).s,
+                     mt_bytes_format(used).s, mt_bytes_format(reserve).s);
         else
             consider(out, used < cap ? cap - used : 0, "%s %s, of which %s is mapped", lim[i].name,
-                     fmt_bytes(cap, a, sizeof a), fmt_bytes(used, b, sizeof b));
+                     mt_bytes_format(cap).s, mt_bytes_format(used).s);
         if (out->bytes != SIZE_MAX) out->address_space = 1; // every candidate so far is an address-space limit
     }
 }
@@ -105,10 +99,9 @@ size_t mt_mem_cgroup_room(const char *proc_cgroup, const char *root, char *what,
                 read_u64_file(path, &cur);
                 size_t room = cur < lim ? (size_t)(lim - cur) : 0;
                 if (room < best) {
-                    char a[32], b[32];
                     best = room;
-                    snprintf(what, cap, "the cgroup's %s %s less %s %s (%s)", lim_f, fmt_bytes(lim, a, sizeof a), cur_f,
-                             fmt_bytes(cur, b, sizeof b), dir);
+                    snprintf(what, cap, "the cgroup's %s %s less %s %s (%s)", lim_f, mt_bytes_format(lim).s, cur_f,
+                             mt_bytes_format(cur).s, dir);
                 }
             }
             char *slash = strrchr(dir, '/');
@@ -122,12 +115,11 @@ size_t mt_mem_cgroup_room(const char *proc_cgroup, const char *root, char *what,
 
 void mt_mem_room_now(size_t reserve, mt_mem_room *out) {
     mt_mem_vm_room(reserve, out);
-    char a[32];
     size_t avail = mt_meminfo_bytes(NULL, "MemAvailable");
-    if (avail) consider(out, avail, "the host's MemAvailable %s", fmt_bytes(avail, a, sizeof a));
+    if (avail) consider(out, avail, "the host's MemAvailable %s", mt_bytes_format(avail).s);
     uint64_t cap = 0;
     if (mt_env_u64("MT_HOST_MEM_LIMIT", 1, UINT64_MAX, 0, &cap) == MT_OK && cap) // a bad value: refused by the CLI
-        consider(out, (size_t)cap, "MT_HOST_MEM_LIMIT %s", fmt_bytes((size_t)cap, a, sizeof a));
+        consider(out, (size_t)cap, "MT_HOST_MEM_LIMIT %s", mt_bytes_format((size_t)cap).s);
     char what[sizeof out->what];
     size_t cg = mt_mem_cgroup_room("/proc/self/cgroup", "/sys/fs/cgroup", what, sizeof what);
     if (cg != SIZE_MAX) consider(out, cg, "%s", what);

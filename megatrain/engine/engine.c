@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bytes_text.h"
 #include "core/mem_limits.h"
 #include "engine/engine_internal.h"
 #include "engine/host_shard.h"
@@ -156,18 +157,18 @@ mt_status mt_engine_check_host_memory_ranks(const mt_config *c, mt_precision p, 
     size_t per_rank = fp.host_bytes - fp.state.host - fp.optimizer.host, R = (size_t)n_ranks;
     size_t need = fp.state.host + fp.optimizer.host + R * per_rank + (device_on_host ? R * fp.device_bytes : 0);
     if (need <= avail) return MT_OK;
-    const double GiB = 1073741824.0;
     char ranks[48] = "";
     if (n_ranks > 1) snprintf(ranks, sizeof ranks, " for %d ranks", n_ranks);
     return mt_fail(
         MT_ERR_MEMORY,
-        "host memory: the run needs %.2f GiB (model state %.2f, pinned slabs and staging %.2f%s, speculative "
-        "spare blocks %.2f%s%.2f) but %.2f GiB is available (%s); nothing was allocated. HINT: %sa smaller model, "
+        "host memory: the run needs %s (model state %s, pinned slabs and staging %s%s, speculative "
+        "spare blocks %s%s%s) but %s is available (%s); nothing was allocated. HINT: %sa smaller model, "
         "--batch, --seq-len or --grad-accum (a step's token ids are staged whole), --precision paper, or "
         "`megatrain plan`",
-        need / GiB, fp.state.host / GiB, R * per_rank / GiB, ranks, fp.optimizer.host / GiB,
+        mt_bytes_format(need).s, mt_bytes_format(fp.state.host).s, mt_bytes_format(R * per_rank).s, ranks,
+        mt_bytes_format(fp.optimizer.host).s,
         device_on_host ? ", device buffers in host memory " : ", device buffers not counted ",
-        device_on_host ? R * fp.device_bytes / GiB : 0.0, avail / GiB, room.what,
+        mt_bytes_format(device_on_host ? R * fp.device_bytes : 0).s, mt_bytes_format(avail).s, room.what,
         room.address_space ? "raise the limit (ulimit -v / -d unlimited), " : "");
 }
 
@@ -186,9 +187,9 @@ static mt_status devopt_choose(mt_model *m, mt_backend *be, const mt_engine_opts
     size_t keep = dev_free / 16, spare = dev_free > plan + keep ? dev_free - plan - keep : 0;
     *n = mt_devopt_choose(&m->cfg, m->prec, want, spare, on, bytes);
     if (want > 0 && dev_free && *bytes > spare)
-        return mt_fail(MT_ERR_MEMORY, "--device-optimizer %d: the units' state needs %.2f GiB of device memory, %.2f "
-                                      "GiB is spare after the plan; give fewer units or auto", want,
-                       *bytes / 1073741824.0, spare / 1073741824.0);
+        return mt_fail(MT_ERR_MEMORY, "--device-optimizer %d: the units' state needs %s of device memory, %s is "
+                                      "spare after the plan; give fewer units or auto", want,
+                       mt_bytes_format(*bytes).s, mt_bytes_format(spare).s);
     return MT_OK;
 }
 
@@ -236,10 +237,10 @@ static mt_status create_rank(mt_model *m, mt_backend *be, const mt_engine_opts *
     mt_engine_footprint fp = mt_engine_footprint_of(c, m->prec, o, be->act_dtype, info.mem_free_bytes, 0);
     if (info.mem_free_bytes && fp.device_bytes > info.mem_free_bytes)
         return mt_fail(MT_ERR_MEMORY,
-                       "device memory: batch %d x seq %d with the %s schedule needs %.2f GiB but %s has %.2f GiB free; "
+                       "device memory: batch %d x seq %d with the %s schedule needs %s but %s has %s free; "
                        "lower --batch or --seq-len",
-                       o->B, o->T, e->sched->name, fp.device_bytes / 1073741824.0, info.name,
-                       info.mem_free_bytes / 1073741824.0);
+                       o->B, o->T, e->sched->name, mt_bytes_format(fp.device_bytes).s, info.name,
+                       mt_bytes_format(info.mem_free_bytes).s);
     if (e->sched->offload_checkpoints)
         MT_TRY(mt_host_budget_check(fp.checkpoints.host + fp.state.host, info.host_mem_avail_bytes, 0,
                                     "offloaded checkpoints with the model state"));

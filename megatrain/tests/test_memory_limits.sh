@@ -53,11 +53,11 @@ for kind in v d; do
   check "ulimit -$kind 2 GB, 4.3 GiB state: exit 1 (got $rc)" test $rc -eq 1
   check "ulimit -$kind: one stderr line" test "$(wc -l < "$TMP/err")" = 1
   check "ulimit -$kind: names $name and the figures: $(errors)" \
-    grep -q "needs [0-9.]* GiB.*but [0-9.]* GiB is available ($name (ulimit -$kind) 1.91 GiB, of which [0-9.]* [MG]iB is mapped" "$TMP/err"
+    grep -q "needs [0-9.]* GiB.*but [0-9.]* [KMG]iB is available ($name (ulimit -$kind) 1.91 GiB, of which [0-9.]* [MG]iB is mapped" "$TMP/err"
   check "ulimit -$kind: nothing was allocated" grep -q "nothing was allocated" "$TMP/err"
   check "ulimit -$kind: nothing on stdout" test ! -s "$TMP/out"
 done
 # MT_HOST_MEM_LIMIT and the host are named the same way.
 MT_HOST_MEM_LIMIT=1000000 "$MT" "${big[@]}" > /dev/null 2> "$TMP/err"
-check "MT_HOST_MEM_LIMIT: named as the limit: $(cat "$TMP/err")" grep -q "is available (MT_HOST_MEM_LIMIT 1.0 MiB)" "$TMP/err"
+check "MT_HOST_MEM_LIMIT: named as the limit: $(cat "$TMP/err")" grep -q "is available (MT_HOST_MEM_LIMIT 976.6 KiB)" "$TMP/err"
 finish

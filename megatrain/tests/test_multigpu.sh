@@ -87,11 +87,11 @@ for g in 1 2; do
   check "--gpus $g on a 1 MB machine: refused before allocating" grep -q "nothing was allocated" "$TMP/mem$g.err"
 done
 need() { sed -n "s/.*needs \([0-9.]*\) GiB.*/\1/p" "$1"; }
-state() { sed -n "s/.*model state \([0-9.]*\),.*/\1/p" "$1"; }
+state() { sed -n "s/.*model state \([0-9.]* [KMG]iB\),.*/\1/p" "$1"; }
 check "--gpus 2: one model state, as --gpus 1" test "$(state "$TMP/mem2.err")" = "$(state "$TMP/mem1.err")"
 check "--gpus 2 needs more than --gpus 1 (two ranks' buffers): $(need "$TMP/mem2.err") vs $(need "$TMP/mem1.err") GiB" \
   awk -v a="$(need "$TMP/mem2.err")" -v b="$(need "$TMP/mem1.err")" 'BEGIN { exit !(a > b) }'
-check "--gpus 2: the message says the ranks" grep -q "staging [0-9.]* for 2 ranks" "$TMP/mem2.err"
+check "--gpus 2: the message says the ranks" grep -q "staging [0-9.]* [KMG]iB for 2 ranks" "$TMP/mem2.err"
 
 # Bad input: one line, non-zero exit.
 base=(train $tiny5 --data $FIX/tokens.bin --seq-len 32 --steps 1 --backend cpu)
