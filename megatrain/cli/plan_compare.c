@@ -139,7 +139,6 @@ static void add_band(const column *c, const mt_sim_validation *v, cJSON *cmp) {
 // The table (stderr): one column per profile, one row per figure.
 
 #define LABEL_W 16
-#define CELL_MAX 22
 
 static size_t width(const char *s) { // display columns: UTF-8 continuation bytes take none
     size_t w = 0;
@@ -148,7 +147,7 @@ static size_t width(const char *s) { // display columns: UTF-8 continuation byte
 }
 
 typedef struct {
-    char cell[MAX_PROFILES][64];
+    char cell[MAX_PROFILES][128]; // holds any GPU name a profile can carry (mt_hw_profile.gpu_name)
 } row;
 
 static void cell_bytes(char *out, size_t cap, double b) {
@@ -208,11 +207,10 @@ static void print_table(const column *c, int n, const mt_options *o, const mt_si
         snprintf(r[BAND].cell[i], k, "%s", c[i].band.cell);
     }
     size_t w[MAX_PROFILES];
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) { // as wide as its widest cell: a long GPU name is shown whole
         w[i] = width(c[i].spec);
         for (int k = 0; k < NROWS; k++)
             if (width(r[k].cell[i]) > w[i]) w[i] = width(r[k].cell[i]);
-        if (w[i] > CELL_MAX) w[i] = CELL_MAX; // a long GPU name is cut here; the JSON has it whole
     }
     const cJSON *p0 = c[0].plan;
     fprintf(stderr, "plan --compare: %s (%.2fB params), %s precision, %s schedule, seq %.0f, batch %s: projections "
@@ -220,15 +218,14 @@ static void print_table(const column *c, int n, const mt_options *o, const mt_si
             str(p0, "config", NULL), num(p0, "params") / 1e9, str(p0, "precision", NULL), str(p0, "schedule", NULL),
             num(p0, "seq_len"), o->batch_auto ? "auto (per profile)" : r[BATCH].cell[0]);
     fprintf(stderr, "%-*s", LABEL_W, "");
-    for (int i = 0; i < n; i++) fprintf(stderr, "  %-*.*s", i + 1 < n ? (int)w[i] : 0, (int)w[i], c[i].spec);
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "  %s%*s", c[i].spec, i + 1 < n ? (int)(w[i] - width(c[i].spec)) : 0, "");
     fputc('\n', stderr);
     for (int k = 0; k < NROWS; k++) {
         fprintf(stderr, "%-*s", LABEL_W, label[k]);
         for (int i = 0; i < n; i++) {
             const char *s = r[k].cell[i];
-            size_t sw = width(s);
-            if (sw > w[i]) fprintf(stderr, "  %.*s~", (int)w[i] - 1, s); // cut (ASCII cells only get this long)
-            else fprintf(stderr, "  %s%*s", s, i + 1 < n ? (int)(w[i] - sw) : 0, "");
+            fprintf(stderr, "  %s%*s", s, i + 1 < n ? (int)(w[i] - width(s)) : 0, "");
         }
         fputc('\n', stderr);
     }

@@ -28,6 +28,12 @@ for label in "GPU" "host memory" "batch" "step ms (plan)" "step ms (sim)" "token
   row=$(grep -m1 -- "^$label  " "$TMP/table")
   check "table row '$label' present" test -n "$row"
 done
+# a long GPU name is shown whole (it was cut to 22 columns: "NVIDIA GH200 480GB (H~"), the next column aligned
+gh_gpu=$(jq -r .gpu.name experiments/hardware/gh200-480g.json)
+gpu_row=$(grep -m1 '^GPU  ' "$TMP/table")
+check "the GPU row shows gh200-480g's GPU whole ('$gh_gpu'): $gpu_row" grep -qF -- "  $gh_gpu  " <<< "$gpu_row"
+head_to=$(sed -n 2p "$TMP/table") head_to=${head_to%%b200-2t*} row_to=${gpu_row%%NVIDIA B200*}
+check "the column after it starts where its header does (${#head_to} = ${#row_to})" test ${#head_to} -eq ${#row_to}
 fits_row=$(grep -m1 '^fits  ' "$TMP/table" | sed 's/^fits *//')
 check "fits row: yes where the plan fits, the short resource where not (got '$fits_row')" \
   bash -c '[[ "$1" =~ ^no:\ host\ [0-9]+\>[0-9]+\ GB\ +yes\ +yes\ +yes\ +no:\ host ]]' _ "$fits_row"
