@@ -10,7 +10,7 @@ python3 - > "$tmp/out" 2>&1 <<'PY' || fail "made-up extrapolation checks (see be
 import sys
 from harness.sweep.extrapolate import extrapolate, measure_depths, NO_HOLDOUT_METHOD
 from harness.sweep.megatrain_cli import RunError
-from harness.resultslib.schema import step_ms_problems
+from harness.resultslib.schema import loads, made_row_problems, step_ms_problems
 
 def run(med, lo, hi, n=5):  # made up: a depth's step statistics
     return {"stats": {"median": med, "min": lo, "max": hi, "n": n}, "rss": None, "figures": {}}
@@ -49,6 +49,10 @@ step, fit = extrapolate(wide, [1, 2], 3, 96)
 assert step["err_frac"] > 1 and close(step["median"], pred) and step["max"] > pred, step
 assert step["min"] == 395 and "passes +-100%" in fit["bar_too_wide"] and "depth 3" in fit["bar_too_wide"], (step, fit)
 assert step_ms_problems(step, "extrapolated") == [], step_ms_problems(step, "extrapolated")
+# the whole row as the sweep writes it: a committed extrapolated row carrying this fit instead
+row = loads(open("results/extrapolation_cpu.jsonl").readline())
+row.update(step_ms=step, fit=fit, tokens_per_s=row["tokens"] * 1000.0 / step["median"])
+assert made_row_problems(row) == [], made_row_problems(row)
 print(f"ok   a bar of +-{100 * step['err_frac']:.0f}%: min = the deepest run's fastest step, flagged, a valid row")
 step, fit = extrapolate(runs, [1, 2], 3, 96)
 assert "bar_too_wide" not in fit and close(step["min"], pred * (1 - step["err_frac"]))

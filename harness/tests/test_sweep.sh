@@ -115,7 +115,8 @@ every_row "extrapolated row: a median and its held-out error band" "$R/t_ex.json
   and (.step_ms.err_frac >= .fit.noise_frac) and (.step_ms.err_frac == .fit.err_frac)
   and ((.step_ms.median - (.fit.intercept_ms + 5 * .fit.per_layer_ms)) | fabs) < 1e-9 * .step_ms.median
   and ((.step_ms.max - .step_ms.median * (1 + .step_ms.err_frac)) | fabs) < 1e-9 * .step_ms.max
-  and (.step_ms.min == ([0, .step_ms.median * (1 - .step_ms.err_frac)] | max))
+  and (if .fit.bar_too_wide then .step_ms.min > 0 and .step_ms.min <= .step_ms.median
+       else .step_ms.min == .step_ms.median * (1 - .step_ms.err_frac) end)
   and ((.fit.holdout.predicted_ms - (.fit.intercept_ms + 3 * .fit.per_layer_ms)) | fabs) < 1e-9 * .fit.holdout.predicted_ms
   and (.fits == null) and (.params > 0)'
 # interleaved rounds with the full depth measured beside the fit (the CPU check's form): every
