@@ -354,6 +354,11 @@ static void test_memory_and_errors(void) {
     CHECK(info.mem_free_bytes == 20000000000ull, "free after 60 GB: %zu", info.mem_free_bytes);
     mt_backend_dev_free(be, a);
     CHECK(mt_backend_dev_alloc(be, 30000000000ull, &b) == MT_OK, "freed memory is reusable");
+    void *rest = NULL; // full: a tiny allocation's refusal shows its size (not "0.00 GiB")
+    CHECK(mt_backend_dev_alloc(be, 50000000000ull, &rest) == MT_OK, "the rest of the 80 GB");
+    s = mt_backend_dev_alloc(be, 1000, &(void *){0});
+    CHECK(s == MT_ERR_MEMORY && strstr(mt_last_error(), "cannot allocate 1000 bytes: 74.51 GiB of 74.51 GiB"),
+          "a tiny refused allocation shows its size: %s", mt_last_error());
     // staging buffers from host_alloc are real, writable memory
     void *stage = NULL;
     CHECK(mt_backend_host_alloc(be, 4u << 20, &stage) == MT_OK, "host_alloc 4 MiB");

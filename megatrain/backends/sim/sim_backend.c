@@ -10,13 +10,13 @@
 #include <sys/mman.h>
 
 #include "backends/sim/sim_internal.h"
+#include "core/bytes_text.h"
 #include "core/vclock.h"
 
 #define DEV_BASE ((uintptr_t)0x0100000000000000ull) // outside any user address space: never dereferenced
 #define DEV_ALIGN 256u
 #define PROT_NONE_MIN_BYTES (64u << 20) // below this a host block must be real memory (staging buffers)
 
-static const double GiB = 1073741824.0;
 static unsigned long next_instance_id = 1;
 static pthread_mutex_t instance_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -124,8 +124,8 @@ static mt_status sim_dev_alloc(mt_backend *be, size_t bytes, void **out) {
     if (bytes > total - used) {
         pthread_mutex_unlock(&c->mu);
         return mt_fail(MT_ERR_MEMORY,
-                       "sim (%s): device memory: cannot allocate %.2f GiB: %.2f GiB of %.2f GiB are in use",
-                       c->prof.name, bytes / GiB, used / GiB, total / GiB);
+                       "sim (%s): device memory: cannot allocate %s: %s of %s are in use", c->prof.name,
+                       mt_bytes_format(bytes).s, mt_bytes_format(used).s, mt_bytes_format(total).s);
     }
     if (!grow((void **)&c->dev, &c->cap_dev, c->n_dev + 1, sizeof *c->dev)) {
         pthread_mutex_unlock(&c->mu);
@@ -168,14 +168,14 @@ static mt_status sim_host_alloc(mt_backend *be, size_t bytes, void **out) {
     pthread_mutex_unlock(&c->mu);
     if (bytes > total - used)
         return mt_fail(MT_ERR_MEMORY,
-                       "sim (%s): host memory: cannot allocate %.2f GiB: %.2f GiB of %.2f GiB are in use", c->prof.name,
-                       bytes / GiB, used / GiB, total / GiB);
+                       "sim (%s): host memory: cannot allocate %s: %s of %s are in use", c->prof.name,
+                       mt_bytes_format(bytes).s, mt_bytes_format(used).s, mt_bytes_format(total).s);
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED && bytes >= PROT_NONE_MIN_BYTES)
         p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
-        return mt_fail(MT_ERR_MEMORY, "sim (%s): host memory: cannot reserve %.2f GiB of address space", c->prof.name,
-                       bytes / GiB);
+        return mt_fail(MT_ERR_MEMORY, "sim (%s): host memory: cannot reserve %s of address space", c->prof.name,
+                       mt_bytes_format(bytes).s);
     pthread_mutex_lock(&c->mu);
     if (!grow((void **)&c->host, &c->cap_host, c->n_host + 1, sizeof *c->host)) {
         pthread_mutex_unlock(&c->mu);
