@@ -108,8 +108,9 @@ def extrapolate(runs, depths, holdout, L, per_round=None, check=None):
     of them) is added in quadrature, and with >= 2 interleaved rounds so is the spread
     of the rounds' own predictions at L (half their min..max over the prediction): how
     much the machine's load moved the answer. step_ms.min and .max are median -/+ that
-    error: a band around the median, never outside it (a bar past +-100%: bar_too_wide). With `check` (the full depth L,
-    measured in the same rounds) the row also says how far the prediction fell from it.
+    error: a band around the median, never outside it (a bar past +-100%: bar_too_wide).
+    With `check` (the full depth L, measured in the same rounds) the row also says how far
+    the prediction fell from it.
     `holdout` None (the sweep's "none": two depths are all that fit the time): the bar is
     the fit's own, the timing noise carried to L (noise_at); fit.holdout is null and
     fit.err_method says so. fit.measured: every run depth's step and per-step figures."""
