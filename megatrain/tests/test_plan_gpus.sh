@@ -93,8 +93,19 @@ plan "${std[@]}" --batch 8 --hardware $NV --gpus 1 --hosts 4 > "$TMP/x.json"
 P=$(num .params x)
 check "--hosts 4: each host's NIC moves 2 (H-1)/H of the gradient" close "$(num .ranks.across_hosts.link_bytes_per_host x)" \
   "$(awk -v P=$P 'BEGIN { printf "%.17g", 2 * 3 / 4 * P * 2 }')"
-check "--hosts 4: hosts ms = the reduce-scatter's 3/4 S/nic + (2 + 5/4) S/mem" close "$(num .ranks.across_hosts.ms x)" \
+check "--hosts 4: a micro-batch's reduce-scatter = 3/4 S/nic + (2 + 5/4) S/mem" \
+  close "$(num .ranks.across_hosts.reduce_scatter_ms x)" \
   "$(awk -v P=$P 'BEGIN { S = 2 * P; printf "%.17g", 0.75 * S / 25e6 + 3.25 * S / 1000e6 }')"
+check "--hosts 4, one GPU a host: the gradients sliced, summed under the backward" \
+  [ "$(num '.ranks.across_hosts.grads_sliced and .ranks.across_hosts.under_backward_ms > 0' x)" = true ]
+check "--hosts 4: exposed = max(G rs - backward, the embedding's share of rs)" close "$(num .ranks.across_hosts.ms x)" \
+  "$(num '[.ranks.across_hosts.reduce_scatter_ms * .grad_accum - .ranks.across_hosts.under_backward_ms,
+           .ranks.across_hosts.reduce_scatter_ms * 152064 * 3584 / .params] | max' x)"
+check "--hosts 4, one GPU a host: a host = unsharded - 3/4 of m, v and the gradients (10 B/param)" \
+  close "$(num .ranks.host_bytes_per_host x)" "$(num '.ranks.across_hosts.unsharded_bytes_per_host - 0.75 * 10 * .params' x)"
+plan "${std[@]}" --batch 8 --hardware $NV --gpus 2 --hosts 4 > "$TMP/x2.json"
+check "--gpus 2 --hosts 4: the gradients whole, the sum after the backward (exposed whole)" \
+  [ "$(num '(.ranks.across_hosts.grads_sliced | not) and .ranks.across_hosts.ms == .ranks.across_hosts.reduce_scatter_ms' x2)" = true ]
 check "--hosts 4: gather ms = 3/4 S/nic + 6/4 S/mem, in the optimizer" close "$(num .ranks.across_hosts.gather_ms x)" \
   "$(awk -v P=$P 'BEGIN { S = 2 * P; printf "%.17g", 0.75 * S / 25e6 + 1.5 * S / 1000e6 }')"
 check "--hosts 4: the step adds the hosts' sum to the rank's" close "$(num .step_ms x)" "$(num '.ranks.rank_step_ms + .ranks.across_hosts.ms' x)"
