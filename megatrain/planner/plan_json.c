@@ -324,6 +324,7 @@ mt_status mt_plan_json(const mt_plan_built *b, cJSON **out) {
                                                        : "no --hardware: this machine's host memory; no GPU visible, so "
                                                          "GPU memory is not checked; no speed prediction");
     if (rq->host_mem_gb > 0) add_num(hwj, "host_mem_override_gb", rq->host_mem_gb);
+    if (rq->nic_gbps > 0) add_num(hwj, "nic_override_gbps", rq->nic_gbps);
 
     if (b->have_rates) {
         cJSON *p = cJSON_AddObjectToObject(j, "prediction");

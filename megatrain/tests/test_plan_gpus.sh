@@ -112,6 +112,25 @@ check "--hosts 4: the step adds the hosts' sum to the rank's" close "$(num .step
 check "--hosts 4: Qwen2.5-7B's 1.09 GB embedding is no limit (the sum goes in rounds)" \
   [ "$(num '.ranks.across_hosts.largest_unit_bytes > 1073741824 and (.short // [] | all(.resource != "mpi_unit"))' x)" = true ]
 
+# --- the 120B-class model on hosts of one H200 each (h200-128g's measured rates, --nic-gbps 50): the
+# parameters are whole on every host (220 GB), the moments and gradients' sums 1/H, so 4 hosts of
+# 512 GiB hold it and 2 do not; hosts of 256 GiB never do. A bad --nic-gbps is refused.
+big() { plan --config experiments/models/dense-120b.json --seq-len 1024 --precision paper --hardware h200-128g \
+  --nic-gbps 50 --batch $((8 * $1)) --hosts $1 --host-mem-gb $2; }
+big 4 549.755813888 > "$TMP/b4.json"
+check "120B, 4 hosts of 512 GiB: fits" [ "$(num '.fits and .ranks.across_hosts.grads_sliced' b4)" = true ]
+check "120B, 4 hosts: a host holds 220 GB of parameters + 1/4 of 10 B/param + buffers (< 0.95 x 512 GiB)" \
+  [ "$(num '.ranks.host0_bytes > 2.5 * .params and .ranks.host0_bytes < 0.95 * 549755813888' b4)" = true ]
+check "120B, 4 hosts: the NIC override is the one priced" [ "$(num '.hardware.nic_override_gbps' b4)" = 50 ]
+big 2 549.755813888 > "$TMP/b2.json"
+check "120B, 2 hosts of 512 GiB: does not fit" [ "$(num '.fits' b2)" = false ]
+big 8 274.877906944 > "$TMP/b8.json"
+check "120B, 8 hosts of 256 GiB: does not fit (the parameters alone are 220 GB)" [ "$(num '.fits' b8)" = false ]
+"$MT" plan --config experiments/models/dense-120b.json --hardware h200-128g --hosts 4 --batch 4 --nic-gbps -3 \
+  > /dev/null 2> "$TMP/nic.err"
+check "--nic-gbps -3: refused" [ $? -eq 2 ]
+check "--nic-gbps -3: says why" grep -q -- "--nic-gbps" "$TMP/nic.err"
+
 # --- --tokens-per-day: the fewest GPUs, then hosts, that reach the target
 for n in 1 2 3; do plan "${std[@]}" --batch $((8 * n)) --hardware $NV --gpus $n > "$TMP/t$n.json"; done
 t2=$(num '.tokens_per_s * 86400' t2); t3=$(num '.tokens_per_s * 86400' t3)
