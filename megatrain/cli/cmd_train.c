@@ -356,17 +356,21 @@ static mt_status setup_model(train_run *r, mt_options *o) {
         return mt_fail(MT_ERR_ARG, "--shard-optimizer %s: expected hosts or off", o->shard_optimizer);
     mt_schedule_desc resolved;
     mt_schedule_resolve(eo.schedule, &eo.sched, cfg, &resolved);
-    MT_TRY(mt_engine_check_host_memory_ranks(cfg, prec, &eo, be, n_gpus)); // one check, before any allocation
-    double t0 = mono_s();
-    MT_TRY(mt_model_alloc_ex(&r->model, cfg, prec, be, resolved.host_pinned));
-    r->t_alloc = mono_s() - t0;
-    t0 = mono_s();
-    mt_model *model = &r->model;
     r->virtual_run = !mt_backend_has(be, MT_CAP_TENSOR_DATA);
     r->shard = H > 1 && !r->virtual_run && (!o->shard_optimizer || !strcmp(o->shard_optimizer, "hosts"));
     if (r->shard && o->dump_grads) // host 0 holds the hosts' sum of its own slice only
         return mt_fail(MT_ERR_ARG, "--dump-grads with the optimizer state sharded across %d hosts: host 0 holds the "
                                    "summed gradient of its slice only. HINT: add --shard-optimizer off", H);
+    // The gradients are sliced with the state where one rank per host sums them as they land, beside
+    // the backward (an MPI with threads); else each host keeps them whole for the step's sum.
+    mt_state_slice sl = {.H = r->shard ? H : 1, .h = r->hosts ? r->hosts->rank : 0,
+                         .grads = r->shard && n_gpus == 1 && r->hosts->reduce_scatter_add};
+    MT_TRY(mt_engine_check_host_memory_ranks(cfg, prec, &eo, be, n_gpus, &sl)); // one check, before any allocation
+    double t0 = mono_s();
+    MT_TRY(mt_model_alloc_sliced(&r->model, cfg, prec, be, resolved.host_pinned, &sl));
+    r->t_alloc = mono_s() - t0;
+    t0 = mono_s();
+    mt_model *model = &r->model;
     r->shards = (mt_model_shards){.hosts = r->hosts, .m = model};
     if (r->shard) model->shards = &r->shards; // a load keeps this host's slices, a save gathers them (host_shard.h)
     if (r->virtual_run) {
@@ -387,8 +391,10 @@ static mt_status setup_model(train_run *r, mt_options *o) {
     MT_TRY(mt_engine_set_hosts(r->eng, r->hosts));
     if (r->shard) MT_TRY(mt_engine_shard_optimizer(r->eng));
     if (r->shard && !r->quiet)
-        fprintf(stderr, "megatrain: %d hosts: the optimizer state is sharded, each host keeps 1/%d of it "
-                        "(--shard-optimizer off keeps it whole on every host)\n", H, H);
+        fprintf(stderr, "megatrain: %d hosts: the optimizer state %s sharded, each host keeps 1/%d of %s "
+                        "(--shard-optimizer off keeps %s whole on every host)\n", H,
+                model->slice.grads ? "and the gradients' sum are" : "is", H, model->slice.grads ? "them" : "it",
+                model->slice.grads ? "them" : "it");
     r->t_engine = mono_s() - t0;
     // What the run does, in train_state.json too: a resume sums the same way (bit-exact trajectory).
     o->eng.grad_sum = mt_engine_grad_sum(r->eng);

@@ -143,6 +143,8 @@ const opt_spec mt_option_specs[] = {
      "elements resident on the GPU at once"},
     {"--host-mem-gb", OPT_POS_FLOAT, F(host_mem_gb), NG, "p", "X",
      "GB (10^9 bytes) of host memory to assume in place of the profile's"},
+    {"--nic-gbps", OPT_POS_FLOAT, F(nic_gbps), NG, "p", "X",
+     "GB/s each way of each host's network link to assume (multi.nic_gbps), with --hosts"},
     {"--rollback-rate", OPT_NONNEG_FLOAT, F(rollback_rate), NG, "p", "R",
      "fraction of steps the speculative step rolls back, in [0, 1]"},
     {"--max-context", OPT_FLAG, F(max_context), NG, "p", "",

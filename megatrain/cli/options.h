@@ -36,6 +36,7 @@ typedef struct {
     mt_engine_opts eng;
     unsigned long long shard_size; // --shard-size: bytes of tensor data per saved safetensors shard
     float host_mem_gb; // plan: host memory to assume instead of the profile's (0 = the profile's)
+    float nic_gbps;    // plan --hosts: each host's network link to assume instead of the profile's (0 = the profile's)
     float rollback_rate; // plan: fraction of steps the speculative step rolls back (0..1)
     int max_context;   // plan: also search the longest --seq-len that fits
     int batch_auto;    // --batch auto: the planner picks the batch, --recompute, K and weight buffers

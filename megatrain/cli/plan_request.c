@@ -20,6 +20,7 @@ mt_status mt_plan_of_options(const mt_options *o, cJSON **out, mt_plan_built *bu
         .attention = o->attention,
         .hardware = o->hardware,
         .host_mem_gb = o->host_mem_gb,
+        .nic_gbps = o->nic_gbps,
         .peer = o->peer,
         .batch_auto = o->batch_auto,
         .recompute_given = o->given.recompute,

@@ -19,7 +19,7 @@ size_t mt_host_mem_rounded(size_t bytes) { return ((bytes ? bytes : 1) + PAGE - 
 
 int mt_host_mem_hugepages(void) { return hugepages_asked; }
 
-mt_status mt_host_mem_alloc(size_t bytes, void **out) {
+mt_status mt_host_mem_map(size_t bytes, void **out) {
     size_t n = mt_host_mem_rounded(bytes);
     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
@@ -31,15 +31,21 @@ mt_status mt_host_mem_alloc(size_t bytes, void **out) {
     // Advice only: where THP is off or unsupported the block stays in 4 KiB pages.
     hugepages_asked = madvise(p, n, MADV_HUGEPAGE) == 0;
 #endif
+    *out = p;
+    return MT_OK;
+}
+
+mt_status mt_host_mem_alloc(size_t bytes, void **out) {
+    MT_TRY(mt_host_mem_map(bytes, out));
+    size_t n = mt_host_mem_rounded(bytes);
     // First touch: one write per page (the kernel zero-fills it), pieces in parallel.
     long pieces = (long)((n + TOUCH_PIECE - 1) / TOUCH_PIECE);
-    char *c = p;
+    char *c = *out;
 #pragma omp parallel for schedule(dynamic, 1) if (pieces > 1)
     for (long k = 0; k < pieces; k++) {
         size_t lo = (size_t)k * TOUCH_PIECE, hi = lo + TOUCH_PIECE < n ? lo + TOUCH_PIECE : n;
         for (size_t o = lo; o < hi; o += PAGE) c[o] = 0;
     }
-    *out = p;
     return MT_OK;
 }
 

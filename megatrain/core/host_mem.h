@@ -14,7 +14,10 @@
 // A zeroed, page-aligned block of `bytes` (0 allowed: one page), its pages
 // faulted in by all threads. One-line error on failure (*out = NULL).
 mt_status mt_host_mem_alloc(size_t bytes, void **out);
-// Frees a block from mt_host_mem_alloc (NULL: nothing); `bytes` as allocated.
+// The same block mapped only: no page exists until it is first written, so a host that keeps
+// one slice of a block (several hosts, engine/host_shard.h) holds that slice's pages alone.
+mt_status mt_host_mem_map(size_t bytes, void **out);
+// Frees a block from mt_host_mem_alloc or mt_host_mem_map (NULL: nothing); `bytes` as allocated.
 void mt_host_mem_free(void *p, size_t bytes);
 // The bytes mt_host_mem_alloc maps for a request (whole pages).
 size_t mt_host_mem_rounded(size_t bytes);

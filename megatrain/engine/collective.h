@@ -54,4 +54,12 @@ mt_status mt_collective_host_create(int n_ranks, int n_units, mt_collective **ou
 // Lands the disjoint parts a device collective leaves each rank; takes dc (destroyed with it).
 mt_status mt_collective_device_create(mt_device_collective *dc, int n_units, mt_collective **out);
 
+// Several hosts, one rank each, the gradients sliced (host_state.h mt_state_slice): each unit's
+// micro-batch reduce-scattered on the drain thread as it lands (collective_hosts.c); u->grad then
+// holds this host's slice of the sum only, and the on-final sum of squares is that slice's.
+struct mt_hosts;
+mt_status mt_collective_hosts_create(struct mt_hosts *hosts, mt_collective **out);
+// The first failed sum, once the drains are done (MT_OK: none).
+mt_status mt_collective_hosts_status(const mt_collective *c);
+
 #endif

@@ -131,11 +131,11 @@ static size_t host_free_for(const mt_config *c, mt_precision p, const mt_engine_
 }
 
 mt_status mt_engine_check_host_memory(const mt_config *c, mt_precision p, const mt_engine_opts *opts, mt_backend *be) {
-    return mt_engine_check_host_memory_ranks(c, p, opts, be, 1);
+    return mt_engine_check_host_memory_ranks(c, p, opts, be, 1, NULL);
 }
 
 mt_status mt_engine_check_host_memory_ranks(const mt_config *c, mt_precision p, const mt_engine_opts *opts,
-                                            mt_backend *be, int n_ranks) {
+                                            mt_backend *be, int n_ranks, const mt_state_slice *sl) {
     MT_TRY(mt_engine_check_ranks(opts->B, n_ranks));
     mt_engine_opts o = *opts;
     o.B /= n_ranks; // each rank's engine: its rows of every micro-batch
@@ -155,7 +155,8 @@ mt_status mt_engine_check_host_memory_ranks(const mt_config *c, mt_precision p, 
     int device_on_host = !mt_backend_has(be, MT_CAP_DEVICE_MEMORY);
     // One model state and one optimizer (the leader's); every rank its own slabs, staging and device buffers.
     size_t per_rank = fp.host_bytes - fp.state.host - fp.optimizer.host, R = (size_t)n_ranks;
-    size_t need = fp.state.host + fp.optimizer.host + R * per_rank + (device_on_host ? R * fp.device_bytes : 0);
+    size_t state = sl && sl->H > 1 ? mt_model_host_bytes_sliced(c, p, sl) : fp.state.host;
+    size_t need = state + fp.optimizer.host + R * per_rank + (device_on_host ? R * fp.device_bytes : 0);
     if (need <= avail) return MT_OK;
     char ranks[48] = "";
     if (n_ranks > 1) snprintf(ranks, sizeof ranks, " for %d ranks", n_ranks);
@@ -165,7 +166,7 @@ mt_status mt_engine_check_host_memory_ranks(const mt_config *c, mt_precision p, 
         "spare blocks %s%s%s) but %s is available (%s); nothing was allocated. HINT: %sa smaller model, "
         "--batch, --seq-len or --grad-accum (a step's token ids are staged whole), --precision paper, or "
         "`megatrain plan`",
-        mt_bytes_format(need).s, mt_bytes_format(fp.state.host).s, mt_bytes_format(R * per_rank).s, ranks,
+        mt_bytes_format(need).s, mt_bytes_format(state).s, mt_bytes_format(R * per_rank).s, ranks,
         mt_bytes_format(fp.optimizer.host).s,
         device_on_host ? ", device buffers in host memory " : ", device buffers not counted ",
         mt_bytes_format(device_on_host ? R * fp.device_bytes : 0).s, mt_bytes_format(avail).s, room.what,
@@ -334,6 +335,13 @@ mt_status mt_engine_shard_optimizer(mt_engine *e) {
     mt_opt_worker_set_slice(e->opt, e->hosts->n, e->hosts->rank,
                             e->hosts->all_gather_worker ? mt_engine_publish_unit : NULL, e);
     hosts_release(e);
+    if (e->model->slice.grads) { // each unit's micro-batch summed across hosts as it lands (collective_hosts.c)
+        if (e->n_ranks > 1 || e->model->slice.H != e->hosts->n)
+            return mt_fail(MT_ERR_ARG, "several hosts: the gradients are sliced for one rank per host over %d hosts",
+                           e->model->slice.H);
+        MT_TRY(mt_collective_hosts_create(e->hosts, &e->coll));
+        mt_grad_offload_join(e->grads, e->coll, 0, e->grads);
+    }
     return MT_OK;
 }
 

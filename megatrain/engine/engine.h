@@ -52,9 +52,10 @@ mt_status mt_engine_opts_validate(const mt_engine_opts *o, const mt_config *c);
 // the simulated machine's): a one-line error naming the parts when it cannot fit.
 mt_status mt_engine_check_host_memory(const mt_config *c, mt_precision p, const mt_engine_opts *o, mt_backend *be);
 // The same for --gpus N (o->B the global batch): one model state and optimizer, N ranks'
-// slabs and staging, and N ranks' device buffers where the device's memory is host memory.
+// slabs and staging, and N ranks' device buffers where the device's memory is host memory;
+// the state as this host keeps it (sl: its slice across hosts, host_state.h; NULL: whole).
 mt_status mt_engine_check_host_memory_ranks(const mt_config *c, mt_precision p, const mt_engine_opts *o,
-                                            mt_backend *be, int n_ranks);
+                                            mt_backend *be, int n_ranks, const mt_state_slice *sl);
 // The part of it that needs no model: --recompute against the schedule and K, offload (the CLI refuses early).
 mt_status mt_engine_opts_check_recompute(const mt_engine_opts *o);
 // The part of it that needs no model: --speculative-step against the schedule (the CLI refuses early).

@@ -184,6 +184,8 @@ mt_status mt_grad_offload_drained(mt_grad_offload *g, double *wait_ms) {
     return MT_OK;
 }
 
+double mt_grad_offload_unit_sumsq(const mt_grad_offload *g, int unit) { return g->sumsq[unit]; }
+
 mt_status mt_grad_offload_finish(mt_grad_offload *g, double *wait_ms, double *sumsq) {
     MT_TRY(mt_grad_offload_drained(g, wait_ms));
     MT_TRY(mt_devopt_sumsq(g->devopt, g->sumsq)); // the device's units, in their places of the fixed order

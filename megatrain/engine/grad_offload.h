@@ -48,5 +48,7 @@ mt_status mt_grad_offload_drained(mt_grad_offload *g, double *wait_ms);
 // After the step's last send: waits for every drain. *wait_ms: host time spent
 // waiting for slabs and drains; *sumsq: the squared global norm (units in order).
 mt_status mt_grad_offload_finish(mt_grad_offload *g, double *wait_ms, double *sumsq);
+// Unit u's sum of squares as its last landing gave it (a sliced host's: its slice's).
+double mt_grad_offload_unit_sumsq(const mt_grad_offload *g, int unit);
 
 #endif

@@ -1,6 +1,10 @@
 // host_state.c: allocation of the per-unit host blocks and the budget check.
 #include "engine/host_state.h"
 
+#include "core/bytes_text.h"
+#include "core/host_mem.h"
+#include "engine/host_shard.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,21 +53,53 @@ size_t mt_model_host_bytes(const mt_config *c, mt_precision p) {
     return mt_model_pinned_bytes(c, p) + model_bytes(c, p, mt_unit_optim_bytes);
 }
 
+static int sliced(const mt_state_slice *sl) { return sl && sl->H > 1; }
+
+// One array of n elements of es bytes as a host keeps it: host 0's slice (the longest), one page
+// more for a slice that starts inside a page.
+static size_t slice_bytes(size_t n, size_t es, const mt_state_slice *sl) {
+    if (!sliced(sl)) return page_up(n * es);
+    size_t off, cnt;
+    mt_host_shard_range(n, sl->H, 0, &off, &cnt);
+    return page_up(cnt * es) + PAGE;
+}
+
+static size_t unit_bytes_sliced(const mt_unit_layout *lay, mt_precision p, const mt_state_slice *sl, int pinned_only) {
+    size_t ws = mt_dtype_size(mt_precision_wdt(p)), n = lay->numel;
+    size_t params = page_up(n * ws), grads = sliced(sl) && sl->grads ? slice_bytes(n, ws, sl) : page_up(n * ws);
+    if (pinned_only) return params + (sliced(sl) && sl->grads ? 0 : grads);
+    return params + grads + (p == MT_PREC_MIXED ? 3 : 2) * slice_bytes(n, 4, sl);
+}
+
+static size_t model_bytes_sliced(const mt_config *c, mt_precision p, const mt_state_slice *sl, int pinned_only) {
+    mt_unit_layout e, l, h;
+    mt_layout_build(c, &e, &l, &h);
+    return unit_bytes_sliced(&e, p, sl, pinned_only) + (size_t)c->num_layers * unit_bytes_sliced(&l, p, sl, pinned_only) +
+           unit_bytes_sliced(&h, p, sl, pinned_only);
+}
+
+size_t mt_model_host_bytes_sliced(const mt_config *c, mt_precision p, const mt_state_slice *sl) {
+    return sliced(sl) ? model_bytes_sliced(c, p, sl, 0) : mt_model_host_bytes(c, p);
+}
+
+size_t mt_model_pinned_bytes_sliced(const mt_config *c, mt_precision p, const mt_state_slice *sl) {
+    return sliced(sl) ? model_bytes_sliced(c, p, sl, 1) : mt_model_pinned_bytes(c, p);
+}
+
 mt_status mt_host_budget_check(size_t need, size_t avail, int pinned, const char *what) {
-    const double GiB = 1024.0 * 1024 * 1024;
     if (avail && need > avail)
         return mt_fail(
             MT_ERR_MEMORY,
-            "host memory: %s needs %.2f GiB but only %.2f GiB is available (MemAvailable, or the simulated machine's); "
+            "host memory: %s needs %s but only %s is available (MemAvailable, or the simulated machine's); "
             "try --precision paper, a smaller model, or `megatrain plan`",
-            what, need / GiB, avail / GiB);
+            what, mt_bytes_format(need).s, mt_bytes_format(avail).s);
     struct rlimit rl;
     if (pinned && getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur &&
         geteuid() != 0) // root has CAP_IPC_LOCK and is not bound by the limit
         return mt_fail(MT_ERR_MEMORY,
-                       "host memory: %s needs %.2f GiB pinned but the locked-memory limit (ulimit -l) is %.2f GiB; "
+                       "host memory: %s needs %s pinned but the locked-memory limit (ulimit -l) is %s; "
                        "raise it with `ulimit -l unlimited`",
-                       what, need / GiB, rl.rlim_cur / GiB);
+                       what, mt_bytes_format(need).s, mt_bytes_format((size_t)rl.rlim_cur).s);
     return MT_OK;
 }
 
@@ -72,7 +108,19 @@ mt_status mt_model_alloc(mt_model *m, const mt_config *c, mt_precision p, mt_bac
 }
 
 mt_status mt_model_alloc_ex(mt_model *m, const mt_config *c, mt_precision p, mt_backend *be, int pinned) {
+    return mt_model_alloc_sliced(m, c, p, be, pinned, NULL);
+}
+
+// A block of the sliced state: mapped, its pages made by the first write of this host's slice.
+static mt_status alloc_sliced(mt_model *m, size_t bytes, int pinned, int lazy, void **out) {
+    return lazy ? mt_host_mem_map(bytes, out) : m->host.alloc(&m->host, bytes, pinned, out);
+}
+
+mt_status mt_model_alloc_sliced(mt_model *m, const mt_config *c, mt_precision p, mt_backend *be, int pinned,
+                                const mt_state_slice *sl) {
     memset(m, 0, sizeof *m);
+    m->slice = sliced(sl) ? *sl : (mt_state_slice){.H = 1};
+    const int lazy = m->slice.H > 1;
     m->pinned = pinned;
     m->cfg = *c;
     m->prec = p;
@@ -85,9 +133,9 @@ mt_status mt_model_alloc_ex(mt_model *m, const mt_config *c, mt_precision p, mt_
              mt_config_params_total(c), mt_precision_bytes_per_param(p), mt_precision_name(p));
     mt_device_info info;
     MT_TRY(mt_backend_device_info(be, &info));
-    MT_TRY(mt_host_budget_check(mt_model_host_bytes(c, p), info.host_mem_avail_bytes, 0, what));
+    MT_TRY(mt_host_budget_check(mt_model_host_bytes_sliced(c, p, sl), info.host_mem_avail_bytes, 0, what));
     if (m->pinned && mt_backend_has(be, MT_CAP_PAGE_LOCKED))
-        MT_TRY(mt_host_budget_check(mt_model_pinned_bytes(c, p), info.host_mem_avail_bytes, 1,
+        MT_TRY(mt_host_budget_check(mt_model_pinned_bytes_sliced(c, p, sl), info.host_mem_avail_bytes, 1,
                                     "the pinned parameters and gradients"));
 
     m->n_units = c->num_layers + 2;
@@ -100,8 +148,8 @@ mt_status mt_model_alloc_ex(mt_model *m, const mt_config *c, mt_precision p, mt_
         u->param_bytes = mt_unit_weights_bytes(u->lay, p);
         u->optim_bytes = mt_unit_optim_bytes(u->lay, p);
         mt_status s = m->host.alloc(&m->host, u->param_bytes, m->pinned, &u->param_block);
-        if (s == MT_OK) s = m->host.alloc(&m->host, u->param_bytes, m->pinned, &u->grad_block);
-        if (s == MT_OK) s = m->host.alloc(&m->host, u->optim_bytes, 0, &u->optim_block);
+        if (s == MT_OK) s = alloc_sliced(m, u->param_bytes, m->pinned, lazy && m->slice.grads, &u->grad_block);
+        if (s == MT_OK) s = alloc_sliced(m, u->optim_bytes, 0, lazy, &u->optim_block);
         if (s != MT_OK) {
             mt_model_free(m);
             return s;
@@ -129,7 +177,7 @@ void mt_model_free(mt_model *m) {
         for (int i = 0; i < m->n_units; i++) {
             mt_unit *u = &m->units[i];
             m->host.free(&m->host, u->param_block, u->param_bytes, m->pinned);
-            m->host.free(&m->host, u->grad_block, u->param_bytes, m->pinned);
+            m->host.free(&m->host, u->grad_block, u->param_bytes, m->pinned && !m->slice.grads); // sliced: mapped
             m->host.free(&m->host, u->optim_block, u->optim_bytes, 0);
         }
         free(m->units);

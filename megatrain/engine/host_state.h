@@ -26,6 +26,15 @@ const char *mt_precision_name(mt_precision p);
 mt_dtype mt_precision_wdt(mt_precision p);     // dtype of streamed params and of grads
 size_t mt_precision_bytes_per_param(mt_precision p);
 
+// Several hosts (engine/host_shard.h): this host keeps slice h of H of every unit's Adam state and
+// f32 master and, with `grads`, of its gradient sum (the hosts' sum lands each slice on its owner
+// unit by unit, engine/collective_hosts.c). Those blocks are mapped whole but written only in the
+// slice, so the pages outside it never exist; the streamed parameters stay whole and pinned.
+typedef struct {
+    int H, h;  // H <= 1: the whole state
+    int grads; // the gradient sums sliced too (pageable then: the link lands them in slabs)
+} mt_state_slice;
+
 typedef struct mt_unit {
     const mt_unit_layout *lay;
     int layer;        // transformer layer index, -1 for embedding/head
@@ -50,6 +59,7 @@ typedef struct mt_model {
     mt_host_work host; // the host-side work on this state: real, or priced under virtual time
     int pinned;       // link blocks page-locked (1) or pageable (0)
     const struct mt_model_shards *shards; // several hosts, the state sharded (engine/host_shard.h); else NULL
+    mt_state_slice slice; // what of the state this host keeps (H = 1: all of it)
 } mt_model;
 
 static inline mt_unit *mt_model_layer(mt_model *m, int i) { return &m->units[1 + i]; }
@@ -69,6 +79,10 @@ void mt_unit_bind(mt_unit *u, mt_precision p);
 // Host bytes of the whole model state in precision p, and the pinned part of it.
 size_t mt_model_host_bytes(const mt_config *c, mt_precision p);
 size_t mt_model_pinned_bytes(const mt_config *c, mt_precision p);
+// The same, as one host keeps them when the state is sliced (sl NULL or H <= 1: whole); host 0's
+// slices are the longest, so this bounds every host.
+size_t mt_model_host_bytes_sliced(const mt_config *c, mt_precision p, const mt_state_slice *sl);
+size_t mt_model_pinned_bytes_sliced(const mt_config *c, mt_precision p, const mt_state_slice *sl);
 // Refuses with the numbers when `need_bytes` exceeds `avail_bytes` (0 = unknown)
 // or, when `pinned`, the locked-memory limit (ulimit -l).
 mt_status mt_host_budget_check(size_t need_bytes, size_t avail_bytes, int pinned, const char *what);
@@ -77,6 +91,9 @@ mt_status mt_host_budget_check(size_t need_bytes, size_t avail_bytes, int pinned
 mt_status mt_model_alloc(mt_model *m, const mt_config *c, mt_precision p, mt_backend *be);
 // Same, choosing pinned or pageable host memory (zero3's pin_memory = false).
 mt_status mt_model_alloc_ex(mt_model *m, const mt_config *c, mt_precision p, mt_backend *be, int pinned);
+// Same, keeping only slice sl of the state (NULL: whole): checked and allocated as it is held.
+mt_status mt_model_alloc_sliced(mt_model *m, const mt_config *c, mt_precision p, mt_backend *be, int pinned,
+                                const mt_state_slice *sl);
 void mt_model_free(mt_model *m);
 
 // Iterates over the present tensors of a unit: HF name, view. Returns count.

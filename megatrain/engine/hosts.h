@@ -19,6 +19,11 @@ struct mt_hosts {
     // The owner's slice of grad (mt_host_shard_range) <- the sum of every host's, in host
     // order; the rest of grad is left as it was (this host's own contribution).
     mt_status (*reduce_scatter)(mt_hosts *h, void *grad, mt_dtype t, size_t n);
+    // The owner's slice of dst (a unit of n elements of t; nothing else of dst is read or written)
+    // <- (first ? 0 : that slice) + every host's contribution src, added in host order: one
+    // micro-batch of the sum, unit by unit, on the drain thread (engine/collective_hosts.c), on a
+    // communicator of its own. NULL where MPI gives one thread only (the sum then waits for the step).
+    mt_status (*reduce_scatter_add)(mt_hosts *h, const void *src, void *dst, mt_dtype t, size_t n, int first);
     // x (n elements of elem_bytes) <- every host's own slice of it, on every host.
     mt_status (*all_gather)(mt_hosts *h, void *x, size_t elem_bytes, size_t n);
     // The same on a second communicator of its own, for the optimizer worker's thread while the

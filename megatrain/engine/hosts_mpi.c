@@ -29,7 +29,7 @@ typedef struct {
 typedef struct {
     mt_hosts base;
     size_t chunk_bytes;  // one round's bytes per host pair
-    mpi_lane world, worker; // the worker's only under MPI_THREAD_MULTIPLE
+    mpi_lane world, worker, drain; // the worker's and the drain's only under MPI_THREAD_MULTIPLE
 } mpi_hosts;
 
 static mt_status mpi_fail(int rc, const char *what) {
@@ -54,16 +54,17 @@ static size_t rounds(size_t n, int H, size_t K) {
     return cnt ? (cnt + K - 1) / K : 0;
 }
 
-static mt_status mpi_reduce_scatter(mt_hosts *h, void *grad, mt_dtype t, size_t n) {
-    mpi_hosts *mh = (mpi_hosts *)h;
-    const mpi_lane *l = &mh->world;
-    const int H = h->n, me = h->rank;
+// dst's slice <- (first ? 0 : dst's slice) + every host's src, in host order (dst == src: in place,
+// each piece sent before its slice is written).
+static mt_status reduce_scatter_on(mpi_hosts *mh, const mpi_lane *l, const void *src, void *dst, mt_dtype t, size_t n,
+                                   int first) {
+    const int H = mh->base.n, me = mh->base.rank;
     const size_t es = mt_dtype_size(t), K = mh->chunk_bytes / es, R = rounds(n, H, K);
     for (size_t i = 0; i < R; i++) {
         size_t at, mine = piece(n, H, me, i, K, &at);
         for (int p = 0; p < H; p++) { // every host's piece of my contribution, to its owner
             size_t pat, c = piece(n, H, p, i, K, &pat);
-            memcpy(l->send + (size_t)p * K * es, (char *)grad + pat * es, c * es);
+            memcpy(l->send + (size_t)p * K * es, (const char *)src + pat * es, c * es);
             l->counts[p] = (int)(c * es);
             l->displs[p] = (int)((size_t)p * K * es);
             l->counts2[p] = (int)(mine * es);
@@ -71,10 +72,20 @@ static mt_status mpi_reduce_scatter(mt_hosts *h, void *grad, mt_dtype t, size_t 
         int rc =
             MPI_Alltoallv(l->send, l->counts, l->displs, MPI_BYTE, l->recv, l->counts2, l->displs, MPI_BYTE, l->comm);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Alltoallv of a gradient");
-        for (int q = 0; q < H; q++) // host 0's copied, the others added, in host order
-            mt_grad_accumulate((char *)grad + at * es, l->recv + (size_t)q * K * es, t, mine, q == 0);
+        for (int q = 0; q < H; q++) // the first copied, the others added, in host order
+            mt_grad_accumulate((char *)dst + at * es, l->recv + (size_t)q * K * es, t, mine, first && q == 0);
     }
     return MT_OK;
+}
+
+static mt_status mpi_reduce_scatter(mt_hosts *h, void *grad, mt_dtype t, size_t n) {
+    mpi_hosts *mh = (mpi_hosts *)h;
+    return reduce_scatter_on(mh, &mh->world, grad, grad, t, n, 1);
+}
+
+static mt_status mpi_reduce_scatter_add(mt_hosts *h, const void *src, void *dst, mt_dtype t, size_t n, int first) {
+    mpi_hosts *mh = (mpi_hosts *)h;
+    return reduce_scatter_on(mh, &mh->drain, src, dst, t, n, first);
 }
 
 static mt_status all_gather_on(mpi_hosts *mh, const mpi_lane *l, void *x, size_t elem_bytes, size_t n) {
@@ -181,6 +192,7 @@ static void mpi_destroy(mt_hosts *h, int abort) {
     if (abort && h->n > 1) MPI_Abort(MPI_COMM_WORLD, 1);
     lane_free(&mh->world);
     lane_free(&mh->worker);
+    lane_free(&mh->drain);
     MPI_Finalize();
     free(mh);
 }
@@ -210,7 +222,7 @@ mt_status mt_hosts_mpi_create(mt_hosts **out) {
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Init_thread");
     mpi_hosts *mh = calloc(1, sizeof *mh);
     if (!mh) return mt_fail(MT_ERR_MEMORY, "host memory: cannot allocate the MPI hosts");
-    mh->world.comm = mh->worker.comm = MPI_COMM_NULL;
+    mh->world.comm = mh->worker.comm = mh->drain.comm = MPI_COMM_NULL;
     MPI_Comm_rank(MPI_COMM_WORLD, &mh->base.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mh->base.n);
     // Past 1 GiB per round MPI's int byte counts could overflow; a test sets a few bytes.
@@ -224,6 +236,11 @@ mt_status mt_hosts_mpi_create(mt_hosts **out) {
     if (s == MT_OK && provided >= MPI_THREAD_MULTIPLE && MPI_Comm_dup(MPI_COMM_WORLD, &dup) == MPI_SUCCESS) {
         s = lane_init(&mh->worker, dup, H, mh->chunk_bytes, 0);
         mh->base.all_gather_worker = mpi_all_gather_worker;
+        MPI_Comm dup2 = MPI_COMM_NULL;
+        if (s == MT_OK && MPI_Comm_dup(MPI_COMM_WORLD, &dup2) == MPI_SUCCESS) {
+            s = lane_init(&mh->drain, dup2, H, mh->chunk_bytes, 1);
+            mh->base.reduce_scatter_add = mpi_reduce_scatter_add;
+        }
     }
     if (s != MT_OK) {
         mpi_destroy(&mh->base, mh->base.n > 1);

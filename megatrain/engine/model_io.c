@@ -292,6 +292,7 @@ void mt_model_init_random(mt_model *m, unsigned long long seed) {
                 }
             }
         }
+        if (m->slice.H > 1) mt_host_shard_release(u, m->slice.H, m->slice.h); // another host's master: a unit at most
     }
 }
 

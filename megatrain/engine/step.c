@@ -263,9 +263,13 @@ static mt_status walk_all_ranks(mt_engine *e, const int32_t *inputs, const int32
 // norm is then the sum's, taken as the drain takes it, unit by unit in order.
 // Sharded (host_shard.h): each host sums only the slice it updates, and the norm is every
 // slice's sum of squares added in host order, then unit order.
+// Gradients sliced too (collective_hosts.c): the drains summed every unit already, slice by owner.
 static mt_status sum_hosts(mt_engine *e, double *sumsq) {
     double sq = 0, slices[e->model->n_units];
-    for (int u = 0; u < e->model->n_units; u++) {
+    if (e->model->slice.grads) MT_TRY(mt_collective_hosts_status(e->coll));
+    for (int u = 0; e->model->slice.grads && u < e->model->n_units; u++)
+        slices[u] = mt_grad_offload_unit_sumsq(e->grads, u);
+    for (int u = 0; !e->model->slice.grads && u < e->model->n_units; u++) {
         mt_unit *x = &e->model->units[u];
         size_t n = x->lay->numel, off = 0, cnt = n;
         if (!e->shard_opt) MT_TRY(e->hosts->reduce_grad(e->hosts, x->grad, e->model->wdt, n));

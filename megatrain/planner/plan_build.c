@@ -47,6 +47,7 @@ static mt_status machine(const mt_plan_request *rq, mt_plan_built *b) {
     if (b->have_rates) MT_TRY(mt_hw_profile_resolve(rq->hardware, &b->hw));
     else this_machine(&b->hw);
     if (rq->host_mem_gb > 0) b->hw.host_mem_bytes = (double)rq->host_mem_gb * 1e9;
+    if (rq->nic_gbps > 0) b->hw.multi.nic_gbps = rq->nic_gbps;
     if (b->hw.host_mem_bytes > 0) // the speculative step's spare blocks take only what the plan leaves
         b->in.eng.host_free = (size_t)(b->hw.host_mem_bytes * (1.0 - MT_PLAN_HOST_RESERVE));
     if (rq->peer) MT_TRY(mt_peer_find(rq->peer, &b->peer));

@@ -17,6 +17,7 @@ typedef struct {
     const char *precision, *attention;
     const char *hardware;   // --hardware NAME, PATH or measured; NULL: this machine, no rates
     float host_mem_gb;      // host memory to assume instead of the profile's (0: the profile's)
+    float nic_gbps;         // --hosts: each host's NIC to assume instead of multi.nic_gbps (0: the profile's)
     const char *peer;       // --peer NAME, or NULL
     int batch_auto;
     int recompute_given;    // --recompute typed: --batch auto keeps it

@@ -67,12 +67,20 @@ static void ranks_json(cJSON *j, const mt_plan_ranks *r) {
     add_num(o, "rank_step_ms", r->rank.step_ms);
     if (r->hosts > 1) {
         cJSON *h = cJSON_AddObjectToObject(o, "across_hosts");
-        cJSON_AddStringToObject(h, "design", "optimizer state sharded: each unit's gradient reduce-scattered (each host "
-                                             "adds the hosts' contributions to its slice in host order), each host "
-                                             "updates its slice, the parameters all-gathered (engine/hosts_mpi.c)");
+        cJSON_AddStringToObject(h, "design", r->grads_sliced
+            ? "optimizer state and gradients sharded: each unit's gradient reduce-scattered micro-batch by "
+              "micro-batch as it lands, under the backward (each host adds the hosts' contributions to its slice "
+              "in host order), each host updates its slice, the parameters all-gathered "
+              "(engine/collective_hosts.c, engine/hosts_mpi.c)"
+            : "optimizer state sharded: each unit's gradient reduce-scattered after the backward (each host "
+              "adds the hosts' contributions to its slice in host order), each host updates its slice, the "
+              "parameters all-gathered (engine/hosts_mpi.c)");
+        cJSON_AddBoolToObject(h, "grads_sliced", r->grads_sliced);
         add_num(h, "link_bytes_per_host", r->link_bytes_per_host); // sent, and received alike
         add_num(h, "mem_bytes_per_host", r->hosts_mem_bytes);
-        add_num(h, "ms", r->hosts_ms); // the reduce-scatter, after the backward
+        add_num(h, "ms", r->hosts_ms); // the reduce-scatter's exposed time
+        add_num(h, "reduce_scatter_ms", r->hosts_rs_ms); // one micro-batch's, all units
+        if (r->grads_sliced) add_num(h, "under_backward_ms", r->hosts_backward_ms);
         add_num(h, "gather_ms", r->gather_ms); // the all-gather, in the rank's optimizer under the next forward
         add_num(h, "largest_unit_bytes", r->largest_unit_bytes);
         add_num(h, "state_bytes_not_kept_per_host", r->state_saved_bytes);
@@ -316,6 +324,7 @@ mt_status mt_plan_json(const mt_plan_built *b, cJSON **out) {
                                                        : "no --hardware: this machine's host memory; no GPU visible, so "
                                                          "GPU memory is not checked; no speed prediction");
     if (rq->host_mem_gb > 0) add_num(hwj, "host_mem_override_gb", rq->host_mem_gb);
+    if (rq->nic_gbps > 0) add_num(hwj, "nic_override_gbps", rq->nic_gbps);
 
     if (b->have_rates) {
         cJSON *p = cJSON_AddObjectToObject(j, "prediction");

@@ -146,6 +146,8 @@ typedef struct {
     double host_add_bytes;              // the official code's locked host adds, per step
     double host_traffic_bytes, host_floor_ms; // one host's memory traffic per step, and its time at mem_gbps
     double link_bytes_per_host, hosts_mem_bytes, hosts_ms; // per host and step: NIC bytes each way, memory bytes, time
+    int grads_sliced; // one GPU per host: the gradients' sum sliced too, summed under the backward
+    double hosts_rs_ms, hosts_backward_ms; // one micro-batch's reduce-scatter; the backward it runs under (sliced)
     double gather_ms;                   // of which the all-gather, run by the optimizer under the next forward
     double state_saved_bytes, unsharded_bytes_per_host; // sharded: the state a host does not keep; unsharded, a host's bytes
     double tokens, step_ms, tokens_per_s, tflops, tflops_per_gpu;

@@ -18,18 +18,25 @@
 // Hosts (engine/hosts_mpi.c, host_shard.h), the optimizer state sharded (the default under mpirun):
 // each unit's gradient is reduce-scattered (every host receives the H contributions to the slice
 // it owns and adds them in host order), the owner updates its slice, the updated parameters are
-// all-gathered. Per host and step, S = P * gs: the NIC sends and receives 2 (H-1)/H S each way,
-// its memory moves 2S (staging) + (H+1)/H S (the ordered add) + 2 (H-1)/H S (the gathered slices
-// copied out). The reduce-scatter runs after the backward, before the norm:
-//   hosts = (H-1)/H S / nic + (2 + (H+1)/H) S / mem_gbps
-// the all-gather on the optimizer worker, each unit after its update, under the next forward as
-// the update is: the rank's optimizer is 1/H of the update plus
+// all-gathered. Per host, S = P * gs; one reduce-scatter sends and receives (H-1)/H S on the NIC
+// and moves 2S (staging) + (H+1)/H S (the ordered add) through memory:
+//   rs = (H-1)/H S / nic + (2 + (H+1)/H) S / mem_gbps
+// With one GPU per host the gradients are sliced too (engine/collective_hosts.c): every micro-batch
+// of every unit is reduce-scattered by the drain as it lands, under the rest of the backward, so
+// the step waits only for what the backward (taken as 2/3 of the compute: two of each layer's three
+// GEMMs) does not cover, and at least for the last unit's (the embedding's, PE/P of rs):
+//   hosts = max(G rs - 2/3 compute, PE/P rs)
+// With N > 1 GPUs per host each host sums its ranks first and the hosts' sum runs after the
+// backward, before the norm: hosts = rs.
+// The all-gather runs on the optimizer worker, each unit after its update, under the next forward
+// as the update is: the rank's optimizer is 1/H of the update plus
 //   gather = (H-1)/H S / nic + 2 (H-1)/H S / mem_gbps
 // (predict.c: rank_opt_share, rank_opt_extra_ms); AdamW's host traffic is 1/H of one host's.
 // The speculative step is off (cli/cmd_train.c turns it off across hosts).
-// Memory per host: the streamed parameters and gradients whole, the moments (and master) of 1/H,
-// N ranks' staging (engine.h mt_engine_check_host_memory_ranks) and the staging of the sum and of
-// the worker's gather, 3 H rounds.
+// Memory per host: the streamed parameters whole; the moments (and master) of 1/H, and with one GPU
+// per host the gradients' sum of 1/H too (else whole); N ranks' staging (engine.h
+// mt_engine_check_host_memory_ranks); the staging of the sum (send and receive, 2 H rounds; with
+// one GPU per host the drain's too, 2 H more) and of the worker's gather (H rounds).
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -142,12 +149,20 @@ mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, co
     }
     if (hosts > 1) {
         double S = P * gs, nic = m->nic_gbps * 1e6, mem = hw->host_mem_gbps * 1e6, H = hosts;
-        out->link_bytes_per_host = 2 * (H - 1) / H * S;
-        out->hosts_mem_bytes = (2 + (H + 1) / H + 2 * (H - 1) / H) * S;
-        // The reduce-scatter holds the step before the norm; the all-gather is in the rank's optimizer.
-        out->hosts_ms = (H - 1) / H * S / nic + (2 + (H + 1) / H) * S / mem;
+        double PE = (double)c->vocab_size * c->hidden_size, rounds;
+        out->grads_sliced = gpus == 1; // engine: cli/cmd_train.c mt_state_slice.grads
+        rounds = out->grads_sliced ? G : 1;
+        out->link_bytes_per_host = (rounds + 1) * (H - 1) / H * S;
+        out->hosts_mem_bytes = (rounds * (2 + (H + 1) / H) + 2 * (H - 1) / H) * S;
+        double rs = (H - 1) / H * S / nic + (2 + (H + 1) / H) * S / mem;
+        // The reduce-scatter: under the backward, unit by unit (sliced), or before the norm; the
+        // all-gather is in the rank's optimizer.
+        out->hosts_rs_ms = rs;
+        out->hosts_backward_ms = out->grads_sliced ? 2.0 / 3 * out->rank.compute_ms : 0;
+        out->hosts_ms = out->grads_sliced ? fmax(G * rs - out->hosts_backward_ms, PE / P * rs) : rs;
         step += out->hosts_ms;
         double state = (in.prec == MT_PREC_MIXED ? 12 : 8) * P; // m, v (and the f32 master)
+        if (out->grads_sliced) state += S;
         out->state_saved_bytes = (H - 1) / H * state;
     }
     out->step_ms = step;
@@ -179,9 +194,11 @@ mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, co
         out->largest_unit_bytes = unit;
         double chunk = (double)MT_PLAN_HOSTS_CHUNK_BYTES;
         if (chunk * hosts > (double)(1ULL << 30)) chunk = (double)(1ULL << 30) / hosts;
-        out->staging_bytes = 3.0 * hosts * chunk; // the sum's send and receive, the worker's receive
+        // the sum's send and receive, the worker's receive, and (sliced) the drain's send and receive
+        out->staging_bytes = (out->grads_sliced ? 5.0 : 3.0) * hosts * chunk;
         out->unsharded_bytes_per_host += out->staging_bytes;
         out->host_bytes_per_host = out->unsharded_bytes_per_host - out->state_saved_bytes;
+        if (out->grads_sliced) out->pinned_bytes_per_host -= P * gs; // the sliced sums are pageable
     }
     out->host0_bytes = out->host_bytes_per_host; // host 0 holds what the others do
     out->gpu_bytes = (double)mem.gpu_bytes;

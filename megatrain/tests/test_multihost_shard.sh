@@ -53,7 +53,23 @@ done
 MT_HOSTS_ONE_THREAD=1 mrun 3 "$TMP/h3_one" "${tiny5[@]}" --precision paper --batch 3
 check "3 hosts, MPI with one thread (the step gathers after the update)" test $? -eq 0
 check "... bitwise the worker's gather" same_state "$TMP/h3_one" "$TMP/h3_paper"
-check "stderr says the state is sharded" grep -q "4 hosts: the optimizer state is sharded" "$TMP/h4_fp32.err"
+check "stderr says the state and the gradients are sharded" \
+  grep -q "4 hosts: the optimizer state and the gradients' sum are sharded" "$TMP/h4_fp32.err"
+check "MPI with one thread: the gradients stay whole (the step sums them)" \
+  grep -q "3 hosts: the optimizer state is sharded, each host keeps 1/3 of it" "$TMP/h3_one.err"
+
+# G micro-batches: each unit's micro-batch is summed across hosts as it lands (collective_hosts.c),
+# micro-batch after micro-batch in host order, as one process's --gpus H adds its ranks: bitwise.
+for prec in paper mixed; do
+  check "2 hosts, --grad-accum 3 ($prec)" mrun 2 "$TMP/g2_$prec" "${tiny5[@]}" --precision $prec --batch 2 --grad-accum 3
+  check "one process --gpus 2 --grad-accum 3 ($prec)" run "$TMP/pg2_$prec" "${tiny5[@]}" --precision $prec --batch 2 \
+    --grad-accum 3 --gpus 2
+  check "2 hosts == one process --gpus 2 at G = 3 ($prec): bitwise" same_state "$TMP/g2_$prec" "$TMP/pg2_$prec"
+  check "... losses identical, norms within 1e-12 ($prec)" same_losses "$TMP/g2_$prec" "$TMP/pg2_$prec"
+done
+MT_HOSTS_ONE_THREAD=1 mrun 2 "$TMP/g2_one" "${tiny5[@]}" --precision paper --batch 2 --grad-accum 3
+check "2 hosts at G = 3, one MPI thread (each host sums its micro-batches first)" test $? -eq 0
+check "... within 5e-3 of the micro-batch-ordered sum" close_params "$TMP/g2_one" "$TMP/g2_paper" 5e-3
 check "3 hosts, --shard-optimizer off" mrun 3 "$TMP/h3_off" "${tiny5[@]}" --precision mixed --batch 3 --shard-optimizer off
 check "3 hosts, sharded (mixed)" mrun 3 "$TMP/h3_mixed" "${tiny5[@]}" --precision mixed --batch 3
 check "3 hosts: sharded == not sharded (mixed, f32 master): bitwise" same_state "$TMP/h3_mixed" "$TMP/h3_off"

@@ -93,13 +93,43 @@ plan "${std[@]}" --batch 8 --hardware $NV --gpus 1 --hosts 4 > "$TMP/x.json"
 P=$(num .params x)
 check "--hosts 4: each host's NIC moves 2 (H-1)/H of the gradient" close "$(num .ranks.across_hosts.link_bytes_per_host x)" \
   "$(awk -v P=$P 'BEGIN { printf "%.17g", 2 * 3 / 4 * P * 2 }')"
-check "--hosts 4: hosts ms = the reduce-scatter's 3/4 S/nic + (2 + 5/4) S/mem" close "$(num .ranks.across_hosts.ms x)" \
+check "--hosts 4: a micro-batch's reduce-scatter = 3/4 S/nic + (2 + 5/4) S/mem" \
+  close "$(num .ranks.across_hosts.reduce_scatter_ms x)" \
   "$(awk -v P=$P 'BEGIN { S = 2 * P; printf "%.17g", 0.75 * S / 25e6 + 3.25 * S / 1000e6 }')"
+check "--hosts 4, one GPU a host: the gradients sliced, summed under the backward" \
+  [ "$(num '.ranks.across_hosts.grads_sliced and .ranks.across_hosts.under_backward_ms > 0' x)" = true ]
+check "--hosts 4: exposed = max(G rs - backward, the embedding's share of rs)" close "$(num .ranks.across_hosts.ms x)" \
+  "$(num '[.ranks.across_hosts.reduce_scatter_ms * .grad_accum - .ranks.across_hosts.under_backward_ms,
+           .ranks.across_hosts.reduce_scatter_ms * 152064 * 3584 / .params] | max' x)"
+check "--hosts 4, one GPU a host: a host = unsharded - 3/4 of m, v and the gradients (10 B/param)" \
+  close "$(num .ranks.host_bytes_per_host x)" "$(num '.ranks.across_hosts.unsharded_bytes_per_host - 0.75 * 10 * .params' x)"
+plan "${std[@]}" --batch 8 --hardware $NV --gpus 2 --hosts 4 > "$TMP/x2.json"
+check "--gpus 2 --hosts 4: the gradients whole, the sum after the backward (exposed whole)" \
+  [ "$(num '(.ranks.across_hosts.grads_sliced | not) and .ranks.across_hosts.ms == .ranks.across_hosts.reduce_scatter_ms' x2)" = true ]
 check "--hosts 4: gather ms = 3/4 S/nic + 6/4 S/mem, in the optimizer" close "$(num .ranks.across_hosts.gather_ms x)" \
   "$(awk -v P=$P 'BEGIN { S = 2 * P; printf "%.17g", 0.75 * S / 25e6 + 1.5 * S / 1000e6 }')"
 check "--hosts 4: the step adds the hosts' sum to the rank's" close "$(num .step_ms x)" "$(num '.ranks.rank_step_ms + .ranks.across_hosts.ms' x)"
 check "--hosts 4: Qwen2.5-7B's 1.09 GB embedding is no limit (the sum goes in rounds)" \
   [ "$(num '.ranks.across_hosts.largest_unit_bytes > 1073741824 and (.short // [] | all(.resource != "mpi_unit"))' x)" = true ]
+
+# --- the 120B-class model on hosts of one H200 each (h200-128g's measured rates, --nic-gbps 50): the
+# parameters are whole on every host (220 GB), the moments and gradients' sums 1/H, so 4 hosts of
+# 512 GiB hold it and 2 do not; hosts of 256 GiB never do. A bad --nic-gbps is refused.
+big() { plan --config experiments/models/dense-120b.json --seq-len 1024 --precision paper --hardware h200-128g \
+  --nic-gbps 50 --batch $((8 * $1)) --hosts $1 --host-mem-gb $2; }
+big 4 549.755813888 > "$TMP/b4.json"
+check "120B, 4 hosts of 512 GiB: fits" [ "$(num '.fits and .ranks.across_hosts.grads_sliced' b4)" = true ]
+check "120B, 4 hosts: a host holds 220 GB of parameters + 1/4 of 10 B/param + buffers (< 0.95 x 512 GiB)" \
+  [ "$(num '.ranks.host0_bytes > 2.5 * .params and .ranks.host0_bytes < 0.95 * 549755813888' b4)" = true ]
+check "120B, 4 hosts: the NIC override is the one priced" [ "$(num '.hardware.nic_override_gbps' b4)" = 50 ]
+big 2 549.755813888 > "$TMP/b2.json"
+check "120B, 2 hosts of 512 GiB: does not fit" [ "$(num '.fits' b2)" = false ]
+big 8 274.877906944 > "$TMP/b8.json"
+check "120B, 8 hosts of 256 GiB: does not fit (the parameters alone are 220 GB)" [ "$(num '.fits' b8)" = false ]
+"$MT" plan --config experiments/models/dense-120b.json --hardware h200-128g --hosts 4 --batch 4 --nic-gbps -3 \
+  > /dev/null 2> "$TMP/nic.err"
+check "--nic-gbps -3: refused" [ $? -eq 2 ]
+check "--nic-gbps -3: says why" grep -q -- "--nic-gbps" "$TMP/nic.err"
 
 # --- --tokens-per-day: the fewest GPUs, then hosts, that reach the target
 for n in 1 2 3; do plan "${std[@]}" --batch $((8 * n)) --hardware $NV --gpus $n > "$TMP/t$n.json"; done
