@@ -19,8 +19,10 @@ mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt
     memset(out, 0, sizeof *out);
     MT_TRY(mt_plan_input_validate(c, in));
     mt_engine_opts eo = in->eng;
-    mt_dtype act = in->prec == MT_PREC_FP32 ? MT_F32 : MT_BF16;
-    out->engine = mt_engine_footprint_of(c, in->prec, &eo, act, in->gpu_free_bytes, 0); // what it needs: no backend
+    // bf16 activations unless fp32 or a backend computing in f32 only (cli/run_setup.c's choice)
+    unsigned caps = in->backend_caps;
+    mt_dtype act = in->prec == MT_PREC_FP32 || (caps && !(caps & MT_CAP_BF16)) ? MT_F32 : MT_BF16;
+    out->engine = mt_engine_footprint_of(c, in->prec, &eo, act, in->gpu_free_bytes, caps); // caps 0: no backend
     const mt_engine_footprint *e = &out->engine;
     out->gpu_bytes = e->device_bytes;
     int bpp = in->eng.schedule->host_bytes_per_param[in->prec];

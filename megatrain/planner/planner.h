@@ -41,6 +41,8 @@ typedef struct {
     size_t gpu_free_bytes;   // for --offload-checkpoints auto: the device memory available (0 = unknown: keep on the device)
     double rollback_rate;    // speculative step: the fraction of steps that roll back (--rollback-rate, 0 by default)
     mt_attn_impl attention;  // --attention (a peer's descriptor names its own implementation instead)
+    unsigned backend_caps;   // --backend named whose "device" is host memory (cpu): its caps, for its f32
+                             // activations and kernel scratch; 0: what the configuration needs on a GPU
     // One data-parallel rank of several (planner/ranks.c sets these; 0 for one GPU): the share of
     // each gradient this rank copies to the host (1/N after a reduce-scatter; 0 means 1), and the
     // compute-stream time its gradient collective takes per micro-batch (ms; NCCL runs there).
