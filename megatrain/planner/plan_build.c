@@ -52,6 +52,11 @@ static mt_status machine(const mt_plan_request *rq, mt_plan_built *b) {
     if (rq->peer) MT_TRY(mt_peer_find(rq->peer, &b->peer));
     if (b->peer && b->have_rates) MT_TRY(mt_peer_profile(b->peer, b->in.prec, &b->hw, &b->hw, &b->peer_rate));
     b->gpu_known = b->hw.hbm_bytes > 0;
+    if (b->in.backend_caps) { // plan --backend cpu: its "device" is the host's memory (as train's), not a GPU here
+        b->gpu_known = 0;
+        b->in.gpu_free_bytes = b->in.eng.host_free;
+        return MT_OK;
+    }
     if (b->gpu_known && b->hw.hbm_bytes > (double)MT_PLAN_GPU_RESERVE_BYTES)
         b->in.gpu_free_bytes = (size_t)(b->hw.hbm_bytes - (double)MT_PLAN_GPU_RESERVE_BYTES);
     return MT_OK;

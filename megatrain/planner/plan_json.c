@@ -270,6 +270,7 @@ mt_status mt_plan_json(const mt_plan_built *b, cJSON **out) {
         add_num(g, "have_bytes", b->fit.gpu_have_bytes);
     }
     cJSON_AddBoolToObject(g, "checked", b->gpu_known);
+    if (b->mem.device_in_host) cJSON_AddBoolToObject(g, "in_host_memory", 1); // plan --backend cpu: fit with host
     if (sd->takes & MT_TAKES_ZERO3) {
         const mt_zero3_knobs *zk = &b->in.eng.sched.zero3;
         cJSON *z = cJSON_AddObjectToObject(j, "zero3");

@@ -16,7 +16,7 @@ jq '.num_hidden_layers = 2 | .max_window_layers = 2 | .hidden_size = 512 | .inte
 within() {
   local shape=(--config "$TMP/m.json" --backend cpu --precision "$1" --speculative-step "$2" --batch 2 --seq-len 64)
   if ! "$MT" plan "${shape[@]}" --json > "$TMP/plan" 2> "$TMP/err"; then bad "plan $1: $(tail -1 "$TMP/err")"; return; fi
-  if ! "$MT" train "${shape[@]}" --steps 2 > "$TMP/out" 2> "$TMP/err"; then bad "train $1: $(tail -1 "$TMP/err")"; return; fi
+  if ! "$MT" train "${shape[@]}" --steps 1 > "$TMP/out" 2> "$TMP/err"; then bad "train $1: $(tail -1 "$TMP/err")"; return; fi
   local planned rss
   planned=$(jq -s '.[0].host_bytes + .[0].gpu_bytes' "$TMP/plan")
   rss=$(jq -s '[.[].peak_rss_bytes] | max' "$TMP/out")
@@ -31,4 +31,13 @@ within fp32 false
 check "plan --backend cpu: kernel_scratch_bytes > 0" test "$(jq '(.gpu.kernel_scratch_bytes // 0) > 0' "$TMP/plan")" = true
 "$MT" plan --config "$TMP/m.json" --precision paper --json > "$TMP/plan"
 check "plan (no backend): no kernel scratch" test "$(jq '.gpu | has("kernel_scratch_bytes")' "$TMP/plan")" = false
+# Its fit counts the device bytes as host memory: room for the host bytes alone is not enough.
+shape=(--config "$TMP/m.json" --precision paper --speculative-step false)
+"$MT" plan "${shape[@]}" --backend cpu --json > "$TMP/plan"
+gb=$(jq -s '(.[0].host_bytes + .[0].gpu_bytes / 2) / 0.95 / 1e9' "$TMP/plan")
+"$MT" plan "${shape[@]}" --backend cpu --host-mem-gb "$gb" --json > "$TMP/plan"
+check "plan --backend cpu --host-mem-gb $gb: does not fit, short of host" \
+  test "$(jq -c '[.fits, .short[0].resource, .gpu.in_host_memory]' "$TMP/plan")" = '[false,"host",true]'
+"$MT" plan "${shape[@]}" --host-mem-gb "$gb" --json > "$TMP/plan"
+check "plan --host-mem-gb $gb (a GPU's plan): fits" test "$(jq .fits "$TMP/plan")" = true
 finish
