@@ -23,10 +23,18 @@ mt_part_bytes mt_host_state_bytes(const mt_engine_shape *sh) {
 
 static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
 
+// A bf16 weight gradient (OC x IC) formed in f32 a block of rows at a time: the floats of one
+// block (MT_CPU_DW_BLOCK_FLOATS, backends/cpu/cpu_internal.h: 16 Mi, or one row where longer).
+static size_t dw_block(size_t OC, size_t IC) {
+    size_t rows = ((size_t)16 << 20) / IC;
+    rows = rows < 1 ? 1 : rows > OC ? OC : rows;
+    return rows * IC;
+}
+
 // The slots of backends/cpu/cpu_internal.h, each grown to its largest use and kept for the run:
 //   W: bf16 weights widened to f32 for sgemm (cpu_matmul.c), the largest matrix (the head's V x C);
-//   DW: a bf16 weight gradient formed in f32 and rounded once, the largest not summed in the
-//     f32 buffer (grad_sum_elems: the head or MLP when chunked); its bias widened (smaller);
+//   DW: a bf16 weight gradient's block of rows formed in f32 and rounded once, the largest of
+//     those not summed in the f32 buffer (grad_sum_elems: the head or MLP when chunked);
 //   RED, ROWS: norms' per-block partial sums, attention's row sums (cpu_norm.c, cpu_attention.c);
 //   IDX: the embedding's sort keys (cpu_elementwise.c). TILE (per thread, a few KiB) is left out.
 mt_part_bytes mt_kernel_scratch_bytes(const mt_engine_shape *sh) {
@@ -39,7 +47,9 @@ mt_part_bytes mt_kernel_scratch_bytes(const mt_engine_shape *sh) {
         w = max_z(max_z(qkv, o), max_z(max_z(gu, down), V * C)) * 4;
         int mlp_f32 = sh->grad_sum_elems && d->mlp_rows > 0 && d->mlp_rows < d->N;
         int head_f32 = sh->grad_sum_elems && sh->chunk_rows < d->N;
-        dw = max_z(max_z(qkv, o), max_z(mlp_f32 ? 0 : max_z(gu, down), head_f32 ? 0 : V * C)) * 4;
+        size_t att = max_z(dw_block((size_t)d->QKV * d->HD, C), dw_block(C, (size_t)d->NH * d->HD));
+        size_t mlp = mlp_f32 ? 0 : max_z(dw_block(2 * F, C), dw_block(C, F)), head = head_f32 ? 0 : dw_block(V, C);
+        dw = max_z(att, max_z(mlp, head)) * 4;
     }
     size_t nb = (N + 15) / 16 < 64 ? (N + 15) / 16 : 64; // MT_CPU_MAX_BLOCKS blocks of >= 16 rows, at most
     size_t red = nb * max_z(C, 2 * (size_t)d->HD) * 8;

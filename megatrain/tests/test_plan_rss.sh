@@ -2,7 +2,8 @@
 # `plan --backend cpu` states what a cpu run holds (issue 42): train's peak_rss_bytes within 5%
 # of the plan's host + "device" bytes (host memory there too). Before, the plan left out the
 # cpu kernels' scratch (bf16 weights widened to f32, weight gradients formed in f32: the head's
-# V x C twice) and planned bf16 activations: 21-26% under at this shape. Two threads: OpenBLAS's
+# V x C twice) and planned bf16 activations: 21-31% under at this shape; and the backend formed
+# the head's gradient whole in f32 where a 64 MiB block is planned now: 7-9%. Two threads: OpenBLAS's
 # buffers (about 34 MiB a thread past the first, not planned) the same on any machine.
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2
