@@ -1,6 +1,7 @@
 // plan.c: the memory side of a plan and whether it fits a machine.
 //   GPU: the engine's footprint, part by part (activations bf16 for paper/mixed,
-//     f32 for fp32: the CUDA backend's choice), for every schedule.
+//     f32 for fp32: the CUDA backend's choice), for every schedule. `--backend cpu` named:
+//     that backend's (f32 activations, its kernels' scratch), its "device" in host memory.
 //   host: the engine's footprint too, unless the schedule's descriptor states the
 //     real system's host bytes per parameter (zero3: DeepSpeed's, zero3_memory.c).
 // Fits: host_bytes (+ gpu_bytes on the cpu backend) <= (1 - 5%) of host memory (the rest is left to the OS),
