@@ -81,7 +81,7 @@ void mt_plan_check_fit(const mt_plan_memory *m, const mt_hw_profile *hw, mt_plan
     out->gpu_have_bytes = hw->hbm_bytes - (double)MT_PLAN_GPU_RESERVE_BYTES;
     if (out->gpu_have_bytes < 0) out->gpu_have_bytes = 0;
     // On a backend whose "device" is host memory (cpu) both come out of the host's.
-    double host_need = (double)m->host_bytes + (m->device_in_host ? (double)m->gpu_bytes : 0);
+    double host_need = (double)m->host_bytes + m->device_in_host * (double)m->gpu_bytes;
     if (host_need > out->host_have_bytes) add_short(out, "host", host_need, out->host_have_bytes);
     // Pinned bytes are part of host bytes: a pinned shortfall is news only under a lower lock limit.
     if ((double)m->pinned_bytes > out->pinned_have_bytes && out->pinned_have_bytes < out->host_have_bytes)

@@ -70,6 +70,7 @@ static void ranks_apply(mt_plan_built *b) {
     *pr = rk->rank;
     b->mem.host_bytes = (size_t)rk->host0_bytes;
     b->mem.pinned_bytes = (size_t)rk->pinned_bytes_per_host;
+    b->mem.device_in_host *= rk->gpus; // cpu ranks: each its own buffers and scratch in the host's memory
     pr->step_ms = rk->step_ms;
     pr->tokens = (long long)rk->tokens;
     pr->tokens_per_s = rk->tokens_per_s;

@@ -63,7 +63,8 @@ typedef struct {
     size_t deepspeed_gpu_bytes;   // zero3: DeepSpeed's own GPU footprint model (gpu_bytes is our schedule's)
     size_t devopt_gpu_bytes;      // the split's units on the GPU (--device-optimizer; in gpu_bytes)
     double host_bytes_per_param;  // host_state_bytes / params
-    int device_in_host;           // plan --backend cpu: gpu_bytes are host memory too (the fit adds them)
+    int device_in_host;           // plan --backend cpu: the copies of gpu_bytes in host memory (1, --gpus N: N;
+                                  // the fit adds them); 0 on a GPU
     const char *host_accounting;  // one line: where the bytes per param come from
 } mt_plan_memory;
 

@@ -13,20 +13,23 @@ jq '.num_hidden_layers = 2 | .max_window_layers = 2 | .hidden_size = 512 | .inte
     .num_attention_heads = 8 | .num_key_value_heads = 2 | .vocab_size = 64000' \
   experiments/models/qwen2.5-3b.json > "$TMP/m.json"
 
-# within PRECISION SPECULATIVE: peak RSS / (plan host + device) in [0.98, 1.05]
+# within PRECISION SPECULATIVE [GPUS]: peak RSS / (plan host + GPUS x device) in [0.98, 1.05]
 within() {
-  local shape=(--config "$TMP/m.json" --backend cpu --precision "$1" --speculative-step "$2" --batch 2 --seq-len 64)
-  if ! "$MT" plan "${shape[@]}" --json > "$TMP/plan" 2> "$TMP/err"; then bad "plan $1: $(tail -1 "$TMP/err")"; return; fi
+  local g=${3:-1}
+  local shape=(--config "$TMP/m.json" --backend cpu --precision "$1" --speculative-step "$2" --batch 2 --seq-len 64
+               --gpus "$g")
+  local hw=(); [ "$g" = 1 ] || hw=(--hardware hgx-h100-8x) # several ranks are priced on a profile's links
+  if ! "$MT" plan "${shape[@]}" "${hw[@]}" --json > "$TMP/plan" 2> "$TMP/err"; then bad "plan $1: $(tail -1 "$TMP/err")"; return; fi
   if ! "$MT" train "${shape[@]}" --steps 1 > "$TMP/out" 2> "$TMP/err"; then bad "train $1: $(tail -1 "$TMP/err")"; return; fi
   local planned rss
-  planned=$(jq -s '.[0].host_bytes + .[0].gpu_bytes' "$TMP/plan")
+  planned=$(jq -s --argjson g "$g" '.[0].host_bytes + $g * .[0].gpu_bytes' "$TMP/plan")
   rss=$(jq -s '[.[].peak_rss_bytes] | max' "$TMP/out")
-  check "$1, speculative $2: peak RSS $rss within 5% of the plan's $planned" \
+  check "$1, speculative $2, $g ranks: peak RSS $rss within 5% of the plan's $planned" \
     awk -v r="$rss" -v p="$planned" 'BEGIN { exit !(p > 0 && r / p >= 0.98 && r / p <= 1.05) }'
 }
 within paper true
 within mixed false
-within fp32 false
+within paper false 2 # --gpus 2: two cpu ranks, each its own buffers and scratch (the plan's fit counts both)
 
 # The plan names the scratch it counts, and only for a backend that keeps it.
 check "plan --backend cpu: kernel_scratch_bytes > 0" test "$(jq '(.gpu.kernel_scratch_bytes // 0) > 0' "$TMP/plan")" = true
@@ -41,4 +44,10 @@ check "plan --backend cpu --host-mem-gb $gb: does not fit, short of host" \
   test "$(jq -c '[.fits, .short[0].resource, .gpu.in_host_memory]' "$TMP/plan")" = '[false,"host",true]'
 "$MT" plan "${shape[@]}" --host-mem-gb "$gb" --json > "$TMP/plan"
 check "plan --host-mem-gb $gb (a GPU's plan): fits" test "$(jq .fits "$TMP/plan")" = true
+# With --gpus 2, two ranks' device bytes: room for one rank's is not enough.
+shape+=(--backend cpu --gpus 2 --batch 2 --hardware hgx-h100-8x)
+"$MT" plan "${shape[@]}" --json > "$TMP/plan"
+gb=$(jq -s '(.[0].host_bytes + 1.5 * .[0].gpu_bytes) / 0.95 / 1e9' "$TMP/plan")
+"$MT" plan "${shape[@]}" --host-mem-gb "$gb" --json > "$TMP/plan"
+check "plan --backend cpu --gpus 2 --host-mem-gb $gb: does not fit" test "$(jq .fits "$TMP/plan")" = false
 finish
