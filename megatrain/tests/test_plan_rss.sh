@@ -19,8 +19,12 @@ within() {
   local shape=(--config "$TMP/m.json" --backend cpu --precision "$1" --speculative-step "$2" --batch 2 --seq-len 64
                --gpus "$g")
   local hw=(); [ "$g" = 1 ] || hw=(--hardware hgx-h100-8x) # several ranks are priced on a profile's links
-  if ! "$MT" plan "${shape[@]}" "${hw[@]}" --json > "$TMP/plan" 2> "$TMP/err"; then bad "plan $1: $(tail -1 "$TMP/err")"; return; fi
-  if ! "$MT" train "${shape[@]}" --steps 1 > "$TMP/out" 2> "$TMP/err"; then bad "train $1: $(tail -1 "$TMP/err")"; return; fi
+  if ! "$MT" plan "${shape[@]}" "${hw[@]}" --json > "$TMP/plan" 2> "$TMP/err"; then
+    bad "plan $1: $(tail -1 "$TMP/err")"; return
+  fi
+  if ! "$MT" train "${shape[@]}" --steps 1 > "$TMP/out" 2> "$TMP/err"; then
+    bad "train $1: $(tail -1 "$TMP/err")"; return
+  fi
   local planned rss
   planned=$(jq -s --argjson g "$g" '.[0].host_bytes + $g * .[0].gpu_bytes' "$TMP/plan")
   rss=$(jq -s '[.[].peak_rss_bytes] | max' "$TMP/out")
@@ -32,7 +36,8 @@ within mixed false
 within paper false 2 # --gpus 2: two cpu ranks, each its own buffers and scratch (the plan's fit counts both)
 
 # The plan names the scratch it counts, and only for a backend that keeps it.
-check "plan --backend cpu: kernel_scratch_bytes > 0" test "$(jq '(.gpu.kernel_scratch_bytes // 0) > 0' "$TMP/plan")" = true
+check "plan --backend cpu: kernel_scratch_bytes > 0" \
+  test "$(jq '(.gpu.kernel_scratch_bytes // 0) > 0' "$TMP/plan")" = true
 "$MT" plan --config "$TMP/m.json" --precision paper --json > "$TMP/plan"
 check "plan (no backend): no kernel scratch" test "$(jq '.gpu | has("kernel_scratch_bytes")' "$TMP/plan")" = false
 # Its fit counts the device bytes as host memory: room for the host bytes alone is not enough.
