@@ -106,6 +106,7 @@ typedef struct {
     mt_part_bytes checkpoints; // saved layer inputs: on the device, or pinned host + 3 device slots
     mt_part_bytes activations; // layer internals, scratch, loss head, RoPE tables; pinned token staging
     mt_part_bytes optimizer;   // the optimizer worker's own buffers
+    mt_part_bytes scratch;     // an f32-only backend's kernel scratch (cpu: bf16 weights widened, dW in f32)
     size_t device_bytes, host_bytes, pinned_bytes; // the sums
     int offload_checkpoints;   // the resolved choice (auto resolved against device_free)
     int spec_window;           // speculative step: units with spare state blocks (0: speculation off),

@@ -21,6 +21,43 @@ mt_part_bytes mt_host_state_bytes(const mt_engine_shape *sh) {
                            .pinned = sh->s.host_pinned ? mt_model_pinned_bytes(&sh->c, sh->prec) : 0};
 }
 
+static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
+
+// A bf16 weight gradient (OC x IC) formed in f32 a block of rows at a time: the floats of one
+// block (MT_CPU_DW_BLOCK_FLOATS, backends/cpu/cpu_internal.h: 16 Mi, or one row where longer).
+static size_t dw_block(size_t OC, size_t IC) {
+    size_t rows = ((size_t)16 << 20) / IC;
+    rows = rows < 1 ? 1 : rows > OC ? OC : rows;
+    return rows * IC;
+}
+
+// The slots of backends/cpu/cpu_internal.h, each grown to its largest use and kept for the run:
+//   W: bf16 weights widened to f32 for sgemm (cpu_matmul.c), the largest matrix (the head's V x C);
+//   DW: a bf16 weight gradient's block of rows formed in f32 and rounded once, the largest of
+//     those not summed in the f32 buffer (grad_sum_elems: the head or MLP when chunked);
+//   RED, ROWS: norms' per-block partial sums, attention's row sums (cpu_norm.c, cpu_attention.c);
+//   IDX: the embedding's sort keys (cpu_elementwise.c). TILE (per thread, a few KiB) is left out.
+mt_part_bytes mt_kernel_scratch_bytes(const mt_engine_shape *sh) {
+    if (!sh->f32_kernels) return (mt_part_bytes){0};
+    const mt_dims *d = &sh->d;
+    size_t C = (size_t)d->C, F = (size_t)d->F, V = (size_t)sh->c.vocab_size, N = (size_t)d->N;
+    size_t qkv = (size_t)d->QKV * d->HD * C, o = C * (size_t)d->NH * d->HD, gu = 2 * F * C, down = C * F;
+    size_t w = 0, dw = 0;
+    if (sh->wdt == MT_BF16) {
+        w = max_z(max_z(qkv, o), max_z(max_z(gu, down), V * C)) * 4;
+        int mlp_f32 = sh->grad_sum_elems && d->mlp_rows > 0 && d->mlp_rows < d->N;
+        int head_f32 = sh->grad_sum_elems && sh->chunk_rows < d->N;
+        size_t att = max_z(dw_block((size_t)d->QKV * d->HD, C), dw_block(C, (size_t)d->NH * d->HD));
+        size_t mlp = mlp_f32 ? 0 : max_z(dw_block(2 * F, C), dw_block(C, F)), head = head_f32 ? 0 : dw_block(V, C);
+        dw = max_z(att, max_z(mlp, head)) * 4;
+    }
+    size_t nb = (N + 15) / 16 < 64 ? (N + 15) / 16 : 64; // MT_CPU_MAX_BLOCKS blocks of >= 16 rows, at most
+    size_t red = nb * max_z(C, 2 * (size_t)d->HD) * 8;
+    size_t rows = max_z((size_t)d->B * d->NH * d->T, nb * C) * 4;
+    size_t idx = N * 8 + (N + 1) * 4;
+    return (mt_part_bytes){.device = w + dw + red + rows + idx};
+}
+
 static mt_engine_footprint sum_parts(const mt_engine_shape *sh) {
     mt_engine_footprint f = {0};
     f.state = mt_host_state_bytes(sh);
@@ -29,7 +66,9 @@ static mt_engine_footprint sum_parts(const mt_engine_shape *sh) {
     f.checkpoints = mt_ckpt_store_bytes(sh);
     f.activations = mt_activations_bytes(sh);
     f.optimizer = mt_opt_worker_bytes(sh);
-    const mt_part_bytes *parts[] = {&f.state, &f.weights, &f.grads, &f.checkpoints, &f.activations, &f.optimizer};
+    f.scratch = mt_kernel_scratch_bytes(sh);
+    const mt_part_bytes *parts[] = {&f.state,       &f.weights,   &f.grads,  &f.checkpoints,
+                                    &f.activations, &f.optimizer, &f.scratch};
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
         f.device_bytes += parts[i]->device;
         f.host_bytes += parts[i]->host;
@@ -136,6 +175,7 @@ void mt_engine_shape_init(mt_engine_shape *sh, const mt_config *c, mt_precision 
     sh->G = o->grad_accum;
     sh->grad_slabs = o->grad_slabs;
     sh->keep_trace = o->keep_trace;
+    sh->f32_kernels = (caps & MT_CAP_TENSOR_DATA) && !(caps & MT_CAP_BF16);
     sh->d = (mt_dims){.B = o->B, .T = o->T, .N = o->B * o->T, .C = c->hidden_size, .F = c->intermediate_size,
                       .NH = c->num_heads, .NKV = c->num_kv_heads, .HD = c->head_dim,
                       .QKV = c->num_heads + 2 * c->num_kv_heads, .eps = c->rms_norm_eps, .qk_norm = c->qk_norm,

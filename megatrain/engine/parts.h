@@ -33,6 +33,8 @@ typedef struct {
                              // and still be updated first and staged (optimizer_worker.h); 0: off
     int grad_sum_f32;        // resolved --grad-accum-dtype: chunked weight gradients summed in f32 (fp32: always)
     size_t grad_sum_elems;   // their f32 device buffer (grad_offload.h), 0 when none is needed
+    int f32_kernels;         // the backend computes on real data in f32 only (no MT_CAP_BF16: cpu): its kernels
+                             // keep f32 scratch beside the parts (mt_kernel_scratch_bytes)
 } mt_engine_shape;
 
 // Shape of a run on a backend with capabilities `caps` (0: no backend, what the
@@ -49,6 +51,8 @@ int mt_head_chunk_rows(int N, int V, size_t act_size, size_t budget_bytes, int f
 // The host model state (host_state.h) as a part: every unit's blocks, the link
 // side page-locked when the schedule pins it.
 mt_part_bytes mt_host_state_bytes(const mt_engine_shape *sh);
+// The scratch an f32-only backend's kernels grow and keep (device bytes; 0 elsewhere), footprint.c.
+mt_part_bytes mt_kernel_scratch_bytes(const mt_engine_shape *sh);
 
 // Device checkpoint slots when checkpoints are offloaded: one being written, one
 // streaming out (forward) or in (backward), one being read.

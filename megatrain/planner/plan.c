@@ -1,9 +1,10 @@
 // plan.c: the memory side of a plan and whether it fits a machine.
 //   GPU: the engine's footprint, part by part (activations bf16 for paper/mixed,
-//     f32 for fp32: the CUDA backend's choice), for every schedule.
+//     f32 for fp32: the CUDA backend's choice), for every schedule. `--backend cpu` named:
+//     that backend's (f32 activations, its kernels' scratch), its "device" in host memory.
 //   host: the engine's footprint too, unless the schedule's descriptor states the
 //     real system's host bytes per parameter (zero3: DeepSpeed's, zero3_memory.c).
-// Fits: host_bytes <= (1 - 5%) of host memory (the rest is left to the OS),
+// Fits: host_bytes (+ gpu_bytes on the cpu backend) <= (1 - 5%) of host memory (the rest is left to the OS),
 //       pinned_bytes <= the same or the lock limit (ulimit -l, measured only), gpu_bytes <= GPU memory - 1 GiB (CUDA context,
 //       cuBLAS workspace, allocator slack).
 #include <string.h>
@@ -19,8 +20,15 @@ mt_status mt_plan_memory_compute(const mt_config *c, const mt_plan_input *in, mt
     memset(out, 0, sizeof *out);
     MT_TRY(mt_plan_input_validate(c, in));
     mt_engine_opts eo = in->eng;
-    mt_dtype act = in->prec == MT_PREC_FP32 ? MT_F32 : MT_BF16;
-    out->engine = mt_engine_footprint_of(c, in->prec, &eo, act, in->gpu_free_bytes, 0); // what it needs: no backend
+    // bf16 activations unless fp32 or a backend computing in f32 only (cli/run_setup.c's choice)
+    unsigned caps = in->backend_caps;
+    mt_dtype act = in->prec == MT_PREC_FP32 || (caps && !(caps & MT_CAP_BF16)) ? MT_F32 : MT_BF16;
+    if (caps && eo.host_free) { // its "device" is host memory: the speculative spares take what it leaves (engine.c)
+        size_t dev = mt_engine_footprint_of(c, in->prec, &eo, act, in->gpu_free_bytes, caps).device_bytes;
+        eo.host_free = dev < eo.host_free ? eo.host_free - dev : 1; // 1: no room (0 would mean "no limit")
+    }
+    out->device_in_host = caps != 0;
+    out->engine = mt_engine_footprint_of(c, in->prec, &eo, act, in->gpu_free_bytes, caps); // caps 0: no backend
     const mt_engine_footprint *e = &out->engine;
     out->gpu_bytes = e->device_bytes;
     int bpp = in->eng.schedule->host_bytes_per_param[in->prec];
@@ -72,10 +80,13 @@ void mt_plan_check_fit(const mt_plan_memory *m, const mt_hw_profile *hw, mt_plan
         out->pinned_have_bytes = hw->pinned_limit_bytes;
     out->gpu_have_bytes = hw->hbm_bytes - (double)MT_PLAN_GPU_RESERVE_BYTES;
     if (out->gpu_have_bytes < 0) out->gpu_have_bytes = 0;
-    if ((double)m->host_bytes > out->host_have_bytes) add_short(out, "host", (double)m->host_bytes, out->host_have_bytes);
+    // On a backend whose "device" is host memory (cpu) both come out of the host's.
+    double host_need = (double)m->host_bytes + m->device_in_host * (double)m->gpu_bytes;
+    if (host_need > out->host_have_bytes) add_short(out, "host", host_need, out->host_have_bytes);
     // Pinned bytes are part of host bytes: a pinned shortfall is news only under a lower lock limit.
     if ((double)m->pinned_bytes > out->pinned_have_bytes && out->pinned_have_bytes < out->host_have_bytes)
         add_short(out, "pinned", (double)m->pinned_bytes, out->pinned_have_bytes);
-    if ((double)m->gpu_bytes > out->gpu_have_bytes) add_short(out, "gpu", (double)m->gpu_bytes, out->gpu_have_bytes);
+    if (!m->device_in_host && (double)m->gpu_bytes > out->gpu_have_bytes)
+        add_short(out, "gpu", (double)m->gpu_bytes, out->gpu_have_bytes);
     out->fits = out->n_short == 0;
 }

@@ -53,6 +53,11 @@ static mt_status machine(const mt_plan_request *rq, mt_plan_built *b) {
     if (rq->peer) MT_TRY(mt_peer_find(rq->peer, &b->peer));
     if (b->peer && b->have_rates) MT_TRY(mt_peer_profile(b->peer, b->in.prec, &b->hw, &b->hw, &b->peer_rate));
     b->gpu_known = b->hw.hbm_bytes > 0;
+    if (b->in.backend_caps) { // plan --backend cpu: its "device" is the host's memory (as train's), not a GPU here
+        b->gpu_known = 0;
+        b->in.gpu_free_bytes = b->in.eng.host_free;
+        return MT_OK;
+    }
     if (b->gpu_known && b->hw.hbm_bytes > (double)MT_PLAN_GPU_RESERVE_BYTES)
         b->in.gpu_free_bytes = (size_t)(b->hw.hbm_bytes - (double)MT_PLAN_GPU_RESERVE_BYTES);
     return MT_OK;
@@ -66,6 +71,7 @@ static void ranks_apply(mt_plan_built *b) {
     *pr = rk->rank;
     b->mem.host_bytes = (size_t)rk->host0_bytes;
     b->mem.pinned_bytes = (size_t)rk->pinned_bytes_per_host;
+    b->mem.device_in_host *= rk->gpus; // cpu ranks: each its own buffers and scratch in the host's memory
     pr->step_ms = rk->step_ms;
     pr->tokens = (long long)rk->tokens;
     pr->tokens_per_s = rk->tokens_per_s;

@@ -269,6 +269,8 @@ mt_status mt_plan_json(const mt_plan_built *b, cJSON **out) {
     // (one rounding per chunk, the official code's way); auto takes f32 where the device plan fits.
     cJSON_AddStringToObject(g, "grad_accum_dtype", b->mem.engine.grad_sum_f32 ? "f32" : "bf16");
     add_num(g, "grad_accum_bytes", (double)b->mem.engine.grad_sum_bytes);
+    // plan --backend cpu: its kernels' f32 scratch (engine/footprint.c), in gpu_bytes; absent elsewhere
+    if (b->mem.engine.scratch.device) add_num(g, "kernel_scratch_bytes", (double)b->mem.engine.scratch.device);
     if (b->mem.engine.offload_checkpoints) add_num(h, "checkpoint_bytes", (double)b->mem.engine.checkpoints.host);
     if (b->gpu_known) {
         add_num(g, "mem_bytes", b->hw.hbm_bytes);
@@ -276,6 +278,7 @@ mt_status mt_plan_json(const mt_plan_built *b, cJSON **out) {
         add_num(g, "have_bytes", b->fit.gpu_have_bytes);
     }
     cJSON_AddBoolToObject(g, "checked", b->gpu_known);
+    if (b->mem.device_in_host) cJSON_AddBoolToObject(g, "in_host_memory", 1); // plan --backend cpu: fit with host
     if (sd->takes & MT_TAKES_ZERO3) {
         const mt_zero3_knobs *zk = &b->in.eng.sched.zero3;
         cJSON *z = cJSON_AddObjectToObject(j, "zero3");

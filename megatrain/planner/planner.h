@@ -41,6 +41,8 @@ typedef struct {
     size_t gpu_free_bytes;   // for --offload-checkpoints auto: the device memory available (0 = unknown: keep on the device)
     double rollback_rate;    // speculative step: the fraction of steps that roll back (--rollback-rate, 0 by default)
     mt_attn_impl attention;  // --attention (a peer's descriptor names its own implementation instead)
+    unsigned backend_caps;   // --backend named whose "device" is host memory (cpu): its caps, for its f32
+                             // activations and kernel scratch; 0: what the configuration needs on a GPU
     // One data-parallel rank of several (planner/ranks.c sets these; 0 for one GPU): the share of
     // each gradient this rank copies to the host (1/N after a reduce-scatter; 0 means 1), and the
     // compute-stream time its gradient collective takes per micro-batch (ms; NCCL runs there).
@@ -61,6 +63,8 @@ typedef struct {
     size_t deepspeed_gpu_bytes;   // zero3: DeepSpeed's own GPU footprint model (gpu_bytes is our schedule's)
     size_t devopt_gpu_bytes;      // the split's units on the GPU (--device-optimizer; in gpu_bytes)
     double host_bytes_per_param;  // host_state_bytes / params
+    int device_in_host;           // plan --backend cpu: the copies of gpu_bytes in host memory (1, --gpus N: N;
+                                  // the fit adds them); 0 on a GPU
     const char *host_accounting;  // one line: where the bytes per param come from
 } mt_plan_memory;
 

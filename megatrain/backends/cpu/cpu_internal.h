@@ -15,13 +15,17 @@
 // overwrites the scratch another still reads within the same call.
 enum {
     MT_CPU_SCR_W = 0,  // f32 copy of bf16 weights
-    MT_CPU_SCR_DW,     // f32 weight gradients before rounding to bf16
+    MT_CPU_SCR_DW,     // f32 weight gradients before rounding to bf16, a block of rows at a time
     MT_CPU_SCR_RED,    // per-block partial sums of reductions (double)
     MT_CPU_SCR_TILE,   // per-thread attention tiles
     MT_CPU_SCR_ROWS,   // attention D_i = rowsum(dout * out)
     MT_CPU_SCR_IDX,    // embedding_bwd sort keys
     MT_CPU_NSCR
 };
+
+// A bf16 weight gradient's rows formed in f32 per block: 16 Mi floats (64 MiB) of scratch at most,
+// unless one row is longer (engine/footprint.c plans the same).
+#define MT_CPU_DW_BLOCK_FLOATS ((size_t)16 << 20)
 
 typedef struct {
     void *buf[MT_CPU_NSCR];

@@ -39,6 +39,21 @@ static void dbias_pass(void *dbias, mt_dtype wdt, const float *dout, int N, int 
     }
 }
 
+// Rows o0..o0+m of a bf16 weight gradient: formed (or, acc, summed onto its value) in f32 in
+// dwf (m x IC), then rounded once. dout points at column o0 of dout(N,OC).
+static void dw_f32(float *dwf, uint16_t *dw, const float *dout, const float *inp, int N, int IC, int OC, int m,
+                   int acc) {
+    size_t n = (size_t)m * IC;
+    if (acc) mt_cpu_bf16_to_f32(dwf, dw, n);
+    if (N > 0)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, IC, N, 1.0f, dout, OC, inp, IC, acc ? 1.0f : 0.0f,
+                    dwf, IC);
+    else if (!acc)
+        for (size_t i = 0; i < n; i++) dwf[i] = 0.0f;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) dw[i] = mt_f32_to_bf16(dwf[i]);
+}
+
 mt_status mt_cpu_op_matmul_fwd(mt_backend *be, void *out, const void *inp, const void *w, const void *bias,
                                mt_dtype wdt, int N, int IC, int OC) {
     MT_TRY(mt_cpu_check_wdt(wdt, "matmul_fwd"));
@@ -66,26 +81,25 @@ mt_status mt_cpu_op_matmul_bwd(mt_backend *be, void *dinp, void *dw, void *dbias
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, wf, IC,
                     (flags & MT_ACC_DINP) ? 1.0f : 0.0f, dinp, IC);
     }
-    if (dw) {
-        size_t n = (size_t)OC * IC;
-        float *dwf = dw;
-        if (dwt == MT_BF16) {
-            void *p;
-            MT_TRY(mt_cpu_scratch(be, MT_CPU_SCR_DW, n * sizeof(float), &p));
-            dwf = p;
-            if (acc_dw) mt_cpu_bf16_to_f32(dwf, dw, n);
+    if (dw && dwt == MT_BF16) {
+        // In blocks of rows: each element's sum over N is the same at any row count, so the f32
+        // scratch is one block's, not the whole matrix's (the head's V x C: 1.2 GB at Qwen2.5-3B).
+        int rows = MT_CPU_DW_BLOCK_FLOATS / IC < 1 ? 1 : (int)(MT_CPU_DW_BLOCK_FLOATS / IC);
+        if (rows > OC) rows = OC;
+        void *p;
+        MT_TRY(mt_cpu_scratch(be, MT_CPU_SCR_DW, (size_t)rows * IC * sizeof(float), &p));
+        for (int o0 = 0; o0 < OC; o0 += rows) {
+            int m = OC - o0 < rows ? OC - o0 : rows;
+            dw_f32(p, (uint16_t *)dw + (size_t)o0 * IC, (const float *)dout + o0, inp, N, IC, OC, m, acc_dw);
         }
+    } else if (dw) {
         // dw(OC,IC) = dout(N,OC)^T @ inp(N,IC)
+        float *dwf = dw;
         if (N > 0)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC,
                         acc_dw ? 1.0f : 0.0f, dwf, IC);
         else if (!acc_dw)
-            for (size_t i = 0; i < n; i++) dwf[i] = 0.0f;
-        if (dwt == MT_BF16) {
-            uint16_t *d = dw;
-#pragma omp parallel for schedule(static)
-            for (size_t i = 0; i < n; i++) d[i] = mt_f32_to_bf16(dwf[i]);
-        }
+            for (size_t i = 0; i < (size_t)OC * IC; i++) dwf[i] = 0.0f;
     }
     if (dbias) dbias_pass(dbias, dwt, dout, N, OC, acc_dw);
     return MT_OK;
