@@ -35,8 +35,10 @@
 // The speculative step is off (cli/cmd_train.c turns it off across hosts).
 // Memory per host: the streamed parameters whole; the moments (and master) of 1/H, and with one GPU
 // per host the gradients' sum of 1/H too (else whole); N ranks' staging (engine.h
-// mt_engine_check_host_memory_ranks); the staging of the sum (send and receive, 2 H rounds; with
-// one GPU per host the drain's too, 2 H more) and of the worker's gather (H rounds).
+// mt_engine_check_host_memory_ranks); the staging of the sum (its send and receive: the step's, or
+// with one GPU per host the drain's, whose step lane is then never written) and of the worker's
+// gather (its receive): 3 buffers of H pieces, each piece written only as far as one round reaches,
+// min(chunk, the largest unit's slice).
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -194,8 +196,8 @@ mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, co
         out->largest_unit_bytes = unit;
         double chunk = (double)MT_PLAN_HOSTS_CHUNK_BYTES;
         if (chunk * hosts > (double)(1ULL << 30)) chunk = (double)(1ULL << 30) / hosts;
-        // the sum's send and receive, the worker's receive, and (sliced) the drain's send and receive
-        out->staging_bytes = (out->grads_sliced ? 5.0 : 3.0) * hosts * chunk;
+        double slice = ceil(unit / hosts); // the pages a round touches (engine/hosts_mpi.c piece())
+        out->staging_bytes = 3.0 * hosts * (chunk < slice ? chunk : slice);
         out->unsharded_bytes_per_host += out->staging_bytes;
         out->host_bytes_per_host = out->unsharded_bytes_per_host - out->state_saved_bytes;
         if (out->grads_sliced) out->pinned_bytes_per_host -= P * gs; // the sliced sums are pageable
