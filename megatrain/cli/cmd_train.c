@@ -353,6 +353,8 @@ static mt_status setup_model(train_run *r, mt_options *o) {
     }
     if (o->shard_optimizer && strcmp(o->shard_optimizer, "hosts") && strcmp(o->shard_optimizer, "off"))
         return mt_fail(MT_ERR_ARG, "--shard-optimizer %s: expected hosts or off", o->shard_optimizer);
+    if (o->save_layout && strcmp(o->save_layout, "hosts") && strcmp(o->save_layout, "host0"))
+        return mt_fail(MT_ERR_ARG, "--save-layout %s: expected hosts or host0", o->save_layout);
     mt_schedule_desc resolved;
     mt_schedule_resolve(eo.schedule, &eo.sched, cfg, &resolved);
     MT_TRY(mt_engine_check_host_memory_ranks(cfg, prec, &eo, be, n_gpus)); // one check, before any allocation
@@ -366,7 +368,8 @@ static mt_status setup_model(train_run *r, mt_options *o) {
     if (r->shard && o->dump_grads) // host 0 holds the hosts' sum of its own slice only
         return mt_fail(MT_ERR_ARG, "--dump-grads with the optimizer state sharded across %d hosts: host 0 holds the "
                                    "summed gradient of its slice only. HINT: add --shard-optimizer off", H);
-    r->shards = (mt_model_shards){.hosts = r->hosts, .m = model};
+    // A save: every host writes its slices (a --save every host shares), or host 0 all (host0).
+    r->shards = (mt_model_shards){.hosts = r->hosts, .m = model, .per_host = !o->save_layout || !strcmp(o->save_layout, "hosts")};
     if (r->shard) model->shards = &r->shards; // a load keeps this host's slices, a save gathers them (host_shard.h)
     if (r->virtual_run) {
         // no tensor data exists: nothing to load or initialise
