@@ -28,6 +28,7 @@ typedef struct {
     char tensor[256]; // NAME.exp_avg
     size_t start, stop;
     int host;
+    int file;          // its optimizer file, 0-based among all hosts' (number_files)
     const float *data; // in this host's memory (its own pieces only are read from it)
 } piece;
 
@@ -67,10 +68,46 @@ static mt_status all_pieces(const mt_model *m, int H, piece *out, int *n, int *p
     return MT_OK;
 }
 
-static void optimizer_file(int h, int H, char *out, size_t cap) { mt_st_shard_name("optimizer", h, H, out, cap); }
+static void optimizer_file(int f, int n_files, char *out, size_t cap) {
+    mt_st_shard_name("optimizer", f, n_files, out, cap);
+}
+
+// Pieces as entries to write (1-D F32 runs of this host's moments).
+static mt_st_entry *piece_entries(const piece *P, int n) {
+    mt_st_entry *e = calloc((size_t)(n ? n : 1), sizeof *e);
+    for (int i = 0; e && i < n; i++) {
+        e[i].name = P[i].name;
+        e[i].dtype = e[i].file_dtype = MT_F32;
+        e[i].ndim = 1;
+        e[i].shape[0] = (int64_t)(P[i].stop - P[i].start);
+        e[i].data = P[i].data;
+    }
+    return e;
+}
+
+// Each host's pieces cut into files of --shard-size as one host cuts its tensors, numbered
+// host after host: every host numbers every host's files the same (a function of the model,
+// H and the size), so the names need no exchange.
+static mt_status number_files(piece *P, int np, size_t shard_bytes, int *n_files) {
+    int base = 0;
+    for (int first = 0, n; first < np; first += n) {
+        for (n = 0; first + n < np && P[first + n].host == P[first].host;) n++;
+        mt_st_entry *e = piece_entries(P + first, n);
+        mt_st_shard_plan plan;
+        mt_status s = e ? mt_st_shard_plan_make(e, n, shard_bytes, "optimizer", &plan)
+                        : mt_fail(MT_ERR_MEMORY, "several hosts' save: out of memory");
+        free(e);
+        MT_TRY(s);
+        for (int i = 0; i < n; i++) P[first + i].file = base + plan.shard_of[i];
+        base += plan.n_shards;
+        mt_st_shard_plan_free(&plan);
+    }
+    *n_files = base;
+    return MT_OK;
+}
 
 // optimizer.safetensors.index.json: HF's {metadata, weight_map} and "slices".
-static mt_status write_optimizer_index(const char *dir, const piece *P, int np, int H) {
+static mt_status write_optimizer_index(const char *dir, const piece *P, int np, int H, int n_files) {
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
     char num[32], file[64], path[4400];
@@ -83,7 +120,7 @@ static mt_status write_optimizer_index(const char *dir, const piece *P, int np, 
     cJSON *wm = cJSON_AddObjectToObject(root, "weight_map");
     cJSON *sl = cJSON_AddObjectToObject(root, "slices");
     for (int i = 0; i < np; i++) {
-        optimizer_file(P[i].host, H, file, sizeof file);
+        optimizer_file(P[i].file, n_files, file, sizeof file);
         cJSON_AddStringToObject(wm, P[i].name, file);
         cJSON *o = cJSON_AddObjectToObject(sl, P[i].name);
         cJSON_AddStringToObject(o, "tensor", P[i].tensor);
@@ -101,21 +138,18 @@ static mt_status write_optimizer_index(const char *dir, const piece *P, int np, 
     return s;
 }
 
-// This host's optimizer file: its own pieces P[first, first + n).
-static mt_status write_optimizer_part(const char *dir, const piece *P, int n, int me, int H, uint32_t *crcs) {
-    mt_st_entry *e = calloc((size_t)(n ? n : 1), sizeof *e);
+// This host's optimizer files: its own pieces P[0, n), file after file.
+static mt_status write_optimizer_part(const char *dir, const piece *P, int n, int n_files, uint32_t *crcs) {
+    mt_st_entry *e = piece_entries(P, n);
     if (!e) return mt_fail(MT_ERR_MEMORY, "%s: out of memory for the optimizer pieces", dir);
-    for (int i = 0; i < n; i++) {
-        e[i].name = P[i].name;
-        e[i].dtype = e[i].file_dtype = MT_F32;
-        e[i].ndim = 1;
-        e[i].shape[0] = (int64_t)(P[i].stop - P[i].start);
-        e[i].data = P[i].data;
-    }
     char file[64], path[4400];
-    optimizer_file(me, H, file, sizeof file);
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    mt_status s = mt_st_write_sums(path, e, n, crcs);
+    mt_status s = MT_OK;
+    for (int a = 0, k; a < n && s == MT_OK; a += k) {
+        for (k = 0; a + k < n && P[a + k].file == P[a].file;) k++;
+        optimizer_file(P[a].file, n_files, file, sizeof file);
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        s = mt_st_write_sums(path, e + a, k, crcs + a);
+    }
     free(e);
     return s;
 }
@@ -161,16 +195,25 @@ static mt_status write_weights(const mt_model_shards *s, const char *wdir, const
 }
 
 // Every file of the save, seen from this host; the first one missing named.
-static mt_status check_visible(const char *dir, int n_weight_files, int H, int me) {
+static mt_status check_visible(const char *dir, int n_weight_files, int H, const piece *P, int np, int n_files,
+                               int me) {
     char name[300], path[4400];
     struct stat sb;
-    int n = n_weight_files + H + 1 + (n_weight_files > 1);
+    int n = n_weight_files + n_files + 1 + (n_weight_files > 1), p = 0;
     for (int i = 0; i < n; i++) {
-        int owner;
-        if (i < n_weight_files) mt_st_shard_name("model", i, n_weight_files, name, sizeof name), owner = i % H;
-        else if (i < n_weight_files + H) optimizer_file(i - n_weight_files, H, name, sizeof name), owner = i - n_weight_files;
-        else if (i == n_weight_files + H) snprintf(name, sizeof name, "optimizer.safetensors.index.json"), owner = 0;
-        else snprintf(name, sizeof name, "model.safetensors.index.json"), owner = 0;
+        int owner = 0;
+        if (i < n_weight_files) {
+            mt_st_shard_name("model", i, n_weight_files, name, sizeof name);
+            owner = i % H;
+        } else if (i < n_weight_files + n_files) {
+            int f = i - n_weight_files;
+            while (p < np && P[p].file < f) p++;
+            optimizer_file(f, n_files, name, sizeof name);
+            owner = p < np ? P[p].host : 0;
+        } else {
+            snprintf(name, sizeof name, i == n_weight_files + n_files ? "optimizer.safetensors.index.json"
+                                                                      : "model.safetensors.index.json");
+        }
         snprintf(path, sizeof path, "%s/%s", dir, name);
         if (stat(path, &sb) != 0)
             return mt_fail(MT_ERR_IO, "%s: written by host %d, but host %d cannot see it after every host wrote "
@@ -181,7 +224,7 @@ static mt_status check_visible(const char *dir, int n_weight_files, int H, int m
 }
 
 static mt_status records_of(const mt_st_entry *W, int nw, const mt_st_shard_plan *plan, const piece *P, int np,
-                            int H, const double *crc, mt_tensor_records *wr, mt_tensor_records *mr) {
+                            int n_files, const double *crc, mt_tensor_records *wr, mt_tensor_records *mr) {
     wr->t = calloc((size_t)(nw ? nw : 1), sizeof *wr->t);
     mr->t = calloc((size_t)(np ? np : 1), sizeof *mr->t);
     if (!wr->t || !mr->t) return mt_fail(MT_ERR_MEMORY, "several hosts' save: out of memory for the records");
@@ -198,7 +241,7 @@ static mt_status records_of(const mt_st_entry *W, int nw, const mt_st_shard_plan
     for (int i = 0; i < np; i++) {
         mt_tensor_record *r = &mr->t[mr->n++];
         snprintf(r->name, sizeof r->name, "%s", P[i].name);
-        optimizer_file(P[i].host, H, r->file, sizeof r->file);
+        optimizer_file(P[i].file, n_files, r->file, sizeof r->file);
         r->dtype = MT_F32;
         r->ndim = 1;
         r->shape[0] = (int64_t)(P[i].stop - P[i].start);
@@ -218,7 +261,7 @@ static mt_status save_collective(const mt_model_shards *s, const char *dir, size
     const int H = h->n, me = h->rank;
     mt_st_entry *W = NULL;
     char(*wn)[256] = NULL;
-    int nw = 0, np = 0, fewest = 0, first = 0, mine = 0;
+    int nw = 0, np = 0, fewest = 0, first = 0, mine = 0, n_files = 0;
     mt_st_shard_plan plan = {0};
     piece *P = NULL;
     uint32_t *wcrc = NULL, *pcrc = NULL;
@@ -242,6 +285,7 @@ static mt_status save_collective(const mt_model_shards *s, const char *dir, size
         own = P && wcrc && pcrc && crc ? all_pieces(m, H, P, &np, NULL)
                                        : mt_fail(MT_ERR_MEMORY, "several hosts' save: out of memory");
     }
+    if (own == MT_OK) own = number_files(P, np, shard_bytes, &n_files);
     if (own == MT_OK && wdir != dir) own = mt_make_dir(wdir, "MT_FAULT_SAVE_PRIVATE_DIR");
     int v[2] = {own != MT_OK ? me + 1 : 0, 0}; // a setup that failed anywhere: no collective of the writes
     mt_status cs = h->agree_max(h, v, 1);
@@ -249,13 +293,13 @@ static mt_status save_collective(const mt_model_shards *s, const char *dir, size
         while (first < np && P[first].host < me) first++;
         while (first + mine < np && P[first + mine].host == me) mine++;
         cs = write_weights(s, wdir, W, nw, &plan, wcrc, &own);
-        if (cs == MT_OK && own == MT_OK) own = write_optimizer_part(wdir, P + first, mine, me, H, pcrc);
+        if (cs == MT_OK && own == MT_OK) own = write_optimizer_part(wdir, P + first, mine, n_files, pcrc);
         if (cs == MT_OK && own == MT_OK && me == 0) own = mt_st_write_index(wdir, "model", W, nw, &plan);
-        if (cs == MT_OK && own == MT_OK && me == 0) own = write_optimizer_index(wdir, P, np, H);
+        if (cs == MT_OK && own == MT_OK && me == 0) own = write_optimizer_index(wdir, P, np, H, n_files);
         v[0] = own != MT_OK ? me + 1 : 0;
         if (cs == MT_OK) cs = h->agree_max(h, v, 1); // every host wrote (or failed): a barrier
         if (cs == MT_OK && v[0] == 0) {
-            own = check_visible(dir, plan.n_shards, H, me);
+            own = check_visible(dir, plan.n_shards, H, P, np, n_files, me);
             v[1] = own != MT_OK ? me + 1 : 0;
             cs = h->agree_max(h, v + 1, 1);
         }
@@ -264,7 +308,7 @@ static mt_status save_collective(const mt_model_shards *s, const char *dir, size
         for (int i = 0; i < nw; i++) crc[i] = plan.shard_of[i] % H == me ? (double)wcrc[i] : 0.0;
         for (int i = 0; i < mine; i++) crc[nw + first + i] = (double)pcrc[i];
         cs = h->sum_f64(h, crc, nw + np);
-        if (cs == MT_OK && me == 0 && wrec && mrec) own = records_of(W, nw, &plan, P, np, H, crc, wrec, mrec);
+        if (cs == MT_OK && me == 0 && wrec && mrec) own = records_of(W, nw, &plan, P, np, n_files, crc, wrec, mrec);
     }
     if (cs != MT_OK) own = cs;
     else if (own != MT_OK && me > 0) fprintf(stderr, "megatrain: host %d: %s\n", me, mt_last_error());

@@ -1,8 +1,9 @@
 // host_shard_save.h: a checkpoint of the sharded state written by every host at once
 // (--save-layout hosts, the default when the optimizer state is sharded): no host holds or
 // fetches another's moments. Host h writes
-// - optimizer-0000(h+1)-of-0000H.safetensors: the Adam moments of its own slices, each piece
-//   NAME.exp_avg[START:STOP] (and .exp_avg_sq) a 1-D run of the flattened tensor's elements;
+// - the Adam moments of its own slices, each piece NAME.exp_avg[START:STOP] (and .exp_avg_sq) a
+//   1-D run of the flattened tensor's elements, in files optimizer-0000k-of-0000N.safetensors of
+//   --shard-size (one a host unless its share is larger), numbered host after host;
 // - the HF weights files model-0000k-of-0000N.safetensors with k % H == h (N from --shard-size,
 //   as one host would cut them). The bf16/f32 parameters are whole on every host; in mixed the
 //   file holds the f32 master, so its writer gathers the master of that file's tensors only,
