@@ -479,7 +479,10 @@ static mt_status train_save(train_run *r, const mt_options *o, int step, int las
     // Sharded, every host takes part in a save (host 0 writes it): host 0's --save (or
     // --resume) and --save-every, the same on every host.
     int due = r->save_all && (last || stop || (r->save_every && step % r->save_every == 0));
-    if (r->shard && r->quiet && due) MT_TRY(mt_host_shard_serve(&r->shards));
+    if (r->shard && r->quiet && due) { // a per-host save writes this host's state: its last update in first
+        MT_TRY(mt_engine_finish(r->eng));
+        MT_TRY(mt_host_shard_serve(&r->shards));
+    }
     if (!(o->save && (last || stop || (o->save_every && step % o->save_every == 0)))) return MT_OK;
     mt_status s = stage_checkpoint(&r->cd, &r->model, r->eng, o, step, r->skipped, &r->data);
     if (r->shard) s = shards_done(&r->shards, s);
