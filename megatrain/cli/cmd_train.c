@@ -26,6 +26,7 @@
 #include "cli/run_setup.h"
 #include "cli/run_signals.h"
 #include "cli/train_state.h"
+#include "core/env.h"
 #include "core/host_mem.h"
 #include "core/json_file.h"
 #include "core/metrics.h"
@@ -34,6 +35,7 @@
 #include "data/dataloader.h"
 #include "engine/engine.h"
 #include "engine/host_shard.h"
+#include "engine/host_shard_save.h"
 #include "engine/hosts.h"
 #include "engine/model_io.h"
 
@@ -371,6 +373,9 @@ static mt_status setup_model(train_run *r, mt_options *o) {
     // A save: every host writes its slices (a --save every host shares), or host 0 all (host0).
     r->shards = (mt_model_shards){.hosts = r->hosts, .m = model, .per_host = !o->save_layout || !strcmp(o->save_layout, "hosts")};
     if (r->shard) model->shards = &r->shards; // a load keeps this host's slices, a save gathers them (host_shard.h)
+    // Per-host saves need a --save every host sees: proved now, not at the first save hours in.
+    if (r->shard && r->shards.per_host && r->save_all && !mt_env_flag("MT_FAULT_NO_SHARE_PROBE"))
+        MT_TRY(mt_host_shard_check_shared(&r->shards, r->quiet ? NULL : r->cd.parent, r->quiet ? NULL : r->cd.name));
     if (r->virtual_run) {
         // no tensor data exists: nothing to load or initialise
     } else if (o->resume) {

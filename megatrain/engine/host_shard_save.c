@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/env.h"
 #include "core/file_io.h"
@@ -17,6 +18,8 @@
 
 #define INDEX_MAX ((size_t)256 << 20)
 #define SLICES_FORMAT "megatrain-host-slices"
+
+static const char *private_dir(int me);
 
 static const char *UNSHARED_HINT =
     "HINT: put --save on a filesystem every host mounts at the same path (NFS, Lustre, ...), or give "
@@ -267,8 +270,7 @@ static mt_status save_collective(const mt_model_shards *s, const char *dir, size
     uint32_t *wcrc = NULL, *pcrc = NULL;
     double *crc = NULL;
     // Test hook: hosts past 0 write into this directory instead, as if --save were on their own disk.
-    const char *private_dir = me > 0 ? getenv("MT_FAULT_SAVE_PRIVATE_DIR") : NULL;
-    const char *wdir = private_dir && *private_dir ? private_dir : dir;
+    const char *wdir = private_dir(me) ? private_dir(me) : dir;
 
     mt_status own = mt_model_weight_entries(m, &W, &wn, &nw);
     for (int i = 0; i < nw && own == MT_OK; i++) W[i].fetch = NULL, W[i].drop = NULL; // gathered by round here
@@ -351,6 +353,62 @@ mt_status mt_host_shard_save_follow(const mt_model_shards *s, const uint64_t cmd
     if (st == MT_OK) save_collective(s, (const char *)path, (size_t)cmd[2], NULL, NULL);
     free(path);
     return st; // the save's own failure is host 0's to report
+}
+
+// Where this host writes: --save's, or with the test hook a directory of its own (host 0 excepted).
+static const char *private_dir(int me) {
+    const char *d = me > 0 ? getenv("MT_FAULT_SAVE_PRIVATE_DIR") : NULL;
+    return d && *d ? d : NULL;
+}
+
+// Host 0's string to every host (s: host 0's, NULL elsewhere); *out malloc'd.
+static mt_status bcast_string(mt_hosts *h, const char *s, char **out) {
+    uint64_t len = s ? strlen(s) : 0;
+    MT_TRY(h->bcast_u64(h, &len, 1));
+    size_t words = (size_t)len / 8 + 1;
+    uint64_t *w = calloc(words, sizeof *w);
+    if (!w) return mt_fail(MT_ERR_MEMORY, "several hosts: out of memory");
+    if (s) memcpy(w, s, (size_t)len);
+    mt_status st = h->bcast_u64(h, w, (int)words);
+    ((char *)w)[len] = 0; // words * 8 > len
+    if (st != MT_OK) free(w);
+    else *out = (char *)w;
+    return st;
+}
+
+mt_status mt_host_shard_check_shared(const mt_model_shards *s, const char *parent, const char *name) {
+    mt_hosts *h = s->hosts;
+    const int H = h->n, me = h->rank;
+    char mine[4400], path[4400], *prefix = NULL;
+    if (me == 0) snprintf(path, sizeof path, "%s/.%s.hosts-%ld", parent, name, (long)getpid());
+    MT_TRY(bcast_string(h, me == 0 ? path : NULL, &prefix));
+    const char *base = strrchr(prefix, '/') ? strrchr(prefix, '/') + 1 : prefix;
+    if (private_dir(me)) snprintf(mine, sizeof mine, "%s/%s-%d", private_dir(me), base, me);
+    else snprintf(mine, sizeof mine, "%s-%d", prefix, me);
+    mt_status own = private_dir(me) ? mt_make_dir(private_dir(me), "MT_FAULT_SAVE_PRIVATE_DIR") : MT_OK;
+    if (own == MT_OK) own = mt_file_write_atomic(mine, "", 0);
+    int v[2] = {own != MT_OK ? me + 1 : 0, 0};
+    mt_status cs = h->agree_max(h, v, 1); // every host made its file (a barrier)
+    for (int p = 0; cs == MT_OK && v[0] == 0 && p < H && own == MT_OK; p++) {
+        struct stat sb;
+        snprintf(path, sizeof path, "%s-%d", prefix, p);
+        if (stat(path, &sb) != 0)
+            own = mt_fail(MT_ERR_IO, "--save: host %d cannot see %s, which host %d made beside the --save directory "
+                                     "(%s): the hosts do not share it. %s",
+                          me, path, p, strerror(errno), UNSHARED_HINT);
+    }
+    v[1] = own != MT_OK ? me + 1 : 0;
+    if (cs == MT_OK && v[0] == 0) cs = h->agree_max(h, v + 1, 1); // every host looked: each removes its own
+    (void)unlink(mine);
+    free(prefix);
+    if (cs != MT_OK) return cs;
+    if (own != MT_OK) return own;
+    if (v[0] || v[1])
+        return mt_fail(MT_ERR_IO, "--save: host %d %s: the hosts do not share the --save directory (its error is "
+                                  "above). %s", (v[0] ? v[0] : v[1]) - 1,
+                       v[0] ? "could not make a file beside it" : "cannot see the others' files beside it",
+                       UNSHARED_HINT);
+    return MT_OK;
 }
 
 // ----------------------------------------------------------------------------

@@ -28,6 +28,10 @@ mt_status mt_host_shard_save(const mt_model_shards *s, const char *dir, size_t s
 // The other hosts (mt_host_shard_serve, on host 0's command): their part of that save. Its own
 // failure is said on stderr and agreed with the others (host 0 fails the save); MT_OK then.
 mt_status mt_host_shard_save_follow(const mt_model_shards *s, const uint64_t cmd[5]);
+// Before a run trains, on every host (parent, name: --save's, host 0's; NULL elsewhere): each host
+// makes a file beside --save and looks for every other's, so a --save the hosts do not share
+// fails before the first step, naming the host and the file, with a hint.
+mt_status mt_host_shard_check_shared(const mt_model_shards *s, const char *parent, const char *name);
 // *yes = 1 when DIR's optimizer state is the per-host slices (its index has "slices").
 mt_status mt_host_shard_saved_per_host(const char *dir, int *yes);
 // Reads the pieces overlapping this host's slices (all of them without m->shards), each checked

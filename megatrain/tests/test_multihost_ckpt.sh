@@ -106,12 +106,24 @@ check "a missing host's file: refused naming it" damaged missing "missing (check
 # A --save the hosts do not share: host 1 writes where host 0 cannot see (MT_FAULT_SAVE_PRIVATE_DIR).
 check "2 hosts save" mrun 2 "$TMP/ns" --precision paper --batch 2 --steps 2
 cp -r "$TMP/ns" "$TMP/ns_before"
-mpirun -np 2 -x MT_FAULT_SAVE_PRIVATE_DIR="$TMP/private" "$MT" train --resume "$TMP/ns" --steps 3 > /dev/null \
-  2> "$TMP/ns.err"
-check "a --save not shared: the save fails" test $? -ne 0
+mpirun -np 2 -x MT_FAULT_SAVE_PRIVATE_DIR="$TMP/private" "$MT" train --resume "$TMP/ns" --steps 3 > "$TMP/ns0.jsonl" \
+  2> "$TMP/ns0.err"
+check "a --save not shared: refused before training" test $? -ne 0
+check "... no step ran" test ! -s "$TMP/ns0.jsonl"
+check "... naming the host, the file and the cause, with a hint" \
+  grep -q "error: --save: host 1 cannot see .*/\.ns\.hosts-[0-9]*-1, which host 1 made .*do not share it. HINT: .*--save-layout host0" "$TMP/ns0.err"
+check "... no file of the check left beside it" bash -c "! ls -a '$TMP' | grep -q '^\.ns\.hosts-'"
+# The same at a save (the check before training skipped: a mount that went away in between).
+mpirun -np 2 -x MT_FAULT_SAVE_PRIVATE_DIR="$TMP/private" -x MT_FAULT_NO_SHARE_PROBE=1 "$MT" train --resume "$TMP/ns" \
+  --steps 3 > /dev/null 2> "$TMP/ns.err"
+check "a --save not shared at a save: the save fails" test $? -ne 0
 check "... naming the cause, with a hint" grep -q "error: step 3: not saved: .*not shared by the hosts. HINT: .*--save-layout host0.*keeps step 2" "$TMP/ns.err"
 check "... the previous checkpoint untouched" same_state "$TMP/ns" "$TMP/ns_before"
 check "... and no staging directory left" bash -c "! ls -a '$TMP' | grep -q '^\.ns\.tmp-'"
+mpirun -np 2 -x MT_FAULT_SAVE_PRIVATE_DIR="$TMP/private" "$MT" train --resume "$TMP/ns" --steps 3 --save-layout host0 \
+  --save "$TMP/ns_h0" > /dev/null 2> "$TMP/ns_h0.err"
+check "--save-layout host0: host 0 writes it all, no shared --save needed" test $? -eq 0
+check "... in one host's layout" test -f "$TMP/ns_h0/optimizer.safetensors"
 mpirun -np 2 "$MT" train "${common[@]}" --batch 2 --steps 1 --save "$TMP/lay" --save-layout each > /dev/null 2> "$TMP/lay.err"
 check "--save-layout each: refused" test $? -ne 0
 check "... saying what it takes" grep -q "save-layout each: expected hosts or host0" "$TMP/lay.err"
