@@ -255,6 +255,15 @@ static mt_status records_of(const mt_st_entry *W, int nw, const mt_st_shard_plan
     return MT_OK;
 }
 
+// This host's vote for an agreement: me + 1 if own failed, 0 if not. Another host says why at
+// once, before the agreement lets host 0 end the run (which may take this process down).
+static int vote(mt_status own, int me, int *said) {
+    if (own == MT_OK) return 0;
+    if (me > 0 && !*said) fprintf(stderr, "megatrain: host %d: %s\n", me, mt_last_error());
+    *said = 1;
+    return me + 1;
+}
+
 // The save, on every host. Host 0's status is the save's; another host's own failure is on
 // its stderr and in the agreement, so host 0 fails naming it.
 static mt_status save_collective(const mt_model_shards *s, const char *dir, size_t shard_bytes,
@@ -264,7 +273,7 @@ static mt_status save_collective(const mt_model_shards *s, const char *dir, size
     const int H = h->n, me = h->rank;
     mt_st_entry *W = NULL;
     char(*wn)[256] = NULL;
-    int nw = 0, np = 0, fewest = 0, first = 0, mine = 0, n_files = 0;
+    int nw = 0, np = 0, fewest = 0, first = 0, mine = 0, n_files = 0, said = 0;
     mt_st_shard_plan plan = {0};
     piece *P = NULL;
     uint32_t *wcrc = NULL, *pcrc = NULL;
@@ -289,7 +298,7 @@ static mt_status save_collective(const mt_model_shards *s, const char *dir, size
     }
     if (own == MT_OK) own = number_files(P, np, shard_bytes, &n_files);
     if (own == MT_OK && wdir != dir) own = mt_make_dir(wdir, "MT_FAULT_SAVE_PRIVATE_DIR");
-    int v[2] = {own != MT_OK ? me + 1 : 0, 0}; // a setup that failed anywhere: no collective of the writes
+    int v[2] = {vote(own, me, &said), 0}; // a setup that failed anywhere: no collective of the writes
     mt_status cs = h->agree_max(h, v, 1);
     if (cs == MT_OK && v[0] == 0) {
         while (first < np && P[first].host < me) first++;
@@ -298,11 +307,11 @@ static mt_status save_collective(const mt_model_shards *s, const char *dir, size
         if (cs == MT_OK && own == MT_OK) own = write_optimizer_part(wdir, P + first, mine, n_files, pcrc);
         if (cs == MT_OK && own == MT_OK && me == 0) own = mt_st_write_index(wdir, "model", W, nw, &plan);
         if (cs == MT_OK && own == MT_OK && me == 0) own = write_optimizer_index(wdir, P, np, H, n_files);
-        v[0] = own != MT_OK ? me + 1 : 0;
+        v[0] = vote(own, me, &said);
         if (cs == MT_OK) cs = h->agree_max(h, v, 1); // every host wrote (or failed): a barrier
         if (cs == MT_OK && v[0] == 0) {
             own = check_visible(dir, plan.n_shards, H, P, np, n_files, me);
-            v[1] = own != MT_OK ? me + 1 : 0;
+            v[1] = vote(own, me, &said);
             cs = h->agree_max(h, v + 1, 1);
         }
     }
@@ -313,13 +322,14 @@ static mt_status save_collective(const mt_model_shards *s, const char *dir, size
         if (cs == MT_OK && me == 0 && wrec && mrec) own = records_of(W, nw, &plan, P, np, n_files, crc, wrec, mrec);
     }
     if (cs != MT_OK) own = cs;
-    else if (own != MT_OK && me > 0) fprintf(stderr, "megatrain: host %d: %s\n", me, mt_last_error());
+    else if (own != MT_OK && me > 0) (void)vote(own, me, &said); // said before the agreement, or now (the CRCs)
     else if (own == MT_OK && v[1]) // another host could not see the files
-        own = mt_fail(MT_ERR_IO, "%s: host %d cannot see the files the other hosts wrote (its error is above): the "
-                                 "--save directory is not shared by the hosts. %s", dir, v[1] - 1, UNSHARED_HINT);
+        own = mt_fail(MT_ERR_IO, "%s: host %d cannot see the files the other hosts wrote (its line \"megatrain: host "
+                                 "%d: ...\" names one): the "
+                                 "--save directory is not shared by the hosts. %s", dir, v[1] - 1, v[1] - 1, UNSHARED_HINT);
     else if (own == MT_OK && v[0])
-        own = mt_fail(MT_ERR_IO, "%s: host %d could not write its part of the checkpoint (its error is above)", dir,
-                      v[0] - 1);
+        own = mt_fail(MT_ERR_IO, "%s: host %d could not write its part of the checkpoint (its line \"megatrain: host "
+                                 "%d: ...\" says why)", dir, v[0] - 1, v[0] - 1);
     mt_st_shard_plan_free(&plan);
     free(W);
     free(wn);
@@ -404,8 +414,8 @@ mt_status mt_host_shard_check_shared(const mt_model_shards *s, const char *paren
     if (cs != MT_OK) return cs;
     if (own != MT_OK) return own;
     if (v[0] || v[1])
-        return mt_fail(MT_ERR_IO, "--save: host %d %s: the hosts do not share the --save directory (its error is "
-                                  "above). %s", (v[0] ? v[0] : v[1]) - 1,
+        return mt_fail(MT_ERR_IO, "--save: host %d %s: the hosts do not share the --save directory (its own error "
+                                  "says why). %s", (v[0] ? v[0] : v[1]) - 1,
                        v[0] ? "could not make a file beside it" : "cannot see the others' files beside it",
                        UNSHARED_HINT);
     return MT_OK;
@@ -500,15 +510,17 @@ static mt_status read_range(const mt_safetensors *st, const char *path, const sl
         if (ti->ndim != 1 || (size_t)ti->shape[0] != len)
             return mt_fail(MT_ERR_FORMAT, "%s: tensor %s: expected %zu elements in one dimension",
                            mt_st_path(st, ti->file), r[i].name, len);
-        if (len > *cap) {
+        int inside = r[i].start >= a && r[i].stop <= b; // all of it this host's: read in place
+        if (!inside && len > *cap) {
             float *g = realloc(*buf, len * sizeof *g);
             if (!g) return mt_fail(MT_ERR_MEMORY, "%s: out of memory reading %s", path, r[i].name);
             *buf = g, *cap = len;
         }
-        MT_TRY(mt_model_read_recorded(st, ti, *buf, MT_F32, expect));
+        float *to = inside ? dst + r[i].start : *buf;
+        MT_TRY(mt_model_read_recorded(st, ti, to, MT_F32, expect));
         size_t x0 = r[i].start > a ? r[i].start : a, x1 = r[i].stop < b ? r[i].stop : b;
         for (size_t j = x0; j < x1; j++) {
-            float val = (*buf)[j - r[i].start];
+            float val = to[j - r[i].start];
             if (sq && val < 0) // Adam divides by its square root
                 return mt_fail(MT_ERR_FORMAT, "%s: tensor %s: %g at element %zu: exp_avg_sq cannot be negative",
                                mt_st_path(st, ti->file), r[i].name, val, j - r[i].start);

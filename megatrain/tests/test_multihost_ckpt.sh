@@ -111,13 +111,23 @@ mpirun -np 2 -x MT_FAULT_SAVE_PRIVATE_DIR="$TMP/private" "$MT" train --resume "$
 check "a --save not shared: refused before training" test $? -ne 0
 check "... no step ran" test ! -s "$TMP/ns0.jsonl"
 check "... naming the host, the file and the cause, with a hint" \
-  grep -q "error: --save: host 1 cannot see .*/\.ns\.hosts-[0-9]*-1, which host 1 made .*do not share it. HINT: .*--save-layout host0" "$TMP/ns0.err"
+  grep -q "error: --save: host 0 cannot see .*/\.ns\.hosts-[0-9]*-1, which host 1 made .*do not share it. HINT: .*--save-layout host0" "$TMP/ns0.err"
 check "... no file of the check left beside it" bash -c "! ls -a '$TMP' | grep -q '^\.ns\.hosts-'"
 # The same at a save (the check before training skipped: a mount that went away in between).
 mpirun -np 2 -x MT_FAULT_SAVE_PRIVATE_DIR="$TMP/private" -x MT_FAULT_NO_SHARE_PROBE=1 "$MT" train --resume "$TMP/ns" \
   --steps 3 > /dev/null 2> "$TMP/ns.err"
 check "a --save not shared at a save: the save fails" test $? -ne 0
 check "... naming the cause, with a hint" grep -q "error: step 3: not saved: .*not shared by the hosts. HINT: .*--save-layout host0.*keeps step 2" "$TMP/ns.err"
+check "... the previous checkpoint untouched" same_state "$TMP/ns" "$TMP/ns_before"
+check "... and no staging directory left" bash -c "! ls -a '$TMP' | grep -q '^\.ns\.tmp-'"
+# A write that fails on one host (host 1 under `ulimit -f`): the save fails on all, DIR as it was.
+printf '#!/usr/bin/env bash\nulimit -f 16\nexec "$@"\n' > "$TMP/small_files.sh"; chmod +x "$TMP/small_files.sh"
+mpirun -np 1 "$MT" train --resume "$TMP/ns" --steps 3 : -np 1 "$TMP/small_files.sh" "$MT" train --resume "$TMP/ns" \
+  --steps 3 > /dev/null 2> "$TMP/fs.err"
+check "one host's write fails: the run fails" test $? -ne 0
+check "... that host names its file" grep -q "megatrain: host 1: .*optimizer-00002-of-00002.safetensors" "$TMP/fs.err"
+check "... host 0 names the host, and what --save keeps" \
+  grep -q "error: step 3: not saved: .*host 1 could not write its part of the checkpoint.*keeps step 2" "$TMP/fs.err"
 check "... the previous checkpoint untouched" same_state "$TMP/ns" "$TMP/ns_before"
 check "... and no staging directory left" bash -c "! ls -a '$TMP' | grep -q '^\.ns\.tmp-'"
 mpirun -np 2 -x MT_FAULT_SAVE_PRIVATE_DIR="$TMP/private" "$MT" train --resume "$TMP/ns" --steps 3 --save-layout host0 \
