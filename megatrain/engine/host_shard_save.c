@@ -169,32 +169,65 @@ static int master_of(const mt_model *m, const void *data, int *unit, size_t *at)
     return 0;
 }
 
-// The weights: shard k by host k % H, H files a round; in mixed each round's writers first
-// gather the f32 master of their file's tensors (a collective per tensor, in file order).
-static mt_status write_weights(const mt_model_shards *s, const char *wdir, const mt_st_entry *W, int nw,
-                               const mt_st_shard_plan *plan, uint32_t *crcs, mt_status *own) {
-    mt_hosts *h = s->hosts;
-    const mt_model *m = s->m;
-    const int H = h->n, me = h->rank;
-    for (int r = 0; r * H < plan->n_shards; r++) {
-        for (int j = 0; j < H && r * H + j < plan->n_shards; j++)
-            for (int i = 0; i < nw; i++) {
-                int u;
-                size_t at;
-                if (plan->shard_of[i] != r * H + j || !master_of(m, W[i].data, &u, &at)) continue;
-                const mt_unit *x = &m->units[u];
-                size_t numel = (size_t)W[i].shape[0] * (size_t)(W[i].ndim > 1 ? W[i].shape[1] : 1);
-                MT_TRY(h->gather_to(h, x->master, sizeof(float), x->lay->numel, at, at + numel, j));
-            }
-        int k = r * H + me;
-        if (k >= plan->n_shards) continue;
-        if (*own == MT_OK) *own = mt_st_write_shard(wdir, "model", W, nw, plan, k, crcs);
-        for (int i = 0; i < nw; i++) // the master outside this host's slice, given back
-            if (plan->shard_of[i] == k)
-                mt_host_shard_drop(s, W[i].data,
-                                   (size_t)W[i].shape[0] * (size_t)(W[i].ndim > 1 ? W[i].shape[1] : 1));
+// In mixed a weights file holds the f32 master, sharded: its writer completes each tensor just
+// before writing it. The hosts write different files at once, so a gather is a round: every
+// host says which tensor it writes next (none: done), and each named tensor's master is
+// gathered to its writer; rounds go on until no host names one. A writer holds one tensor
+// more, as host 0 does in the host0 layout.
+typedef struct {
+    const mt_model_shards *s;
+    const mt_st_entry *W;
+    int nw;
+    int *next; // per host: entry + 1, 0 for none
+} master_rounds;
+
+static size_t entry_numel(const mt_st_entry *e) {
+    return (size_t)e->shape[0] * (size_t)(e->ndim > 1 ? e->shape[1] : 1);
+}
+
+static mt_status master_round(const master_rounds *c, int mine, int *none) {
+    mt_hosts *h = c->s->hosts;
+    const mt_model *m = c->s->m;
+    for (int p = 0; p < h->n; p++) c->next[p] = p == h->rank ? mine + 1 : 0;
+    MT_TRY(h->agree_max(h, c->next, h->n));
+    *none = 1;
+    for (int p = 0; p < h->n; p++) {
+        int u, i = c->next[p] - 1;
+        size_t at;
+        if (i < 0 || i >= c->nw || !master_of(m, c->W[i].data, &u, &at)) continue;
+        *none = 0;
+        const mt_unit *x = &m->units[u];
+        MT_TRY(h->gather_to(h, x->master, sizeof(float), x->lay->numel, at, at + entry_numel(&c->W[i]), p));
     }
     return MT_OK;
+}
+
+static mt_status master_fetch(const void *ctx, const void *data, size_t numel) {
+    const master_rounds *c = ctx;
+    int none, i = 0;
+    (void)numel;
+    while (i < c->nw && c->W[i].data != data) i++;
+    return master_round(c, i < c->nw ? i : -1, &none);
+}
+
+static void master_drop(const void *ctx, const void *data, size_t numel) {
+    mt_host_shard_drop(((const master_rounds *)ctx)->s, data, numel); // the pages outside this host's slice
+}
+
+// The weights: file k by host k % H. W's entries get the rounds' callbacks in mixed.
+static mt_status write_weights(const mt_model_shards *s, const char *wdir, mt_st_entry *W, int nw,
+                               const mt_st_shard_plan *plan, uint32_t *crcs, mt_status *own) {
+    const int H = s->hosts->n, me = s->hosts->rank;
+    int u, none = 0, mixed = nw > 0 && master_of(s->m, W[0].data, &u, &(size_t){0});
+    master_rounds c = {s, W, nw, calloc((size_t)H, sizeof(int))};
+    if (!c.next) return mt_fail(MT_ERR_MEMORY, "several hosts' save: out of memory");
+    for (int i = 0; i < nw && mixed; i++) W[i].fetch = master_fetch, W[i].drop = master_drop, W[i].ctx = &c;
+    for (int k = me; k < plan->n_shards && *own == MT_OK; k += H)
+        *own = mt_st_write_shard(wdir, "model", W, nw, plan, k, crcs);
+    mt_status st = MT_OK;
+    while (mixed && st == MT_OK && !none) st = master_round(&c, -1, &none); // the others' tensors, to the end
+    free(c.next);
+    return st;
 }
 
 // Every file of the save, seen from this host; the first one missing named.

@@ -6,8 +6,8 @@
 //   --shard-size (one a host unless its share is larger), numbered host after host;
 // - the HF weights files model-0000k-of-0000N.safetensors with k % H == h (N from --shard-size,
 //   as one host would cut them). The bf16/f32 parameters are whole on every host; in mixed the
-//   file holds the f32 master, so its writer gathers the master of that file's tensors only,
-//   one file per host at a time, and lets the pages go after: a host holds one file more.
+//   file holds the f32 master, so its writer gathers each tensor's master just before writing
+//   it (rounds: host_shard_save.c) and lets the pages go after: a host holds one tensor more.
 // Host 0 writes both indexes (optimizer.safetensors.index.json is HF's plus "slices": piece ->
 // {tensor, start, stop}); after every host wrote, all agree and every host checks it sees every
 // file (a --save directory the hosts do not share fails here, with a hint), then host 0 alone
