@@ -371,7 +371,8 @@ static mt_status setup_model(train_run *r, mt_options *o) {
         return mt_fail(MT_ERR_ARG, "--dump-grads with the optimizer state sharded across %d hosts: host 0 holds the "
                                    "summed gradient of its slice only. HINT: add --shard-optimizer off", H);
     // A save: every host writes its slices (a --save every host shares), or host 0 all (host0).
-    r->shards = (mt_model_shards){.hosts = r->hosts, .m = model, .per_host = !o->save_layout || !strcmp(o->save_layout, "hosts")};
+    r->shards = (mt_model_shards){.hosts = r->hosts, .m = model};
+    r->shards.per_host = !o->save_layout || !strcmp(o->save_layout, "hosts");
     if (r->shard) model->shards = &r->shards; // a load keeps this host's slices, a save gathers them (host_shard.h)
     // Per-host saves need a --save every host sees: proved now, not at the first save hours in.
     if (r->shard && r->shards.per_host && r->save_all && !mt_env_flag("MT_FAULT_NO_SHARE_PROBE"))

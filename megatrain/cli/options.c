@@ -89,7 +89,7 @@ const opt_spec mt_option_specs[] = {
     {"--shard-optimizer", OPT_STR, F(shard_optimizer), NG, "t", "hosts|off",
      "under mpirun: each host keeps the optimizer state of its slice only (default hosts)"},
     {"--save-layout", OPT_STR, F(save_layout), NG, "t", "hosts|host0",
-     "under mpirun, sharded: every host writes its part of a save (hosts, the default; a shared --save), or host 0 all"},
+     "under mpirun, sharded: each host writes its part of a save (default hosts: a shared --save), or host 0 all"},
     {"--speculative-step", OPT_TRISTATE, F(eng.sched.speculative), G(speculative), "tp", "true|false|auto",
      "update each unit under the backward, rolled back on a clip"},
     {"--device-optimizer", OPT_DEVOPT, F(eng.device_optimizer), NG, "tp", "auto|off|N",

@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/env.h"
 #include "core/file_io.h"
 #include "core/json_file.h"
 #include "engine/hosts.h"
@@ -358,8 +357,8 @@ static mt_status save_collective(const mt_model_shards *s, const char *dir, size
     else if (own != MT_OK && me > 0) (void)vote(own, me, &said); // said before the agreement, or now (the CRCs)
     else if (own == MT_OK && v[1]) // another host could not see the files
         own = mt_fail(MT_ERR_IO, "%s: host %d cannot see the files the other hosts wrote (its line \"megatrain: host "
-                                 "%d: ...\" names one): the "
-                                 "--save directory is not shared by the hosts. %s", dir, v[1] - 1, v[1] - 1, UNSHARED_HINT);
+                                 "%d: ...\" names one): the --save directory is not shared by the hosts. %s",
+                      dir, v[1] - 1, v[1] - 1, UNSHARED_HINT);
     else if (own == MT_OK && v[0])
         own = mt_fail(MT_ERR_IO, "%s: host %d could not write its part of the checkpoint (its line \"megatrain: host "
                                  "%d: ...\" says why)", dir, v[0] - 1, v[0] - 1);
@@ -590,7 +589,8 @@ mt_status mt_host_shard_load_optimizer(mt_model *m, const char *dir, const mt_te
         for (int t = 0; t < MT_T_COUNT && s == MT_OK; t++) {
             const mt_tensor_slot *v = &u->lay->t[t];
             if (!v->present) continue;
-            size_t x0 = off > v->offset ? off : v->offset, x1 = off + cnt < v->offset + v->numel ? off + cnt : v->offset + v->numel;
+            size_t x0 = off > v->offset ? off : v->offset;
+            size_t x1 = off + cnt < v->offset + v->numel ? off + cnt : v->offset + v->numel;
             size_t a = x1 > x0 ? x0 - v->offset : 0, b = x1 > x0 ? x1 - v->offset : 0; // this host's elements of it
             mt_layout_hf_name(u->lay, (mt_tensor_id)t, u->layer, hf, 256);
             size_t base = strlen(hf);

@@ -145,7 +145,8 @@ mt_status mt_st_write_index(const char *dir, const char *stem, const mt_st_entry
     char path[4400];
     char *text = index_text(stem, es, n, p);
     snprintf(path, sizeof path, "%s/%s.safetensors.index.json", dir, stem);
-    mt_status s = text ? mt_file_write_atomic(path, text, strlen(text)) : mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
+    mt_status s =
+        text ? mt_file_write_atomic(path, text, strlen(text)) : mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
     free(text);
     return s;
 }
