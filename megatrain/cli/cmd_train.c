@@ -355,8 +355,6 @@ static mt_status setup_model(train_run *r, mt_options *o) {
     }
     if (o->shard_optimizer && strcmp(o->shard_optimizer, "hosts") && strcmp(o->shard_optimizer, "off"))
         return mt_fail(MT_ERR_ARG, "--shard-optimizer %s: expected hosts or off", o->shard_optimizer);
-    if (o->save_layout && strcmp(o->save_layout, "hosts") && strcmp(o->save_layout, "host0"))
-        return mt_fail(MT_ERR_ARG, "--save-layout %s: expected hosts or host0", o->save_layout);
     mt_schedule_desc resolved;
     mt_schedule_resolve(eo.schedule, &eo.sched, cfg, &resolved);
     MT_TRY(mt_engine_check_host_memory_ranks(cfg, prec, &eo, be, n_gpus)); // one check, before any allocation

@@ -453,6 +453,11 @@ static mt_status check_train_pairs(const mt_options *o) {
         return mt_fail(MT_ERR_ARG, "--save-every %d: needs --save DIR (nothing is saved without it)", o->save_every);
     if (o->given.shard_size && !o->save && !o->resume)
         return mt_fail(MT_ERR_ARG, "--shard-size: applies to what --save DIR writes; there is no --save");
+    if (o->save_layout && strcmp(o->save_layout, "hosts") && strcmp(o->save_layout, "host0"))
+        return mt_fail(MT_ERR_ARG, "--save-layout %s: expected hosts or host0", o->save_layout);
+    if (o->save_layout && !o->save && !o->resume)
+        return mt_fail(MT_ERR_ARG, "--save-layout %s: applies to what --save DIR writes; there is no --save",
+                       o->save_layout);
     // The step's batch is held in host memory: G x B x T token ids, twice (inputs, targets).
     long long per_step = (long long)o->eng.grad_accum * o->eng.B * o->eng.T;
     if (per_step > 1LL << 31)
