@@ -480,8 +480,8 @@ static mt_status train_nothing(train_run *r, const mt_options *o) {
 // The save after `step`: staged, and committed now when no next step will vouch for it
 // (last, or stopping), else once the next step's loss is finite (r->pending).
 static mt_status train_save(train_run *r, const mt_options *o, int step, int last, int stop) {
-    // Sharded, every host takes part in a save (host 0 writes it): host 0's --save (or
-    // --resume) and --save-every, the same on every host.
+    // Sharded, every host takes part in a save (each writes its part, or with --save-layout host0
+    // serves host 0's fetches): host 0's --save (or --resume) and --save-every, the same on every host.
     int due = r->save_all && (last || stop || (r->save_every && step % r->save_every == 0));
     if (r->shard && r->quiet && due) { // a per-host save writes this host's state: its last update in first
         MT_TRY(mt_engine_finish(r->eng));
