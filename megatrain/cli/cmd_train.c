@@ -27,6 +27,7 @@
 #include "cli/run_signals.h"
 #include "cli/train_state.h"
 #include "core/bytes_text.h"
+#include "core/env.h"
 #include "core/host_mem.h"
 #include "core/json_file.h"
 #include "core/metrics.h"
@@ -35,6 +36,7 @@
 #include "data/dataloader.h"
 #include "engine/engine.h"
 #include "engine/host_shard.h"
+#include "engine/host_shard_save.h"
 #include "engine/hosts.h"
 #include "engine/model_io.h"
 
@@ -371,8 +373,13 @@ static mt_status setup_model(train_run *r, mt_options *o) {
     r->t_alloc = mono_s() - t0;
     t0 = mono_s();
     mt_model *model = &r->model;
+    // A save: every host writes its slices (a --save every host shares), or host 0 all (host0).
     r->shards = (mt_model_shards){.hosts = r->hosts, .m = model};
+    r->shards.per_host = !o->save_layout || !strcmp(o->save_layout, "hosts");
     if (r->shard) model->shards = &r->shards; // a load keeps this host's slices, a save gathers them (host_shard.h)
+    // Per-host saves need a --save every host sees: proved now, not at the first save hours in.
+    if (r->shard && r->shards.per_host && r->save_all && !mt_env_flag("MT_FAULT_NO_SHARE_PROBE"))
+        MT_TRY(mt_host_shard_check_shared(&r->shards, r->quiet ? NULL : r->cd.parent, r->quiet ? NULL : r->cd.name));
     if (r->virtual_run) {
         // no tensor data exists: nothing to load or initialise
     } else if (o->resume) {
@@ -480,10 +487,13 @@ static mt_status train_nothing(train_run *r, const mt_options *o) {
 // The save after `step`: staged, and committed now when no next step will vouch for it
 // (last, or stopping), else once the next step's loss is finite (r->pending).
 static mt_status train_save(train_run *r, const mt_options *o, int step, int last, int stop) {
-    // Sharded, every host takes part in a save (host 0 writes it): host 0's --save (or
-    // --resume) and --save-every, the same on every host.
+    // Sharded, every host takes part in a save (each writes its part, or with --save-layout host0
+    // serves host 0's fetches): host 0's --save (or --resume) and --save-every, the same on every host.
     int due = r->save_all && (last || stop || (r->save_every && step % r->save_every == 0));
-    if (r->shard && r->quiet && due) MT_TRY(mt_host_shard_serve(&r->shards));
+    if (r->shard && r->quiet && due) { // a per-host save writes this host's state: its last update in first
+        MT_TRY(mt_engine_finish(r->eng));
+        MT_TRY(mt_host_shard_serve(&r->shards));
+    }
     if (!(o->save && (last || stop || (o->save_every && step % o->save_every == 0)))) return MT_OK;
     mt_status s = stage_checkpoint(&r->cd, &r->model, r->eng, o, step, r->skipped, &r->data);
     if (r->shard) s = shards_done(&r->shards, s);

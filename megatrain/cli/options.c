@@ -88,6 +88,8 @@ const opt_spec mt_option_specs[] = {
      "the optimizer after the backward, not under it"},
     {"--shard-optimizer", OPT_STR, F(shard_optimizer), NG, "t", "hosts|off",
      "under mpirun: each host keeps the optimizer state of its slice only (default hosts)"},
+    {"--save-layout", OPT_STR, F(save_layout), NG, "t", "hosts|host0",
+     "under mpirun, sharded: each host writes its part of a save (default hosts: a shared --save), or host 0 all"},
     {"--speculative-step", OPT_TRISTATE, F(eng.sched.speculative), G(speculative), "tp", "true|false|auto",
      "update each unit under the backward, rolled back on a clip"},
     {"--device-optimizer", OPT_DEVOPT, F(eng.device_optimizer), NG, "tp", "auto|off|N",
@@ -453,6 +455,11 @@ static mt_status check_train_pairs(const mt_options *o) {
         return mt_fail(MT_ERR_ARG, "--save-every %d: needs --save DIR (nothing is saved without it)", o->save_every);
     if (o->given.shard_size && !o->save && !o->resume)
         return mt_fail(MT_ERR_ARG, "--shard-size: applies to what --save DIR writes; there is no --save");
+    if (o->save_layout && strcmp(o->save_layout, "hosts") && strcmp(o->save_layout, "host0"))
+        return mt_fail(MT_ERR_ARG, "--save-layout %s: expected hosts or host0", o->save_layout);
+    if (o->save_layout && !o->save && !o->resume)
+        return mt_fail(MT_ERR_ARG, "--save-layout %s: applies to what --save DIR writes; there is no --save",
+                       o->save_layout);
     // The step's batch is held in host memory: G x B x T token ids, twice (inputs, targets).
     long long per_step = (long long)o->eng.grad_accum * o->eng.B * o->eng.T;
     if (per_step > 1LL << 31)

@@ -22,6 +22,7 @@ typedef struct {
     const char *attention; // --attention auto|native|cudnn (backend.h mt_attn_impl)
     const char *peer;      // --peer NAME (engine/peer.h): its descriptor replaces --schedule, its precision the default
     const char *shard_optimizer; // --shard-optimizer hosts|off (NULL: auto, hosts under mpirun; engine/host_shard.h)
+    const char *save_layout;     // --save-layout hosts|host0 (NULL: hosts; engine/host_shard_save.h)
     const char *compare;   // plan --compare A,B,...: one plan per hardware profile, side by side (cli/plan_compare.c)
     unsigned long long seed;
     int steps, warmup, save_every;

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "engine/host_shard_save.h"
 #include "engine/host_state.h"
 #include "engine/hosts.h"
 
@@ -85,6 +86,10 @@ mt_status mt_host_shard_serve(const mt_model_shards *s) {
         uint64_t cmd[5] = {0};
         MT_TRY(s->hosts->bcast_u64(s->hosts, cmd, 5));
         if (cmd[0] == 0) return MT_OK;
+        if (cmd[0] == 2) { // a per-host save: this host writes its part
+            MT_TRY(mt_host_shard_save_follow(s, cmd));
+            continue;
+        }
         if (cmd[1] >= (uint64_t)s->m->n_units || cmd[2] > 2 || !array_of(&s->m->units[cmd[1]], (int)cmd[2]))
             return mt_fail(MT_ERR_BACKEND, "several hosts: host 0 asked for a tensor this host does not have");
         mt_unit *x = &s->m->units[cmd[1]];

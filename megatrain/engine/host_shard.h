@@ -25,14 +25,18 @@ struct mt_hosts;
 // holds the streamed parameters and gradients whole and the state of its slice only.
 void mt_host_shard_release(struct mt_unit *u, int H, int h);
 
-// A save of the sharded state, written by host 0 alone in the usual layout, one tensor at a
+// A save of the sharded state with --save-layout host0 (else host_shard_save.h: every host
+// writes its own), written by host 0 alone in the usual layout, one tensor at a
 // time: before host 0 writes a tensor of the moments or the master (mt_st_entry.fetch) it
 // asks the other hosts, which serve until it says done, for their slices of that tensor, and
 // after (drop) lets the pages it does not own go again: host 0 holds one tensor more, never
 // the whole state. A load reads every tensor whole and drops what is not this host's.
+// With per_host, a save is written by every host at once instead (engine/host_shard_save.h):
+// host 0 says so through the same serve loop.
 typedef struct mt_model_shards {
     struct mt_hosts *hosts;
     struct mt_model *m;
+    int per_host; // --save-layout hosts (the default when sharded); 0: host0
 } mt_model_shards;
 // Host 0: completes data (numel f32 of a unit's m, v or master) from the others; any other
 // pointer is complete already (the parameters are whole everywhere): nothing to do.

@@ -1,7 +1,8 @@
 // hosts.h: several hosts (MPI, one process per host), each running its --gpus ranks over its share of
 // the batch. Each unit's host gradient is summed across hosts in one fixed order (as one host adds its
 // ranks), slice by owner (host_shard.h), then all-gathered; the optimizer runs identically on every host,
-// or on its slice when sharded. Host 0 alone writes stdout, --log and --save.
+// or on its slice when sharded. Host 0 alone writes stdout and --log; every host its part of --save
+// (engine/host_shard_save.h), or host 0 all of it (--save-layout host0).
 #ifndef MT_HOSTS_H
 #define MT_HOSTS_H
 
@@ -31,6 +32,9 @@ struct mt_hosts {
     mt_status (*all_gather_worker)(mt_hosts *h, void *x, size_t elem_bytes, size_t n);
     // Host 0's x[lo, hi) <- every host's own slice of it (the others send theirs; host 0's stays).
     mt_status (*gather_to_0)(mt_hosts *h, void *x, size_t elem_bytes, size_t n, size_t lo, size_t hi);
+    // Host root's x[lo, hi) <- every host's own slice of it, as gather_to_0 (a per-host save's
+    // writer of a weights file gathers the f32 master of its tensors, engine/host_shard_save.c).
+    mt_status (*gather_to)(mt_hosts *h, void *x, size_t elem_bytes, size_t n, size_t lo, size_t hi, int root);
     // Host 0's v[0..n-1] to every host.
     mt_status (*bcast_u64)(mt_hosts *h, uint64_t *v, int n);
     // v[i] <- the sum of every host's v[i], added in host order, on every host.

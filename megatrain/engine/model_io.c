@@ -12,6 +12,7 @@
 
 #include "core/out_file.h"
 #include "engine/host_shard.h"
+#include "engine/host_shard_save.h"
 #include "model/safetensors.h"
 
 #define MAX_TENSORS_PER_UNIT MT_T_COUNT
@@ -33,6 +34,9 @@ mt_status mt_make_dir(const char *dir, const char *option) {
     if (stat(tmp, &sb) != 0 || !S_ISDIR(sb.st_mode)) return mt_fail(MT_ERR_IO, "%s %s: not a directory", option, dir);
     return MT_OK;
 }
+
+static mt_status read_checked(const mt_safetensors *st, const mt_st_tensor *ti, void *dst, mt_dtype dt,
+                              const mt_tensor_records *expect);
 
 static void *elem(void *base, mt_dtype t, size_t off) { return (char *)base + off * mt_dtype_size(t); }
 
@@ -138,6 +142,11 @@ static mt_status expect_count(const mt_safetensors *st, const mt_tensor_records 
     if (!expect || mt_st_count(st) == expect->n) return MT_OK;
     return mt_fail(MT_ERR_FORMAT, "%s: holds %d tensors but checkpoint.json records %d: %s", mt_st_source(st),
                    mt_st_count(st), expect->n, FOREIGN_HINT);
+}
+
+mt_status mt_model_read_recorded(const mt_safetensors *st, const mt_st_tensor *ti, void *dst, mt_dtype dt,
+                                 const mt_tensor_records *expect) {
+    return read_checked(st, ti, dst, dt, expect);
 }
 
 // Reads tensor ti into dst (type dt) and, with `expect`, checks it against its record.
@@ -354,6 +363,10 @@ static mt_status picked(const mt_model *m, pick_kind a, pick_kind b, const char 
     return MT_OK;
 }
 
+mt_status mt_model_weight_entries(const mt_model *m, mt_st_entry **entries, char (**names)[256], int *n) {
+    return picked(m, PICK_WEIGHTS, PICK_WEIGHTS, "the weights", entries, names, n);
+}
+
 // Writes picks a (and b) as DIR/STEM.safetensors, or as shards of at most
 // shard_bytes of tensor data with STEM.safetensors.index.json; `rec` (may be NULL)
 // receives every tensor's record, its file included.
@@ -425,11 +438,16 @@ mt_status mt_model_save(const mt_model *m, const char *dir, size_t shard_bytes, 
     mt_config c = m->cfg;
     c.torch_dtype = m->prec == MT_PREC_PAPER ? MT_BF16 : MT_F32;
     MT_TRY(mt_config_save(&c, path));
+    if (m->shards && m->shards->per_host) // every host writes its part (engine/host_shard_save.h)
+        return mt_host_shard_save(m->shards, dir, shard_bytes, weights, moments);
     MT_TRY(write_picked(m, PICK_WEIGHTS, PICK_WEIGHTS, dir, "model", shard_bytes, weights));
     return write_picked(m, PICK_EXP_AVG, PICK_EXP_AVG_SQ, dir, "optimizer", shard_bytes, moments);
 }
 
 mt_status mt_model_load_optimizer(mt_model *m, const char *dir, const mt_tensor_records *expect) {
+    int per_host = 0;
+    MT_TRY(mt_host_shard_saved_per_host(dir, &per_host));
+    if (per_host) return mt_host_shard_load_optimizer(m, dir, expect); // saved by several hosts, each its slices
     mt_safetensors *st;
     MT_TRY(mt_st_open_stem(dir, "optimizer", &st));
     mt_status s = expect_count(st, expect);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "engine/host_state.h"
+#include "model/safetensors.h"
 
 // One tensor of a saved file, as checkpoint.json records it.
 typedef struct {
@@ -60,13 +61,19 @@ typedef struct {
     int weight_files, optimizer_files;
 } mt_save_bytes;
 mt_status mt_model_save_bytes(const mt_model *m, size_t shard_bytes, mt_save_bytes *out);
-// Reads DIR/optimizer.safetensors (or its shards): finite moments, exp_avg_sq >= 0; `expect` as above.
+// Reads DIR/optimizer.safetensors (or its shards), or the slices several hosts saved
+// (engine/host_shard_save.h: the ranges this host needs only): finite moments, exp_avg_sq >= 0; `expect` as above.
 mt_status mt_model_load_optimizer(mt_model *m, const char *dir, const mt_tensor_records *expect);
 // Fails naming the first tensor (HF name, and which of weights / exp_avg /
 // exp_avg_sq) that holds a NaN or an infinity, and the element.
 mt_status mt_model_check_finite(const mt_model *m);
 // The host gradients as F32 safetensors with HF names.
 mt_status mt_model_save_grads(const mt_model *m, const char *path);
+// For engine/host_shard_save.c: the weights' entries as mt_model_save writes them (the caller
+// frees both), and a tensor read with the checks of a checkpoint's (`expect` as above).
+mt_status mt_model_weight_entries(const mt_model *m, mt_st_entry **entries, char (**names)[256], int *n);
+mt_status mt_model_read_recorded(const mt_safetensors *st, const mt_st_tensor *ti, void *dst, mt_dtype dt,
+                                 const mt_tensor_records *expect);
 // mkdir -p; error names the option.
 mt_status mt_make_dir(const char *dir, const char *option);
 

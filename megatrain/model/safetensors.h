@@ -95,6 +95,13 @@ void mt_st_shard_name(const char *stem, int i, int n, char *out, size_t cap);
 // "weight_map": {tensor: shard file}}, the file transformers reads. crcs as mt_st_write_sums.
 mt_status mt_st_write_sharded(const char *dir, const char *stem, const mt_st_entry *entries, int n,
                               const mt_st_shard_plan *plan, uint32_t *crcs);
+// Its parts, for writers that divide the shards among themselves (engine/host_shard_save.c):
+// shard k of the plan alone (crcs: of its entries, by entry index), and the index (nothing
+// with one shard).
+mt_status mt_st_write_shard(const char *dir, const char *stem, const mt_st_entry *entries, int n,
+                            const mt_st_shard_plan *plan, int k, uint32_t *crcs);
+mt_status mt_st_write_index(const char *dir, const char *stem, const mt_st_entry *entries, int n,
+                            const mt_st_shard_plan *plan);
 // Opens DIR/STEM.safetensors, else DIR/STEM.safetensors.index.json.
 mt_status mt_st_open_stem(const char *dir, const char *stem, mt_safetensors **out);
 

@@ -119,30 +119,43 @@ mt_status mt_st_shard_plan_make(const mt_st_entry *es, int n, size_t max_bytes, 
     return s;
 }
 
-mt_status mt_st_write_sharded(const char *dir, const char *stem, const mt_st_entry *es, int n,
-                              const mt_st_shard_plan *p, uint32_t *crcs) {
+mt_status mt_st_write_shard(const char *dir, const char *stem, const mt_st_entry *es, int n,
+                            const mt_st_shard_plan *p, int k, uint32_t *crcs) {
     mt_st_entry *sub = malloc((size_t)(n ? n : 1) * sizeof *sub);
     int *idx = malloc((size_t)(n ? n : 1) * sizeof *idx);
     uint32_t *sub_crc = malloc((size_t)(n ? n : 1) * sizeof *sub_crc);
     mt_status s = sub && idx && sub_crc ? MT_OK : mt_fail(MT_ERR_MEMORY, "%s: out of memory", dir);
     char name[300], path[4400];
-    for (int k = 0; k < p->n_shards && s == MT_OK; k++) {
+    if (s == MT_OK) {
         int m = shard_entries(es, n, p, k, sub, idx);
         mt_st_shard_name(stem, k, p->n_shards, name, sizeof name);
         snprintf(path, sizeof path, "%s/%s", dir, name);
         s = mt_st_write_sums(path, sub, m, sub_crc);
         for (int j = 0; j < m && s == MT_OK && crcs; j++) crcs[idx[j]] = sub_crc[j];
     }
-    if (s == MT_OK && p->n_shards > 1) {
-        char *text = index_text(stem, es, n, p);
-        snprintf(path, sizeof path, "%s/%s.safetensors.index.json", dir, stem);
-        s = text ? mt_file_write_atomic(path, text, strlen(text)) : mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
-        free(text);
-    }
     free(sub);
     free(idx);
     free(sub_crc);
     return s;
+}
+
+mt_status mt_st_write_index(const char *dir, const char *stem, const mt_st_entry *es, int n,
+                            const mt_st_shard_plan *p) {
+    if (p->n_shards <= 1) return MT_OK;
+    char path[4400];
+    char *text = index_text(stem, es, n, p);
+    snprintf(path, sizeof path, "%s/%s.safetensors.index.json", dir, stem);
+    mt_status s =
+        text ? mt_file_write_atomic(path, text, strlen(text)) : mt_fail(MT_ERR_MEMORY, "%s: out of memory", path);
+    free(text);
+    return s;
+}
+
+mt_status mt_st_write_sharded(const char *dir, const char *stem, const mt_st_entry *es, int n,
+                              const mt_st_shard_plan *p, uint32_t *crcs) {
+    mt_status s = MT_OK;
+    for (int k = 0; k < p->n_shards && s == MT_OK; k++) s = mt_st_write_shard(dir, stem, es, n, p, k, crcs);
+    return s == MT_OK ? mt_st_write_index(dir, stem, es, n, p) : s;
 }
 
 mt_status mt_st_open_stem(const char *dir, const char *stem, mt_safetensors **out) {

@@ -57,7 +57,31 @@ json.dump(m, open(f"{d}/checkpoint.json", "w"), indent=1)
 EOF
 }
 # same_state A B: checkpoints A and B hold bitwise the same parameters and optimizer state.
-same_state() { cmp -s "$1/model.safetensors" "$2/model.safetensors" && cmp -s "$1/optimizer.safetensors" "$2/optimizer.safetensors"; }
+# Either may be in any layout (one file, HF shards, several hosts' slices): compared tensor by tensor.
+same_state() {
+  if [ -f "$1/model.safetensors" ] && [ -f "$2/model.safetensors" ] && [ -f "$1/optimizer.safetensors" ] &&
+     [ -f "$2/optimizer.safetensors" ]; then
+    cmp -s "$1/model.safetensors" "$2/model.safetensors" && cmp -s "$1/optimizer.safetensors" "$2/optimizer.safetensors"
+  else
+    python3 - "$1" "$2" <<'PY'
+import glob, json, os, sys
+def load(d):  # every tensor's bytes, a several-hosts save's slices joined in element order
+    out, parts = {}, {}
+    for p in sorted(glob.glob(os.path.join(d, "model*.safetensors")) + glob.glob(os.path.join(d, "optimizer*.safetensors"))):
+        b = open(p, "rb").read(); n = int.from_bytes(b[:8], "little"); h = json.loads(b[8:8 + n])
+        for k, t in h.items():
+            if k != "__metadata__": s, e = t["data_offsets"]; out[k] = (t["dtype"], b[8 + n + s:8 + n + e])
+    ix = os.path.join(d, "optimizer.safetensors.index.json")
+    sl = json.load(open(ix)).get("slices", {}) if os.path.exists(ix) else {}
+    for k, r in sorted(sl.items(), key=lambda kv: kv[1]["start"]):
+        dt, raw = out.pop(k); parts.setdefault(r["tensor"], [dt, b""])[1] += raw
+    out.update({k: tuple(v) for k, v in parts.items()})
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+sys.exit(0 if a == b and a else 1)
+PY
+  fi
+}
 # close_params A B TOL [differ]: the parameters' relative L2 difference ||a - b|| / ||b|| is at
 # most TOL; with `differ`, also not zero (a different summation order must show).
 close_params() {

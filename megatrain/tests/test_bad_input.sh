@@ -123,6 +123,8 @@ contra() { # contra NAME NEEDLE ARGS...
 contra "--init with --model" "--init random: the weights come from --model" train --model $model --init random "${base[@]}"
 contra "--save-every without --save" "--save-every 2: needs --save DIR" train --model $model "${base[@]}" --save-every 2
 contra "--shard-size without --save" "--shard-size: applies to what --save DIR writes" train --model $model "${base[@]}" --shard-size 1GB
+contra "--save-layout without --save" "--save-layout host0: applies to what --save DIR writes" train --model $model "${base[@]}" --save-layout host0
+contra "--save-layout bad" "--save-layout each: expected hosts or host0" train --model $model "${base[@]}" --save-layout each
 contra "an option twice" "train: --lr is given twice" train --model $model "${base[@]}" --lr 1e-3 --lr 1e-3
 contra "a flag twice" "--serial-optimizer is given twice" train --model $model "${base[@]}" --serial-optimizer --serial-optimizer
 contra "eval option twice" "eval: --batch is given twice" eval --model $model --data $FIX/tokens.bin --batch 2 --batch 2 --seq-len 16

@@ -86,7 +86,8 @@ check "3 hosts, a save every step (each served by the others)" mrun 3 "$TMP/h3_e
   --batch 3 --save-every 1
 check "... the last save bitwise the one at the end alone" same_state "$TMP/h3_every" "$TMP/h3_paper"
 
-# Checkpoints across host counts (the state is written whole by host 0; any count loads it).
+# Checkpoints across host counts (each host writes its slices, engine/host_shard_save.h; any count
+# loads them; test_multihost_ckpt tests the layout itself).
 full=(--config $DATA/tiny5_llama.json --precision paper --batch 4)
 check "uninterrupted, one process --gpus 4" run "$TMP/ref" "${full[@]}" --steps 6 --gpus 4
 check "first half on 4 hosts" mrun 4 "$TMP/half4" "${full[@]}" --steps 3
