@@ -81,6 +81,7 @@ static void ranks_json(cJSON *j, const mt_plan_ranks *r) {
         add_num(h, "ms", r->hosts_ms); // the reduce-scatter's exposed time
         add_num(h, "reduce_scatter_ms", r->hosts_rs_ms); // one micro-batch's, all units
         if (r->grads_sliced) add_num(h, "under_backward_ms", r->hosts_backward_ms);
+        if (r->grads_sliced) add_num(h, "nic_gbps_to_hide", r->nic_gbps_to_hide); // 0: the memory's part alone shows
         add_num(h, "gather_ms", r->gather_ms); // the all-gather, in the rank's optimizer under the next forward
         add_num(h, "largest_unit_bytes", r->largest_unit_bytes);
         add_num(h, "state_bytes_not_kept_per_host", r->state_saved_bytes);

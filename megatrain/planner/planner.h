@@ -152,6 +152,7 @@ typedef struct {
     double link_bytes_per_host, hosts_mem_bytes, hosts_ms; // per host and step: NIC bytes each way, memory bytes, time
     int grads_sliced; // one GPU per host: the gradients' sum sliced too, summed under the backward
     double hosts_rs_ms, hosts_backward_ms; // one micro-batch's reduce-scatter; the backward it runs under (sliced)
+    double nic_gbps_to_hide; // the NIC rate at which the sliced sum hides under the backward (0: none does)
     double gather_ms;                   // of which the all-gather, run by the optimizer under the next forward
     double state_saved_bytes, unsharded_bytes_per_host; // sharded: the state a host does not keep; unsharded, a host's bytes
     double tokens, step_ms, tokens_per_s, tflops, tflops_per_gpu;

@@ -162,6 +162,10 @@ mt_status mt_plan_ranks_predict(const mt_config *c, const mt_plan_input *in0, co
         out->hosts_rs_ms = rs;
         out->hosts_backward_ms = out->grads_sliced ? 2.0 / 3 * out->rank.compute_ms : 0;
         out->hosts_ms = out->grads_sliced ? fmax(G * rs - out->hosts_backward_ms, PE / P * rs) : rs;
+        // The link each host needs for the sum to hide under the backward: G rs <= backward solved
+        // for the NIC; 0 where the memory's part alone outlasts the backward (no NIC hides it).
+        double mem_ms = G * (2 + (H + 1) / H) * S / mem, room = out->hosts_backward_ms - mem_ms;
+        out->nic_gbps_to_hide = out->grads_sliced && room > 0 ? G * (H - 1) / H * S / (room * 1e6) : 0;
         step += out->hosts_ms;
         double state = (in.prec == MT_PREC_MIXED ? 12 : 8) * P; // m, v (and the f32 master)
         if (out->grads_sliced) state += S;

@@ -122,6 +122,16 @@ check "120B, 4 hosts of 512 GiB: fits" [ "$(num '.fits and .ranks.across_hosts.g
 check "120B, 4 hosts: a host holds 220 GB of parameters + 1/4 of 10 B/param + buffers (< 0.95 x 512 GiB)" \
   [ "$(num '.ranks.host0_bytes > 2.5 * .params and .ranks.host0_bytes < 0.95 * 549755813888' b4)" = true ]
 check "120B, 4 hosts: the NIC override is the one priced" [ "$(num '.hardware.nic_override_gbps' b4)" = 50 ]
+check "120B, 4 hosts, 8 rows a host: the memory's part alone outlasts the backward (no NIC hides the sum)" \
+  [ "$(num '.ranks.across_hosts.nic_gbps_to_hide' b4)" = 0 ]
+plan --config experiments/models/dense-120b.json --seq-len 1024 --precision paper --hardware h200-128g \
+  --nic-gbps 50 --batch 128 --hosts 4 > "$TMP/b32.json"
+nic=$(num '.ranks.across_hosts.nic_gbps_to_hide' b32)
+check "120B, 4 hosts, 32 rows a host: a NIC rate hides the sum ($nic GB/s)" [ "$(jq -n "$nic > 0")" = true ]
+plan --config experiments/models/dense-120b.json --seq-len 1024 --precision paper --hardware h200-128g \
+  --nic-gbps "$nic" --batch 128 --hosts 4 > "$TMP/bn.json"
+check "... at that rate (a float option: 1e-6) G x the reduce-scatter equals the backward it runs under" \
+  [ "$(num '.ranks.across_hosts | (.reduce_scatter_ms / .under_backward_ms - 1) | fabs < 1e-6' bn)" = true ]
 big 2 549.755813888 > "$TMP/b2.json"
 check "120B, 2 hosts of 512 GiB: does not fit" [ "$(num '.fits' b2)" = false ]
 big 8 274.877906944 > "$TMP/b8.json"
