@@ -119,37 +119,13 @@ static mt_status mpi_all_gather_worker(mt_hosts *h, void *x, size_t elem_bytes, 
     return all_gather_on(mh, &mh->worker, x, elem_bytes, n);
 }
 
-static mt_status mpi_gather_to_0(mt_hosts *h, void *x, size_t elem_bytes, size_t n, size_t lo, size_t hi) {
-    mpi_hosts *mh = (mpi_hosts *)h;
-    const int H = h->n;
-    const size_t es = elem_bytes, K = mh->chunk_bytes / es;
-    for (size_t a = lo; a < hi; a += K) { // round [a, b): each host's slice within it, in place on host 0
-        size_t b = a + K < hi ? a + K : hi, mine_at = a, mine = 0;
-        for (int p = 0; p < H; p++) {
-            size_t off, cnt;
-            mt_host_shard_range(n, H, p, &off, &cnt);
-            size_t s0 = off > a ? off : a, s1 = off + cnt < b ? off + cnt : b;
-            if (s1 < s0) s1 = s0;
-            mh->world.counts[p] = (int)((s1 - s0) * es);
-            mh->world.displs[p] = (int)((s0 - a) * es);
-            if (p == h->rank) mine_at = s0, mine = s1 - s0;
-        }
-        char *base = (char *)x + a * es;
-        int rc = h->rank == 0 ? MPI_Gatherv(MPI_IN_PLACE, 0, MPI_BYTE, base, mh->world.counts, mh->world.displs,
-                                            MPI_BYTE, 0, MPI_COMM_WORLD)
-                              : MPI_Gatherv((char *)x + mine_at * es, (int)(mine * es), MPI_BYTE, NULL, NULL, NULL,
-                                            MPI_BYTE, 0, MPI_COMM_WORLD);
-        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Gatherv of the optimizer state to host 0");
-    }
-    return MT_OK;
-}
-
-// gather_to_0 with any root: a per-host save's writer of a weights file completes its f32 master.
+// The root's x[lo, hi) <- every host's own slice of it, in rounds of a chunk, in place on the root:
+// host 0 completing a tensor it saves, or a per-host save's writer of a weights file its f32 master.
 static mt_status mpi_gather_to(mt_hosts *h, void *x, size_t elem_bytes, size_t n, size_t lo, size_t hi, int root) {
     mpi_hosts *mh = (mpi_hosts *)h;
     const int H = h->n;
     const size_t es = elem_bytes, K = mh->chunk_bytes / es;
-    for (size_t a = lo; a < hi; a += K) {
+    for (size_t a = lo; a < hi; a += K) { // round [a, b): each host's slice within it
         size_t b = a + K < hi ? a + K : hi, mine_at = a, mine = 0;
         for (int p = 0; p < H; p++) {
             size_t off, cnt;
@@ -165,9 +141,13 @@ static mt_status mpi_gather_to(mt_hosts *h, void *x, size_t elem_bytes, size_t n
                                                MPI_BYTE, root, MPI_COMM_WORLD)
                                  : MPI_Gatherv((char *)x + mine_at * es, (int)(mine * es), MPI_BYTE, NULL, NULL,
                                                NULL, MPI_BYTE, root, MPI_COMM_WORLD);
-        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Gatherv of the f32 master to its file's writer");
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Gatherv of a tensor's slices to the host that writes it");
     }
     return MT_OK;
+}
+
+static mt_status mpi_gather_to_0(mt_hosts *h, void *x, size_t elem_bytes, size_t n, size_t lo, size_t hi) {
+    return mpi_gather_to(h, x, elem_bytes, n, lo, hi, 0);
 }
 
 static mt_status mpi_bcast_u64(mt_hosts *h, uint64_t *v, int n) {

@@ -102,3 +102,17 @@ print("relative L2 difference %.3g (tolerance %s)" % (rel, sys.argv[3]), file=sy
 sys.exit(0 if rel <= float(sys.argv[3]) and (d2 > 0 or sys.argv[4] != "differ") else 1)
 PY
 }
+
+# need_mpi NAME: skips the test (exit 77) where mpirun is missing or megatrain was built without
+# MPI; else lets mpirun run as root and oversubscribe this machine's cores.
+need_mpi() {
+  if ! command -v mpirun > /dev/null; then
+    echo "$1: skipped: mpirun not found (Debian: openmpi-bin libopenmpi-dev, as ci/install_deps.sh installs)"
+    exit 77
+  fi
+  if [ "$("$MT" --version | jq .mpi)" != true ]; then
+    echo "$1: skipped: $MT was built without MPI (install libopenmpi-dev and rebuild)"
+    exit 77
+  fi
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+}

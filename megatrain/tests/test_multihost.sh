@@ -11,15 +11,7 @@
 # Skipped (exit 77) where mpirun is missing or megatrain was built without MPI.
 source "$(dirname "$0")/lib.sh"
 
-if ! command -v mpirun > /dev/null; then
-  echo "test_multihost: skipped: mpirun not found (Debian: openmpi-bin libopenmpi-dev, as ci/install_deps.sh installs)"
-  exit 77
-fi
-if [ "$("$MT" --version | jq .mpi)" != true ]; then
-  echo "test_multihost: skipped: $MT was built without MPI (install libopenmpi-dev and rebuild)"
-  exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+need_mpi test_multihost
 MPI=(mpirun -np 2)
 
 run() { # run OUTDIR ARGS... (one process)

@@ -7,15 +7,7 @@
 # small (MT_HOSTS_CHUNK_BYTES) so that the state is what differs. Skipped where mpirun is missing.
 source "$(dirname "$0")/lib.sh"
 
-if ! command -v mpirun > /dev/null; then
-  echo "test_multihost_memory: skipped: mpirun not found (Debian: openmpi-bin libopenmpi-dev)"
-  exit 77
-fi
-if [ "$("$MT" --version | jq .mpi)" != true ]; then
-  echo "test_multihost_memory: skipped: $MT was built without MPI"
-  exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+need_mpi test_multihost_memory
 export MT_HOSTS_CHUNK_BYTES=65536
 
 # 26M parameters in two wide layers: the state (0.31 GB in paper) dominates the buffers.

@@ -12,15 +12,7 @@
 # Skipped (exit 77) where mpirun is missing or megatrain was built without MPI.
 source "$(dirname "$0")/lib.sh"
 
-if ! command -v mpirun > /dev/null; then
-  echo "test_multihost_shard: skipped: mpirun not found (Debian: openmpi-bin libopenmpi-dev, as ci/install_deps.sh installs)"
-  exit 77
-fi
-if [ "$("$MT" --version | jq .mpi)" != true ]; then
-  echo "test_multihost_shard: skipped: $MT was built without MPI (install libopenmpi-dev and rebuild)"
-  exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+need_mpi test_multihost_shard
 export MT_HOSTS_CHUNK_BYTES=64
 
 common=(--data $FIX/tokens.bin --seq-len 32 --lr 1e-3 --backend cpu --seed 7 --speculative-step false)

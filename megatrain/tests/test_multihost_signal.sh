@@ -6,15 +6,7 @@
 # Skipped (exit 77) where mpirun is missing or megatrain was built without MPI.
 source "$(dirname "$0")/lib.sh"
 
-if ! command -v mpirun > /dev/null; then
-  echo "test_multihost_signal: skipped: mpirun not found (Debian: openmpi-bin libopenmpi-dev)"
-  exit 77
-fi
-if [ "$("$MT" --version | jq .mpi)" != true ]; then
-  echo "test_multihost_signal: skipped: $MT was built without MPI"
-  exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+need_mpi test_multihost_signal
 
 # rank_pid MPIRUN_PID RANK: the pid of that rank among mpirun's descendants (its environment says its rank).
 rank_pid() {
