@@ -41,22 +41,10 @@ size_t mt_unit_optim_bytes(const mt_unit_layout *lay, mt_precision p) {
     return (p == MT_PREC_MIXED ? 3 : 2) * page_up(lay->numel * 4);
 }
 
-static size_t model_bytes(const mt_config *c, mt_precision p, size_t (*unit)(const mt_unit_layout *, mt_precision)) {
-    mt_unit_layout e, l, h;
-    mt_layout_build(c, &e, &l, &h);
-    return unit(&e, p) + (size_t)c->num_layers * unit(&l, p) + unit(&h, p);
-}
-
-size_t mt_model_pinned_bytes(const mt_config *c, mt_precision p) { return model_bytes(c, p, mt_unit_param_bytes); }
-
-size_t mt_model_host_bytes(const mt_config *c, mt_precision p) {
-    return mt_model_pinned_bytes(c, p) + model_bytes(c, p, mt_unit_optim_bytes);
-}
-
 static int sliced(const mt_state_slice *sl) { return sl && sl->H > 1; }
 
-// One array of n elements of es bytes as a host keeps it: host 0's slice (the longest), one page
-// more for a slice that starts inside a page.
+// One array of n elements of es bytes as a host keeps it: whole, or host 0's slice (the longest)
+// and one page more for a slice that starts inside a page.
 static size_t slice_bytes(size_t n, size_t es, const mt_state_slice *sl) {
     if (!sliced(sl)) return page_up(n * es);
     size_t off, cnt;
@@ -64,26 +52,31 @@ static size_t slice_bytes(size_t n, size_t es, const mt_state_slice *sl) {
     return page_up(cnt * es) + PAGE;
 }
 
-static size_t unit_bytes_sliced(const mt_unit_layout *lay, mt_precision p, const mt_state_slice *sl, int pinned_only) {
+// A unit's blocks as this host keeps them (sl NULL: whole): the pinned ones alone, or all.
+static size_t unit_bytes(const mt_unit_layout *lay, mt_precision p, const mt_state_slice *sl, int pinned_only) {
     size_t ws = mt_dtype_size(mt_precision_wdt(p)), n = lay->numel;
-    size_t params = page_up(n * ws), grads = sliced(sl) && sl->grads ? slice_bytes(n, ws, sl) : page_up(n * ws);
-    if (pinned_only) return params + (sliced(sl) && sl->grads ? 0 : grads);
+    int grads_sliced = sliced(sl) && sl->grads; // then pageable
+    size_t params = page_up(n * ws), grads = slice_bytes(n, ws, grads_sliced ? sl : NULL);
+    if (pinned_only) return params + (grads_sliced ? 0 : grads);
     return params + grads + (p == MT_PREC_MIXED ? 3 : 2) * slice_bytes(n, 4, sl);
 }
 
-static size_t model_bytes_sliced(const mt_config *c, mt_precision p, const mt_state_slice *sl, int pinned_only) {
+static size_t model_bytes(const mt_config *c, mt_precision p, const mt_state_slice *sl, int pinned_only) {
     mt_unit_layout e, l, h;
     mt_layout_build(c, &e, &l, &h);
-    return unit_bytes_sliced(&e, p, sl, pinned_only) + (size_t)c->num_layers * unit_bytes_sliced(&l, p, sl, pinned_only) +
-           unit_bytes_sliced(&h, p, sl, pinned_only);
+    return unit_bytes(&e, p, sl, pinned_only) + (size_t)c->num_layers * unit_bytes(&l, p, sl, pinned_only) +
+           unit_bytes(&h, p, sl, pinned_only);
 }
 
+size_t mt_model_pinned_bytes(const mt_config *c, mt_precision p) { return model_bytes(c, p, NULL, 1); }
+size_t mt_model_host_bytes(const mt_config *c, mt_precision p) { return model_bytes(c, p, NULL, 0); }
+
 size_t mt_model_host_bytes_sliced(const mt_config *c, mt_precision p, const mt_state_slice *sl) {
-    return sliced(sl) ? model_bytes_sliced(c, p, sl, 0) : mt_model_host_bytes(c, p);
+    return model_bytes(c, p, sl, 0);
 }
 
 size_t mt_model_pinned_bytes_sliced(const mt_config *c, mt_precision p, const mt_state_slice *sl) {
-    return sliced(sl) ? model_bytes_sliced(c, p, sl, 1) : mt_model_pinned_bytes(c, p);
+    return model_bytes(c, p, sl, 1);
 }
 
 mt_status mt_host_budget_check(size_t need, size_t avail, int pinned, const char *what) {
