@@ -116,3 +116,14 @@ need_mpi() {
   fi
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 }
+# The two runs the MPI tests compare, each with the test's `common` arguments and --save OUTDIR
+# (OUTDIR.jsonl the records, OUTDIR.err shown on failure):
+# run OUTDIR ARGS... (one process); mrun NP OUTDIR ARGS... (NP hosts).
+run() {
+  local out=$1; shift
+  "$MT" train "${common[@]}" "$@" --save "$out" > "$out.jsonl" 2> "$out.err" || { cat "$out.err" >&2; return 1; }
+}
+mrun() {
+  local np=$1 out=$2; shift 2
+  mpirun -np "$np" "$MT" train "${common[@]}" "$@" --save "$out" > "$out.jsonl" 2> "$out.err" || { cat "$out.err" >&2; return 1; }
+}

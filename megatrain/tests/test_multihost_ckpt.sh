@@ -18,14 +18,7 @@ export MT_HOSTS_CHUNK_BYTES=64
 
 common=(--data $FIX/tokens.bin --seq-len 32 --lr 1e-3 --backend cpu --seed 7 --speculative-step false
   --config $DATA/tiny5_llama.json)
-run() { # run OUTDIR ARGS... (one process)
-  local out=$1; shift
-  "$MT" train "${common[@]}" "$@" --save "$out" > "$out.jsonl" 2> "$out.err" || { cat "$out.err" >&2; return 1; }
-}
-mrun() { # mrun NP OUTDIR ARGS... (NP hosts)
-  local np=$1 out=$2; shift 2
-  mpirun -np "$np" "$MT" train "${common[@]}" "$@" --save "$out" > "$out.jsonl" 2> "$out.err" || { cat "$out.err" >&2; return 1; }
-}
+# run OUTDIR ARGS / mrun NP OUTDIR ARGS: lib.sh, with `common`.
 resume() { # resume NP FROM OUTDIR ARGS... (NP hosts; 0: one process)
   local np=$1 from=$2 out=$3; shift 3
   local pre=(); [ "$np" -gt 0 ] && pre=(mpirun -np "$np")

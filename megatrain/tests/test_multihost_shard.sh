@@ -16,14 +16,7 @@ need_mpi test_multihost_shard
 export MT_HOSTS_CHUNK_BYTES=64
 
 common=(--data $FIX/tokens.bin --seq-len 32 --lr 1e-3 --backend cpu --seed 7 --speculative-step false)
-run() { # run OUTDIR ARGS... (one process)
-  local out=$1; shift
-  "$MT" train "${common[@]}" "$@" --save "$out" > "$out.jsonl" 2> "$out.err" || { cat "$out.err" >&2; return 1; }
-}
-mrun() { # mrun NP OUTDIR ARGS... (NP hosts)
-  local np=$1 out=$2; shift 2
-  mpirun -np "$np" "$MT" train "${common[@]}" "$@" --save "$out" > "$out.jsonl" 2> "$out.err" || { cat "$out.err" >&2; return 1; }
-}
+# run OUTDIR ARGS / mrun NP OUTDIR ARGS: lib.sh, with `common`.
 losses() { jq -r '"\(.step) \(.loss) \(.grad_norm) \(.skipped)"' "$1"; }
 # Losses identical; the norm's slices' sums of squares are added in another association (1e-12).
 same_losses() {
