@@ -45,7 +45,7 @@ typedef struct {
                              // activations and kernel scratch; 0: what the configuration needs on a GPU
     // One data-parallel rank of several (planner/ranks.c sets these; 0 for one GPU): the share of
     // each gradient this rank copies to the host (1/N after a reduce-scatter; 0 means 1), and the
-    // compute-stream time its gradient collective takes per micro-batch (ms; NCCL runs there).
+    // time its gradient collective takes per micro-batch (ms; on a stream of its own, as cuda_nccl.cu runs NCCL).
     double rank_grad_share, rank_reduce_ms;
     // Optimizer state sharded across hosts: the share of the update this host runs (0 means 1),
     // and the all-gather of the updated parameters it runs with it (ms a step; the worker's).

@@ -37,6 +37,10 @@
 //              tokens can read: min(G*B*T, V/2) * C (at most; fewer for text)
 //              (the last gradients out after backward); embedding/head grads (P_E+P_H)*ws
 //              leave once per step inside the last backward's d2h term.
+//              A rank of several (planner/ranks.c) adds its reduce-scatter: red a micro-batch on a
+//              stream of its own (cuda_nccl.cu), so the backward's max gains it,
+//              G * max(c_b, W/(f*h2d), Wg/(f*d2h), red), and the last two units' share of it,
+//              red*(P_L + P_E)/N, runs after the compute ends, before their copies (the drain).
 //   per module (zero3)  per module u (embedding, each layer, head) and pass: t = c + x - min(c, x)*ov,
 //              c of a layer: its GEMMs at R and its attention at R_a as above (recompute included),
 //              x = P_u*ws/h2d (f*h2d in backward, gradients flowing out), ov = min(1, bucket/P_u)
@@ -65,16 +69,16 @@
 #include "engine/device_optimizer.h"
 #include "planner/planner.h"
 
-enum { R_COMPUTE, R_H2D, R_D2H, R_OPT, R_HOOKS, R_COUNT };
-static const char *res_names[R_COUNT] = {"compute", "h2d", "d2h", "optimizer", "hooks"};
+enum { R_COMPUTE, R_H2D, R_D2H, R_OPT, R_COLL, R_HOOKS, R_COUNT };
+static const char *res_names[R_COUNT] = {"compute", "h2d", "d2h", "optimizer", "collective", "hooks"};
 
 typedef struct {
     double t[R_COUNT];
 } tally;
 
-// max over (compute, h2d, d2h, optimizer) candidates; credits the winner.
-static double take_max(tally *ty, double c, double in, double out, double opt) {
-    double v[R_COUNT] = {c, in, out, opt, 0};
+// max over (compute, h2d, d2h, optimizer, collective) candidates; credits the winner.
+static double take_max(tally *ty, double c, double in, double out, double opt, double coll) {
+    double v[R_COUNT] = {c, in, out, opt, coll, 0};
     int w = 0;
     for (int i = 1; i < R_COUNT; i++)
         if (v[i] > v[w]) w = i;
@@ -124,6 +128,7 @@ typedef struct {
     double hook_ms;   // host hooks per layer fetch (fetch_overhead_ms x the fetches a layer takes)
     double Ra;        // attention's rate (FLOP/ms): the implementation's measured one at T, else assumed
     double share;     // the share of each gradient this rank copies out (1: one GPU; 1/N: planner/ranks.c)
+    double red;       // a rank's reduce-scatter a micro-batch, on the collective's stream (ms; 0: one GPU)
     // The split (--device-optimizer): 1 where the embedding, the head, layer 0 stay on the host (0: the
     // device updates it, and nothing of it crosses the link); its device AdamW (ms, before the next loads).
     double xE, xH, xL0, dev_ms;
@@ -154,12 +159,15 @@ static double streamed_step(const terms *t, tally *ty, double rem) {
     double fill = (xE * t->PEf * ws + xL0 * PL * wsi) / h2d, drain = (xL0 * PL + xE * PE) * gs * t->share / d2h;
     double step = serial(ty, R_H2D, fill) + serial(ty, R_OPT, opt0) + serial(ty, R_D2H, drain);
     step += serial(ty, R_OPT, t->dev_ms); // the device's units, on the load stream before the next step's loads
-    step += hooked(ty, take_max(ty, cf, (W + xH * PH * ws) / h2d, 0, serial_opt ? 0 : rem - opt0), L * t->hook_ms);
-    for (int k = 1; k < G; k++) step += hooked(ty, take_max(ty, cf, W / h2d, 0, 0), L * t->hook_ms);
+    step += hooked(ty, take_max(ty, cf, (W + xH * PH * ws) / h2d, 0, serial_opt ? 0 : rem - opt0, 0), L * t->hook_ms);
+    for (int k = 1; k < G; k++) step += hooked(ty, take_max(ty, cf, W / h2d, 0, 0, 0), L * t->hook_ms);
     for (int k = 0; k < G; k++) {
         double out_b = (Wg + (k == G - 1 ? EHg : 0)) / (f * d2h);
-        step += hooked(ty, take_max(ty, cb, (P - 1) * W / (f * h2d), out_b, 0), (P - 1) * L * t->hook_ms);
+        step += hooked(ty, take_max(ty, cb, (P - 1) * W / (f * h2d), out_b, 0, t->red), (P - 1) * L * t->hook_ms);
     }
+    // A rank's last two units (layer 0, the embedding) are reduced after the compute ends; their
+    // copies (the drain) wait for it. Every unit is reduced, the split's device units too.
+    if (t->red > 0) step += serial(ty, R_COLL, t->red * (PL + PE) / t->N);
     if (serial_opt) step += serial(ty, R_OPT, t->opt);
     return step;
 }
@@ -173,6 +181,10 @@ static void streamed_form(const terms *t, tally *ty, mt_plan_prediction *out, fo
                                 "least its hooks; W, Wg at the peer's wire dtypes"
                               : "fill + opt_0 + max(c_f, (W+P_H*ws)/h2d, opt-opt_0) + (G-1)*max(c_f, W/h2d) "
                                 "+ G*max(c_b, W/(f*h2d), Wg/(f*d2h)) + drain";
+    if (t->red > 0 && !serial_opt)
+        out->formula = "fill + opt_0 + max(c_f, (W+P_H*ws)/h2d, opt-opt_0) + (G-1)*max(c_f, W/h2d) "
+                       "+ G*max(c_b, W/(f*h2d), Wg/(f*d2h), red) + red*(P_L+P_E)/N + drain (red: the rank's "
+                       "reduce-scatter a micro-batch, on its own stream)";
     if (!t->spec_units) {
         r->step = streamed_step(t, ty, t->opt);
         return;
@@ -266,7 +278,7 @@ static void resident_form(const terms *t, tally *ty, mt_plan_prediction *out, fo
     double step = 0;
     for (int k = 0; k < (int)t->G; k++) {
         step += serial(ty, R_COMPUTE, t->cf);
-        step += take_max(ty, t->cb, 0, t->Wg / t->d2h, 0);
+        step += take_max(ty, t->cb, 0, t->Wg / t->d2h, 0, 0);
     }
     step += serial(ty, R_D2H, t->PL * t->ws / t->d2h) + serial(ty, R_OPT, t->opt) + serial(ty, R_H2D, t->N * t->ws / t->h2d);
     out->h2d_bytes = t->N * t->ws;
@@ -375,9 +387,10 @@ mt_status mt_plan_predict(const mt_config *c, const mt_plan_input *in, const mt_
         t.hook_ms = s.fetch_overhead_ms * (s.submodule_fetch ? mt_layout_submodules(&ll, pieces) : 1);
     }
     // A rank of several (planner/ranks.c): it copies out its share of each reduced gradient, and
-    // its collective holds the compute stream; one GPU: share 1, no collective.
+    // its collective runs on a stream of its own (only the streamed form is priced for several:
+    // ranks.c refuses the others); one GPU: share 1, no collective.
     const double share = t.share = in->rank_grad_share > 0 ? in->rank_grad_share : 1;
-    t.cb += in->rank_reduce_ms;
+    t.red = in->rank_reduce_ms;
     const double W = t.W = L * PL * t.wsi, Wg = t.Wg = L * PL * t.gs * share, EH = t.EH = (PE + PH) * ws;
     const mt_precision opt_prec = s.optimizer_master && !fp32 ? MT_PREC_MIXED : in->prec;
     // Sharded across hosts (planner/ranks.c): this host updates its share, then all-gathers it.

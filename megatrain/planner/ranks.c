@@ -5,9 +5,9 @@
 //                GPUs behind one switch, filled in device order: k = min(N, multi.gpus_per_pcie_switch)
 //   its gradient ours: NCCL's ring reduce-scatter of every unit, (N-1)/N * P * gs bytes per GPU and
 //                micro-batch at the collective rate (multi.collective_gbps, else multi.nvlink_gbps, else
-//                the rank's PCIe rate; not charged against the uplink its copies use), on the compute
-//                stream (where the engine runs it), then each rank copies 1/N of the reduced gradient
-//                out (rank_grad_share);
+//                the rank's PCIe rate; not charged against the uplink its copies use), on a stream of
+//                its own (where cuda_nccl.cu runs it: under the backward, predict.c's red), then each
+//                rank copies 1/N of the reduced gradient out (rank_grad_share);
 //                the official code's (dp_host_add): every rank copies its whole gradient out and adds it
 //                into the one host gradient under one lock: N * P * gs * 3 bytes of host memory per
 //                micro-batch (read slab, read and write the sum), no collective.
